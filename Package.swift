@@ -1,0 +1,40 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "KeepTrack",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "keeptrack", targets: ["keeptrack"]),
+        .library(name: "Geo", targets: ["Geo"]),
+        .library(name: "NMEA", targets: ["NMEA"]),
+        .library(name: "Formats", targets: ["Formats"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2")
+    ],
+    targets: [
+        // Vocabulary: coordinates, fixes, locations, geodesy. Imports no other target.
+        .target(name: "Geo"),
+        // zlib, for reading gzip-compressed NMEA logs.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // Byte-level NMEA 0183: framing, checksums, sentences, epoch assembly.
+        .target(name: "NMEA", dependencies: ["Geo", "CZlib"]),
+        // Wire and file formats of fixes: JSON Lines, CSV, GPX, GeoJSON.
+        .target(name: "Formats", dependencies: ["Geo"]),
+        .executableTarget(
+            name: "keeptrack",
+            dependencies: [
+                "Geo", "NMEA", "Formats",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
+        .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
+        .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
+        .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo"]),
+        .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
+        .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

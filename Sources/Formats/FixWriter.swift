@@ -1,0 +1,251 @@
+import Geo
+
+/// The output formats of `keeptrack decode`.
+public enum FixFormat: String, CaseIterable, Sendable {
+    /// One JSON object per fix per line; the schema is in README ("decode JSON").
+    case jsonl
+    /// A header line, then one comma-separated line per fix; unknown values are empty.
+    case csv
+    /// GPX 1.1: one track segment of track points (fixes with a position only).
+    case gpx
+    /// A GeoJSON FeatureCollection of Point features (fixes with a position only).
+    case geojson
+}
+
+/// Streams fixes in a ``FixFormat`` into a byte buffer; the caller writes the buffer out.
+///
+/// Call ``begin(into:)`` once, ``write(_:into:)`` per fix, ``end(into:)`` once.
+public struct FixWriter: Sendable {
+    public let format: FixFormat
+    private var count = 0
+
+    public init(format: FixFormat) {
+        self.format = format
+    }
+
+    /// Whether the format can represent a fix without a position (jsonl and csv can).
+    public var writesFixesWithoutPosition: Bool { format == .jsonl || format == .csv }
+
+    public mutating func begin(into out: inout [UInt8]) {
+        switch format {
+        case .jsonl: break
+        case .csv:
+            ByteWriting.appendStatic(
+                "time,lat,lon,alt,speed,course,mode,quality,hAcc,vAcc,sats,satsInView,hdop,vdop,pdop,geoidSep,firstLine,lastLine\n",
+                to: &out)
+        case .gpx:
+            ByteWriting.appendStatic(
+                """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <gpx version="1.1" creator="keeptrack" xmlns="http://www.topografix.com/GPX/1/1">
+                <trk><trkseg>
+
+                """, to: &out)
+        case .geojson:
+            ByteWriting.appendStatic("{\"type\":\"FeatureCollection\",\"features\":[\n", to: &out)
+        }
+    }
+
+    public mutating func end(into out: inout [UInt8]) {
+        switch format {
+        case .jsonl, .csv: break
+        case .gpx: ByteWriting.appendStatic("</trkseg></trk>\n</gpx>\n", to: &out)
+        case .geojson: ByteWriting.appendStatic("\n]}\n", to: &out)
+        }
+    }
+
+    /// Appends one fix. Formats that need a position skip fixes without one.
+    public mutating func write(_ fix: Fix, into out: inout [UInt8]) {
+        switch format {
+        case .jsonl: Self.appendJSON(fix, to: &out)
+        case .csv: Self.appendCSV(fix, to: &out)
+        case .gpx:
+            guard fix.hasPosition else { return }
+            Self.appendGPX(fix, to: &out)
+        case .geojson:
+            guard fix.hasPosition else { return }
+            if count > 0 { ByteWriting.appendStatic(",\n", to: &out) }
+            Self.appendGeoJSONFeature(fix, to: &out)
+        }
+        count += 1
+    }
+
+    @inline(__always)
+    static func number(_ v: Double?, _ decimals: Int, _ out: inout [UInt8], null: StaticString = "null") {
+        if let v {
+            ByteWriting.appendFixed(v, decimals: decimals, nullText: null, to: &out)
+        } else {
+            ByteWriting.appendStatic(null, to: &out)
+        }
+    }
+
+    @inline(__always)
+    static func integer(_ v: Int?, _ out: inout [UInt8], null: StaticString = "null") {
+        if let v { ByteWriting.appendInt(Int64(v), to: &out) } else { ByteWriting.appendStatic(null, to: &out) }
+    }
+
+    /// The `decode` JSON object of one fix, without a trailing newline... plus the newline.
+    public static func appendJSON(_ fix: Fix, to out: inout [UInt8]) {
+        ByteWriting.appendStatic("{\"time\":", to: &out)
+        if let t = fix.time {
+            out.append(UInt8(ascii: "\""))
+            t.appendISO8601(to: &out)
+            out.append(UInt8(ascii: "\""))
+        } else {
+            ByteWriting.appendStatic("null", to: &out)
+        }
+        let c = fix.hasPosition ? fix.coordinate : nil
+        ByteWriting.appendStatic(",\"lat\":", to: &out)
+        number(c?.latitude, 9, &out)
+        ByteWriting.appendStatic(",\"lon\":", to: &out)
+        number(c?.longitude, 9, &out)
+        ByteWriting.appendStatic(",\"alt\":", to: &out)
+        number(fix.altitudeMSL, 3, &out)
+        ByteWriting.appendStatic(",\"speed\":", to: &out)
+        number(fix.speed, 3, &out)
+        ByteWriting.appendStatic(",\"course\":", to: &out)
+        number(fix.course, 2, &out)
+        ByteWriting.appendStatic(",\"mode\":\"", to: &out)
+        switch fix.mode {
+        case .none: ByteWriting.appendStatic("none\"", to: &out)
+        case .twoD: ByteWriting.appendStatic("2d\"", to: &out)
+        case .threeD: ByteWriting.appendStatic("3d\"", to: &out)
+        }
+        ByteWriting.appendStatic(",\"quality\":", to: &out)
+        if let q = fix.quality { ByteWriting.appendJSONString(q.name, to: &out) } else {
+            ByteWriting.appendStatic("null", to: &out)
+        }
+        ByteWriting.appendStatic(",\"hAcc\":", to: &out)
+        number(fix.horizontalAccuracy, 2, &out)
+        ByteWriting.appendStatic(",\"vAcc\":", to: &out)
+        number(fix.verticalAccuracy, 2, &out)
+        ByteWriting.appendStatic(",\"sats\":", to: &out)
+        integer(fix.satellitesUsed, &out)
+        ByteWriting.appendStatic(",\"satsInView\":", to: &out)
+        integer(fix.satellitesInView, &out)
+        ByteWriting.appendStatic(",\"hdop\":", to: &out)
+        number(fix.hdop, 2, &out)
+        ByteWriting.appendStatic(",\"vdop\":", to: &out)
+        number(fix.vdop, 2, &out)
+        ByteWriting.appendStatic(",\"pdop\":", to: &out)
+        number(fix.pdop, 2, &out)
+        ByteWriting.appendStatic(",\"geoidSep\":", to: &out)
+        number(fix.geoidSeparation, 3, &out)
+        ByteWriting.appendStatic(",\"lines\":", to: &out)
+        if let lines = fix.lines {
+            out.append(UInt8(ascii: "["))
+            ByteWriting.appendInt(Int64(lines.lowerBound), to: &out)
+            out.append(UInt8(ascii: ","))
+            ByteWriting.appendInt(Int64(lines.upperBound), to: &out)
+            out.append(UInt8(ascii: "]"))
+        } else {
+            ByteWriting.appendStatic("null", to: &out)
+        }
+        ByteWriting.appendStatic("}\n", to: &out)
+    }
+
+    public static func appendCSV(_ fix: Fix, to out: inout [UInt8]) {
+        if let t = fix.time { t.appendISO8601(to: &out) }
+        let c = fix.hasPosition ? fix.coordinate : nil
+        out.append(UInt8(ascii: ","))
+        number(c?.latitude, 9, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(c?.longitude, 9, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.altitudeMSL, 3, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.speed, 3, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.course, 2, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        out.append(contentsOf: Array(fix.mode.name.utf8))
+        out.append(UInt8(ascii: ","))
+        if let q = fix.quality { out.append(contentsOf: Array(q.name.utf8)) }
+        out.append(UInt8(ascii: ","))
+        number(fix.horizontalAccuracy, 2, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.verticalAccuracy, 2, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        integer(fix.satellitesUsed, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        integer(fix.satellitesInView, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.hdop, 2, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.vdop, 2, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.pdop, 2, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        number(fix.geoidSeparation, 3, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        integer(fix.lines?.lowerBound, &out, null: "")
+        out.append(UInt8(ascii: ","))
+        integer(fix.lines?.upperBound, &out, null: "")
+        out.append(UInt8(ascii: "\n"))
+    }
+
+    public static func appendGPX(_ fix: Fix, to out: inout [UInt8]) {
+        guard let c = fix.coordinate else { return }
+        ByteWriting.appendStatic("<trkpt lat=\"", to: &out)
+        number(c.latitude, 9, &out)
+        ByteWriting.appendStatic("\" lon=\"", to: &out)
+        number(c.longitude, 9, &out)
+        ByteWriting.appendStatic("\">", to: &out)
+        if let alt = fix.altitudeMSL {
+            ByteWriting.appendStatic("<ele>", to: &out)
+            number(alt, 3, &out)
+            ByteWriting.appendStatic("</ele>", to: &out)
+        }
+        // xsd:dateTime needs a date: a time of day alone is left out.
+        if let t = fix.time, t.day != nil {
+            ByteWriting.appendStatic("<time>", to: &out)
+            t.appendISO8601(to: &out)
+            ByteWriting.appendStatic("</time>", to: &out)
+        }
+        if let sep = fix.geoidSeparation {
+            ByteWriting.appendStatic("<geoidheight>", to: &out)
+            number(sep, 3, &out)
+            ByteWriting.appendStatic("</geoidheight>", to: &out)
+        }
+        switch fix.mode {
+        case .twoD: ByteWriting.appendStatic("<fix>2d</fix>", to: &out)
+        case .threeD: ByteWriting.appendStatic(fix.quality == .dgps ? "<fix>dgps</fix>" : "<fix>3d</fix>", to: &out)
+        case .none: ByteWriting.appendStatic("<fix>none</fix>", to: &out)
+        }
+        if let s = fix.satellitesUsed {
+            ByteWriting.appendStatic("<sat>", to: &out)
+            ByteWriting.appendInt(Int64(s), to: &out)
+            ByteWriting.appendStatic("</sat>", to: &out)
+        }
+        for (tag, value): (StaticString, Double?) in [("hdop", fix.hdop), ("vdop", fix.vdop), ("pdop", fix.pdop)] {
+            guard let value else { continue }
+            out.append(UInt8(ascii: "<"))
+            ByteWriting.appendStatic(tag, to: &out)
+            out.append(UInt8(ascii: ">"))
+            number(value, 2, &out)
+            ByteWriting.appendStatic("</", to: &out)
+            ByteWriting.appendStatic(tag, to: &out)
+            out.append(UInt8(ascii: ">"))
+        }
+        ByteWriting.appendStatic("</trkpt>\n", to: &out)
+    }
+
+    public static func appendGeoJSONFeature(_ fix: Fix, to out: inout [UInt8]) {
+        guard let c = fix.coordinate else { return }
+        ByteWriting.appendStatic("{\"type\":\"Feature\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[", to: &out)
+        number(c.longitude, 9, &out)
+        out.append(UInt8(ascii: ","))
+        number(c.latitude, 9, &out)
+        if let alt = fix.altitudeMSL {
+            out.append(UInt8(ascii: ","))
+            number(alt, 3, &out)
+        }
+        ByteWriting.appendStatic("]},\"properties\":", to: &out)
+        // The same properties as the JSON Lines object, minus the coordinates.
+        var props: [UInt8] = []
+        appendJSON(fix, to: &props)
+        props.removeLast()  // newline
+        out.append(contentsOf: props)
+        out.append(UInt8(ascii: "}"))
+    }
+}

@@ -1,0 +1,360 @@
+import Geo
+
+/// A streaming NMEA 0183 decoder: bytes in, one ``Fix`` per GNSS epoch out.
+///
+/// Feed it input in chunks of any size with ``decode(_:_:)``; it frames sentences (`$` or `!` to
+/// CR/LF, LF or a lone CR), verifies their `*hh` checksums, decodes GGA, RMC, GLL, GSA, GSV, VTG,
+/// GNS, ZDA and GST from any talker, and merges the sentences of each epoch into one fix (see
+/// `EpochAssembler` for the rules). Bytes between sentences are skipped and counted;
+/// proprietary (`$P…`) and unknown sentences are counted and skipped.
+///
+/// Rejected sentences (bad checksum, malformed fields, …) are counted in ``statistics`` and
+/// passed to ``diagnosticHandler``; with ``Options/strict`` the first one is thrown instead.
+///
+/// The decoder allocates nothing per sentence in steady state: sentences are parsed in place in
+/// the caller's buffer, and only a sentence split across two chunks is copied (into a buffer
+/// reused for the decoder's lifetime).
+public struct NMEADecoder {
+    /// Decoder settings.
+    public struct Options: Sendable {
+        /// Stop at the first rejected sentence by throwing it. The default is `false` (skip and count).
+        public var strict: Bool = false
+        /// Longest accepted sentence in bytes, from `$` to the checksum. The default is 1024
+        /// (NMEA allows 82; real receivers exceed that).
+        public var maxSentenceLength: Int = 1024
+        /// Reject sentences without a `*hh` checksum. The default is `true`.
+        public var requireChecksum: Bool = true
+        /// The date (days since 1970-01-01) given to fixes before the input has told one. The
+        /// default is `nil`: such fixes carry a time of day only.
+        public var referenceDay: Int32?
+        /// The input's name for error messages (a path, `<stdin>`). The default is `nil`.
+        public var sourceName: String?
+
+        public init(strict: Bool = false, maxSentenceLength: Int = 1024, requireChecksum: Bool = true,
+                    referenceDay: Int32? = nil, sourceName: String? = nil) {
+            self.strict = strict
+            self.maxSentenceLength = maxSentenceLength
+            self.requireChecksum = requireChecksum
+            self.referenceDay = referenceDay
+            self.sourceName = sourceName
+        }
+    }
+
+    enum Phase: UInt8 {
+        case seek, body, star1, star2, afterChecksum, discard
+    }
+
+    public let options: Options
+    /// Counters so far.
+    public var statistics: NMEAStatistics {
+        var s = stats
+        s.fixes = assembler.emitted
+        s.positionFixes = assembler.emittedWithPosition
+        return s
+    }
+    var stats = NMEAStatistics()
+    /// Called with every sentence rejected in lenient mode. The default is `nil`.
+    public var diagnosticHandler: ((NMEAError) -> Void)?
+
+    var phase: Phase = .seek
+    var xor: UInt8 = 0
+    var stated: UInt8 = 0
+    /// Bytes of the sentence in progress, from `$`.
+    var sentenceLength = 0
+    var sentenceLine = 0
+    var sentenceOffset: Int64 = 0
+    /// Bytes of a sentence begun in an earlier chunk.
+    var carry: [UInt8] = []
+    var lineNumber = 1
+    var pendingCR = false
+    var lineHasContent = false
+    var assembler: EpochAssembler
+
+    public init(options: Options = Options()) {
+        self.options = options
+        self.assembler = EpochAssembler(referenceDay: options.referenceDay)
+        carry.reserveCapacity(options.maxSentenceLength + 8)
+    }
+
+    /// The 1-based line number the decoder is on.
+    public var currentLine: Int { lineNumber }
+
+    /// Decodes a chunk of input, calling `emit` for every epoch it completes.
+    ///
+    /// - Throws: the first rejected sentence, in strict mode only. The decoder stays usable: the
+    ///   next call resumes after the rejected sentence.
+    /// - Complexity: O(n) in the chunk's size.
+    public mutating func decode(_ buffer: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) throws(NMEAError) {
+        guard let raw = buffer.baseAddress, buffer.count > 0 else { return }
+        let base = raw.assumingMemoryBound(to: UInt8.self)
+        let n = buffer.count
+        let chunkOffset = stats.bytes
+        stats.bytes += Int64(n)
+        var i = 0
+        // Where the current sentence's bytes begin in this chunk (0 when it began in an earlier one).
+        var sentenceStart = 0
+        // A thrown error must leave the decoder consistent: remember it, finish bookkeeping, throw.
+        var pendingError: NMEAError?
+
+        scan: while i < n {
+            switch phase {
+            case .seek:
+                var skipped = 0
+                var lines = 0
+                var cr = pendingCR
+                var content = lineHasContent
+                while i < n {
+                    let b = base[i]
+                    if b == 0x24 || b == 0x21 { break }  // $ !
+                    if b == 0x0A {
+                        if !cr { lines += 1 }
+                        cr = false
+                        content = false
+                    } else if b == 0x0D {
+                        lines += 1
+                        cr = true
+                        content = false
+                    } else {
+                        cr = false
+                        content = true
+                        skipped += 1
+                    }
+                    i += 1
+                }
+                lineNumber += lines
+                stats.skippedBytes += Int64(skipped)
+                pendingCR = cr
+                lineHasContent = content
+                if i == n { break scan }
+                pendingCR = false
+                lineHasContent = true
+                phase = .body
+                xor = 0
+                sentenceLength = 1
+                sentenceLine = lineNumber
+                sentenceOffset = chunkOffset + Int64(i)
+                sentenceStart = i
+                carry.removeAll(keepingCapacity: true)
+                i += 1
+
+            case .body:
+                let from = i
+                var x = xor
+                // Hot loop: every byte from '+' (0x2B) to '~' (0x7E) is ordinary sentence content.
+                while i < n {
+                    let b = base[i]
+                    if b &- 0x2B > 0x53 { break }
+                    x ^= b
+                    i += 1
+                }
+                xor = x
+                sentenceLength += i - from
+                if sentenceLength > options.maxSentenceLength {
+                    pendingError = makeError(.lineTooLong, "no line end within \(options.maxSentenceLength) bytes",
+                                             base: base, from: sentenceStart, to: i)
+                    stats.skippedBytes += Int64(sentenceLength)
+                    phase = .discard
+                    if reject(&pendingError) { break scan }
+                    continue scan
+                }
+                if i == n { break scan }
+                let b = base[i]
+                if b == 0x2A {  // *
+                    phase = .star1
+                    sentenceLength += 1
+                    i += 1
+                } else if b == 0x0D || b == 0x0A {
+                    if options.requireChecksum {
+                        pendingError = makeError(.missingChecksum, "sentence ends without a *hh checksum",
+                                                 base: base, from: sentenceStart, to: i)
+                        phase = .seek
+                        if reject(&pendingError) { break scan }
+                    } else {
+                        phase = .seek
+                        if let error = complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength,
+                                                checked: false, emit) {
+                            pendingError = error
+                            if reject(&pendingError) { break scan }
+                        }
+                    }
+                } else if b == 0x24 || b == 0x21 {
+                    pendingError = makeError(.truncatedSentence, "a new sentence starts before this one ended",
+                                             base: base, from: sentenceStart, to: i)
+                    phase = .seek
+                    if reject(&pendingError) { break scan }
+                } else if b >= 0x20 && b < 0x7F {
+                    // Printable but rare in NMEA (space, quotes, #, %, &, parentheses).
+                    xor ^= b
+                    sentenceLength += 1
+                    i += 1
+                } else {
+                    pendingError = makeError(.invalidCharacter, "byte 0x\(hex(b)) inside a sentence",
+                                             base: base, from: sentenceStart, to: i + 1)
+                    phase = .seek
+                    if reject(&pendingError) { break scan }
+                }
+
+            case .star1, .star2:
+                let b = base[i]
+                let v = hexValue(b)
+                if v > 15 {
+                    if b == 0x0D || b == 0x0A || b == 0x24 || b == 0x21 {
+                        pendingError = makeError(.invalidChecksumField, "checksum needs two hex digits after *",
+                                                 base: base, from: sentenceStart, to: i)
+                    } else {
+                        pendingError = makeError(.invalidChecksumField, "checksum has a non-hex character",
+                                                 base: base, from: sentenceStart, to: i + 1)
+                        i += 1
+                    }
+                    phase = b == 0x0D || b == 0x0A || b == 0x24 || b == 0x21 ? .seek : .discard
+                    if reject(&pendingError) { break scan }
+                    continue scan
+                }
+                if phase == .star1 {
+                    stated = v << 4
+                    phase = .star2
+                } else {
+                    stated |= v
+                    phase = .afterChecksum
+                }
+                sentenceLength += 1
+                i += 1
+
+            case .afterChecksum:
+                let b = base[i]
+                if b == 0x0D || b == 0x0A {
+                    phase = .seek
+                    if let error = complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
+                                            checked: true, emit) {
+                        pendingError = error
+                        if reject(&pendingError) { break scan }
+                    }
+                } else {
+                    pendingError = makeError(.trailingCharacters, "characters after the checksum",
+                                             base: base, from: sentenceStart, to: i + 1)
+                    phase = b == 0x24 || b == 0x21 ? .seek : .discard
+                    if reject(&pendingError) { break scan }
+                }
+
+            case .discard:
+                var skipped = 0
+                while i < n {
+                    let b = base[i]
+                    if b == 0x0D || b == 0x0A { break }
+                    skipped += 1
+                    i += 1
+                }
+                stats.skippedBytes += Int64(skipped)
+                if i < n { phase = .seek }
+            }
+        }
+        // Keep the bytes of an unfinished sentence for the next chunk.
+        switch phase {
+        case .body, .star1, .star2, .afterChecksum:
+            carry.append(contentsOf: UnsafeBufferPointer(start: base + sentenceStart, count: n - sentenceStart))
+        default:
+            break
+        }
+        if var error = pendingError {
+            // Strict mode: the remaining bytes of this chunk were not decoded.
+            if i < n {
+                stats.bytes -= Int64(n - i)
+                error.message += " (decoding stopped here)"
+            }
+            phase = phase == .discard ? .discard : .seek
+            throw error
+        }
+    }
+
+    /// Ends the input: reports a sentence cut off by the end and emits the last epoch.
+    ///
+    /// - Throws: the cut-off sentence, in strict mode.
+    public mutating func finish(_ emit: (Fix) -> Void) throws(NMEAError) {
+        var pending: NMEAError?
+        switch phase {
+        case .body, .star1, .star2, .afterChecksum:
+            pending = makeError(.truncatedSentence, "input ends inside a sentence", base: nil, from: 0, to: 0)
+            phase = .seek
+            _ = reject(&pending)
+        default:
+            break
+        }
+        assembler.flush(emit)
+        stats.lines = lineNumber - (lineHasContent ? 0 : 1)
+        if let pending { throw pending }
+    }
+
+    /// Emits the epoch in progress now instead of waiting for the next epoch's first sentence.
+    ///
+    /// Live sources call this after an idle gap (receivers send an epoch in a burst), so a fix
+    /// leaves the decoder as soon as its last sentence arrived. A sentence of the flushed epoch
+    /// that still arrives later is counted in ``NMEAStatistics/lateSentences`` and dropped.
+    public mutating func flush(_ emit: (Fix) -> Void) {
+        assembler.flush(emit)
+    }
+
+    /// Counts a rejected sentence; returns `true` when decoding must stop (strict mode).
+    @inline(__always)
+    mutating func reject(_ error: inout NMEAError?) -> Bool {
+        guard let e = error else { return false }
+        stats.errors[e.code, default: 0] += 1
+        if options.strict { return true }
+        diagnosticHandler?(e)
+        error = nil
+        return false
+    }
+
+    /// The bytes of the sentence in progress up to `to` in this chunk, for error messages.
+    func sentenceBytes(base: UnsafePointer<UInt8>?, from: Int, to: Int) -> [UInt8] {
+        var bytes = carry
+        if let base, to > from {
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base + from, count: min(to - from, 200)))
+        }
+        return bytes
+    }
+
+    func makeError(_ code: NMEAError.Code, _ message: String, base: UnsafePointer<UInt8>?, from: Int, to: Int,
+                   field: Int? = nil) -> NMEAError {
+        NMEAError(code: code, message: message, file: options.sourceName, line: sentenceLine,
+                  byteOffset: sentenceOffset, text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)),
+                  field: field)
+    }
+
+    /// A framed sentence: verify the checksum and decode it. Returns the error for a rejected one.
+    @inline(__always)
+    mutating func complete(base: UnsafePointer<UInt8>, from: Int, to: Int, bodyEnd: Int, checked: Bool,
+                           _ emit: (Fix) -> Void) -> NMEAError? {
+        if checked && stated != xor {
+            return makeError(.badChecksum, "checksum is \(hex(stated)), computed \(hex(xor))",
+                             base: base, from: from, to: to)
+        }
+        if carry.isEmpty {
+            return decodeSentence(base + from, length: bodyEnd, fullLength: to - from, emit)
+        }
+        // Move the carried bytes out of `self` (no copy) so decoding may mutate `self`.
+        var sentence: [UInt8] = []
+        swap(&sentence, &carry)
+        sentence.append(contentsOf: UnsafeBufferPointer(start: base + from, count: to - from))
+        let result = sentence.withUnsafeBufferPointer { bytes in
+            decodeSentence(bytes.baseAddress!, length: bodyEnd, fullLength: bytes.count, emit)
+        }
+        sentence.removeAll(keepingCapacity: true)
+        swap(&sentence, &carry)
+        return result
+    }
+}
+
+@inline(__always)
+func hexValue(_ b: UInt8) -> UInt8 {
+    switch b {
+    case 0x30...0x39: b - 0x30
+    case 0x41...0x46: b - 0x41 + 10
+    case 0x61...0x66: b - 0x61 + 10
+    default: 0xFF
+    }
+}
+
+func hex(_ b: UInt8) -> String {
+    let digits = Array("0123456789ABCDEF")
+    return "\(digits[Int(b >> 4)])\(digits[Int(b & 15)])"
+}

@@ -1,0 +1,207 @@
+import CZlib
+import Geo
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads an NMEA log in chunks from a file, standard input (`-`), or a gzip file (detected by
+/// its magic bytes, whatever its name).
+///
+/// Streams: memory use is one chunk buffer, whatever the file's size.
+public final class NMEAFileReader {
+    /// The input's name for messages: the path, or `<stdin>`.
+    public let name: String
+    /// The file's size in bytes when it is a regular file (compressed size for gzip), for progress.
+    public let size: Int64?
+    /// Bytes consumed from the file so far (compressed bytes for gzip), for progress.
+    public private(set) var position: Int64 = 0
+    /// Whether the file is gzip-compressed.
+    public let isCompressed: Bool
+
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private var stream: z_stream?
+    private var input: UnsafeMutableRawBufferPointer?
+    private var inputEnd = false
+    private var memberOpen = false
+    private var pushback: [UInt8] = []
+
+    /// Opens `path` (`-` for standard input).
+    ///
+    /// - Throws: ``NMEAError`` with code ``NMEAError/Code/io`` naming the path and the reason.
+    public init(path: String) throws(NMEAError) {
+        if path == "-" {
+            fd = 0
+            ownsDescriptor = false
+            name = "<stdin>"
+            size = nil
+        } else {
+            let opened = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
+            if opened < 0 {
+                let e = errno
+                throw NMEAError(code: .io, message: "cannot open: \(String(cString: strerror(e)))", file: path,
+                                line: 0, byteOffset: 0, errno: e)
+            }
+            fd = opened
+            ownsDescriptor = true
+            name = path
+            var st = stat()
+            if fstat(opened, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG {
+                size = Int64(st.st_size)
+            } else {
+                size = nil
+            }
+            if (st.st_mode & S_IFMT) == S_IFDIR {
+                close(opened)
+                throw NMEAError(code: .io, message: "is a directory", file: path, line: 0, byteOffset: 0, errno: EISDIR)
+            }
+        }
+        // Sniff the gzip magic (1F 8B) without losing the bytes.
+        var magic = [UInt8](repeating: 0, count: 2)
+        var got = 0
+        let descriptor = fd
+        while got < 2 {
+            let n = magic.withUnsafeMutableBytes { systemRead(descriptor, $0.baseAddress! + got, 2 - got) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            got += n
+        }
+        pushback = Array(magic[0..<got])
+        isCompressed = got == 2 && magic[0] == 0x1F && magic[1] == 0x8B
+        if isCompressed {
+            var s = z_stream()
+            let rc = keeptrack_inflateInit2(&s, 15 + 32)
+            if rc != Z_OK {
+                if ownsDescriptor { close(fd) }
+                throw NMEAError(code: .io, message: "cannot start gzip decompression (zlib error \(rc))", file: name,
+                                line: 0, byteOffset: 0)
+            }
+            stream = s
+            input = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+        }
+    }
+
+    deinit {
+        if stream != nil { inflateEnd(&stream!) }
+        input?.deallocate()
+        if ownsDescriptor { close(fd) }
+    }
+
+    /// Reads raw bytes from the descriptor, retrying on EINTR.
+    private func readRaw(_ buffer: UnsafeMutableRawBufferPointer) throws(NMEAError) -> Int {
+        if !pushback.isEmpty {
+            let n = min(pushback.count, buffer.count)
+            buffer.copyBytes(from: pushback[0..<n])
+            pushback.removeFirst(n)
+            position += Int64(n)
+            return n
+        }
+        while true {
+            let n = systemRead(fd, buffer.baseAddress, buffer.count)
+            if n >= 0 {
+                position += Int64(n)
+                return n
+            }
+            let e = errno
+            if e == EINTR { continue }
+            throw NMEAError(code: .io, message: "read failed: \(String(cString: strerror(e)))", file: name, line: 0,
+                            byteOffset: position, errno: e)
+        }
+    }
+
+    /// Fills `buffer` with the next bytes of the (decompressed) log.
+    ///
+    /// - Returns: the number of bytes read; 0 at the end of the input.
+    /// - Throws: ``NMEAError`` with code ``NMEAError/Code/io`` on a read error or corrupt gzip data.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(NMEAError) -> Int {
+        guard stream != nil, let input else { return try readRaw(buffer) }
+        while true {
+            if stream!.avail_in == 0 && !inputEnd {
+                let n = try readRaw(input)
+                if n == 0 {
+                    inputEnd = true
+                } else {
+                    stream!.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                    stream!.avail_in = uInt(n)
+                }
+            }
+            stream!.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream!.avail_out = uInt(buffer.count)
+            let rc = inflate(&stream!, Z_NO_FLUSH)
+            let produced = buffer.count - Int(stream!.avail_out)
+            if rc == Z_STREAM_END {
+                // Concatenated gzip members: go on with the next one.
+                memberOpen = false
+                inflateReset(&stream!)
+            } else if rc == Z_OK {
+                memberOpen = true
+            } else if rc != Z_BUF_ERROR {
+                throw NMEAError(code: .io, message: "corrupt gzip data (zlib error \(rc))", file: name, line: 0,
+                                byteOffset: position)
+            }
+            if produced > 0 { return produced }
+            if inputEnd && stream!.avail_in == 0 {
+                if memberOpen {
+                    throw NMEAError(code: .io, message: "gzip data ends early (truncated file?)", file: name,
+                                    line: 0, byteOffset: position)
+                }
+                return 0
+            }
+        }
+    }
+}
+
+extension NMEADecoder {
+    /// Decodes a whole file (`-` for standard input, gzip accepted) in 256 KiB chunks.
+    ///
+    /// - Parameters:
+    ///   - path: the log to read.
+    ///   - progress: called after each chunk with the reader (for its position and size).
+    ///   - emit: called with every fix.
+    /// - Throws: ``NMEAError``: an I/O error, or in strict mode the first rejected sentence.
+    public mutating func decodeFile(
+        _ path: String, progress: ((NMEAFileReader) -> Void)? = nil, _ emit: (Fix) -> Void
+    ) throws(NMEAError) {
+        let reader = try NMEAFileReader(path: path)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 64)
+        defer { buffer.deallocate() }
+        while true {
+            let n = try reader.read(into: buffer)
+            if n == 0 { break }
+            try decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), emit)
+            progress?(reader)
+        }
+        try finish(emit)
+    }
+
+    /// Decodes a complete in-memory input; convenient for tests and small inputs.
+    public static func decode(_ bytes: [UInt8], options: Options = Options()) throws(NMEAError)
+        -> (fixes: [Fix], statistics: NMEAStatistics)
+    {
+        var decoder = NMEADecoder(options: options)
+        var fixes: [Fix] = []
+        var failure: NMEAError?
+        bytes.withUnsafeBytes { raw in
+            do throws(NMEAError) {
+                try decoder.decode(raw) { fixes.append($0) }
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        try decoder.finish { fixes.append($0) }
+        return (fixes, decoder.statistics)
+    }
+}
+
+@inline(__always)
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    Glibc.read(fd, buffer, count)
+    #else
+    Darwin.read(fd, buffer, count)
+    #endif
+}
