@@ -1,0 +1,76 @@
+import Foundation
+import Geo
+import Testing
+
+@testable import Formats
+
+@Suite("Fix formats")
+struct FixWriterTests {
+    let fix = Fix(
+        time: GNSSTime(year: 2024, month: 3, dayOfMonth: 9, hour: 12, minute: 0, second: 1, nanosecond: 500_000_000,
+                       fractionDigits: 2),
+        coordinate: Coordinate(latitude: 48.137154, longitude: -11.5761249999), altitudeMSL: 519.25,
+        geoidSeparation: 47, speed: 1.4, course: 33.2, mode: .threeD, quality: .gps, satellitesUsed: 8,
+        satellitesInView: 12, hdop: 0.9, vdop: 1.2, pdop: 1.5, horizontalAccuracy: 4.5, verticalAccuracy: 6,
+        accuracySource: .dopEstimate, lines: 10...15)
+
+    func render(_ format: FixFormat, _ fixes: [Fix]) -> String {
+        var writer = FixWriter(format: format)
+        var out: [UInt8] = []
+        writer.begin(into: &out)
+        for f in fixes { writer.write(f, into: &out) }
+        writer.end(into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test func writesTheDocumentedJSONLinesObject() {
+        #expect(render(.jsonl, [fix]) == """
+            {"time":"2024-03-09T12:00:01.50Z","lat":48.137154000,"lon":-11.576125000,"alt":519.250,"speed":1.400,\
+            "course":33.20,"mode":"3d","quality":"gps","hAcc":4.50,"vAcc":6.00,"sats":8,"satsInView":12,"hdop":0.90,\
+            "vdop":1.20,"pdop":1.50,"geoidSep":47.000,"lines":[10,15]}
+
+            """)
+    }
+
+    @Test func writesNullsForUnknownValuesAndNoPositionWithoutAFix() throws {
+        let empty = Fix(time: nil, coordinate: Coordinate(latitude: 1, longitude: 2), mode: .none)
+        let line = render(.jsonl, [empty])
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        #expect(object?["lat"] is NSNull)
+        #expect(object?["time"] is NSNull)
+        #expect(object?["mode"] as? String == "none")
+        #expect(object?.count == 17)
+    }
+
+    @Test func writesCSVWithAHeaderAndEmptyUnknowns() {
+        let text = render(.csv, [fix, Fix(mode: .none)])
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines[0].hasPrefix("time,lat,lon,alt"))
+        #expect(lines[1] == "2024-03-09T12:00:01.50Z,48.137154000,-11.576125000,519.250,1.400,33.20,3d,gps,4.50,6.00,8,12,0.90,1.20,1.50,47.000,10,15")
+        #expect(lines[2] == ",,,,,,none,,,,,,,,,,,")
+    }
+
+    @Test func writesGeoJSONThatParses() throws {
+        let text = render(.geojson, [fix, Fix(mode: .none), fix])
+        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        let features = try #require(object?["features"] as? [[String: Any]])
+        #expect(features.count == 2)
+        let geometry = features[0]["geometry"] as? [String: Any]
+        #expect((geometry?["coordinates"] as? [Double])?.first == -11.576125)
+    }
+
+    @Test func writesGPXTrackPoints() {
+        let text = render(.gpx, [fix])
+        #expect(text.contains("<trkpt lat=\"48.137154000\" lon=\"-11.576125000\"><ele>519.250</ele><time>2024-03-09T12:00:01.50Z</time>"))
+        #expect(text.contains("<fix>3d</fix><sat>8</sat><hdop>0.90</hdop>"))
+        #expect(text.hasSuffix("</gpx>\n"))
+    }
+
+    @Test(arguments: [(0.0, 2, "0.00"), (-0.004, 2, "0.00"), (-1.005, 1, "-1.0"), (123.456789, 3, "123.457"),
+                      (Double.nan, 2, "null"), (1e30, 2, "null"), (-7.0, 0, "-7")])
+    func formatsFixedPointNumbers(_ v: Double, _ decimals: Int, _ expected: String) {
+        var out: [UInt8] = []
+        ByteWriting.appendFixed(v, decimals: decimals, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+    }
+}
