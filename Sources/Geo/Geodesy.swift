@@ -51,7 +51,7 @@ public enum Geodesy {
     /// Vincenty's inverse solution on WGS84, or `nil` when the iteration fails to converge
     /// (nearly antipodal points).
     public static func vincentyInverse(_ p: Coordinate, _ q: Coordinate) -> Inverse? {
-        let L = rad(q.longitude - p.longitude)
+        let L = rad(normalizeLongitude(q.longitude - p.longitude))
         let U1 = atan((1 - f) * tan(rad(p.latitude)))
         let U2 = atan((1 - f) * tan(rad(q.latitude)))
         let sinU1 = sin(U1), cosU1 = cos(U1), sinU2 = sin(U2), cosU2 = cos(U2)
@@ -78,7 +78,8 @@ public enum Geodesy {
             lambda = L + (1 - C) * f * sinAlpha
                 * (sigma + C * sinSigma * (cos2SigmaM + C * cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)))
             if abs(lambda) > .pi { return nil }
-            if abs(lambda - previous) < 1e-12 {
+            // Relative tolerance: for short lines lambda itself is tiny (1 m ≈ 1.6e-7 rad).
+            if abs(lambda - previous) <= 1e-14 * max(abs(lambda), 1e-9) {
                 converged = true
                 break
             }

@@ -150,6 +150,9 @@ extension NMEADecoder {
             }
             let quality = q.flatMap { Fix.Quality(rawValue: UInt8($0)) }
             let valid = (quality ?? .invalid) != .invalid
+            if valid && (lat == nil || lon == nil) {
+                throw FieldError(.malformedField, field: lat == nil ? 2 : 4, "GGA has a fix quality but no position")
+            }
             assembler.position(rank: 4, latitude: lat, longitude: lon, valid: valid)
             if assembler.positionRank == 4 {
                 assembler.quality = quality
@@ -183,6 +186,9 @@ extension NMEADecoder {
             }
             // Status A and (NMEA 2.3) a mode indicator other than N (no fix) / E (estimated) are a fix.
             let valid = status == 0x41 && mode != 0x4E
+            if valid && (lat == nil || lon == nil) {
+                throw FieldError(.malformedField, field: lat == nil ? 3 : 5, "RMC status is A but the position is empty")
+            }
             assembler.position(rank: 2, latitude: lat, longitude: lon, valid: valid)
             if assembler.positionRank == 2 && valid && mode == 0x45 { assembler.quality = .estimated }
             if let knots, valid { assembler.speed = knots * 0.514_444_444_444_444_4 }

@@ -66,7 +66,6 @@ public struct NMEADecoder {
     /// Bytes of a sentence begun in an earlier chunk.
     var carry: [UInt8] = []
     var lineNumber = 1
-    var pendingCR = false
     var lineHasContent = false
     var assembler: EpochAssembler
 
@@ -101,21 +100,14 @@ public struct NMEADecoder {
             case .seek:
                 var skipped = 0
                 var lines = 0
-                var cr = pendingCR
                 var content = lineHasContent
                 while i < n {
                     let b = base[i]
                     if b == 0x24 || b == 0x21 { break }  // $ !
                     if b == 0x0A {
-                        if !cr { lines += 1 }
-                        cr = false
-                        content = false
-                    } else if b == 0x0D {
                         lines += 1
-                        cr = true
                         content = false
-                    } else {
-                        cr = false
+                    } else if b != 0x0D {
                         content = true
                         skipped += 1
                     }
@@ -123,10 +115,8 @@ public struct NMEADecoder {
                 }
                 lineNumber += lines
                 stats.skippedBytes += Int64(skipped)
-                pendingCR = cr
                 lineHasContent = content
                 if i == n { break scan }
-                pendingCR = false
                 lineHasContent = true
                 phase = .body
                 xor = 0

@@ -23,7 +23,8 @@ public final class NMEAFileReader {
 
     private let fd: Int32
     private let ownsDescriptor: Bool
-    private var stream: z_stream?
+    /// zlib keeps a pointer back to its stream: it must not move, so it lives on the heap.
+    private var stream: UnsafeMutablePointer<z_stream>?
     private var input: UnsafeMutableRawBufferPointer?
     private var inputEnd = false
     private var memberOpen = false
@@ -72,9 +73,11 @@ public final class NMEAFileReader {
         pushback = Array(magic[0..<got])
         isCompressed = got == 2 && magic[0] == 0x1F && magic[1] == 0x8B
         if isCompressed {
-            var s = z_stream()
-            let rc = keeptrack_inflateInit2(&s, 15 + 32)
+            let s = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+            s.initialize(to: z_stream())
+            let rc = keeptrack_inflateInit2(s, 15 + 32)
             if rc != Z_OK {
+                s.deallocate()
                 if ownsDescriptor { close(fd) }
                 throw NMEAError(code: .io, message: "cannot start gzip decompression (zlib error \(rc))", file: name,
                                 line: 0, byteOffset: 0)
@@ -85,7 +88,10 @@ public final class NMEAFileReader {
     }
 
     deinit {
-        if stream != nil { inflateEnd(&stream!) }
+        if let stream {
+            inflateEnd(stream)
+            stream.deallocate()
+        }
         input?.deallocate()
         if ownsDescriptor { close(fd) }
     }
@@ -117,25 +123,25 @@ public final class NMEAFileReader {
     /// - Returns: the number of bytes read; 0 at the end of the input.
     /// - Throws: ``NMEAError`` with code ``NMEAError/Code/io`` on a read error or corrupt gzip data.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(NMEAError) -> Int {
-        guard stream != nil, let input else { return try readRaw(buffer) }
+        guard let stream, let input else { return try readRaw(buffer) }
         while true {
-            if stream!.avail_in == 0 && !inputEnd {
+            if stream.pointee.avail_in == 0 && !inputEnd {
                 let n = try readRaw(input)
                 if n == 0 {
                     inputEnd = true
                 } else {
-                    stream!.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
-                    stream!.avail_in = uInt(n)
+                    stream.pointee.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                    stream.pointee.avail_in = uInt(n)
                 }
             }
-            stream!.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
-            stream!.avail_out = uInt(buffer.count)
-            let rc = inflate(&stream!, Z_NO_FLUSH)
-            let produced = buffer.count - Int(stream!.avail_out)
+            stream.pointee.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(buffer.count)
+            let rc = inflate(stream, Z_NO_FLUSH)
+            let produced = buffer.count - Int(stream.pointee.avail_out)
             if rc == Z_STREAM_END {
                 // Concatenated gzip members: go on with the next one.
                 memberOpen = false
-                inflateReset(&stream!)
+                inflateReset(stream)
             } else if rc == Z_OK {
                 memberOpen = true
             } else if rc != Z_BUF_ERROR {
@@ -143,7 +149,7 @@ public final class NMEAFileReader {
                                 byteOffset: position)
             }
             if produced > 0 { return produced }
-            if inputEnd && stream!.avail_in == 0 {
+            if inputEnd && stream.pointee.avail_in == 0 {
                 if memberOpen {
                     throw NMEAError(code: .io, message: "gzip data ends early (truncated file?)", file: name,
                                     line: 0, byteOffset: position)

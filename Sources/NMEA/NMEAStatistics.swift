@@ -2,7 +2,8 @@
 public struct NMEAStatistics: Hashable, Sendable {
     /// Bytes fed to the decoder.
     public var bytes: Int64 = 0
-    /// Lines seen (LF, CR LF or a lone CR each end one).
+    /// Lines seen: line feeds, plus one for a last line without one. Line numbers count line
+    /// feeds only, as editors and `grep -n` do; a lone CR ends a sentence but not a line.
     public var lines: Int = 0
     /// Sentences framed with a valid checksum, of any type.
     public var sentences: Int = 0
