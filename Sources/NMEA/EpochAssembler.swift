@@ -5,7 +5,9 @@ import Geo
 /// Rules (each covered by a test):
 /// - An epoch is the run of sentences that carry the same UTC time of day. Sentences without a
 ///   time (GSA, GSV, VTG) belong to the epoch in progress; when none is in progress they open one
-///   that adopts the time of the next timed sentence. An epoch ends when a sentence with another
+///   that adopts the time of the next timed sentence — unless that untimed epoch already holds a
+///   position sentence with an empty time field (a receiver without a fix), which makes it a
+///   no-fix epoch of its own, dropped because it cannot be dated. An epoch ends when a sentence with another
 ///   time arrives, or when the owner calls ``flush(_:)`` (live sources do after an idle gap).
 /// - Position comes from the best sentence that has one: GGA, then GNS, then RMC, then GLL. The
 ///   same sentence's status decides validity: GGA quality 0, GNS mode `N`, RMC or GLL status `V`
@@ -91,6 +93,11 @@ struct EpochAssembler {
             } else {
                 if !open {
                     if flushedSinceLastEmit, lastEmittedTime == t.nanoseconds { return false }
+                    start(line: line)
+                } else if positionRank > 0 {
+                    // The open epoch has no time but position sentences (receivers without a fix
+                    // send GGA/RMC with empty time fields): it is a no-fix epoch of its own that
+                    // cannot be reported. Drop it rather than lend its no-fix state to this one.
                     start(line: line)
                 }
                 time = t.nanoseconds

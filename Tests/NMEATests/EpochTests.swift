@@ -103,3 +103,20 @@ struct EpochTests {
         #expect(decoder.statistics.lateSentences == 1)
     }
 }
+
+@Suite("Epoch assembly: receivers without a fix")
+struct NoFixEpochTests {
+    @Test func anUntimedNoFixEpochDoesNotSpoilTheFirstTimedOne() throws {
+        // Garmin receivers send empty time fields until they have a fix (corpus: foretrex-201).
+        let text = nmea("GPRMC,,V,,,,,,,260810,1.0,E,N") + nmea("GPGGA,,,,,,0,00,,,M,,M,,")
+            + nmea("GPGSA,A,1,,,,,,,,,,,,,,,") + nmea("GPRMC,200004,A,5504.4343,N,01025.5386,E,0.0,0.0,260810,1.0,E,D")
+            + nmea("GPGGA,200004,5504.4343,N,01025.5386,E,2,03,2.5,-9.1,M,43.9,M,,")
+            + nmea("GPGSA,A,2,06,,,,,,19,22,,,,,2.7,2.5,1.0")
+        let r = decode(text)
+        #expect(r.fixes.count == 1)
+        let fix = try #require(r.fixes.first)
+        #expect(fix.mode == .twoD)
+        #expect(fix.hasPosition)
+        #expect(fix.lines == 4...6)
+    }
+}
