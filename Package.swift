@@ -29,6 +29,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Decoder throughput and allocation counts for tools/bench (not a test).
+        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo"], path: "Benchmarks/NMEABench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),

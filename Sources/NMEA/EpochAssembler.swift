@@ -28,7 +28,12 @@ struct EpochAssembler {
     var referenceDay: Int32?
     var currentDay: Int32?
     var lastTimeOfDay: Int64?
-    var zdaCentury: Int?
+    var zdaCentury: Int? {
+        didSet { lastDateField = -1 }
+    }
+    /// The last RMC date field and its day number (dates repeat for a whole day).
+    var lastDateField = -1
+    var lastDateDay: Int32?
     /// Time of the last emitted epoch, to drop stragglers after a flush.
     var lastEmittedTime: Int64?
     var flushedSinceLastEmit = false

@@ -20,15 +20,16 @@ struct FieldError: Error {
 @usableFromInline
 struct Fields {
     @usableFromInline let base: UnsafePointer<UInt8>
-    /// `ends[i]` is the offset one past field `i`'s last byte.
-    @usableFromInline let ends: UnsafeMutablePointer<UInt16>
+    /// `bounds[i + 1]` is the offset of the comma (or end) after field `i`; `bounds[0]` is -1,
+    /// so field `i` spans `bounds[i] + 1 ..< bounds[i + 1]` without a branch.
+    @usableFromInline let bounds: UnsafeMutablePointer<Int16>
     @usableFromInline let count: Int
 
     @inline(__always)
-    func start(_ i: Int) -> Int { i == 0 ? 0 : Int(ends[i - 1]) + 1 }
+    func start(_ i: Int) -> Int { Int(bounds[i]) &+ 1 }
 
     @inline(__always)
-    func end(_ i: Int) -> Int { Int(ends[i]) }
+    func end(_ i: Int) -> Int { Int(bounds[i &+ 1]) }
 
     @inline(__always)
     func isEmpty(_ i: Int) -> Bool { i >= count || start(i) == end(i) }
@@ -64,36 +65,42 @@ struct Fields {
         var p = start(i)
         let e = end(i)
         var negative = false
-        if base[p] == UInt8(ascii: "-") {
+        let first = base[p]
+        if first == 0x2D {  // -
             negative = true
-            p += 1
-        } else if base[p] == UInt8(ascii: "+") {
-            p += 1
+            p &+= 1
+        } else if first == 0x2B {  // +
+            p &+= 1
         }
+        // At most 18 digits fit a UInt64 exactly; longer numbers are not NMEA.
+        if e &- p > 19 { throw FieldError(.malformedField, field: i, "number too long") }
         var mantissa: UInt64 = 0
-        var digits = 0
-        var scale = 0
-        var seenPoint = false
+        let digitsStart = p
         while p < e {
-            let c = base[p]
-            let d = c &- 48
-            if d <= 9 {
-                if digits < 18 {
-                    mantissa = mantissa &* 10 &+ UInt64(d)
-                    digits += 1
-                    if seenPoint { scale += 1 }
-                } else if !seenPoint {
-                    throw FieldError(.malformedField, field: i, "number too long")
-                }
-            } else if c == UInt8(ascii: ".") && !seenPoint {
-                seenPoint = true
-            } else {
-                throw FieldError(.malformedField, field: i, "expected a decimal number")
-            }
-            p += 1
+            let d = base[p] &- 48
+            if d > 9 { break }
+            mantissa = mantissa &* 10 &+ UInt64(d)
+            p &+= 1
         }
-        if digits == 0 { throw FieldError(.malformedField, field: i, "expected a decimal number") }
-        let v = Double(mantissa) / powersOfTen[scale]
+        var intDigits = p &- digitsStart
+        var scale = 0
+        if p < e {
+            guard base[p] == 0x2E else { throw FieldError(.malformedField, field: i, "expected a decimal number") }
+            p &+= 1
+            let fractionStart = p
+            while p < e {
+                let d = base[p] &- 48
+                if d > 9 { throw FieldError(.malformedField, field: i, "expected a decimal number") }
+                mantissa = mantissa &* 10 &+ UInt64(d)
+                p &+= 1
+            }
+            scale = p &- fractionStart
+            intDigits &+= scale
+        }
+        if intDigits == 0 || intDigits > 18 {
+            throw FieldError(.malformedField, field: i, "expected a decimal number")
+        }
+        let v = Double(mantissa) / powerOfTen(scale)
         return negative ? -v : v
     }
 
@@ -153,50 +160,72 @@ struct Fields {
         if isEmpty(i) { return nil }
         let s = start(i)
         let e = end(i)
+        if e &- s > 22 { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
         // Integer part: degrees then two digits of minutes. Some receivers drop leading zeros.
         var intPart = 0
         var p = s
-        while p < e, base[p] != UInt8(ascii: ".") {
+        while p < e {
             let d = base[p] &- 48
-            if d > 9 { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
-            intPart = intPart * 10 + Int(d)
-            p += 1
-            if p - s > degreeDigits + 2 { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
+            if d > 9 { break }
+            intPart = intPart &* 10 &+ Int(d)
+            p &+= 1
         }
-        if p - s < 3 { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
+        let intDigits = p &- s
+        if intDigits < 3 || intDigits > degreeDigits &+ 2 {
+            throw FieldError(.malformedField, field: i, "expected ddmm.mmmm")
+        }
         var frac: UInt64 = 0
         var scale = 0
         if p < e {
-            p += 1  // the point
+            guard base[p] == 0x2E else { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
+            p &+= 1
+            let fractionStart = p
             while p < e {
                 let d = base[p] &- 48
                 if d > 9 { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
-                if scale < 15 {
-                    frac = frac * 10 + UInt64(d)
-                    scale += 1
-                }
-                p += 1
+                frac = frac &* 10 &+ UInt64(d)
+                p &+= 1
             }
+            scale = p &- fractionStart
         }
         let degrees = intPart / 100
-        let wholeMinutes = intPart % 100
+        let wholeMinutes = intPart &- degrees &* 100
         if wholeMinutes >= 60 { throw FieldError(.fieldOutOfRange, field: i, "minutes must be below 60") }
-        let minutes = Double(wholeMinutes) + Double(frac) / powersOfTen[scale]
+        let minutes = Double(wholeMinutes) + Double(frac) / powerOfTen(scale)
         var value = Double(degrees) + minutes / 60
         if value > limit { throw FieldError(.fieldOutOfRange, field: i, "angle out of range") }
-        let h = char(i + 1)
+        let h = char(i &+ 1)
         if h == negative {
             value = -value
         } else if h != positive {
-            throw FieldError(.malformedField, field: i + 1, "expected a hemisphere letter")
+            throw FieldError(.malformedField, field: i &+ 1, "expected a hemisphere letter")
         }
         return value
     }
 }
 
-@usableFromInline
-let powersOfTen: [Double] = (0...18).map { n in
-    var v = 1.0
-    for _ in 0..<n { v *= 10 }
-    return v
+/// 10^n for n in 0...18, without a global table (whose lazy initialisation costs a check per use).
+@inline(__always)
+func powerOfTen(_ n: Int) -> Double {
+    switch n {
+    case 0: 1
+    case 1: 1e1
+    case 2: 1e2
+    case 3: 1e3
+    case 4: 1e4
+    case 5: 1e5
+    case 6: 1e6
+    case 7: 1e7
+    case 8: 1e8
+    case 9: 1e9
+    case 10: 1e10
+    case 11: 1e11
+    case 12: 1e12
+    case 13: 1e13
+    case 14: 1e14
+    case 15: 1e15
+    case 16: 1e16
+    case 17: 1e17
+    default: 1e18
+    }
 }

@@ -35,6 +35,10 @@ func talkerIndex(_ a: UInt8, _ b: UInt8) -> (Int, Fix.Systems) {
     }
 }
 
+/// An upper-case letter or a digit.
+@inline(__always)
+func isAddressCharacter(_ c: UInt8) -> Bool { c &- 0x41 < 26 || c &- 0x30 < 10 }
+
 /// The better of two GNSS-derived qualities (gps < dgps < pps), by raw value.
 @inline(__always)
 func better(_ a: Fix.Quality, _ b: Fix.Quality) -> Fix.Quality { a.rawValue >= b.rawValue ? a : b }
@@ -70,33 +74,42 @@ extension NMEADecoder {
             stats.proprietarySentences += 1
             return nil
         }
-        return withUnsafeTemporaryAllocation(of: UInt16.self, capacity: 100) { ends -> NMEAError? in
-            var count = 0
+        return withUnsafeTemporaryAllocation(of: Int16.self, capacity: 102) { buffer -> NMEAError? in
+            let bounds = buffer.baseAddress!
+            bounds[0] = -1
+            var count = 1
             var p = 0
-            let e = ptrEnd(bodyLength)
-            while p < e {
-                if body[p] == 0x2C {  // ','
-                    if count == 99 {
+            let e = bodyLength
+            // Find the commas eight bytes at a time.
+            while p &+ 8 <= e {
+                var commas = SWAR.bytesEqual(UnsafeRawPointer(body + p).loadUnaligned(as: UInt64.self), 0x2C)
+                if commas != 0 {
+                    if count > 92 {
                         return sentenceError(.tooManyFields, "more than 100 fields", sentence, fullLength, field: nil)
                     }
-                    ends[count] = UInt16(p)
-                    count += 1
+                    repeat {
+                        bounds[count] = Int16(truncatingIfNeeded: p &+ commas.trailingZeroBitCount >> 3)
+                        count &+= 1
+                        commas &= commas &- 1
+                    } while commas != 0
                 }
-                p += 1
+                p &+= 8
             }
-            ends[count] = UInt16(e)
-            count += 1
-            let fields = Fields(base: body, ends: ends.baseAddress!, count: count)
-            if fields.length(0) != 5 {
+            while p < e {
+                if body[p] == 0x2C {  // ','
+                    if count == 100 {
+                        return sentenceError(.tooManyFields, "more than 100 fields", sentence, fullLength, field: nil)
+                    }
+                    bounds[count] = Int16(truncatingIfNeeded: p)
+                    count &+= 1
+                }
+                p &+= 1
+            }
+            bounds[count] = Int16(truncatingIfNeeded: e)
+            let fields = Fields(base: body, bounds: bounds, count: count)
+            if fields.length(0) != 5 || !isAddressCharacter(body[0]) || !isAddressCharacter(body[1]) {
                 return sentenceError(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
                                      field: 0)
-            }
-            for k in 0..<5 {
-                let c = body[k]
-                if !((c >= 0x41 && c <= 0x5A) || (c >= 0x30 && c <= 0x39)) {
-                    return sentenceError(.invalidAddress, "expected a 5-letter address like GPGGA", sentence,
-                                         fullLength, field: 0)
-                }
             }
             let type = UInt32(body[2]) << 16 | UInt32(body[3]) << 8 | UInt32(body[4])
             let (talker, talkerSystems) = talkerIndex(body[0], body[1])
@@ -105,8 +118,11 @@ extension NMEADecoder {
                                              line: sentenceLine, emit)
                 if known {
                     stats.decodedSentences += 1
-                } else {
+                } else if isAddressCharacter(body[2]) && isAddressCharacter(body[3]) && isAddressCharacter(body[4]) {
                     stats.unknownSentences += 1
+                } else {
+                    return sentenceError(.invalidAddress, "expected a 5-letter address like GPGGA", sentence,
+                                         fullLength, field: 0)
                 }
                 return nil
             } catch {
@@ -116,14 +132,14 @@ extension NMEADecoder {
         }
     }
 
-    @inline(__always)
-    func ptrEnd(_ n: Int) -> Int { n }
-
-    func sentenceError(_ code: NMEAError.Code, _ message: String, _ sentence: UnsafePointer<UInt8>, _ length: Int,
-                       field: Int?) -> NMEAError {
+    func sentenceError(_ code: NMEAError.Code, _ message: @autoclosure () -> String, _ sentence: UnsafePointer<UInt8>,
+                       _ length: Int, field: Int?) -> NMEAError {
+        guard wantsErrorDetail else {
+            return NMEAError(code: code, message: "", line: sentenceLine, byteOffset: sentenceOffset, field: field)
+        }
         let name = String(decoding: UnsafeBufferPointer(start: sentence + 1, count: min(5, max(0, length - 1))),
                           as: UTF8.self)
-        return NMEAError(code: code, message: "\(name): \(message)", file: options.sourceName, line: sentenceLine,
+        return NMEAError(code: code, message: "\(name): \(message())", file: options.sourceName, line: sentenceLine,
                          byteOffset: sentenceOffset,
                          text: NMEAError.escape(UnsafeBufferPointer(start: sentence, count: length)), field: field)
     }
@@ -369,15 +385,19 @@ extension NMEADecoder {
 
     /// RMC's `ddmmyy` as days since 1970, or `nil` when empty.
     @inline(__always)
-    func date(_ f: Fields, _ i: Int) throws(FieldError) -> Int32? {
+    mutating func date(_ f: Fields, _ i: Int) throws(FieldError) -> Int32? {
         if f.isEmpty(i) { return nil }
         guard f.length(i) == 6, let v = try f.uint(i) else {
             throw FieldError(.malformedField, field: i, "expected ddmmyy date")
         }
+        if v == assembler.lastDateField, let day = assembler.lastDateDay { return day }
         let d = v / 10000, m = v / 100 % 100, yy = v % 100
         guard (1...31).contains(d) else { throw FieldError(.fieldOutOfRange, field: i, "day must be 1-31") }
         guard (1...12).contains(m) else { throw FieldError(.fieldOutOfRange, field: i, "month must be 1-12") }
         let year = if let c = assembler.zdaCentury { c + yy } else { yy >= 80 ? 1900 + yy : 2000 + yy }
-        return Int32(GNSSTime.daysFromCivil(year: year, month: m, day: d))
+        let day = Int32(GNSSTime.daysFromCivil(year: year, month: m, day: d))
+        assembler.lastDateField = v
+        assembler.lastDateDay = day
+        return day
     }
 }

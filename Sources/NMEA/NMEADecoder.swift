@@ -124,13 +124,21 @@ public struct NMEADecoder {
                 sentenceLine = lineNumber
                 sentenceOffset = chunkOffset + Int64(i)
                 sentenceStart = i
-                carry.removeAll(keepingCapacity: true)
+                if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
                 i += 1
 
             case .body:
                 let from = i
-                var x = xor
-                // Hot loop: every byte from '+' (0x2B) to '~' (0x7E) is ordinary sentence content.
+                // Hot loop, eight bytes at a time while they are all ordinary sentence content
+                // ('+' 0x2B through '~' 0x7E): XOR whole words, fold at the end.
+                var wide: UInt64 = 0
+                while i &+ 8 <= n {
+                    let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                    if !SWAR.isOrdinary(w) { break }
+                    wide ^= w
+                    i &+= 8
+                }
+                var x = xor ^ SWAR.fold(wide)
                 while i < n {
                     let b = base[i]
                     if b &- 0x2B > 0x53 { break }
@@ -303,11 +311,19 @@ public struct NMEADecoder {
         return bytes
     }
 
-    func makeError(_ code: NMEAError.Code, _ message: String, base: UnsafePointer<UInt8>?, from: Int, to: Int,
-                   field: Int? = nil) -> NMEAError {
-        NMEAError(code: code, message: message, file: options.sourceName, line: sentenceLine,
-                  byteOffset: sentenceOffset, text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)),
-                  field: field)
+    /// Whether rejected sentences need a full description (strict mode or a diagnostic handler).
+    /// Without one, only the counters change and the error path allocates nothing.
+    @inline(__always)
+    var wantsErrorDetail: Bool { options.strict || diagnosticHandler != nil }
+
+    func makeError(_ code: NMEAError.Code, _ message: @autoclosure () -> String, base: UnsafePointer<UInt8>?,
+                   from: Int, to: Int, field: Int? = nil) -> NMEAError {
+        guard wantsErrorDetail else {
+            return NMEAError(code: code, message: "", line: sentenceLine, byteOffset: sentenceOffset)
+        }
+        return NMEAError(code: code, message: message(), file: options.sourceName, line: sentenceLine,
+                         byteOffset: sentenceOffset,
+                         text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)), field: field)
     }
 
     /// A framed sentence: verify the checksum and decode it. Returns the error for a rejected one.
@@ -347,4 +363,40 @@ func hexValue(_ b: UInt8) -> UInt8 {
 func hex(_ b: UInt8) -> String {
     let digits = Array("0123456789ABCDEF")
     return "\(digits[Int(b >> 4)])\(digits[Int(b & 15)])"
+}
+
+/// Word-at-a-time byte tests (SIMD within a register), exact per byte: no carries cross bytes.
+enum SWAR {
+    static let high: UInt64 = 0x8080_8080_8080_8080
+    static let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+
+    /// The high bit of every byte of `v` that is zero.
+    @inline(__always)
+    static func zeroBytes(_ v: UInt64) -> UInt64 {
+        ~(((v & low7) &+ low7) | v) & high
+    }
+
+    /// The high bit of every byte of `w` equal to `byte`.
+    @inline(__always)
+    static func bytesEqual(_ w: UInt64, _ byte: UInt8) -> UInt64 {
+        zeroBytes(w ^ (UInt64(byte) &* 0x0101_0101_0101_0101))
+    }
+
+    /// Whether all eight bytes lie in 0x2B...0x7E (ordinary NMEA content, no `*`, `$`, CR, LF).
+    @inline(__always)
+    static func isOrdinary(_ w: UInt64) -> Bool {
+        if w & high != 0 { return false }
+        // With no high bits set, b + 0x55 has its high bit set exactly when b >= 0x2B.
+        if (w &+ 0x5555_5555_5555_5555) & high != high { return false }
+        return bytesEqual(w, 0x7F) == 0
+    }
+
+    /// XOR of the eight bytes of `w`.
+    @inline(__always)
+    static func fold(_ w: UInt64) -> UInt8 {
+        var v = w ^ (w >> 32)
+        v ^= v >> 16
+        v ^= v >> 8
+        return UInt8(truncatingIfNeeded: v)
+    }
 }
