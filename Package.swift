@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Geo", targets: ["Geo"]),
         .library(name: "NMEA", targets: ["NMEA"]),
         .library(name: "Formats", targets: ["Formats"]),
+        .library(name: "GPSInput", targets: ["GPSInput"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2")
@@ -20,12 +21,16 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         // Byte-level NMEA 0183: framing, checksums, sentences, epoch assembly.
         .target(name: "NMEA", dependencies: ["Geo", "CZlib"]),
+        // libgps, the gpsd client library.
+        .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
+        // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
+        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS"]),
         // Wire and file formats of fixes: JSON Lines, CSV, GPX, GeoJSON.
         .target(name: "Formats", dependencies: ["Geo"]),
         .executableTarget(
             name: "keeptrack",
             dependencies: [
-                "Geo", "NMEA", "Formats",
+                "Geo", "NMEA", "Formats", "GPSInput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -35,6 +40,7 @@ let package = Package(
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo"]),
+        .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack"]),
     ],

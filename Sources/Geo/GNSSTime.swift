@@ -133,3 +133,16 @@ extension GNSSTime: Comparable {
 extension GNSSTime: CustomStringConvertible {
     public var description: String { iso8601 }
 }
+
+extension GNSSTime {
+    /// A dated time from nanoseconds since 1970.
+    public init(nanosecondsSince1970 n: Int64, fractionDigits: UInt8) {
+        var day = n / GNSSTime.nanosecondsPerDay
+        var rest = n % GNSSTime.nanosecondsPerDay
+        if rest < 0 {
+            day -= 1
+            rest += GNSSTime.nanosecondsPerDay
+        }
+        self.init(day: Int32(day), nanosecondOfDay: rest, fractionDigits: fractionDigits)
+    }
+}

@@ -2,6 +2,28 @@ import ArgumentParser
 
 @main
 struct KeepTrack: AsyncParsableCommand {
+    /// `--gpsd` may come without a value (`keeptrack track --gpsd`): supply the default address.
+    static func main() async {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var i = 0
+        while i < arguments.count {
+            if arguments[i] == "--gpsd" && (i + 1 == arguments.count || arguments[i + 1].hasPrefix("-")) {
+                arguments.insert("localhost:2947", at: i + 1)
+            }
+            i += 1
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "keeptrack",
         abstract: "GPS tracking for Linux: decode NMEA logs, turn fixes into location events, upload trails.",
@@ -11,8 +33,12 @@ struct KeepTrack: AsyncParsableCommand {
               keeptrack decode fixtures/walk-15min.nmea          # one JSON object per fix
               keeptrack decode --format gpx log.nmea > log.gpx    # a GPX track
 
+              keeptrack replay --speed 10 fixtures/drive-1h.nmea  # paced like a live receiver
+              keeptrack track --gpsd                              # live, through gpsd
+              keeptrack track --serial /dev/ttyACM0               # live, straight from the receiver
+
             Every subcommand has its own --help.
             """,
-        subcommands: [Decode.self]
+        subcommands: [Decode.self, Replay.self, Track.self]
     )
 }

@@ -1,0 +1,245 @@
+import Geo
+import NMEA
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Fixes from an NMEA receiver on a serial device (`/dev/ttyACM0`, `/dev/ttyUSB0`, a pty).
+///
+/// Runs on a dedicated thread: opens the device raw (8N1, no echo, no flow control) at the given
+/// baud rate, or with ``Baud/auto`` tries the usual rates until checksummed sentences arrive, and
+/// decodes with ``NMEADecoder``. An epoch is delivered as soon as the receiver goes quiet for
+/// ``Options/idleFlush`` after it, so a fix leaves within a few milliseconds of its last sentence.
+///
+/// Failures are events, never the end of the stream: a missing device or an unplugged one (EIO,
+/// ENXIO, end of file) is reported and the device is reopened every ``Options/retryInterval`` until
+/// it reappears; permission denied says how to join the `dialout` group.
+public final class SerialSource: FixSource {
+    /// A line speed.
+    public enum Baud: Hashable, Sendable, CustomStringConvertible {
+        case fixed(Int)
+        /// Try ``SerialSource/autoRates`` in order until checksummed NMEA arrives.
+        case auto
+
+        public static let supported = [4800, 9600, 19200, 38400, 57600, 115_200]
+
+        /// Parses `4800`...`115200` or `auto`.
+        public init?(_ text: String) {
+            if text == "auto" {
+                self = .auto
+            } else if let n = Int(text), Baud.supported.contains(n) {
+                self = .fixed(n)
+            } else {
+                return nil
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .fixed(let n): "\(n)"
+            case .auto: "auto"
+            }
+        }
+    }
+
+    /// The order `auto` tries: the common rates of USB receivers first.
+    public static let autoRates = [9600, 4800, 38400, 115_200, 57600, 19200]
+
+    public struct Options: Sendable {
+        public var path: String
+        /// The default is ``Baud/auto``.
+        public var baud: Baud = .auto
+        /// How long `auto` listens at each rate. The default is 1.5 s.
+        public var probeSeconds: Double = 1.5
+        /// Pause between attempts to reopen a missing device. The default is 1 s.
+        public var retryInterval: Double = 1.0
+        /// Quiet time that ends an epoch. The default is 0.05 s.
+        public var idleFlush: Double = 0.05
+        /// Decoder settings.
+        public var decoder = NMEADecoder.Options()
+
+        public init(path: String, baud: Baud = .auto) {
+            self.path = path
+            self.baud = baud
+        }
+    }
+
+    public let options: Options
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    public var name: String { options.path }
+
+    public func makeAsyncIterator() -> SourceIterator {
+        let options = self.options
+        return WorkerLink.start(name: name, threadName: "keeptrack.serial") { link in
+            SerialWorker(options: options, link: link).run()
+        }
+    }
+}
+
+/// The blocking serial loop, on its own thread.
+struct SerialWorker {
+    let options: SerialSource.Options
+    let link: WorkerLink
+
+    func run() {
+        var lastProblem: String?
+        var everOpened = false
+        var knownRate: Int?
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
+        defer { buffer.deallocate() }
+
+        func report(_ kind: SourceEvent.Kind, _ message: String) {
+            // Say each problem once until something changes.
+            if lastProblem != message {
+                link.yield(kind, message)
+                lastProblem = message
+            }
+        }
+
+        while !link.isStopped {
+            let fd = options.path.withCString { open($0, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }
+            if fd < 0 {
+                let e = errno
+                switch e {
+                case EACCES, EPERM:
+                    report(.error, "permission denied opening \(options.path): add your user to the dialout group "
+                        + "(sudo usermod -aG dialout $USER, then log in again)")
+                case ENOENT, ENXIO, ENODEV:
+                    report(everOpened ? .disconnected : .error,
+                           "\(options.path) is not there (receiver unplugged?); waiting for it to appear")
+                default:
+                    report(.error, "cannot open \(options.path): \(errnoText(e))")
+                }
+                link.pause(options.retryInterval)
+                continue
+            }
+            defer { close(fd) }
+            if !configure(fd, baud: knownRate ?? firstRate) {
+                report(.error, "\(options.path) is not a serial device (tcsetattr: \(errnoText(errno)))")
+                link.pause(options.retryInterval)
+                continue
+            }
+            var rate = knownRate ?? firstRate
+            if case .auto = options.baud, knownRate == nil {
+                guard let found = detectRate(fd, buffer: buffer) else {
+                    if link.isStopped { break }
+                    report(.error, "no NMEA sentences from \(options.path) at any of "
+                        + SerialSource.autoRates.map(String.init).joined(separator: ", ") + " baud")
+                    link.pause(options.retryInterval)
+                    continue
+                }
+                rate = found
+                knownRate = found
+            }
+            everOpened = true
+            lastProblem = nil
+            link.yield(.connected, "reading \(options.path) at \(rate) baud")
+            let outcome = readLoop(fd, buffer: buffer)
+            if link.isStopped { break }
+            report(.disconnected, "\(options.path): \(outcome); reopening when it reappears")
+            if case .auto = options.baud { knownRate = nil }
+            link.pause(options.retryInterval)
+        }
+    }
+
+    var firstRate: Int {
+        if case .fixed(let n) = options.baud { return n }
+        return SerialSource.autoRates[0]
+    }
+
+    /// Raw 8N1 at `baud`. Returns `false` when the descriptor is not a terminal.
+    func configure(_ fd: Int32, baud: Int) -> Bool {
+        var t = termios()
+        if tcgetattr(fd, &t) != 0 { return false }
+        cfmakeraw(&t)
+        t.c_cflag |= tcflag_t(CLOCAL | CREAD)
+        t.c_cflag &= ~tcflag_t(CRTSCTS)
+        let speed = speedConstant(baud)
+        cfsetispeed(&t, speed)
+        cfsetospeed(&t, speed)
+        return tcsetattr(fd, TCSANOW, &t) == 0
+    }
+
+    func speedConstant(_ baud: Int) -> speed_t {
+        switch baud {
+        case 4800: speed_t(B4800)
+        case 9600: speed_t(B9600)
+        case 19200: speed_t(B19200)
+        case 38400: speed_t(B38400)
+        case 57600: speed_t(B57600)
+        default: speed_t(B115200)
+        }
+    }
+
+    /// Tries each rate until two checksummed sentences arrive at it.
+    func detectRate(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        for rate in SerialSource.autoRates {
+            if link.isStopped { return nil }
+            guard configure(fd, baud: rate) else { return nil }
+            tcflush(fd, TCIFLUSH)
+            var decoder = NMEADecoder()
+            let deadline = monotonicNow() + options.probeSeconds
+            while monotonicNow() < deadline && !link.isStopped {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&p, 1, 100)
+                if ready <= 0 { continue }
+                let n = read(fd, buffer.baseAddress, buffer.count)
+                if n <= 0 {
+                    if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+                    return nil
+                }
+                try? decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { _ in }
+                if decoder.statistics.sentences >= 2 { return rate }
+            }
+        }
+        return nil
+    }
+
+    /// Reads and decodes until the device goes away or the consumer stops; returns why it ended.
+    func readLoop(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> String {
+        var decoder = NMEADecoder(options: options.decoder)
+        var sinceData = true
+        var lastData = monotonicNow()
+        while !link.isStopped {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let timeoutMs = sinceData ? 10 : 100
+            let ready = poll(&p, 1, Int32(timeoutMs))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return "poll failed: \(errnoText(errno))"
+            }
+            if ready == 0 {
+                if sinceData && monotonicNow() - lastData >= options.idleFlush {
+                    decoder.flush { link.yield($0) }
+                    sinceData = false
+                }
+                continue
+            }
+            if p.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 && p.revents & Int16(POLLIN) == 0 {
+                decoder.flush { link.yield($0) }
+                return "the device hung up"
+            }
+            let n = read(fd, buffer.baseAddress, buffer.count)
+            if n > 0 {
+                try? decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { link.yield($0) }
+                sinceData = true
+                lastData = monotonicNow()
+            } else if n == 0 {
+                decoder.flush { link.yield($0) }
+                return "end of file"
+            } else {
+                let e = errno
+                if e == EAGAIN || e == EINTR { continue }
+                decoder.flush { link.yield($0) }
+                return e == EIO || e == ENXIO ? "the device went away (\(errnoText(e)))" : "read failed: \(errnoText(e))"
+            }
+        }
+        decoder.flush { link.yield($0) }
+        return "stopped"
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Geo
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The iterator of the thread-backed sources (gpsd, serial): elements arrive through a bounded
+/// buffer of ``SourceIterator/bufferSize`` elements; when the consumer falls that far behind, the
+/// oldest are dropped and counted.
+public struct SourceIterator: AsyncIteratorProtocol {
+    public typealias Element = SourceElement
+    public typealias Failure = Never
+
+    /// Elements kept for a slow consumer.
+    public static let bufferSize = 4096
+
+    var base: AsyncStream<SourceElement>.Iterator
+
+    public mutating func next() async -> SourceElement? {
+        await base.next()
+    }
+}
+
+/// What a worker thread shares with its source and consumer.
+final class WorkerLink: Sendable {
+    let continuation: AsyncStream<SourceElement>.Continuation
+    private let stopped = Atomic<Bool>(false)
+    let name: String
+
+    init(name: String, continuation: AsyncStream<SourceElement>.Continuation) {
+        self.name = name
+        self.continuation = continuation
+    }
+
+    var isStopped: Bool { stopped.load(ordering: .acquiring) }
+    func stop() { stopped.store(true, ordering: .releasing) }
+
+    func yield(_ fix: Fix) {
+        continuation.yield(.fix(fix))
+    }
+
+    func yield(_ kind: SourceEvent.Kind, _ message: String) {
+        continuation.yield(.event(SourceEvent(kind, source: name, message: message)))
+    }
+
+    func finish() { continuation.finish() }
+
+    /// Sleeps up to `seconds`, waking early when stopped. Returns `false` when stopped.
+    @discardableResult
+    func pause(_ seconds: Double) -> Bool {
+        var left = seconds
+        while left > 0 {
+            if isStopped { return false }
+            let step = min(left, 0.05)
+            usleep(UInt32(step * 1_000_000))
+            left -= step
+        }
+        return !isStopped
+    }
+
+    /// Starts `body` on a dedicated thread (blocking I/O never runs on the cooperative pool) and
+    /// returns the iterator the consumer reads.
+    static func start(name: String, threadName: String, _ body: @escaping @Sendable (WorkerLink) -> Void)
+        -> SourceIterator
+    {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: SourceElement.self, bufferingPolicy: .bufferingNewest(SourceIterator.bufferSize))
+        let link = WorkerLink(name: name, continuation: continuation)
+        continuation.onTermination = { _ in link.stop() }
+        let thread = Thread {
+            body(link)
+            link.finish()
+        }
+        thread.name = threadName
+        thread.start()
+        return SourceIterator(base: stream.makeAsyncIterator())
+    }
+}
+
+
+/// Monotonic seconds.
+func monotonicNow() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// A C error number as text.
+func errnoText(_ e: Int32) -> String { String(cString: strerror(e)) }

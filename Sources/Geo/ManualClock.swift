@@ -1,0 +1,94 @@
+import Synchronization
+
+/// A clock that moves only when told to: driven by a test, or by the fix times of a replayed log.
+///
+/// Everything time-dependent takes a `Clock`; live tracking passes `ContinuousClock`, tests and
+/// replays pass a `ManualClock`, so a day-long log replayed in seconds expires timers exactly as
+/// living through it would. Instants are durations since 1970-01-01T00:00:00Z.
+public final class ManualClock: Clock, Sendable {
+    public struct Instant: InstantProtocol, Hashable, Sendable {
+        /// Time since 1970-01-01T00:00:00Z.
+        public var offset: Duration
+
+        public init(offset: Duration) { self.offset = offset }
+
+        /// The instant at `seconds` since 1970.
+        public init(secondsSince1970 seconds: Double) {
+            self.offset = .nanoseconds(Int64((seconds * 1e9).rounded()))
+        }
+
+        public var secondsSince1970: Double {
+            let c = offset.components
+            return Double(c.seconds) + Double(c.attoseconds) / 1e18
+        }
+
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
+
+    private struct Sleeper {
+        var id: UInt64
+        var deadline: Instant
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: Instant
+        var nextID: UInt64 = 0
+        var sleepers: [Sleeper] = []
+    }
+
+    private let state: Mutex<State>
+
+    public init(now: Instant = Instant(offset: .zero)) {
+        state = Mutex(State(now: now))
+    }
+
+    public var now: Instant { state.withLock { $0.now } }
+
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    /// Moves the clock to `instant` (never backwards) and wakes every sleeper whose deadline passed.
+    public func advance(to instant: Instant) {
+        let due: [Sleeper] = state.withLock { s in
+            guard instant > s.now else { return [] }
+            s.now = instant
+            let due = s.sleepers.filter { $0.deadline <= instant }
+            s.sleepers.removeAll { $0.deadline <= instant }
+            return due
+        }
+        for sleeper in due.sorted(by: { $0.deadline < $1.deadline }) { sleeper.continuation.resume() }
+    }
+
+    /// Moves the clock forward by `duration`.
+    public func advance(by duration: Duration) {
+        advance(to: now.advanced(by: duration))
+    }
+
+    /// The number of tasks sleeping on this clock (for tests that wait for a sleeper to arrive).
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        let id = state.withLock { s -> UInt64 in
+            s.nextID += 1
+            return s.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow: Bool = state.withLock { s in
+                    if deadline <= s.now { return true }
+                    s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let cancelled: Sleeper? = state.withLock { s in
+                guard let i = s.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.sleepers.remove(at: i)
+            }
+            cancelled?.continuation.resume(throwing: CancellationError())
+        }
+    }
+}

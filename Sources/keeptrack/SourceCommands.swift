@@ -1,0 +1,181 @@
+import ArgumentParser
+import Formats
+import GPSInput
+import Geo
+import NMEA
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes source output as JSON Lines: fixes in the `decode` schema, events as
+/// `{"event":"source","kind":...,"source":...,"message":...}`.
+struct SourceOutput {
+    var out = OutputBuffer()
+    var includeAll: Bool
+    /// Flush after every line (live sources) or in 64 KiB blocks (fast replay).
+    var lineBuffered: Bool
+
+    mutating func write(_ element: SourceElement) throws(OutputError) {
+        switch element {
+        case .fix(let fix):
+            guard includeAll || fix.hasPosition else { return }
+            FixWriter.appendJSON(fix, to: &out.bytes)
+        case .event(let event):
+            ByteWriting.appendStatic("{\"event\":\"source\",\"kind\":", to: &out.bytes)
+            ByteWriting.appendJSONString(event.kind.rawValue, to: &out.bytes)
+            ByteWriting.appendStatic(",\"source\":", to: &out.bytes)
+            ByteWriting.appendJSONString(event.source, to: &out.bytes)
+            ByteWriting.appendStatic(",\"message\":", to: &out.bytes)
+            ByteWriting.appendJSONString(event.message, to: &out.bytes)
+            ByteWriting.appendStatic("}\n", to: &out.bytes)
+        }
+        if lineBuffered { try out.flush() } else { try out.flushIfNeeded() }
+    }
+
+    mutating func finish() throws(OutputError) { try out.flush() }
+}
+
+struct Track: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Track a live receiver through gpsd or directly on a serial device.",
+        discussion: """
+            Prints every fix as one JSON object per line (the same schema as `keeptrack decode`) and \
+            source events as {"event":"source","kind":...,"message":...}: connected, disconnected \
+            (gpsd stopped, receiver unplugged: it keeps retrying), error (permission denied, no \
+            NMEA at any baud rate). Stop with Ctrl-C.
+
+            Examples:
+              keeptrack track --gpsd                      # gpsd on localhost:2947
+              keeptrack track --gpsd 192.168.1.5:2947 --device /dev/ttyACM0
+              keeptrack track --serial /dev/ttyACM0       # baud rate detected
+              keeptrack track --serial /dev/ttyUSB0 --baud 4800
+
+            No receiver at hand? tools/fake-receiver plays a fixture on a pseudo-terminal:
+              tools/fake-receiver fixtures/walk-15min.nmea --link /tmp/ttyFAKE &
+              keeptrack track --serial /tmp/ttyFAKE
+            """
+    )
+
+    @Option(name: .customLong("gpsd"), help: ArgumentHelp(
+        "Read from gpsd at HOST[:PORT] (default localhost:2947; the value may be omitted).",
+        valueName: "host[:port]"))
+    var gpsd: String?
+
+    @Option(help: ArgumentHelp("With --gpsd: only this device's fixes.", valueName: "path"))
+    var device: String?
+
+    @Option(help: ArgumentHelp("Read NMEA directly from a serial device.", valueName: "device"))
+    var serial: String?
+
+    @Option(help: ArgumentHelp("With --serial: 4800, 9600, 19200, 38400, 57600, 115200 or auto.", valueName: "rate"))
+    var baud: String = "auto"
+
+    @Flag(help: "Also print epochs without a position (mode \"none\").")
+    var all = false
+
+    func validate() throws {
+        if (gpsd == nil) == (serial == nil) {
+            throw ValidationError("Choose one input: --gpsd [HOST[:PORT]] or --serial DEVICE.")
+        }
+        if let gpsd, GPSDSource.Options(address: gpsd) == nil {
+            throw ValidationError("--gpsd takes HOST, HOST:PORT or [IPv6]:PORT, got '\(gpsd)'.")
+        }
+        if SerialSource.Baud(baud) == nil {
+            throw ValidationError("--baud must be one of 4800, 9600, 19200, 38400, 57600, 115200 or auto, got '\(baud)'.")
+        }
+        if device != nil && gpsd == nil { throw ValidationError("--device filters gpsd's devices: use it with --gpsd.") }
+    }
+
+    func run() async throws {
+        var output = SourceOutput(includeAll: all, lineBuffered: true)
+        if let gpsd {
+            var options = GPSDSource.Options(address: gpsd)!
+            options.device = device
+            try await pump(GPSDSource(options: options), into: &output)
+        } else if let serial {
+            try await pump(SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!)), into: &output)
+        }
+    }
+}
+
+func pump<S: FixSource>(_ source: S, into output: inout SourceOutput) async throws {
+    for await element in source {
+        try output.write(element)
+    }
+    try output.finish()
+}
+
+struct Replay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replay a recorded NMEA log as a live source would deliver it.",
+        discussion: """
+            Prints fixes (the `keeptrack decode` schema) and source events as JSON Lines, as fast as \
+            possible or paced by the fixes' timestamps (--speed 1 is real time, 60 a minute per \
+            second). A progress line (percent, fixes/s, ETA) is drawn on standard error when it is \
+            a terminal.
+
+            Examples:
+              keeptrack replay fixtures/walk-15min.nmea
+              keeptrack replay --speed 10 fixtures/drive-1h.nmea
+              keeptrack replay --speed 1 --loop fixtures/walk-15min.nmea    # a receiver that never stops
+            """
+    )
+
+    @Argument(help: "The NMEA log ('-' for standard input; .gz files are decompressed).")
+    var file: String
+
+    @Option(help: "Pace by fix time: 1 is real time, 10 ten times faster. Default: as fast as possible.")
+    var speed: Double?
+
+    @Flag(help: "Start again at the end (times continue forward).")
+    var loop = false
+
+    @Flag(help: "Also print epochs without a position (mode \"none\").")
+    var all = false
+
+    @Flag(name: .shortAndLong, help: "No progress line and no summary.")
+    var quiet = false
+
+    func validate() throws {
+        if let speed, !(speed > 0 && speed.isFinite) { throw ValidationError("--speed must be a positive number.") }
+        if loop && file == "-" { throw ValidationError("--loop needs a file: standard input cannot be read twice.") }
+    }
+
+    func run() async throws {
+        let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
+        var output = SourceOutput(includeAll: all, lineBuffered: speed != nil)
+        let showProgress = stderrIsTerminal && !quiet
+        let started = monotonicSeconds()
+        var lastDrawn = started
+        var failed = false
+        for await element in source {
+            if case .event(let e) = element, e.kind == .error { failed = true }
+            try output.write(element)
+            if showProgress {
+                let now = monotonicSeconds()
+                if now - lastDrawn >= 0.25 {
+                    lastDrawn = now
+                    printErrorInline(progressLine(source.progress, elapsed: now - started))
+                }
+            }
+        }
+        try output.finish()
+        if showProgress { printErrorInline("") }
+        if !quiet {
+            let p = source.progress
+            let s = p.statistics
+            printError("\(source.name): \(grouped(p.fixes)) fixes in \(format3(monotonicSeconds() - started)) s, "
+                + "\(grouped(s.rejected)) bad sentences, \(grouped(s.skippedBytes)) skipped bytes")
+        }
+        if failed { throw ExitCode(1) }
+    }
+
+    func progressLine(_ p: NMEALogSource.Progress, elapsed: Double) -> String {
+        let rate = Double(p.fixes) / max(elapsed, 1e-9)
+        guard let size = p.size, size > 0 else { return "\(grouped(p.fixes)) fixes, \(Int(rate)) fixes/s" }
+        let fraction = Double(p.position) / Double(size)
+        let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
+        return "\(Int(fraction * 100))%  \(grouped(p.fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
+    }
+}
