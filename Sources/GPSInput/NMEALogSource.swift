@@ -145,6 +145,11 @@ public final class NMEALogSource: FixSource {
         mutating func fill() async {
             if !started {
                 started = true
+                // A new pass starts only once the previous pass's fixes were all delivered: shift it
+                // so its first fix follows the last delivered one by one second.
+                if source.progress.passes > 0, let last = lastNanos, let first = firstLogNanos {
+                    shift = last + 1_000_000_000 - first
+                }
                 open()
                 if finished { return }
             }
@@ -205,10 +210,6 @@ public final class NMEALogSource: FixSource {
                 finished = true
                 reader = nil
                 return
-            }
-            // Shift the next pass so its first fix follows this pass's last by one second.
-            if let last = lastNanos, let first = firstLogNanos {
-                shift = last + 1_000_000_000 - first
             }
             var options = decoder.options
             options.sourceName = decoder.options.sourceName

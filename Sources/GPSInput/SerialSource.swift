@@ -104,17 +104,8 @@ struct SerialWorker {
         while !link.isStopped {
             let fd = options.path.withCString { open($0, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }
             if fd < 0 {
-                let e = errno
-                switch e {
-                case EACCES, EPERM:
-                    report(.error, "permission denied opening \(options.path): add your user to the dialout group "
-                        + "(sudo usermod -aG dialout $USER, then log in again)")
-                case ENOENT, ENXIO, ENODEV:
-                    report(everOpened ? .disconnected : .error,
-                           "\(options.path) is not there (receiver unplugged?); waiting for it to appear")
-                default:
-                    report(.error, "cannot open \(options.path): \(errnoText(e))")
-                }
+                let problem = SerialWorker.openProblem(path: options.path, errno: errno, everOpened: everOpened)
+                report(problem.kind, problem.text)
                 link.pause(options.retryInterval)
                 continue
             }
@@ -147,6 +138,19 @@ struct SerialWorker {
         }
     }
 
+    /// What to tell the user when opening the device failed.
+    static func openProblem(path: String, errno e: Int32, everOpened: Bool) -> (kind: SourceEvent.Kind, text: String) {
+        switch e {
+        case EACCES, EPERM:
+            (.error, "permission denied opening \(path): add your user to the dialout group "
+                + "(sudo usermod -aG dialout $USER, then log in again)")
+        case ENOENT, ENXIO, ENODEV:
+            (everOpened ? .disconnected : .error, "\(path) is not there (receiver unplugged?); waiting for it to appear")
+        default:
+            (.error, "cannot open \(path): \(errnoText(e))")
+        }
+    }
+
     var firstRate: Int {
         if case .fixed(let n) = options.baud { return n }
         return SerialSource.autoRates[0]
@@ -176,7 +180,7 @@ struct SerialWorker {
         }
     }
 
-    /// Tries each rate until two checksummed sentences arrive at it.
+    /// Tries each rate until three checksummed sentences arrive at it.
     func detectRate(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> Int? {
         for rate in SerialSource.autoRates {
             if link.isStopped { return nil }
@@ -194,7 +198,8 @@ struct SerialWorker {
                     return nil
                 }
                 try? decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { _ in }
-                if decoder.statistics.sentences >= 2 { return rate }
+                // Three checksummed sentences: noise at a wrong rate never gets that far.
+                if decoder.statistics.sentences >= 3 { return rate }
             }
         }
         return nil
@@ -231,7 +236,7 @@ struct SerialWorker {
                 lastData = monotonicNow()
             } else if n == 0 {
                 decoder.flush { link.yield($0) }
-                return "end of file"
+                return "the device went away (end of file)"
             } else {
                 let e = errno
                 if e == EAGAIN || e == EINTR { continue }

@@ -1,0 +1,133 @@
+import Foundation
+import Geo
+import NMEA
+import Testing
+
+@testable import GPSInput
+
+/// Against a real gpsd started by gpsfake on a free loopback port.
+@Suite("gpsd source", .serialized)
+struct GPSDSourceTests {
+    @Test func deliversTheDecodersFixesThroughARealGPSD() async throws {
+        let gpsd = try GPSFake.start("walk-15min.nmea")
+        defer { try? gpsd.stop() }
+        let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
+        let seen = try await collect(source, what: "12 fixes from gpsd") { $0.fixes.filter(\.hasPosition).count >= 12 }
+        #expect(seen.events.first?.kind == .connected)
+        let reference = Dictionary(try decoderFixes("walk-15min.nmea").map { (timeOfDay($0)!, $0) },
+                                   uniquingKeysWith: { a, _ in a })
+        let received = seen.fixes.filter(\.hasPosition)
+        // Time of day and position agree with our own decoder (gpsd may shift dates of old logs).
+        for fix in received {
+            let mine = try #require(reference[timeOfDay(fix)!], "no decoder fix at \(fix.time!)")
+            #expect(abs(fix.coordinate!.latitude - mine.coordinate!.latitude) < 1e-9)
+            #expect(abs(fix.coordinate!.longitude - mine.coordinate!.longitude) < 1e-9)
+            #expect(fix.mode == mine.mode)
+            #expect(fix.altitudeMSL == mine.altitudeMSL)
+        }
+        // One fix per epoch: gpsd's several TPV reports were merged.
+        let times = received.compactMap(timeOfDay)
+        #expect(Set(times).count == times.count)
+        #expect(received.contains { $0.satellitesUsed != nil && $0.hdop != nil })
+    }
+
+    @Test func saysGPSDIsNotRunningAndConnectsWhenItStarts() async throws {
+        // A port nobody listens on, then a gpsd started on it.
+        let port = try freePort()
+        let source = GPSDSource(options: .init(host: "127.0.0.1", port: port))
+        let started = Flag()
+        let task = Task {
+            try await collect(source, what: "an error then fixes") { seen in
+                if seen.events.contains(where: { $0.kind == .error }) && !started.isSet {
+                    started.set()
+                }
+                return seen.fixes.filter(\.hasPosition).count >= 2
+            }
+        }
+        await waitUntil { started.isSet }
+        let gpsd = try GPSFake.start("walk-15min.nmea", port: port)
+        defer { try? gpsd.stop() }
+        let seen = try await task.value
+        let error = try #require(seen.events.first)
+        #expect(error.kind == .error)
+        #expect(error.message.contains("cannot connect to gpsd at 127.0.0.1:\(port)"))
+        #expect(error.message.contains("is gpsd running?"))
+        #expect(seen.events.contains { $0.kind == .connected })
+    }
+
+    @Test func reportsTheLossWhenGPSDDiesAndResumesWhenItReturns() async throws {
+        let gpsd = try GPSFake.start("walk-15min.nmea")
+        let port = gpsd.port
+        let source = GPSDSource(options: .init(host: "127.0.0.1", port: port))
+        let phase = Flag()
+        let restarted = Flag()
+        let task = Task {
+            try await collect(source, seconds: 60, what: "loss and recovery") { seen in
+                if !phase.isSet && seen.fixes.filter(\.hasPosition).count >= 3 { phase.set() }
+                guard let lost = seen.lastIndex(where: { $0.event?.kind == .disconnected }) else { return false }
+                return restarted.isSet && seen[lost...].contains { $0.fix?.hasPosition == true }
+            }
+        }
+        await waitUntil { phase.isSet }
+        try gpsd.stop()
+        let again = try GPSFake.start("walk-15min.nmea", port: port)
+        defer { try? again.stop() }
+        restarted.set()
+        let seen = try await task.value
+        let kinds = seen.events.map(\.kind)
+        #expect(kinds.first == .connected)
+        #expect(kinds.contains(.disconnected))
+        #expect(kinds.filter { $0 == .connected }.count >= 2)
+    }
+
+    @Test func releasesAndReacquiresItsWatch() async throws {
+        let gpsd = try GPSFake.start("walk-15min.nmea")
+        defer { try? gpsd.stop() }
+        let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
+        let seen = try await collect(source, what: "release and reacquire") { seen in
+            if seen.fixes.filter(\.hasPosition).count == 2 && source.isWatching && seen.events.count == 1 {
+                source.releaseWatch()
+            }
+            if seen.last?.event?.kind == .released { source.acquireWatch() }
+            guard let back = seen.firstIndex(where: { $0.event?.kind == .acquired }) else { return false }
+            return seen[back...].contains { $0.fix?.hasPosition == true }
+        }
+        let kinds = seen.events.map(\.kind)
+        #expect(kinds == [.connected, .released, .acquired])
+        // Nothing arrives between the release and the re-acquisition.
+        let released = seen.firstIndex { $0.event?.kind == .released }!
+        let acquired = seen.firstIndex { $0.event?.kind == .acquired }!
+        #expect(seen[(released + 1)..<acquired].isEmpty)
+    }
+
+    @Test func parsesGPSDAddresses() {
+        #expect(GPSDSource.Options(address: "localhost")?.port == "2947")
+        #expect(GPSDSource.Options(address: "10.0.0.2:3000")?.host == "10.0.0.2")
+        #expect(GPSDSource.Options(address: ":3000")?.host == "localhost")
+        #expect(GPSDSource.Options(address: "[::1]:2948")?.host == "::1")
+        #expect(GPSDSource.Options(address: "[::1]:2948")?.port == "2948")
+        #expect(GPSDSource.Options(address: "host:99999") == nil)
+        #expect(GPSDSource.Options(address: "host:abc") == nil)
+    }
+}
+
+func freePort() throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+    return String(UInt16(bigEndian: addr.sin_port))
+}
+
+/// A one-way thread-safe flag.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Geo
+import NMEA
+import Testing
+
+@testable import GPSInput
+
+@Suite("NMEA log replay")
+struct NMEALogSourceTests {
+    @Test func deliversExactlyTheDecodersFixes() async throws {
+        let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
+        var fixes: [Fix] = []
+        var events: [SourceEvent] = []
+        for await element in source {
+            switch element {
+            case .fix(let f): fixes.append(f)
+            case .event(let e): events.append(e)
+            }
+        }
+        #expect(fixes == (try decoderFixes("walk-15min.nmea")))
+        #expect(events.map(\.kind) == [.connected, .endOfInput])
+        #expect(source.progress.fixes == 895)
+        #expect(source.progress.position == source.progress.size)
+    }
+
+    @Test func drivesTheLogClockWithFixTimes() async throws {
+        let source = NMEALogSource(options: .init(path: fixturePath("midnight.nmea")))
+        var last: Fix?
+        for await element in source {
+            guard let fix = element.fix, let t = fix.time?.secondsSince1970 else { continue }
+            // The clock is at the fix's time when the fix arrives.
+            #expect(abs(source.logClock.now.secondsSince1970 - t) < 1e-6)
+            last = fix
+        }
+        #expect(last?.time?.iso8601 == "2025-01-01T00:02:00.00Z")
+    }
+
+    @Test func reportsAMissingFileAsAnErrorEvent() async throws {
+        let source = NMEALogSource(options: .init(path: "/nonexistent/log.nmea"))
+        var events: [SourceEvent] = []
+        for await element in source { if let e = element.event { events.append(e) } }
+        #expect(events.count == 1)
+        #expect(events.first?.kind == .error)
+        #expect(events.first?.message.contains("/nonexistent/log.nmea") == true)
+    }
+
+    @Test func loopsWithTimesMovingForward() async throws {
+        let source = NMEALogSource(options: .init(path: fixturePath("midnight.nmea"), loop: true))
+        let once = try decoderFixes("midnight.nmea")
+        var fixes: [Fix] = []
+        for await element in source {
+            if let f = element.fix { fixes.append(f) }
+            if fixes.count == once.count * 2 + 1 { break }
+        }
+        let times = fixes.compactMap { $0.time?.nanosecondsSince1970 }
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
+        // The second pass starts one second after the first ended, same positions.
+        #expect(times[once.count] == times[once.count - 1] + 1_000_000_000)
+        #expect(fixes[once.count].coordinate == once[0].coordinate)
+        #expect(source.progress.passes == 2)
+    }
+
+    @Test func pacesByFixTimeOnTheGivenClock() async throws {
+        let clock = ManualClock()
+        let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea"), speed: 2), clock: clock)
+        let received = Counter()
+        let consumer = Task {
+            for await element in source where element.fix != nil {
+                received.increment()
+                if received.value == 3 { break }
+            }
+        }
+        // The first fix goes out at once; the second is due 0.5 s later (1 s of log at 2x).
+        await waitUntil { received.value == 1 && clock.sleeperCount == 1 }
+        clock.advance(by: .milliseconds(499))
+        #expect(received.value == 1)
+        clock.advance(by: .milliseconds(1))
+        await waitUntil { received.value == 2 && clock.sleeperCount == 1 }
+        clock.advance(by: .milliseconds(500))
+        await consumer.value
+        #expect(received.value == 3)
+    }
+
+    @Test func pacedAndUnpacedReplaysGiveIdenticalFixes() async throws {
+        let clock = ManualClock()
+        let paced = NMEALogSource(options: .init(path: fixturePath("drive-10hz.nmea"), speed: 1), clock: clock)
+        let ticker = Task {
+            // Keep the manual clock moving whenever the replay waits on it.
+            while !Task.isCancelled {
+                if clock.sleeperCount > 0 { clock.advance(by: .milliseconds(100)) }
+                await Task.yield()
+            }
+        }
+        var fixes: [Fix] = []
+        for await element in paced { if let f = element.fix { fixes.append(f) } }
+        ticker.cancel()
+        #expect(fixes == (try decoderFixes("drive-10hz.nmea")))
+    }
+
+    @Test func readsGzipLogs() async throws {
+        let source = NMEALogSource(options: .init(path: fixturePath("day-24h.nmea.gz")))
+        var count = 0
+        for await element in source where element.fix != nil { count += 1 }
+        #expect(count == 86_397)
+    }
+}
+
+/// A thread-safe counter for tests.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    var value: Int { lock.withLock { n } }
+    func increment() { lock.withLock { n += 1 } }
+}
+
+/// Yields until `condition` holds (bounded: fails the test after 10 s rather than hanging).
+func waitUntil(_ condition: @escaping @Sendable () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !condition() {
+        if ContinuousClock.now > deadline {
+            Issue.record("condition not met within 10 s", sourceLocation: sourceLocation)
+            return
+        }
+        await Task.yield()
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Geo
+import NMEA
+import Testing
+
+@testable import GPSInput
+
+/// Against a real pseudo-terminal fed by tools/fake-receiver.
+@Suite("serial source", .serialized)
+struct SerialSourceTests {
+    /// Starts tools/fake-receiver behind a symlink in a private directory.
+    func receiver(_ args: [String]) throws -> (Tool, String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-serial-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let link = dir.appendingPathComponent("ttyGPS").path
+        let tool = try Tool("tools/fake-receiver", args + ["--link", link])
+        guard tool.readLine() != nil else { throw TimedOut(what: "fake-receiver start") }
+        return (tool, link)
+    }
+
+    @Test func deliversTheDecodersFixesFromAPty() async throws {
+        let (fake, link) = try receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "115200"])
+        defer { fake.terminate() }
+        let source = SerialSource(options: .init(path: link, baud: .fixed(115_200)))
+        let seen = try await collect(source, what: "10 fixes from the pty") { $0.fixes.count >= 10 }
+        #expect(seen.events.first?.kind == .connected)
+        #expect(seen.events.first?.message == "reading \(link) at 115200 baud")
+        let reference = try decoderFixes("walk-15min.nmea")
+        // The first epoch may have been joined mid-way; every later one equals the decoder's fix
+        // apart from the line numbers, which count from where reading started.
+        let received = Array(seen.fixes.dropFirst())
+        let start = try #require(reference.firstIndex { $0.time == received.first?.time })
+        for (i, fix) in received.enumerated() {
+            var expected = reference[start + i]
+            expected.lines = fix.lines
+            #expect(fix == expected)
+        }
+    }
+
+    @Test func detectsTheBaudRate() async throws {
+        let (fake, link) = try receiver([fixturePath("walk-15min.nmea"), "--rate", "10", "--baud", "38400"])
+        defer { fake.terminate() }
+        let source = SerialSource(options: .init(path: link, baud: .auto))
+        let seen = try await collect(source, what: "autobaud") { $0.fixes.count >= 2 }
+        // 9600 and 4800 are tried first and see only garbage; 38400 gives NMEA.
+        #expect(seen.events.first?.message == "reading \(link) at 38400 baud")
+        #expect(seen.fixes.dropFirst().allSatisfy { $0.hasPosition })
+    }
+
+    @Test func reportsAnUnplugAndResumesWhenTheDeviceReturns() async throws {
+        let (fake, link) = try receiver([
+            fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--unplug-after", "6",
+            "--replug-after", "1",
+        ])
+        defer { fake.terminate() }
+        let source = SerialSource(options: .init(path: link, baud: .fixed(9600)))
+        let seen = try await collect(source, seconds: 60, what: "unplug and replug") { seen in
+            guard let lost = seen.firstIndex(where: { $0.event?.kind == .disconnected }) else { return false }
+            return seen[lost...].filter { $0.fix?.hasPosition == true }.count >= 2
+        }
+        let kinds = seen.events.map(\.kind)
+        #expect(kinds.first == .connected)
+        let lost = try #require(seen.events.first { $0.kind == .disconnected })
+        #expect(lost.message.contains("the device went away") || lost.message.contains("hung up"), "\(lost.message)")
+        #expect(kinds.filter { $0 == .connected }.count == 2)
+    }
+
+    @Test func saysWhenTheDeviceIsMissing() async throws {
+        let source = SerialSource(options: .init(path: "/nonexistent/ttyUSB9", baud: .fixed(9600)))
+        let seen = try await collect(source, what: "an error") { !$0.events.isEmpty }
+        #expect(seen.events.first?.kind == .error)
+        #expect(seen.events.first?.message == "/nonexistent/ttyUSB9 is not there (receiver unplugged?); waiting for it to appear")
+    }
+
+    @Test func saysWhenThePathIsNotATerminal() async throws {
+        let source = SerialSource(options: .init(path: fixturePath("walk-15min.nmea"), baud: .fixed(9600)))
+        let seen = try await collect(source, what: "an error") { !$0.events.isEmpty }
+        #expect(seen.events.first?.kind == .error)
+        #expect(seen.events.first?.message.contains("is not a serial device") == true)
+    }
+
+    @Test func explainsPermissionDeniedWithTheDialoutGroup() {
+        // Tests run as root, which no permission stops: check the message the worker gives EACCES.
+        let message = SerialWorker.openProblem(path: "/dev/ttyACM0", errno: EACCES, everOpened: false)
+        #expect(message.kind == .error)
+        #expect(message.text.contains("dialout"))
+        #expect(message.text.contains("sudo usermod -aG dialout $USER"))
+        let gone = SerialWorker.openProblem(path: "/dev/ttyACM0", errno: ENOENT, everOpened: true)
+        #expect(gone.kind == .disconnected)
+    }
+
+    @Test func parsesBaudRates() {
+        #expect(SerialSource.Baud("4800") == .fixed(4800))
+        #expect(SerialSource.Baud("auto") == .auto)
+        #expect(SerialSource.Baud("1234") == nil)
+    }
+}
