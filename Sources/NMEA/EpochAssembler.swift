@@ -115,7 +115,6 @@ struct EpochAssembler {
         return true
     }
 
-    @inline(__always)
     mutating func start(line: Int) {
         open = true
         time = nil
@@ -177,7 +176,7 @@ struct EpochAssembler {
         }
     }
 
-    @inline(__always)
+    @inline(never)
     mutating func close(_ emit: (Fix) -> Void) {
         open = false
         guard let time else {

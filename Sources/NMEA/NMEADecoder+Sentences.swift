@@ -2,19 +2,32 @@ import Geo
 
 /// Sentence types the decoder understands, packed as three ASCII bytes.
 enum SentenceType {
-    static let gga: UInt32 = pack("GGA")
-    static let rmc: UInt32 = pack("RMC")
-    static let gll: UInt32 = pack("GLL")
-    static let gsa: UInt32 = pack("GSA")
-    static let gsv: UInt32 = pack("GSV")
-    static let vtg: UInt32 = pack("VTG")
-    static let gns: UInt32 = pack("GNS")
-    static let zda: UInt32 = pack("ZDA")
-    static let gst: UInt32 = pack("GST")
+    static let gga: UInt32 = 0x474741  // "GGA"
+    static let rmc: UInt32 = 0x524D43  // "RMC"
+    static let gll: UInt32 = 0x474C4C  // "GLL"
+    static let gsa: UInt32 = 0x475341  // "GSA"
+    static let gsv: UInt32 = 0x475356  // "GSV"
+    static let vtg: UInt32 = 0x565447  // "VTG"
+    static let gns: UInt32 = 0x474E53  // "GNS"
+    static let zda: UInt32 = 0x5A4441  // "ZDA"
+    static let gst: UInt32 = 0x475354  // "GST"
 
-    static func pack(_ s: StaticString) -> UInt32 {
-        let p = s.utf8Start
-        return UInt32(p[0]) << 16 | UInt32(p[1]) << 8 | UInt32(p[2])
+    /// How many leading fields (address included) decoding a type reads; 0 for types not decoded.
+    /// Splitting stops there, and at least that many must be present to tell "too few fields".
+    @inline(__always)
+    static func fieldsNeeded(_ type: UInt32) -> Int {
+        switch type {
+        case gga: 15
+        case rmc: 14
+        case gll: 8
+        case gsa: 100  // its DOPs are the last fields: count them all
+        case gsv: 5
+        case vtg: 10
+        case gns: 14
+        case zda: 7
+        case gst: 9
+        default: 0
+        }
     }
 }
 
@@ -62,30 +75,48 @@ extension NMEADecoder {
     /// `*`; `fullLength` includes the checksum, for error messages.
     @inline(__always)
     mutating func decodeSentence(_ sentence: UnsafePointer<UInt8>, length: Int, fullLength: Int,
-                                 _ emit: (Fix) -> Void) -> NMEAError? {
+                                 _ emit: (Fix) -> Void) -> Bool {
         stats.sentences += 1
         if sentence[0] == 0x21 {  // '!': encapsulated (AIS) sentences are not ours
             stats.unknownSentences += 1
-            return nil
+            return true
         }
         let body = sentence + 1
         let bodyLength = length - 1
         if bodyLength > 0 && body[0] == 0x50 {  // 'P'
             stats.proprietarySentences += 1
-            return nil
+            return true
         }
-        return withUnsafeTemporaryAllocation(of: Int16.self, capacity: 102) { buffer -> NMEAError? in
+        // The address decides how many fields are worth finding: GSV needs 4 of its ~20, an
+        // unknown sentence none (it is only counted).
+        guard bodyLength >= 5, isAddressCharacter(body[0]), isAddressCharacter(body[1]),
+              bodyLength == 5 || body[5] == 0x2C
+        else {
+            return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
+                                 field: 0)
+        }
+        let type = UInt32(body[2]) << 16 | UInt32(body[3]) << 8 | UInt32(body[4])
+        let wanted = SentenceType.fieldsNeeded(type)
+        if wanted == 0 {
+            if isAddressCharacter(body[2]) && isAddressCharacter(body[3]) && isAddressCharacter(body[4]) {
+                stats.unknownSentences += 1
+                return true
+            }
+            return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
+                                 field: 0)
+        }
+        return withUnsafeTemporaryAllocation(of: Int16.self, capacity: 102) { buffer -> Bool in
             let bounds = buffer.baseAddress!
             bounds[0] = -1
             var count = 1
             var p = 0
             let e = bodyLength
-            // Find the commas eight bytes at a time.
-            while p &+ 8 <= e {
+            // Find the commas eight bytes at a time, up to the last field the type needs.
+            while p &+ 8 <= e && count < wanted {
                 var commas = SWAR.bytesEqual(UnsafeRawPointer(body + p).loadUnaligned(as: UInt64.self), 0x2C)
                 if commas != 0 {
                     if count > 92 {
-                        return sentenceError(.tooManyFields, "more than 100 fields", sentence, fullLength, field: nil)
+                        return rejectSentence(.tooManyFields, "more than 100 fields", sentence, fullLength, field: nil)
                     }
                     repeat {
                         bounds[count] = Int16(truncatingIfNeeded: p &+ commas.trailingZeroBitCount >> 3)
@@ -95,41 +126,48 @@ extension NMEADecoder {
                 }
                 p &+= 8
             }
-            while p < e {
-                if body[p] == 0x2C {  // ','
-                    if count == 100 {
-                        return sentenceError(.tooManyFields, "more than 100 fields", sentence, fullLength, field: nil)
+            if count < wanted {
+                while p < e {
+                    if body[p] == 0x2C {  // ','
+                        if count == 100 {
+                            return rejectSentence(.tooManyFields, "more than 100 fields", sentence, fullLength,
+                                                 field: nil)
+                        }
+                        bounds[count] = Int16(truncatingIfNeeded: p)
+                        count &+= 1
                     }
-                    bounds[count] = Int16(truncatingIfNeeded: p)
-                    count &+= 1
+                    p &+= 1
                 }
-                p &+= 1
+                bounds[count] = Int16(truncatingIfNeeded: e)
+            } else {
+                // Enough fields started; the last one's end is the next comma (or the end).
+                var q = Int(bounds[count &- 1]) &+ 1
+                while q < e && body[q] != 0x2C { q &+= 1 }
+                bounds[count] = Int16(truncatingIfNeeded: q)
             }
-            bounds[count] = Int16(truncatingIfNeeded: e)
             let fields = Fields(base: body, bounds: bounds, count: count)
-            if fields.length(0) != 5 || !isAddressCharacter(body[0]) || !isAddressCharacter(body[1]) {
-                return sentenceError(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
+            if fields.length(0) != 5 {
+                return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
                                      field: 0)
             }
-            let type = UInt32(body[2]) << 16 | UInt32(body[3]) << 8 | UInt32(body[4])
             let (talker, talkerSystems) = talkerIndex(body[0], body[1])
             do throws(FieldError) {
                 let known = try decodeFields(type: type, talker: talker, talkerSystems: talkerSystems, fields,
                                              line: sentenceLine, emit)
-                if known {
-                    stats.decodedSentences += 1
-                } else if isAddressCharacter(body[2]) && isAddressCharacter(body[3]) && isAddressCharacter(body[4]) {
-                    stats.unknownSentences += 1
-                } else {
-                    return sentenceError(.invalidAddress, "expected a 5-letter address like GPGGA", sentence,
-                                         fullLength, field: 0)
-                }
-                return nil
+                if known { stats.decodedSentences += 1 }
+                return true
             } catch {
-                return sentenceError(error.code, "\(error.message) in field \(error.field)", sentence, fullLength,
+                return rejectSentence(error.code, "\(error.message) in field \(error.field)", sentence, fullLength,
                                      field: error.field)
             }
         }
+    }
+
+    /// Records a rejected sentence's error for the caller; returns `false` (rejected).
+    mutating func rejectSentence(_ code: NMEAError.Code, _ message: @autoclosure () -> String,
+                                 _ sentence: UnsafePointer<UInt8>, _ length: Int, field: Int?) -> Bool {
+        rejection = sentenceError(code, message(), sentence, length, field: field)
+        return false
     }
 
     func sentenceError(_ code: NMEAError.Code, _ message: @autoclosure () -> String, _ sentence: UnsafePointer<UInt8>,

@@ -68,6 +68,8 @@ public struct NMEADecoder {
     var lineNumber = 1
     var lineHasContent = false
     var assembler: EpochAssembler
+    /// The error of the sentence just rejected by ``complete(base:from:to:bodyEnd:checked:_:)``.
+    var rejection: NMEAError?
 
     public init(options: Options = Options()) {
         self.options = options
@@ -169,9 +171,9 @@ public struct NMEADecoder {
                         if reject(&pendingError) { break scan }
                     } else {
                         phase = .seek
-                        if let error = complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength,
-                                                checked: false, emit) {
-                            pendingError = error
+                        if !complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength,
+                                     checked: false, emit) {
+                            pendingError = takeRejection()
                             if reject(&pendingError) { break scan }
                         }
                     }
@@ -222,9 +224,9 @@ public struct NMEADecoder {
                 let b = base[i]
                 if b == 0x0D || b == 0x0A {
                     phase = .seek
-                    if let error = complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
-                                            checked: true, emit) {
-                        pendingError = error
+                    if !complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
+                                 checked: true, emit) {
+                        pendingError = takeRejection()
                         if reject(&pendingError) { break scan }
                     }
                 } else {
@@ -291,6 +293,12 @@ public struct NMEADecoder {
         assembler.flush(emit)
     }
 
+    @inline(__always)
+    mutating func takeRejection() -> NMEAError? {
+        defer { rejection = nil }
+        return rejection
+    }
+
     /// Counts a rejected sentence; returns `true` when decoding must stop (strict mode).
     @inline(__always)
     mutating func reject(_ error: inout NMEAError?) -> Bool {
@@ -326,13 +334,15 @@ public struct NMEADecoder {
                          text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)), field: field)
     }
 
-    /// A framed sentence: verify the checksum and decode it. Returns the error for a rejected one.
+    /// A framed sentence: verify the checksum and decode it. Returns `false` for a rejected one,
+    /// whose error is then in ``rejection``.
     @inline(__always)
     mutating func complete(base: UnsafePointer<UInt8>, from: Int, to: Int, bodyEnd: Int, checked: Bool,
-                           _ emit: (Fix) -> Void) -> NMEAError? {
+                           _ emit: (Fix) -> Void) -> Bool {
         if checked && stated != xor {
-            return makeError(.badChecksum, "checksum is \(hex(stated)), computed \(hex(xor))",
-                             base: base, from: from, to: to)
+            rejection = makeError(.badChecksum, "checksum is \(hex(stated)), computed \(hex(xor))",
+                                  base: base, from: from, to: to)
+            return false
         }
         if carry.isEmpty {
             return decodeSentence(base + from, length: bodyEnd, fullLength: to - from, emit)
