@@ -157,7 +157,10 @@ struct GPSDWorker {
                     link.yield(.connected, "watching gpsd at \(options.host):\(options.port)\(device)")
                 }
             }
-            if gps_waiting(data, 50_000) {
+            // Sleep until a report arrives, the epoch in progress is due (idle flush), or a second
+            // has passed (to notice a stop or a watch release): no busy polling on a battery.
+            let waitSeconds = merger.hasPending ? max(0.001, lastReport + options.idleFlush - monotonicNow()) : 1.0
+            if gps_waiting(data, Int32(waitSeconds * 1_000_000)) {
                 errno = 0
                 // libgps accumulates `set` across reads: clear it to learn what this report carried.
                 data.pointee.set = 0
@@ -172,11 +175,11 @@ struct GPSDWorker {
                 }
                 let set = UInt64(data.pointee.set)
                 if set & keeptrack_tpv_mask() != 0 {
-                    if let fix = merger.tpv(data.pointee) { link.yield(fix) }
+                    if let fix = merger.tpv(data) { link.yield(fix) }
                     lastReport = monotonicNow()
                 }
                 if set & keeptrack_sky_mask() != 0 {
-                    merger.sky(data.pointee)
+                    merger.sky(data)
                 }
             } else if merger.hasPending && monotonicNow() - lastReport >= options.idleFlush {
                 if let fix = merger.flush() { link.yield(fix) }
@@ -196,9 +199,10 @@ struct TPVMerger {
     var hasPending: Bool { pending != nil }
 
     /// Takes a TPV; returns the previous epoch's fix when this one starts a new epoch.
-    mutating func tpv(_ data: gps_data_t) -> Fix? {
-        let f = data.fix
-        guard data.set & UInt64(TIME_SET) != 0 || f.time.tv_sec != 0 else { return nil }
+    /// (By pointer: `gps_data_t` is 24 KB, too big to copy per report.)
+    mutating func tpv(_ data: UnsafePointer<gps_data_t>) -> Fix? {
+        let f = data.pointee.fix
+        guard data.pointee.set & UInt64(TIME_SET) != 0 || f.time.tv_sec != 0 else { return nil }
         let nanos = Int64(f.time.tv_sec) * 1_000_000_000 + Int64(f.time.tv_nsec)
         if pending == nil, nanos == flushedTime { return nil }
         var out: Fix?
@@ -245,8 +249,10 @@ struct TPVMerger {
     }
 
     /// Takes a SKY report: DOPs and satellite counts for the epoch in progress.
-    mutating func sky(_ data: gps_data_t) {
+    mutating func sky(_ pointer: UnsafePointer<gps_data_t>) {
         guard var fix = pending else { return }
+        let data = (dop: pointer.pointee.dop, satellites_used: pointer.pointee.satellites_used,
+                    satellites_visible: pointer.pointee.satellites_visible)
         @inline(__always) func value(_ v: Double) -> Double? { v.isFinite && v > 0 ? v : nil }
         fix.hdop = value(data.dop.hdop) ?? fix.hdop
         fix.vdop = value(data.dop.vdop) ?? fix.vdop

@@ -212,7 +212,9 @@ struct SerialWorker {
         var lastData = monotonicNow()
         while !link.isStopped {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let timeoutMs = sinceData ? 10 : 100
+            // Wake when data arrives, when the epoch in progress is due, or once a second to notice
+            // a stop: no busy polling on a battery.
+            let timeoutMs = sinceData ? max(1, Int((lastData + options.idleFlush - monotonicNow()) * 1000) + 1) : 1000
             let ready = poll(&p, 1, Int32(timeoutMs))
             if ready < 0 {
                 if errno == EINTR { continue }
