@@ -7,7 +7,7 @@ import Glibc
 
 /// The iterator of the thread-backed sources (gpsd, serial): elements arrive through a bounded
 /// buffer of ``SourceIterator/bufferSize`` elements; when the consumer falls that far behind, the
-/// oldest are dropped and counted.
+/// oldest are dropped, and an ``SourceEvent/Kind/error`` event says how many.
 public struct SourceIterator: AsyncIteratorProtocol {
     public typealias Element = SourceElement
     public typealias Failure = Never
@@ -26,6 +26,7 @@ public struct SourceIterator: AsyncIteratorProtocol {
 final class WorkerLink: Sendable {
     let continuation: AsyncStream<SourceElement>.Continuation
     private let stopped = Atomic<Bool>(false)
+    private let dropped = Atomic<Int>(0)
     let name: String
 
     init(name: String, continuation: AsyncStream<SourceElement>.Continuation) {
@@ -37,11 +38,21 @@ final class WorkerLink: Sendable {
     func stop() { stopped.store(true, ordering: .releasing) }
 
     func yield(_ fix: Fix) {
-        continuation.yield(.fix(fix))
+        send(.fix(fix))
     }
 
     func yield(_ kind: SourceEvent.Kind, _ message: String) {
-        continuation.yield(.event(SourceEvent(kind, source: name, message: message)))
+        send(.event(SourceEvent(kind, source: name, message: message)))
+    }
+
+    private func send(_ element: SourceElement) {
+        if case .dropped = continuation.yield(element) {
+            let n = dropped.add(1, ordering: .relaxed).newValue
+            if n == 1 || n % 1000 == 0 {
+                continuation.yield(.event(SourceEvent(
+                    .error, source: name, message: "the consumer is too slow: \(n) elements dropped so far")))
+            }
+        }
     }
 
     func finish() { continuation.finish() }
