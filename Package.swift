@@ -38,11 +38,13 @@ let package = Package(
         .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo"], path: "Benchmarks/NMEABench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
+        // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.
+        .target(name: "KeepTrackTesting", path: "Sources/KeepTrackTesting"),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
-        .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo"]),
-        .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo"]),
+        .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
+        .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
-        .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack"]),
+        .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

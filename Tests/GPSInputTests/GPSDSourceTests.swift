@@ -1,3 +1,4 @@
+import KeepTrackTesting
 import Foundation
 import Geo
 import NMEA

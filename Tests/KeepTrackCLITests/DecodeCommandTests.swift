@@ -1,4 +1,5 @@
 import Foundation
+import KeepTrackTesting
 import Testing
 
 /// Runs the built `keeptrack` binary, as a user would.
@@ -7,15 +8,6 @@ struct CLIResult {
     var stdout: String
     var stderr: String
 }
-
-let packageRoot: URL = {
-    var url = URL(fileURLWithPath: #filePath)
-    while url.path != "/" {
-        url.deleteLastPathComponent()
-        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
-    }
-    fatalError("Package.swift not found above \(#filePath)")
-}()
 
 /// The directory holding the test bundle also holds the built products.
 let productsDirectory: URL = {

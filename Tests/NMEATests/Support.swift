@@ -1,29 +1,12 @@
 import Foundation
 import Geo
 import NMEA
+import KeepTrackTesting
 
 /// `$BODY*hh\r\n` with the correct checksum.
 func nmea(_ body: String, ending: String = "\r\n") -> String {
     let x = body.utf8.reduce(UInt8(0), ^)
     return "$" + body + "*" + String(format: "%02X", x) + ending
-}
-
-/// The package root, found from this file's path.
-let packageRoot: URL = {
-    var url = URL(fileURLWithPath: #filePath)
-    while url.path != "/" {
-        url.deleteLastPathComponent()
-        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
-    }
-    fatalError("Package.swift not found above \(#filePath)")
-}()
-
-func fixturePath(_ name: String) -> String {
-    packageRoot.appendingPathComponent("fixtures").appendingPathComponent(name).path
-}
-
-func fixtureBytes(_ name: String) throws -> [UInt8] {
-    Array(try Data(contentsOf: URL(fileURLWithPath: fixturePath(name))))
 }
 
 /// Decodes `bytes` fed in chunks of `chunk` bytes; collects fixes, errors and statistics.

@@ -1,0 +1,114 @@
+// Test support shared by the test targets (and usable by anyone testing against KeepTrack):
+// where the package and its fixtures are, running the project's tools, and a hang guard.
+import Foundation
+
+/// The package root, found by walking up from this file to `Package.swift`.
+public let packageRoot: URL = {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+    }
+    fatalError("Package.swift not found above \(#filePath)")
+}()
+
+/// The path of a committed fixture (`fixtures/NAME`).
+public func fixturePath(_ name: String) -> String {
+    packageRoot.appendingPathComponent("fixtures").appendingPathComponent(name).path
+}
+
+/// A fixture's bytes.
+public func fixtureBytes(_ name: String) throws -> [UInt8] {
+    Array(try Data(contentsOf: URL(fileURLWithPath: fixturePath(name))))
+}
+
+public struct TimedOut: Error, CustomStringConvertible {
+    public var what: String
+    public init(what: String) { self.what = what }
+    public var description: String { "timed out waiting for \(what)" }
+}
+
+/// Runs `body`, failing with ``TimedOut`` after `seconds`: a guard against hangs, not a synchronisation.
+public func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T)
+    async throws -> T
+{
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw TimedOut(what: what)
+        }
+        let result = try await group.next()!
+        group.cancelAll()
+        return result
+    }
+}
+
+/// A project tool (`tools/...`) run as a child process, read line by line.
+public final class Tool: @unchecked Sendable {
+    public let process = Process()
+    private let out = Pipe()
+    private var buffer = Data()
+
+    public init(_ path: String, _ arguments: [String]) throws {
+        process.executableURL = packageRoot.appendingPathComponent(path)
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        process.standardOutput = out
+        // Not the test's own stderr: a straggler must not keep the test runner's pipes open.
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// The next line the tool prints (blocking), or `nil` at the end of its output.
+    public func readLine() -> String? {
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...nl)
+                return line
+            }
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { return nil }
+            buffer.append(chunk)
+        }
+    }
+
+    /// Reads until the tool's output closes. (Foundation's `waitUntilExit` can hang inside Swift
+    /// concurrency on Linux; the end of output is the end of the tool.)
+    public func drain() {
+        while readLine() != nil {}
+    }
+
+    /// SIGTERM, then SIGKILL if the tool is still there after a second.
+    public func terminate() {
+        guard process.isRunning else { return }
+        let pid = process.processIdentifier
+        kill(pid, SIGTERM)
+        for _ in 0..<100 where process.isRunning { usleep(10_000) }
+        if process.isRunning { kill(pid, SIGKILL) }
+    }
+}
+
+/// A real gpsd under gpsfake on a free loopback port (`tools/gpsfake-run`).
+public struct GPSFake: Sendable {
+    public let port: String
+    public let pid: String
+    public let dir: String
+
+    /// Starts gpsd on `log` (a fixture name), on `port` or a free one.
+    public static func start(_ log: String, port: String? = nil) throws -> GPSFake {
+        var args = ["start", fixturePath(log), "0.05"]
+        if let port { args.append(port) }
+        let tool = try Tool("tools/gpsfake-run", args)
+        guard let line = tool.readLine() else { throw TimedOut(what: "gpsfake-run start") }
+        tool.drain()
+        let parts = line.split(separator: " ").map(String.init)
+        guard parts.count == 3 else { throw TimedOut(what: "gpsfake-run output, got '\(line)'") }
+        return GPSFake(port: parts[0], pid: parts[1], dir: parts[2])
+    }
+
+    public func stop() throws {
+        try Tool("tools/gpsfake-run", ["stop", pid, dir]).drain()
+    }
+}
