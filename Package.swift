@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "NMEA", targets: ["NMEA"]),
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "GPSInput", targets: ["GPSInput"]),
+        .library(name: "LocationService", targets: ["LocationService"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2")
@@ -25,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
         .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS"]),
+        // The location service: standard updates, significant changes, regions (pure decisions).
+        .target(name: "LocationService", dependencies: ["Geo"]),
         // Wire and file formats of fixes: JSON Lines, CSV, GPX, GeoJSON.
         .target(name: "Formats", dependencies: ["Geo"]),
         .executableTarget(
@@ -43,6 +46,7 @@ let package = Package(
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo", "KeepTrackTesting"]),
+        .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"]),
     ],
