@@ -1,0 +1,111 @@
+import Geo
+
+/// A monitored area: a circle or a polygon, with an identifier that is unique in a monitor.
+public struct Region: Hashable, Sendable {
+    public enum Shape: Hashable, Sendable {
+        /// Centre and radius in metres.
+        case circle(center: Coordinate, radius: Double)
+        case polygon(Polygon)
+    }
+
+    /// Why a region cannot be monitored.
+    public struct Invalid: Error, Hashable, Sendable, CustomStringConvertible {
+        public var id: String
+        public var reason: String
+        public var description: String { "region \(id): \(reason)" }
+    }
+
+    public let id: String
+    public let shape: Shape
+    /// Report entries. The default is `true`.
+    public var notifyOnEntry = true
+    /// Report exits. The default is `true`.
+    public var notifyOnExit = true
+    /// Report a dwell after staying inside this many seconds. The default is `nil` (no dwell).
+    public var loiteringDelay: Double?
+
+    /// A circular region.
+    ///
+    /// - Throws: ``Invalid`` for an empty id, a radius that is not positive and finite, or a centre
+    ///   off the globe.
+    public init(id: String, center: Coordinate, radius: Double) throws(Invalid) {
+        guard !id.isEmpty else { throw Invalid(id: id, reason: "the id is empty") }
+        guard radius > 0, radius.isFinite else {
+            throw Invalid(id: id, reason: "the radius must be a positive number of metres, got \(radius)")
+        }
+        guard center.isValid else {
+            throw Invalid(id: id, reason: "the centre is not a valid coordinate (lat -90...90, lon -180...180)")
+        }
+        self.id = id
+        self.shape = .circle(center: center, radius: radius)
+    }
+
+    /// A polygonal region.
+    ///
+    /// - Throws: ``Invalid`` for an empty id, fewer than 3 vertices, an invalid vertex, or a ring
+    ///   that crosses itself.
+    public init(id: String, ring: [Coordinate]) throws(Invalid) {
+        guard !id.isEmpty else { throw Invalid(id: id, reason: "the id is empty") }
+        do {
+            self.shape = .polygon(try Polygon(ring))
+        } catch {
+            throw Invalid(id: id, reason: "\(error)")
+        }
+        self.id = id
+    }
+
+    /// Signed distance in metres from `point` to the region's boundary: negative inside.
+    public func signedDistance(to point: Coordinate) -> Double {
+        switch shape {
+        case .circle(let center, let radius):
+            return Geodesy.haversineDistance(center, point) - radius
+        case .polygon(let polygon):
+            let d = polygon.distanceToBoundary(point)
+            return polygon.contains(point) ? -d : d
+        }
+    }
+
+    /// South, west, north, east, in degrees (circles: their bounding box on the sphere).
+    public var bounds: (south: Double, west: Double, north: Double, east: Double) {
+        switch shape {
+        case .circle(let c, let r):
+            let dLat = r / Geodesy.meanRadius * 180 / .pi
+            let cosLat = max(cos(c.latitude * .pi / 180), 1e-6)
+            let dLon = min(180, dLat / cosLat)
+            return (c.latitude - dLat, c.longitude - dLon, c.latitude + dLat, c.longitude + dLon)
+        case .polygon(let p):
+            return p.bounds
+        }
+    }
+}
+
+extension Polygon {
+    /// Distance in metres from `point` to the nearest edge (local equirectangular projection:
+    /// exact enough for geofences up to tens of kilometres).
+    public func distanceToBoundary(_ point: Coordinate) -> Double {
+        let k = Geodesy.meanRadius * .pi / 180
+        let cosLat = cos(point.latitude * .pi / 180)
+        var best = Double.infinity
+        let ring = vertices
+        var j = ring.count - 1
+        for i in 0..<ring.count {
+            var lonA = ring[j].longitude - point.longitude
+            var lonB = ring[i].longitude - point.longitude
+            lonA = Geodesy.normalizeLongitude(lonA)
+            lonB = Geodesy.normalizeLongitude(lonB)
+            let ax = lonA * k * cosLat, ay = (ring[j].latitude - point.latitude) * k
+            let bx = lonB * k * cosLat, by = (ring[i].latitude - point.latitude) * k
+            let dx = bx - ax, dy = by - ay
+            let len2 = dx * dx + dy * dy
+            let t = len2 > 0 ? max(0, min(1, -(ax * dx + ay * dy) / len2)) : 0
+            let px = ax + t * dx, py = ay + t * dy
+            best = min(best, (px * px + py * py).squareRoot())
+            j = i
+        }
+        return best
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif
