@@ -37,6 +37,8 @@ public enum LocationEvent: Hashable, Sendable {
     case paused(Location)
     /// Standard updates resumed: the device moved.
     case resumed(Location)
+    /// A region transition or a region's first state.
+    case region(RegionMonitor.Event)
     /// An error, like CoreLocation's: location unknown, source unavailable, region monitoring failed.
     case error(LocationError)
 }

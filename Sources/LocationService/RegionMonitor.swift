@@ -126,7 +126,8 @@ public struct RegionMonitor: Sendable {
         if let near = cells[cellKey(latitude: location.coordinate.latitude, longitude: location.coordinate.longitude)] {
             for s in near { candidates.insert(Int(s)) }
         }
-        let far = active.subtracting(candidates)
+        // Sorted: the same location always yields its events in the same order.
+        let far = active.subtracting(candidates).sorted()
         for slot in far {
             // Not in this cell: outside by more than any margin that matters here.
             guard var entry = slots[slot] else { continue }
@@ -134,7 +135,7 @@ public struct RegionMonitor: Sendable {
             slots[slot] = entry
             if entry.state == .outside && entry.pending == nil { active.remove(slot) }
         }
-        for slot in candidates {
+        for slot in candidates.sorted() {
             guard var entry = slots[slot] else { continue }
             let d = entry.region.signedDistance(to: location.coordinate)
             let evidence: RegionState? = d <= -margin ? .inside : (d >= margin ? .outside : nil)

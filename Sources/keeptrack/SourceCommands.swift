@@ -74,6 +74,9 @@ struct Track: AsyncParsableCommand {
     @Flag(help: "Also print epochs without a position (mode \"none\").")
     var all = false
 
+    @OptionGroup(title: "Location service (any of these prints location events instead of fixes)")
+    var location: LocationOptions
+
     func validate() throws {
         if (gpsd == nil) == (serial == nil) {
             throw ValidationError("Choose one input: --gpsd [HOST[:PORT]] or --serial DEVICE.")
@@ -92,9 +95,19 @@ struct Track: AsyncParsableCommand {
         if let gpsd {
             var options = GPSDSource.Options(address: gpsd)!
             options.device = device
-            try await pump(GPSDSource(options: options), into: &output)
+            let source = GPSDSource(options: options)
+            if location.wantsEvents {
+                try await runLocationService(source, options: location, lineBuffered: true, now: wallClockSeconds)
+            } else {
+                try await pump(source, into: &output)
+            }
         } else if let serial {
-            try await pump(SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!)), into: &output)
+            let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
+            if location.wantsEvents {
+                try await runLocationService(source, options: location, lineBuffered: true, now: wallClockSeconds)
+            } else {
+                try await pump(source, into: &output)
+            }
         }
     }
 }
@@ -115,8 +128,15 @@ struct Replay: AsyncParsableCommand {
             second). A progress line (percent, fixes/s, ETA) is drawn on standard error when it is \
             a terminal.
 
+            With any location option (--distance-filter, --desired-accuracy, --significant-changes, \
+            --regions, --dwell, --pause-when-stationary) it prints location events instead, on the \
+            log's own time: {"event":"location",...}, {"event":"enter"|"exit"|"dwell","region":...}, \
+            {"event":"state",...}, {"event":"paused"|"resumed",...}, {"event":"error",...} (README, \
+            "location events").
+
             Examples:
               keeptrack replay fixtures/walk-15min.nmea
+              keeptrack replay --distance-filter 50 --regions fixtures/walk-15min.regions.geojson fixtures/walk-15min.nmea
               keeptrack replay --speed 10 fixtures/drive-1h.nmea
               keeptrack replay --speed 1 --loop fixtures/walk-15min.nmea    # a receiver that never stops
             """
@@ -137,6 +157,9 @@ struct Replay: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "No progress line and no summary.")
     var quiet = false
 
+    @OptionGroup(title: "Location service (any of these prints location events instead of fixes)")
+    var location: LocationOptions
+
     func validate() throws {
         if let speed, !(speed > 0 && speed.isFinite) { throw ValidationError("--speed must be a positive number.") }
         if loop && file == "-" { throw ValidationError("--loop needs a file: standard input cannot be read twice.") }
@@ -144,6 +167,17 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
+        if location.wantsEvents {
+            // Everything runs on log time: the log's clock is "now".
+            let clock = source.logClock
+            try await runLocationService(source, options: location, lineBuffered: speed != nil,
+                                         now: { clock.now.secondsSince1970 })
+            if !quiet {
+                let p = source.progress
+                printError("\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences")
+            }
+            return
+        }
         var output = SourceOutput(includeAll: all, lineBuffered: speed != nil)
         let showProgress = stderrIsTerminal && !quiet
         let started = monotonicSeconds()

@@ -1,0 +1,164 @@
+import Geo
+
+/// The CLLocationManager of Linux: turns any ``FixSource`` into ``LocationEvent``s.
+///
+/// The decisions live in value types (``StandardUpdateFilter``, ``SignificantChangeMonitor``,
+/// ``RegionMonitor``); the manager owns the stream and the clock. It reads the source as its
+/// ``events`` are consumed (no buffering, no dropped fixes in a fast replay) and asks `now` for the
+/// current time (seconds since 1970): the wall clock when live, the log's clock in a replay, a
+/// manual clock in tests.
+///
+/// Besides locations and region events it reports, like CoreLocation, errors as events:
+/// ``LocationError/Code/locationUnknown`` once no usable fix arrived for
+/// ``Configuration/locationUnknownAfter`` seconds (again after the next usable one), and
+/// ``LocationError/Code/sourceUnavailable`` when the source reports a loss or an error.
+public final class LocationManager<Source: FixSource>: Sendable {
+    public struct Configuration: Sendable {
+        /// Standard updates; `nil` turns them off. The default is on with default settings.
+        public var standardUpdates: StandardUpdateFilter.Configuration? = .init()
+        /// Significant-change monitoring (500 m / 5 min); `nil` (the default) turns it off.
+        public var significantChanges: SignificantChangeMonitor?
+        /// Seconds without a usable fix before a location-unknown error. The default is 30.
+        public var locationUnknownAfter: Double = 30
+
+        public init() {}
+    }
+
+    public let source: Source
+    public let configuration: Configuration
+    let regions: RegionMonitor
+    let now: @Sendable () -> Double
+    let locationSource: Location.Source
+
+    /// - Parameters:
+    ///   - source: where fixes come from.
+    ///   - configuration: which updates to deliver.
+    ///   - regions: the regions to monitor (with their states).
+    ///   - locationSource: how delivered locations are labelled.
+    ///   - now: the current time in seconds since 1970.
+    public init(source: Source, configuration: Configuration = Configuration(), regions: RegionMonitor = RegionMonitor(),
+                locationSource: Location.Source = .other, now: @escaping @Sendable () -> Double) {
+        self.source = source
+        self.configuration = configuration
+        self.regions = regions
+        self.locationSource = locationSource
+        self.now = now
+    }
+
+    /// The events, as they happen.
+    public var events: Events { Events(manager: self) }
+
+    /// The event stream: pulls the source as events are consumed.
+    public struct Events: AsyncSequence, Sendable {
+        public typealias Element = LocationEvent
+        public typealias Failure = Never
+        let manager: LocationManager
+
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(manager: manager, upstream: manager.source.makeAsyncIterator())
+        }
+
+        public struct Iterator: AsyncIteratorProtocol {
+            public typealias Element = LocationEvent
+            public typealias Failure = Never
+
+            let manager: LocationManager
+            var upstream: Source.AsyncIterator
+            var state: Decisions
+            var pending: [LocationEvent] = []
+            var head = 0
+
+            init(manager: LocationManager, upstream: Source.AsyncIterator) {
+                self.manager = manager
+                self.upstream = upstream
+                self.state = Decisions(configuration: manager.configuration, regions: manager.regions,
+                                       source: manager.locationSource)
+            }
+
+            /// The regions and their states as they are now (for persistence).
+            public var regionMonitor: RegionMonitor { state.regions }
+
+            public mutating func next() async -> LocationEvent? {
+                while true {
+                    if head < pending.count {
+                        defer {
+                            head += 1
+                            if head == pending.count {
+                                pending.removeAll(keepingCapacity: true)
+                                head = 0
+                            }
+                        }
+                        return pending[head]
+                    }
+                    guard let element = await upstream.next(isolation: nil) else { return nil }
+                    pending = state.handle(element, now: manager.now())
+                }
+            }
+        }
+    }
+}
+
+/// The manager's decision state: all pure value types, one element at a time.
+public struct Decisions: Sendable {
+    public var standard: StandardUpdateFilter?
+    public var significant: SignificantChangeMonitor?
+    public var regions: RegionMonitor
+    public let locationUnknownAfter: Double
+    let source: Location.Source
+    var lastUsable: Double?
+    var firstSeen: Double?
+    var reportedUnknown = false
+
+    public init<S>(configuration: LocationManager<S>.Configuration, regions: RegionMonitor,
+                   source: Location.Source = .other) {
+        standard = configuration.standardUpdates.map { StandardUpdateFilter(configuration: $0) }
+        significant = configuration.significantChanges
+        self.regions = regions
+        locationUnknownAfter = configuration.locationUnknownAfter
+        self.source = source
+    }
+
+    /// The events one source element causes at time `now`.
+    public mutating func handle(_ element: SourceElement, now: Double) -> [LocationEvent] {
+        switch element {
+        case .event(let e):
+            switch e.kind {
+            case .disconnected, .error:
+                return [.error(LocationError(.sourceUnavailable, e.message))]
+            default:
+                return []
+            }
+        case .fix(let fix):
+            var out: [LocationEvent] = []
+            if firstSeen == nil { firstSeen = now }
+            guard let location = Location(fix, source: source), location.horizontalAccuracy >= 0 else {
+                if !reportedUnknown, now - (lastUsable ?? firstSeen!) >= locationUnknownAfter {
+                    reportedUnknown = true
+                    out.append(.error(LocationError(
+                        .locationUnknown, "no usable fix for \(Int(now - (lastUsable ?? firstSeen!))) s")))
+                }
+                return out
+            }
+            lastUsable = now
+            reportedUnknown = false
+            var plausible = true
+            if standard != nil {
+                for outcome in standard!.process(location, now: now) {
+                    switch outcome {
+                    case .deliver(let l): out.append(.location(l))
+                    case .paused(let l): out.append(.paused(l))
+                    case .resumed(let l): out.append(.resumed(l))
+                    case .reject(let reason):
+                        if case .inaccurate = reason {} else { plausible = false }
+                    case .suppress: break
+                    }
+                }
+            }
+            // Outliers and stale fixes feed neither significant changes nor regions.
+            guard plausible else { return out }
+            if significant != nil, let l = significant!.process(location) { out.append(.significantChange(l)) }
+            for e in regions.process(location) { out.append(.region(e)) }
+            return out
+        }
+    }
+}
