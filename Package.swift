@@ -39,6 +39,9 @@ let package = Package(
         ),
         // Decoder throughput and allocation counts for tools/bench (not a test).
         .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo"], path: "Benchmarks/NMEABench"),
+        // Region monitoring cost by region count (not a test).
+        .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
+                          path: "Benchmarks/RegionsBench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.

@@ -1,5 +1,9 @@
 import Geo
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where a location is relative to a region.
 public enum RegionState: String, Hashable, Sendable, Codable {
     case inside, outside, unknown
@@ -25,10 +29,11 @@ public enum RegionState: String, Hashable, Sendable, Codable {
 ///   ``Event/dwell(_:time:)`` once per visit.
 /// - **Replacing.** Adding a region with an existing id replaces it and resets its state.
 ///
-/// A grid index (cells of ``cellDegrees``; each region listed in every cell its bounds, widened by
-/// ``indexMargin``, touch) keeps the cost of a location proportional to the regions near it, not to
-/// how many are monitored. Locations less accurate than ``indexMargin`` (500 m) are no evidence for
-/// any region.
+/// A grid index (cells of ``cellDegrees``; each region listed in every cell its bounds touch; kept
+/// as a sorted array of 12-byte pairs) keeps the cost of a location proportional to the regions
+/// near it, not to how many are monitored. A location can only be evidence of *inside* for a
+/// region whose bounds contain it, so only those are looked up; the few regions that are inside,
+/// pending or unknown are always evaluated exactly.
 public struct RegionMonitor: Sendable {
     public enum Event: Hashable, Sendable {
         case enter(String, time: Double)
@@ -44,28 +49,34 @@ public struct RegionMonitor: Sendable {
         var pendingSince = 0.0
         var enteredAt: Double?
         var dwellReported = false
-        var cells: [Int64] = []
+        var isActive = false
+        /// The `process` round that last evaluated this region as a candidate.
+        var visited: UInt32 = 0
     }
 
     /// Seconds the evidence for a new state must hold. The default is 20.
     public var minimumDuration: Double = 20
     /// The smallest margin in metres, whatever the accuracy. The default is 5.
     public var minimumMargin: Double = 5
-    /// Grid cell size in degrees. The default is 0.05 (about 5.5 km north-south).
+    /// Grid cell size in degrees. The default is 0.005 (about 550 m north-south).
     public let cellDegrees: Double
-    /// How far beyond its bounds a region is indexed, in metres; also the worst accuracy used as
-    /// evidence. 500.
-    public static let indexMargin: Double = 500
 
-    private var tracked: [String: Int] = [:]
+    private var tracked: [String: Int32] = [:]
     private var slots: [Tracked?] = []
-    private var freeSlots: [Int] = []
-    private var cells: [Int64: [Int32]] = [:]
-    /// Regions whose state is not a settled "outside" (inside, pending or unknown near a fix).
-    private var active: Set<Int> = []
-    private var lastTimestamp: Double?
+    private var freeSlots: [Int32] = []
+    /// The index: (cell, slot) pairs sorted by cell, as two parallel arrays (12 bytes a pair).
+    private var indexKeys: [Int64] = []
+    private var indexSlots: [Int32] = []
+    /// Pairs added since the last merge.
+    private var newKeys: [Int64] = []
+    private var newSlots: [Int32] = []
+    /// Index pairs of removed regions, dropped at the next rebuild.
+    private var stalePairs = 0
+    /// Regions whose state is not a settled "outside" (inside, pending, or unknown).
+    private var active: [Int32] = []
+    private var round: UInt32 = 0
 
-    public init(cellDegrees: Double = 0.05) {
+    public init(cellDegrees: Double = 0.005) {
         self.cellDegrees = cellDegrees
     }
 
@@ -78,90 +89,171 @@ public struct RegionMonitor: Sendable {
     /// Starts monitoring `region`, replacing one with the same id.
     public mutating func add(_ region: Region) {
         remove(region.id)
-        let slot: Int
+        let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
+            slots[Int(slot)] = Tracked(region: region)
         } else {
-            slot = slots.count
-            slots.append(nil)
+            slot = Int32(slots.count)
+            slots.append(Tracked(region: region))
         }
-        var entry = Tracked(region: region)
-        entry.cells = cellKeys(for: region)
-        for key in entry.cells { cells[key, default: []].append(Int32(slot)) }
-        slots[slot] = entry
+        for key in cellKeys(for: region) {
+            newKeys.append(key)
+            newSlots.append(slot)
+        }
         tracked[region.id] = slot
-        active.insert(slot)
+        activate(slot)
     }
 
     /// Stops monitoring the region with `id`. Returns whether there was one.
     @discardableResult
     public mutating func remove(_ id: String) -> Bool {
-        guard let slot = tracked.removeValue(forKey: id), let entry = slots[slot] else { return false }
-        for key in entry.cells {
-            cells[key]?.removeAll { $0 == Int32(slot) }
-            if cells[key]?.isEmpty == true { cells[key] = nil }
-        }
-        slots[slot] = nil
-        freeSlots.append(slot)
-        active.remove(slot)
+        guard let slot = tracked.removeValue(forKey: id), let entry = slots[Int(slot)] else { return false }
+        stalePairs += cellKeys(for: entry.region).count
+        slots[Int(slot)] = nil
+        // The slot is reused only after a rebuild drops its index pairs.
         return true
     }
 
     /// The current state of a region (``RegionState/unknown`` for an unknown id), like
     /// CoreLocation's `requestState(for:)`.
     public func state(for id: String) -> RegionState {
-        guard let slot = tracked[id], let entry = slots[slot] else { return .unknown }
+        guard let slot = tracked[id], let entry = slots[Int(slot)] else { return .unknown }
         return entry.state
+    }
+
+    private mutating func activate(_ slot: Int32) {
+        guard slots[Int(slot)]?.isActive == false else { return }
+        slots[Int(slot)]!.isActive = true
+        active.append(slot)
+    }
+
+    /// Merges new pairs into the sorted index, dropping removed regions' pairs when many.
+    private mutating func updateIndex() {
+        if stalePairs > 0 && stalePairs * 4 > indexKeys.count + newKeys.count {
+            var keys: [Int64] = []
+            var owners: [Int32] = []
+            for (i, entry) in slots.enumerated() {
+                guard let entry else { continue }
+                for key in cellKeys(for: entry.region) {
+                    keys.append(key)
+                    owners.append(Int32(i))
+                }
+            }
+            indexKeys = keys
+            indexSlots = owners
+            newKeys = []
+            newSlots = []
+            stalePairs = 0
+            freeSlots = slots.indices.filter { slots[$0] == nil }.map { Int32($0) }.reversed()
+            sortIndex()
+            return
+        }
+        guard !newKeys.isEmpty else { return }
+        indexKeys += newKeys
+        indexSlots += newSlots
+        newKeys = []
+        newSlots = []
+        sortIndex()
+    }
+
+    private mutating func sortIndex() {
+        // Stable by (cell, slot): a cell's regions come out in the order they were added.
+        let order = indexKeys.indices.sorted {
+            indexKeys[$0] != indexKeys[$1] ? indexKeys[$0] < indexKeys[$1] : indexSlots[$0] < indexSlots[$1]
+        }
+        indexKeys = order.map { indexKeys[$0] }
+        indexSlots = order.map { indexSlots[$0] }
+    }
+
+    /// The first index position whose cell is not below `key`.
+    private func lowerBound(_ key: Int64) -> Int {
+        var lo = 0, hi = indexKeys.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if indexKeys[mid] < key { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
     }
 
     /// The events `location` causes.
     public mutating func process(_ location: Location) -> [Event] {
         var events: [Event] = []
         let t = location.timestamp
-        guard location.horizontalAccuracy >= 0, location.horizontalAccuracy <= Self.indexMargin else { return [] }
+        guard location.horizontalAccuracy >= 0 else { return [] }
+        updateIndex()
+        round &+= 1
         let margin = max(location.horizontalAccuracy, minimumMargin)
-        // Candidates: regions in the location's cell (indexed by every cell their bounds touch),
-        // plus every region not settled outside.
-        var candidates = Set<Int>()
-        if let near = cells[cellKey(latitude: location.coordinate.latitude, longitude: location.coordinate.longitude)] {
-            for s in near { candidates.insert(Int(s)) }
-        }
-        // Sorted: the same location always yields its events in the same order.
-        let far = active.subtracting(candidates).sorted()
-        for slot in far {
-            // Not in this cell: outside by more than any margin that matters here.
-            guard var entry = slots[slot] else { continue }
-            events += settle(&entry, evidence: .outside, distanceCertain: true, time: t)
-            slots[slot] = entry
-            if entry.state == .outside && entry.pending == nil { active.remove(slot) }
-        }
-        for slot in candidates.sorted() {
-            guard var entry = slots[slot] else { continue }
-            let d = entry.region.signedDistance(to: location.coordinate)
-            let evidence: RegionState? = d <= -margin ? .inside : (d >= margin ? .outside : nil)
+        let lat = location.coordinate.latitude, lon = location.coordinate.longitude
+        let k = Geodesy.meanRadius * .pi / 180
+        let kx = k * cos(lat * .pi / 180)
+        // Candidates: the regions indexed in the location's cell.
+        let key = cellKey(latitude: lat, longitude: lon)
+        var i = lowerBound(key)
+        while i < indexKeys.count && indexKeys[i] == key {
+            let slot = Int(indexSlots[i])
+            i += 1
+            guard slots[slot] != nil else { continue }
+            slots[slot]!.visited = round
+            // Cheap test first: circles clearly outside need no exact distance.
+            var evidence: RegionState?
+            if case .circle(let c, let r) = slots[slot]!.region.shape {
+                let dy = (lat - c.latitude) * k
+                let dx = Geodesy.normalizeLongitude(lon - c.longitude) * kx
+                let approx = (dx * dx + dy * dy).squareRoot()
+                if approx - r > margin + 0.01 * approx + 1 { evidence = .outside }
+            }
+            if evidence == nil {
+                let d = slots[slot]!.region.signedDistance(to: location.coordinate)
+                evidence = d <= -margin ? .inside : (d >= margin ? .outside : nil)
+            }
             if let evidence {
-                events += settle(&entry, evidence: evidence, distanceCertain: entry.state == .unknown, time: t)
+                if evidence == .outside && slots[slot]!.state == .outside && slots[slot]!.pending == nil { continue }
+                let certain = slots[slot]!.state == .unknown
+                events += Self.settle(&slots[slot]!, evidence: evidence, distanceCertain: certain, time: t,
+                                      minimumDuration: minimumDuration)
             } else {
                 // In the band at the edge: no evidence, and the wait for a transition restarts.
-                entry.pending = nil
+                slots[slot]!.pending = nil
             }
             // Dwell.
-            if entry.state == .inside, let delay = entry.region.loiteringDelay, let since = entry.enteredAt,
-               !entry.dwellReported, t - since >= delay
+            if slots[slot]!.state == .inside, let delay = slots[slot]!.region.loiteringDelay,
+               let since = slots[slot]!.enteredAt, !slots[slot]!.dwellReported, t - since >= delay
             {
-                entry.dwellReported = true
-                events.append(.dwell(entry.region.id, time: t))
+                slots[slot]!.dwellReported = true
+                events.append(.dwell(slots[slot]!.region.id, time: t))
             }
-            slots[slot] = entry
-            if entry.state == .outside && entry.pending == nil { active.remove(slot) } else { active.insert(slot) }
+            if slots[slot]!.state != .outside || slots[slot]!.pending != nil { activate(Int32(slot)) }
         }
-        lastTimestamp = t
+        // Active regions (inside, pending, unknown) not in this cell: evaluated exactly; the
+        // location is outside their bounds, so the evidence is outside or none.
+        var stillActive: [Int32] = []
+        stillActive.reserveCapacity(active.count)
+        for s in active {
+            let slot = Int(s)
+            guard slots[slot] != nil else { continue }
+            if slots[slot]!.visited != round {
+                let d = slots[slot]!.region.signedDistance(to: location.coordinate)
+                if d >= margin {
+                    events += Self.settle(&slots[slot]!, evidence: .outside, distanceCertain: true, time: t,
+                                          minimumDuration: minimumDuration)
+                } else {
+                    slots[slot]!.pending = nil
+                }
+            }
+            if slots[slot]!.state != .outside || slots[slot]!.pending != nil {
+                stillActive.append(s)
+            } else {
+                slots[slot]!.isActive = false
+            }
+        }
+        active = stillActive
         return events
     }
 
     /// Applies one piece of evidence with the hold-time rule.
-    private func settle(_ entry: inout Tracked, evidence: RegionState, distanceCertain: Bool, time t: Double)
-        -> [Event]
+    private static func settle(_ entry: inout Tracked, evidence: RegionState, distanceCertain: Bool, time t: Double,
+                               minimumDuration: Double) -> [Event]
     {
         if evidence == entry.state {
             entry.pending = nil
@@ -207,16 +299,19 @@ public struct RegionMonitor: Sendable {
 
     func cellKeys(for region: Region) -> [Int64] {
         let raw = region.bounds
-        let grow = Self.indexMargin / Geodesy.meanRadius * 180 / .pi
-        let b = (south: raw.south - grow, west: raw.west - grow * 3, north: raw.north + grow, east: raw.east + grow * 3)
+        // A hair wider than the bounds, for rounding at cell edges.
+        let grow = 1e-7
+        let b = (south: raw.south - grow, west: raw.west - grow, north: raw.north + grow, east: raw.east + grow)
         let columns = Int64((360 / cellDegrees).rounded(.up))
         let r0 = Int64(((max(-90, b.south) + 90) / cellDegrees).rounded(.down))
         let r1 = Int64(((min(90, b.north) + 90) / cellDegrees).rounded(.down))
         let c0 = Int64(((b.west + 180) / cellDegrees).rounded(.down))
         let c1 = Int64(((b.east + 180) / cellDegrees).rounded(.down))
         var keys: [Int64] = []
+        // A region near a pole can span every column: list it once per column, not more.
+        let cEnd = min(max(c0, c1), c0 + columns - 1)
         for r in r0...r1 {
-            for c in c0...max(c0, c1) {
+            for c in c0...cEnd {
                 let wrapped = ((c % columns) + columns) % columns
                 keys.append(r << 32 | wrapped)
             }
