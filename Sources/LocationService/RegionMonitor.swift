@@ -115,6 +115,42 @@ public struct RegionMonitor: Sendable {
         return true
     }
 
+    /// Regions that are inside (with when they were entered), for persistence. Every other
+    /// region whose state is known is outside.
+    public var insideRegions: [(id: String, enteredAt: Double?, dwellReported: Bool)] {
+        active.compactMap { s in
+            guard let e = slots[Int(s)], e.state == .inside else { return nil }
+            return (e.region.id, e.enteredAt, e.dwellReported)
+        }
+    }
+
+    /// Whether every region has a known state (none unknown).
+    public var allStatesKnown: Bool {
+        !active.contains { slots[Int($0)]?.state == .unknown }
+    }
+
+    /// Restores states saved from ``insideRegions``: the listed regions are inside, every other
+    /// monitored region outside.
+    public mutating func restoreStates(inside: [(id: String, enteredAt: Double?, dwellReported: Bool)]) {
+        let insideIDs = Dictionary(inside.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var stillActive: [Int32] = []
+        for s in active {
+            guard var e = slots[Int(s)] else { continue }
+            if let saved = insideIDs[e.region.id] {
+                e.state = .inside
+                e.enteredAt = saved.enteredAt
+                e.dwellReported = saved.dwellReported
+                stillActive.append(s)
+            } else {
+                e.state = .outside
+                e.isActive = false
+            }
+            e.pending = nil
+            slots[Int(s)] = e
+        }
+        active = stillActive
+    }
+
     /// The current state of a region (``RegionState/unknown`` for an unknown id), like
     /// CoreLocation's `requestState(for:)`.
     public func state(for id: String) -> RegionState {

@@ -202,19 +202,38 @@ struct EventOutput {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// Runs the location service over `source` and prints its events.
+/// Runs the location service over `source` and prints its events. With a `store`, the regions
+/// come from it (unless --regions names a file) and their states are saved after each transition.
 func runLocationService<S: FixSource>(
-    _ source: S, options: LocationOptions, lineBuffered: Bool, now: @escaping @Sendable () -> Double
+    _ source: S, options: LocationOptions, lineBuffered: Bool, store: RegionStore? = nil,
+    now: @escaping @Sendable () -> Double
 ) async throws {
     let c = options.configuration
     var configuration = LocationManager<S>.Configuration()
     configuration.standardUpdates = c.standardUpdates
     configuration.significantChanges = c.significantChanges
-    let manager = LocationManager(source: source, configuration: configuration, regions: try options.regionMonitor(),
-                                  now: now)
+    var regions = try options.regionMonitor()
+    let persist = options.regions == nil ? store : nil
+    if let persist {
+        do {
+            regions = try persist.loadMonitor()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+    let manager = LocationManager(source: source, configuration: configuration, regions: regions, now: now)
     var output = EventOutput(lineBuffered: lineBuffered)
-    for await event in manager.events {
+    var events = manager.events.makeAsyncIterator()
+    while let event = await events.next() {
         try output.write(event)
+        if let persist, case .region(let e) = event {
+            if case .dwell = e { continue }
+            do {
+                try persist.saveStates(of: events.regionMonitor)
+            } catch {
+                printError("warning: \(error)")
+            }
+        }
     }
     try output.out.flush()
 }

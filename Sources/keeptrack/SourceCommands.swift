@@ -77,6 +77,8 @@ struct Track: AsyncParsableCommand {
     @OptionGroup(title: "Location service (any of these prints location events instead of fixes)")
     var location: LocationOptions
 
+    @OptionGroup var data: DataDirectoryOption
+
     func validate() throws {
         if (gpsd == nil) == (serial == nil) {
             throw ValidationError("Choose one input: --gpsd [HOST[:PORT]] or --serial DEVICE.")
@@ -97,14 +99,16 @@ struct Track: AsyncParsableCommand {
             options.device = device
             let source = GPSDSource(options: options)
             if location.wantsEvents {
-                try await runLocationService(source, options: location, lineBuffered: true, now: wallClockSeconds)
+                try await runLocationService(source, options: location, lineBuffered: true, store: data.store,
+                                             now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
         } else if let serial {
             let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
             if location.wantsEvents {
-                try await runLocationService(source, options: location, lineBuffered: true, now: wallClockSeconds)
+                try await runLocationService(source, options: location, lineBuffered: true, store: data.store,
+                                             now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }

@@ -85,3 +85,23 @@ struct LocationEventCommandTests {
         #expect(r.stderr.contains("region a: the radius must be a positive number of metres, got -5.0"))
     }
 }
+
+@Suite("keeptrack regions")
+struct RegionsCommandTests {
+    @Test func importsListsAndRemovesRegions() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-data-\(UUID().uuidString)").path
+        let imported = try keeptrack(["regions", "import", "fixtures/walk-15min.regions.geojson", "--data-dir", dir])
+        #expect(imported.status == 0)
+        #expect(imported.stdout.contains("imported 3 regions (3 new); 3 monitored"))
+        let list = try keeptrack(["regions", "list", "--data-dir", dir])
+        let lines = list.stdout.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines[0].hasPrefix(#"{"region":"hofgarten","shape":"circle","lat":48.142780000"#))
+        #expect(lines[0].hasSuffix(#","radius":80.0,"state":"unknown"}"#))
+        let removed = try keeptrack(["regions", "remove", "hofgarten", "--data-dir", dir])
+        #expect(removed.stdout.contains("removed 1; 2 monitored"))
+        let missing = try keeptrack(["regions", "remove", "nowhere", "--data-dir", dir])
+        #expect(missing.status == 64)
+        #expect(missing.stderr.contains("no monitored region with id nowhere"))
+    }
+}
