@@ -162,3 +162,51 @@ public struct Decisions: Sendable {
         }
     }
 }
+
+/// The delegate-style interface, for callers who prefer callbacks to an `AsyncSequence`, like
+/// CLLocationManagerDelegate. Every method has an empty default.
+public protocol LocationManagerDelegate: AnyObject {
+    func didUpdateLocation(_ location: Location)
+    func didChangeSignificantly(_ location: Location)
+    func didEnterRegion(_ id: String, at time: Double)
+    func didExitRegion(_ id: String, at time: Double)
+    func didDwellInRegion(_ id: String, at time: Double)
+    func didDetermineState(_ state: RegionState, forRegion id: String)
+    func didPauseUpdates(at location: Location)
+    func didResumeUpdates(at location: Location)
+    func didFail(with error: LocationError)
+}
+
+extension LocationManagerDelegate {
+    public func didUpdateLocation(_ location: Location) {}
+    public func didChangeSignificantly(_ location: Location) {}
+    public func didEnterRegion(_ id: String, at time: Double) {}
+    public func didExitRegion(_ id: String, at time: Double) {}
+    public func didDwellInRegion(_ id: String, at time: Double) {}
+    public func didDetermineState(_ state: RegionState, forRegion id: String) {}
+    public func didPauseUpdates(at location: Location) {}
+    public func didResumeUpdates(at location: Location) {}
+    public func didFail(with error: LocationError) {}
+}
+
+extension LocationManager {
+    /// Consumes ``events`` until the source ends, calling `delegate` for each.
+    public func run(delegate: some LocationManagerDelegate) async {
+        for await event in events {
+            switch event {
+            case .location(let l): delegate.didUpdateLocation(l)
+            case .significantChange(let l): delegate.didChangeSignificantly(l)
+            case .paused(let l): delegate.didPauseUpdates(at: l)
+            case .resumed(let l): delegate.didResumeUpdates(at: l)
+            case .error(let e): delegate.didFail(with: e)
+            case .region(let e):
+                switch e {
+                case .enter(let id, let t): delegate.didEnterRegion(id, at: t)
+                case .exit(let id, let t): delegate.didExitRegion(id, at: t)
+                case .dwell(let id, let t): delegate.didDwellInRegion(id, at: t)
+                case .state(let id, let s): delegate.didDetermineState(s, forRegion: id)
+                }
+            }
+        }
+    }
+}

@@ -153,3 +153,31 @@ struct TruthTests {
         #expect(unknown.count == 1)
     }
 }
+
+/// Records delegate calls.
+final class RecordingDelegate: LocationManagerDelegate, @unchecked Sendable {
+    var calls: [String] = []
+    func didUpdateLocation(_ location: Location) { calls.append("location") }
+    func didEnterRegion(_ id: String, at time: Double) { calls.append("enter \(id)") }
+    func didExitRegion(_ id: String, at time: Double) { calls.append("exit \(id)") }
+    func didDetermineState(_ state: RegionState, forRegion id: String) { calls.append("state \(id) \(state.rawValue)") }
+}
+
+@Suite("Location manager delegate")
+struct DelegateTests {
+    @Test func callsTheDelegateForEachEvent() async throws {
+        let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
+        let clock = source.logClock
+        var configuration = LocationManager<NMEALogSource>.Configuration()
+        configuration.standardUpdates?.distanceFilter = 200
+        let manager = LocationManager(source: source, configuration: configuration,
+                                      regions: try TruthTests.monitor("walk-15min"), now: { clock.now.secondsSince1970 })
+        let delegate = RecordingDelegate()
+        await manager.run(delegate: delegate)
+        #expect(delegate.calls.filter { !$0.hasPrefix("location") } == [
+            "state marienplatz inside", "state odeonsplatz outside", "state hofgarten outside", "exit marienplatz",
+            "enter odeonsplatz", "exit odeonsplatz", "enter hofgarten", "exit hofgarten",
+        ])
+        #expect(delegate.calls.filter { $0 == "location" }.count > 3)
+    }
+}
