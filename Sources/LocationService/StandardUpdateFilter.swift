@@ -25,8 +25,10 @@ public struct StandardUpdateFilter: Sendable {
         /// Minimum distance in metres from the last delivered location. The default is 0 (none,
         /// CoreLocation's `kCLDistanceFilterNone`).
         public var distanceFilter: Double = 0
-        /// The default is ``DesiredAccuracy/best``.
-        public var desiredAccuracy: DesiredAccuracy = .best
+        /// The default is ``DesiredAccuracy/hundredMeters``. (CoreLocation's default is "best", a
+        /// power hint on an iPhone; here the value filters, so the default accepts every sensible
+        /// GPS fix and rejects only wild ones.)
+        public var desiredAccuracy: DesiredAccuracy = .hundredMeters
         /// Seconds without a qualifying fix after which the most accurate one seen is delivered. The default is 30.
         public var accuracyFallback: Double = 30
         /// Also deliver when this many seconds passed since the last delivery. The default is `nil` (off).
