@@ -130,6 +130,7 @@ for count in (arguments.contains("--quick") ? [10, 10_000] : [10, 10_000, 1_000_
 }
 print("events for the shared regions: \(reference?.count ?? 0) (identical in every monitor)")
 
+if arguments.contains("--no-day") { exit(0) }
 // The whole location service on the 24-hour fixture with 10,000 regions, on log time.
 let (dayRegions, _) = makeMonitor(10_000)
 let source = NMEALogSource(options: .init(path: option("--day", "fixtures/day-24h.nmea.gz")))

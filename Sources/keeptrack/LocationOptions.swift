@@ -59,9 +59,16 @@ struct LocationOptions: ParsableArguments {
     }
 
     /// The region monitor with the regions of `--regions`, or a usage error naming the problem.
+    /// Regions that cannot be monitored (radius ≤ 0, bad coordinates, a polygon that crosses
+    /// itself) are left out and listed in `failures`.
     func regionMonitor() throws -> RegionMonitor {
+        try regionMonitorAndFailures().monitor
+    }
+
+    func regionMonitorAndFailures() throws -> (monitor: RegionMonitor, failures: [String]) {
         var monitor = RegionMonitor()
-        guard let regions else { return monitor }
+        var failures: [String] = []
+        guard let regions else { return (monitor, failures) }
         let bytes: [UInt8]
         do {
             bytes = try readFile(regions)
@@ -86,10 +93,10 @@ struct LocationOptions: ParsableArguments {
                 region.notifyOnExit = d.notifyOnExit
                 monitor.add(region)
             } catch {
-                throw ValidationError("--regions \(regions): \(error)")
+                failures.append("\(error)")
             }
         }
-        return monitor
+        return (monitor, failures)
     }
 }
 
@@ -212,7 +219,7 @@ func runLocationService<S: FixSource>(
     var configuration = LocationManager<S>.Configuration()
     configuration.standardUpdates = c.standardUpdates
     configuration.significantChanges = c.significantChanges
-    var regions = try options.regionMonitor()
+    var (regions, failures) = try options.regionMonitorAndFailures()
     let persist = options.regions == nil ? store : nil
     if let persist {
         do {
@@ -223,6 +230,11 @@ func runLocationService<S: FixSource>(
     }
     let manager = LocationManager(source: source, configuration: configuration, regions: regions, now: now)
     var output = EventOutput(lineBuffered: lineBuffered)
+    // Like CoreLocation's monitoringDidFail: each region that cannot be monitored is an event; the
+    // others are monitored.
+    for failure in failures {
+        try output.write(.error(LocationError(.regionMonitoringFailure, failure)))
+    }
     var events = manager.events.makeAsyncIterator()
     while let event = await events.next() {
         try output.write(event)

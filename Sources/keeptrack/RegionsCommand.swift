@@ -48,7 +48,11 @@ struct Regions: ParsableCommand {
         func run() throws {
             var options = try LocationOptions.parse([])
             options.regions = file
-            let incoming = try options.regionMonitor().regions
+            let (monitor, failures) = try options.regionMonitorAndFailures()
+            if !failures.isEmpty {
+                throw ValidationError("\(file): " + failures.joined(separator: "; ") + " (nothing imported)")
+            }
+            let incoming = monitor.regions
             var byID: [String: Region] = [:]
             do {
                 for r in try data.store.loadRegions() { byID[r.id] = r }

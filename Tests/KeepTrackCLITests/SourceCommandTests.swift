@@ -80,9 +80,21 @@ struct LocationEventCommandTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("bad.geojson")
         try Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[11.5,48.1]},"properties":{"radius":-5}}]}"#.utf8).write(to: file)
+        // A region that cannot be monitored is an event, as CoreLocation's monitoringDidFail; the rest runs.
         let r = try keeptrack(["replay", "--regions", file.path, "fixtures/walk-15min.nmea"])
-        #expect(r.status == 64)
-        #expect(r.stderr.contains("region a: the radius must be a positive number of metres, got -5.0"))
+        #expect(r.status == 0)
+        #expect(r.stdout.hasPrefix(#"{"event":"error","code":"region-monitoring-failure","reason":"region a: the radius must be a positive number of metres, got -5.0"}"#))
+        #expect(r.stdout.contains(#"{"event":"location""#))
+        // Importing it into the persisted set is refused whole.
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-data-\(UUID().uuidString)").path
+        let imported = try keeptrack(["regions", "import", file.path, "--data-dir", dataDir])
+        #expect(imported.status == 64)
+        #expect(imported.stderr.contains("nothing imported"))
+        // Malformed JSON is a usage error naming the file.
+        try Data("{".utf8).write(to: file)
+        let broken = try keeptrack(["replay", "--regions", file.path, "fixtures/walk-15min.nmea"])
+        #expect(broken.status == 64)
+        #expect(broken.stderr.contains("not valid JSON"))
     }
 }
 
