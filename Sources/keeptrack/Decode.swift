@@ -134,7 +134,7 @@ struct Decode: ParsableCommand {
 
     func summary(_ s: NMEAStatistics, elapsed: Double) -> String {
         let mb = Double(s.bytes) / 1e6
-        var text = "\(options()) \(grouped(s.sentences)) sentences, \(grouped(s.fixes)) fixes "
+        var text = "\(inputLabel) \(grouped(s.sentences)) sentences, \(grouped(s.fixes)) fixes "
         text += "(\(grouped(s.positionFixes)) with position), \(grouped(s.badChecksums)) bad checksums, "
         text += "\(grouped(s.rejected - s.badChecksums)) other bad sentences, \(grouped(s.skippedBytes)) skipped bytes, "
         text += "\(grouped(s.unknownSentences)) unknown and \(grouped(s.proprietarySentences)) proprietary sentences; "
@@ -146,7 +146,7 @@ struct Decode: ParsableCommand {
         return text
     }
 
-    func options() -> String { "\(file == "-" ? "<stdin>" : file):" }
+    var inputLabel: String { "\(file == "-" ? "<stdin>" : file):" }
 }
 
 func format2(_ v: Double) -> String { formatFixed(v, 2) }
