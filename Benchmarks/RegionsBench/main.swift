@@ -69,6 +69,7 @@ let shared: [Region] = (0..<10).map { i in
 func makeMonitor(_ count: Int) -> (RegionMonitor, bytesPerRegion: Double) {
     let before = residentBytes()
     var m = RegionMonitor()
+    m.reserveCapacity(count)
     for r in shared { m.add(r) }
     let cluster = min(count / 10, 1000)
     for i in 0..<(count - shared.count) {

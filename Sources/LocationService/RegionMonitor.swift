@@ -86,6 +86,15 @@ public struct RegionMonitor: Sendable {
     /// The monitored regions, in no particular order.
     public var regions: [Region] { slots.compactMap { $0?.region } }
 
+    /// Makes room for `count` regions, so adding many (an import, a restart) does not grow the
+    /// storage step by step.
+    public mutating func reserveCapacity(_ count: Int) {
+        slots.reserveCapacity(count)
+        tracked.reserveCapacity(count)
+        newKeys.reserveCapacity(count * 2)
+        newSlots.reserveCapacity(count * 2)
+    }
+
     /// Starts monitoring `region`, replacing one with the same id.
     public mutating func add(_ region: Region) {
         remove(region.id)

@@ -99,7 +99,9 @@ public struct RegionStore: Sendable {
     /// A monitor with the stored regions and their saved states.
     public func loadMonitor() throws(Failure) -> RegionMonitor {
         var monitor = RegionMonitor()
-        for r in try loadRegions() { monitor.add(r) }
+        let regions = try loadRegions()
+        monitor.reserveCapacity(regions.count)
+        for r in regions { monitor.add(r) }
         if FileManager.default.fileExists(atPath: statesPath) {
             do {
                 let states = try JSONDecoder().decode(States.self, from: Data(contentsOf: URL(fileURLWithPath: statesPath)))
