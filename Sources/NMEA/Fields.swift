@@ -85,16 +85,7 @@ struct Fields {
         var intDigits = p &- digitsStart
         var scale = 0
         if p < e {
-            guard base[p] == 0x2E else { throw FieldError(.malformedField, field: i, "expected a decimal number") }
-            p &+= 1
-            let fractionStart = p
-            while p < e {
-                let d = base[p] &- 48
-                if d > 9 { throw FieldError(.malformedField, field: i, "expected a decimal number") }
-                mantissa = mantissa &* 10 &+ UInt64(d)
-                p &+= 1
-            }
-            scale = p &- fractionStart
+            scale = try fraction(i, from: p, to: e, onto: &mantissa, "expected a decimal number")
             intDigits &+= scale
         }
         if intDigits == 0 || intDigits > 18 {
@@ -102,6 +93,23 @@ struct Fields {
         }
         let v = Double(mantissa) / powerOfTen(scale)
         return negative ? -v : v
+    }
+
+    /// Reads `.ddd…` at `p` (the point included) up to `e`, appending the digits to `value`.
+    /// Returns how many digits there were.
+    @inline(__always)
+    func fraction(_ i: Int, from start: Int, to e: Int, onto value: inout UInt64, _ message: StaticString)
+        throws(FieldError) -> Int
+    {
+        guard base[start] == 0x2E else { throw FieldError(.malformedField, field: i, message) }
+        var p = start &+ 1
+        while p < e {
+            let d = base[p] &- 48
+            if d > 9 { throw FieldError(.malformedField, field: i, message) }
+            value = value &* 10 &+ UInt64(d)
+            p &+= 1
+        }
+        return p &- start &- 1
     }
 
     /// `hhmmss` or `hhmmss.s…`: nanoseconds of the day and the number of fractional digits.
@@ -177,16 +185,7 @@ struct Fields {
         var frac: UInt64 = 0
         var scale = 0
         if p < e {
-            guard base[p] == 0x2E else { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
-            p &+= 1
-            let fractionStart = p
-            while p < e {
-                let d = base[p] &- 48
-                if d > 9 { throw FieldError(.malformedField, field: i, "expected ddmm.mmmm") }
-                frac = frac &* 10 &+ UInt64(d)
-                p &+= 1
-            }
-            scale = p &- fractionStart
+            scale = try fraction(i, from: p, to: e, onto: &frac, "expected ddmm.mmmm")
         }
         let degrees = intPart / 100
         let wholeMinutes = intPart &- degrees &* 100
