@@ -167,20 +167,12 @@ struct EventOutput {
             case .exit(let id, let t): regionLine("exit", id, time: t)
             case .dwell(let id, let t): regionLine("dwell", id, time: t)
             case .state(let id, let state):
-                ByteWriting.appendStatic("{\"event\":\"state\",\"region\":", to: &out.bytes)
-                ByteWriting.appendJSONString(id, to: &out.bytes)
-                ByteWriting.appendStatic(",\"state\":", to: &out.bytes)
-                ByteWriting.appendJSONString(state.rawValue, to: &out.bytes)
-                ByteWriting.appendStatic("}\n", to: &out.bytes)
+                out.appendStringObject(["event": "state", "region": id, "state": state.rawValue])
             }
         case .error(let e):
-            ByteWriting.appendStatic("{\"event\":\"error\",\"code\":", to: &out.bytes)
-            ByteWriting.appendJSONString(e.code.rawValue, to: &out.bytes)
-            ByteWriting.appendStatic(",\"reason\":", to: &out.bytes)
-            ByteWriting.appendJSONString(e.reason, to: &out.bytes)
-            ByteWriting.appendStatic("}\n", to: &out.bytes)
+            out.appendStringObject(["event": "error", "code": e.code.rawValue, "reason": e.reason])
         }
-        if lineBuffered { try out.flush() } else { try out.flushIfNeeded() }
+        try out.endRecord(lineBuffered: lineBuffered)
     }
 
     mutating func simple(_ kind: StaticString, time: Double) {

@@ -1,3 +1,4 @@
+import Formats
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -29,6 +30,26 @@ struct OutputBuffer {
             done += n
         }
         bytes.removeAll(keepingCapacity: true)
+    }
+}
+
+extension OutputBuffer {
+    /// Appends a one-line JSON object whose values are all strings: `{"k1":"v1","k2":"v2"}`.
+    mutating func appendStringObject(_ pairs: KeyValuePairs<StaticString, String>) {
+        bytes.append(UInt8(ascii: "{"))
+        for (i, (key, value)) in pairs.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "\""))
+            ByteWriting.appendStatic(key, to: &bytes)
+            ByteWriting.appendStatic("\":", to: &bytes)
+            ByteWriting.appendJSONString(value, to: &bytes)
+        }
+        ByteWriting.appendStatic("}\n", to: &bytes)
+    }
+
+    /// Ends a record: flushed at once for live output, in 64 KiB blocks otherwise.
+    mutating func endRecord(lineBuffered: Bool) throws(OutputError) {
+        if lineBuffered { try flush() } else { try flushIfNeeded() }
     }
 }
 

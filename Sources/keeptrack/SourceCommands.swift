@@ -22,15 +22,10 @@ struct SourceOutput {
             guard includeAll || fix.hasPosition else { return }
             FixWriter.appendJSON(fix, to: &out.bytes)
         case .event(let event):
-            ByteWriting.appendStatic("{\"event\":\"source\",\"kind\":", to: &out.bytes)
-            ByteWriting.appendJSONString(event.kind.rawValue, to: &out.bytes)
-            ByteWriting.appendStatic(",\"source\":", to: &out.bytes)
-            ByteWriting.appendJSONString(event.source, to: &out.bytes)
-            ByteWriting.appendStatic(",\"message\":", to: &out.bytes)
-            ByteWriting.appendJSONString(event.message, to: &out.bytes)
-            ByteWriting.appendStatic("}\n", to: &out.bytes)
+            out.appendStringObject(["event": "source", "kind": event.kind.rawValue, "source": event.source,
+                                    "message": event.message])
         }
-        if lineBuffered { try out.flush() } else { try out.flushIfNeeded() }
+        try out.endRecord(lineBuffered: lineBuffered)
     }
 
     mutating func finish() throws(OutputError) { try out.flush() }
