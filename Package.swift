@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "Formats", targets: ["Formats"]),
         .library(name: "GPSInput", targets: ["GPSInput"]),
         .library(name: "LocationService", targets: ["LocationService"]),
+        .library(name: "Lifecycle", targets: ["Lifecycle"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2")
@@ -28,12 +29,14 @@ let package = Package(
         .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo"]),
+        // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
+        .target(name: "Lifecycle"),
         // Wire and file formats of fixes: JSON Lines, CSV, GPX, GeoJSON.
         .target(name: "Formats", dependencies: ["Geo"]),
         .executableTarget(
             name: "keeptrack",
             dependencies: [
-                "Geo", "NMEA", "Formats", "GPSInput", "LocationService",
+                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -50,6 +53,7 @@ let package = Package(
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"]),
     ],

@@ -1,0 +1,116 @@
+/// How much background time an app gets and how it is counted: the rules of one iOS generation,
+/// or custom ones.
+///
+/// | policy  | budget | warning lead | total cap | grace | wake window |
+/// |---------|--------|--------------|-----------|-------|-------------|
+/// | `ios6`  | 600 s  | 5 s          | 600 s     | 5 s   | 10 s        |
+/// | `ios7`  | 180 s  | 5 s          | 600 s     | 5 s   | 10 s        |
+/// | `ios13` | 30 s   | 5 s          | none      | 5 s   | 10 s        |
+public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
+    /// `ios6`, `ios7`, `ios13` or `custom`.
+    public var name: String
+    /// Background time a stretch in the background starts with (`backgroundTimeRemaining` right
+    /// after entering the background or a location refresh).
+    public var budget: Double
+    /// How long before the budget runs out the expiration handlers run. The default is 5 s.
+    public var warningLead: Double
+    /// The most background time tasks can get in one stretch, however they are begun and whatever
+    /// wakes happen in between; `nil` for no cap. Only a keep-alive refresh (a delivered location
+    /// with the location mode) starts a new stretch.
+    public var totalCap: Double?
+    /// How long an app with no open task and no keep-alive keeps running after it became so
+    /// (entered the background, ended its last task, stopped its keep-alive). The default is 5 s.
+    public var grace: Double
+    /// How long a significant change, a region event or a background fetch lets a suspended app
+    /// run. The default is 10 s.
+    public var wakeWindow: Double
+    /// With the `fetch` mode, how often a suspended app is woken to fetch. The default is 900 s,
+    /// the earliest iOS schedules a background refresh.
+    public var fetchInterval: Double = 900
+
+    public init(name: String = "custom", budget: Double, warningLead: Double = 5, totalCap: Double? = nil,
+                grace: Double = 5, wakeWindow: Double = 10) {
+        self.name = name
+        self.budget = budget
+        self.warningLead = warningLead
+        self.totalCap = totalCap
+        self.grace = grace
+        self.wakeWindow = wakeWindow
+    }
+
+    /// iOS 6: ten minutes, and never more than ten minutes in all.
+    public static let ios6 = BackgroundPolicy(name: "ios6", budget: 600, totalCap: 600)
+    /// iOS 7 to 12 (the default): three minutes, ten minutes in all however tasks are restarted.
+    public static let ios7 = BackgroundPolicy(name: "ios7", budget: 180, totalCap: 600)
+    /// iOS 13 and later: about thirty seconds.
+    public static let ios13 = BackgroundPolicy(name: "ios13", budget: 30)
+
+    /// The named policies, in order.
+    public static let named: [BackgroundPolicy] = [.ios6, .ios7, .ios13]
+
+    /// The policy called `name` (`ios6`, `ios7`, `ios13`), or `nil`.
+    public init?(named name: String) {
+        guard let p = Self.named.first(where: { $0.name == name }) else { return nil }
+        self = p
+    }
+
+    /// Why the numbers can't be used, or `nil` when they can.
+    public var problem: String? {
+        func bad(_ v: Double) -> Bool { !(v >= 0 && v.isFinite) }
+        if bad(budget) || budget == 0 { return "the budget must be a positive number of seconds" }
+        if bad(warningLead) || warningLead >= budget { return "the warning lead must be at least 0 and less than the budget" }
+        if let cap = totalCap, bad(cap) || cap < budget { return "the total cap must be at least the budget" }
+        if bad(grace) { return "the grace period must be 0 or more seconds" }
+        if bad(wakeWindow) || wakeWindow == 0 { return "the wake window must be a positive number of seconds" }
+        if bad(fetchInterval) || fetchInterval == 0 { return "the fetch interval must be a positive number of seconds" }
+        return nil
+    }
+
+    public var description: String {
+        "\(name): budget \(seconds(budget)), warning \(seconds(warningLead)) before, "
+            + "cap \(totalCap.map(seconds) ?? "none"), grace \(seconds(grace)), wake \(seconds(wakeWindow))"
+    }
+}
+
+/// Renders seconds without a needless fraction: `180 s`, `2.5 s`.
+func seconds(_ s: Double) -> String {
+    s == s.rounded() && abs(s) < 1e15 ? "\(Int(s)) s" : "\(s) s"
+}
+
+/// The background modes an app declares (Info.plist's `UIBackgroundModes`).
+///
+/// Only `location` and `audio` keep an app running; `fetch` wakes a suspended app every
+/// ``BackgroundPolicy/fetchInterval``. `processing` (BGProcessingTask: runs while charging and
+/// idle) is accepted so a configuration can declare it, and changes nothing here.
+public struct BackgroundModes: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Delivered locations refresh the budget while standard updates run.
+    public static let location = BackgroundModes(rawValue: 1 << 0)
+    /// Continuous playback keeps the app running.
+    public static let audio = BackgroundModes(rawValue: 1 << 1)
+    /// Periodic wakes to fetch.
+    public static let fetch = BackgroundModes(rawValue: 1 << 2)
+    /// Declared only (see the type's documentation).
+    public static let processing = BackgroundModes(rawValue: 1 << 3)
+
+    static let names: [(String, BackgroundModes)] = [
+        ("location", .location), ("audio", .audio), ("fetch", .fetch), ("processing", .processing),
+    ]
+
+    /// Parses a comma-separated list (`location,fetch`); `none` or an empty string is no mode.
+    public init?(list: String) {
+        self = []
+        if list == "none" || list.isEmpty { return }
+        for part in list.split(separator: ",") {
+            guard let m = Self.names.first(where: { $0.0 == part })?.1 else { return nil }
+            insert(m)
+        }
+    }
+
+    /// The names of the modes in the set, in a fixed order.
+    public var names: [String] { Self.names.filter { contains($0.1) }.map(\.0) }
+
+    public var description: String { isEmpty ? "none" : names.joined(separator: ",") }
+}
