@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
-        .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"]),
+        .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v6]
 )

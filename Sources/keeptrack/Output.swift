@@ -47,6 +47,12 @@ extension OutputBuffer {
         ByteWriting.appendStatic("}\n", to: &bytes)
     }
 
+    /// Appends text as it is.
+    mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    /// Appends a quoted, escaped JSON string.
+    mutating func appendJSONString(_ text: String) { ByteWriting.appendJSONString(text, to: &bytes) }
+
     /// Ends a record: flushed at once for live output, in 64 KiB blocks otherwise.
     mutating func endRecord(lineBuffered: Bool) throws(OutputError) {
         if lineBuffered { try flush() } else { try flushIfNeeded() }

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Lifecycle
+
+/// The background-time policy: a named one, with optional overrides (any override makes it
+/// `custom`).
+struct PolicyOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("ios6 (600 s), ios7 (180 s) or ios13 (30 s). The default is ios7.", valueName: "name"))
+    var policy: String?
+
+    @Option(help: ArgumentHelp("Custom: background time per stretch.", valueName: "seconds"))
+    var budget: Double?
+
+    @Option(help: ArgumentHelp("Custom: expiration handlers run this long before the end.", valueName: "seconds"))
+    var warningLead: Double?
+
+    @Option(help: ArgumentHelp("Custom: most task time per stretch ('none' for no cap).", valueName: "seconds"))
+    var totalCap: String?
+
+    @Option(help: ArgumentHelp("Custom: an idle app runs this long in the background.", valueName: "seconds"))
+    var grace: Double?
+
+    @Option(help: ArgumentHelp("Custom: a wake runs a suspended app this long.", valueName: "seconds"))
+    var wakeWindow: Double?
+
+    /// The one policy named, with the overrides applied.
+    func resolved() throws -> BackgroundPolicy { try policies()[0] }
+
+    var isCustom: Bool { budget != nil || warningLead != nil || totalCap != nil || grace != nil || wakeWindow != nil }
+
+    /// The policies named (`all` is every named one), with the overrides applied.
+    func policies(allowAll: Bool = false, default name: String = "ios7") throws -> [BackgroundPolicy] {
+        var base: [BackgroundPolicy]
+        // Overrides alone customise the default generation, not all of them.
+        let policy = self.policy ?? (isCustom ? "ios7" : name)
+        if allowAll && policy == "all" {
+            base = BackgroundPolicy.named
+        } else if let p = BackgroundPolicy(named: policy) {
+            base = [p]
+        } else {
+            throw ValidationError("--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(policy)'.")
+        }
+        if isCustom {
+            for i in base.indices {
+                base[i].name = "custom"
+                if let budget { base[i].budget = budget }
+                if let warningLead { base[i].warningLead = warningLead }
+                if let totalCap {
+                    if totalCap == "none" { base[i].totalCap = nil } else if let v = Double(totalCap) {
+                        base[i].totalCap = v
+                    } else {
+                        throw ValidationError("--total-cap takes seconds or 'none', got '\(totalCap)'.")
+                    }
+                }
+                if let grace { base[i].grace = grace }
+                if let wakeWindow { base[i].wakeWindow = wakeWindow }
+                if let problem = base[i].problem { throw ValidationError("Custom policy: \(problem).") }
+            }
+        }
+        return base
+    }
+}

@@ -1,0 +1,123 @@
+import ArgumentParser
+import GPSInput
+import Geo
+import Lifecycle
+
+struct Simulate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Simulate how long a tracking app keeps running in the background, and why it stops.",
+        discussion: """
+            Runs the background-budget model (README, "The background budget") on a virtual clock: \
+            the app is sent to the background at the start of a motion, and each strategy tries to \
+            keep it running under each policy. Nothing waits: an hour takes milliseconds.
+
+            Strategies: none; task (one background task, ended by its expiration handler); \
+            task-restart (a new task begun in every expiration handler); unended-task (a task never \
+            ended); location (standard updates with the location mode); location-pulse (location mode, \
+            a task, location on 1 s every 60 s); significant-change (suspended, woken by each ≥ 500 m \
+            move, an upload in a 2 s task per wake); audio (continuous playback).
+
+            The motion is a synthetic commute (10 minutes still, 5 minutes at 10 m/s, repeated) \
+            unless --fixture gives an NMEA log.
+
+            Examples:
+              keeptrack simulate                                  # every strategy under every policy, 1 hour
+              keeptrack simulate --policy ios13 --strategy location-pulse
+              keeptrack simulate --fixture fixtures/day-24h.nmea.gz --strategy significant-change
+              keeptrack simulate --budget 60 --grace 2 --json     # a custom policy
+            """
+    )
+
+    @OptionGroup(title: "Policy (the default here is all: ios6, ios7 and ios13)")
+    var policyOptions: PolicyOptions
+
+    @Option(help: ArgumentHelp("One strategy, or all (the default).", valueName: "name"))
+    var strategy: String = "all"
+
+    @Option(help: ArgumentHelp("Seconds to simulate. Default: 3600, or the whole --fixture.", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("Take the motion from this NMEA log.", valueName: "file"))
+    var fixture: String?
+
+    @Flag(help: "Print JSON Lines, one object per policy and strategy.")
+    var json = false
+
+    func validate() throws {
+        if strategy != "all" && Strategy(rawValue: strategy) == nil {
+            throw ValidationError("--strategy must be all or one of "
+                + Strategy.allCases.map(\.rawValue).joined(separator: ", ") + ", got '\(strategy)'.")
+        }
+        if let duration, !(duration > 0 && duration.isFinite) {
+            throw ValidationError("--duration must be a positive number of seconds.")
+        }
+    }
+
+    func run() async throws {
+        let policies = try policyOptions.policies(allowAll: true, default: "all")
+        let strategies = strategy == "all" ? Strategy.allCases : [Strategy(rawValue: strategy)!]
+        let profile = try await motion()
+        var results: [SimulationResult] = []
+        for p in policies {
+            for s in strategies {
+                results.append(BudgetSimulation(policy: p, strategy: s, profile: profile).run())
+            }
+        }
+        var out = OutputBuffer()
+        if json {
+            for r in results {
+                out.append("{\"policy\":\"\(r.policy)\",\"strategy\":\"\(r.strategy.rawValue)\","
+                    + "\"ran\":\(Int(r.ran.rounded())),\"duration\":\(Int(r.duration.rounded())),"
+                    + "\"firstStop\":\(r.firstStop.map { "\(Int($0.rounded()))" } ?? "null"),"
+                    + "\"finalState\":\"\(r.finalState.rawValue)\",\"wakes\":\(r.wakes),"
+                    + "\"suspensions\":\(r.suspensions),\"refreshes\":\(r.refreshes),\"why\":")
+                out.appendJSONString(r.why)
+                out.append("}\n")
+            }
+        } else {
+            let d = Int(profile.locations.last!.timestamp - profile.locations.first!.timestamp)
+            out.append("\(grouped(d)) s of \(profile.name), sent to the background at 0 s.\n\n")
+            let header = ["policy", "strategy", "kept running", "first stop", "final state", "why"]
+            var rows = [header]
+            for r in results {
+                rows.append([r.policy, r.strategy.rawValue, "\(grouped(Int(r.ran.rounded()))) s",
+                             r.firstStop.map { "\(grouped(Int($0.rounded()))) s" } ?? "-", r.finalState.rawValue, r.why])
+            }
+            let widths = (0..<header.count - 1).map { c in rows.map { $0[c].count }.max()! }
+            for row in rows {
+                var line = ""
+                for c in 0..<row.count - 1 {
+                    let cell = row[c]
+                    let pad = String(repeating: " ", count: widths[c] - cell.count)
+                    line += (c == 2 || c == 3) ? pad + cell : cell + pad
+                    line += "  "
+                }
+                out.append(line + row.last! + "\n")
+            }
+        }
+        try out.flush()
+    }
+
+    func motion() async throws -> MotionProfile {
+        guard let fixture else { return .commute(duration: duration ?? 3600) }
+        let source = NMEALogSource(options: .init(path: fixture))
+        var locations: [Location] = []
+        reading: for await element in source {
+            switch element {
+            case .fix(let fix):
+                if let l = Location(fix), l.horizontalAccuracy >= 0 {
+                    if let duration, let first = locations.first, l.timestamp - first.timestamp > duration {
+                        break reading
+                    }
+                    if let last = locations.last, l.timestamp <= last.timestamp { continue }
+                    locations.append(l)
+                }
+            case .event(let e) where e.kind == .error:
+                throw ValidationError("--fixture: \(e.message)")
+            default: break
+            }
+        }
+        guard locations.count >= 2 else { throw ValidationError("--fixture \(fixture) has fewer than two usable fixes.") }
+        return MotionProfile(name: fixture, locations: locations)
+    }
+}
