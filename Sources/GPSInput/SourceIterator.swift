@@ -100,7 +100,7 @@ func errnoText(_ e: Int32) -> String { String(cString: strerror(e)) }
 
 /// Starts a detached POSIX thread (no Foundation: it would add ~6 MB of resident memory to a
 /// process that otherwise needs none of it).
-func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
+public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
         let name: String

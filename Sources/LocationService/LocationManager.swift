@@ -104,6 +104,10 @@ public struct Decisions: Sendable {
     public var significant: SignificantChangeMonitor?
     public var regions: RegionMonitor
     public let locationUnknownAfter: Double
+    /// Whether the app is suspended: standard updates stop (nothing is delivered to a suspended
+    /// app), while significant changes and regions still run on the fixes given — the low-rate
+    /// sampling that can wake it. The default is `false`.
+    public var isSuspended = false
     let source: Location.Source
     var lastUsable: Double?
     var firstSeen: Double?
@@ -142,7 +146,7 @@ public struct Decisions: Sendable {
             lastUsable = now
             reportedUnknown = false
             var plausible = true
-            if standard != nil {
+            if standard != nil && !isSuspended {
                 for outcome in standard!.process(location, now: now) {
                     switch outcome {
                     case .deliver(let l): out.append(.location(l))

@@ -39,6 +39,6 @@ struct KeepTrack: AsyncParsableCommand {
 
             Every subcommand has its own --help.
             """,
-        subcommands: [Decode.self, Replay.self, Track.self, Simulate.self, Regions.self]
+        subcommands: [Decode.self, Replay.self, Track.self, Simulate.self, Ctl.self, Regions.self]
     )
 }

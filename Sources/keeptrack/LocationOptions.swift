@@ -159,8 +159,8 @@ struct EventOutput {
         switch event {
         case .location(let l): location("location", l)
         case .significantChange(let l): location("significant-change", l)
-        case .paused(let l): simple("paused", time: l.timestamp)
-        case .resumed(let l): simple("resumed", time: l.timestamp)
+        case .paused(let l): simple("updates-paused", time: l.timestamp)
+        case .resumed(let l): simple("updates-resumed", time: l.timestamp)
         case .region(let e):
             switch e {
             case .enter(let id, let t): regionLine("enter", id, time: t)
@@ -199,45 +199,4 @@ struct EventOutput {
     var ts = timespec()
     clock_gettime(CLOCK_REALTIME, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-/// Runs the location service over `source` and prints its events. With a `store`, the regions
-/// come from it (unless --regions names a file) and their states are saved after each transition.
-func runLocationService<S: FixSource>(
-    _ source: S, options: LocationOptions, lineBuffered: Bool, store: RegionStore? = nil,
-    now: @escaping @Sendable () -> Double
-) async throws {
-    let c = options.configuration
-    var configuration = LocationManager<S>.Configuration()
-    configuration.standardUpdates = c.standardUpdates
-    configuration.significantChanges = c.significantChanges
-    var (regions, failures) = try options.regionMonitorAndFailures()
-    let persist = options.regions == nil ? store : nil
-    if let persist {
-        do {
-            regions = try persist.loadMonitor()
-        } catch {
-            throw ValidationError("\(error)")
-        }
-    }
-    let manager = LocationManager(source: source, configuration: configuration, regions: regions, now: now)
-    var output = EventOutput(lineBuffered: lineBuffered)
-    // Like CoreLocation's monitoringDidFail: each region that cannot be monitored is an event; the
-    // others are monitored.
-    for failure in failures {
-        try output.write(.error(LocationError(.regionMonitoringFailure, failure)))
-    }
-    var events = manager.events.makeAsyncIterator()
-    while let event = await events.next() {
-        try output.write(event)
-        if let persist, case .region(let e) = event {
-            if case .dwell = e { continue }
-            do {
-                try persist.saveStates(of: events.regionMonitor)
-            } catch {
-                printError("warning: \(error)")
-            }
-        }
-    }
-    try output.out.flush()
 }

@@ -72,7 +72,16 @@ struct Track: AsyncParsableCommand {
     @OptionGroup(title: "Location service (any of these prints location events instead of fixes)")
     var location: LocationOptions
 
+    @OptionGroup(title: "Background budget (any of these also prints location events)")
+    var lifecycle: LifecycleOptions
+
+    @Option(help: ArgumentHelp("Control socket for `keeptrack ctl`. Default: $XDG_RUNTIME_DIR/keeptrack/control.sock "
+                               + "(/tmp/keeptrack-UID/control.sock without XDG_RUNTIME_DIR).", valueName: "path"))
+    var control: String?
+
     @OptionGroup var data: DataDirectoryOption
+
+    var wantsEvents: Bool { location.wantsEvents || lifecycle.isSet || control != nil }
 
     func validate() throws {
         if (gpsd == nil) == (serial == nil) {
@@ -93,17 +102,19 @@ struct Track: AsyncParsableCommand {
             var options = GPSDSource.Options(address: gpsd)!
             options.device = device
             let source = GPSDSource(options: options)
-            if location.wantsEvents {
-                try await runLocationService(source, options: location, lineBuffered: true, store: data.store,
-                                             now: wallClockSeconds)
+            if wantsEvents {
+                try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
+                                      store: data.store, control: control ?? ControlClient.defaultPath,
+                                      releaser: source, now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
         } else if let serial {
             let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
-            if location.wantsEvents {
-                try await runLocationService(source, options: location, lineBuffered: true, store: data.store,
-                                             now: wallClockSeconds)
+            if wantsEvents {
+                try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
+                                      store: data.store, control: control ?? ControlClient.defaultPath,
+                                      now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
@@ -159,6 +170,9 @@ struct Replay: AsyncParsableCommand {
     @OptionGroup(title: "Location service (any of these prints location events instead of fixes)")
     var location: LocationOptions
 
+    @OptionGroup(title: "Background budget (any of these also prints location events)")
+    var lifecycle: LifecycleOptions
+
     func validate() throws {
         if let speed, !(speed > 0 && speed.isFinite) { throw ValidationError("--speed must be a positive number.") }
         if loop && file == "-" { throw ValidationError("--loop needs a file: standard input cannot be read twice.") }
@@ -166,11 +180,11 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
-        if location.wantsEvents {
+        if location.wantsEvents || lifecycle.isSet {
             // Everything runs on log time: the log's clock is "now".
             let clock = source.logClock
-            try await runLocationService(source, options: location, lineBuffered: speed != nil,
-                                         now: { clock.now.secondsSince1970 })
+            try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: speed != nil,
+                                  onLogTime: true, now: { clock.now.secondsSince1970 })
             if !quiet {
                 let p = source.progress
                 printError("\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences")
