@@ -50,9 +50,17 @@ public final class Tool: @unchecked Sendable {
     private let out = Pipe()
     private var buffer = Data()
 
-    public init(_ path: String, _ arguments: [String]) throws {
-        process.executableURL = packageRoot.appendingPathComponent(path)
+    public convenience init(_ path: String, _ arguments: [String]) throws {
+        try self.init(executable: packageRoot.appendingPathComponent(path), arguments)
+    }
+
+    /// Runs `executable` in the package root, with `environment` added to this process's.
+    public init(executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.currentDirectoryURL = packageRoot
         process.standardOutput = out
         // Not the test's own stderr: a straggler must not keep the test runner's pipes open.
@@ -78,6 +86,26 @@ public final class Tool: @unchecked Sendable {
     /// concurrency on Linux; the end of output is the end of the tool.)
     public func drain() {
         while readLine() != nil {}
+    }
+
+    /// Reads lines until one contains `text`; returns it, or `nil` if the output ended first.
+    /// Every line read is appended to `seen`.
+    public func readLine(containing text: String, seen: inout [String]) -> String? {
+        while let line = readLine() {
+            seen.append(line)
+            if line.contains(text) { return line }
+        }
+        return nil
+    }
+
+    /// Terminates the tool after `seconds` if it is still running: a guard against a test
+    /// hanging on a line that never comes, not a synchronisation.
+    public func guardAgainstHang(seconds: Double) {
+        let pid = process.processIdentifier
+        let process = self.process
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
     }
 
     /// SIGTERM, then SIGKILL if the tool is still there after a second.

@@ -27,8 +27,9 @@
 ///    suspended when a whole budget passes without a delivered location.
 /// 7. **Audio.** With the `audio` mode and playback running, the app runs without a countdown.
 /// 8. **Wake.** A significant change, a region entry, exit or dwell (or, with the `fetch` mode, the
-///    fetch interval) wakes a suspended app into the background for the policy's wake window; tasks
-///    begun then get the budget again, within the cap.
+///    fetch interval) wakes a suspended app into the background for the policy's wake window
+///    (`backgroundTimeRemaining` shows it); the first task begun then gets the budget again,
+///    counted from the wake, within the cap.
 /// 9. **Foreground.** In the foreground (active or inactive) time is unbounded and open tasks never
 ///    expire; returning to the background starts a new stretch.
 public struct AppLifecycle: Sendable {
@@ -164,6 +165,8 @@ public struct AppLifecycle: Sendable {
     var expired = false
     /// When a suspended app with the fetch mode was last woken (or suspended).
     var lastFetch = 0.0
+    /// The countdown's end a task begun during this wake gets (rule 8); `nil` outside wakes.
+    var wakeGrant: Double?
 
     public init(policy: BackgroundPolicy = .ios7, modes: BackgroundModes = []) {
         precondition(policy.problem == nil, "invalid policy: \(policy.problem!)")
@@ -195,7 +198,8 @@ public struct AppLifecycle: Sendable {
             let events = [move(to: .background, now, .launched)]
             startStretch(now)
             runUntil = now + policy.wakeWindow
-            budgetEnd = max(runUntil, min(now + policy.budget, capEnd))
+            budgetEnd = audioKeepsAlive ? .infinity : runUntil
+            wakeGrant = max(runUntil, min(now + policy.budget, capEnd))
             idleSince = isIdle ? now : nil
             return events
         }
@@ -222,6 +226,7 @@ public struct AppLifecycle: Sendable {
         startStretch(now)
         runUntil = now + policy.grace
         budgetEnd = audioKeepsAlive ? .infinity : min(now + policy.budget, capEnd)
+        wakeGrant = nil
         for i in tasks.indices { tasks[i].warned = false }
         expired = false
         idleSince = isIdle ? now : nil
@@ -234,6 +239,7 @@ public struct AppLifecycle: Sendable {
         guard state == .background || state == .suspended else { return [] }
         let events = [move(to: .inactive, now, .movedToForeground), move(to: .active, now, .activated)]
         budgetEnd = .infinity
+        wakeGrant = nil
         idleSince = nil
         for i in tasks.indices { tasks[i].warned = false }
         return events
@@ -244,6 +250,11 @@ public struct AppLifecycle: Sendable {
         switch state {
         case .active, .inactive: break
         case .background:
+            // The first task of a wake gets the budget (rule 8), within the cap (rule 5).
+            if let grant = wakeGrant {
+                budgetEnd = max(budgetEnd, grant)
+                wakeGrant = nil
+            }
             if budgetEnd.isFinite && budgetEnd - now <= policy.warningLead { return .invalid }
         case .notRunning, .suspended, .terminated: return .invalid
         }
@@ -292,6 +303,7 @@ public struct AppLifecycle: Sendable {
         startStretch(now)
         lastRefresh = now
         if !audioKeepsAlive { budgetEnd = now + policy.budget }
+        wakeGrant = nil
         expired = false
         for i in tasks.indices { tasks[i].warned = false }
         return [.refreshed(time: now, until: budgetEnd)]
@@ -304,7 +316,8 @@ public struct AppLifecycle: Sendable {
         case .suspended:
             let event = move(to: .background, now, .woken(reason))
             runUntil = now + policy.wakeWindow
-            budgetEnd = audioKeepsAlive ? .infinity : max(runUntil, min(now + policy.budget, capEnd))
+            budgetEnd = audioKeepsAlive ? .infinity : runUntil
+            wakeGrant = max(runUntil, min(now + policy.budget, capEnd))
             expired = false
             lastFetch = now
             idleSince = isIdle ? now : nil

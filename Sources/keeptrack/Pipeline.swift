@@ -198,11 +198,11 @@ func runPipeline<S: FixSource>(
     var launched = false
     func launch() {
         launched = true
+        runtime.notifier?.notify("READY=1")
         app.launch()
         _ = app.takeEvents()  // launching is not news
         if lifecycle.background { app.enterBackground() }
         app.setLocationUpdates(active: configuration.standardUpdates != nil)
-        runtime.notifier?.notify("READY=1\nSTATUS=\(runtime.statusLine(state: app.state, at: now()))")
     }
     // On log time the clock starts with the first fix.
     if !onLogTime { launch() }

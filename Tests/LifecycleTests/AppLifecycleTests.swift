@@ -155,26 +155,31 @@ struct KeepAliveRuleTests {
         var app = backgrounded(.ios7)
         _ = app.advance(to: 105)
         _ = app.wake(.significantChange, at: 400)
-        let early = app.begin(name: "upload", at: 400)
+        #expect(app.backgroundTimeRemaining(at: 400) == 10)
+        let early = app.begin(name: "upload", at: 401)
         #expect(early != .invalid)
-        #expect(app.backgroundTimeRemaining(at: 400) == 180)
+        #expect(app.backgroundTimeRemaining(at: 401) == 179)
         app.end(early, at: 402)
         _ = app.advance(to: 600)
         #expect(app.state == .suspended)
         // At 650 only 50 s of the cap remain.
         _ = app.wake(.significantChange, at: 650)
+        let late = app.begin(name: "upload", at: 650)
         #expect(app.backgroundTimeRemaining(at: 650) == 50)
+        app.end(late, at: 651)
         // Past the cap a wake gives only its window, and tasks are refused in its last 5 s.
         _ = app.advance(to: 800)
         _ = app.wake(.significantChange, at: 900)
-        #expect(app.backgroundTimeRemaining(at: 900) == 10)
         #expect(app.begin(name: "upload", at: 904) != .invalid)
+        #expect(app.backgroundTimeRemaining(at: 904) == 6)
+        #expect(app.begin(name: "upload", at: 905) == .invalid)
     }
 
     @Test func rule5_ios13HasNoCap() {
         var app = backgrounded(.ios13)
         _ = app.advance(to: 105)
         _ = app.wake(.significantChange, at: 5000)
+        _ = app.begin(name: "upload", at: 5000)
         #expect(app.backgroundTimeRemaining(at: 5000) == 30)
     }
 
