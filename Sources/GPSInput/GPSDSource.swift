@@ -72,17 +72,35 @@ public final class GPSDSource: FixSource {
 
     /// Gives up the watch: the connection to gpsd closes, so gpsd may stop reading (and powering)
     /// the receiver when no other client watches. Fixes stop until ``acquireWatch()``.
-    public func releaseWatch() { watchWanted.store(false, ordering: .releasing) }
+    public func releaseWatch() {
+        watchWanted.store(false, ordering: .releasing)
+        wakeWorkers()
+    }
 
     /// Takes the watch back after ``releaseWatch()``.
-    public func acquireWatch() { watchWanted.store(true, ordering: .releasing) }
+    public func acquireWatch() {
+        watchWanted.store(true, ordering: .releasing)
+        wakeWorkers()
+    }
+
+    /// The workers of live iterations, to wake when the watch is wanted again.
+    private let links = Mutex<[WorkerLink]>([])
+
+    private func wakeWorkers() {
+        let live = links.withLock { l in
+            l.removeAll { $0.isStopped }
+            return l
+        }
+        for link in live { link.wake() }
+    }
 
     /// Whether the source currently wants its watch.
     public var isWatching: Bool { watchWanted.load(ordering: .acquiring) }
 
     public func makeAsyncIterator() -> SourceIterator {
         let options = self.options
-        return WorkerLink.start(name: name, threadName: "keeptrack.gpsd") { [self] link in
+        return WorkerLink.start(name: name, threadName: "keeptrack.gpsd",
+                                onLink: { link in links.withLock { $0.append(link) } }) { [self] link in
             GPSDWorker(options: options, link: link, wanted: { self.isWatching }).run()
         }
     }
@@ -117,7 +135,8 @@ struct GPSDWorker {
                     released = true
                     link.yield(.released, "watch released; gpsd may idle the receiver")
                 }
-                link.pause(0.05)
+                // Until acquireWatch() or a stop wakes it.
+                link.pause(3600)
                 continue
             }
             if !connected {

@@ -29,13 +29,40 @@ final class WorkerLink: Sendable {
     private let dropped = Atomic<Int>(0)
     let name: String
 
+    /// A pipe that ends a ``pause(_:)`` early: written by ``wake()`` and ``stop()``.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+
     init(name: String, continuation: AsyncStream<SourceElement>.Continuation) {
         self.name = name
         self.continuation = continuation
+        var fds: [Int32] = [-1, -1]
+        precondition(pipe(&fds) == 0, "pipe failed: \(errnoText(errno))")
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+    }
+
+    deinit {
+        close(wakeRead)
+        close(wakeWrite)
     }
 
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
-    func stop() { stopped.store(true, ordering: .releasing) }
+
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        wake()
+    }
+
+    /// Ends the worker's current ``pause(_:)`` (a watch wanted again, a stop).
+    func wake() {
+        var b: UInt8 = 1
+        _ = write(wakeWrite, &b, 1)
+    }
 
     func yield(_ fix: Fix) {
         send(.fix(fix))
@@ -57,27 +84,29 @@ final class WorkerLink: Sendable {
 
     func finish() { continuation.finish() }
 
-    /// Sleeps up to `seconds`, waking early when stopped. Returns `false` when stopped.
+    /// Sleeps up to `seconds` in `poll`, waking early on ``wake()`` or ``stop()`` (no polling
+    /// loop: a released gpsd watch costs no wake-ups). Returns `false` when stopped.
     @discardableResult
     func pause(_ seconds: Double) -> Bool {
-        var left = seconds
-        while left > 0 {
-            if isStopped { return false }
-            let step = min(left, 0.05)
-            usleep(UInt32(step * 1_000_000))
-            left -= step
+        if isStopped { return false }
+        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        let timeout = Int32(min(max(0, seconds * 1000).rounded(.up), Double(Int32.max)))
+        if poll(&fds, 1, timeout) > 0 {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while read(wakeRead, &buffer, buffer.count) > 0 {}
         }
         return !isStopped
     }
 
     /// Starts `body` on a dedicated thread (blocking I/O never runs on the cooperative pool) and
     /// returns the iterator the consumer reads.
-    static func start(name: String, threadName: String, _ body: @escaping @Sendable (WorkerLink) -> Void)
-        -> SourceIterator
+    static func start(name: String, threadName: String, onLink: (WorkerLink) -> Void = { _ in },
+                      _ body: @escaping @Sendable (WorkerLink) -> Void) -> SourceIterator
     {
         let (stream, continuation) = AsyncStream.makeStream(
             of: SourceElement.self, bufferingPolicy: .bufferingNewest(SourceIterator.bufferSize))
         let link = WorkerLink(name: name, continuation: continuation)
+        onLink(link)
         continuation.onTermination = { _ in link.stop() }
         startThread(name: threadName) {
             body(link)

@@ -141,7 +141,7 @@ struct Replay: AsyncParsableCommand {
             With any location option (--distance-filter, --desired-accuracy, --significant-changes, \
             --regions, --dwell, --pause-when-stationary) it prints location events instead, on the \
             log's own time: {"event":"location",...}, {"event":"enter"|"exit"|"dwell","region":...}, \
-            {"event":"state",...}, {"event":"paused"|"resumed",...}, {"event":"error",...} (README, \
+            {"event":"state",...}, {"event":"updates-paused"|"updates-resumed",...}, {"event":"error",...} (README, \
             "location events").
 
             Examples:
