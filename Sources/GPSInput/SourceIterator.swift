@@ -29,26 +29,12 @@ final class WorkerLink: Sendable {
     private let dropped = Atomic<Int>(0)
     let name: String
 
-    /// A pipe that ends a ``pause(_:)`` early: written by ``wake()`` and ``stop()``.
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// Ends a ``pause(_:)`` early: written by ``wake()`` and ``stop()``.
+    private let wakePipe = WakePipe()
 
     init(name: String, continuation: AsyncStream<SourceElement>.Continuation) {
         self.name = name
         self.continuation = continuation
-        var fds: [Int32] = [-1, -1]
-        precondition(pipe(&fds) == 0, "pipe failed: \(errnoText(errno))")
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
-    }
-
-    deinit {
-        close(wakeRead)
-        close(wakeWrite)
     }
 
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
@@ -59,10 +45,7 @@ final class WorkerLink: Sendable {
     }
 
     /// Ends the worker's current ``pause(_:)`` (a watch wanted again, a stop).
-    func wake() {
-        var b: UInt8 = 1
-        _ = write(wakeWrite, &b, 1)
-    }
+    func wake() { wakePipe.wake() }
 
     func yield(_ fix: Fix) {
         send(.fix(fix))
@@ -89,12 +72,9 @@ final class WorkerLink: Sendable {
     @discardableResult
     func pause(_ seconds: Double) -> Bool {
         if isStopped { return false }
-        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        var fds = [pollfd(fd: wakePipe.readFD, events: Int16(POLLIN), revents: 0)]
         let timeout = Int32(min(max(0, seconds * 1000).rounded(.up), Double(Int32.max)))
-        if poll(&fds, 1, timeout) > 0 {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            while read(wakeRead, &buffer, buffer.count) > 0 {}
-        }
+        if poll(&fds, 1, timeout) > 0 { _ = wakePipe.drain() }
         return !isStopped
     }
 
@@ -116,6 +96,47 @@ final class WorkerLink: Sendable {
     }
 }
 
+
+/// A non-blocking, close-on-exec pipe that wakes a thread sleeping in `poll` on ``readFD``: the
+/// way to interrupt a wait without a polling loop.
+public final class WakePipe: Sendable {
+    public let readFD: Int32
+    public let writeFD: Int32
+
+    public init() {
+        var fds: [Int32] = [-1, -1]
+        precondition(pipe(&fds) == 0, "pipe failed: \(errnoText(errno))")
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        readFD = fds[0]
+        writeFD = fds[1]
+    }
+
+    deinit {
+        close(readFD)
+        close(writeFD)
+    }
+
+    /// Wakes the sleeper with `byte` (one non-blocking `write`).
+    public func wake(_ byte: UInt8 = 1) {
+        var b = byte
+        _ = write(writeFD, &b, 1)
+    }
+
+    /// Reads what is pending: the bytes written since the last drain.
+    public func drain() -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while true {
+            let n = read(readFD, &buffer, buffer.count)
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return out
+    }
+}
 
 /// Monotonic seconds.
 func monotonicNow() -> Double {

@@ -21,8 +21,7 @@ final class ControlServer: Sendable {
     let path: String
     let runtime: LifecycleRuntime
     let listener: Int32
-    let wakeRead: Int32
-    let wakeWrite: Int32
+    let wakePipe = WakePipe()
     let stopped = Atomic<Bool>(false)
 
     init(path: String, runtime: LifecycleRuntime) throws {
@@ -30,13 +29,9 @@ final class ControlServer: Sendable {
         self.runtime = runtime
         let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !parent.isEmpty { mkdir(parent, 0o700) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard var address = unixAddress(path) else {
             throw ValidationError("--control path is too long for a Unix socket: \(path)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ValidationError("cannot create the control socket: \(String(cString: strerror(errno)))") }
         // A socket file left by a tracker that died: nobody answers on it, so it can go.
@@ -52,18 +47,10 @@ final class ControlServer: Sendable {
         }
         chmod(path, 0o600)
         listener = fd
-        var fds: [Int32] = [0, 0]
-        precondition(pipe(&fds) == 0, "pipe failed")
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
     }
 
     func start() {
-        signalPipe = wakeWrite
+        signalPipe = wakePipe.writeFD
         signal(SIGUSR1) { _ in
             var b = UInt8(ascii: "1")
             _ = write(signalPipe, &b, 1)
@@ -76,10 +63,7 @@ final class ControlServer: Sendable {
     }
 
     /// Makes the thread look at the deadlines again.
-    func poke() {
-        var b = UInt8(ascii: "p")
-        _ = write(wakeWrite, &b, 1)
-    }
+    func poke() { wakePipe.wake(UInt8(ascii: "p")) }
 
     func stop() {
         stopped.store(true, ordering: .releasing)
@@ -95,14 +79,12 @@ final class ControlServer: Sendable {
             if let sample = runtime.sampleIfDue(at: now) { next = min(next, sample) }
             let timeout: Int32 = next.isFinite ? Int32(min(max(0, (next - now) * 1000).rounded(.up), 3_600_000)) : -1
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: wakePipe.readFD, events: Int16(POLLIN), revents: 0)]
             let n = poll(&fds, 2, timeout)
             if n < 0 && errno != EINTR { break }
             if stopped.load(ordering: .acquiring) { break }
             if fds[1].revents & Int16(POLLIN) != 0 {
-                var buffer = [UInt8](repeating: 0, count: 64)
-                let count = read(wakeRead, &buffer, buffer.count)
-                for b in buffer.prefix(max(0, count)) {
+                for b in wakePipe.drain() {
                     if b == UInt8(ascii: "1") { app.enterBackground() }
                     if b == UInt8(ascii: "2") { app.enterForeground() }
                 }
@@ -166,6 +148,16 @@ extension String {
     }
 }
 
+/// The address of the Unix socket at `path`, or `nil` when the path is too long for one.
+func unixAddress(_ path: String) -> sockaddr_un? {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+    withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+    return address
+}
+
 /// The client side of the control socket.
 enum ControlClient {
     /// The default control socket: `$XDG_RUNTIME_DIR/keeptrack/control.sock`, or
@@ -179,11 +171,7 @@ enum ControlClient {
 
     /// A connected socket, or `nil` with errno set.
     static func connect(_ path: String) -> Int32? {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        guard var address = unixAddress(path) else { return nil }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         let r = withUnsafePointer(to: &address) {

@@ -49,6 +49,14 @@ struct Track: AsyncParsableCommand {
             No receiver at hand? tools/fake-receiver plays a fixture on a pseudo-terminal:
               tools/fake-receiver fixtures/walk-15min.nmea --link /tmp/ttyFAKE &
               keeptrack track --serial /tmp/ttyFAKE
+
+            With location events the tracker runs the background budget (README, "The background \
+            budget"): `keeptrack ctl background|foreground|status` (or SIGUSR1/SIGUSR2) moves it \
+            between foreground and background; suspended, it releases the gpsd watch and samples \
+            one fix a minute until a significant change or a region event wakes it. Under systemd \
+            it reports READY, STATUS and WATCHDOG (tools/keeptrack.service).
+              keeptrack track --gpsd --significant-changes --background
+              keeptrack ctl status
             """
     )
 
