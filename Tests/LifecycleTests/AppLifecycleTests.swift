@@ -301,3 +301,66 @@ struct PolicyTests {
         #expect(BackgroundModes([.audio, .location]).description == "location,audio")
     }
 }
+
+@Suite("AppLifecycle: every state × input")
+struct TransitionTableTests {
+    enum Input: String, CaseIterable {
+        case resignActive, becomeActive, enterBackground, enterForeground, wake, terminate
+    }
+
+    /// An app in `state` at t = 100.
+    static func app(in state: State) -> AppLifecycle {
+        var app = AppLifecycle()
+        switch state {
+        case .notRunning: break
+        case .active: _ = app.launch(at: 0)
+        case .inactive:
+            _ = app.launch(at: 0)
+            _ = app.resignActive(at: 0)
+        case .background: app = backgrounded()
+        case .suspended:
+            app = backgrounded()
+            _ = app.advance(to: 105)
+        case .terminated:
+            _ = app.launch(at: 0)
+            _ = app.terminate(at: 0)
+        }
+        #expect(app.state == state)
+        return app
+    }
+
+    static let expected: [State: [Input: State]] = [
+        .notRunning: [.resignActive: .notRunning, .becomeActive: .notRunning, .enterBackground: .notRunning,
+                      .enterForeground: .notRunning, .wake: .background, .terminate: .terminated],
+        .active: [.resignActive: .inactive, .becomeActive: .active, .enterBackground: .background,
+                  .enterForeground: .active, .wake: .active, .terminate: .terminated],
+        .inactive: [.resignActive: .inactive, .becomeActive: .active, .enterBackground: .background,
+                    .enterForeground: .inactive, .wake: .inactive, .terminate: .terminated],
+        .background: [.resignActive: .background, .becomeActive: .background, .enterBackground: .background,
+                      .enterForeground: .active, .wake: .background, .terminate: .terminated],
+        .suspended: [.resignActive: .suspended, .becomeActive: .suspended, .enterBackground: .suspended,
+                     .enterForeground: .active, .wake: .background, .terminate: .terminated],
+        .terminated: [.resignActive: .terminated, .becomeActive: .terminated, .enterBackground: .terminated,
+                      .enterForeground: .terminated, .wake: .terminated, .terminate: .terminated],
+    ]
+
+    @Test(arguments: State.allCases)
+    func eachInputLeadsToTheDocumentedState(from state: State) {
+        for input in Input.allCases {
+            var app = Self.app(in: state)
+            let events: [AppLifecycle.Event]
+            switch input {
+            case .resignActive: events = app.resignActive(at: 200)
+            case .becomeActive: events = app.becomeActive(at: 200)
+            case .enterBackground: events = app.enterBackground(at: 200)
+            case .enterForeground: events = app.enterForeground(at: 200)
+            case .wake: events = app.wake(.significantChange, at: 200)
+            case .terminate: events = app.terminate(at: 200)
+            }
+            let want = Self.expected[state]![input]!
+            #expect(app.state == want, "\(state) + \(input)")
+            // A change of state is always reported, and nothing is reported without one.
+            #expect(transitions(events).last?.0 == (want == state ? nil : want), "\(state) + \(input)")
+        }
+    }
+}
