@@ -12,9 +12,18 @@ let package = Package(
         .library(name: "GPSInput", targets: ["GPSInput"]),
         .library(name: "LocationService", targets: ["LocationService"]),
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
+        .library(name: "Upload", targets: ["Upload"]),
+        .library(name: "TrackServer", targets: ["TrackServer"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
     ],
     targets: [
         // Vocabulary: coordinates, fixes, locations, geodesy. Imports no other target.
@@ -31,12 +40,39 @@ let package = Package(
         .target(name: "LocationService", dependencies: ["Geo"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
         .target(name: "Lifecycle"),
-        // Wire and file formats of fixes: JSON Lines, CSV, GPX, GeoJSON.
-        .target(name: "Formats", dependencies: ["Geo"]),
+        // Wire and file formats, both directions: JSON Lines, CSV, GPX, GeoJSON, our JSON batch,
+        // Traccar's OsmAnd, OwnTracks JSON; gzip bodies.
+        .target(name: "Formats", dependencies: ["Geo", "CZlib"]),
+        // The durable outbox (GRDB over SQLite, WAL) and the uploader (async-http-client).
+        .target(
+            name: "Upload",
+            dependencies: [
+                "Geo", "Formats", "Lifecycle",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // The test endpoint (Hummingbird): ingest in every format, validation, auth, idempotent
+        // storage, trails, health, metrics, fault injection.
+        .target(
+            name: "TrackServer",
+            dependencies: [
+                "Geo", "Formats",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "keeptrack",
             dependencies: [
-                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle",
+                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -55,6 +91,7 @@ let package = Package(
         .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
+        .testTarget(name: "UploadTests", dependencies: ["Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v6]

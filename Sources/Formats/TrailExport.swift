@@ -1,0 +1,110 @@
+/// A stored trail as a file: GeoJSON (a LineString of the locations plus a Point per region
+/// transition) or GPX (one track segment, transitions as waypoints).
+public enum TrailExport {
+    /// A GeoJSON FeatureCollection: the track as a LineString with the device and time span, each
+    /// region transition as a Point feature with `event`, `region` and `time`.
+    public static func geoJSON(device: String, records: [TrailRecord]) -> [UInt8] {
+        var out: [UInt8] = []
+        let locations = records.filter { $0.kind == .location }
+        ByteWriting.appendStatic("{\"type\":\"FeatureCollection\",\"features\":[", to: &out)
+        ByteWriting.appendStatic("{\"type\":\"Feature\",\"properties\":{\"device\":", to: &out)
+        ByteWriting.appendJSONString(device, to: &out)
+        ByteWriting.appendStatic(",\"points\":", to: &out)
+        ByteWriting.appendInt(Int64(locations.count), to: &out)
+        if let first = locations.first, let last = locations.last {
+            ByteWriting.appendStatic(",\"from\":\"", to: &out)
+            ISOTime.append(first.time, to: &out)
+            ByteWriting.appendStatic("\",\"to\":\"", to: &out)
+            ISOTime.append(last.time, to: &out)
+            out.append(UInt8(ascii: "\""))
+        }
+        ByteWriting.appendStatic(",\"times\":[", to: &out)
+        for (i, r) in locations.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            ISOTime.append(r.time, to: &out)
+            out.append(UInt8(ascii: "\""))
+        }
+        ByteWriting.appendStatic("]},\"geometry\":{\"type\":\"LineString\",\"coordinates\":[", to: &out)
+        for (i, r) in locations.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            position(r, &out)
+        }
+        ByteWriting.appendStatic("]}}", to: &out)
+        for r in records where r.kind != .location {
+            ByteWriting.appendStatic(",{\"type\":\"Feature\",\"properties\":{\"event\":\"", to: &out)
+            out.append(contentsOf: r.kind.rawValue.utf8)
+            ByteWriting.appendStatic("\",\"region\":", to: &out)
+            ByteWriting.appendJSONString(r.region ?? "", to: &out)
+            ByteWriting.appendStatic(",\"time\":\"", to: &out)
+            ISOTime.append(r.time, to: &out)
+            ByteWriting.appendStatic("\"},\"geometry\":{\"type\":\"Point\",\"coordinates\":", to: &out)
+            position(r, &out)
+            ByteWriting.appendStatic("}}", to: &out)
+        }
+        ByteWriting.appendStatic("]}\n", to: &out)
+        return out
+    }
+
+    static func position(_ r: TrailRecord, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        ByteWriting.appendFixed(r.longitude, decimals: 9, to: &out)
+        out.append(UInt8(ascii: ","))
+        ByteWriting.appendFixed(r.latitude, decimals: 9, to: &out)
+        if let a = r.altitude {
+            out.append(UInt8(ascii: ","))
+            ByteWriting.appendFixed(a, decimals: 3, to: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    /// GPX 1.1: transitions as waypoints, the locations as one track segment.
+    public static func gpx(device: String, records: [TrailRecord]) -> [UInt8] {
+        var out: [UInt8] = []
+        ByteWriting.appendStatic("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gpx version="1.1" creator="keeptrack" xmlns="http://www.topografix.com/GPX/1/1">
+
+            """, to: &out)
+        for r in records where r.kind != .location {
+            point("wpt", r, indent: "  ", &out)
+        }
+        ByteWriting.appendStatic("  <trk><name>", to: &out)
+        ByteWriting.appendXMLEscaped(device, to: &out)
+        ByteWriting.appendStatic("</name><trkseg>\n", to: &out)
+        for r in records where r.kind == .location {
+            point("trkpt", r, indent: "    ", &out)
+        }
+        ByteWriting.appendStatic("  </trkseg></trk>\n</gpx>\n", to: &out)
+        return out
+    }
+
+    static func point(_ tag: StaticString, _ r: TrailRecord, indent: StaticString, _ out: inout [UInt8]) {
+        ByteWriting.appendStatic(indent, to: &out)
+        out.append(UInt8(ascii: "<"))
+        ByteWriting.appendStatic(tag, to: &out)
+        ByteWriting.appendStatic(" lat=\"", to: &out)
+        ByteWriting.appendFixed(r.latitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic("\" lon=\"", to: &out)
+        ByteWriting.appendFixed(r.longitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic("\">", to: &out)
+        if let a = r.altitude {
+            ByteWriting.appendStatic("<ele>", to: &out)
+            ByteWriting.appendFixed(a, decimals: 3, to: &out)
+            ByteWriting.appendStatic("</ele>", to: &out)
+        }
+        ByteWriting.appendStatic("<time>", to: &out)
+        ISOTime.append(r.time, to: &out)
+        ByteWriting.appendStatic("</time>", to: &out)
+        if r.kind != .location {
+            ByteWriting.appendStatic("<name>", to: &out)
+            out.append(contentsOf: r.kind.rawValue.utf8)
+            out.append(UInt8(ascii: " "))
+            ByteWriting.appendXMLEscaped(r.region ?? "", to: &out)
+            ByteWriting.appendStatic("</name>", to: &out)
+        }
+        ByteWriting.appendStatic("</", to: &out)
+        ByteWriting.appendStatic(tag, to: &out)
+        ByteWriting.appendStatic(">\n", to: &out)
+    }
+}

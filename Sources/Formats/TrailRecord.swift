@@ -1,0 +1,143 @@
+import Geo
+
+/// One item of a trail on its way to a server: a delivered location or a region transition, with
+/// the stable id that makes storing it idempotent.
+///
+/// The id is the device id and a sequence number the device's outbox gives (`van-1:17`): sent
+/// twice, stored once. Region transitions carry the position of the location that caused them.
+public struct TrailRecord: Hashable, Sendable {
+    /// What the record is.
+    public enum Kind: String, Hashable, Sendable, CaseIterable {
+        case location
+        case enter
+        case exit
+        case dwell
+    }
+
+    public var device: String
+    /// The device's sequence number (1, 2, ...): the order of the trail.
+    public var sequence: Int64
+    public var kind: Kind
+    /// The region, for `enter`, `exit` and `dwell`.
+    public var region: String?
+    /// Seconds since 1970 (UTC).
+    public var time: Double
+    public var latitude: Double
+    public var longitude: Double
+    /// Metres above mean sea level.
+    public var altitude: Double?
+    /// Metres (1 sigma radius).
+    public var horizontalAccuracy: Double?
+    public var verticalAccuracy: Double?
+    /// Metres per second.
+    public var speed: Double?
+    /// Degrees from true north.
+    public var course: Double?
+
+    public init(device: String, sequence: Int64, kind: Kind = .location, region: String? = nil, time: Double,
+                latitude: Double, longitude: Double, altitude: Double? = nil, horizontalAccuracy: Double? = nil,
+                verticalAccuracy: Double? = nil, speed: Double? = nil, course: Double? = nil) {
+        self.device = device
+        self.sequence = sequence
+        self.kind = kind
+        self.region = region
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitude = altitude
+        self.horizontalAccuracy = horizontalAccuracy
+        self.verticalAccuracy = verticalAccuracy
+        self.speed = speed
+        self.course = course
+    }
+
+    /// A location's record (invalid CoreLocation values, −1, become absent).
+    public init(device: String, sequence: Int64, location l: Location, kind: Kind = .location, region: String? = nil) {
+        self.init(device: device, sequence: sequence, kind: kind, region: region, time: l.timestamp,
+                  latitude: l.coordinate.latitude, longitude: l.coordinate.longitude,
+                  altitude: l.verticalAccuracy >= 0 ? l.altitude : nil,
+                  horizontalAccuracy: l.horizontalAccuracy >= 0 ? l.horizontalAccuracy : nil,
+                  verticalAccuracy: l.verticalAccuracy >= 0 ? l.verticalAccuracy : nil,
+                  speed: l.speed >= 0 ? l.speed : nil, course: l.course >= 0 ? l.course : nil)
+    }
+
+    /// `device:sequence`.
+    public var id: String { "\(device):\(sequence)" }
+
+    /// Why the record can't be stored, or `nil` when it can. Times must lie between the GPS epoch
+    /// (1980-01-06) and a day after `now`.
+    public func problem(now: Double) -> String? {
+        if device.isEmpty || device.utf8.count > 128 { return "device id must have 1 to 128 bytes" }
+        if sequence < 1 { return "seq must be 1 or more, got \(sequence)" }
+        if !(latitude >= -90 && latitude <= 90) { return "lat \(latitude) is out of range [-90, 90]" }
+        if !(longitude >= -180 && longitude <= 180) { return "lon \(longitude) is out of range [-180, 180]" }
+        if !(time >= 315_964_800 && time <= now + 86_400) {
+            return "time \(ISOTime.string(time)) is impossible (before 1980-01-06 or more than a day ahead)"
+        }
+        if kind != .location && (region ?? "").isEmpty { return "a \(kind.rawValue) record needs a region" }
+        if let a = horizontalAccuracy, !(a >= 0 && a.isFinite) { return "hAcc must be 0 or more metres" }
+        if let v = speed, !(v >= 0 && v.isFinite) { return "speed must be 0 or more m/s" }
+        if let c = course, !(c >= 0 && c <= 360) { return "course must be in [0, 360]" }
+        if let a = altitude, !a.isFinite { return "alt must be a number" }
+        return nil
+    }
+}
+
+/// A wire or file format problem: what was wrong, and where (`records[3].lat`).
+public struct WireFormatError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// ISO 8601 times on the wire: `2024-05-14T09:30:00.000Z`.
+public enum ISOTime {
+    /// The time with milliseconds.
+    public static func string(_ seconds: Double) -> String {
+        var out: [UInt8] = []
+        append(seconds, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func append(_ seconds: Double, to out: inout [UInt8]) {
+        GNSSTime(nanosecondsSince1970: Int64((seconds * 1000).rounded()) * 1_000_000, fractionDigits: 3)
+            .appendISO8601(to: &out)
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that.
+    public static func parse(_ text: String) -> Double? {
+        let b = Array(text.utf8)
+        func digits(_ at: Int, _ n: Int) -> Int? {
+            guard at + n <= b.count else { return nil }
+            var v = 0
+            for i in at..<at + n {
+                let d = Int(b[i]) - 48
+                guard d >= 0 && d <= 9 else { return nil }
+                v = v * 10 + d
+            }
+            return v
+        }
+        guard b.count >= 20, let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45,
+              let day = digits(8, 2), b[10] == 84 || b[10] == 32, let hour = digits(11, 2), b[13] == 58,
+              let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if i < b.count && b[i] == 46 {
+            i += 1
+            var scale = 0.1
+            let start = i
+            while i < b.count, b[i] >= 48, b[i] <= 57 {
+                fraction += Double(b[i] - 48) * scale
+                scale /= 10
+                i += 1
+            }
+            guard i > start else { return nil }
+        }
+        let zone = b[i...]
+        guard zone.elementsEqual("Z".utf8) || zone.elementsEqual("+00:00".utf8) else { return nil }
+        let days = GNSSTime.daysFromCivil(year: year, month: month, day: day)
+        return Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second) + fraction
+    }
+}

@@ -1,0 +1,58 @@
+import Synchronization
+
+/// Faults the endpoint injects, for tests and demos: what a real server does on a bad day.
+/// Set at start (`keeptrack serve --fail-rate ...`) or at run time (`PUT /v1/faults`).
+public struct Faults: Hashable, Sendable, Codable {
+    /// Close every connection at once, without an answer (the server is there but refuses).
+    public var refuse = false
+    /// The share of requests (0...1) answered with `failStatus` without storing anything.
+    public var failRate = 0.0
+    /// Fail this many of the next requests (deterministic, for tests), before `failRate` applies.
+    public var failNext = 0
+    /// The status of failed requests. The default is 500.
+    public var failStatus = 500
+    /// A `Retry-After` (seconds) to send with failures, if any.
+    public var retryAfter: Int?
+    /// Seconds to wait before answering.
+    public var delay = 0.0
+    /// The share of requests (0...1) that are stored and then lose their connection in the
+    /// middle of the answer: the client cannot know they were stored, and will send them again.
+    public var dropRate = 0.0
+    /// Drop this many of the next answers that way (deterministic, for tests).
+    public var dropNext = 0
+
+    public init() {}
+
+    /// Why these faults can't be used, or `nil`.
+    public var problem: String? {
+        if !(0...1).contains(failRate) { return "failRate must be between 0 and 1" }
+        if !(0...1).contains(dropRate) { return "dropRate must be between 0 and 1" }
+        if !(100...599).contains(failStatus) { return "failStatus must be an HTTP status (100-599)" }
+        if !(delay >= 0 && delay <= 600) { return "delay must be between 0 and 600 seconds" }
+        if failNext < 0 || dropNext < 0 { return "failNext and dropNext must be 0 or more" }
+        return nil
+    }
+
+    /// What to do with one request.
+    enum Decision {
+        case refuse
+        case fail
+        case drop
+        case serve
+    }
+
+    mutating func decide() -> Decision {
+        if refuse { return .refuse }
+        if failNext > 0 {
+            failNext -= 1
+            return .fail
+        }
+        if failRate > 0 && Double.random(in: 0..<1) < failRate { return .fail }
+        if dropNext > 0 {
+            dropNext -= 1
+            return .drop
+        }
+        if dropRate > 0 && Double.random(in: 0..<1) < dropRate { return .drop }
+        return .serve
+    }
+}

@@ -1,0 +1,44 @@
+import GRDB
+
+extension Outbox {
+    /// The schema's history, one named migration a step; never edit a shipped one, add another.
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1-outbox") { db in
+            try db.execute(sql: """
+                CREATE TABLE outbox (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    kind TEXT NOT NULL,
+                    region TEXT,
+                    time REAL NOT NULL,
+                    lat REAL NOT NULL,
+                    lon REAL NOT NULL,
+                    alt REAL, hAcc REAL, vAcc REAL, speed REAL, course REAL,
+                    priority INTEGER NOT NULL,
+                    appended REAL NOT NULL
+                );
+                CREATE INDEX outbox_order ON outbox (priority, seq);
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value NOT NULL);
+                INSERT INTO meta (key, value) VALUES ('evicted', 0), ('uploaded', 0);
+                """)
+        }
+        m.registerMigration("v2-dead-letter") { db in
+            try db.execute(sql: """
+                CREATE TABLE dead_letter (
+                    seq INTEGER PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    region TEXT,
+                    time REAL NOT NULL,
+                    lat REAL NOT NULL,
+                    lon REAL NOT NULL,
+                    alt REAL, hAcc REAL, vAcc REAL, speed REAL, course REAL,
+                    appended REAL NOT NULL,
+                    status INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    failed REAL NOT NULL
+                );
+                """)
+        }
+        return m
+    }
+}

@@ -1,0 +1,258 @@
+import Formats
+import GRDB
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The durable outbox: every accepted location and region transition, stored with a stable id
+/// (device id + monotonic sequence) before anything else happens to it, until the endpoint has it.
+///
+/// GRDB over SQLite in WAL mode with `synchronous=NORMAL`: a committed append survives the
+/// process being killed at any point (kill -9); a power cut may lose the last few. Sequence
+/// numbers come from `AUTOINCREMENT`, so they are never reused, even after rows leave.
+///
+/// Caps bound the outbox by count and age. What a cap evicts (the oldest first) is counted
+/// (``Stats/evicted``) and returned by the call that caused it, never dropped silently.
+public final class Outbox: Sendable {
+    public struct Configuration: Sendable {
+        /// Most records kept. The default is 1,000,000.
+        public var maxCount: Int = 1_000_000
+        /// Oldest record kept, in seconds since it was appended. The default is 30 days.
+        public var maxAge: Double = 30 * 86_400
+        /// This device's id; `nil` (the default) keeps the one stored, or makes one up
+        /// (`keeptrack-` and 8 hex digits) the first time.
+        public var device: String?
+
+        public init() {}
+    }
+
+    /// What the caps evicted.
+    public struct Eviction: Hashable, Sendable {
+        public var byCount = 0
+        public var byAge = 0
+        public var total: Int { byCount + byAge }
+    }
+
+    /// The outbox's state, for status and metrics.
+    public struct Stats: Hashable, Sendable {
+        public var pending: Int
+        /// When the oldest pending record was appended (seconds since 1970), if any.
+        public var oldestAppended: Double?
+        public var deadLetters: Int
+        /// Records evicted by the caps since the outbox was created.
+        public var evicted: Int
+        /// The last sequence number given.
+        public var lastSequence: Int64
+    }
+
+    public let path: String
+    public let configuration: Configuration
+    public let device: String
+    let pool: DatabasePool
+    let now: @Sendable () -> Double
+
+    /// Opens (creating and migrating) the outbox at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: the SQLite file (its directory must exist).
+    ///   - now: the wall clock, for ages (injected in tests).
+    /// - Throws: ``UploadError`` naming the file when it cannot be opened or migrated.
+    public init(path: String, configuration: Configuration = Configuration(),
+                now: @escaping @Sendable () -> Double = wallClock) throws(UploadError) {
+        self.path = path
+        self.configuration = configuration
+        self.now = now
+        do {
+            var config = GRDB.Configuration()
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            pool = try DatabasePool(path: path, configuration: config)
+            try Outbox.migrator.migrate(pool)
+            device = try pool.write { db in
+                if let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'device'") {
+                    if let wanted = configuration.device, wanted != stored {
+                        // Renaming a device with records in flight would split its trail.
+                        let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
+                        if pending > 0 {
+                            throw UploadError(.deviceMismatch, "the outbox \(path) belongs to device '\(stored)' "
+                                + "and holds \(pending) records not yet uploaded; upload them first or use "
+                                + "another data directory")
+                        }
+                        try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'device'", arguments: [wanted])
+                        return wanted
+                    }
+                    return stored
+                }
+                let id = configuration.device ?? "keeptrack-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+                try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('device', ?)", arguments: [id])
+                return id
+            }
+        } catch let error as UploadError {
+            throw error
+        } catch {
+            throw UploadError(.storage, "cannot open the outbox \(path): \(error)")
+        }
+    }
+
+    /// Appends records in one transaction, giving each the next sequence number; returns them as
+    /// stored (with their ids) and what the caps evicted to make room.
+    ///
+    /// The records' `device` and `sequence` are ignored.
+    @discardableResult
+    public func append(_ records: [TrailRecord]) throws(UploadError) -> (stored: [TrailRecord], evicted: Eviction) {
+        guard !records.isEmpty else { return ([], Eviction()) }
+        let t = now()
+        let device = self.device
+        do {
+            return try pool.write { db in
+                var stored: [TrailRecord] = []
+                stored.reserveCapacity(records.count)
+                let insert = try db.cachedStatement(sql: """
+                    INSERT INTO outbox (kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+                for r in records {
+                    try insert.execute(arguments: [
+                        r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy,
+                        r.verticalAccuracy, r.speed, r.course, r.kind == .location ? 1 : 0, t,
+                    ])
+                    var s = r
+                    s.device = device
+                    s.sequence = db.lastInsertedRowID
+                    stored.append(s)
+                }
+                let eviction = try evict(db, now: t)
+                return (stored, eviction)
+            }
+        } catch {
+            throw UploadError(.storage, "cannot append to the outbox \(path): \(error)")
+        }
+    }
+
+    /// Applies the caps: the oldest records beyond the count, and those older than the age.
+    func evict(_ db: Database, now t: Double) throws -> Eviction {
+        var e = Eviction()
+        try db.execute(sql: "DELETE FROM outbox WHERE appended < ?", arguments: [t - configuration.maxAge])
+        e.byAge = db.changesCount
+        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
+        if count > configuration.maxCount {
+            try db.execute(sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
+                           arguments: [count - configuration.maxCount])
+            e.byCount = db.changesCount
+        }
+        if e.total > 0 {
+            try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'evicted'", arguments: [e.total])
+        }
+        return e
+    }
+
+    /// The next records to send: region transitions first (they jump the backlog), then
+    /// locations, each in sequence order; at most `maxCount`.
+    public func nextBatch(maxCount: Int) throws(UploadError) -> [TrailRecord] {
+        let device = self.device
+        do {
+            return try pool.read { db in
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course FROM outbox
+                    ORDER BY priority, seq LIMIT ?
+                    """, arguments: [maxCount])
+                return rows.map { row in
+                    TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+                                region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+                                horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+                }
+            }
+        } catch {
+            throw UploadError(.storage, "cannot read the outbox \(path): \(error)")
+        }
+    }
+
+    /// Removes records the endpoint has acknowledged.
+    public func acknowledge(_ sequences: [Int64]) throws(UploadError) {
+        guard !sequences.isEmpty else { return }
+        do {
+            try pool.write { db in
+                try deleteOutbox(db, sequences)
+                try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'uploaded'",
+                               arguments: [sequences.count])
+            }
+        } catch {
+            throw UploadError(.storage, "cannot acknowledge in the outbox \(path): \(error)")
+        }
+    }
+
+    /// Moves records the endpoint rejected for good to the dead-letter table, with its answer.
+    public func deadLetter(_ sequences: [Int64], status: Int, reason: String) throws(UploadError) {
+        guard !sequences.isEmpty else { return }
+        let t = now()
+        do {
+            try pool.write { db in
+                for chunk in stride(from: 0, to: sequences.count, by: 500) {
+                    let part = Array(sequences[chunk..<min(chunk + 500, sequences.count)])
+                    let marks = part.map { _ in "?" }.joined(separator: ",")
+                    try db.execute(sql: """
+                        INSERT OR REPLACE INTO dead_letter
+                        SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, ?, ?, ?
+                        FROM outbox WHERE seq IN (\(marks))
+                        """, arguments: StatementArguments([status, reason, t] as [(any DatabaseValueConvertible)?])
+                            + StatementArguments(part))
+                }
+                try deleteOutbox(db, sequences)
+            }
+        } catch {
+            throw UploadError(.storage, "cannot dead-letter in the outbox \(path): \(error)")
+        }
+    }
+
+    func deleteOutbox(_ db: Database, _ sequences: [Int64]) throws {
+        for chunk in stride(from: 0, to: sequences.count, by: 500) {
+            let part = Array(sequences[chunk..<min(chunk + 500, sequences.count)])
+            let marks = part.map { _ in "?" }.joined(separator: ",")
+            try db.execute(sql: "DELETE FROM outbox WHERE seq IN (\(marks))", arguments: StatementArguments(part))
+        }
+    }
+
+    /// The dead letters: record, the endpoint's status and reason.
+    public func deadLetters() throws(UploadError) -> [(record: TrailRecord, status: Int, reason: String)] {
+        let device = self.device
+        do {
+            return try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, status, reason
+                    FROM dead_letter ORDER BY seq
+                    """).map { row in
+                    (TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+                                 region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+                                 horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10]),
+                     row[11], row[12])
+                }
+            }
+        } catch {
+            throw UploadError(.storage, "cannot read the dead letters of \(path): \(error)")
+        }
+    }
+
+    public func stats() throws(UploadError) -> Stats {
+        do {
+            return try pool.read { db in
+                Stats(pending: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0,
+                      oldestAppended: try Double.fetchOne(db, sql: "SELECT MIN(appended) FROM outbox"),
+                      deadLetters: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dead_letter") ?? 0,
+                      evicted: try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evicted'") ?? 0,
+                      lastSequence: try Int64.fetchOne(
+                          db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0)
+            }
+        } catch {
+            throw UploadError(.storage, "cannot read the outbox \(path): \(error)")
+        }
+    }
+}
+
+/// Wall-clock seconds since 1970.
+@Sendable public func wallClock() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}

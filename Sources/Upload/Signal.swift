@@ -1,0 +1,69 @@
+import Synchronization
+
+/// A wake-up one task waits for with a timeout, fired from anywhere (new records, a lifecycle
+/// change). A fire with nobody waiting is kept for the next wait.
+final class Signal: Sendable {
+    private struct State {
+        var pending = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func fire() {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if let w = s.waiter {
+                s.waiter = nil
+                return w
+            }
+            s.pending = true
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    /// Returns when fired (now or earlier, unconsumed), after `timeout` seconds, or on
+    /// cancellation.
+    func wait(timeout: Double?) async {
+        if state.withLock({ s in
+            defer { s.pending = false }
+            return s.pending
+        }) { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitFired() }
+            if let timeout {
+                group.addTask { try? await Task.sleep(for: .seconds(max(0, timeout))) }
+            }
+            await group.next()
+            group.cancelAll()
+            releaseWaiter()
+        }
+    }
+
+    private func waitFired() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    // Cancelled before the continuation was stored: onCancel found nothing to resume.
+                    if Task.isCancelled { return true }
+                    if s.pending {
+                        s.pending = false
+                        return true
+                    }
+                    s.waiter = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        } onCancel: {
+            releaseWaiter()
+        }
+    }
+
+    private func releaseWaiter() {
+        state.withLock { s -> CheckedContinuation<Void, Never>? in
+            defer { s.waiter = nil }
+            return s.waiter
+        }?.resume()
+    }
+}

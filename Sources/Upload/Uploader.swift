@@ -1,0 +1,423 @@
+import AsyncHTTPClient
+import Formats
+import Lifecycle
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import Synchronization
+
+/// Sends the outbox to an HTTP endpoint: in batches, in order, inside background tasks, with
+/// retries, backoff and idempotent ids, so nothing is lost and nothing is stored twice.
+///
+/// The loop, in ``run(drain:)``:
+/// - waits while the app is suspended (or not allowed a background task): nothing is sent;
+/// - takes the next batch (region transitions first, then locations in order) once it is full
+///   (``Configuration/maxBatchCount``) or its oldest record waited ``Configuration/maxWait``;
+/// - sends it inside a background task named `upload`; when the budget expires mid-request the
+///   expiration handler cancels the request and the batch stays in the outbox;
+/// - on success removes the batch; on 408, 429, 5xx, a network error, a timeout or an answer that
+///   is not an acknowledgement, waits (exponential backoff from ``Configuration/initialBackoff``
+///   to ``Configuration/maxBackoff`` with full jitter, or the server's `Retry-After`) and tries
+///   again; 401, 403 and 404 are settings problems: retried at the longest backoff and reported;
+///   413 halves the batch; any other 4xx is a permanent rejection: the batch is bisected down to
+///   the records the server rejects, which go to the dead-letter table with its reason.
+public final class Uploader: Sendable {
+    public enum Format: String, CaseIterable, Sendable {
+        /// Our batch (``JSONBatch``) at `POST /v1/locations`.
+        case json
+        /// Traccar's OsmAnd: one form POST per record.
+        case osmand
+        /// OwnTracks HTTP JSON: one POST per record.
+        case owntracks
+    }
+
+    public enum GzipMode: String, Sendable {
+        /// Compress once the endpoint says it accepts gzip (`Accept-Encoding` in a response).
+        case auto
+        case always
+        case never
+    }
+
+    public struct Configuration: Sendable {
+        /// The endpoint: `http(s)://host[:port]/path`.
+        public var url: String
+        /// The wire format. The default is `json`.
+        public var format: Format = .json
+        /// Sent as `Authorization: Bearer TOKEN`. The default is none.
+        public var token: String?
+        /// Extra request headers.
+        public var headers: [(String, String)] = []
+        /// A PEM file of CA certificates to trust instead of the system's. The default is none.
+        public var caFile: String?
+        /// Records per batch. The default is 500.
+        public var maxBatchCount = 500
+        /// Bytes per batch body (before compression). The default is 1 MiB.
+        public var maxBatchBytes = 1 << 20
+        /// How long a batch that is not full waits for more. The default is 5 s.
+        public var maxWait: Double = 5
+        /// The first retry's wait. The default is 1 s.
+        public var initialBackoff: Double = 1
+        /// The longest wait between retries. The default is 300 s.
+        public var maxBackoff: Double = 300
+        /// Per request. The default is 30 s.
+        public var timeout: Double = 30
+        /// The default is `auto`.
+        public var gzip: GzipMode = .auto
+        /// OwnTracks' user (`X-Limit-U`). The default is `keeptrack`.
+        public var ownTracksUser = "keeptrack"
+
+        public init(url: String) { self.url = url }
+    }
+
+    /// What the uploader did, for status, metrics and tests.
+    public struct Stats: Hashable, Sendable {
+        /// Records the endpoint acknowledged.
+        public var uploaded = 0
+        /// Requests that succeeded.
+        public var requests = 0
+        /// Attempts that failed and will be retried.
+        public var retries = 0
+        /// Records moved to the dead-letter table.
+        public var deadLettered = 0
+        /// Records with no form in the format (OwnTracks dwells), dropped from the outbox.
+        public var skipped = 0
+        /// Requests cancelled because the background time ran out.
+        public var expired = 0
+        /// When the last request succeeded (wall clock).
+        public var lastSuccess: Double?
+        /// The last failure, a sentence without coordinates.
+        public var lastError: String?
+    }
+
+    public let outbox: Outbox
+    public let configuration: Configuration
+    let application: Application?
+    let logger: Logger
+    let client: HTTPClient
+    let signal = Signal()
+    let state = Mutex(Stats())
+    let gzipAccepted = Atomic<Bool>(false)
+    let now: @Sendable () -> Double
+
+    /// - Parameters:
+    ///   - application: the lifecycle the uploads run in (background tasks, suspension); `nil`
+    ///     uploads whenever there is something to send.
+    /// - Throws: ``UploadError`` when the URL or the CA file cannot be used.
+    public init(outbox: Outbox, configuration: Configuration, application: Application? = nil,
+                logger: Logger = Logger(label: "keeptrack.upload"),
+                now: @escaping @Sendable () -> Double = wallClock) throws(UploadError) {
+        guard configuration.url.hasPrefix("http://") || configuration.url.hasPrefix("https://") else {
+            throw UploadError(.configuration, "the upload URL must start with http:// or https://, got '\(configuration.url)'")
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile = configuration.caFile {
+            guard (try? NIOSSLCertificate.fromPEMFile(caFile)).map({ !$0.isEmpty }) == true else {
+                throw UploadError(.configuration, "--ca-file \(caFile): no PEM certificate could be read")
+            }
+            tls.trustRoots = .file(caFile)
+        }
+        var http = HTTPClient.Configuration(tlsConfiguration: tls,
+                                            timeout: .init(connect: .seconds(10), read: .seconds(Int64(configuration.timeout))))
+        http.connectionPool = .init(idleTimeout: .seconds(30))
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        self.outbox = outbox
+        self.configuration = configuration
+        self.application = application
+        self.logger = logger
+        self.now = now
+        gzipAccepted.store(configuration.gzip == .always, ordering: .relaxed)
+        application?.observe { [signal] event in
+            if case .transition = event { signal.fire() }
+        }
+    }
+
+    deinit {
+        try? client.syncShutdown()
+    }
+
+    public var stats: Stats { state.withLock { $0 } }
+
+    /// New records are in the outbox (or something else changed): look again now.
+    public func notify() { signal.fire() }
+
+    /// Uploads until cancelled, or with `drain` until the outbox is empty (records appended while
+    /// it runs included). While the app is suspended nothing is sent, even when draining.
+    public func run(drain: Bool = false) async {
+        var failures = 0
+        var batchLimit = configuration.maxBatchCount
+        while !Task.isCancelled {
+            if let app = application, !app.state.isRunning {
+                await signal.wait(timeout: nil)
+                continue
+            }
+            let batch: [TrailRecord]
+            do {
+                batch = try outbox.nextBatch(maxCount: batchLimit)
+            } catch {
+                record(error: "\(error)")
+                await signal.wait(timeout: configuration.maxBackoff)
+                continue
+            }
+            if batch.isEmpty {
+                if drain { return }
+                await signal.wait(timeout: nil)
+                continue
+            }
+            if !drain && batch.count < batchLimit, let oldest = (try? outbox.stats())?.oldestAppended,
+               now() - oldest < configuration.maxWait {
+                // Not full: wait for more, up to the oldest record's wait.
+                await signal.wait(timeout: configuration.maxWait - (now() - oldest))
+                continue
+            }
+            switch await sendInBackgroundTask(batch) {
+            case .done:
+                failures = 0
+                batchLimit = configuration.maxBatchCount
+            case .notAllowed:
+                await signal.wait(timeout: nil)
+            case .retry(let after, let reason):
+                failures += 1
+                let wait = after ?? backoff(failures)
+                state.withLock { $0.retries += 1 }
+                record(error: "\(reason); retrying in \(Int(wait.rounded())) s")
+                try? await Task.sleep(for: .seconds(wait))
+            case .tooLarge:
+                batchLimit = max(1, batch.count / 2)
+            }
+        }
+    }
+
+    /// The wait before retry `n` (1, 2, ...): full jitter over an exponential ceiling.
+    func backoff(_ n: Int) -> Double {
+        let ceiling = min(configuration.maxBackoff, configuration.initialBackoff * Double(1 << min(n - 1, 30)))
+        return Double.random(in: (ceiling / 2)...max(ceiling / 2, ceiling))
+    }
+
+    func record(error: String) {
+        state.withLock { $0.lastError = error }
+        logger.warning("upload failed", metadata: ["reason": "\(error)"])
+    }
+
+    enum Attempt {
+        case done
+        case notAllowed
+        case retry(after: Double?, reason: String)
+        case tooLarge
+    }
+
+    /// Sends `batch` inside a background task whose expiration cancels the request.
+    func sendInBackgroundTask(_ batch: [TrailRecord]) async -> Attempt {
+        let request = Task { await self.send(batch) }
+        var taskID = AppLifecycle.TaskIdentifier.invalid
+        if let app = application {
+            let box = TaskBox()
+            taskID = app.beginBackgroundTask(name: "upload") { [self] in
+                request.cancel()
+                state.withLock { $0.expired += 1 }
+                app.endBackgroundTask(box.id)
+            }
+            box.id = taskID
+            if taskID == .invalid {
+                request.cancel()
+                _ = await request.value
+                return .notAllowed
+            }
+        }
+        let result = await request.value
+        application?.endBackgroundTask(taskID)
+        return result
+    }
+
+    /// One batch, in the configured format.
+    func send(_ batch: [TrailRecord]) async -> Attempt {
+        switch configuration.format {
+        case .json: return await sendJSON(batch)
+        case .osmand, .owntracks:
+            for r in batch {
+                if Task.isCancelled { return .retry(after: nil, reason: "cancelled: the background time ran out") }
+                let attempt = await sendOne(r)
+                guard case .done = attempt else { return attempt }
+            }
+            return .done
+        }
+    }
+
+    func sendJSON(_ batch: [TrailRecord]) async -> Attempt {
+        var body = JSONBatch.encode(device: outbox.device, records: batch)
+        if body.count > configuration.maxBatchBytes && batch.count > 1 { return .tooLarge }
+        var headers = HTTPHeaders([("Content-Type", "application/json")])
+        if gzipAccepted.load(ordering: .relaxed) && configuration.gzip != .never {
+            body = Gzip.compress(body)
+            headers.add(name: "Content-Encoding", value: "gzip")
+        }
+        let response = await post(configuration.url, body: body, headers: headers)
+        switch response {
+        case .failure(let reason):
+            return .retry(after: nil, reason: reason)
+        case .answer(let status, let retryAfter, let text):
+            if (200..<300).contains(status) {
+                guard let reply = try? JSONDecoderLite.reply(text) else {
+                    return .retry(after: nil, reason: "the endpoint answered \(status) without an acknowledgement "
+                        + "(\(snippet(text)))")
+                }
+                _ = reply
+                return acknowledge(batch)
+            }
+            return await reject(batch, status: status, retryAfter: retryAfter, text: text)
+        }
+    }
+
+    /// Acknowledges records the endpoint stored.
+    func acknowledge(_ records: [TrailRecord], skipped: Int = 0) -> Attempt {
+        do {
+            try outbox.acknowledge(records.map(\.sequence))
+        } catch {
+            return .retry(after: nil, reason: "\(error)")
+        }
+        state.withLock {
+            $0.uploaded += records.count - skipped
+            $0.skipped += skipped
+            $0.requests += 1
+            $0.lastSuccess = now()
+            $0.lastError = nil
+        }
+        return .done
+    }
+
+    /// A non-2xx answer to `batch`.
+    func reject(_ batch: [TrailRecord], status: Int, retryAfter: Double?, text: String) async -> Attempt {
+        switch status {
+        case 408, 429, 500...599:
+            return .retry(after: retryAfter, reason: "the endpoint answered \(status) (\(snippet(text)))")
+        case 401, 403:
+            return .retry(after: max(retryAfter ?? 0, configuration.maxBackoff),
+                          reason: "the endpoint refuses our credentials (\(status): \(snippet(text))): check --token")
+        case 404:
+            return .retry(after: configuration.maxBackoff,
+                          reason: "the endpoint has no \(configuration.url) (404): check --upload")
+        case 413:
+            return batch.count > 1 ? .tooLarge : dead([batch[0]], status: status, text: text)
+        default:
+            // A permanent rejection: find the records it is about by bisecting.
+            if batch.count == 1 { return dead(batch, status: status, text: text) }
+            let half = batch.count / 2
+            for part in [Array(batch[..<half]), Array(batch[half...])] {
+                let attempt = await send(part)
+                guard case .done = attempt else { return attempt }
+            }
+            return .done
+        }
+    }
+
+    func dead(_ records: [TrailRecord], status: Int, text: String) -> Attempt {
+        do {
+            try outbox.deadLetter(records.map(\.sequence), status: status, reason: String(text.prefix(500)))
+        } catch {
+            return .retry(after: nil, reason: "\(error)")
+        }
+        state.withLock { $0.deadLettered += records.count }
+        logger.error("records rejected by the endpoint", metadata: [
+            "status": "\(status)", "count": "\(records.count)", "reason": "\(snippet(text))",
+        ])
+        return .done
+    }
+
+    /// One record, in OsmAnd or OwnTracks form.
+    func sendOne(_ r: TrailRecord) async -> Attempt {
+        var headers = HTTPHeaders()
+        let body: [UInt8]
+        switch configuration.format {
+        case .osmand:
+            body = Array(OsmAnd.parameters(r).utf8)
+            headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        case .owntracks:
+            guard let b = OwnTracks.encode(r) else { return acknowledge([r], skipped: 1) }
+            body = b
+            headers.add(name: "Content-Type", value: "application/json")
+            headers.add(name: "X-Limit-U", value: configuration.ownTracksUser)
+            headers.add(name: "X-Limit-D", value: outbox.device)
+        case .json:
+            preconditionFailure("JSON goes in batches")
+        }
+        switch await post(configuration.url, body: body, headers: headers) {
+        case .failure(let reason): return .retry(after: nil, reason: reason)
+        case .answer(let status, let retryAfter, let text):
+            if (200..<300).contains(status) { return acknowledge([r]) }
+            return await reject([r], status: status, retryAfter: retryAfter, text: text)
+        }
+    }
+
+    enum Response {
+        case answer(status: Int, retryAfter: Double?, text: String)
+        case failure(String)
+    }
+
+    func post(_ url: String, body: [UInt8], headers: HTTPHeaders) async -> Response {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers = headers
+        request.headers.add(name: "User-Agent", value: "keeptrack")
+        if let token = configuration.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        for (name, value) in configuration.headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(body)
+        do {
+            let response = try await client.execute(request, timeout: .seconds(Int64(configuration.timeout)))
+            let text = try await response.body.collect(upTo: 64 * 1024)
+            if configuration.gzip == .auto,
+               response.headers["Accept-Encoding"].contains(where: { $0.lowercased().contains("gzip") }) {
+                gzipAccepted.store(true, ordering: .relaxed)
+            }
+            let retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
+            return .answer(status: Int(response.status.code), retryAfter: retryAfter,
+                           text: String(buffer: text))
+        } catch is CancellationError {
+            return .failure("cancelled: the background time ran out")
+        } catch let error as HTTPClientError where error == .cancelled {
+            return .failure("cancelled: the background time ran out")
+        } catch {
+            return .failure("cannot reach \(hostOf(url)): \(error)")
+        }
+    }
+
+    /// The host part of a URL, for messages (no path, no query: no personal data).
+    func hostOf(_ url: String) -> String {
+        let rest = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+        return rest.count > 2 ? String(rest[2]) : url
+    }
+
+    func snippet(_ text: String) -> String {
+        let t = String(text.prefix(200).map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+        return t.isEmpty ? "no body" : t
+    }
+
+    /// Stops the HTTP client.
+    public func shutdown() async {
+        try? await client.shutdown()
+    }
+}
+
+/// A task id the expiration handler reads after `begin` returned it.
+final class TaskBox: Sendable {
+    private let storage = Mutex(AppLifecycle.TaskIdentifier.invalid)
+    var id: AppLifecycle.TaskIdentifier {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+}
+
+/// Reads the endpoint's acknowledgement without Foundation's JSON machinery for one tiny object.
+enum JSONDecoderLite {
+    struct NotAnAcknowledgement: Error {}
+
+    static func reply(_ text: String) throws -> JSONBatch.Reply {
+        func value(_ key: String) -> Int? {
+            guard let r = text.firstRange(of: "\"\(key)\":") else { return nil }
+            return Int(text[r.upperBound...].prefix { $0.isNumber })
+        }
+        guard text.hasPrefix("{"), let accepted = value("accepted"), let duplicates = value("duplicates") else {
+            throw NotAnAcknowledgement()
+        }
+        return JSONBatch.Reply(accepted: accepted, duplicates: duplicates)
+    }
+}
