@@ -20,6 +20,9 @@ public struct Faults: Hashable, Sendable, Codable {
     public var dropRate = 0.0
     /// Drop this many of the next answers that way (deterministic, for tests).
     public var dropNext = 0
+    /// Answer this many of the next requests `200 OK` with an HTML page and store nothing: a
+    /// captive portal, a proxy's error page (deterministic, for tests).
+    public var garbageNext = 0
 
     public init() {}
 
@@ -29,7 +32,7 @@ public struct Faults: Hashable, Sendable, Codable {
         if !(0...1).contains(dropRate) { return "dropRate must be between 0 and 1" }
         if !(100...599).contains(failStatus) { return "failStatus must be an HTTP status (100-599)" }
         if !(delay >= 0 && delay <= 600) { return "delay must be between 0 and 600 seconds" }
-        if failNext < 0 || dropNext < 0 { return "failNext and dropNext must be 0 or more" }
+        if failNext < 0 || dropNext < 0 || garbageNext < 0 { return "failNext, dropNext and garbageNext must be 0 or more" }
         return nil
     }
 
@@ -38,6 +41,7 @@ public struct Faults: Hashable, Sendable, Codable {
         case refuse
         case fail
         case drop
+        case garbage
         case serve
     }
 
@@ -48,6 +52,10 @@ public struct Faults: Hashable, Sendable, Codable {
             return .fail
         }
         if failRate > 0 && Double.random(in: 0..<1) < failRate { return .fail }
+        if garbageNext > 0 {
+            garbageNext -= 1
+            return .garbage
+        }
         if dropNext > 0 {
             dropNext -= 1
             return .drop

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
@@ -62,7 +63,7 @@ public final class TrackServer: Sendable {
     /// The port the server listens on, once it does (0 before).
     public var port: Int { boundPort.load(ordering: .acquiring) }
 
-    /// Runs until the task is cancelled (or, with `signals`, until SIGINT/SIGTERM). `onReady`
+    /// Runs until ``shutdown()`` (or, with `signals`, SIGINT/SIGTERM) and a graceful stop. `onReady`
     /// gets the port once the server listens.
     public func run(signals: Bool = false, onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let app = Hummingbird.Application(
@@ -76,8 +77,34 @@ public final class TrackServer: Sendable {
             },
             logger: logger
         )
-        if signals { try await app.runService() } else { try await app.run() }
+        let group = ServiceGroup(configuration: .init(
+            services: [app], gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+        let stopNow = serviceGroup.withLock { s -> Bool in
+            s.group = group
+            return s.stopRequested
+        }
+        if stopNow { await group.triggerGracefulShutdown() }
+        try await group.run()
     }
+
+    /// Stops a running server gracefully (requests in flight finish).
+    public func shutdown() async {
+        let group = serviceGroup.withLock { s -> ServiceGroup? in
+            s.stopRequested = true
+            return s.group
+        }
+        await group?.triggerGracefulShutdown()
+    }
+
+    struct GroupState {
+        var group: ServiceGroup?
+        var stopRequested = false
+    }
+
+    let serviceGroup = Mutex(GroupState())
+
+    /// What `GET /metrics` shows (Prometheus text).
+    public func metricsText() -> String { metrics.prometheus(stored: (try? store.count()) ?? -1) }
 
     /// The current faults.
     public var currentFaults: Faults {
@@ -121,6 +148,7 @@ public final class TrackServer: Sendable {
         }
         let bytes = Array(buffer: buffer)
         if request.headers[.contentEncoding]?.lowercased() == "gzip" {
+            metrics.gzipRequests.add(1, ordering: .relaxed)
             do {
                 return try Gzip.decompress(bytes, limit: limit)
             } catch {
@@ -302,6 +330,9 @@ struct FaultMiddleware: RouterMiddleware {
             if let r = faults.retryAfter { headers[.retryAfter] = String(r) }
             return Response(status: .init(code: faults.failStatus), headers: headers,
                             body: .init(byteBuffer: ByteBuffer(string: "injected failure (\(faults.failStatus))\n")))
+        case .garbage:
+            return Response(status: .ok, headers: [.contentType: "text/html"],
+                            body: .init(byteBuffer: ByteBuffer(string: "<html><body>Welcome to the hotel WiFi</body></html>\n")))
         case .drop:
             var c = context
             c.drop = true
@@ -319,7 +350,9 @@ struct AuthMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
-        guard let token, request.uri.path != "/healthz" else { return try await next(request, context) }
+        guard let token, request.uri.path != "/healthz", request.uri.path != "/metrics" else {
+            return try await next(request, context)
+        }
         let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let query = request.uri.queryParameters["token"].map(String.init)
         guard bearer == token || query == token else {
@@ -335,12 +368,14 @@ final class ServerMetrics: Sendable {
     let accepted = Mutex<[String: Int]>([:])
     let duplicates = Atomic<Int>(0)
     let rejected = Atomic<Int>(0)
+    let gzipRequests = Atomic<Int>(0)
 
     func request(_ d: Faults.Decision) {
         let name = switch d {
         case .refuse: "refused"
         case .fail: "failed"
         case .drop: "dropped"
+        case .garbage: "garbage"
         case .serve: "served"
         }
         requests.withLock { $0[name, default: 0] += 1 }
@@ -370,6 +405,9 @@ final class ServerMetrics: Sendable {
         out += "# HELP keeptrack_serve_requests_rejected_total Requests answered 400.\n"
         out += "# TYPE keeptrack_serve_requests_rejected_total counter\n"
         out += "keeptrack_serve_requests_rejected_total \(rejected.load(ordering: .relaxed))\n"
+        out += "# HELP keeptrack_serve_gzip_requests_total Requests with a gzip body.\n"
+        out += "# TYPE keeptrack_serve_gzip_requests_total counter\n"
+        out += "keeptrack_serve_gzip_requests_total \(gzipRequests.load(ordering: .relaxed))\n"
         out += "# HELP keeptrack_serve_records_stored Records in the store.\n"
         out += "# TYPE keeptrack_serve_records_stored gauge\n"
         out += "keeptrack_serve_records_stored \(stored)\n"

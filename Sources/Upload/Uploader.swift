@@ -317,9 +317,10 @@ public final class Uploader: Sendable {
             return .retry(after: nil, reason: "\(error)")
         }
         state.withLock { $0.deadLettered += records.count }
-        logger.error("records rejected by the endpoint", metadata: [
-            "status": "\(status)", "count": "\(records.count)", "reason": "\(snippet(text))",
-        ])
+        // The server's reason may quote the record: only at debug level (coordinates stay out of logs).
+        logger.error("records rejected by the endpoint, kept as dead letters",
+                     metadata: ["status": "\(status)", "count": "\(records.count)"])
+        logger.debug("rejection", metadata: ["reason": "\(snippet(text))"])
         return .done
     }
 

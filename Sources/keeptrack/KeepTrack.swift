@@ -1,9 +1,16 @@
 import ArgumentParser
+import Logging
 
 @main
 struct KeepTrack: AsyncParsableCommand {
     /// `--gpsd` may come without a value (`keeptrack track --gpsd`): supply the default address.
     static func main() async {
+        // Logs go to standard error: standard output carries the data (JSON Lines).
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
         var arguments = Array(CommandLine.arguments.dropFirst())
         var i = 0
         while i < arguments.count {
@@ -39,6 +46,6 @@ struct KeepTrack: AsyncParsableCommand {
 
             Every subcommand has its own --help.
             """,
-        subcommands: [Decode.self, Replay.self, Track.self, Simulate.self, Ctl.self, Regions.self]
+        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Simulate.self, Ctl.self, Regions.self]
     )
 }

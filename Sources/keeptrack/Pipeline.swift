@@ -1,5 +1,6 @@
 import ArgumentParser
 import Formats
+import Upload
 import GPSInput
 import Geo
 import Lifecycle
@@ -171,7 +172,8 @@ final class LifecycleRuntime: Sendable {
 func runPipeline<S: FixSource>(
     _ source: S, options: LocationOptions, lifecycle: LifecycleOptions, lineBuffered: Bool,
     store: RegionStore? = nil, control: String? = nil, releaser: (any WatchReleasing)? = nil,
-    onLogTime: Bool = false, now: @escaping @Sendable () -> Double
+    onLogTime: Bool = false, upload uploadOptions: UploadOptions? = nil, dataDirectory: String? = nil,
+    quiet: Bool = false, now: @escaping @Sendable () -> Double
 ) async throws {
     let c = options.configuration
     var configuration = LocationManager<S>.Configuration()
@@ -206,6 +208,12 @@ func runPipeline<S: FixSource>(
     }
     // On log time the clock starts with the first fix.
     if !onLogTime { launch() }
+    // Uploads: the outbox first, then the uploader in the background, inside the lifecycle.
+    var upload: UploadRuntime?
+    if let uploadOptions, uploadOptions.enabled, let dataDirectory {
+        upload = try await UploadRuntime.start(uploadOptions, dataDirectory: dataDirectory, application: app)
+    }
+    let uploading = upload.map { u in Task { await u.uploader.run() } }
     let controller = try control.map { try ControlServer(path: $0, runtime: runtime) }
     controller?.start()
     defer { controller?.stop() }
@@ -218,6 +226,8 @@ func runPipeline<S: FixSource>(
     try output.writeLifecycle(app.takeEvents(), app: app)
     var lastSample = -Double.infinity
     var deadline = app.nextDeadline
+    var lastLocation: Location?
+    var records: [TrailRecord] = []
     for await element in source {
         if !launched {
             guard element.fix != nil else { continue }
@@ -235,7 +245,35 @@ func runPipeline<S: FixSource>(
             lastSample = t
         }
         decisions.isSuspended = suspended
+        if let fix = element.fix, let l = Location(fix), l.horizontalAccuracy >= 0 { lastLocation = l }
         for event in decisions.handle(element, now: t) {
+            if let upload {
+                // Into the outbox before anything else happens to it.
+                switch event {
+                case .location(let l):
+                    records.append(TrailRecord(device: upload.outbox.device, sequence: 0, location: l))
+                case .region(.enter(let id, let time)), .region(.exit(let id, let time)), .region(.dwell(let id, let time)):
+                    if let at = lastLocation {
+                        let kind: TrailRecord.Kind = switch event {
+                        case .region(.enter): .enter
+                        case .region(.exit): .exit
+                        default: .dwell
+                        }
+                        var r = TrailRecord(device: upload.outbox.device, sequence: 0, location: at, kind: kind, region: id)
+                        r.time = time
+                        records.append(r)
+                    }
+                default: break
+                }
+                if !records.isEmpty {
+                    let evicted = try upload.append(records)
+                    records.removeAll(keepingCapacity: true)
+                    if evicted.total > 0 {
+                        output.out.append("{\"event\":\"outbox-evicted\",\"count\":\(evicted.total),"
+                            + "\"byCount\":\(evicted.byCount),\"byAge\":\(evicted.byAge)}\n")
+                    }
+                }
+            }
             switch event {
             case .location: app.locationDelivered()
             case .paused: app.setLocationUpdates(active: false)
@@ -267,6 +305,11 @@ func runPipeline<S: FixSource>(
     }
     try output.writeLifecycle(app.takeEvents(), app: app)
     try output.out.flush()
+    if let upload {
+        uploading?.cancel()
+        await uploading?.value
+        try await upload.finish(quiet: quiet)
+    }
     if app.state == .terminated {
         printError("keeptrack: the app was terminated (see the \"terminated\" event)")
         throw ExitCode(1)

@@ -13,13 +13,16 @@ struct DataDirectoryOption: ParsableArguments {
                                + "(~/.local/share/keeptrack).", valueName: "dir"))
     var dataDir: String?
 
-    var store: RegionStore {
+    /// The data directory: --data-dir, or $XDG_DATA_HOME/keeptrack.
+    var directory: String {
         var environment: [String: String] = [:]
         for key in ["XDG_DATA_HOME", "HOME"] {
             if let v = getenv(key) { environment[key] = String(cString: v) }
         }
-        return RegionStore(directory: dataDir ?? RegionStore.defaultDirectory(environment: environment))
+        return dataDir ?? RegionStore.defaultDirectory(environment: environment)
     }
+
+    var store: RegionStore { RegionStore(directory: directory) }
 }
 
 struct Regions: ParsableCommand {

@@ -87,9 +87,12 @@ struct Track: AsyncParsableCommand {
                                + "(/tmp/keeptrack-UID/control.sock without XDG_RUNTIME_DIR).", valueName: "path"))
     var control: String?
 
+    @OptionGroup(title: "Upload (prints location events too)")
+    var upload: UploadOptions
+
     @OptionGroup var data: DataDirectoryOption
 
-    var wantsEvents: Bool { location.wantsEvents || lifecycle.isSet || control != nil }
+    var wantsEvents: Bool { location.wantsEvents || lifecycle.isSet || control != nil || upload.enabled }
 
     func validate() throws {
         if (gpsd == nil) == (serial == nil) {
@@ -113,7 +116,8 @@ struct Track: AsyncParsableCommand {
             if wantsEvents {
                 try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
                                       store: data.store, control: control ?? ControlClient.defaultPath,
-                                      releaser: source, now: wallClockSeconds)
+                                      releaser: source, upload: upload, dataDirectory: data.directory,
+                                      now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
@@ -122,7 +126,7 @@ struct Track: AsyncParsableCommand {
             if wantsEvents {
                 try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
                                       store: data.store, control: control ?? ControlClient.defaultPath,
-                                      now: wallClockSeconds)
+                                      upload: upload, dataDirectory: data.directory, now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
@@ -181,6 +185,11 @@ struct Replay: AsyncParsableCommand {
     @OptionGroup(title: "Background budget (any of these also prints location events)")
     var lifecycle: LifecycleOptions
 
+    @OptionGroup(title: "Upload (prints location events too)")
+    var upload: UploadOptions
+
+    @OptionGroup var data: DataDirectoryOption
+
     func validate() throws {
         if let speed, !(speed > 0 && speed.isFinite) { throw ValidationError("--speed must be a positive number.") }
         if loop && file == "-" { throw ValidationError("--loop needs a file: standard input cannot be read twice.") }
@@ -188,11 +197,12 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
-        if location.wantsEvents || lifecycle.isSet {
+        if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".
             let clock = source.logClock
             try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: speed != nil,
-                                  onLogTime: true, now: { clock.now.secondsSince1970 })
+                                  onLogTime: true, upload: upload, dataDirectory: data.directory, quiet: quiet,
+                                  now: { clock.now.secondsSince1970 })
             if !quiet {
                 let p = source.progress
                 printError("\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences")

@@ -1,0 +1,133 @@
+import Formats
+import Geo
+import Testing
+
+let sample = TrailRecord(device: "van-1", sequence: 17, time: 1_715_679_000.25, latitude: 48.137366333,
+                         longitude: 11.575408667, altitude: 536.1, horizontalAccuracy: 9.1, verticalAccuracy: 14,
+                         speed: 1.5, course: 32.32)
+let now = 1_800_000_000.0
+
+@Suite("Wire formats")
+struct WireFormatTests {
+    @Test func theJSONBatchRoundTrips() throws {
+        var enter = sample
+        enter.sequence = 18
+        enter.kind = .enter
+        enter.region = "home \"A\""
+        enter.altitude = nil
+        let body = JSONBatch.encode(device: "van-1", records: [sample, enter])
+        let text = String(decoding: body, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"device":"van-1","records":[{"id":"van-1:17","seq":17,"kind":"location","time":"2024-05-14T09:30:00.250Z","lat":48.137366333,"lon":11.575408667,"alt":536.100,"hAcc":9.10,"vAcc":14.00,"speed":1.500,"course":32.32}"#))
+        let decoded = try JSONBatch.decode(body, now: now)
+        #expect(decoded.device == "van-1")
+        #expect(decoded.records == [sample, enter])
+    }
+
+    @Test(arguments: [
+        (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":95,"lon":1}]}"#,
+         "records[0]: lat 95.0 is out of range [-90, 90]"),
+        (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lon":1}]}"#,
+         "records[0].lat: missing"),
+        (#"{"device":"d","records":[{"seq":1,"kind":"teleport","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#,
+         "records[0].kind: 'teleport' is not location, enter, exit or dwell"),
+        (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"yesterday","lat":1,"lon":1}]}"#,
+         "records[0].time: 'yesterday' is not an ISO 8601 UTC time"),
+        (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"1970-01-01T00:00:00Z","lat":1,"lon":1}]}"#,
+         "records[0]: time 1970-01-01T00:00:00.000Z is impossible (before 1980-01-06 or more than a day ahead)"),
+        (#"{"device":"d","records":[{"id":"d:2","seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#,
+         "records[0].id: 'd:2' is not device:seq ('d:1')"),
+        (#"{"device":"d","records":[{"seq":1,"kind":"enter","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#,
+         "records[0]: a enter record needs a region"),
+        (#"{"device":"d","records":[{"seq":"#, "malformed JSON"),
+    ])
+    func badBatchesSayWhatAndWhere(body: String, message: String) {
+        #expect(throws: WireFormatError(message)) { try JSONBatch.decode(Array(body.utf8), now: now) }
+    }
+
+    /// Traccar's OsmAnd parameters: id, timestamp (Unix seconds, or milliseconds at 2^31 and above),
+    /// lat, lon, speed in knots, bearing, altitude, accuracy.
+    @Test func osmAndSpeaksTraccarsParameters() throws {
+        var whole = sample
+        whole.time = 1_715_679_000
+        #expect(OsmAnd.parameters(whole)
+            == "id=van-1&timestamp=1715679000&lat=48.137366333&lon=11.575408667&speed=2.916&bearing=32.32&altitude=536.100&accuracy=9.10")
+        #expect(OsmAnd.parameters(sample).contains("timestamp=1715679000250&"))
+        let decoded = try OsmAnd.decode(OsmAnd.parameters(sample), now: now)
+        #expect(decoded.time == sample.time)
+        #expect(abs(decoded.speed! - 1.5) < 0.001)
+        #expect(decoded.device == "van-1")
+        // What the OsmAnd app and Traccar Client send, query style, with the names Traccar accepts.
+        let app = try OsmAnd.decode("deviceid=phone%201&lat=48.1&lon=11.5&timestamp=2024-05-14T09:30:00Z", now: now)
+        #expect(app.device == "phone 1")
+        #expect(app.time == 1_715_679_000)
+        #expect(throws: WireFormatError("id: missing (the device identifier is mandatory)")) {
+            try OsmAnd.decode("lat=1&lon=1&timestamp=1715679000", now: now)
+        }
+        #expect(throws: WireFormatError("lat: 'north' is not a number")) {
+            try OsmAnd.decode("id=a&lat=north&lon=1&timestamp=1715679000", now: now)
+        }
+    }
+
+    /// OwnTracks' location and transition payloads: _type, tst, lat, lon, acc, alt, vel (km/h), cog,
+    /// tid, t; transitions with event enter|leave, desc, wtst.
+    @Test func ownTracksSpeaksItsJSON() throws {
+        let body = try #require(OwnTracks.encode(sample))
+        #expect(String(decoding: body, as: UTF8.self)
+            == #"{"_type":"location","tst":1715679000,"lat":48.1373663,"lon":11.5754087,"acc":9,"alt":536,"vel":5,"cog":32,"t":"p","tid":"VA"}"#)
+        var exit = sample
+        exit.kind = .exit
+        exit.region = "home"
+        let transition = String(decoding: try #require(OwnTracks.encode(exit)), as: UTF8.self)
+        #expect(transition
+            == #"{"_type":"transition","event":"leave","desc":"home","wtst":1715679000,"t":"c","tst":1715679000,"lat":48.1373663,"lon":11.5754087,"acc":9,"tid":"VA"}"#)
+        var dwell = sample
+        dwell.kind = .dwell
+        #expect(OwnTracks.encode(dwell) == nil)
+        let back = try #require(try OwnTracks.decode(Array(transition.utf8), device: "van-1", now: now))
+        #expect(back.kind == .exit)
+        #expect(back.region == "home")
+        #expect(try OwnTracks.decode(Array(#"{"_type":"lwt","tst":1}"#.utf8), device: "d", now: now) == nil)
+        #expect(throws: WireFormatError("tst: missing")) {
+            try OwnTracks.decode(Array(#"{"_type":"location","lat":1,"lon":1}"#.utf8), device: "d", now: now)
+        }
+    }
+
+    @Test(arguments: [0, 1, 100, 100_000])
+    func gzipRoundTrips(size: Int) throws {
+        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 * 7 / 3) }
+        let packed = Gzip.compress(bytes)
+        #expect(packed.prefix(2) == [0x1f, 0x8b])
+        #expect(try Gzip.decompress(packed, limit: size + 1) == bytes)
+    }
+
+    @Test func gzipRefusesBombsAndGarbage() {
+        let bomb = Gzip.compress([UInt8](repeating: 0, count: 1_000_000))
+        #expect(throws: WireFormatError("body inflates beyond 1000 bytes")) { try Gzip.decompress(bomb, limit: 1000) }
+        #expect(throws: WireFormatError.self) { try Gzip.decompress(Array("not gzip".utf8), limit: 1000) }
+    }
+
+    @Test func trailsExportAsGeoJSONAndGPX() {
+        var enter = sample
+        enter.kind = .enter
+        enter.region = "home"
+        let geo = String(decoding: TrailExport.geoJSON(device: "van-1", records: [sample, enter]), as: UTF8.self)
+        #expect(geo.contains(#""geometry":{"type":"LineString","coordinates":[[11.575408667,48.137366333,536.100]]}"#))
+        #expect(geo.contains(#"{"event":"enter","region":"home","time":"2024-05-14T09:30:00.250Z"}"#))
+        let gpx = String(decoding: TrailExport.gpx(device: "van-1", records: [sample, enter]), as: UTF8.self)
+        #expect(gpx.contains(#"<wpt lat="48.137366333" lon="11.575408667"><ele>536.100</ele><time>2024-05-14T09:30:00.250Z</time><name>enter home</name></wpt>"#))
+        #expect(gpx.contains("<trkpt"))
+    }
+
+    @Test(arguments: [
+        ("2024-05-14T09:30:00Z", 1_715_679_000.0), ("2024-05-14T09:30:00.5Z", 1_715_679_000.5),
+        ("2024-05-14 09:30:00+00:00", 1_715_679_000.0),
+    ])
+    func isoTimesParse(text: String, seconds: Double) {
+        #expect(ISOTime.parse(text) == seconds)
+    }
+
+    @Test(arguments: ["2024-05-14T09:30:00", "2024-13-14T09:30:00Z", "2024-05-14T09:30:00+02:00", "", "2024-05-14T25:00:00Z"])
+    func badISOTimesDoNot(text: String) {
+        #expect(ISOTime.parse(text) == nil)
+    }
+}

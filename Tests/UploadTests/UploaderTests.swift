@@ -1,0 +1,257 @@
+import Formats
+import Foundation
+import Geo
+import KeepTrackTesting
+import Lifecycle
+import Synchronization
+import Testing
+import TrackServer
+@testable import Upload
+
+/// An outbox in a fresh directory with `n` walk records.
+func filledOutbox(_ n: Int, device: String = "van-1") throws -> (Outbox, String) {
+    let dir = temporaryDirectory()
+    var c = Outbox.Configuration()
+    c.device = device
+    let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: c)
+    try outbox.append(walk(n))
+    return (outbox, dir)
+}
+
+func uploader(_ outbox: Outbox, _ endpoint: Endpoint, path: String = "/v1/locations", format: Uploader.Format = .json,
+              token: String? = "secret", batch: Int = 100, application: Application? = nil) throws -> Uploader {
+    var c = Uploader.Configuration(url: endpoint.url(path))
+    c.format = format
+    c.token = token
+    c.maxBatchCount = batch
+    c.initialBackoff = 0.01
+    c.maxBackoff = 0.05
+    c.maxWait = 0
+    return try Uploader(outbox: outbox, configuration: c, application: application)
+}
+
+/// Runs a draining upload with a hang guard.
+func drain(_ u: Uploader) async throws {
+    try await withTimeout(60, "the upload to drain") { await u.run(drain: true) }
+}
+
+@Suite("Uploader against a real endpoint", .serialized)
+struct UploaderTests {
+    @Test func everyRecordArrivesOnceInOrder() async throws {
+        let endpoint = try await Endpoint.start()
+        let (outbox, dir) = try filledOutbox(250)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint)
+        try await drain(u)
+        let trail = try endpoint.server.store.trail(device: "van-1")
+        #expect(trail.map(\.sequence) == Array(1...250))
+        #expect(u.stats.uploaded == 250)
+        #expect(u.stats.requests == 3)
+        #expect(try outbox.stats().pending == 0)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    @Test(arguments: [500, 503, 429, 408])
+    func retriesOnTransientFailuresWithoutStoringTwice(status: Int) async throws {
+        var faults = Faults()
+        faults.failNext = 3
+        faults.failStatus = status
+        let endpoint = try await Endpoint.start(faults: faults)
+        let (outbox, dir) = try filledOutbox(120)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint)
+        try await drain(u)
+        #expect(u.stats.retries == 3)
+        #expect(try endpoint.server.store.count() == 120)
+        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    @Test func honoursRetryAfter() async throws {
+        var faults = Faults()
+        faults.failNext = 1
+        faults.failStatus = 429
+        faults.retryAfter = 1
+        let endpoint = try await Endpoint.start(faults: faults)
+        let (outbox, dir) = try filledOutbox(10)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint)
+        let started = ContinuousClock.now
+        try await drain(u)
+        // The backoff alone would be at most 0.05 s: the wait was the server's second.
+        #expect(ContinuousClock.now - started >= .seconds(1))
+        #expect(u.stats.lastError == nil)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    /// The endpoint stores a batch and the connection drops before the answer: the uploader sends
+    /// it again, and the endpoint recognises every id.
+    @Test func aDroppedAnswerIsSentAgainAndStoredOnce() async throws {
+        var faults = Faults()
+        faults.dropNext = 2
+        let endpoint = try await Endpoint.start(faults: faults)
+        let (outbox, dir) = try filledOutbox(200)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint)
+        try await drain(u)
+        #expect(try endpoint.server.store.count() == 200)
+        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 200)
+        #expect(u.stats.retries == 2)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    @Test func aCaptivePortalsOKIsNotAnAcknowledgement() async throws {
+        var faults = Faults()
+        faults.garbageNext = 1
+        let endpoint = try await Endpoint.start(faults: faults)
+        let (outbox, dir) = try filledOutbox(5)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint)
+        try await drain(u)
+        #expect(u.stats.retries == 1)
+        #expect(try endpoint.server.store.count() == 5)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    /// A permanent rejection is narrowed down to the records it is about; the others are stored.
+    @Test func badRecordsGoToDeadLettersAndTheRestIsStored() async throws {
+        let endpoint = try await Endpoint.start()
+        let (outbox, dir) = try filledOutbox(0)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var records = walk(40)
+        records[13].latitude = 95
+        records[29].time = 10
+        try outbox.append(records)
+        let u = try uploader(outbox, endpoint)
+        try await drain(u)
+        let dead = try outbox.deadLetters()
+        #expect(dead.map(\.record.sequence) == [14, 30])
+        #expect(dead.allSatisfy { $0.status == 400 })
+        #expect(dead.first?.reason.contains("lat 95.0 is out of range") == true)
+        #expect(try endpoint.server.store.count() == 38)
+        #expect(u.stats.deadLettered == 2)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    @Test func aWrongTokenIsRetriedNotDeadLettered() async throws {
+        let endpoint = try await Endpoint.start()
+        let (outbox, dir) = try filledOutbox(3)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint, token: "wrong")
+        let run = Task { await u.run() }
+        try await withTimeout(30, "a refused attempt") {
+            while u.stats.retries == 0 { await Task.yield() }
+        }
+        run.cancel()
+        await run.value
+        #expect(u.stats.lastError?.contains("refuses our credentials (401") == true)
+        #expect(try outbox.stats().pending == 3)
+        #expect(try outbox.deadLetters().isEmpty)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    @Test func bodiesAreGzippedOnceTheEndpointSaysItAcceptsThem() async throws {
+        let endpoint = try await Endpoint.start()
+        let (outbox, dir) = try filledOutbox(300)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint)
+        try await drain(u)
+        // The first request learns it; the next two are compressed.
+        #expect(endpoint.metric("keeptrack_serve_gzip_requests_total") == 2)
+        #expect(try endpoint.server.store.count() == 300)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    @Test(arguments: [(Uploader.Format.osmand, "/"), (.owntracks, "/owntracks")])
+    func speaksOsmAndAndOwnTracksToTheEndpoint(format: Uploader.Format, path: String) async throws {
+        let endpoint = try await Endpoint.start()
+        let (outbox, dir) = try filledOutbox(0)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var records = walk(12)
+        records[5].kind = .enter
+        records[5].region = "home"
+        try outbox.append(records)
+        let u = try uploader(outbox, endpoint, path: path, format: format)
+        try await drain(u)
+        let trail = try endpoint.server.store.trail(device: "van-1")
+        let sent = format == .osmand ? records.filter { $0.kind == .location }.count + 1 : records.count
+        #expect(trail.count == sent)
+        #expect(trail.first.map { abs($0.latitude - 48.1) < 1e-6 } == true)
+        if format == .owntracks { #expect(trail.contains { $0.kind == .enter && $0.region == "home" }) }
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    /// Nothing is sent while the app is suspended; a wake lets the batch go, inside a background task.
+    @Test func nothingIsSentWhileSuspended() async throws {
+        let endpoint = try await Endpoint.start()
+        let (outbox, dir) = try filledOutbox(10)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let clock = ManualClock(now: .init(secondsSince1970: 1000))
+        let app = Application(now: { clock.now.secondsSince1970 })
+        app.launch()
+        app.enterBackground()
+        clock.advance(by: .seconds(10))
+        app.advance()
+        #expect(app.state == .suspended)
+        let u = try uploader(outbox, endpoint, application: app)
+        let tasks = Mutex<[String]>([])
+        app.observe { if case .transition(let t) = $0 { tasks.withLock { $0.append(t.to.rawValue) } } }
+        let run = Task { await u.run(drain: true) }
+        // Give the loop every chance to misbehave: it must be waiting, not sending.
+        for _ in 0..<100 { await Task.yield() }
+        #expect(try endpoint.server.store.count() == 0)
+        app.wake(.significantChange)
+        try await withTimeout(30, "the upload after the wake") { await run.value }
+        #expect(try endpoint.server.store.count() == 10)
+        #expect(app.lifecycle.tasks.isEmpty)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
+    /// The budget runs out mid-request: the expiration handler cancels it, the task ends (no
+    /// termination), and the batch stays in the outbox.
+    @Test func anExpiringBudgetCancelsTheRequestAndKeepsTheBatch() async throws {
+        var faults = Faults()
+        faults.delay = 30
+        let endpoint = try await Endpoint.start(faults: faults)
+        let (outbox, dir) = try filledOutbox(10)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let clock = ManualClock(now: .init(secondsSince1970: 1000))
+        let app = Application(policy: .ios13, modes: [], now: { clock.now.secondsSince1970 })
+        app.launch()
+        app.enterBackground()
+        var c = Uploader.Configuration(url: endpoint.url())
+        c.token = "secret"
+        c.maxWait = 0
+        c.initialBackoff = 100
+        c.maxBackoff = 100
+        let u = try Uploader(outbox: outbox, configuration: c, application: app)
+        let run = Task { await u.run() }
+        try await withTimeout(30, "the upload task to begin") {
+            while app.lifecycle.tasks.isEmpty { await Task.yield() }
+        }
+        #expect(app.lifecycle.tasks.map(\.name) == ["upload"])
+        clock.advance(by: .seconds(26))
+        app.advance()
+        try await withTimeout(30, "the request to be cancelled") {
+            while u.stats.expired == 0 || u.stats.retries == 0 { await Task.yield() }
+        }
+        clock.advance(by: .seconds(10))
+        app.advance()
+        #expect(app.state == .suspended)
+        #expect(try outbox.stats().pending == 10)
+        run.cancel()
+        await run.value
+        await u.shutdown()
+        await endpoint.stop()
+    }
+}
