@@ -64,6 +64,9 @@ let package = Package(
             dependencies: [
                 "Geo", "Formats",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -84,6 +87,8 @@ let package = Package(
         // Region monitoring cost by region count (not a test).
         .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
                           path: "Benchmarks/RegionsBench"),
+        // Outbox appends and upload throughput for tools/bench-upload (not a test).
+        .executableTarget(name: "upload-bench", dependencies: ["Upload", "Formats"], path: "Benchmarks/UploadBench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.

@@ -26,6 +26,24 @@ public struct Faults: Hashable, Sendable, Codable {
 
     public init() {}
 
+    enum CodingKeys: String, CodingKey {
+        case refuse, failRate, failNext, failStatus, retryAfter, delay, dropRate, dropNext, garbageNext
+    }
+
+    /// Missing keys keep their defaults: `{"failRate":0.3}` is enough.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        refuse = try c.decodeIfPresent(Bool.self, forKey: .refuse) ?? false
+        failRate = try c.decodeIfPresent(Double.self, forKey: .failRate) ?? 0
+        failNext = try c.decodeIfPresent(Int.self, forKey: .failNext) ?? 0
+        failStatus = try c.decodeIfPresent(Int.self, forKey: .failStatus) ?? 500
+        retryAfter = try c.decodeIfPresent(Int.self, forKey: .retryAfter)
+        delay = try c.decodeIfPresent(Double.self, forKey: .delay) ?? 0
+        dropRate = try c.decodeIfPresent(Double.self, forKey: .dropRate) ?? 0
+        dropNext = try c.decodeIfPresent(Int.self, forKey: .dropNext) ?? 0
+        garbageNext = try c.decodeIfPresent(Int.self, forKey: .garbageNext) ?? 0
+    }
+
     /// Why these faults can't be used, or `nil`.
     public var problem: String? {
         if !(0...1).contains(failRate) { return "failRate must be between 0 and 1" }

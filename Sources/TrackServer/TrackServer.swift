@@ -2,6 +2,9 @@ import FoundationEssentials
 import Formats
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -39,6 +42,9 @@ public final class TrackServer: Sendable {
         /// The largest request body, after decompression. The default is 8 MiB.
         public var maxBodyBytes = 8 << 20
         public var faults = Faults()
+        /// PEM certificate chain and private key: serve HTTPS. The default is plain HTTP.
+        public var tlsCertificate: String?
+        public var tlsKey: String?
 
         public init(database: String) { self.database = database }
     }
@@ -66,8 +72,15 @@ public final class TrackServer: Sendable {
     /// Runs until ``shutdown()`` (or, with `signals`, SIGINT/SIGTERM) and a graceful stop. `onReady`
     /// gets the port once the server listens.
     public func run(signals: Bool = false, onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        var server: HTTPServerBuilder = .http1()
+        if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
+            let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
+            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .file(key))
+            server = try .tls(.http1(), tlsConfiguration: tls)
+        }
         let app = Hummingbird.Application(
             router: router(),
+            server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port),
                                  serverName: "keeptrack-serve"),
             onServerRunning: { [self] channel in

@@ -66,6 +66,9 @@ public final class Uploader: Sendable {
         public var gzip: GzipMode = .auto
         /// OwnTracks' user (`X-Limit-U`). The default is `keeptrack`.
         public var ownTracksUser = "keeptrack"
+        /// When draining, give up after this many failed attempts in a row (the records stay in
+        /// the outbox for the next run). The default is 5.
+        public var drainAttempts = 5
 
         public init(url: String) { self.url = url }
     }
@@ -118,7 +121,8 @@ public final class Uploader: Sendable {
             tls.trustRoots = .file(caFile)
         }
         var http = HTTPClient.Configuration(tlsConfiguration: tls,
-                                            timeout: .init(connect: .seconds(10), read: .seconds(Int64(configuration.timeout))))
+                                            timeout: .init(connect: .seconds(min(5, Int64(configuration.timeout))),
+                                                                          read: .seconds(Int64(configuration.timeout))))
         http.connectionPool = .init(idleTimeout: .seconds(30))
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
         self.outbox = outbox
@@ -142,7 +146,8 @@ public final class Uploader: Sendable {
     public func notify() { signal.fire() }
 
     /// Uploads until cancelled, or with `drain` until the outbox is empty (records appended while
-    /// it runs included). While the app is suspended nothing is sent, even when draining.
+    /// it runs included) or ``Configuration/drainAttempts`` attempts in a row failed. While the
+    /// app is suspended nothing is sent, even when draining.
     public func run(drain: Bool = false) async {
         var failures = 0
         var batchLimit = configuration.maxBatchCount
@@ -178,6 +183,11 @@ public final class Uploader: Sendable {
                 await signal.wait(timeout: nil)
             case .retry(let after, let reason):
                 failures += 1
+                if drain && failures >= configuration.drainAttempts {
+                    record(error: "\(reason); giving up for now after \(failures) attempts")
+                    state.withLock { $0.retries += 1 }
+                    return
+                }
                 let wait = after ?? backoff(failures)
                 state.withLock { $0.retries += 1 }
                 record(error: "\(reason); retrying in \(Int(wait.rounded())) s")

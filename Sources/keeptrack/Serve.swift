@@ -59,6 +59,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fault: the share of requests (0-1) stored and then dropped mid-answer.", valueName: "share"))
     var dropRate = 0.0
 
+    @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (with --tls-key).", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
+    var tlsKey: String?
+
     @Flag(help: "Log every request (info level).")
     var verbose = false
 
@@ -79,6 +85,7 @@ struct Serve: AsyncParsableCommand {
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
         if let problem = faults.problem { throw ValidationError("Faults: \(problem).") }
         if maxBody < 1024 { throw ValidationError("--max-body must be at least 1024 bytes.") }
+        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together.") }
     }
 
     func run() async throws {
@@ -92,6 +99,8 @@ struct Serve: AsyncParsableCommand {
         c.token = token
         c.maxBodyBytes = maxBody
         c.faults = faults
+        c.tlsCertificate = tlsCert
+        c.tlsKey = tlsKey
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = verbose ? .info : .warning
         let server: TrackServer
@@ -103,7 +112,8 @@ struct Serve: AsyncParsableCommand {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         try await server.run(signals: true) { port in
             var out = OutputBuffer()
-            out.append("{\"event\":\"listening\",\"url\":\"http://\(shownHost):\(port)\",\"database\":")
+            let scheme = tlsCert == nil ? "http" : "https"
+            out.append("{\"event\":\"listening\",\"url\":\"\(scheme)://\(shownHost):\(port)\",\"database\":")
             out.appendJSONString(database)
             out.append("}\n")
             try? out.flush()

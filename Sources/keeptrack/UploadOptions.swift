@@ -45,6 +45,13 @@ struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Longest wait between retries. The default is 300.", valueName: "seconds"))
     var maxBackoff = 300.0
 
+    @Option(help: ArgumentHelp("Most records the outbox keeps (the oldest go first, counted). The default is 1000000.",
+                               valueName: "n"))
+    var outboxMaxRecords = 1_000_000
+
+    @Option(help: ArgumentHelp("Oldest record the outbox keeps, in days. The default is 30.", valueName: "days"))
+    var outboxMaxAge = 30.0
+
     var enabled: Bool { upload != nil }
 
     func validate() throws {
@@ -55,6 +62,9 @@ struct UploadOptions: ParsableArguments {
             throw ValidationError("--header takes 'Name: value', got '\(h)'.")
         }
         if batchSize < 1 { throw ValidationError("--batch-size must be 1 or more.") }
+        if outboxMaxRecords < 1 || !(outboxMaxAge > 0) {
+            throw ValidationError("--outbox-max-records and --outbox-max-age must be positive.")
+        }
         if !(batchWait >= 0) || !(maxBackoff > 0) { throw ValidationError("--batch-wait and --max-backoff take seconds.") }
         if upload == nil && (deviceID != nil || token != nil || caFile != nil || !headers.isEmpty) {
             throw ValidationError("--device-id, --token, --ca-file and --header go with --upload URL.")
@@ -77,6 +87,8 @@ final class UploadRuntime: Sendable {
         mkdirs(dataDirectory)
         var outboxConfiguration = Outbox.Configuration()
         outboxConfiguration.device = options.deviceID
+        outboxConfiguration.maxCount = options.outboxMaxRecords
+        outboxConfiguration.maxAge = options.outboxMaxAge * 86_400
         let outbox: Outbox
         do {
             outbox = try Outbox(path: dataDirectory + "/outbox.sqlite", configuration: outboxConfiguration)
@@ -155,6 +167,9 @@ final class UploadRuntime: Sendable {
                 + "\(grouped(stats.requests)) requests, \(grouped(stats.retries)) retries"
             if stats.deadLettered > 0 { line += ", \(grouped(stats.deadLettered)) rejected (dead letters)" }
             line += "; \(grouped(pending)) left in the outbox"
+            if pending > 0 {
+                line += " (\(stats.lastError ?? "not sent")); they go with the next run"
+            }
             printError(line)
         }
         if let server {

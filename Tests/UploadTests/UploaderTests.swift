@@ -255,3 +255,62 @@ struct UploaderTests {
         await endpoint.stop()
     }
 }
+
+@Suite("Uploader over TLS", .serialized)
+struct TLSTests {
+    /// A self-signed certificate for 127.0.0.1, made with openssl.
+    func certificate(in dir: String) throws -> (cert: String, key: String) {
+        let cert = dir + "/cert.pem", key = dir + "/key.pem"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        try #require(p.terminationStatus == 0)
+        return (cert, key)
+    }
+
+    @Test func trustsTheCAFileAndRefusesAnUnknownCertificate() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (cert, key) = try certificate(in: dir)
+        var c = TrackServer.Configuration(database: dir + "/endpoint.sqlite")
+        c.tlsCertificate = cert
+        c.tlsKey = key
+        c.token = "secret"
+        let server = try TrackServer(configuration: c)
+        let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
+        let task = Task { try await server.run { continuation.yield($0) } }
+        let port = try await withTimeout(30, "the TLS endpoint") {
+            var it = ready.makeAsyncIterator()
+            return await it.next() ?? 0
+        }
+        let (outbox, outDir) = try filledOutbox(20)
+        defer { try? FileManager.default.removeItem(atPath: outDir) }
+
+        // The system trust store does not know a self-signed certificate: nothing is sent.
+        var untrusted = Uploader.Configuration(url: "https://127.0.0.1:\(port)/v1/locations")
+        untrusted.token = "secret"
+        untrusted.maxBackoff = 0.01
+        untrusted.initialBackoff = 0.01
+        untrusted.drainAttempts = 2
+        let refused = try Uploader(outbox: outbox, configuration: untrusted)
+        try await withTimeout(60, "the refused upload") { await refused.run(drain: true) }
+        #expect(try server.store.count() == 0)
+        #expect(refused.stats.lastError?.contains("cannot reach 127.0.0.1:\(port)") == true)
+        await refused.shutdown()
+
+        // With --ca-file, it is trusted.
+        var trusted = untrusted
+        trusted.caFile = cert
+        let u = try Uploader(outbox: outbox, configuration: trusted)
+        try await withTimeout(60, "the trusted upload") { await u.run(drain: true) }
+        #expect(try server.store.count() == 20)
+        await u.shutdown()
+        await server.shutdown()
+        _ = try? await task.value
+    }
+}

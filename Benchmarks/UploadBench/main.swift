@@ -1,0 +1,77 @@
+// upload-bench: the outbox's append rate and the uploader's throughput to a running endpoint,
+// durable on both sides. Run by tools/bench-upload, which starts the endpoint and the peers.
+//
+//   upload-bench --count 1000000 --url http://127.0.0.1:PORT/v1/locations --token T --dir DIR
+//
+// Prints one JSON object: appends per second (batched, 1,000 a transaction), uploads per second,
+// peak RSS, and a check that the endpoint holds exactly --count records.
+import Formats
+import Foundation
+import Upload
+
+func argument(_ name: String) -> String? {
+    guard let i = CommandLine.arguments.firstIndex(of: name), i + 1 < CommandLine.arguments.count else { return nil }
+    return CommandLine.arguments[i + 1]
+}
+
+func peakRSSMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Double(line.split(separator: " ", omittingEmptySubsequences: true)[1])! / 1024
+    }
+    return -1
+}
+
+let count = Int(argument("--count") ?? "1000000")!
+let batch = Int(argument("--batch") ?? "1000")!
+guard let url = argument("--url"), let dir = argument("--dir") else {
+    FileHandle.standardError.write("usage: upload-bench --url URL --dir DIR [--count N] [--batch N] [--token T]\n".data(using: .utf8)!)
+    exit(64)
+}
+var c = Outbox.Configuration()
+c.device = "bench"
+c.maxCount = count + 1
+let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: c)
+
+// 1. Appends, 1,000 a transaction.
+let t0 = 1_715_679_000.0
+var records: [TrailRecord] = []
+records.reserveCapacity(1000)
+let appendStart = ContinuousClock.now
+var appended = 0
+while appended < count {
+    records.removeAll(keepingCapacity: true)
+    for i in appended..<min(count, appended + 1000) {
+        records.append(TrailRecord(device: "bench", sequence: 0, time: t0 + Double(i) * 0.1,
+                                   latitude: 48.1 + Double(i % 10_000) * 1e-6, longitude: 11.5 + Double(i / 10_000) * 1e-6,
+                                   altitude: 520, horizontalAccuracy: 4.5, verticalAccuracy: 7.5, speed: 1.25, course: 90))
+    }
+    try outbox.append(records)
+    appended += records.count
+}
+let appendSeconds = Double((ContinuousClock.now - appendStart).components.attoseconds) / 1e18
+    + Double((ContinuousClock.now - appendStart).components.seconds)
+let rssAfterAppend = peakRSSMegabytes()
+
+// 2. Upload everything, durable on both sides (the endpoint commits before it answers).
+var u = Uploader.Configuration(url: url)
+u.token = argument("--token")
+u.maxBatchCount = batch
+u.maxBatchBytes = 64 << 20
+u.maxWait = 0
+u.gzip = .never
+let uploader = try Uploader(outbox: outbox, configuration: u)
+let uploadStart = ContinuousClock.now
+await uploader.run(drain: true)
+let elapsed = ContinuousClock.now - uploadStart
+let uploadSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+let stats = uploader.stats
+let pending = try outbox.stats().pending
+await uploader.shutdown()
+
+print("""
+    {"count":\(count),"batch":\(batch),"appendSeconds":\(appendSeconds),"appendsPerSecond":\(Double(count) / appendSeconds),\
+    "uploadSeconds":\(uploadSeconds),"uploadsPerSecond":\(Double(stats.uploaded) / uploadSeconds),\
+    "uploaded":\(stats.uploaded),"requests":\(stats.requests),"retries":\(stats.retries),"pending":\(pending),\
+    "peakRSSAfterAppendMB":\(rssAfterAppend),"peakRSSMB":\(peakRSSMegabytes())}
+    """)

@@ -1,0 +1,90 @@
+import Foundation
+import KeepTrackTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("keeptrack replay --upload, keeptrack serve")
+struct UploadCommandTests {
+    func temporaryDirectory() -> String {
+        var template = Array("/tmp/keeptrack-cli-XXXXXX".utf8CString)
+        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+    }
+
+    /// README's first command: the bundled walk through the whole pipeline into the embedded
+    /// endpoint, ending with where the trail is and how much was stored.
+    @Test func theMainJobStoresTheWalkInTheEmbeddedEndpoint() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try keeptrack(["replay", "--upload", "embedded", "--regions", "fixtures/walk-15min.regions.geojson",
+                               "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("upload: 900 records acknowledged"))
+        #expect(r.stderr.contains("0 left in the outbox"))
+        #expect(r.stderr.contains("embedded endpoint: 895 points and 5 region events stored for device"))
+        let trails = try FileManager.default.contentsOfDirectory(atPath: dir + "/trails")
+        #expect(trails.count == 1)
+        let geo = try Data(contentsOf: URL(fileURLWithPath: dir + "/trails/" + trails[0]))
+        let json = try #require(try JSONSerialization.jsonObject(with: geo) as? [String: Any])
+        let features = try #require(json["features"] as? [[String: Any]])
+        let line = try #require(features.first?["geometry"] as? [String: Any])
+        #expect((line["coordinates"] as? [Any])?.count == 895)
+        #expect(features.count == 6)
+        // No log lines on standard output: it carries the events only.
+        #expect(r.stdout.split(separator: "\n").allSatisfy { $0.hasPrefix("{\"event\":") })
+    }
+
+    @Test func anUnreachableEndpointKeepsEverythingForTheNextRun() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
+                               "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        #expect(r.status == 0)
+        #expect(r.stderr.contains("895 left in the outbox"))
+        #expect(r.stderr.contains("they go with the next run"))
+        // The next run, with the endpoint there, sends both runs' records.
+        let next = try keeptrack(["replay", "--upload", "embedded", "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        #expect(next.status == 0)
+        #expect(next.stderr.contains("upload: 1,790 records acknowledged"))
+    }
+
+    @Test(arguments: [
+        (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http:// or https:// URL"),
+        (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file and --header go with --upload URL."),
+        (["replay", "--upload", "embedded", "--header", "nocolon", "fixtures/walk-15min.nmea"], "--header takes 'Name: value'"),
+        (["serve", "--fail-rate", "2"], "Faults: failRate must be between 0 and 1."),
+        (["replay", "--upload", "embedded", "--format", "gpx", "fixtures/walk-15min.nmea"], "--format"),
+    ])
+    func badUploadOptionsAreNamed(arguments: [String], message: String) throws {
+        let r = try keeptrack(arguments)
+        #expect(r.status == 64)
+        #expect(r.stderr.contains(message))
+    }
+
+    @Test func aCAFileThatIsNotPEMIsNamed() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try keeptrack(["replay", "--upload", "https://127.0.0.1:9/v1/locations", "--ca-file",
+                               "fixtures/walk-15min.nmea", "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--ca-file fixtures/walk-15min.nmea: no PEM certificate could be read"))
+    }
+}
+
+@Suite("tools/crash-test: nothing lost, nothing stored twice")
+struct CrashTestTests {
+    /// A handful of SIGKILLs of the uploader while the endpoint fails, drops, refuses and dies;
+    /// the script checks the endpoint holds every id once, in order (`tools/crash-test --kills 100`
+    /// is the long version).
+    @Test func killsAndOutagesLoseNothingAndStoreNothingTwice() throws {
+        let tool = try Tool("tools/crash-test", ["--kills", "5", "--seed", "7", "--speed", "120",
+                                                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
+        tool.guardAgainstHang(seconds: 600)
+        var lines: [String] = []
+        while let line = tool.readLine() { lines.append(line) }
+        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
+        #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
+    }
+}
