@@ -22,6 +22,21 @@ func peakRSSMegabytes() -> Double {
     return -1
 }
 
+if CommandLine.arguments.contains("--codec") {
+    // The JSON batch's encode and decode, alone: what each request costs the two sides' CPU.
+    let records = (0..<1000).map { i in
+        TrailRecord(device: "bench", sequence: Int64(i + 1), time: 1_715_679_000 + Double(i) * 0.1, latitude: 48.1,
+                    longitude: 11.5, altitude: 520, horizontalAccuracy: 4.5, verticalAccuracy: 7.5, speed: 1.25, course: 90)
+    }
+    var body: [UInt8] = []
+    let e0 = ContinuousClock.now
+    for _ in 0..<100 { body = JSONBatch.encode(device: "bench", records: records) }
+    let e1 = ContinuousClock.now
+    for _ in 0..<100 { _ = try JSONBatch.decode(body, now: 2e9) }
+    let e2 = ContinuousClock.now
+    print("encode \((e1 - e0) / 100) per 1000 records, decode \((e2 - e1) / 100) per 1000 records, \(body.count) bytes")
+    exit(0)
+}
 let count = Int(argument("--count") ?? "1000000")!
 let batch = Int(argument("--batch") ?? "1000")!
 guard let url = argument("--url"), let dir = argument("--dir") else {

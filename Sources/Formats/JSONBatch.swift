@@ -64,57 +64,134 @@ public enum JSONBatch {
         }
     }
 
-    struct Wire: Decodable {
-        var device: String
-        var records: [Record]
-        struct Record: Decodable {
-            var id: String?
-            var seq: Int64
-            var kind: String
-            var region: String?
-            var time: String
-            var lat: Double
-            var lon: Double
-            var alt: Double?
-            var hAcc: Double?
-            var vAcc: Double?
-            var speed: Double?
-            var course: Double?
+    /// Reads a batch, validating every record against `now` (see ``TrailRecord/problem(now:)``).
+    /// Unknown keys are ignored.
+    ///
+    /// - Throws: ``WireFormatError`` naming the record and field (`records[3].lat: ...`), or the
+    ///   byte where the JSON breaks.
+    public static func decode(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> (device: String, records: [TrailRecord]) {
+        var s = JSONScanner(bytes)
+        var device: String?
+        var records: [TrailRecord] = []
+        var ids: [String?] = []
+        var sawRecords = false
+        do {
+            try s.expect(UInt8(ascii: "{"))
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.string()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch key {
+                    case "device":
+                        guard case .string(let d) = try s.value() else { throw WireFormatError("device: expected a string") }
+                        device = d
+                    case "records":
+                        sawRecords = true
+                        try s.expect(UInt8(ascii: "["))
+                        if !s.take(UInt8(ascii: "]")) {
+                            repeat {
+                                let (r, id) = try record(&s, index: records.count)
+                                records.append(r)
+                                ids.append(id)
+                            } while s.take(UInt8(ascii: ","))
+                            try s.expect(UInt8(ascii: "]"))
+                        }
+                    default:
+                        try s.skipValue()
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            }
+            guard s.atEnd else { throw s.fail("text after the object") }
+        } catch let f as JSONScanner.Failure {
+            throw WireFormatError(f.message)
+        } catch let e as WireFormatError {
+            throw e
+        } catch {
+            throw WireFormatError("\(error)")
         }
+        guard let device else { throw WireFormatError("device: missing") }
+        guard sawRecords else { throw WireFormatError("records: missing") }
+        for i in records.indices {
+            records[i].device = device
+            // The id, when given, must be device:seq (checked now that the device is known).
+            if let id = ids[i], id != records[i].id {
+                throw WireFormatError("records[\(i)].id: '\(id)' is not device:seq ('\(records[i].id)')")
+            }
+            if let problem = records[i].problem(now: now) { throw WireFormatError("records[\(i)]: \(problem)") }
+        }
+        return (device, records)
     }
 
-    /// Reads a batch, validating every record against `now` (see ``TrailRecord/problem(now:)``).
-    ///
-    /// - Throws: ``WireFormatError`` naming the record and field (`records[3].lat: ...`), or what
-    ///   makes the JSON unreadable.
-    public static func decode(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> (device: String, records: [TrailRecord]) {
-        let wire: Wire
-        do {
-            wire = try JSONDecoder().decode(Wire.self, from: Data(bytes))
-        } catch let error as DecodingError {
-            throw WireFormatError(describe(error))
-        } catch {
-            throw WireFormatError("malformed JSON: \(error)")
+    /// One record object; the device is filled in by the caller.
+    static func record(_ s: inout JSONScanner, index: Int) throws -> (TrailRecord, String?) {
+        var id: String?
+        var seq: Int64?
+        var kind: TrailRecord.Kind?
+        var region: String?
+        var time: Double?
+        var lat: Double?, lon: Double?
+        var alt: Double?, hAcc: Double?, vAcc: Double?, speed: Double?, course: Double?
+        func number(_ v: JSONScanner.Value, _ key: String) throws(WireFormatError) -> Double? {
+            switch v {
+            case .number(let d): return d
+            case .null: return nil
+            default: throw WireFormatError("records[\(index)].\(key): expected a number")
+            }
         }
-        var records: [TrailRecord] = []
-        records.reserveCapacity(wire.records.count)
-        for (i, w) in wire.records.enumerated() {
-            guard let kind = TrailRecord.Kind(rawValue: w.kind) else {
-                throw WireFormatError("records[\(i)].kind: '\(w.kind)' is not location, enter, exit or dwell")
-            }
-            guard let time = ISOTime.parse(w.time) else {
-                throw WireFormatError("records[\(i)].time: '\(w.time)' is not an ISO 8601 UTC time")
-            }
-            let r = TrailRecord(device: wire.device, sequence: w.seq, kind: kind, region: w.region, time: time,
-                                latitude: w.lat, longitude: w.lon, altitude: w.alt, horizontalAccuracy: w.hAcc,
-                                verticalAccuracy: w.vAcc, speed: w.speed, course: w.course)
-            if let id = w.id, id != r.id {
-                throw WireFormatError("records[\(i)].id: '\(id)' is not device:seq ('\(r.id)')")
-            }
-            if let problem = r.problem(now: now) { throw WireFormatError("records[\(i)]: \(problem)") }
-            records.append(r)
+        try s.expect(UInt8(ascii: "{"))
+        if !s.take(UInt8(ascii: "}")) {
+            repeat {
+                let key = try s.string()
+                try s.expect(UInt8(ascii: ":"))
+                let v = try s.value()
+                switch key {
+                case "id":
+                    guard case .string(let text) = v else { throw WireFormatError("records[\(index)].id: expected a string") }
+                    id = text
+                case "seq":
+                    guard let d = try number(v, key), d == d.rounded(), abs(d) < 9e15 else {
+                        throw WireFormatError("records[\(index)].seq: expected an integer")
+                    }
+                    seq = Int64(d)
+                case "kind":
+                    guard case .string(let k) = v else { throw WireFormatError("records[\(index)].kind: expected a string") }
+                    guard let parsed = TrailRecord.Kind(rawValue: k) else {
+                        throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit or dwell")
+                    }
+                    kind = parsed
+                case "region":
+                    switch v {
+                    case .string(let r): region = r
+                    case .null: region = nil
+                    default: throw WireFormatError("records[\(index)].region: expected a string")
+                    }
+                case "time":
+                    guard case .string(let t) = v else { throw WireFormatError("records[\(index)].time: expected a string") }
+                    guard let parsed = ISOTime.parse(t) else {
+                        throw WireFormatError("records[\(index)].time: '\(t)' is not an ISO 8601 UTC time")
+                    }
+                    time = parsed
+                case "lat": lat = try number(v, key)
+                case "lon": lon = try number(v, key)
+                case "alt": alt = try number(v, key)
+                case "hAcc": hAcc = try number(v, key)
+                case "vAcc": vAcc = try number(v, key)
+                case "speed": speed = try number(v, key)
+                case "course": course = try number(v, key)
+                default: break
+                }
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
         }
-        return (wire.device, records)
+        func missing(_ key: String) -> WireFormatError { WireFormatError("records[\(index)].\(key): missing") }
+        guard let seq else { throw missing("seq") }
+        guard let kind else { throw missing("kind") }
+        guard let time else { throw missing("time") }
+        guard let lat else { throw missing("lat") }
+        guard let lon else { throw missing("lon") }
+        return (TrailRecord(device: "", sequence: seq, kind: kind, region: region, time: time, latitude: lat, longitude: lon,
+                            altitude: alt, horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course), id)
     }
 
     /// A decoding error as a sentence with its JSON path.

@@ -39,6 +39,13 @@ extension Outbox {
                 );
                 """)
         }
+        m.registerMigration("v3-pending-count-and-age-index") { db in
+            // Caps and stats without scanning: a maintained count and an index on the age.
+            try db.execute(sql: """
+                CREATE INDEX outbox_appended ON outbox (appended);
+                INSERT INTO meta (key, value) SELECT 'pending', COUNT(*) FROM outbox;
+                """)
+        }
         return m
     }
 }

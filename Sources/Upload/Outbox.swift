@@ -123,6 +123,7 @@ public final class Outbox: Sendable {
                     s.sequence = db.lastInsertedRowID
                     stored.append(s)
                 }
+                try addPending(db, records.count)
                 let eviction = try evict(db, now: t)
                 return (stored, eviction)
             }
@@ -134,18 +135,30 @@ public final class Outbox: Sendable {
     /// Applies the caps: the oldest records beyond the count, and those older than the age.
     func evict(_ db: Database, now t: Double) throws -> Eviction {
         var e = Eviction()
-        try db.execute(sql: "DELETE FROM outbox WHERE appended < ?", arguments: [t - configuration.maxAge])
-        e.byAge = db.changesCount
-        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
+        if let oldest = try Double.fetchOne(db, sql: "SELECT MIN(appended) FROM outbox"), oldest < t - configuration.maxAge {
+            try db.execute(sql: "DELETE FROM outbox WHERE appended < ?", arguments: [t - configuration.maxAge])
+            e.byAge = db.changesCount
+            try addPending(db, -e.byAge)
+        }
+        let count = try pending(db)
         if count > configuration.maxCount {
             try db.execute(sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
                            arguments: [count - configuration.maxCount])
             e.byCount = db.changesCount
+            try addPending(db, -e.byCount)
         }
         if e.total > 0 {
             try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'evicted'", arguments: [e.total])
         }
         return e
+    }
+
+    func pending(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'pending'") ?? 0
+    }
+
+    func addPending(_ db: Database, _ n: Int) throws {
+        if n != 0 { try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'pending'", arguments: [n]) }
     }
 
     /// The next records to send: region transitions first (they jump the backlog), then
@@ -206,12 +219,30 @@ public final class Outbox: Sendable {
         }
     }
 
+    /// Deletes records by sequence: contiguous runs as ranges, the rest in chunks.
     func deleteOutbox(_ db: Database, _ sequences: [Int64]) throws {
-        for chunk in stride(from: 0, to: sequences.count, by: 500) {
-            let part = Array(sequences[chunk..<min(chunk + 500, sequences.count)])
+        var deleted = 0
+        var singles: [Int64] = []
+        let sorted = sequences.sorted()
+        var k = 0
+        while k < sorted.count {
+            var j = k
+            while j + 1 < sorted.count && sorted[j + 1] == sorted[j] + 1 { j += 1 }
+            if j - k >= 8 {
+                try db.execute(sql: "DELETE FROM outbox WHERE seq BETWEEN ? AND ?", arguments: [sorted[k], sorted[j]])
+                deleted += db.changesCount
+            } else {
+                singles += sorted[k...j]
+            }
+            k = j + 1
+        }
+        for chunk in stride(from: 0, to: singles.count, by: 500) {
+            let part = Array(singles[chunk..<min(chunk + 500, singles.count)])
             let marks = part.map { _ in "?" }.joined(separator: ",")
             try db.execute(sql: "DELETE FROM outbox WHERE seq IN (\(marks))", arguments: StatementArguments(part))
+            deleted += db.changesCount
         }
+        try addPending(db, -deleted)
     }
 
     /// The dead letters: record, the endpoint's status and reason.
@@ -237,7 +268,7 @@ public final class Outbox: Sendable {
     public func stats() throws(UploadError) -> Stats {
         do {
             return try pool.read { db in
-                Stats(pending: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0,
+                Stats(pending: try pending(db),
                       oldestAppended: try Double.fetchOne(db, sql: "SELECT MIN(appended) FROM outbox"),
                       deadLetters: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dead_letter") ?? 0,
                       evicted: try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evicted'") ?? 0,

@@ -38,7 +38,11 @@ struct WireFormatTests {
          "records[0].id: 'd:2' is not device:seq ('d:1')"),
         (#"{"device":"d","records":[{"seq":1,"kind":"enter","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#,
          "records[0]: a enter record needs a region"),
-        (#"{"device":"d","records":[{"seq":"#, "malformed JSON"),
+        (#"{"device":"d","records":[{"seq":"#, "malformed JSON: the body ends early"),
+        (#"{"device":"d","records":[{"seq":1,,"#, "malformed JSON at byte 34: expected a string"),
+        (#"{"device":"d","records":[{"seq":"one","kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#,
+         "records[0].seq: expected a number"),
+        (#"{"records":[]}"#, "device: missing"),
     ])
     func badBatchesSayWhatAndWhere(body: String, message: String) {
         #expect(throws: WireFormatError(message)) { try JSONBatch.decode(Array(body.utf8), now: now) }

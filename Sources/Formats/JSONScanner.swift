@@ -1,0 +1,201 @@
+/// A strict, allocation-light JSON reader over bytes, for the flat objects of our wire formats:
+/// strings, numbers, `null`, booleans; nested values can be skipped. Errors name the byte offset.
+struct JSONScanner {
+    let bytes: [UInt8]
+    var i = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    struct Failure: Error {
+        var message: String
+    }
+
+    func fail(_ what: String) -> Failure {
+        Failure(message: i < bytes.count ? "malformed JSON at byte \(i): \(what)" : "malformed JSON: the body ends early")
+    }
+
+    mutating func skipWhitespace() {
+        while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+    }
+
+    /// Consumes `c` (after whitespace), or fails.
+    mutating func expect(_ c: UInt8) throws(Failure) {
+        skipWhitespace()
+        guard i < bytes.count, bytes[i] == c else { throw fail("expected '\(Character(Unicode.Scalar(c)))'") }
+        i += 1
+    }
+
+    /// Consumes `c` (after whitespace) if it is next.
+    mutating func take(_ c: UInt8) -> Bool {
+        skipWhitespace()
+        if i < bytes.count, bytes[i] == c {
+            i += 1
+            return true
+        }
+        return false
+    }
+
+    var atEnd: Bool {
+        mutating get {
+            skipWhitespace()
+            return i >= bytes.count
+        }
+    }
+
+    /// The raw bytes of a string without escapes, as a range, or `nil` when it has escapes (then
+    /// ``string()`` decodes it).
+    mutating func string() throws(Failure) -> String {
+        skipWhitespace()
+        guard i < bytes.count, bytes[i] == 0x22 else { throw fail("expected a string") }
+        i += 1
+        let start = i
+        while i < bytes.count, bytes[i] != 0x22, bytes[i] != 0x5C, bytes[i] >= 0x20 { i += 1 }
+        guard i < bytes.count else { throw fail("unterminated string") }
+        if bytes[i] == 0x22 {
+            defer { i += 1 }
+            return String(decoding: bytes[start..<i], as: UTF8.self)
+        }
+        // Escapes: decode the rest the slow way.
+        var out = Array(bytes[start..<i])
+        while true {
+            guard i < bytes.count else { throw fail("unterminated string") }
+            let c = bytes[i]
+            if c == 0x22 {
+                i += 1
+                return String(decoding: out, as: UTF8.self)
+            }
+            if c < 0x20 { throw fail("a control character in a string") }
+            if c != 0x5C {
+                out.append(c)
+                i += 1
+                continue
+            }
+            i += 1
+            guard i < bytes.count else { throw fail("unterminated string") }
+            let e = bytes[i]
+            i += 1
+            switch e {
+            case 0x22, 0x5C, 0x2F: out.append(e)
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = try hex4()
+                if (0xD800..<0xDC00).contains(scalar) {
+                    guard i + 1 < bytes.count, bytes[i] == 0x5C, bytes[i + 1] == UInt8(ascii: "u") else {
+                        throw fail("an unpaired surrogate")
+                    }
+                    i += 2
+                    let low = try hex4()
+                    guard (0xDC00..<0xE000).contains(low) else { throw fail("an unpaired surrogate") }
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                }
+                guard let u = Unicode.Scalar(scalar) else { throw fail("an invalid \\u escape") }
+                out.append(contentsOf: String(Character(u)).utf8)
+            default: throw fail("an invalid escape")
+            }
+        }
+    }
+
+    mutating func hex4() throws(Failure) -> UInt32 {
+        guard i + 4 <= bytes.count else { throw fail("a short \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let c = bytes[i]
+            let d: UInt32
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - 48)
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - 87)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - 55)
+            default: throw fail("a bad \\u escape")
+            }
+            v = v << 4 | d
+            i += 1
+        }
+        return v
+    }
+
+    /// A value as the record fields need it.
+    enum Value {
+        case string(String)
+        case number(Double)
+        case null
+        case other
+    }
+
+    mutating func value() throws(Failure) -> Value {
+        skipWhitespace()
+        guard i < bytes.count else { throw fail("expected a value") }
+        switch bytes[i] {
+        case 0x22: return .string(try string())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .other
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .other
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            try skipValue()
+            return .other
+        default: throw fail("expected a value")
+        }
+    }
+
+    mutating func literal(_ word: StaticString) throws(Failure) {
+        let n = word.utf8CodeUnitCount
+        guard i + n <= bytes.count else { throw fail("expected \(word)") }
+        for k in 0..<n where bytes[i + k] != word.utf8Start[k] { throw fail("expected \(word)") }
+        i += n
+    }
+
+    /// A JSON number (strict grammar), as a Double.
+    mutating func number() throws(Failure) -> Double {
+        let start = i
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 else { throw fail("expected a number") }
+        if bytes[i] == 48 { i += 1 } else { while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 } }
+        if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+            i += 1
+            guard i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 else { throw fail("expected digits after '.'") }
+            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            guard i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 else { throw fail("expected an exponent") }
+            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
+        }
+        guard let v = Double(String(decoding: bytes[start..<i], as: UTF8.self)) else { throw fail("a bad number") }
+        return v
+    }
+
+    /// Skips any value, nested ones included.
+    mutating func skipValue() throws(Failure) {
+        skipWhitespace()
+        guard i < bytes.count else { throw fail("expected a value") }
+        switch bytes[i] {
+        case UInt8(ascii: "{"):
+            i += 1
+            if take(UInt8(ascii: "}")) { return }
+            repeat {
+                _ = try string()
+                try expect(UInt8(ascii: ":"))
+                try skipValue()
+            } while take(UInt8(ascii: ","))
+            try expect(UInt8(ascii: "}"))
+        case UInt8(ascii: "["):
+            i += 1
+            if take(UInt8(ascii: "]")) { return }
+            repeat { try skipValue() } while take(UInt8(ascii: ","))
+            try expect(UInt8(ascii: "]"))
+        default:
+            _ = try value()
+        }
+    }
+}
