@@ -99,7 +99,10 @@ let package = Package(
         .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
-        .testTarget(name: "UploadTests", dependencies: ["Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting"]),
+        .testTarget(name: "UploadTests", dependencies: [
+            "Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
         .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"], exclude: ["Golden"]),
     ],
     swiftLanguageModes: [.v6]
