@@ -171,15 +171,18 @@ public final class Outbox: Sendable {
                     SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course FROM outbox
                     ORDER BY priority, seq LIMIT ?
                     """, arguments: [maxCount])
-                return rows.map { row in
-                    TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
-                                region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
-                                horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
-                }
+                return rows.map { Outbox.record($0, device: device) }
             }
         } catch {
             throw UploadError(.storage, "cannot read the outbox \(path): \(error)")
         }
+    }
+
+    /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course`.
+    static func record(_ row: Row, device: String) -> TrailRecord {
+        TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+                    region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+                    horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
     }
 
     /// Removes records the endpoint has acknowledged.
@@ -253,12 +256,7 @@ public final class Outbox: Sendable {
                 try Row.fetchAll(db, sql: """
                     SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, status, reason
                     FROM dead_letter ORDER BY seq
-                    """).map { row in
-                    (TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
-                                 region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
-                                 horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10]),
-                     row[11], row[12])
-                }
+                    """).map { row in (Outbox.record(row, device: device), row[11], row[12]) }
             }
         } catch {
             throw UploadError(.storage, "cannot read the dead letters of \(path): \(error)")
