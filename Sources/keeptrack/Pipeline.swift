@@ -303,12 +303,15 @@ func runPipeline<S: FixSource>(
         if let next, next < (deadline ?? .infinity) { controller?.poke() }
         deadline = next
     }
+    // A graceful shutdown (SIGTERM, SIGINT) cancels the input; what follows still runs.
+    let interrupted = Task.isCancelled
     try output.writeLifecycle(app.takeEvents(), app: app)
     try output.out.flush()
     if let upload {
         uploading?.cancel()
         await uploading?.value
-        try await upload.finish(quiet: quiet)
+        let deadline = interrupted ? uploadOptions?.shutdownTimeout : nil
+        try await Task { try await upload.finish(quiet: quiet && !interrupted, within: deadline) }.value
     }
     if app.state == .terminated {
         printError("keeptrack: the app was terminated (see the \"terminated\" event)")

@@ -108,6 +108,10 @@ struct Track: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await runAsService { try await track() }
+    }
+
+    func track() async throws {
         var output = SourceOutput(includeAll: all, lineBuffered: true)
         if let gpsd {
             var options = GPSDSource.Options(address: gpsd)!
@@ -196,6 +200,10 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await runAsService { try await replay() }
+    }
+
+    func replay() async throws {
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".

@@ -52,6 +52,10 @@ struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Oldest record the outbox keeps, in days. The default is 30.", valueName: "days"))
     var outboxMaxAge = 30.0
 
+    @Option(help: ArgumentHelp("On SIGTERM or SIGINT, keep uploading this long before exiting (what is left stays "
+                               + "in the outbox). The default is 10.", valueName: "seconds"))
+    var shutdownTimeout = 10.0
+
     var enabled: Bool { upload != nil }
 
     func validate() throws {
@@ -108,7 +112,9 @@ final class UploadRuntime: Sendable {
             logger.logLevel = .warning
             let s = try TrackServer(configuration: c, logger: logger)
             let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
-            serverTask = Task { try await s.run { port in continuation.yield(port) } }
+            // Detached: the endpoint must outlive the tracker's graceful shutdown (task-local in
+            // ServiceLifecycle) long enough to take the last uploads; finish() stops it.
+            serverTask = Task.detached { try await s.run { port in continuation.yield(port) } }
             var it = ready.makeAsyncIterator()
             guard let port = await it.next() else { throw ValidationError("the embedded endpoint did not start") }
             server = s
@@ -157,9 +163,19 @@ final class UploadRuntime: Sendable {
         return evicted
     }
 
-    /// Uploads what is left, stops the endpoint, and says where the trail is (standard error).
-    func finish(quiet: Bool) async throws {
-        await uploader.run(drain: true)
+    /// Uploads what is left (for at most `within` seconds, if given), stops the endpoint, and says
+    /// where the trail is (standard error).
+    func finish(quiet: Bool, within: Double? = nil) async throws {
+        if let within {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.uploader.run(drain: true) }
+                group.addTask { try? await Task.sleep(for: .seconds(within)) }
+                await group.next()
+                group.cancelAll()
+            }
+        } else {
+            await uploader.run(drain: true)
+        }
         let stats = uploader.stats
         let pending = (try? outbox.stats())?.pending ?? -1
         if !quiet {

@@ -88,3 +88,36 @@ struct CrashTestTests {
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 }
+
+@Suite("keeptrack track: graceful shutdown")
+struct GracefulShutdownTests {
+    /// SIGTERM stops the receiver, uploads what the outbox holds (nothing was uploaded before:
+    /// batches wait an hour), stops the endpoint and removes the control socket.
+    @Test func sigtermUploadsTheOutboxBeforeExiting() throws {
+        var template = Array("/tmp/keeptrack-term-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let receiver = try Tool("tools/fake-receiver", ["fixtures/walk-15min.nmea", "--now", "--baud", "38400",
+                                                        "--rate", "4", "--link", dir + "/ttyGPS"])
+        receiver.guardAgainstHang(seconds: 120)
+        defer { receiver.terminate() }
+        _ = receiver.readLine()
+        let errors = dir + "/stderr"
+        let track = try Tool(executable: URL(fileURLWithPath: "/bin/sh"), ["-c",
+            "exec \"$0\" track --serial \"$1\" --baud 38400 --upload embedded --batch-wait 3600 --data-dir \"$2\" "
+                + "--control \"$2/control.sock\" 2>\"$3\"",
+            productsDirectory.appendingPathComponent("keeptrack").path, dir + "/ttyGPS", dir, errors])
+        track.guardAgainstHang(seconds: 120)
+        var seen: [String] = []
+        for _ in 0..<3 { _ = track.readLine(containing: "\"event\":\"location\"", seen: &seen) }
+        kill(track.process.processIdentifier, SIGTERM)
+        while let line = track.readLine() { seen.append(line) }
+        let locations = seen.filter { $0.hasPrefix("{\"event\":\"location\"") }.count
+        #expect(locations >= 3)
+        let summary = try String(contentsOfFile: errors, encoding: .utf8)
+        #expect(summary.contains("upload: \(locations) records acknowledged"), "\(summary)")
+        #expect(summary.contains("embedded endpoint: \(locations) points"))
+        #expect(summary.contains("0 left in the outbox"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/control.sock"))
+    }
+}
