@@ -15,6 +15,19 @@ public enum RejectReason: Hashable, Sendable, CustomStringConvertible {
     /// Not older than the last accepted location.
     case outOfOrder
 
+    /// A label for counting: `no-position`, `no-accuracy`, `inaccurate`, `stale`,
+    /// `implied-speed`, `out-of-order`.
+    public var category: String {
+        switch self {
+        case .noPosition: "no-position"
+        case .noAccuracy: "no-accuracy"
+        case .inaccurate: "inaccurate"
+        case .stale: "stale"
+        case .impliedSpeed: "implied-speed"
+        case .outOfOrder: "out-of-order"
+        }
+    }
+
     public var description: String {
         switch self {
         case .noPosition: "no position"

@@ -108,6 +108,8 @@ public struct Decisions: Sendable {
     /// app), while significant changes and regions still run on the fixes given — the low-rate
     /// sampling that can wake it. The default is `false`.
     public var isSuspended = false
+    /// Why standard updates did not take the fixes of the last ``handle(_:now:)`` (for counting).
+    public private(set) var lastRejections: [RejectReason] = []
     let source: Location.Source
     var lastUsable: Double?
     var firstSeen: Double?
@@ -134,8 +136,10 @@ public struct Decisions: Sendable {
             }
         case .fix(let fix):
             var out: [LocationEvent] = []
+            lastRejections.removeAll(keepingCapacity: true)
             if firstSeen == nil { firstSeen = now }
             guard let location = Location(fix, source: source), location.horizontalAccuracy >= 0 else {
+                lastRejections.append(fix.hasPosition ? .noAccuracy : .noPosition)
                 if !reportedUnknown, now - (lastUsable ?? firstSeen!) >= locationUnknownAfter {
                     reportedUnknown = true
                     out.append(.error(LocationError(
@@ -153,6 +157,7 @@ public struct Decisions: Sendable {
                     case .paused(let l): out.append(.paused(l))
                     case .resumed(let l): out.append(.resumed(l))
                     case .reject(let reason):
+                        lastRejections.append(reason)
                         if case .inaccurate = reason {} else { plausible = false }
                     case .suppress: break
                     }

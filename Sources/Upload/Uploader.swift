@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Formats
 import Lifecycle
 import Logging
+import Metrics
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -102,6 +103,7 @@ public final class Uploader: Sendable {
     let state = Mutex(Stats())
     let gzipAccepted = Atomic<Bool>(false)
     let now: @Sendable () -> Double
+    let metrics = UploadMetrics()
 
     /// - Parameters:
     ///   - application: the lifecycle the uploads run in (background tasks, suspension); `nil`
@@ -190,6 +192,7 @@ public final class Uploader: Sendable {
                 }
                 let wait = after ?? backoff(failures)
                 state.withLock { $0.retries += 1 }
+                metrics.requestsFailed.increment()
                 record(error: "\(reason); retrying in \(Int(wait.rounded())) s")
                 try? await Task.sleep(for: .seconds(wait))
             case .tooLarge:
@@ -225,6 +228,7 @@ public final class Uploader: Sendable {
             taskID = app.beginBackgroundTask(name: "upload") { [self] in
                 request.cancel()
                 state.withLock { $0.expired += 1 }
+                metrics.expired.increment()
                 app.endBackgroundTask(box.id)
             }
             box.id = taskID
@@ -292,6 +296,8 @@ public final class Uploader: Sendable {
             $0.lastSuccess = now()
             $0.lastError = nil
         }
+        metrics.uploaded.increment(by: records.count - skipped)
+        metrics.requestsOK.increment()
         return .done
     }
 
@@ -327,6 +333,7 @@ public final class Uploader: Sendable {
             return .retry(after: nil, reason: "\(error)")
         }
         state.withLock { $0.deadLettered += records.count }
+        metrics.deadLettered.increment(by: records.count)
         // The server's reason may quote the record: only at debug level (coordinates stay out of logs).
         logger.error("records rejected by the endpoint, kept as dead letters",
                      metadata: ["status": "\(status)", "count": "\(records.count)"])
@@ -431,4 +438,13 @@ enum JSONDecoderLite {
         }
         return JSONBatch.Reply(accepted: accepted, duplicates: duplicates)
     }
+}
+
+/// The uploader's counters (swift-metrics: the executable picks the backend).
+struct UploadMetrics: Sendable {
+    let uploaded = Counter(label: "keeptrack_upload_records_total", dimensions: [("result", "ok")])
+    let deadLettered = Counter(label: "keeptrack_upload_records_total", dimensions: [("result", "dead_letter")])
+    let requestsOK = Counter(label: "keeptrack_upload_requests_total", dimensions: [("result", "ok")])
+    let requestsFailed = Counter(label: "keeptrack_upload_requests_total", dimensions: [("result", "retried")])
+    let expired = Counter(label: "keeptrack_upload_expired_total")
 }

@@ -16,7 +16,8 @@ nonisolated(unsafe) private var signalPipe: Int32 = -1
 /// signal or the next deadline: no polling loop.
 ///
 /// Protocol: one line per connection (`status`, `foreground` or `background`), answered with one
-/// line of JSON (the status after the change), then the connection closes.
+/// line of JSON (the status after the change), or `metrics`, answered with Prometheus text; then
+/// the connection closes.
 final class ControlServer: Sendable {
     let path: String
     let runtime: LifecycleRuntime
@@ -121,10 +122,13 @@ final class ControlServer: Sendable {
         case "foreground":
             app.enterForeground()
             reply = runtime.statusJSON(now: app.now)
+        case "metrics":
+            runtime.refreshGauges?()
+            reply = prometheusText()
         default:
             var out = OutputBuffer()
             out.append("{\"error\":")
-            out.appendJSONString("unknown command '\(command)': use status, foreground or background")
+            out.appendJSONString("unknown command '\(command)': use status, metrics, foreground or background")
             out.append("}")
             reply = String(decoding: out.bytes, as: UTF8.self)
         }
@@ -227,6 +231,7 @@ struct Ctl: ParsableCommand {
     @Argument(help: "status, foreground or background.")
     var command: String
 
+
     @Option(help: ArgumentHelp("The tracker's control socket.", valueName: "path"))
     var control: String?
 
@@ -245,11 +250,11 @@ struct Ctl: ParsableCommand {
             print(reply, terminator: reply.hasSuffix("\n") ? "" : "\n")
             return
         }
-        print(humanStatus(reply))
+        print(Ctl.humanStatus(reply))
     }
 
     /// The status reply as lines a person reads.
-    func humanStatus(_ reply: String) -> String {
+    static func humanStatus(_ reply: String) -> String {
         func value(_ key: String) -> String? {
             guard let r = reply.firstRange(of: "\"\(key)\":") else { return nil }
             var rest = reply[r.upperBound...]
@@ -271,6 +276,78 @@ struct Ctl: ParsableCommand {
         let fix = value("lastFixAge") ?? "null"
         lines.append("last fix: " + (fix == "null" ? "none yet" : "\(fix) s ago"))
         lines.append("location updates: " + (value("locationUpdates") == "true" ? "on" : "off"))
+        return lines.joined(separator: "\n")
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what a running tracker is doing: its state, fixes, regions, outbox and uploads.",
+        discussion: """
+            Reads the state and the metrics of `keeptrack track` over its control socket (--control; \
+            the default is $XDG_RUNTIME_DIR/keeptrack/control.sock). --prometheus prints the metrics \
+            as Prometheus text, for a scraper (e.g. node_exporter's textfile collector).
+
+            Examples:
+              keeptrack status
+              keeptrack status --prometheus > /var/lib/node_exporter/keeptrack.prom
+            """
+    )
+
+    @Option(help: ArgumentHelp("The tracker's control socket.", valueName: "path"))
+    var control: String?
+
+    @Flag(help: "Print the metrics in Prometheus text format.")
+    var prometheus = false
+
+    func run() throws {
+        let path = control ?? ControlClient.defaultPath
+        let metrics = try ControlClient.send("metrics", to: path)
+        if prometheus {
+            print(metrics, terminator: "")
+            return
+        }
+        let status = try ControlClient.send("status", to: path)
+        print(Status.summary(status: status, metrics: metrics))
+    }
+
+    /// `name{labels}` → value, from Prometheus text.
+    static func parse(_ text: String) -> [String: Double] {
+        var out: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let v = Double(line[line.index(after: space)...]) else { continue }
+            out[String(line[..<space])] = v
+        }
+        return out
+    }
+
+    static func summary(status: String, metrics: String) -> String {
+        let m = parse(metrics)
+        func n(_ key: String) -> Int { Int(m[key] ?? 0) }
+        let human = Ctl.humanStatus(status)
+        var lines = human.split(separator: "\n").map(String.init)
+        let filtered = m.filter { $0.key.hasPrefix("keeptrack_fixes_filtered_total{") }
+            .map { (String($0.key.split(separator: "\"")[1]), Int($0.value)) }.sorted { $0.0 < $1.0 }
+        lines.append("fixes: \(grouped(n("keeptrack_fixes_total"))) received, "
+            + "\(grouped(n("keeptrack_locations_delivered_total"))) delivered as locations, "
+            + "\(grouped(filtered.reduce(0) { $0 + $1.1 })) filtered"
+            + (filtered.isEmpty ? "" : " (" + filtered.map { "\($0.0) \(grouped($0.1))" }.joined(separator: ", ") + ")"))
+        lines.append("regions: \(n("keeptrack_region_events_total{event=\"enter\"}")) enter, "
+            + "\(n("keeptrack_region_events_total{event=\"exit\"}")) exit, "
+            + "\(n("keeptrack_region_events_total{event=\"dwell\"}")) dwell; significant changes: "
+            + "\(n("keeptrack_significant_changes_total"))")
+        if m["keeptrack_outbox_records"] != nil {
+            lines.append("outbox: \(grouped(n("keeptrack_outbox_records"))) records waiting, oldest "
+                + "\(n("keeptrack_outbox_oldest_age_seconds")) s; \(grouped(n("keeptrack_outbox_evicted_total"))) evicted")
+            let last = m["keeptrack_last_upload_timestamp_seconds"].map { Int(wallClockSeconds() - $0) }
+            lines.append("uploads: \(grouped(n("keeptrack_upload_records_total{result=\"ok\"}"))) records in "
+                + "\(grouped(n("keeptrack_upload_requests_total{result=\"ok\"}"))) requests, "
+                + "\(grouped(n("keeptrack_upload_requests_total{result=\"retried\"}"))) retried, "
+                + "\(grouped(n("keeptrack_upload_records_total{result=\"dead_letter\"}"))) dead letters; last success "
+                + (last.map { "\($0) s ago" } ?? "never"))
+        } else {
+            lines.append("uploads: off (no --upload)")
+        }
         return lines.joined(separator: "\n")
     }
 }

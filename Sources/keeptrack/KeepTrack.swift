@@ -5,6 +5,7 @@ import Logging
 struct KeepTrack: AsyncParsableCommand {
     /// `--gpsd` may come without a value (`keeptrack track --gpsd`): supply the default address.
     static func main() async {
+        bootstrapMetrics()
         // Logs go to standard error: standard output carries the data (JSON Lines).
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -46,6 +47,6 @@ struct KeepTrack: AsyncParsableCommand {
 
             Every subcommand has its own --help.
             """,
-        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Simulate.self, Ctl.self, Regions.self]
+        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Simulate.self, Ctl.self, Status.self, Regions.self]
     )
 }

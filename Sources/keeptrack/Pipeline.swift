@@ -69,6 +69,12 @@ final class LifecycleRuntime: Sendable {
 
     let app: Application
     let notifier: SystemdNotifier?
+    /// Sets the gauges before metrics are read.
+    let refresh = Mutex<(@Sendable () -> Void)?>(nil)
+    var refreshGauges: (@Sendable () -> Void)? {
+        get { refresh.withLock { $0 } }
+        set { refresh.withLock { $0 = newValue } }
+    }
     let releaser: (any WatchReleasing)?
     let sampleInterval: Double
     let shared = Mutex(Shared())
@@ -214,6 +220,20 @@ func runPipeline<S: FixSource>(
         upload = try await UploadRuntime.start(uploadOptions, dataDirectory: dataDirectory, application: app)
     }
     let uploading = upload.map { u in Task { await u.uploader.run() } }
+    let metrics = PipelineMetrics()
+    // Gauges are read when asked for (keeptrack status), not at every fix.
+    runtime.refreshGauges = { [upload] in
+        let t = now()
+        let l = app.lifecycle
+        metrics.state(l.state)
+        let left = l.backgroundTimeRemaining(at: t)
+        metrics.budget.record(left == .greatestFiniteMagnitude ? -1 : left)
+        if let upload, let stats = try? upload.outbox.stats() {
+            metrics.outboxDepth.record(stats.pending)
+            metrics.outboxOldest.record(stats.oldestAppended.map { max(0, wallClockSeconds() - $0) } ?? 0)
+            if let last = upload.uploader.stats.lastSuccess { metrics.lastUpload.record(last) }
+        }
+    }
     let controller = try control.map { try ControlServer(path: $0, runtime: runtime) }
     controller?.start()
     defer { controller?.stop() }
@@ -234,7 +254,10 @@ func runPipeline<S: FixSource>(
             launch()
         }
         let t = now()
-        if element.fix != nil { runtime.fixArrived(at: t) }
+        if element.fix != nil {
+            runtime.fixArrived(at: t)
+            metrics.fixes.increment()
+        }
         app.advance()
         try output.writeLifecycle(app.takeEvents(), app: app)
         if app.state == .terminated { break }
@@ -246,7 +269,17 @@ func runPipeline<S: FixSource>(
         }
         decisions.isSuspended = suspended
         if let fix = element.fix, let l = Location(fix), l.horizontalAccuracy >= 0 { lastLocation = l }
-        for event in decisions.handle(element, now: t) {
+        let events = decisions.handle(element, now: t)
+        for reason in decisions.lastRejections { metrics.filtered(reason) }
+        for event in events {
+            switch event {
+            case .location: metrics.locations.increment()
+            case .significantChange: metrics.significantChanges.increment()
+            case .region(.enter): metrics.regionEvents["enter"]?.increment()
+            case .region(.exit): metrics.regionEvents["exit"]?.increment()
+            case .region(.dwell): metrics.regionEvents["dwell"]?.increment()
+            default: break
+            }
             if let upload {
                 // Into the outbox before anything else happens to it.
                 switch event {
@@ -269,6 +302,7 @@ func runPipeline<S: FixSource>(
                     let evicted = try upload.append(records)
                     records.removeAll(keepingCapacity: true)
                     if evicted.total > 0 {
+                        metrics.evicted.increment(by: evicted.total)
                         output.out.append("{\"event\":\"outbox-evicted\",\"count\":\(evicted.total),"
                             + "\"byCount\":\(evicted.byCount),\"byAge\":\(evicted.byAge)}\n")
                     }

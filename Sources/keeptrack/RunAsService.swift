@@ -17,7 +17,7 @@ func runAsService(_ body: @escaping @Sendable () async throws -> Void) async thr
     var logger = Logger(label: "keeptrack.lifecycle")
     logger.logLevel = .error
     let group = ServiceGroup(configuration: .init(
-        services: [.init(service: CommandService(body: body))],
+        services: [.init(service: CommandService(body: body), successTerminationBehavior: .gracefullyShutdownGroup)],
         gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
     try await group.run()
 }

@@ -110,6 +110,15 @@ struct GracefulShutdownTests {
         track.guardAgainstHang(seconds: 120)
         var seen: [String] = []
         for _ in 0..<3 { _ = track.readLine(containing: "\"event\":\"location\"", seen: &seen) }
+        // keeptrack status reads the running tracker's state and metrics.
+        let status = try keeptrack(["status", "--control", dir + "/control.sock"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("state: active"))
+        #expect(status.stdout.contains("delivered as locations, 0 filtered"))
+        #expect(status.stdout.contains("uploads: 0 records in 0 requests"))
+        let prometheus = try keeptrack(["status", "--prometheus", "--control", dir + "/control.sock"])
+        #expect(prometheus.stdout.contains("# TYPE keeptrack_fixes_total counter"))
+        #expect(prometheus.stdout.contains("keeptrack_lifecycle_state{state=\"active\"} 1"))
         kill(track.process.processIdentifier, SIGTERM)
         while let line = track.readLine() { seen.append(line) }
         let locations = seen.filter { $0.hasPrefix("{\"event\":\"location\"") }.count
