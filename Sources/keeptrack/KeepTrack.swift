@@ -1,6 +1,10 @@
 import ArgumentParser
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @main
 struct KeepTrack: AsyncParsableCommand {
     /// `--gpsd` may come without a value (`keeptrack track --gpsd`): supply the default address.
@@ -13,6 +17,25 @@ struct KeepTrack: AsyncParsableCommand {
             return handler
         }
         var arguments = Array(CommandLine.arguments.dropFirst())
+        // `track` reads its configuration file first; the command line wins (the last value does).
+        if arguments.first == "track" {
+            var path = ConfigFile.defaultPath
+            var explicit = false
+            if let i = arguments.firstIndex(of: "--config"), i + 1 < arguments.count {
+                path = arguments[i + 1]
+                explicit = true
+                arguments.removeSubrange(i...(i + 1))
+            }
+            if explicit || access(path, F_OK) == 0 {
+                do {
+                    let entries = try ConfigFile.load(path)
+                    arguments.insert(contentsOf: entries.flatMap(\.arguments), at: 1)
+                } catch {
+                    printError("keeptrack: \(error) (keeptrack config check \(path))")
+                    Glibc.exit(64)
+                }
+            }
+        }
         var i = 0
         while i < arguments.count {
             if arguments[i] == "--gpsd" && (i + 1 == arguments.count || arguments[i + 1].hasPrefix("-")) {
@@ -47,6 +70,6 @@ struct KeepTrack: AsyncParsableCommand {
 
             Every subcommand has its own --help.
             """,
-        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Simulate.self, Ctl.self, Status.self, Regions.self]
+        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self]
     )
 }

@@ -92,6 +92,11 @@ struct Track: AsyncParsableCommand {
 
     @OptionGroup var data: DataDirectoryOption
 
+    @Option(help: ArgumentHelp("Read settings from this YAML file (default: $XDG_CONFIG_HOME/keeptrack/config.yaml "
+                               + "when it exists); the command line wins. Check it with `keeptrack config check`.",
+                               valueName: "file"))
+    var config: String?
+
     var wantsEvents: Bool { location.wantsEvents || lifecycle.isSet || control != nil || upload.enabled }
 
     func validate() throws {

@@ -1,0 +1,76 @@
+import Foundation
+import KeepTrackTesting
+import Testing
+
+@Suite("keeptrack config")
+struct ConfigCommandTests {
+    func file(_ text: String) throws -> String {
+        var template = Array("/tmp/keeptrack-config-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let path = dir + "/config.yaml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test(arguments: [
+        ("serial: /dev/ttyACM0\ndistance_filter: 10\n", ":2: unknown key 'distance_filter' (did you mean 'distance-filter'?)"),
+        ("serial: /dev/ttyACM0\nsignificant-changes: yes please\n", ":2: significant-changes: expected true or false, got 'yes please'"),
+        ("serial: /dev/ttyACM0\n\n\ndistance-filter: ten\n", ":4: distance-filter: The value 'ten' is invalid for '--distance-filter <metres>'"),
+        ("serial: [\n", ":2: not valid YAML: did not find expected node content"),
+        ("serial: /dev/ttyACM0\nbaud: 1234\n", ":2: baud: --baud must be one of 4800, 9600"),
+        ("- a list\n", ":1: expected keys and values (a mapping)"),
+        ("serial: /dev/ttyACM0\nserial: /dev/ttyUSB0\n", ":2: 'serial' is set twice"),
+        ("significant-changes: true\n", ": Choose one input"),
+    ])
+    func checkNamesTheKeyAndTheLine(text: String, message: String) throws {
+        let path = try file(text)
+        let r = try keeptrack(["config", "check", path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains(path + message), "\(r.stderr)")
+    }
+
+    @Test func aGoodFileChecksOut() throws {
+        let path = try file("""
+            gpsd:                    # localhost:2947
+            significant-changes: true
+            background: false
+            upload: embedded
+            header:
+              - "X-Team: blue"
+              - "X-Van: 7"
+            shutdown-timeout: 20
+            """)
+        let r = try keeptrack(["config", "check", path])
+        #expect(r.status == 0)
+        #expect(r.stdout == "\(path): ok, 6 settings: gpsd, significant-changes, background, upload, header, shutdown-timeout\n")
+    }
+
+    @Test func theCommandLineWinsOverTheFile() throws {
+        let path = try file("serial: /dev/ttyACM0\nbaud: 4800\n")
+        let r = try keeptrack(["track", "--config", path, "--baud", "1234"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("got '1234'"))
+        let broken = try file("serial: /dev/ttyACM0\nbaud_rate: 4800\n")
+        let b = try keeptrack(["track", "--config", broken])
+        #expect(b.status == 64)
+        #expect(b.stderr.contains("\(broken):2: unknown key 'baud_rate'"))
+    }
+
+    /// Every long option of `track` can be set in the file, and the file knows no other key.
+    @Test func everyTrackOptionIsAConfigKey() throws {
+        let help = try keeptrack(["track", "--experimental-dump-help"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(help.stdout.utf8)) as? [String: Any])
+        let command = try #require(json["command"] as? [String: Any])
+        let arguments = try #require(command["arguments"] as? [[String: Any]])
+        var options: Set<String> = []
+        for a in arguments {
+            for n in (a["names"] as? [[String: Any]]) ?? [] where n["kind"] as? String == "long" {
+                options.insert(n["name"] as! String)
+            }
+        }
+        options.subtract(["help", "config"])
+        // Each key, set alone, parses (values are placeholders the parser accepts).
+        let keys = try #require(try keeptrack(["config", "check", "--list-keys"]).stdout.split(separator: "\n").map(String.init))
+        #expect(Set(keys) == options)
+    }
+}
