@@ -173,8 +173,9 @@ public final class Uploader: Sendable {
             }
             if !drain && batch.count < batchLimit, let oldest = (try? outbox.stats())?.oldestAppended,
                now() - oldest < configuration.maxWait {
-                // Not full: wait for more, up to the oldest record's wait.
-                await signal.wait(timeout: configuration.maxWait - (now() - oldest))
+                // Not full: let it fill until the oldest record waited maxWait. New records don't
+                // wake this wait (a tracker appends every second: that would cost a look each time).
+                try? await Task.sleep(for: .seconds(configuration.maxWait - (now() - oldest)))
                 continue
             }
             switch await sendInBackgroundTask(batch) {

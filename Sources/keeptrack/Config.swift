@@ -33,7 +33,7 @@ enum ConfigFile {
         "wake-window": .option, "sample-interval": .option, "control": .option, "upload": .option, "format": .option,
         "device-id": .option, "token": .option, "ca-file": .option, "header": .list, "batch-size": .option,
         "batch-wait": .option, "max-backoff": .option, "outbox-max-records": .option, "outbox-max-age": .option,
-        "shutdown-timeout": .option, "data-dir": .option,
+        "shutdown-timeout": .option, "data-dir": .option, "log-level": .option, "log-format": .option,
     ]
 
     /// A problem in the file, with its line when known.

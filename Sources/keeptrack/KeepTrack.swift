@@ -11,11 +11,7 @@ struct KeepTrack: AsyncParsableCommand {
     static func main() async {
         bootstrapMetrics()
         // Logs go to standard error: standard output carries the data (JSON Lines).
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .warning
-            return handler
-        }
+        LoggingOptions.bootstrap(Array(CommandLine.arguments.dropFirst()))
         var arguments = Array(CommandLine.arguments.dropFirst())
         // `track` reads its configuration file first; the command line wins (the last value does).
         if arguments.first == "track" {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Formats
+import Logging
 import Upload
 import GPSInput
 import Geo
@@ -221,6 +222,7 @@ func runPipeline<S: FixSource>(
     }
     let uploading = upload.map { u in Task { await u.uploader.run() } }
     let metrics = PipelineMetrics()
+    let logger = Logger(label: "keeptrack.track")
     // Gauges are read when asked for (keeptrack status), not at every fix.
     runtime.refreshGauges = { [upload] in
         let t = now()
@@ -274,7 +276,9 @@ func runPipeline<S: FixSource>(
         for event in events {
             switch event {
             case .location: metrics.locations.increment()
-            case .significantChange: metrics.significantChanges.increment()
+            case .significantChange(let l):
+                metrics.significantChanges.increment()
+                logger.info("significant change", metadata: logger.coordinates(l))
             case .region(.enter): metrics.regionEvents["enter"]?.increment()
             case .region(.exit): metrics.regionEvents["exit"]?.increment()
             case .region(.dwell): metrics.regionEvents["dwell"]?.increment()

@@ -65,8 +65,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
     var tlsKey: String?
 
-    @Flag(help: "Log every request (info level).")
-    var verbose = false
+    @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
 
@@ -102,7 +101,7 @@ struct Serve: AsyncParsableCommand {
         c.tlsCertificate = tlsCert
         c.tlsKey = tlsKey
         var logger = Logger(label: "keeptrack.serve")
-        logger.logLevel = verbose ? .info : .warning
+        logger.logLevel = logging.logLevel
         let server: TrackServer
         do {
             server = try TrackServer(configuration: c, logger: logger)

@@ -92,6 +92,8 @@ struct Track: AsyncParsableCommand {
 
     @OptionGroup var data: DataDirectoryOption
 
+    @OptionGroup(title: "Logs") var logging: LoggingOptions
+
     @Option(help: ArgumentHelp("Read settings from this YAML file (default: $XDG_CONFIG_HOME/keeptrack/config.yaml "
                                + "when it exists); the command line wins. Check it with `keeptrack config check`.",
                                valueName: "file"))
@@ -198,6 +200,8 @@ struct Replay: AsyncParsableCommand {
     var upload: UploadOptions
 
     @OptionGroup var data: DataDirectoryOption
+
+    @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     func validate() throws {
         if let speed, !(speed > 0 && speed.isFinite) { throw ValidationError("--speed must be a positive number.") }

@@ -74,3 +74,24 @@ struct ConfigCommandTests {
         #expect(Set(keys) == options)
     }
 }
+
+@Suite("Logs")
+struct LoggingTests {
+    @Test func jsonLogsKeepCoordinatesOutAboveDebug() throws {
+        let r = try keeptrack(["replay", "--significant-changes", "--log-level", "info", "--log-format", "json", "--quiet",
+                               "fixtures/walk-15min.nmea"])
+        #expect(r.status == 0)
+        let logs = r.stderr.split(separator: "\n").filter { $0.hasPrefix("{") }
+        #expect(!logs.isEmpty)
+        for line in logs {
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(o["level"] as? String == "info")
+            #expect((o["metadata"] as? [String: String])?["lat"] == "<redacted>")
+        }
+        let debug = try keeptrack(["replay", "--significant-changes", "--log-level", "debug", "--quiet",
+                                   "fixtures/walk-15min.nmea"])
+        #expect(debug.stderr.contains("lat=48.13736633"))
+        let quiet = try keeptrack(["replay", "--significant-changes", "--quiet", "fixtures/walk-15min.nmea"])
+        #expect(quiet.stderr.isEmpty)
+    }
+}
