@@ -75,7 +75,7 @@ public final class TrackServer: Sendable {
         var server: HTTPServerBuilder = .http1()
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
-            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .file(key))
+            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
             server = try .tls(.http1(), tlsConfiguration: tls)
         }
         let app = Hummingbird.Application(
@@ -145,6 +145,7 @@ public final class TrackServer: Sendable {
                             body: .init(byteBuffer: ByteBuffer(string: self.metrics.prometheus(stored: stored))))
         }
         router.put("/v1/faults") { request, context in try await self.setFaults(request, context) }
+        router.get("/map") { request, _ in try self.mapPage(request) }
         return router
     }
 
@@ -289,6 +290,32 @@ public final class TrackServer: Sendable {
         }
     }
 
+    /// An HTML page with each device's trail drawn (SVG inline, nothing fetched), or one device's
+    /// with `?device=ID`.
+    func mapPage(_ request: Request) throws -> Response {
+        let wanted = request.uri.queryParameters["device"].map(String.init)
+        var html = """
+            <!DOCTYPE html>
+            <html><head><meta charset="utf-8"><title>keeptrack trails</title>
+            <style>body{font-family:sans-serif;margin:24px;background:#fff} h1{font-size:20px} section{margin-bottom:32px}</style>
+            </head><body><h1>keeptrack: stored trails</h1>
+
+            """
+        let devices = try store.devices().filter { wanted == nil || $0.id == wanted }
+        if devices.isEmpty { html += "<p>No trail stored yet.</p>\n" }
+        for d in devices {
+            let records = try store.trail(device: d.id)
+            var id: [UInt8] = []
+            ByteWriting.appendXMLEscaped(d.id, to: &id)
+            html += "<section><h2><a href=\"/map?device=\(String(decoding: id, as: UTF8.self))\">\(String(decoding: id, as: UTF8.self))</a></h2>\n"
+            html += TrailSVG.render(title: d.id, records: records, width: 900)
+            html += "</section>\n"
+        }
+        html += "</body></html>\n"
+        return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+                        body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
     func setFaults(_ request: Request, _ context: ServerContext) async throws -> Response {
         let bytes = try await body(request)
         let new: Faults
@@ -363,6 +390,8 @@ struct AuthMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        // Health and metrics carry no personal data; everything else (the map included: open it as
+        // /map?token=TOKEN) needs the token.
         guard let token, request.uri.path != "/healthz", request.uri.path != "/metrics" else {
             return try await next(request, context)
         }

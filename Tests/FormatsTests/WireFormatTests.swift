@@ -135,3 +135,46 @@ struct WireFormatTests {
         #expect(ISOTime.parse(text) == nil)
     }
 }
+
+@Suite("Trail pictures")
+struct TrailSVGTests {
+    /// 10 minutes still, then a walk away, then 2 minutes still.
+    var trail: [TrailRecord] {
+        var out: [TrailRecord] = []
+        for i in 0..<600 {
+            out.append(TrailRecord(device: "d", sequence: Int64(i + 1), time: 1000 + Double(i),
+                                   latitude: 48.1 + Double(i % 3) * 1e-5, longitude: 11.5))
+        }
+        for i in 0..<300 {
+            out.append(TrailRecord(device: "d", sequence: Int64(601 + i), time: 1600 + Double(i),
+                                   latitude: 48.1 + Double(i) * 1.2e-5, longitude: 11.5))
+        }
+        return out
+    }
+
+    @Test func stopsAreWhereTheTrailStayedFiveMinutes() {
+        let stops = TrailSVG.stops(trail)
+        #expect(stops.count == 1)
+        #expect(stops.first.map { $0.end - $0.start >= 599 } == true)
+    }
+
+    @Test func thePictureHasTheTrackRegionsStopsAndTransitions() throws {
+        var records = trail
+        var enter = records[700]
+        enter.kind = .enter
+        enter.region = "park <north>"
+        records.append(enter)
+        let region = try RegionDefinition.parseGeoJSON(Array(#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"park <north>","properties":{"radius":60},"geometry":{"type":"Point","coordinates":[11.5,48.102]}}]}"#.utf8))
+        let svg = TrailSVG.render(title: "van & co", records: records, regions: region)
+        #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\""))
+        #expect(svg.contains("<polyline class=\"track\""))
+        #expect(svg.contains("<circle class=\"region\""))
+        #expect(svg.contains(">park &lt;north&gt;</text>"))
+        #expect(svg.contains("stop 11 min"))  // 10 still, and the first 50 m of the walk
+        #expect(svg.contains("<circle class=\"enter\""))
+        #expect(svg.contains(">van &amp; co</text>"))
+        #expect(svg.contains("900 points"))
+        // Nothing fetched: the only URL is the SVG namespace.
+        #expect(svg.split(separator: "http", omittingEmptySubsequences: false).count == 2)
+    }
+}
