@@ -1,5 +1,6 @@
 import Formats
 import GRDB
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -51,6 +52,8 @@ public final class Outbox: Sendable {
     public let device: String
     let pool: DatabasePool
     let now: @Sendable () -> Double
+    /// When the age cap was last applied.
+    let lastAgeCheck = Mutex(-Double.infinity)
 
     /// Opens (creating and migrating) the outbox at `path`.
     ///
@@ -135,7 +138,14 @@ public final class Outbox: Sendable {
     /// Applies the caps: the oldest records beyond the count, and those older than the age.
     func evict(_ db: Database, now t: Double) throws -> Eviction {
         var e = Eviction()
-        if let oldest = try Double.fetchOne(db, sql: "SELECT MIN(appended) FROM outbox"), oldest < t - configuration.maxAge {
+        // The age cap is looked at once a minute (it is measured in days); the count at every append.
+        let checkAge = lastAgeCheck.withLock { last -> Bool in
+            guard t - last >= 60 || t < last else { return false }
+            last = t
+            return true
+        }
+        if checkAge, let oldest = try Double.fetchOne(db, sql: "SELECT MIN(appended) FROM outbox"),
+           oldest < t - configuration.maxAge {
             try db.execute(sql: "DELETE FROM outbox WHERE appended < ?", arguments: [t - configuration.maxAge])
             e.byAge = db.changesCount
             try addPending(db, -e.byAge)

@@ -68,8 +68,8 @@ struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
+    func log(event: LogEvent) {
+        let level = event.level, message = event.message, explicit = event.metadata
         var out: [UInt8] = []
         ByteWriting.appendStatic("{\"time\":\"", to: &out)
         ISOTime.append(wallClockSeconds(), to: &out)

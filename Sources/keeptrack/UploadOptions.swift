@@ -39,8 +39,9 @@ struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Records per request with --format json. The default is 500.", valueName: "n"))
     var batchSize = 500
 
-    @Option(help: ArgumentHelp("Seconds a batch that is not full waits for more. The default is 5.", valueName: "seconds"))
-    var batchWait = 5.0
+    @Option(help: ArgumentHelp("Seconds a batch that is not full waits for more (fewer, larger requests cost less "
+                               + "CPU and radio). The default is 30.", valueName: "seconds"))
+    var batchWait = 30.0
 
     @Option(help: ArgumentHelp("Longest wait between retries. The default is 300.", valueName: "seconds"))
     var maxBackoff = 300.0
