@@ -54,6 +54,8 @@ public final class Outbox: Sendable {
     let now: @Sendable () -> Double
     /// When the age cap was last applied.
     let lastAgeCheck = Mutex(-Double.infinity)
+    /// How many records wait (counted at open, kept up to date after each commit).
+    let pendingCount = Mutex(0)
 
     /// Opens (creating and migrating) the outbox at `path`.
     ///
@@ -92,6 +94,8 @@ public final class Outbox: Sendable {
                 try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('device', ?)", arguments: [id])
                 return id
             }
+            let count = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
+            pendingCount.withLock { $0 = count }
         } catch let error as UploadError {
             throw error
         } catch {
@@ -109,7 +113,7 @@ public final class Outbox: Sendable {
         let t = now()
         let device = self.device
         do {
-            return try pool.write { db in
+            let (stored, eviction) = try pool.write { db in
                 var stored: [TrailRecord] = []
                 stored.reserveCapacity(records.count)
                 let insert = try db.cachedStatement(sql: """
@@ -126,17 +130,19 @@ public final class Outbox: Sendable {
                     s.sequence = db.lastInsertedRowID
                     stored.append(s)
                 }
-                try addPending(db, records.count)
-                let eviction = try evict(db, now: t)
+                let eviction = try evict(db, now: t, pending: pendingCount.withLock { $0 } + records.count)
                 return (stored, eviction)
             }
+            // Committed: now the count.
+            pendingCount.withLock { $0 += records.count - eviction.total }
+            return (stored, eviction)
         } catch {
             throw UploadError(.storage, "cannot append to the outbox \(path): \(error)")
         }
     }
 
     /// Applies the caps: the oldest records beyond the count, and those older than the age.
-    func evict(_ db: Database, now t: Double) throws -> Eviction {
+    func evict(_ db: Database, now t: Double, pending: Int) throws -> Eviction {
         var e = Eviction()
         // The age cap is looked at once a minute (it is measured in days); the count at every append.
         let checkAge = lastAgeCheck.withLock { last -> Bool in
@@ -144,31 +150,21 @@ public final class Outbox: Sendable {
             last = t
             return true
         }
-        if checkAge, let oldest = try Double.fetchOne(db, sql: "SELECT MIN(appended) FROM outbox"),
+        if checkAge, let oldest = try Double.fetchOne(db, sql: "SELECT appended FROM outbox ORDER BY seq LIMIT 1"),
            oldest < t - configuration.maxAge {
             try db.execute(sql: "DELETE FROM outbox WHERE appended < ?", arguments: [t - configuration.maxAge])
             e.byAge = db.changesCount
-            try addPending(db, -e.byAge)
         }
-        let count = try pending(db)
+        let count = pending - e.byAge
         if count > configuration.maxCount {
             try db.execute(sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
                            arguments: [count - configuration.maxCount])
             e.byCount = db.changesCount
-            try addPending(db, -e.byCount)
         }
         if e.total > 0 {
             try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'evicted'", arguments: [e.total])
         }
         return e
-    }
-
-    func pending(_ db: Database) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'pending'") ?? 0
-    }
-
-    func addPending(_ db: Database, _ n: Int) throws {
-        if n != 0 { try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'pending'", arguments: [n]) }
     }
 
     /// The next records to send: region transitions first (they jump the backlog), then
@@ -199,11 +195,13 @@ public final class Outbox: Sendable {
     public func acknowledge(_ sequences: [Int64]) throws(UploadError) {
         guard !sequences.isEmpty else { return }
         do {
-            try pool.write { db in
-                try deleteOutbox(db, sequences)
+            let deleted = try pool.write { db in
+                let deleted = try deleteOutbox(db, sequences)
                 try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'uploaded'",
                                arguments: [sequences.count])
+                return deleted
             }
+            pendingCount.withLock { $0 -= deleted }
         } catch {
             throw UploadError(.storage, "cannot acknowledge in the outbox \(path): \(error)")
         }
@@ -214,7 +212,7 @@ public final class Outbox: Sendable {
         guard !sequences.isEmpty else { return }
         let t = now()
         do {
-            try pool.write { db in
+            let deleted = try pool.write { db in
                 for chunk in stride(from: 0, to: sequences.count, by: 500) {
                     let part = Array(sequences[chunk..<min(chunk + 500, sequences.count)])
                     let marks = part.map { _ in "?" }.joined(separator: ",")
@@ -225,15 +223,17 @@ public final class Outbox: Sendable {
                         """, arguments: StatementArguments([status, reason, t] as [(any DatabaseValueConvertible)?])
                             + StatementArguments(part))
                 }
-                try deleteOutbox(db, sequences)
+                return try deleteOutbox(db, sequences)
             }
+            pendingCount.withLock { $0 -= deleted }
         } catch {
             throw UploadError(.storage, "cannot dead-letter in the outbox \(path): \(error)")
         }
     }
 
-    /// Deletes records by sequence: contiguous runs as ranges, the rest in chunks.
-    func deleteOutbox(_ db: Database, _ sequences: [Int64]) throws {
+    /// Deletes records by sequence: contiguous runs as ranges, the rest in chunks. Returns how many
+    /// went.
+    func deleteOutbox(_ db: Database, _ sequences: [Int64]) throws -> Int {
         var deleted = 0
         var singles: [Int64] = []
         let sorted = sequences.sorted()
@@ -255,7 +255,7 @@ public final class Outbox: Sendable {
             try db.execute(sql: "DELETE FROM outbox WHERE seq IN (\(marks))", arguments: StatementArguments(part))
             deleted += db.changesCount
         }
-        try addPending(db, -deleted)
+        return deleted
     }
 
     /// The dead letters: record, the endpoint's status and reason.
@@ -276,8 +276,8 @@ public final class Outbox: Sendable {
     public func stats() throws(UploadError) -> Stats {
         do {
             return try pool.read { db in
-                Stats(pending: try pending(db),
-                      oldestAppended: try Double.fetchOne(db, sql: "SELECT MIN(appended) FROM outbox"),
+                Stats(pending: pendingCount.withLock { $0 },
+                      oldestAppended: try Double.fetchOne(db, sql: "SELECT appended FROM outbox ORDER BY seq LIMIT 1"),
                       deadLetters: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dead_letter") ?? 0,
                       evicted: try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evicted'") ?? 0,
                       lastSequence: try Int64.fetchOne(

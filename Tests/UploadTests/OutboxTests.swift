@@ -20,6 +20,10 @@ struct OutboxTests {
         #expect(second.device == "van-1")
         #expect(try second.append(walk(1)).stored.map(\.id) == ["van-1:4"])
         #expect(try second.stats().lastSequence == 4)
+        // The waiting count is counted at open: a third process sees the one record.
+        try second.append(walk(2))
+        let third = try Outbox(path: dir + "/outbox.sqlite")
+        #expect(try third.stats().pending == 3)
     }
 
     @Test func regionTransitionsJumpTheBacklogAndOrderIsKept() throws {
