@@ -251,6 +251,8 @@ func runPipeline<S: FixSource>(
     var lastLocation: Location?
     var records: [TrailRecord] = []
     for await element in source {
+        // A graceful shutdown cancels this task; a replay's source doesn't watch for that itself.
+        if Task.isCancelled { break }
         if !launched {
             guard element.fix != nil else { continue }
             launch()

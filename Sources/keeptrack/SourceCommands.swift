@@ -147,6 +147,7 @@ struct Track: AsyncParsableCommand {
 
 func pump<S: FixSource>(_ source: S, into output: inout SourceOutput) async throws {
     for await element in source {
+        if Task.isCancelled { break }
         try output.write(element)
     }
     try output.finish()
@@ -232,6 +233,7 @@ struct Replay: AsyncParsableCommand {
         var lastDrawn = started
         var failed = false
         for await element in source {
+            if Task.isCancelled { break }  // Ctrl-C, SIGTERM
             if case .event(let e) = element, e.kind == .error { failed = true }
             try output.write(element)
             if showProgress {

@@ -130,3 +130,20 @@ struct GracefulShutdownTests {
         #expect(!FileManager.default.fileExists(atPath: dir + "/control.sock"))
     }
 }
+
+@Suite("Ctrl-C")
+struct InterruptTests {
+    /// A paced replay stops at SIGINT (a graceful shutdown), rather than running to the end.
+    @Test(arguments: [["replay", "--speed", "1", "fixtures/walk-15min.nmea"],
+                      ["replay", "--speed", "1", "--distance-filter", "5", "fixtures/walk-15min.nmea"]])
+    func aPacedReplayStopsOnSIGINT(arguments: [String]) throws {
+        let replay = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"), arguments)
+        replay.guardAgainstHang(seconds: 60)
+        var seen: [String] = []
+        #expect(replay.readLine(containing: "\"time\":", seen: &seen) != nil)
+        kill(replay.process.processIdentifier, SIGINT)
+        while let line = replay.readLine() { seen.append(line) }
+        // The walk has 895 fixes over 15 minutes: a handful were printed, then the end.
+        #expect(seen.count < 100)
+    }
+}
