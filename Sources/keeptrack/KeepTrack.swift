@@ -64,6 +64,13 @@ struct KeepTrack: AsyncParsableCommand {
               keeptrack track --gpsd                              # live, through gpsd
               keeptrack track --serial /dev/ttyACM0               # live, straight from the receiver
 
+            Upload a trail and look at it:
+
+              keeptrack replay --upload embedded fixtures/walk-15min.nmea   # into a test endpoint
+              keeptrack track --gpsd --upload https://host/v1/locations --token TOKEN
+              keeptrack export --format svg --output trail.svg             # the stored trail
+              keeptrack simulate                                           # how long iOS would keep it alive
+
             Every subcommand has its own --help.
             """,
         subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self]
