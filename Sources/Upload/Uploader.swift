@@ -149,12 +149,20 @@ public final class Uploader: Sendable {
 
     /// Uploads until cancelled, or with `drain` until the outbox is empty (records appended while
     /// it runs included) or ``Configuration/drainAttempts`` attempts in a row failed. While the
-    /// app is suspended nothing is sent, even when draining.
+    /// app is suspended nothing is sent: a drain then returns at once, leaving the records.
     public func run(drain: Bool = false) async {
         var failures = 0
         var batchLimit = configuration.maxBatchCount
         while !Task.isCancelled {
             if let app = application, !app.state.isRunning {
+                // Nothing is sent while suspended; a drain (the process is ending) leaves the
+                // records in the outbox for the next run rather than wait for a wake.
+                if drain {
+                    if ((try? outbox.stats())?.pending ?? 0) > 0 {
+                        record(error: "the app is \(app.state.rawValue): nothing is sent until it runs again")
+                    }
+                    return
+                }
                 await signal.wait(timeout: nil)
                 continue
             }

@@ -205,12 +205,20 @@ struct UploaderTests {
         let u = try uploader(outbox, endpoint, application: app)
         let tasks = Mutex<[String]>([])
         app.observe { if case .transition(let t) = $0 { tasks.withLock { $0.append(t.to.rawValue) } } }
-        let run = Task { await u.run(drain: true) }
+        // A drain (the process ending) leaves the records for the next run.
+        try await drain(u)
+        #expect(try outbox.stats().pending == 10)
+        #expect(u.stats.lastError == "the app is suspended: nothing is sent until it runs again")
+        let run = Task { await u.run() }
         // Give the loop every chance to misbehave: it must be waiting, not sending.
         for _ in 0..<100 { await Task.yield() }
         #expect(try endpoint.server.store.count() == 0)
         app.wake(.significantChange)
-        try await withTimeout(30, "the upload after the wake") { await run.value }
+        try await withTimeout(30, "the upload after the wake") {
+            while u.stats.uploaded < 10 { await Task.yield() }
+        }
+        run.cancel()
+        await run.value
         #expect(try endpoint.server.store.count() == 10)
         #expect(app.lifecycle.tasks.isEmpty)
         await u.shutdown()
