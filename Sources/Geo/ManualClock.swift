@@ -92,3 +92,17 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real time, for live tracking and for timestamps of storage (the one place that reads it).
+public enum WallClock {
+    /// Seconds since 1970-01-01T00:00:00Z (CLOCK_REALTIME).
+    @Sendable public static func seconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Formats
+import Geo
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -58,7 +59,7 @@ public final class TrackServer: Sendable {
     let now: @Sendable () -> Double
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
-                now: @escaping @Sendable () -> Double = serverClock) throws {
+                now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
         self.configuration = configuration
         self.store = try TrackStore(path: configuration.database)
         self.faults = Mutex(configuration.faults)
@@ -455,11 +456,4 @@ final class ServerMetrics: Sendable {
         out += "keeptrack_serve_records_stored \(stored)\n"
         return out
     }
-}
-
-/// Wall-clock seconds since 1970.
-@Sendable public func serverClock() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import GRDB
 import Synchronization
 
@@ -64,7 +65,7 @@ public final class Outbox: Sendable {
     ///   - now: the wall clock, for ages (injected in tests).
     /// - Throws: ``UploadError`` naming the file when it cannot be opened or migrated.
     public init(path: String, configuration: Configuration = Configuration(),
-                now: @escaping @Sendable () -> Double = wallClock) throws(UploadError) {
+                now: @escaping @Sendable () -> Double = WallClock.seconds) throws(UploadError) {
         self.path = path
         self.configuration = configuration
         self.now = now
@@ -287,11 +288,4 @@ public final class Outbox: Sendable {
             throw UploadError(.storage, "cannot read the outbox \(path): \(error)")
         }
     }
-}
-
-/// Wall-clock seconds since 1970.
-@Sendable public func wallClock() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

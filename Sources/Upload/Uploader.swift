@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Formats
+import Geo
 import Lifecycle
 import Logging
 import Metrics
@@ -92,6 +93,8 @@ public final class Uploader: Sendable {
         public var lastSuccess: Double?
         /// The last failure, a sentence without coordinates.
         public var lastError: String?
+        /// How long the last retry waited, in seconds (the backoff, or the server's Retry-After).
+        public var lastRetryWait: Double?
     }
 
     public let outbox: Outbox
@@ -111,7 +114,7 @@ public final class Uploader: Sendable {
     /// - Throws: ``UploadError`` when the URL or the CA file cannot be used.
     public init(outbox: Outbox, configuration: Configuration, application: Application? = nil,
                 logger: Logger = Logger(label: "keeptrack.upload"),
-                now: @escaping @Sendable () -> Double = wallClock) throws(UploadError) {
+                now: @escaping @Sendable () -> Double = WallClock.seconds) throws(UploadError) {
         guard configuration.url.hasPrefix("http://") || configuration.url.hasPrefix("https://") else {
             throw UploadError(.configuration, "the upload URL must start with http:// or https://, got '\(configuration.url)'")
         }
@@ -200,7 +203,10 @@ public final class Uploader: Sendable {
                     return
                 }
                 let wait = after ?? backoff(failures)
-                state.withLock { $0.retries += 1 }
+                state.withLock {
+                    $0.retries += 1
+                    $0.lastRetryWait = wait
+                }
                 metrics.requestsFailed.increment()
                 record(error: "\(reason); retrying in \(Int(wait.rounded())) s")
                 try? await Task.sleep(for: .seconds(wait))
@@ -403,14 +409,14 @@ public final class Uploader: Sendable {
         } catch let error as HTTPClientError where error == .cancelled {
             return .failure("cancelled: the background time ran out")
         } catch {
-            return .failure("cannot reach \(hostOf(url)): \(error)")
+            return .failure("cannot reach \(Self.hostOf(url)): \(error)")
         }
     }
 
     /// The host part of a URL, for messages (no path, no query: no personal data).
-    func hostOf(_ url: String) -> String {
-        let rest = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-        return rest.count > 2 ? String(rest[2]) : url
+    public static func hostOf(_ url: String) -> String {
+        let parts = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+        return parts.count > 2 ? String(parts[2]) : url
     }
 
     func snippet(_ text: String) -> String {

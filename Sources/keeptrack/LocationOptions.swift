@@ -195,8 +195,4 @@ struct EventOutput {
 }
 
 /// Wall-clock seconds since 1970, for live sources.
-@Sendable func wallClockSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
+@Sendable func wallClockSeconds() -> Double { WallClock.seconds() }

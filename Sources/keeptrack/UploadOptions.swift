@@ -180,7 +180,7 @@ final class UploadRuntime: Sendable {
         let stats = uploader.stats
         let pending = (try? outbox.stats())?.pending ?? -1
         if !quiet {
-            var line = "upload: \(grouped(stats.uploaded)) records acknowledged by \(hostOf(url)) in "
+            var line = "upload: \(grouped(stats.uploaded)) records acknowledged by \(Uploader.hostOf(url)) in "
                 + "\(grouped(stats.requests)) requests, \(grouped(stats.retries)) retries"
             if stats.deadLettered > 0 { line += ", \(grouped(stats.deadLettered)) rejected (dead letters)" }
             line += "; \(grouped(pending)) left in the outbox"
@@ -207,11 +207,6 @@ final class UploadRuntime: Sendable {
             _ = try? await serverTask?.value
         }
         await uploader.shutdown()
-    }
-
-    func hostOf(_ url: String) -> String {
-        let parts = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-        return parts.count > 2 ? String(parts[2]) : url
     }
 }
 
