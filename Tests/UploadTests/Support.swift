@@ -17,11 +17,14 @@ struct Endpoint {
     let port: Int
     let directory: String
 
-    static func start(token: String? = "secret", faults: Faults = Faults()) async throws -> Endpoint {
+    static func start(token: String? = "secret", faults: Faults = Faults(),
+                      configure: (inout TrackServer.Configuration) -> Void = { _ in }) async throws -> Endpoint {
         let dir = temporaryDirectory()
         var c = TrackServer.Configuration(database: dir + "/endpoint.sqlite")
         c.token = token
+        c.faultInjection = true
         c.faults = faults
+        configure(&c)
         let server = try TrackServer(configuration: c)
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }
