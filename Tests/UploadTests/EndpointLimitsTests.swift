@@ -47,6 +47,8 @@ struct EndpointLimitsTests {
         // Both are closed by the server (EOF), not left open until the client's guard expires.
         #expect(await idle.readToEnd().eof)
         #expect(await partial.readToEnd().eof)
+        idle.close()
+        partial.close()
         await endpoint.stop()
     }
 
@@ -59,6 +61,7 @@ struct EndpointLimitsTests {
         #expect(status(text) == 408, "\(text)")
         #expect(eof)
         #expect(try endpoint.server.store.count() == 0)
+        socket.close()
         await endpoint.stop()
     }
 
@@ -71,6 +74,7 @@ struct EndpointLimitsTests {
         #expect(status(text) == 413, "\(text)")
         #expect(body(text).contains("larger than 8388608 bytes"))
         #expect(eof, "the connection is closed, not kept to drain a gigabyte")
+        socket.close()
         await endpoint.stop()
     }
 
@@ -131,6 +135,7 @@ struct EndpointLimitsTests {
         let again = try await exchange(endpoint, "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             + "Authorization: Bearer secret\r\nContent-Length: \(batch.utf8.count)\r\nConnection: close\r\n\r\n" + batch)
         #expect(body(again) == "{\"accepted\":0,\"duplicates\":1}\n", "\(again)")
+        slow.close()
         await endpoint.stop()
     }
 

@@ -17,7 +17,7 @@ final class RawSocket: @unchecked Sendable {
         var description: String
     }
 
-    init(port: Int, guardSeconds: Int = 30) throws {
+    init(port: Int, guardSeconds: Int = 15) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var timeout = timeval(tv_sec: guardSeconds, tv_usec: 0)
