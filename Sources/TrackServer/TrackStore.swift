@@ -237,9 +237,9 @@ public final class TrackStore: Sendable {
         }
     }
 
-    /// How many records are stored.
+    /// How many records are stored (the devices table's sum: no scan of the points).
     public func count() throws -> Int {
-        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM points") ?? 0 }
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(points), 0) FROM devices") ?? 0 }
     }
 }
 

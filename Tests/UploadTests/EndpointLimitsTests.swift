@@ -104,6 +104,14 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
+    @Test func answers400ToAHeadOverItsLimit() async throws {
+        let endpoint = try await Endpoint.start()
+        let r = try await exchange(endpoint, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: "
+            + String(repeating: "a", count: 100 << 10) + "\r\n\r\n")
+        #expect(status(r) == 400, "\(r.prefix(200))")
+        await endpoint.stop()
+    }
+
     // MARK: - Item 6: bodies in memory, pages, the devices table
 
     @Test func refusesABodyOverTheBytesInFlightBudgetWithA503() async throws {
@@ -208,6 +216,7 @@ struct EndpointLimitsTests {
             .init(id: "van", points: 8, first: 50, last: 104, lastReceived: 3000),
         ])
         #expect(try store.device("nobody") == nil)
+        #expect(try store.count() == 10)
         let response = try await get(endpoint, "/v1/devices/nobody/trail")
         #expect(status(response) == 404)
         #expect(body(response).contains("no device 'nobody'"))
