@@ -74,6 +74,9 @@ struct UploadOptions: ParsableArguments {
         if upload == nil && (deviceID != nil || token != nil || caFile != nil || !headers.isEmpty) {
             throw ValidationError("--device-id, --token, --ca-file and --header go with --upload URL.")
         }
+        if let deviceID, let problem = TrailRecord.identifierProblem(deviceID) {
+            throw ValidationError("--device-id \(problem).")
+        }
     }
 }
 
