@@ -225,3 +225,43 @@ extension JSONBatch {
         }
     }
 }
+
+extension JSONBatch.Reply {
+    /// The endpoint's acknowledgement: any JSON object with a whole, non-negative `accepted` member
+    /// (`duplicates` 0 when absent), whatever its whitespace or key order (`{"accepted": 125,
+    /// "duplicates": 0}` as Python's `json.dumps` writes it); `nil` for anything else, a captive
+    /// portal's HTML page included. Read by the same scanner the endpoint reads batches with.
+    public static func decode(_ bytes: [UInt8]) -> JSONBatch.Reply? {
+        var s = JSONScanner(bytes)
+        var accepted: Int?
+        var duplicates = 0
+        func count(_ v: JSONScanner.Value) -> Int? {
+            guard case .number(let d) = v, d >= 0, d == d.rounded(), d < 9e15 else { return nil }
+            return Int(d)
+        }
+        do {
+            try s.expect(UInt8(ascii: "{"))
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.string()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch key {
+                    case "accepted":
+                        guard let n = count(try s.value()) else { return nil }
+                        accepted = n
+                    case "duplicates":
+                        guard let n = count(try s.value()) else { return nil }
+                        duplicates = n
+                    default:
+                        try s.skipValue()
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            }
+            guard s.atEnd else { return nil }
+        } catch {
+            return nil
+        }
+        return accepted.map { JSONBatch.Reply(accepted: $0, duplicates: duplicates) }
+    }
+}

@@ -1,7 +1,9 @@
 import ArgumentParser
+import Formats
 import GPSInput
 import Geo
 import Lifecycle
+import Tracking
 
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -60,7 +62,7 @@ struct Simulate: AsyncParsableCommand {
         var results: [SimulationResult] = []
         for p in policies {
             for s in strategies {
-                results.append(BudgetSimulation(policy: p, strategy: s, profile: profile).run())
+                results.append(try await BudgetSimulation(policy: p, strategy: s, profile: profile).run())
             }
         }
         var out = OutputBuffer()
@@ -75,7 +77,8 @@ struct Simulate: AsyncParsableCommand {
                 out.append("}\n")
             }
         } else {
-            let d = Int(profile.locations.last!.timestamp - profile.locations.first!.timestamp)
+            let times = profile.fixes.compactMap { $0.time?.secondsSince1970 }
+            let d = Int(times.last! - times.first!)
             out.append("\(grouped(d)) s of \(profile.name), sent to the background at 0 s.\n\n")
             let header = ["policy", "strategy", "kept running", "first stop", "final state", "why"]
             var rows = [header]
@@ -101,23 +104,24 @@ struct Simulate: AsyncParsableCommand {
     func motion() async throws -> MotionProfile {
         guard let fixture else { return .commute(duration: duration ?? 3600) }
         let source = NMEALogSource(options: .init(path: fixture))
-        var locations: [Location] = []
+        var fixes: [Fix] = []
+        var first: Double?, last: Double?
         reading: for await element in source {
             switch element {
             case .fix(let fix):
                 if let l = Location(fix), l.horizontalAccuracy >= 0 {
-                    if let duration, let first = locations.first, l.timestamp - first.timestamp > duration {
-                        break reading
-                    }
-                    if let last = locations.last, l.timestamp <= last.timestamp { continue }
-                    locations.append(l)
+                    if let duration, let first, l.timestamp - first > duration { break reading }
+                    if let last, l.timestamp <= last { continue }
+                    first = first ?? l.timestamp
+                    last = l.timestamp
+                    fixes.append(fix)
                 }
             case .event(let e) where e.kind == .error:
                 throw ValidationError("--fixture: \(e.message)")
             default: break
             }
         }
-        guard locations.count >= 2 else { throw ValidationError("--fixture \(fixture) has fewer than two usable fixes.") }
-        return MotionProfile(name: fixture, locations: locations)
+        guard fixes.count >= 2 else { throw ValidationError("--fixture \(fixture) has fewer than two usable fixes.") }
+        return MotionProfile(name: fixture, fixes: fixes)
     }
 }

@@ -3,6 +3,7 @@ import Formats
 import GPSInput
 import Geo
 import NMEA
+import Tracking
 
 #if canImport(Glibc)
 import Glibc
@@ -115,7 +116,16 @@ struct Track: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runAsService { try await track() }
+        if wantsEvents {
+            try await track()
+        } else {
+            try await runAsService { try await track() }
+        }
+    }
+
+    var trackerRun: TrackerRun {
+        TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
+                   store: data.store, control: control ?? ControlSocket.defaultPath)
     }
 
     func track() async throws {
@@ -125,19 +135,14 @@ struct Track: AsyncParsableCommand {
             options.device = device
             let source = GPSDSource(options: options)
             if wantsEvents {
-                try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
-                                      store: data.store, control: control ?? ControlClient.defaultPath,
-                                      releaser: source, upload: upload, dataDirectory: data.directory,
-                                      now: wallClockSeconds)
+                try await trackerRun.run(source, releaser: source, now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
         } else if let serial {
             let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
             if wantsEvents {
-                try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
-                                      store: data.store, control: control ?? ControlClient.defaultPath,
-                                      upload: upload, dataDirectory: data.directory, now: wallClockSeconds)
+                try await trackerRun.run(source, now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
@@ -210,7 +215,11 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runAsService { try await replay() }
+        if location.wantsEvents || lifecycle.isSet || upload.enabled {
+            try await replay()
+        } else {
+            try await runAsService { try await replay() }
+        }
     }
 
     func replay() async throws {
@@ -218,9 +227,9 @@ struct Replay: AsyncParsableCommand {
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".
             let clock = source.logClock
-            try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: speed != nil,
-                                  onLogTime: true, upload: upload, dataDirectory: data.directory, quiet: quiet,
-                                  now: { clock.now.secondsSince1970 })
+            let run = TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
+                                 onLogTime: true, lineBuffered: speed != nil, quiet: quiet)
+            try await run.run(source, now: { clock.now.secondsSince1970 })
             if !quiet {
                 let p = source.progress
                 printError("\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences")
@@ -263,3 +272,5 @@ struct Replay: AsyncParsableCommand {
         return "\(Int(fraction * 100))%  \(grouped(p.fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
     }
 }
+
+extension GPSDSource: WatchReleasing {}

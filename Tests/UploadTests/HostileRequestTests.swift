@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import Testing
+import TrackServerTesting
 import TrackServer
 
 /// The exact requests that crashed the endpoint or lost data (issue 11, items 1-3 and 9): each is
