@@ -69,6 +69,47 @@ public struct SimulationResult: Sendable, Hashable {
     }
 }
 
+extension SimulationResult {
+    /// One JSON object per result: `{"policy":...,"strategy":...,"ran":S,"duration":S,"firstStop":S|null,
+    /// "finalState":...,"wakes":N,"suspensions":N,"refreshes":N,"why":...}`.
+    public static func jsonLines(_ results: [SimulationResult]) -> String {
+        var out: [UInt8] = []
+        for r in results {
+            out.append(contentsOf: ("{\"policy\":\"\(r.policy)\",\"strategy\":\"\(r.strategy.rawValue)\","
+                + "\"ran\":\(Int(r.ran.rounded())),\"duration\":\(Int(r.duration.rounded())),"
+                + "\"firstStop\":\(r.firstStop.map { "\(Int($0.rounded()))" } ?? "null"),"
+                + "\"finalState\":\"\(r.finalState.rawValue)\",\"wakes\":\(r.wakes),"
+                + "\"suspensions\":\(r.suspensions),\"refreshes\":\(r.refreshes),\"why\":").utf8)
+            ByteWriting.appendJSONString(r.why, to: &out)
+            out.append(contentsOf: "}\n".utf8)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The field table `keeptrack simulate` prints: a line about the motion, then one row per result.
+    public static func table(_ results: [SimulationResult], duration: Double, motion: String) -> String {
+        var out = "\(grouped(Int(duration))) s of \(motion), sent to the background at 0 s.\n\n"
+        let header = ["policy", "strategy", "kept running", "first stop", "final state", "why"]
+        var rows = [header]
+        for r in results {
+            rows.append([r.policy, r.strategy.rawValue, "\(grouped(Int(r.ran.rounded()))) s",
+                         r.firstStop.map { "\(grouped(Int($0.rounded()))) s" } ?? "-", r.finalState.rawValue, r.why])
+        }
+        let widths = (0..<header.count - 1).map { c in rows.map { $0[c].count }.max()! }
+        for row in rows {
+            var line = ""
+            for c in 0..<row.count - 1 {
+                let cell = row[c]
+                let pad = String(repeating: " ", count: widths[c] - cell.count)
+                line += (c == 2 || c == 3) ? pad + cell : cell + pad
+                line += "  "
+            }
+            out += line + row.last! + "\n"
+        }
+        return out
+    }
+}
+
 /// A motion: the fixes a receiver would deliver, in time order.
 public struct MotionProfile: Sendable {
     public var name: String
@@ -97,6 +138,33 @@ public struct MotionProfile: Sendable {
                            horizontalAccuracy: 5))
         }
         return MotionProfile(name: "synthetic commute (10 min still, 5 min at 10 m/s, repeated)", fixes: out)
+    }
+
+    /// The usable fixes of a recording, in time order (those before an earlier one are left out), for
+    /// at most `duration` seconds.
+    ///
+    /// - Throws: ``TrackerError`` when the source reports an error or gives fewer than two usable fixes.
+    public static func recorded<S: FixSource>(_ source: S, name: String, duration: Double? = nil) async throws
+        -> MotionProfile
+    {
+        var fixes: [Fix] = []
+        var first: Double?, last: Double?
+        reading: for await element in source {
+            switch element {
+            case .fix(let fix):
+                guard let l = Location(fix), l.horizontalAccuracy >= 0 else { continue }
+                if let duration, let first, l.timestamp - first > duration { break reading }
+                if let last, l.timestamp <= last { continue }
+                first = first ?? l.timestamp
+                last = l.timestamp
+                fixes.append(fix)
+            case .event(let e) where e.kind == .error:
+                throw TrackerError(e.message)
+            default: break
+            }
+        }
+        guard fixes.count >= 2 else { throw TrackerError("fewer than two usable fixes") }
+        return MotionProfile(name: name, fixes: fixes)
     }
 
     var start: Double { fixes.first?.time?.secondsSince1970 ?? 0 }
