@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Our batch format (`POST /v1/locations`, `Content-Type: application/json`):
 ///
 /// ```json
@@ -193,30 +191,11 @@ public enum JSONBatch {
         return (TrailRecord(device: "", sequence: seq, kind: kind, region: region, time: time, latitude: lat, longitude: lon,
                             altitude: alt, horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course), id)
     }
-
-    /// A decoding error as a sentence with its JSON path.
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            var s = ""
-            for k in keys {
-                if let i = k.intValue { s += "[\(i)]" } else { s += (s.isEmpty ? "" : ".") + k.stringValue }
-            }
-            return s.isEmpty ? "the body" : s
-        }
-        switch error {
-        case .keyNotFound(let key, let c): return "\(path(c.codingPath + [key])): missing"
-        case .valueNotFound(_, let c): return "\(path(c.codingPath)): missing (null)"
-        case .typeMismatch(let type, let c): return "\(path(c.codingPath)): expected \(type)"
-        case .dataCorrupted(let c):
-            return c.codingPath.isEmpty ? "malformed JSON" : "\(path(c.codingPath)): \(c.debugDescription)"
-        @unknown default: return "malformed JSON"
-        }
-    }
 }
 
 extension JSONBatch {
     /// The endpoint's answer.
-    public struct Reply: Codable, Hashable, Sendable {
+    public struct Reply: Hashable, Sendable {
         public var accepted: Int
         public var duplicates: Int
         public init(accepted: Int, duplicates: Int) {
