@@ -1,3 +1,4 @@
+import Formats
 import Lifecycle
 import Logging
 import ServiceLifecycle
@@ -38,6 +39,20 @@ public final class UploadService: Service, Sendable {
 
     /// What the uploader did so far.
     public var stats: Uploader.Stats? { uploader?.stats }
+
+    /// What the upload did, one line without coordinates: `upload: 900 records acknowledged by
+    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left.
+    public var summary: String {
+        let stats = self.stats ?? Uploader.Stats()
+        let pending = (try? outbox.stats())?.pending ?? -1
+        let url = uploader?.configuration.url ?? settings.uploader.url
+        var line = "upload: \(grouped(stats.uploaded)) records acknowledged by \(Uploader.hostOf(url)) in "
+            + "\(grouped(stats.requests)) requests, \(grouped(stats.retries)) retries"
+        if stats.deadLettered > 0 { line += ", \(grouped(stats.deadLettered)) rejected (dead letters)" }
+        line += "; \(grouped(pending)) left in the outbox"
+        if pending > 0 { line += " (\(stats.lastError ?? "not sent")); they go with the next run" }
+        return line
+    }
 
     /// New records: look now.
     public func notify() { uploader?.notify() }

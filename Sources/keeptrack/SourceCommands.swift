@@ -9,29 +9,6 @@ import Tracking
 import Glibc
 #endif
 
-/// Writes source output as JSON Lines: fixes in the `decode` schema, events as
-/// `{"event":"source","kind":...,"source":...,"message":...}`.
-struct SourceOutput {
-    var out = OutputBuffer()
-    var includeAll: Bool
-    /// Flush after every line (live sources) or in 64 KiB blocks (fast replay).
-    var lineBuffered: Bool
-
-    mutating func write(_ element: SourceElement) throws(OutputError) {
-        switch element {
-        case .fix(let fix):
-            guard includeAll || fix.hasPosition else { return }
-            FixWriter.appendJSON(fix, to: &out.bytes)
-        case .event(let event):
-            out.appendStringObject(["event": "source", "kind": event.kind.rawValue, "source": event.source,
-                                    "message": event.message])
-        }
-        try out.endRecord(lineBuffered: lineBuffered)
-    }
-
-    mutating func finish() throws(OutputError) { try out.flush() }
-}
-
 struct Track: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Track a live receiver through gpsd or directly on a serial device.",
@@ -129,7 +106,7 @@ struct Track: AsyncParsableCommand {
     }
 
     func track() async throws {
-        var output = SourceOutput(includeAll: all, lineBuffered: true)
+        var output = SourceLines(includeAll: all, lineBuffered: true)
         if let gpsd {
             var options = GPSDSource.Options(address: gpsd)!
             options.device = device
@@ -150,7 +127,7 @@ struct Track: AsyncParsableCommand {
     }
 }
 
-func pump<S: FixSource>(_ source: S, into output: inout SourceOutput) async throws {
+func pump<S: FixSource>(_ source: S, into output: inout SourceLines) async throws {
     for await element in source {
         if Task.isCancelled { break }
         try output.write(element)
@@ -236,7 +213,7 @@ struct Replay: AsyncParsableCommand {
             }
             return
         }
-        var output = SourceOutput(includeAll: all, lineBuffered: speed != nil)
+        var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
         let showProgress = stderrIsTerminal && !quiet
         let started = monotonicSeconds()
         var lastDrawn = started

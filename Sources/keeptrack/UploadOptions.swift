@@ -113,17 +113,7 @@ extension UploadOptions {
     func report(_ tracker: Tracker, embedded: EmbeddedEndpoint?, dataDirectory: String, quiet: Bool) throws {
         guard let service = tracker.uploadService else { return }
         let outbox = service.outbox
-        let stats = service.stats ?? Uploader.Stats()
-        let pending = (try? outbox.stats())?.pending ?? -1
-        if !quiet {
-            let url = service.uploader?.configuration.url ?? upload ?? ""
-            var line = "upload: \(grouped(stats.uploaded)) records acknowledged by \(Uploader.hostOf(url)) in "
-                + "\(grouped(stats.requests)) requests, \(grouped(stats.retries)) retries"
-            if stats.deadLettered > 0 { line += ", \(grouped(stats.deadLettered)) rejected (dead letters)" }
-            line += "; \(grouped(pending)) left in the outbox"
-            if pending > 0 { line += " (\(stats.lastError ?? "not sent")); they go with the next run" }
-            printError(line)
-        }
+        if !quiet { printError(service.summary) }
         guard let server = embedded?.server else { return }
         let device = outbox.device
         let records = try server.store.trail(device: device)
