@@ -165,8 +165,8 @@ public enum ISOTime {
         }
     }
 
-    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that, or names a day
-    /// the month doesn't have (`2024-02-31`).
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that, names a day the
+    /// month doesn't have (`2024-02-31`), or lies past ``representable`` (a leap second at the very end).
     public static func parse(_ text: String) -> Double? {
         let b = Array(text.utf8)
         func digits(_ at: Int, _ n: Int) -> Int? {
@@ -201,6 +201,8 @@ public enum ISOTime {
         let zone = b[i...]
         guard zone.elementsEqual("Z".utf8) || zone.elementsEqual("+00:00".utf8) else { return nil }
         let days = GNSSTime.daysFromCivil(year: year, month: month, day: day)
-        return Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second) + fraction
+        let t = Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second) + fraction
+        // 9999-12-31T23:59:60.5Z parses, but no four-digit year can write it back.
+        return representable.contains(t) ? t : nil
     }
 }

@@ -25,6 +25,7 @@ struct HostileInputTests {
         ("2024-02-29T00:00:00Z", true), ("2023-02-29T00:00:00Z", false), ("2024-02-30T00:00:00Z", false),
         ("2024-02-31T12:00:00Z", false), ("2000-02-29T00:00:00Z", true), ("1900-02-29T00:00:00Z", false),
         ("2024-04-31T00:00:00Z", false), ("2024-12-31T23:59:59Z", true), ("2024-06-00T00:00:00Z", false),
+        ("9999-12-31T23:59:59.999Z", true), ("9999-12-31T23:59:60.5Z", false),
     ])
     func parsesOnlyDaysTheMonthHas(text: String, valid: Bool) {
         #expect((ISOTime.parse(text) != nil) == valid)
