@@ -39,22 +39,19 @@ struct PolicyOptions: ParsableArguments {
         } else {
             throw ValidationError("--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(policy)'.")
         }
-        if isCustom {
-            for i in base.indices {
-                base[i].name = "custom"
-                if let budget { base[i].budget = budget }
-                if let warningLead { base[i].warningLead = warningLead }
-                if let totalCap {
-                    if totalCap == "none" { base[i].totalCap = nil } else if let v = Double(totalCap) {
-                        base[i].totalCap = v
-                    } else {
-                        throw ValidationError("--total-cap takes seconds or 'none', got '\(totalCap)'.")
-                    }
-                }
-                if let grace { base[i].grace = grace }
-                if let wakeWindow { base[i].wakeWindow = wakeWindow }
-                if let problem = base[i].problem { throw ValidationError("Custom policy: \(problem).") }
+        var totalCap: Double??
+        if let text = self.totalCap {
+            guard text == "none" || Double(text) != nil else {
+                throw ValidationError("--total-cap takes seconds or 'none', got '\(text)'.")
             }
+            totalCap = .some(Double(text))
+        }
+        let overrides = BackgroundPolicy.Overrides(budget: budget, warningLead: warningLead, totalCap: totalCap,
+                                                   grace: grace, wakeWindow: wakeWindow)
+        do {
+            base = try base.map { try $0.applying(overrides) }
+        } catch {
+            throw ValidationError("\(error)")
         }
         return base
     }
