@@ -54,6 +54,50 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
         self = p
     }
 
+    /// Overrides of a named policy's numbers: any of them makes it a `custom` policy.
+    public struct Overrides: Hashable, Sendable {
+        public var budget: Double?
+        public var warningLead: Double?
+        /// `.some(nil)`: no cap.
+        public var totalCap: Double??
+        public var grace: Double?
+        public var wakeWindow: Double?
+
+        public init(budget: Double? = nil, warningLead: Double? = nil, totalCap: Double?? = nil, grace: Double? = nil,
+                    wakeWindow: Double? = nil) {
+            self.budget = budget
+            self.warningLead = warningLead
+            self.totalCap = totalCap
+            self.grace = grace
+            self.wakeWindow = wakeWindow
+        }
+
+        /// Whether any number is overridden.
+        public var isEmpty: Bool { self == Overrides() }
+    }
+
+    /// This policy with `overrides` applied (named `custom` when there are any).
+    ///
+    /// - Throws: a sentence saying which number can't be used (``problem``).
+    public func applying(_ overrides: Overrides) throws(PolicyError) -> BackgroundPolicy {
+        guard !overrides.isEmpty else { return self }
+        var p = self
+        p.name = "custom"
+        if let v = overrides.budget { p.budget = v }
+        if let v = overrides.warningLead { p.warningLead = v }
+        if let v = overrides.totalCap { p.totalCap = v }
+        if let v = overrides.grace { p.grace = v }
+        if let v = overrides.wakeWindow { p.wakeWindow = v }
+        if let problem = p.problem { throw PolicyError(message: "Custom policy: \(problem).") }
+        return p
+    }
+
+    /// A policy whose numbers can't be used.
+    public struct PolicyError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
     /// Why the numbers can't be used, or `nil` when they can.
     public var problem: String? {
         func bad(_ v: Double) -> Bool { !(v >= 0 && v.isFinite) }

@@ -263,6 +263,8 @@ public final class TrackServer: Sendable {
             defer { bodies.release(inflated) }
             do {
                 return try Gzip.decompress(bytes, limit: limit)
+            } catch where error.code == .tooLarge {
+                throw HTTPError(.contentTooLarge, message: "\(error)")
             } catch {
                 throw HTTPError(.badRequest, message: "\(error)")
             }

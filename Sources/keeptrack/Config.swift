@@ -1,4 +1,5 @@
 import ArgumentParser
+import SystemIO
 import Yams
 
 #if canImport(Glibc)

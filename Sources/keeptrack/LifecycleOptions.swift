@@ -39,23 +39,55 @@ struct PolicyOptions: ParsableArguments {
         } else {
             throw ValidationError("--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(policy)'.")
         }
-        if isCustom {
-            for i in base.indices {
-                base[i].name = "custom"
-                if let budget { base[i].budget = budget }
-                if let warningLead { base[i].warningLead = warningLead }
-                if let totalCap {
-                    if totalCap == "none" { base[i].totalCap = nil } else if let v = Double(totalCap) {
-                        base[i].totalCap = v
-                    } else {
-                        throw ValidationError("--total-cap takes seconds or 'none', got '\(totalCap)'.")
-                    }
-                }
-                if let grace { base[i].grace = grace }
-                if let wakeWindow { base[i].wakeWindow = wakeWindow }
-                if let problem = base[i].problem { throw ValidationError("Custom policy: \(problem).") }
+        var totalCap: Double??
+        if let text = self.totalCap {
+            guard text == "none" || Double(text) != nil else {
+                throw ValidationError("--total-cap takes seconds or 'none', got '\(text)'.")
             }
+            totalCap = .some(Double(text))
+        }
+        let overrides = BackgroundPolicy.Overrides(budget: budget, warningLead: warningLead, totalCap: totalCap,
+                                                   grace: grace, wakeWindow: wakeWindow)
+        do {
+            base = try base.map { try $0.applying(overrides) }
+        } catch {
+            throw ValidationError("\(error)")
         }
         return base
+    }
+}
+
+/// The background-budget options of `replay` and `track`.
+struct LifecycleOptions: ParsableArguments {
+    @Flag(help: "Start in the background: the budget counts from the start (README, \"The background budget\").")
+    var background = false
+
+    @Option(help: ArgumentHelp(
+        "Declared background modes: location, audio, fetch, processing (comma-separated), or none. The default is location.",
+        valueName: "modes"))
+    var backgroundModes: String = "location"
+
+    @OptionGroup var policyOptions: PolicyOptions
+
+    @Option(help: ArgumentHelp(
+        "While suspended, take one fix this often for significant changes and regions. The default is 60.",
+        valueName: "seconds"))
+    var sampleInterval: Double = 60
+
+    /// Whether any option asks for the lifecycle to matter (it always runs; in the foreground it
+    /// changes nothing until moved to the background).
+    var isSet: Bool { background || policyOptions.policy != nil || policyOptions.isCustom }
+
+    var modes: BackgroundModes { BackgroundModes(list: backgroundModes) ?? [] }
+
+    func validate() throws {
+        if BackgroundModes(list: backgroundModes) == nil {
+            throw ValidationError("--background-modes takes location, audio, fetch, processing (comma-separated) or "
+                + "none, got '\(backgroundModes)'.")
+        }
+        if !(sampleInterval > 0 && sampleInterval.isFinite) {
+            throw ValidationError("--sample-interval must be a positive number of seconds.")
+        }
+        _ = try policyOptions.resolved()
     }
 }

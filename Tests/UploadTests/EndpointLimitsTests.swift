@@ -3,6 +3,7 @@ import Formats
 import Geo
 import Testing
 import TrackServer
+import TrackServerTesting
 
 /// One request over a fresh connection, exactly as written; the response as text.
 func exchange(_ endpoint: Endpoint, _ request: String) async throws -> String {

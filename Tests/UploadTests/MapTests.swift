@@ -2,6 +2,7 @@ import Formats
 import Geo
 import Testing
 import TrackServer
+import TrackServerTesting
 
 /// The stops as first written: from each anchor, walk forward point by point (O(n²) on clustered
 /// points). The reference the fast version must agree with.
