@@ -13,24 +13,45 @@ public enum TrailSVG {
         public var center: Coordinate
         public var start: Double
         public var end: Double
+
+        public init(center: Coordinate, start: Double, end: Double) {
+            self.center = center
+            self.start = start
+            self.end = end
+        }
     }
 
     /// The stops of a time-ordered trail.
+    ///
+    /// From each location in turn (the anchor), the run of following locations within `radius` of
+    /// it; a run that lasts at least `minimumDuration` is a stop (centred on its mean position) and
+    /// the next anchor is the location after it, otherwise the next anchor is the next location.
+    ///
+    /// - Complexity: O(n log n) for n locations: a segment tree of the locations' bounding boxes finds
+    ///   where each run ends (a box whose corners are all within `radius` of the anchor holds no
+    ///   location outside it), and prefix sums give the centres.
     public static func stops(_ records: [TrailRecord], radius: Double = 50, minimumDuration: Double = 300) -> [Stop] {
         let points = records.filter { $0.kind == .location }
+        let n = points.count
+        guard n > 0 else { return [] }
+        let tree = BoxTree(points.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) })
+        var sumLat = [0.0], sumLon = [0.0]
+        sumLat.reserveCapacity(n + 1)
+        sumLon.reserveCapacity(n + 1)
+        for p in points {
+            sumLat.append(sumLat.last! + p.latitude)
+            sumLon.append(sumLon.last! + p.longitude)
+        }
         var out: [Stop] = []
         var i = 0
-        while i < points.count {
+        while i < n {
             let anchor = Coordinate(latitude: points[i].latitude, longitude: points[i].longitude)
-            var j = i
-            while j + 1 < points.count,
-                  Geodesy.haversineDistance(anchor, Coordinate(latitude: points[j + 1].latitude,
-                                                               longitude: points[j + 1].longitude)) <= radius {
-                j += 1
-            }
+            // The run ends just before the first later location farther than `radius`.
+            let j = (tree.firstOutside(from: i + 1, anchor: anchor, radius: radius) ?? n) - 1
             if points[j].time - points[i].time >= minimumDuration {
-                let lat = points[i...j].reduce(0) { $0 + $1.latitude } / Double(j - i + 1)
-                let lon = points[i...j].reduce(0) { $0 + $1.longitude } / Double(j - i + 1)
+                let count = Double(j - i + 1)
+                let lat = (sumLat[j + 1] - sumLat[i]) / count
+                let lon = (sumLon[j + 1] - sumLon[i]) / count
                 out.append(Stop(center: Coordinate(latitude: lat, longitude: lon), start: points[i].time, end: points[j].time))
                 i = j + 1
             } else {
@@ -40,15 +61,89 @@ public enum TrailSVG {
         return out
     }
 
+    /// A segment tree over a sequence of coordinates: each node holds its range's latitude and
+    /// longitude bounds.
+    struct BoxTree {
+        let points: [Coordinate]
+        let size: Int
+        var minLat: [Double], maxLat: [Double], minLon: [Double], maxLon: [Double]
+
+        init(_ points: [Coordinate]) {
+            self.points = points
+            var size = 1
+            while size < points.count { size *= 2 }
+            self.size = size
+            minLat = Array(repeating: .infinity, count: 2 * size)
+            maxLat = Array(repeating: -.infinity, count: 2 * size)
+            minLon = Array(repeating: .infinity, count: 2 * size)
+            maxLon = Array(repeating: -.infinity, count: 2 * size)
+            for (k, p) in points.enumerated() {
+                minLat[size + k] = p.latitude
+                maxLat[size + k] = p.latitude
+                minLon[size + k] = p.longitude
+                maxLon[size + k] = p.longitude
+            }
+            for node in stride(from: size - 1, through: 1, by: -1) {
+                minLat[node] = min(minLat[2 * node], minLat[2 * node + 1])
+                maxLat[node] = max(maxLat[2 * node], maxLat[2 * node + 1])
+                minLon[node] = min(minLon[2 * node], minLon[2 * node + 1])
+                maxLon[node] = max(maxLon[2 * node], maxLon[2 * node + 1])
+            }
+        }
+
+        /// The first index at or after `from` whose coordinate is farther than `radius` metres from
+        /// `anchor`, or `nil`.
+        func firstOutside(from: Int, anchor: Coordinate, radius: Double) -> Int? {
+            guard from < points.count else { return nil }
+            return find(node: 1, lo: 0, hi: size - 1, from: from, anchor: anchor, radius: radius)
+        }
+
+        private func find(node: Int, lo: Int, hi: Int, from: Int, anchor: Coordinate, radius: Double) -> Int? {
+            if hi < from || lo >= points.count { return nil }
+            if lo == hi {
+                return Geodesy.haversineDistance(anchor, points[lo]) > radius ? lo : nil
+            }
+            // Distance from a point grows monotonically along a parallel and is unimodal along a
+            // meridian, so on a box it is greatest at a corner: corners inside, box inside.
+            if boxInside(node, anchor: anchor, radius: radius) { return nil }
+            let mid = (lo + hi) / 2
+            return find(node: 2 * node, lo: lo, hi: mid, from: from, anchor: anchor, radius: radius)
+                ?? find(node: 2 * node + 1, lo: mid + 1, hi: hi, from: from, anchor: anchor, radius: radius)
+        }
+
+        private func boxInside(_ node: Int, anchor: Coordinate, radius: Double) -> Bool {
+            guard maxLon[node] - minLon[node] < 180 else { return false }
+            for lat in [minLat[node], maxLat[node]] {
+                for lon in [minLon[node], maxLon[node]] {
+                    if Geodesy.haversineDistance(anchor, Coordinate(latitude: lat, longitude: lon)) > radius { return false }
+                }
+            }
+            return true
+        }
+    }
+
+    /// At most `limit` of `count` indices, evenly spread, the first and the last among them: which
+    /// points to draw when there are more than a picture can show.
+    public static func decimatedIndices(count: Int, limit: Int) -> [Int] {
+        if count <= limit { return Array(0..<count) }
+        if limit < 2 { return limit == 1 ? [0] : [] }
+        let step = Double(count - 1) / Double(limit - 1)
+        return (0..<limit).map { k in k == limit - 1 ? count - 1 : Int((Double(k) * step).rounded(.down)) }
+    }
+
     /// The SVG document.
     /// - Parameters:
     ///   - title: shown at the top (a device id; no coordinates).
     ///   - records: the trail, in time order (locations and region transitions).
     ///   - regions: the regions to draw.
     ///   - width: the picture's width in pixels; the height follows the trail's shape.
+    ///   - maxPoints: the most locations the track's line is drawn through: more are thinned out
+    ///     evenly (first and last kept) and the subtitle says "N of M points drawn". Stops and bounds
+    ///     use every location. The default draws them all.
     public static func render(title: String, records: [TrailRecord], regions: [RegionDefinition] = [],
-                              width: Double = 1000) -> String {
+                              width: Double = 1000, maxPoints: Int = .max) -> String {
         let locations = records.filter { $0.kind == .location }
+        let drawn = decimatedIndices(count: locations.count, limit: max(2, maxPoints))
         // Bounds: the trail and the regions, in Web Mercator metres.
         var xs: [Double] = [], ys: [Double] = []
         func add(_ c: Coordinate, _ r: Double = 0) {
@@ -109,7 +204,7 @@ public enum TrailSVG {
         }
         // The track.
         if !locations.isEmpty {
-            let points = locations.map { px(Coordinate(latitude: $0.latitude, longitude: $0.longitude)) }
+            let points = drawn.map { px(Coordinate(latitude: locations[$0].latitude, longitude: locations[$0].longitude)) }
                 .map { "\(f($0.0)),\(f($0.1))" }.joined(separator: " ")
             svg += "<polyline class=\"track\" points=\"\(points)\" fill=\"none\" stroke=\"#d6452f\" stroke-width=\"3\" stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n"
         }
@@ -137,8 +232,10 @@ public enum TrailSVG {
         // Title and scale bar.
         let span = locations.first.flatMap { a in locations.last.map { b in
             " · \(ISOTime.string(a.time).prefix(16).replacingT()) – \(ISOTime.string(b.time).prefix(16).replacingT()) UTC" } } ?? ""
+        let pointCount = drawn.count < locations.count
+            ? "\(drawn.count) of \(locations.count) points drawn" : "\(locations.count) points"
         svg += "<text x=\"\(f(margin))\" y=\"28\" font-size=\"18\" font-weight=\"bold\" fill=\"#222\">\(text(title))</text>\n"
-        svg += "<text x=\"\(f(margin))\" y=\"48\" fill=\"#555\">\(locations.count) points\(text(span))</text>\n"
+        svg += "<text x=\"\(f(margin))\" y=\"48\" fill=\"#555\">\(pointCount)\(text(span))</text>\n"
         let midLat = locations.isEmpty ? 0 : locations.reduce(0) { $0 + $1.latitude } / Double(locations.count)
         let metresPerPixel = cos(midLat * .pi / 180) / s
         let bar = niceLength(metresPerPixel * 150)

@@ -1,7 +1,9 @@
 import Synchronization
 
 /// Faults the endpoint injects, for tests and demos: what a real server does on a bad day.
-/// Set at start (`keeptrack serve --fail-rate ...`) or at run time (`PUT /v1/faults`).
+/// Set at start (`keeptrack serve --faults --fail-rate ...`) or at run time (`PUT /v1/faults`), and
+/// only when the server was started with fault injection on
+/// (``TrackServer/Configuration/faultInjection``, `keeptrack serve --faults`).
 public struct Faults: Hashable, Sendable, Codable {
     /// Close every connection at once, without an answer (the server is there but refuses).
     public var refuse = false
@@ -9,7 +11,7 @@ public struct Faults: Hashable, Sendable, Codable {
     public var failRate = 0.0
     /// Fail this many of the next requests (deterministic, for tests), before `failRate` applies.
     public var failNext = 0
-    /// The status of failed requests. The default is 500.
+    /// The status of failed requests, an error status (400-599). The default is 500.
     public var failStatus = 500
     /// A `Retry-After` (seconds) to send with failures, if any.
     public var retryAfter: Int?
@@ -48,7 +50,7 @@ public struct Faults: Hashable, Sendable, Codable {
     public var problem: String? {
         if !(0...1).contains(failRate) { return "failRate must be between 0 and 1" }
         if !(0...1).contains(dropRate) { return "dropRate must be between 0 and 1" }
-        if !(100...599).contains(failStatus) { return "failStatus must be an HTTP status (100-599)" }
+        if !(400...599).contains(failStatus) { return "failStatus must be an HTTP error status (400-599)" }
         if !(delay >= 0 && delay <= 600) { return "delay must be between 0 and 600 seconds" }
         if failNext < 0 || dropNext < 0 || garbageNext < 0 { return "failNext, dropNext and garbageNext must be 0 or more" }
         return nil

@@ -8,6 +8,7 @@ import HummingbirdTLS
 import NIOSSL
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
@@ -25,11 +26,14 @@ import Glibc
 /// - `POST /owntracks`: OwnTracks JSON (``OwnTracks``), the device from `X-Limit-D` (or `?d=`);
 ///   answers `[]`.
 ///
-/// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json`,
-/// `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets ``Faults``.
+/// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=`
+/// (paginated), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
+/// ``Faults`` when ``Configuration/faultInjection`` is on.
 ///
 /// Bad requests get a 400 whose body names the problem (`records[3].lat: 95 is out of range
-/// [-90, 90]`); bodies over ``Configuration/maxBodyBytes`` a 413; a missing or wrong token a 401.
+/// [-90, 90]`); bodies over ``Configuration/maxBodyBytes`` a 413 (at once when `Content-Length`
+/// says so); a missing or wrong token a 401. The limits under hostile load (connections, timeouts,
+/// bodies in memory, page sizes) are in ``Configuration``.
 public final class TrackServer: Sendable {
     public struct Configuration: Sendable {
         /// The default is 127.0.0.1.
@@ -42,7 +46,34 @@ public final class TrackServer: Sendable {
         public var token: String?
         /// The largest request body, after decompression. The default is 8 MiB.
         public var maxBodyBytes = 8 << 20
+        /// Whether faults are injected (``faults`` and `PUT /v1/faults`); off, the route does not
+        /// exist. The default is false (`keeptrack serve --faults` turns it on).
+        public var faultInjection = false
+        /// The faults injected from the start, when ``faultInjection`` is on.
         public var faults = Faults()
+        /// The most connections served at once; one more gets `503` with `Retry-After` and is
+        /// closed (over TLS: closed). The default is 512.
+        public var maxConnections = 512
+        /// How long a connection may stay without a complete request head: when idle between
+        /// requests, and from its opening (or its last answer) to the end of the next head. Then it is
+        /// closed. The default is 30 seconds.
+        public var idleTimeout: Duration = .seconds(30)
+        /// How long a request's body may take to arrive, from the end of its head; past it the
+        /// request is answered 408 and the connection closed. The default is 60 seconds.
+        public var bodyTimeout: Duration = .seconds(60)
+        /// The bytes of request bodies read into memory at once (declared lengths, the largest body
+        /// for one without a length, what a gzip body inflates to); a request that would go over it
+        /// gets `503` with `Retry-After: 1`. Never less than ``maxBodyBytes``. The default is 32 MiB.
+        public var maxBodyBytesInFlight = 32 << 20
+        /// The records in a trail page when the request gives no `limit`. The default is 10,000.
+        public var defaultPageSize = 10_000
+        /// The largest `limit` a trail or map page may ask for. The default is 100,000.
+        public var maxPageSize = 100_000
+        /// The most points `/map` draws a trail's line through (more are thinned out evenly, and the
+        /// page says so). The default is 5,000.
+        public var maxPointsDrawn = 5_000
+        /// The most devices `/map` draws without `?device=` (the rest are listed). The default is 20.
+        public var maxDevicesDrawn = 20
         /// PEM certificate chain and private key: serve HTTPS. The default is plain HTTP.
         public var tlsCertificate: String?
         public var tlsKey: String?
@@ -57,6 +88,8 @@ public final class TrackServer: Sendable {
     let logger: Logger
     let boundPort = Atomic<Int>(0)
     let now: @Sendable () -> Double
+    let gate: ConnectionGate
+    let bodies: BodyBudget
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
                 now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
@@ -65,6 +98,18 @@ public final class TrackServer: Sendable {
         self.faults = Mutex(configuration.faults)
         self.logger = logger
         self.now = now
+        self.gate = ConnectionGate(limit: max(1, configuration.maxConnections))
+        self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes))
+    }
+
+    /// Why listening with this configuration exposes the store, or `nil`: no token on an address
+    /// other than loopback lets anyone on the network read every trail.
+    public static func exposureWarning(host: String, token: String?) -> String? {
+        guard token == nil else { return nil }
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        guard !loopback else { return nil }
+        return "warning: serving on \(host) without --token: anyone who can reach it can read every stored "
+            + "trail and store records; pass --token or --host 127.0.0.1"
     }
 
     /// The port the server listens on, once it does (0 before).
@@ -73,17 +118,30 @@ public final class TrackServer: Sendable {
     /// Runs until ``shutdown()`` (or, with `signals`, SIGINT/SIGTERM) and a graceful stop. `onReady`
     /// gets the port once the server listens.
     public func run(signals: Bool = false, onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        var server: HTTPServerBuilder = .http1()
+        let bodyTimeout = TimeAmount(configuration.bodyTimeout)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [BodyTimeoutHandler(timeout: bodyTimeout)],
+            idleTimeout: TimeAmount(configuration.idleTimeout))
+        let gate = self.gate
+        var server = HTTPServerBuilder { responder in
+            CappedChannel(base: HTTP1Channel(responder: responder, configuration: http1), gate: gate, answerInClear: true)
+        }
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
             let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
-            server = try .tls(.http1(), tlsConfiguration: tls)
+            server = HTTPServerBuilder { responder in
+                CappedChannel(base: try TLSChannel(HTTP1Channel(responder: responder, configuration: http1), tlsConfiguration: tls),
+                              gate: gate, answerInClear: false)
+            }
         }
+        // Past the cap plus this many refusals in progress, connections wait in the kernel's
+        // backlog instead of taking descriptors.
+        let accepting = MaximumAvailableConnections(gate.limit + max(64, gate.limit / 4), logger: logger)
         let app = Hummingbird.Application(
             router: router(),
             server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port),
-                                 serverName: "keeptrack-serve"),
+                                 serverName: "keeptrack-serve", availableConnectionsDelegate: accepting),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? 0
                 self.boundPort.store(port, ordering: .releasing)
@@ -118,7 +176,12 @@ public final class TrackServer: Sendable {
     let serviceGroup = Mutex(GroupState())
 
     /// What `GET /metrics` shows (Prometheus text).
-    public func metricsText() -> String { metrics.prometheus(stored: (try? store.count()) ?? -1) }
+    public func metricsText() -> String { metrics.prometheus(stored: (try? store.count()) ?? -1, limits: limitsCounters) }
+
+    var limitsCounters: ServerMetrics.Limits {
+        .init(connections: gate.served.load(ordering: .relaxed), connectionsRefused: gate.refused.load(ordering: .relaxed),
+              bodyBytesInFlight: bodies.inUse, bodiesRefused: bodies.refusals.load(ordering: .relaxed))
+    }
 
     /// The current faults.
     public var currentFaults: Faults {
@@ -128,42 +191,76 @@ public final class TrackServer: Sendable {
 
     func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
-        router.add(middleware: FaultMiddleware(server: self))
+        router.add(middleware: EarlyLimitMiddleware(maxBodyBytes: configuration.maxBodyBytes))
+        if configuration.faultInjection { router.add(middleware: FaultMiddleware(server: self)) }
         router.add(middleware: AuthMiddleware(token: configuration.token))
         router.post("/v1/locations") { request, context in try await self.ingestBatch(request, context) }
         router.get("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/owntracks") { request, context in try await self.ingestOwnTracks(request, context) }
-        router.get("/v1/devices") { _, _ in try self.devicesResponse() }
-        router.get("/v1/devices/{id}/trail") { request, context in try self.trailResponse(request, context) }
+        router.get("/v1/devices") { _, _ in try await self.offLoop { try self.devicesResponse() } }
+        router.get("/v1/devices/{id}/trail") { request, context in
+            try await self.offLoop { try self.trailResponse(request, context) }
+        }
         router.get("/healthz") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))
         }
         router.get("/metrics") { _, _ in
-            let stored = (try? self.store.count()) ?? -1
+            let text = try await self.offLoop { self.metricsText() }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                            body: .init(byteBuffer: ByteBuffer(string: self.metrics.prometheus(stored: stored))))
+                            body: .init(byteBuffer: ByteBuffer(string: text)))
         }
-        router.put("/v1/faults") { request, context in try await self.setFaults(request, context) }
-        router.get("/map") { request, _ in try self.mapPage(request) }
+        if configuration.faultInjection {
+            router.put("/v1/faults") { request, context in try await self.setFaults(request, context) }
+        }
+        router.get("/map") { request, _ in try await self.offLoop { try self.mapPage(request) } }
         return router
+    }
+
+    /// Runs blocking work (SQLite reads, rendering) on NIO's blocking pool, not on the threads that
+    /// serve connections and run Swift tasks.
+    func offLoop<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(work)
+    }
+
+    /// Closes the connection once the answer to its current request is written and the rest of its
+    /// body read and thrown away, or ``BodyTimeoutHandler/linger`` after the answer.
+    static func closeAfterAnswer(_ context: ServerContext) {
+        context.channel.pipeline.fireUserInboundEventTriggered(CloseAfterAnswer())
     }
 
     // MARK: - Ingest
 
-    /// The body, inflated when gzip, within the size limit.
-    func body(_ request: Request) async throws -> [UInt8] {
+    /// The body, inflated when gzip, within the size limit and the bytes-in-flight budget.
+    func body(_ request: Request, _ context: ServerContext) async throws -> [UInt8] {
         let limit = configuration.maxBodyBytes
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        if let declared, declared > limit {
+            Self.closeAfterAnswer(context)
+            throw HTTPError(.contentTooLarge, message: "the body is larger than \(limit) bytes")
+        }
+        let reservation = declared ?? limit
+        guard bodies.reserve(reservation) else { throw busy(context) }
+        defer { bodies.release(reservation) }
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)
-        } catch {
+        } catch is NIOTooManyBytesError {
+            Self.closeAfterAnswer(context)
             throw HTTPError(.contentTooLarge, message: "the body is larger than \(limit) bytes")
+        } catch is BodyTimeout {
+            throw HTTPError(.requestTimeout, message: "the body did not arrive within \(configuration.bodyTimeout)")
         }
         let bytes = Array(buffer: buffer)
         if request.headers[.contentEncoding]?.lowercased() == "gzip" {
             metrics.gzipRequests.add(1, ordering: .relaxed)
+            // What it says it inflates to (ISIZE, the trailer's last 4 bytes), within the limit:
+            // inflating stops at the limit whatever it says.
+            let inflated = bytes.count >= 18
+                ? min(limit, bytes.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }) : limit
+            guard bodies.reserve(inflated) else { throw busy(context) }
+            defer { bodies.release(inflated) }
             do {
                 return try Gzip.decompress(bytes, limit: limit)
             } catch where error.code == .tooLarge {
@@ -175,8 +272,15 @@ public final class TrackServer: Sendable {
         return bytes
     }
 
+    /// The answer when the bodies in flight would go over their budget (the body is not read).
+    func busy(_ context: ServerContext) -> HTTPError {
+        Self.closeAfterAnswer(context)
+        return HTTPError(.serviceUnavailable, headers: [.retryAfter: "1", .contentType: "application/json"],
+                         message: "the server is receiving too many large bodies at once; try again shortly")
+    }
+
     func ingestBatch(_ request: Request, _ context: ServerContext) async throws -> Response {
-        let bytes = try await body(request)
+        let bytes = try await body(request, context)
         let batch: (device: String, records: [TrailRecord])
         do {
             batch = try JSONBatch.decode(bytes, now: now())
@@ -193,7 +297,7 @@ public final class TrackServer: Sendable {
     func ingestOsmAnd(_ request: Request, _ context: ServerContext) async throws -> Response {
         var query = request.uri.query ?? ""
         if request.method == .post {
-            let form = String(decoding: try await body(request), as: UTF8.self)
+            let form = String(decoding: try await body(request, context), as: UTF8.self)
             if !form.isEmpty { query += (query.isEmpty ? "" : "&") + form }
         }
         let record: TrailRecord
@@ -214,7 +318,7 @@ public final class TrackServer: Sendable {
             metrics.rejected(1)
             throw HTTPError(.badRequest, message: "the device is missing: send X-Limit-D (or ?d=)")
         }
-        let bytes = try await body(request)
+        let bytes = try await body(request, context)
         let record: TrailRecord?
         do {
             record = try OwnTracks.decode(bytes, device: device, now: now())
@@ -248,6 +352,7 @@ public final class TrackServer: Sendable {
 
     // MARK: - Queries
 
+    /// `GET /v1/devices`, from the devices table.
     func devicesResponse() throws -> Response {
         var out = "{\"devices\":["
         for (i, d) in try store.devices().enumerated() {
@@ -263,8 +368,39 @@ public final class TrackServer: Sendable {
                         body: .init(byteBuffer: ByteBuffer(string: out)))
     }
 
+    /// The query's page: `limit` (``Configuration/defaultPageSize`` when absent, at most
+    /// ``Configuration/maxPageSize``) and `cursor` (a token from a previous page).
+    func page(_ q: FlatDictionary<Substring, Substring>) throws -> (limit: Int, cursor: TrackStore.Cursor?) {
+        var limit = configuration.defaultPageSize
+        if let text = q["limit"], !text.isEmpty {
+            guard let n = Int(text), (1...configuration.maxPageSize).contains(n) else {
+                throw HTTPError(.badRequest, message: "limit: '\(text)' is not a number from 1 to \(configuration.maxPageSize)")
+            }
+            limit = n
+        }
+        var cursor: TrackStore.Cursor?
+        if let text = q["cursor"], !text.isEmpty {
+            guard let c = TrackStore.Cursor(token: String(text)) else {
+                throw HTTPError(.badRequest, message: "cursor: not a cursor this server gave")
+            }
+            cursor = c
+        }
+        return (limit, cursor)
+    }
+
+    /// The device id of a `{id}` path segment, percent-decoded.
+    static func deviceID(_ context: ServerContext) throws -> String {
+        let raw = context.parameters.get("id") ?? ""
+        guard let id = PercentEncoding.decode(raw) else {
+            throw HTTPError(.badRequest, message: "the device id in the path is not valid percent-encoded UTF-8")
+        }
+        return id
+    }
+
+    /// `GET /v1/devices/{id}/trail`: one page, and where the next starts (a `Link: <...>; rel="next"`
+    /// header, and a `"next"` member in JSON and GeoJSON).
     func trailResponse(_ request: Request, _ context: ServerContext) throws -> Response {
-        let device = context.parameters.get("id") ?? ""
+        let device = try Self.deviceID(context)
         let q = request.uri.queryParameters
         func time(_ key: String) throws -> Double? {
             guard let text = q[key[...]].map(String.init), !text.isEmpty else { return nil }
@@ -273,30 +409,63 @@ public final class TrackServer: Sendable {
         }
         let from = try time("from") ?? -.infinity
         let to = try time("to") ?? .infinity
-        let records = try store.trail(device: device, from: from, to: to)
-        guard try !records.isEmpty || store.devices().contains(where: { $0.id == device }) else {
+        let format = q["format"].map(String.init) ?? "geojson"
+        guard ["geojson", "gpx", "json"].contains(format) else {
+            throw HTTPError(.badRequest, message: "format: '\(format)' is not geojson, gpx or json")
+        }
+        let (limit, cursor) = try page(q)
+        guard try store.device(device) != nil else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
-        let format = q["format"].map(String.init) ?? "geojson"
+        let (records, next) = try store.trail(device: device, from: from, to: to, after: cursor, limit: limit)
+        var headers: HTTPFields = [:]
+        var nextMember: [UInt8] = []
+        if let next {
+            var link = "/v1/devices/\(PercentEncoding.encode(device))/trail?"
+            var items = ["format=\(format)", "limit=\(limit)", "cursor=\(next.token)"]
+            if let f = q["from"], !f.isEmpty { items.append("from=\(PercentEncoding.encode(String(f)))") }
+            if let t = q["to"], !t.isEmpty { items.append("to=\(PercentEncoding.encode(String(t)))") }
+            link += items.joined(separator: "&")
+            headers[HTTPField.Name("Link")!] = "<\(link)>; rel=\"next\""
+            nextMember = Array(",\"next\":\"\(next.token)\"".utf8)
+        }
+        /// Adds `"next":CURSOR` to a JSON object.
+        func withNext(_ object: [UInt8]) -> [UInt8] {
+            guard !nextMember.isEmpty, let close = object.lastIndex(of: UInt8(ascii: "}")) else { return object }
+            var out = object
+            out.insert(contentsOf: nextMember, at: close)
+            return out
+        }
         switch format {
         case "geojson":
-            return Response(status: .ok, headers: [.contentType: "application/geo+json"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: TrailExport.geoJSON(device: device, records: records))))
+            headers[.contentType] = "application/geo+json"
+            return Response(status: .ok, headers: headers,
+                            body: .init(byteBuffer: ByteBuffer(bytes: withNext(TrailExport.geoJSON(device: device, records: records)))))
         case "gpx":
-            return Response(status: .ok, headers: [.contentType: "application/gpx+xml"],
+            headers[.contentType] = "application/gpx+xml"
+            return Response(status: .ok, headers: headers,
                             body: .init(byteBuffer: ByteBuffer(bytes: TrailExport.gpx(device: device, records: records))))
-        case "json":
-            return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: JSONBatch.encode(device: device, records: records))))
         default:
-            throw HTTPError(.badRequest, message: "format: '\(format)' is not geojson, gpx or json")
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers,
+                            body: .init(byteBuffer: ByteBuffer(bytes: withNext(JSONBatch.encode(device: device, records: records)))))
         }
     }
 
     /// An HTML page with each device's trail drawn (SVG inline, nothing fetched), or one device's
-    /// with `?device=ID`.
+    /// with `?device=ID` (one page of it: `limit`, `cursor`, and a link to the next page). Each
+    /// trail is read a page at a time and its line drawn through at most
+    /// ``Configuration/maxPointsDrawn`` points; at most ``Configuration/maxDevicesDrawn`` devices.
     func mapPage(_ request: Request) throws -> Response {
-        let wanted = request.uri.queryParameters["device"].map(String.init)
+        let q = request.uri.queryParameters
+        let wanted = q["device"].map(String.init)
+        let (limit, cursor) = try page(q)
+        func text(_ s: String) -> String {
+            var out: [UInt8] = []
+            ByteWriting.appendXMLEscaped(s, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        let tokenQuery = q["token"].map { "&token=\(PercentEncoding.encode(String($0)))" } ?? ""
         var html = """
             <!DOCTYPE html>
             <html><head><meta charset="utf-8"><title>keeptrack trails</title>
@@ -304,14 +473,27 @@ public final class TrackServer: Sendable {
             </head><body><h1>keeptrack: stored trails</h1>
 
             """
-        let devices = try store.devices().filter { wanted == nil || $0.id == wanted }
-        if devices.isEmpty { html += "<p>No trail stored yet.</p>\n" }
-        for d in devices {
-            let records = try store.trail(device: d.id)
-            var id: [UInt8] = []
-            ByteWriting.appendXMLEscaped(d.id, to: &id)
-            html += "<section><h2><a href=\"/map?device=\(String(decoding: id, as: UTF8.self))\">\(String(decoding: id, as: UTF8.self))</a></h2>\n"
-            html += TrailSVG.render(title: d.id, records: records, width: 900)
+        let devices = try wanted.map { try store.device($0).map { [$0] } ?? [] } ?? store.devices()
+        if devices.isEmpty { html += wanted == nil ? "<p>No trail stored yet.</p>\n" : "<p>No such device.</p>\n" }
+        for (n, d) in devices.enumerated() {
+            let href = text("/map?device=\(PercentEncoding.encode(d.id))\(tokenQuery)")
+            guard n < configuration.maxDevicesDrawn else {
+                if n == configuration.maxDevicesDrawn {
+                    html += "<p>\(devices.count - n) more devices, not drawn here (at most \(n) a page):</p>\n"
+                }
+                html += "<p><a href=\"\(href)\">\(text(d.id))</a></p>\n"
+                continue
+            }
+            let (records, next) = try store.trail(device: d.id, after: wanted == nil ? nil : cursor, limit: limit)
+            html += "<section><h2><a href=\"\(href)\">\(text(d.id))</a></h2>\n"
+            if next != nil || cursor != nil && wanted != nil {
+                html += "<p>Points \(records.count) of \(d.points) stored, a page of at most \(limit).</p>\n"
+            }
+            html += TrailSVG.render(title: d.id, records: records, width: 900, maxPoints: configuration.maxPointsDrawn)
+            if let next {
+                let nextHref = text("/map?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)")
+                html += "<p><a rel=\"next\" href=\"\(nextHref)\">next page</a></p>\n"
+            }
             html += "</section>\n"
         }
         html += "</body></html>\n"
@@ -320,7 +502,7 @@ public final class TrackServer: Sendable {
     }
 
     func setFaults(_ request: Request, _ context: ServerContext) async throws -> Response {
-        let bytes = try await body(request)
+        let bytes = try await body(request, context)
         let new: Faults
         do {
             new = try JSONDecoder().decode(Faults.self, from: Data(bytes))
@@ -386,6 +568,28 @@ struct FaultMiddleware: RouterMiddleware {
     }
 }
 
+/// Answers 413 from the head when `Content-Length` is over the limit, and closes the connection
+/// without waiting for the body.
+struct EarlyLimitMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let maxBodyBytes: Int
+
+    func handle(_ request: Request, context: ServerContext,
+                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+        if let text = request.headers[.contentLength] {
+            guard let length = Int(text), length >= 0 else {
+                TrackServer.closeAfterAnswer(context)
+                throw HTTPError(.badRequest, message: "Content-Length: '\(text)' is not a length")
+            }
+            if length > maxBodyBytes {
+                TrackServer.closeAfterAnswer(context)
+                throw HTTPError(.contentTooLarge, message: "the body is larger than \(maxBodyBytes) bytes")
+            }
+        }
+        return try await next(request, context)
+    }
+}
+
 /// Devices authenticate with the token, as a bearer or a `token` query parameter.
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = ServerContext
@@ -433,7 +637,15 @@ final class ServerMetrics: Sendable {
 
     func rejected(_ n: Int) { rejected.add(n, ordering: .relaxed) }
 
-    func prometheus(stored: Int) -> String {
+    /// The limits' gauges and counters.
+    struct Limits {
+        var connections: Int
+        var connectionsRefused: Int
+        var bodyBytesInFlight: Int
+        var bodiesRefused: Int
+    }
+
+    func prometheus(stored: Int, limits: Limits) -> String {
         var out = "# HELP keeptrack_serve_requests_total Ingest requests by what the fault injection did.\n"
         out += "# TYPE keeptrack_serve_requests_total counter\n"
         for (k, v) in requests.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
@@ -456,6 +668,18 @@ final class ServerMetrics: Sendable {
         out += "# HELP keeptrack_serve_records_stored Records in the store.\n"
         out += "# TYPE keeptrack_serve_records_stored gauge\n"
         out += "keeptrack_serve_records_stored \(stored)\n"
+        out += "# HELP keeptrack_serve_connections Connections being served.\n"
+        out += "# TYPE keeptrack_serve_connections gauge\n"
+        out += "keeptrack_serve_connections \(limits.connections)\n"
+        out += "# HELP keeptrack_serve_connections_refused_total Connections answered 503 at the connection cap.\n"
+        out += "# TYPE keeptrack_serve_connections_refused_total counter\n"
+        out += "keeptrack_serve_connections_refused_total \(limits.connectionsRefused)\n"
+        out += "# HELP keeptrack_serve_body_bytes_in_flight Request body bytes reserved in memory.\n"
+        out += "# TYPE keeptrack_serve_body_bytes_in_flight gauge\n"
+        out += "keeptrack_serve_body_bytes_in_flight \(limits.bodyBytesInFlight)\n"
+        out += "# HELP keeptrack_serve_bodies_refused_total Requests answered 503 over the bodies-in-flight budget.\n"
+        out += "# TYPE keeptrack_serve_bodies_refused_total counter\n"
+        out += "keeptrack_serve_bodies_refused_total \(limits.bodiesRefused)\n"
         return out
     }
 }

@@ -15,11 +15,16 @@ public struct Endpoint: Sendable {
     public let port: Int
     public let directory: String
 
-    public static func start(token: String? = "secret", faults: Faults = Faults()) async throws -> Endpoint {
+    /// Starts one with fault injection on (`faults` from the start, `PUT /v1/faults` later);
+    /// `configure` changes anything else (limits, timeouts) before it starts.
+    public static func start(token: String? = "secret", faults: Faults = Faults(),
+                             configure: (inout TrackServer.Configuration) -> Void = { _ in }) async throws -> Endpoint {
         let dir = temporaryDirectory()
         var c = TrackServer.Configuration(database: dir + "/endpoint.sqlite")
         c.token = token
+        c.faultInjection = true
         c.faults = faults
+        configure(&c)
         let server = try TrackServer(configuration: c)
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }

@@ -16,15 +16,22 @@ struct Serve: AsyncParsableCommand {
             Authorization: Bearer TOKEN (or ?token=). Prints {"event":"listening","url":...} once it \
             listens; stops on Ctrl-C or SIGTERM.
 
-            Fault injection (also at run time: PUT /v1/faults with {"failRate":0.3,"failStatus":503,...}):
-            --refuse closes every connection unanswered; --fail-rate answers a share of requests with \
-            --fail-status (and --retry-after); --delay waits before answering; --drop-rate stores a \
-            request and then drops the connection halfway through the answer.
+            Limits under load: --max-connections (a 503 past it), --idle-timeout (a connection without \
+            a complete request head that long is closed), --body-timeout (a body slower than that is \
+            answered 408), --max-body (413, at once when Content-Length says so), --max-bodies-in-flight \
+            (request bodies held in memory at once; 503 past it). Trails and /map are paginated (limit, \
+            cursor). Without --token on an address other than loopback, a warning goes to standard error.
+
+            Fault injection, only with --faults (also at run time: PUT /v1/faults with \
+            {"failRate":0.3,"failStatus":503,...}): --refuse closes every connection unanswered; \
+            --fail-rate answers a share of requests with --fail-status (400-599, and --retry-after); \
+            --delay waits before answering; --drop-rate stores a request and then drops the connection \
+            halfway through the answer.
 
             Examples:
               keeptrack serve                                # 127.0.0.1:5055, database in the data directory
               keeptrack serve --port 0 --token s3cret        # a free port
-              keeptrack serve --fail-rate 0.3 --fail-status 503 --retry-after 2
+              keeptrack serve --faults --fail-rate 0.3 --fail-status 503 --retry-after 2
               keeptrack replay --upload http://127.0.0.1:5055/v1/locations --token s3cret fixtures/walk-15min.nmea
             """
     )
@@ -43,6 +50,24 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Largest request body in bytes (after gzip). The default is 8 MiB.", valueName: "bytes"))
     var maxBody = 8 << 20
+
+    @Option(help: ArgumentHelp("Connections served at once; more get 503. The default is 512.", valueName: "n"))
+    var maxConnections = 512
+
+    @Option(help: ArgumentHelp("Close a connection without a complete request head for this long. The default is 30.",
+                               valueName: "seconds"))
+    var idleTimeout = 30.0
+
+    @Option(help: ArgumentHelp("Answer 408 when a request body takes longer than this. The default is 60.",
+                               valueName: "seconds"))
+    var bodyTimeout = 60.0
+
+    @Option(help: ArgumentHelp("Request body bytes held in memory at once; more get 503. The default is 32 MiB.",
+                               valueName: "bytes"))
+    var maxBodiesInFlight = 32 << 20
+
+    @Flag(help: "Turn fault injection on: the fault options below and PUT /v1/faults (for tests and demos).")
+    var faults = false
 
     @Flag(help: "Fault: close every connection without an answer.")
     var refuse = false
@@ -72,7 +97,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var data: DataDirectoryOption
 
-    var faults: Faults {
+    var startFaults: Faults {
         var f = Faults()
         f.refuse = refuse
         f.failRate = failRate
@@ -85,7 +110,14 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
-        if let problem = faults.problem { throw ValidationError("Faults: \(problem).") }
+        if let problem = startFaults.problem { throw ValidationError("Faults: \(problem).") }
+        if !faults && startFaults != Faults() {
+            throw ValidationError("The fault options need --faults (fault injection is off without it).")
+        }
+        if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1.") }
+        if !(idleTimeout > 0 && idleTimeout <= 86_400) || !(bodyTimeout > 0 && bodyTimeout <= 86_400) {
+            throw ValidationError("--idle-timeout and --body-timeout must be between 0 and 86400 seconds (not 0).")
+        }
         if maxBody < 1024 { throw ValidationError("--max-body must be at least 1024 bytes.") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together.") }
     }
@@ -100,7 +132,12 @@ struct Serve: AsyncParsableCommand {
         c.port = port
         c.token = token
         c.maxBodyBytes = maxBody
-        c.faults = faults
+        c.maxConnections = maxConnections
+        c.idleTimeout = .milliseconds(Int64((idleTimeout * 1000).rounded()))
+        c.bodyTimeout = .milliseconds(Int64((bodyTimeout * 1000).rounded()))
+        c.maxBodyBytesInFlight = maxBodiesInFlight
+        c.faultInjection = faults
+        c.faults = startFaults
         c.tlsCertificate = tlsCert
         c.tlsKey = tlsKey
         var logger = Logger(label: "keeptrack.serve")
@@ -111,6 +148,7 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw ValidationError("cannot open the database \(database): \(error)")
         }
+        if let warning = TrackServer.exposureWarning(host: host, token: token) { printError(warning) }
         let shownHost = host.contains(":") ? "[\(host)]" : host
         try await server.run(signals: true) { port in
             var out = OutputBuffer()
