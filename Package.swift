@@ -54,6 +54,7 @@ let package = Package(
             name: "Upload",
             dependencies: [
                 "Geo", "Formats", "Lifecycle",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

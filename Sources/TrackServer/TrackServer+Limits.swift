@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import Prometheus
 import NIOHTTPTypes
 import Synchronization
 
@@ -11,8 +12,12 @@ final class ConnectionGate: Sendable {
     let limit: Int
     let served = Atomic<Int>(0)
     let refused = Atomic<Int>(0)
+    let refusals: Prometheus.Counter
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, refusals: Prometheus.Counter) {
+        self.limit = limit
+        self.refusals = refusals
+    }
 
     /// Takes a place if one is free.
     func admit() -> Bool {
@@ -24,6 +29,7 @@ final class ConnectionGate: Sendable {
             current = original
         }
         refused.add(1, ordering: .relaxed)
+        refusals.increment()
         return false
     }
 
@@ -239,9 +245,12 @@ final class BodyTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
 final class BodyBudget: Sendable {
     let capacity: Int
     let reserved = Mutex(0)
-    let refusals = Atomic<Int>(0)
+    let refusals: Prometheus.Counter
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int, refusals: Prometheus.Counter) {
+        self.capacity = capacity
+        self.refusals = refusals
+    }
 
     func reserve(_ bytes: Int) -> Bool {
         let ok = reserved.withLock { r in
@@ -249,7 +258,7 @@ final class BodyBudget: Sendable {
             r += bytes
             return true
         }
-        if !ok { refusals.add(1, ordering: .relaxed) }
+        if !ok { refusals.increment() }
         return ok
     }
 

@@ -98,8 +98,9 @@ public final class TrackServer: Sendable {
         self.faults = Mutex(configuration.faults)
         self.logger = logger
         self.now = now
-        self.gate = ConnectionGate(limit: max(1, configuration.maxConnections))
-        self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes))
+        self.gate = ConnectionGate(limit: max(1, configuration.maxConnections), refusals: metrics.connectionsRefused)
+        self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes),
+                                 refusals: metrics.bodiesRefused)
     }
 
     /// Why listening with this configuration exposes the store, or `nil`: no token on an address
@@ -176,11 +177,9 @@ public final class TrackServer: Sendable {
     let serviceGroup = Mutex(GroupState())
 
     /// What `GET /metrics` shows (Prometheus text).
-    public func metricsText() -> String { metrics.prometheus(stored: (try? store.count()) ?? -1, limits: limitsCounters) }
-
-    var limitsCounters: ServerMetrics.Limits {
-        .init(connections: gate.served.load(ordering: .relaxed), connectionsRefused: gate.refused.load(ordering: .relaxed),
-              bodyBytesInFlight: bodies.inUse, bodiesRefused: bodies.refusals.load(ordering: .relaxed))
+    public func metricsText() -> String {
+        metrics.prometheus(stored: (try? store.count()) ?? -1, connections: gate.served.load(ordering: .relaxed),
+                           bodyBytesInFlight: bodies.inUse)
     }
 
     /// The current faults.
@@ -254,7 +253,7 @@ public final class TrackServer: Sendable {
         }
         let bytes = Array(buffer: buffer)
         if request.headers[.contentEncoding]?.lowercased() == "gzip" {
-            metrics.gzipRequests.add(1, ordering: .relaxed)
+            metrics.gzipRequests.increment()
             // What it says it inflates to (ISIZE, the trailer's last 4 bytes), within the limit:
             // inflating stops at the limit whatever it says.
             let inflated = bytes.count >= 18
@@ -608,78 +607,5 @@ struct AuthMiddleware: RouterMiddleware {
             throw HTTPError(.unauthorized, message: "a valid token is required (Authorization: Bearer TOKEN)")
         }
         return try await next(request, context)
-    }
-}
-
-/// Counters for `GET /metrics`.
-final class ServerMetrics: Sendable {
-    let requests = Mutex<[String: Int]>([:])
-    let accepted = Mutex<[String: Int]>([:])
-    let duplicates = Atomic<Int>(0)
-    let rejected = Atomic<Int>(0)
-    let gzipRequests = Atomic<Int>(0)
-
-    func request(_ d: Faults.Decision) {
-        let name = switch d {
-        case .refuse: "refused"
-        case .fail: "failed"
-        case .drop: "dropped"
-        case .garbage: "garbage"
-        case .serve: "served"
-        }
-        requests.withLock { $0[name, default: 0] += 1 }
-    }
-
-    func stored(_ n: Int, duplicates d: Int, format: String) {
-        accepted.withLock { $0[format, default: 0] += n }
-        duplicates.add(d, ordering: .relaxed)
-    }
-
-    func rejected(_ n: Int) { rejected.add(n, ordering: .relaxed) }
-
-    /// The limits' gauges and counters.
-    struct Limits {
-        var connections: Int
-        var connectionsRefused: Int
-        var bodyBytesInFlight: Int
-        var bodiesRefused: Int
-    }
-
-    func prometheus(stored: Int, limits: Limits) -> String {
-        var out = "# HELP keeptrack_serve_requests_total Ingest requests by what the fault injection did.\n"
-        out += "# TYPE keeptrack_serve_requests_total counter\n"
-        for (k, v) in requests.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            out += "keeptrack_serve_requests_total{outcome=\"\(k)\"} \(v)\n"
-        }
-        out += "# HELP keeptrack_serve_records_accepted_total Records stored, by format.\n"
-        out += "# TYPE keeptrack_serve_records_accepted_total counter\n"
-        for (k, v) in accepted.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            out += "keeptrack_serve_records_accepted_total{format=\"\(k)\"} \(v)\n"
-        }
-        out += "# HELP keeptrack_serve_records_duplicate_total Records received again and not stored twice.\n"
-        out += "# TYPE keeptrack_serve_records_duplicate_total counter\n"
-        out += "keeptrack_serve_records_duplicate_total \(duplicates.load(ordering: .relaxed))\n"
-        out += "# HELP keeptrack_serve_requests_rejected_total Requests answered 400.\n"
-        out += "# TYPE keeptrack_serve_requests_rejected_total counter\n"
-        out += "keeptrack_serve_requests_rejected_total \(rejected.load(ordering: .relaxed))\n"
-        out += "# HELP keeptrack_serve_gzip_requests_total Requests with a gzip body.\n"
-        out += "# TYPE keeptrack_serve_gzip_requests_total counter\n"
-        out += "keeptrack_serve_gzip_requests_total \(gzipRequests.load(ordering: .relaxed))\n"
-        out += "# HELP keeptrack_serve_records_stored Records in the store.\n"
-        out += "# TYPE keeptrack_serve_records_stored gauge\n"
-        out += "keeptrack_serve_records_stored \(stored)\n"
-        out += "# HELP keeptrack_serve_connections Connections being served.\n"
-        out += "# TYPE keeptrack_serve_connections gauge\n"
-        out += "keeptrack_serve_connections \(limits.connections)\n"
-        out += "# HELP keeptrack_serve_connections_refused_total Connections answered 503 at the connection cap.\n"
-        out += "# TYPE keeptrack_serve_connections_refused_total counter\n"
-        out += "keeptrack_serve_connections_refused_total \(limits.connectionsRefused)\n"
-        out += "# HELP keeptrack_serve_body_bytes_in_flight Request body bytes reserved in memory.\n"
-        out += "# TYPE keeptrack_serve_body_bytes_in_flight gauge\n"
-        out += "keeptrack_serve_body_bytes_in_flight \(limits.bodyBytesInFlight)\n"
-        out += "# HELP keeptrack_serve_bodies_refused_total Requests answered 503 over the bodies-in-flight budget.\n"
-        out += "# TYPE keeptrack_serve_bodies_refused_total counter\n"
-        out += "keeptrack_serve_bodies_refused_total \(limits.bodiesRefused)\n"
-        return out
     }
 }

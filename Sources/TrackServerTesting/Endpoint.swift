@@ -43,10 +43,10 @@ public struct Endpoint: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// A Prometheus counter's value from the endpoint's metrics.
+    /// A counter or gauge from the endpoint's metrics, as a whole number.
     public func metric(_ name: String) -> Int {
         for line in server.metricsText().split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Int(line.split(separator: " ").last!) ?? -1
+            return Double(line.split(separator: " ").last!).map { Int($0) } ?? -1
         }
         return 0
     }
