@@ -68,23 +68,6 @@ struct Export: ParsableCommand {
         } catch {
             throw ValidationError("cannot open \(path): \(error)")
         }
-        let devices = try store.devices()
-        let id: String
-        if let device {
-            guard devices.contains(where: { $0.id == device }) else {
-                throw ValidationError("no device '\(device)' in \(path); it has: "
-                    + devices.map(\.id).joined(separator: ", "))
-            }
-            id = device
-        } else {
-            guard devices.count == 1 else {
-                throw ValidationError(devices.isEmpty ? "\(path) holds no trail yet."
-                    : "\(path) holds several devices; choose one with --device: " + devices.map(\.id).joined(separator: ", "))
-            }
-            id = devices[0].id
-        }
-        let records = try store.trail(device: id, from: from.flatMap(ISOTime.parse) ?? -.infinity,
-                                      to: to.flatMap(ISOTime.parse) ?? .infinity)
         var definitions: [RegionDefinition] = []
         if let regions {
             do {
@@ -93,17 +76,19 @@ struct Export: ParsableCommand {
                 throw ValidationError("--regions \(regions): \(error)")
             }
         }
-        let bytes: [UInt8] = switch format {
-        case "svg": Array(TrailSVG.render(title: id, records: records, regions: definitions).utf8)
-        case "gpx": TrailExport.gpx(device: id, records: records)
-        default: TrailExport.geoJSON(device: id, records: records)
+        let export: TrackStore.Export
+        do {
+            export = try store.export(device: device, from: from.flatMap(ISOTime.parse) ?? -.infinity,
+                                      to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: definitions)
+        } catch let error as TrackStore.ExportError {
+            throw ValidationError(error.description)
         }
         if let output {
-            try writeFile(output, bytes)
-            printError("\(output): \(records.filter { $0.kind == .location }.count) points of \(id)")
+            try writeFile(output, export.bytes)
+            printError("\(output): \(export.points) points of \(export.device)")
         } else {
             var out = OutputBuffer()
-            out.bytes = bytes
+            out.bytes = export.bytes
             try out.flush()
         }
     }

@@ -1,0 +1,48 @@
+import Formats
+
+extension TrackStore {
+    /// A stored trail as a file: `svg` (with `regions` drawn), `gpx` or `geojson`.
+    public struct Export: Sendable {
+        /// The device whose trail it is.
+        public var device: String
+        public var bytes: [UInt8]
+        /// Locations in it (region events not counted).
+        public var points: Int
+    }
+
+    /// Why a trail can't be exported: a sentence naming what to choose instead.
+    public struct ExportError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// `device`'s trail between `from` and `to` (seconds since 1970) in `format`; with no `device`,
+    /// the only one stored.
+    ///
+    /// - Throws: ``ExportError`` when the device is unknown, or none was named and the store holds
+    ///   none or several.
+    public func export(device: String?, from: Double = -.infinity, to: Double = .infinity, format: String,
+                       regions: [RegionDefinition] = []) throws -> Export {
+        let devices = try self.devices()
+        let id: String
+        if let device {
+            guard devices.contains(where: { $0.id == device }) else {
+                throw ExportError(description: "no device '\(device)' in \(path); it has: "
+                    + devices.map(\.id).joined(separator: ", "))
+            }
+            id = device
+        } else {
+            guard devices.count == 1 else {
+                throw ExportError(description: devices.isEmpty ? "\(path) holds no trail yet."
+                    : "\(path) holds several devices; choose one with --device: " + devices.map(\.id).joined(separator: ", "))
+            }
+            id = devices[0].id
+        }
+        let records = try trail(device: id, from: from, to: to)
+        let bytes: [UInt8] = switch format {
+        case "svg": Array(TrailSVG.render(title: id, records: records, regions: regions).utf8)
+        case "gpx": TrailExport.gpx(device: id, records: records)
+        default: TrailExport.geoJSON(device: id, records: records)
+        }
+        return Export(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
+    }
+}
