@@ -266,67 +266,84 @@ public struct RegionMonitor: Sendable {
 
     /// The events `location` causes.
     public mutating func process(_ location: Location) -> [Event] {
-        var events: [Event] = []
-        let t = location.timestamp
         guard location.horizontalAccuracy >= 0 else { return [] }
         updateIndex()
         round &+= 1
+        let cell = grid.cellNumber(latitude: location.coordinate.latitude, longitude: location.coordinate.longitude)
+        if cell != cachedCell {
+            cachedRange = range(of: cell)
+            cachedCell = cell
+        }
+        // The slots are taken out for the round and read in place through a pointer (no copy of
+        // an entry per field read), then put back.
+        var storage: [Tracked?] = []
+        swap(&storage, &slots)
+        defer { swap(&storage, &slots) }
+        return storage.withUnsafeMutableBufferPointer { buffer in
+            evaluate(location, entries: buffer.baseAddress!)
+        }
+    }
+
+    private mutating func evaluate(_ location: Location, entries: UnsafeMutablePointer<Tracked?>) -> [Event] {
+        var events: [Event] = []
+        let t = location.timestamp
         let margin = max(location.horizontalAccuracy, minimumMargin)
         let rules = Rules(minimumDuration: minimumDuration, reportDistance: firstStateReportDistance)
         let lat = location.coordinate.latitude, lon = location.coordinate.longitude
         let k = Geodesy.meanRadius * .pi / 180
         let kx = k * cos(lat * .pi / 180)
+        var version = insideVersion
         // Candidates: the regions indexed in the location's cell.
-        let cell = grid.cellNumber(latitude: lat, longitude: lon)
-        if cell != cachedCell {
-            cachedRange = range(of: cell)
-            cachedCell = cell
-        }
         for i in cachedRange {
             let slot = Int(truncatingIfNeeded: index[i] & 0xFFFF_FFFF)
-            guard slots[slot] != nil else { continue }
-            slots[slot]!.visited = round
+            if case .none = entries[slot] { continue }
+            entries[slot]!.visited = round
             // Cheap test first: circles clearly outside need no exact distance (squared planar
             // distance in a local projection; the exact one only near the edge).
             var evidence: RegionState?
             var distance = 0.0
-            if case .circle(let c, let r) = slots[slot]!.region.shape {
+            if case .circle(let c, let r) = entries[slot]!.region.shape {
                 let dy = (lat - c.latitude) * k
-                let dx = Geodesy.normalizeLongitude(lon - c.longitude) * kx
+                var dLon = lon - c.longitude
+                if dLon > 180 || dLon < -180 { dLon = Geodesy.normalizeLongitude(dLon) }
+                let dx = dLon * kx
                 let far = r + margin + 1
                 let d2 = dx * dx + dy * dy
                 if d2 > far * far * 1.0201 {
+                    if entries[slot]!.state == .outside && entries[slot]!.pending == nil { continue }
                     let approx = d2.squareRoot()
                     if approx - r > margin + 0.01 * approx + 1 {
-                        if slots[slot]!.state == .outside && slots[slot]!.pending == nil { continue }
                         evidence = .outside
                         distance = approx - r
                     }
                 }
             }
             if evidence == nil {
-                let d = slots[slot]!.region.signedDistance(to: location.coordinate)
+                let d = entries[slot]!.region.signedDistance(to: location.coordinate)
                 distance = d
                 evidence = d <= -margin ? .inside : (d >= margin ? .outside : nil)
             }
             if let evidence {
-                if evidence == .outside && slots[slot]!.state == .outside && slots[slot]!.pending == nil { continue }
-                let certain = slots[slot]!.state == .unknown
-                events += Self.settle(&slots[slot]!, evidence: evidence, distanceCertain: certain,
-                                      distance: distance, time: t, rules: rules, version: &insideVersion)
+                if evidence == .outside && entries[slot]!.state == .outside && entries[slot]!.pending == nil { continue }
+                let certain = entries[slot]!.state == .unknown
+                events += Self.settle(&entries[slot]!, evidence: evidence, distanceCertain: certain,
+                                      distance: distance, time: t, rules: rules, version: &version)
             } else {
                 // In the band at the edge: no evidence, and the wait for a transition restarts.
-                slots[slot]!.pending = nil
+                entries[slot]!.pending = nil
             }
             // Dwell.
-            if slots[slot]!.state == .inside, let delay = slots[slot]!.region.loiteringDelay,
-               let since = slots[slot]!.enteredAt, !slots[slot]!.dwellReported, t - since >= delay
+            if entries[slot]!.state == .inside, let delay = entries[slot]!.region.loiteringDelay,
+               let since = entries[slot]!.enteredAt, !entries[slot]!.dwellReported, t - since >= delay
             {
-                slots[slot]!.dwellReported = true
-                insideVersion &+= 1
-                events.append(.dwell(slots[slot]!.region.id, time: t))
+                entries[slot]!.dwellReported = true
+                version &+= 1
+                events.append(.dwell(entries[slot]!.region.id, time: t))
             }
-            if slots[slot]!.state != .outside || slots[slot]!.pending != nil { activate(Int32(slot)) }
+            if (entries[slot]!.state != .outside || entries[slot]!.pending != nil) && !entries[slot]!.isActive {
+                entries[slot]!.isActive = true
+                active.append(Int32(slot))
+            }
         }
         // Active regions (inside, pending, unknown) not in this cell: evaluated exactly; the
         // location is outside their bounds, so the evidence is outside or none.
@@ -334,23 +351,24 @@ public struct RegionMonitor: Sendable {
         stillActive.reserveCapacity(active.count)
         for s in active {
             let slot = Int(s)
-            guard slots[slot] != nil else { continue }
-            if slots[slot]!.visited != round {
-                let d = slots[slot]!.region.signedDistance(to: location.coordinate)
+            if case .none = entries[slot] { continue }
+            if entries[slot]!.visited != round {
+                let d = entries[slot]!.region.signedDistance(to: location.coordinate)
                 if d >= margin {
-                    events += Self.settle(&slots[slot]!, evidence: .outside, distanceCertain: true, distance: d,
-                                          time: t, rules: rules, version: &insideVersion)
+                    events += Self.settle(&entries[slot]!, evidence: .outside, distanceCertain: true, distance: d,
+                                          time: t, rules: rules, version: &version)
                 } else {
-                    slots[slot]!.pending = nil
+                    entries[slot]!.pending = nil
                 }
             }
-            if slots[slot]!.state != .outside || slots[slot]!.pending != nil {
+            if entries[slot]!.state != .outside || entries[slot]!.pending != nil {
                 stillActive.append(s)
             } else {
-                slots[slot]!.isActive = false
+                entries[slot]!.isActive = false
             }
         }
         active = stillActive
+        insideVersion = version
         return events
     }
 
