@@ -43,7 +43,7 @@ let package = Package(
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
         .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS", "SystemIO"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
-        .target(name: "LocationService", dependencies: ["Geo"]),
+        .target(name: "LocationService", dependencies: ["Geo", "Formats"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
         .target(name: "Lifecycle"),
         // Wire and file formats, both directions: JSON Lines, CSV, GPX, GeoJSON, our JSON batch,

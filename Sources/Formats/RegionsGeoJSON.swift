@@ -1,10 +1,12 @@
-import FoundationEssentials
 import Geo
 
 /// Region definitions read from GeoJSON: Point features with a `radius` (metres) property are
 /// circles, Polygon features polygons (outer ring); the feature's `id` (or `properties.id`) names
 /// the region. Optional properties: `dwell` (loitering delay, seconds), `notifyOnEntry`,
 /// `notifyOnExit` (booleans).
+///
+/// Read in one pass over the bytes (``JSONScanner``), a feature at a time, with no document tree:
+/// a 154 MB file of a million circles takes about a second and no memory beyond the definitions.
 public struct RegionDefinition: Hashable, Sendable {
     public enum Shape: Hashable, Sendable {
         case circle(center: Coordinate, radius: Double)
@@ -17,6 +19,14 @@ public struct RegionDefinition: Hashable, Sendable {
     public var notifyOnEntry: Bool
     public var notifyOnExit: Bool
 
+    public init(id: String, shape: Shape, dwell: Double? = nil, notifyOnEntry: Bool = true, notifyOnExit: Bool = true) {
+        self.id = id
+        self.shape = shape
+        self.dwell = dwell
+        self.notifyOnEntry = notifyOnEntry
+        self.notifyOnExit = notifyOnExit
+    }
+
     /// A problem in a GeoJSON file, naming the feature.
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var message: String
@@ -25,90 +35,528 @@ public struct RegionDefinition: Hashable, Sendable {
 
     /// Parses a FeatureCollection (or a single Feature).
     public static func parseGeoJSON(_ data: [UInt8]) throws(ParseError) -> [RegionDefinition] {
-        let root: JSONValue
-        do {
-            root = try JSONDecoder().decode(JSONValue.self, from: Data(data))
-        } catch {
-            throw ParseError(message: "not valid JSON: \(error)")
-        }
-        let features: [JSONValue]
-        switch root["type"]?.string {
-        case "FeatureCollection":
-            guard let list = root["features"]?.array else { throw ParseError(message: "FeatureCollection without features") }
-            features = list
-        case "Feature":
-            features = [root]
-        default:
-            throw ParseError(message: "expected a GeoJSON FeatureCollection or Feature")
-        }
         var out: [RegionDefinition] = []
-        for (index, feature) in features.enumerated() {
-            let name = "feature \(index + 1)"
-            let props = feature["properties"]
+        try parseGeoJSON(data) { out.append($0) }
+        return out
+    }
+
+    /// Parses a FeatureCollection (or a single Feature), handing each region to `body` as it is
+    /// read (nothing is kept).
+    ///
+    /// - Throws: ``ParseError`` naming the feature (its position and id) or the byte offset.
+    /// - Complexity: O(bytes).
+    public static func parseGeoJSON(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(ParseError) {
+        var scanner = JSONScanner(data)
+        do {
+            var root = Feature()
+            var count = 0
+            try scanner.expect(UInt8(ascii: "{"))
+            if !scanner.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try scanner.string()
+                    try scanner.expect(UInt8(ascii: ":"))
+                    if key == "features" {
+                        guard scanner.peek == UInt8(ascii: "[") else {
+                            throw ParseError(message: "FeatureCollection without features")
+                        }
+                        try scanner.expect(UInt8(ascii: "["))
+                        if !scanner.take(UInt8(ascii: "]")) {
+                            repeat {
+                                count += 1
+                                var feature = Feature()
+                                try feature.read(&scanner)
+                                body(try feature.definition(name: "feature \(count)"))
+                            } while scanner.take(UInt8(ascii: ","))
+                            try scanner.expect(UInt8(ascii: "]"))
+                        }
+                        root.hasFeatures = true
+                    } else {
+                        try root.readField(key, &scanner)
+                    }
+                } while scanner.take(UInt8(ascii: ","))
+                try scanner.expect(UInt8(ascii: "}"))
+            }
+            guard scanner.atEnd else { throw scanner.fail("data after the document") }
+            switch root.type {
+            case "FeatureCollection":
+                guard root.hasFeatures else { throw ParseError(message: "FeatureCollection without features") }
+            case "Feature":
+                body(try root.definition(name: "feature 1"))
+            default:
+                throw ParseError(message: "expected a GeoJSON FeatureCollection or Feature")
+            }
+        } catch let failure as JSONScanner.Failure {
+            throw ParseError(message: "not valid JSON: \(failure.message)")
+        } catch let error as ParseError {
+            throw error
+        } catch {
+            throw ParseError(message: "\(error)")
+        }
+    }
+
+    /// Nested coordinate arrays as read.
+    indirect enum Coordinates {
+        case number(Double)
+        case list([Coordinates])
+
+        var numbers: [Double]? {
+            guard case .list(let l) = self else { return nil }
+            var out: [Double] = []
+            for c in l {
+                guard case .number(let n) = c else { return nil }
+                out.append(n)
+            }
+            return out
+        }
+
+        var list: [Coordinates]? { if case .list(let l) = self { l } else { nil } }
+    }
+
+    /// The fields of a feature (or the document root) as read, in any key order.
+    struct Feature {
+        var type: String?
+        var id: IDValue?
+        var geometryType: String?
+        var geometryPresent = false
+        var coordinates: Coordinates?
+        var propertyID: IDValue?
+        var radius: Double?
+        var dwell: Double?
+        var notifyOnEntry: Bool?
+        var notifyOnExit: Bool?
+        var hasFeatures = false
+
+        enum IDValue {
+            case string(String)
+            case number(Double)
+            case other
+        }
+
+        mutating func read(_ s: inout JSONScanner) throws(JSONScanner.Failure) {
+            if s.takeNull() { return }
+            try s.expect(UInt8(ascii: "{"))
+            if s.take(UInt8(ascii: "}")) { return }
+            repeat {
+                let key = try s.string()
+                try s.expect(UInt8(ascii: ":"))
+                try readField(key, &s)
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
+        }
+
+        mutating func readField(_ key: String, _ s: inout JSONScanner) throws(JSONScanner.Failure) {
+            switch key {
+            case "type": type = try s.optionalString()
+            case "id": id = try s.idValue()
+            case "geometry":
+                if s.takeNull() { return }
+                geometryPresent = true
+                try s.expect(UInt8(ascii: "{"))
+                if s.take(UInt8(ascii: "}")) { return }
+                repeat {
+                    let k = try s.string()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch k {
+                    case "type": geometryType = try s.optionalString()
+                    case "coordinates": coordinates = try s.coordinates(depth: 0)
+                    default: try s.skipValue()
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            case "properties":
+                if s.takeNull() { return }
+                s.skipWhitespace()
+                guard s.peek == UInt8(ascii: "{") else {
+                    try s.skipValue()
+                    return
+                }
+                try s.expect(UInt8(ascii: "{"))
+                if s.take(UInt8(ascii: "}")) { return }
+                repeat {
+                    let k = try s.string()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch k {
+                    case "id": propertyID = try s.idValue()
+                    case "radius": radius = try s.optionalNumber()
+                    case "dwell": dwell = try s.optionalNumber()
+                    case "notifyOnEntry": notifyOnEntry = try s.optionalBool()
+                    case "notifyOnExit": notifyOnExit = try s.optionalBool()
+                    default: try s.skipValue()
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            default:
+                try s.skipValue()
+            }
+        }
+
+        func definition(name: String) throws(ParseError) -> RegionDefinition {
             let id: String
-            if let s = feature["id"]?.string ?? props?["id"]?.string {
+            func text(_ v: IDValue?) -> String? {
+                switch v {
+                case .string(let s): s
+                case .number(let n): n == n.rounded() && abs(n) < 9e18 ? String(Int(n)) : String(n)
+                default: nil
+                }
+            }
+            if case .string(let s) = self.id {
                 id = s
-            } else if let n = feature["id"]?.number ?? props?["id"]?.number {
-                id = n == n.rounded() ? String(Int(n)) : String(n)
+            } else if case .string(let s) = propertyID {
+                id = s
+            } else if let s = text(self.id) ?? text(propertyID) {
+                id = s
             } else {
                 throw ParseError(message: "\(name): no id (set the feature's \"id\" or properties.id)")
             }
-            guard let geometry = feature["geometry"], let type = geometry["type"]?.string else {
+            guard geometryPresent, let type = geometryType else {
                 throw ParseError(message: "\(name) (\(id)): no geometry")
             }
             let shape: Shape
             switch type {
             case "Point":
-                guard let c = geometry["coordinates"]?.array, c.count >= 2, let lon = c[0].number, let lat = c[1].number
-                else { throw ParseError(message: "\(name) (\(id)): a Point needs [lon, lat] coordinates") }
-                guard let radius = props?["radius"]?.number else {
+                guard let c = coordinates?.numbers, c.count >= 2 else {
+                    throw ParseError(message: "\(name) (\(id)): a Point needs [lon, lat] coordinates")
+                }
+                guard let radius else {
                     throw ParseError(message: "\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
                 }
-                shape = .circle(center: Coordinate(latitude: lat, longitude: lon), radius: radius)
+                shape = .circle(center: Coordinate(latitude: c[1], longitude: c[0]), radius: radius)
             case "Polygon":
-                guard let rings = geometry["coordinates"]?.array, let outer = rings.first?.array else {
+                guard let rings = coordinates?.list, let outer = rings.first?.list else {
                     throw ParseError(message: "\(name) (\(id)): a Polygon needs coordinates [[[lon, lat], ...]]")
                 }
                 var ring: [Coordinate] = []
+                ring.reserveCapacity(outer.count)
                 for (k, p) in outer.enumerated() {
-                    guard let pair = p.array, pair.count >= 2, let lon = pair[0].number, let lat = pair[1].number else {
+                    guard let pair = p.numbers, pair.count >= 2 else {
                         throw ParseError(message: "\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
                     }
-                    ring.append(Coordinate(latitude: lat, longitude: lon))
+                    ring.append(Coordinate(latitude: pair[1], longitude: pair[0]))
                 }
                 shape = .polygon(ring)
             default:
                 throw ParseError(message: "\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
             }
-            out.append(RegionDefinition(
-                id: id, shape: shape, dwell: props?["dwell"]?.number,
-                notifyOnEntry: props?["notifyOnEntry"]?.bool ?? true, notifyOnExit: props?["notifyOnExit"]?.bool ?? true))
+            return RegionDefinition(id: id, shape: shape, dwell: dwell, notifyOnEntry: notifyOnEntry ?? true,
+                                    notifyOnExit: notifyOnExit ?? true)
         }
-        return out
     }
 }
 
-/// A minimal JSON value for reading documents of loose shape.
-enum JSONValue: Decodable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+// MARK: - The region store's file (regions.json)
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let n = try? c.decode(Double.self) { self = .number(n) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: JSONValue].self)) }
+extension RegionDefinition {
+    /// Reads a region store's `regions.json`: a JSON array of objects `{"id", "lat", "lon",
+    /// "radius"}` (circles) or `{"id", "ring": [[lat, lon], ...]}` (polygons), with optional
+    /// `notifyOnEntry`, `notifyOnExit` (default true) and `dwell`, in any key order.
+    ///
+    /// - Throws: ``ParseError`` naming the record or the byte offset.
+    /// - Complexity: O(bytes).
+    public static func parseStoreRecords(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(ParseError) {
+        var s = JSONScanner(data)
+        do {
+            try s.expect(UInt8(ascii: "["))
+            if !s.take(UInt8(ascii: "]")) {
+                var n = 0
+                repeat {
+                    n += 1
+                    var id: String?, lat: Double?, lon: Double?, radius: Double?, dwell: Double?
+                    var ring: Coordinates?
+                    var onEntry = true, onExit = true
+                    try s.expect(UInt8(ascii: "{"))
+                    if !s.take(UInt8(ascii: "}")) {
+                        repeat {
+                            let key = try s.string()
+                            try s.expect(UInt8(ascii: ":"))
+                            switch key {
+                            case "id": id = try s.string()
+                            case "lat": lat = try s.optionalNumber()
+                            case "lon": lon = try s.optionalNumber()
+                            case "radius": radius = try s.optionalNumber()
+                            case "dwell": dwell = try s.optionalNumber()
+                            case "ring": ring = try s.takeNull() ? nil : s.coordinates(depth: 0)
+                            case "notifyOnEntry": onEntry = try s.optionalBool() ?? true
+                            case "notifyOnExit": onExit = try s.optionalBool() ?? true
+                            default: try s.skipValue()
+                            }
+                        } while s.take(UInt8(ascii: ","))
+                        try s.expect(UInt8(ascii: "}"))
+                    }
+                    guard let id else { throw ParseError(message: "record \(n) has no id") }
+                    let shape: Shape
+                    if let ring {
+                        var vertices: [Coordinate] = []
+                        for (k, p) in (ring.list ?? []).enumerated() {
+                            guard let pair = p.numbers, pair.count == 2 else {
+                                throw ParseError(message: "region \(id): vertex \(k + 1) is not [lat, lon]")
+                            }
+                            vertices.append(Coordinate(latitude: pair[0], longitude: pair[1]))
+                        }
+                        shape = .polygon(vertices)
+                    } else if let lat, let lon, let radius {
+                        shape = .circle(center: Coordinate(latitude: lat, longitude: lon), radius: radius)
+                    } else {
+                        throw ParseError(message: "region \(id) has neither a centre and radius nor a ring")
+                    }
+                    body(RegionDefinition(id: id, shape: shape, dwell: dwell, notifyOnEntry: onEntry, notifyOnExit: onExit))
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "]"))
+            }
+            guard s.atEnd else { throw s.fail("data after the array") }
+        } catch let failure as JSONScanner.Failure {
+            throw ParseError(message: failure.message)
+        } catch let error as ParseError {
+            throw error
+        } catch {
+            throw ParseError(message: "\(error)")
+        }
     }
 
-    subscript(key: String) -> JSONValue? {
-        if case .object(let o) = self { return o[key] }
+    /// Appends this region as one record of a store's `regions.json` (keys sorted, numbers exact),
+    /// without a separator.
+    public func appendStoreRecord(to out: inout [UInt8]) {
+        if let dwell {
+            ByteWriting.appendStatic("{\"dwell\":", to: &out)
+            Self.appendNumber(dwell, to: &out)
+            ByteWriting.appendStatic(",\"id\":", to: &out)
+        } else {
+            ByteWriting.appendStatic("{\"id\":", to: &out)
+        }
+        ByteWriting.appendJSONString(id, to: &out)
+        switch shape {
+        case .circle(let c, let radius):
+            ByteWriting.appendStatic(",\"lat\":", to: &out)
+            Self.appendNumber(c.latitude, to: &out)
+            ByteWriting.appendStatic(",\"lon\":", to: &out)
+            Self.appendNumber(c.longitude, to: &out)
+            appendFlags(to: &out)
+            ByteWriting.appendStatic(",\"radius\":", to: &out)
+            Self.appendNumber(radius, to: &out)
+        case .polygon(let ring):
+            appendFlags(to: &out)
+            ByteWriting.appendStatic(",\"ring\":[", to: &out)
+            for (k, v) in ring.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(UInt8(ascii: "["))
+                Self.appendNumber(v.latitude, to: &out)
+                out.append(UInt8(ascii: ","))
+                Self.appendNumber(v.longitude, to: &out)
+                out.append(UInt8(ascii: "]"))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private func appendFlags(to out: inout [UInt8]) {
+        ByteWriting.appendStatic(",\"notifyOnEntry\":", to: &out)
+        if notifyOnEntry { ByteWriting.appendStatic("true", to: &out) } else { ByteWriting.appendStatic("false", to: &out) }
+        ByteWriting.appendStatic(",\"notifyOnExit\":", to: &out)
+        if notifyOnExit { ByteWriting.appendStatic("true", to: &out) } else { ByteWriting.appendStatic("false", to: &out) }
+    }
+
+    /// The shortest text that reads back as the same Double (finite values only).
+    static func appendNumber(_ v: Double, to out: inout [UInt8]) {
+        if v == v.rounded(), abs(v) < 1e15 {
+            ByteWriting.appendInt(Int64(v), to: &out)
+        } else {
+            out.append(contentsOf: v.description.utf8)
+        }
+    }
+}
+
+extension JSONScanner {
+    var peek: UInt8? {
+        mutating get {
+            skipWhitespace()
+            return i < bytes.count ? bytes[i] : nil
+        }
+    }
+
+    /// Consumes `null` if it is next.
+    mutating func takeNull() -> Bool {
+        skipWhitespace()
+        if i + 4 <= bytes.count, bytes[i] == UInt8(ascii: "n"), bytes[i + 1] == UInt8(ascii: "u"),
+           bytes[i + 2] == UInt8(ascii: "l"), bytes[i + 3] == UInt8(ascii: "l")
+        {
+            i += 4
+            return true
+        }
+        return false
+    }
+
+    /// A string, or `nil` for any other value (skipped).
+    mutating func optionalString() throws(Failure) -> String? {
+        if peek == 0x22 { return try string() }
+        try skipValue()
         return nil
     }
 
-    var string: String? { if case .string(let s) = self { s } else { nil } }
-    var number: Double? { if case .number(let n) = self { n } else { nil } }
-    var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
-    var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    /// A number, or `nil` for any other value (skipped).
+    mutating func optionalNumber() throws(Failure) -> Double? {
+        skipWhitespace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 48 && bytes[i] <= 57) { return try fastNumber() }
+        if case .number(let n) = try value() { return n }
+        return nil
+    }
+
+    /// A JSON number; short decimals (up to 15 significant digits, the coordinates and radii of
+    /// region files) are converted exactly without `strtod` (a quotient of two exact doubles is
+    /// correctly rounded), others by ``number()``.
+    mutating func fastNumber() throws(Failure) -> Double {
+        let start = i
+        var j = i
+        let negative = bytes[j] == UInt8(ascii: "-")
+        if negative { j += 1 }
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var fraction = 0
+        while j < bytes.count, bytes[j] >= 48, bytes[j] <= 57 {
+            mantissa = mantissa &* 10 &+ UInt64(bytes[j] - 48)
+            digits += 1
+            j += 1
+        }
+        let leadingZero = digits > 1 && bytes[negative ? start + 1 : start] == 48
+        if j < bytes.count, bytes[j] == UInt8(ascii: ".") {
+            j += 1
+            while j < bytes.count, bytes[j] >= 48, bytes[j] <= 57 {
+                mantissa = mantissa &* 10 &+ UInt64(bytes[j] - 48)
+                digits += 1
+                fraction += 1
+                j += 1
+            }
+        }
+        let plain = j >= bytes.count || (bytes[j] != UInt8(ascii: "e") && bytes[j] != UInt8(ascii: "E"))
+        guard plain, digits > 0, digits <= 15, fraction <= 22, !leadingZero,
+              bytes[j - 1] != UInt8(ascii: ".")
+        else {
+            return try number()
+        }
+        i = j
+        let v = Double(mantissa) / Self.powersOfTen[fraction]
+        return negative ? -v : v
+    }
+
+    static let powersOfTen: [Double] = (0...22).map { e in
+        var p = 1.0
+        for _ in 0..<e { p *= 10 }
+        return p
+    }
+
+    /// `true` or `false`, or `nil` for any other value (skipped).
+    mutating func optionalBool() throws(Failure) -> Bool? {
+        skipWhitespace()
+        if i < bytes.count, bytes[i] == UInt8(ascii: "t") {
+            try literal("true")
+            return true
+        }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "f") {
+            try literal("false")
+            return false
+        }
+        try skipValue()
+        return nil
+    }
+
+    mutating func idValue() throws(Failure) -> RegionDefinition.Feature.IDValue {
+        switch try value() {
+        case .string(let s): .string(s)
+        case .number(let n): .number(n)
+        default: .other
+        }
+    }
+
+    /// Nested arrays of numbers (GeoJSON coordinates); any other value inside is refused.
+    mutating func coordinates(depth: Int) throws(Failure) -> RegionDefinition.Coordinates {
+        skipWhitespace()
+        guard i < bytes.count else { throw fail("expected coordinates") }
+        if bytes[i] != UInt8(ascii: "[") {
+            guard bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 48 && bytes[i] <= 57) else {
+                throw fail("expected a number in coordinates")
+            }
+            return .number(try fastNumber())
+        }
+        guard depth < Self.maxDepth else { throw fail("arrays nested deeper than \(Self.maxDepth) levels") }
+        i += 1
+        var out: [RegionDefinition.Coordinates] = []
+        if take(UInt8(ascii: "]")) { return .list(out) }
+        repeat { out.append(try coordinates(depth: depth + 1)) } while take(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "]"))
+        return .list(out)
+    }
+}
+
+// MARK: - The region store's saved states (region-states.json)
+
+extension RegionDefinition {
+    /// Reads `region-states.json`: `{"inside": [{"id", "enteredAt"?, "dwellReported"}, ...]}`.
+    public static func parseSavedStates(_ data: [UInt8]) throws(ParseError)
+        -> [(id: String, enteredAt: Double?, dwellReported: Bool)]
+    {
+        var s = JSONScanner(data)
+        var out: [(id: String, enteredAt: Double?, dwellReported: Bool)] = []
+        do {
+            try s.expect(UInt8(ascii: "{"))
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.string()
+                    try s.expect(UInt8(ascii: ":"))
+                    guard key == "inside" else {
+                        try s.skipValue()
+                        continue
+                    }
+                    try s.expect(UInt8(ascii: "["))
+                    if s.take(UInt8(ascii: "]")) { continue }
+                    repeat {
+                        var id: String?, enteredAt: Double?, dwell = false
+                        try s.expect(UInt8(ascii: "{"))
+                        if !s.take(UInt8(ascii: "}")) {
+                            repeat {
+                                let k = try s.string()
+                                try s.expect(UInt8(ascii: ":"))
+                                switch k {
+                                case "id": id = try s.string()
+                                case "enteredAt": enteredAt = try s.optionalNumber()
+                                case "dwellReported": dwell = try s.optionalBool() ?? false
+                                default: try s.skipValue()
+                                }
+                            } while s.take(UInt8(ascii: ","))
+                            try s.expect(UInt8(ascii: "}"))
+                        }
+                        guard let id else { throw ParseError(message: "an inside region without an id") }
+                        out.append((id, enteredAt, dwell))
+                    } while s.take(UInt8(ascii: ","))
+                    try s.expect(UInt8(ascii: "]"))
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            }
+            guard s.atEnd else { throw s.fail("data after the object") }
+        } catch let failure as JSONScanner.Failure {
+            throw ParseError(message: failure.message)
+        } catch let error as ParseError {
+            throw error
+        } catch {
+            throw ParseError(message: "\(error)")
+        }
+        return out
+    }
+
+    /// Writes `region-states.json` for these inside regions.
+    public static func appendSavedStates(_ inside: [(id: String, enteredAt: Double?, dwellReported: Bool)],
+                                         to out: inout [UInt8]) {
+        ByteWriting.appendStatic("{\"inside\":[", to: &out)
+        for (k, e) in inside.enumerated() {
+            if k > 0 { out.append(UInt8(ascii: ",")) }
+            ByteWriting.appendStatic("{\"dwellReported\":", to: &out)
+            if e.dwellReported { ByteWriting.appendStatic("true", to: &out) } else { ByteWriting.appendStatic("false", to: &out) }
+            if let t = e.enteredAt {
+                ByteWriting.appendStatic(",\"enteredAt\":", to: &out)
+                appendNumber(t, to: &out)
+            }
+            ByteWriting.appendStatic(",\"id\":", to: &out)
+            ByteWriting.appendJSONString(e.id, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        ByteWriting.appendStatic("]}\n", to: &out)
+    }
 }

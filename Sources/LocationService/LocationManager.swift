@@ -39,7 +39,9 @@ public final class LocationManager<Source: FixSource>: Sendable {
 
     public let source: Source
     public let configuration: Configuration
-    let regions: RegionMonitor
+    /// The monitored regions between fixes; a fix's decisions take them out and put them back, so
+    /// ``regionState(for:)`` can answer from any thread without copying them.
+    let regions: Mutex<RegionMonitor>
     let now: @Sendable () -> Double
     let locationSource: Location.Source
     let switches: LocationManagerSwitches
@@ -59,7 +61,7 @@ public final class LocationManager<Source: FixSource>: Sendable {
                 rejected: (@Sendable (RejectReason) -> Void)? = nil, now: @escaping @Sendable () -> Double) {
         self.source = source
         self.configuration = configuration
-        self.regions = regions
+        self.regions = Mutex(regions)
         self.locationSource = locationSource
         self.switches = switches
         self.rejected = rejected
@@ -81,6 +83,18 @@ public final class LocationManager<Source: FixSource>: Sendable {
     public var isSuspended: Bool {
         get { switches.suspended.load(ordering: .relaxed) }
         set { switches.suspended.store(newValue, ordering: .relaxed) }
+    }
+
+    /// The current state of a monitored region (``RegionState/unknown`` before its first evidence),
+    /// like CLLocationManager's `requestState(for:)`; `nil` when no region has that id. Safe from any
+    /// thread while the events are read.
+    public func regionState(for id: String) -> RegionState? {
+        regions.withLock { $0.contains(id) ? $0.state(for: id) : nil }
+    }
+
+    /// Reads the monitored regions and their states as they are now (between two fixes).
+    public func withRegions<R: Sendable>(_ body: (borrowing RegionMonitor) -> R) -> R {
+        regions.withLock { body($0) }
     }
 
     /// The events, as they happen.
@@ -109,12 +123,13 @@ public final class LocationManager<Source: FixSource>: Sendable {
             init(manager: LocationManager, upstream: Source.AsyncIterator) {
                 self.manager = manager
                 self.upstream = upstream
-                self.state = Decisions(configuration: manager.configuration, regions: manager.regions,
+                self.state = Decisions(configuration: manager.configuration, regions: RegionMonitor(),
                                        source: manager.locationSource)
             }
 
-            /// The regions and their states as they are now (for persistence).
-            public var regionMonitor: RegionMonitor { state.regions }
+            /// The regions and their states as they are now (for persistence). A copy: prefer
+            /// ``LocationManager/withRegions(_:)`` for a large set.
+            public var regionMonitor: RegionMonitor { manager.regions.withLock { $0 } }
 
             public mutating func next() async -> LocationEvent? {
                 while true {
@@ -131,7 +146,12 @@ public final class LocationManager<Source: FixSource>: Sendable {
                     guard let element = await upstream.next(isolation: nil) else { return nil }
                     state.isSuspended = manager.isSuspended
                     state.standardUpdatesActive = manager.isUpdatingLocation
-                    pending = state.handle(element, now: manager.now())
+                    let now = manager.now()
+                    pending = manager.regions.withLock { regions in
+                        swap(&regions, &state.regions)
+                        defer { swap(&regions, &state.regions) }
+                        return state.handle(element, now: now)
+                    }
                     if let rejected = manager.rejected {
                         for reason in state.lastRejections { rejected(reason) }
                     }

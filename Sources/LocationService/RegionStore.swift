@@ -1,34 +1,18 @@
-import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Formats
 import Geo
 
 /// Monitored regions and their states on disk, so they survive restarts.
 ///
 /// Two JSON files in a directory (the data directory, `$XDG_DATA_HOME/keeptrack` by default):
 /// `regions.json` holds the definitions (written by import and remove), `region-states.json` the
-/// regions the device is inside (written on every transition; small, whatever the number of
-/// regions: every region not listed is outside). Both are replaced atomically (write, then rename).
+/// regions the device is inside (written after transitions, at most once a second: small, whatever
+/// the number of regions, as every region not listed is outside). Both are replaced atomically
+/// (write, then rename), and both are read and written in one pass over their bytes (a million
+/// regions load in about a second).
 public struct RegionStore: Sendable {
-    public struct Record: Codable, Hashable, Sendable {
-        public var id: String
-        public var lat: Double?
-        public var lon: Double?
-        public var radius: Double?
-        /// Polygon vertices as [lat, lon] pairs.
-        public var ring: [[Double]]?
-        public var notifyOnEntry: Bool
-        public var notifyOnExit: Bool
-        public var dwell: Double?
-    }
-
-    struct States: Codable {
-        struct Inside: Codable {
-            var id: String
-            var enteredAt: Double?
-            var dwellReported: Bool
-        }
-        var inside: [Inside]
-    }
-
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public var description: String
     }
@@ -48,85 +32,206 @@ public struct RegionStore: Sendable {
     var regionsPath: String { directory + "/regions.json" }
     var statesPath: String { directory + "/region-states.json" }
 
-    /// The stored regions (none when nothing was stored yet).
+    /// The stored regions (none when nothing was stored yet), in stored order.
     public func loadRegions() throws(Failure) -> [Region] {
-        guard FileManager.default.fileExists(atPath: regionsPath) else { return [] }
-        let records: [Record]
-        do {
-            records = try JSONDecoder().decode([Record].self, from: Data(contentsOf: URL(fileURLWithPath: regionsPath)))
-        } catch {
-            throw Failure(description: "cannot read \(regionsPath): \(error)")
-        }
         var out: [Region] = []
-        for r in records {
-            do {
-                var region: Region
-                if let ring = r.ring {
-                    region = try Region(id: r.id, ring: ring.map { Coordinate(latitude: $0[0], longitude: $0[1]) })
-                } else if let lat = r.lat, let lon = r.lon, let radius = r.radius {
-                    region = try Region(id: r.id, center: Coordinate(latitude: lat, longitude: lon), radius: radius)
-                } else {
-                    throw Failure(description: "region \(r.id) has neither a centre and radius nor a ring")
-                }
-                region.notifyOnEntry = r.notifyOnEntry
-                region.notifyOnExit = r.notifyOnExit
-                region.loiteringDelay = r.dwell
-                out.append(region)
-            } catch let failure as Failure {
-                throw Failure(description: "\(regionsPath): \(failure)")
-            } catch {
-                throw Failure(description: "\(regionsPath): \(error)")
-            }
-        }
+        try forEachRegion { out.append($0) }
         return out
     }
 
-    /// Replaces the stored regions.
-    public func saveRegions(_ regions: [Region]) throws(Failure) {
-        let records = regions.sorted { $0.id < $1.id }.map { r -> Record in
-            switch r.shape {
-            case .circle(let c, let radius):
-                Record(id: r.id, lat: c.latitude, lon: c.longitude, radius: radius, ring: nil,
-                       notifyOnEntry: r.notifyOnEntry, notifyOnExit: r.notifyOnExit, dwell: r.loiteringDelay)
-            case .polygon(let p):
-                Record(id: r.id, lat: nil, lon: nil, radius: nil, ring: p.vertices.map { [$0.latitude, $0.longitude] },
-                       notifyOnEntry: r.notifyOnEntry, notifyOnExit: r.notifyOnExit, dwell: r.loiteringDelay)
+    /// Hands each stored region to `body`, in stored order, without keeping them.
+    ///
+    /// - Throws: ``Failure`` naming the file and the record when it can't be read.
+    public func forEachRegion(_ body: (Region) -> Void) throws(Failure) {
+        guard let bytes = try Self.readBytes(regionsPath) else { return }
+        try forEachRegion(in: bytes, body)
+    }
+
+    private func forEachRegion(in bytes: [UInt8], _ body: (Region) -> Void) throws(Failure) {
+        var invalid: Region.Invalid?
+        do {
+            try RegionDefinition.parseStoreRecords(bytes) { d in
+                guard invalid == nil else { return }
+                do throws(Region.Invalid) {
+                    body(try Region(d))
+                } catch {
+                    invalid = error
+                }
             }
+        } catch {
+            throw Failure(description: "\(regionsPath): \(error)")
         }
-        try write(records, to: regionsPath)
+        if let invalid { throw Failure(description: "\(regionsPath): \(invalid)") }
+    }
+
+    /// Replaces the stored regions (kept in the order given).
+    public func saveRegions(_ regions: [Region]) throws(Failure) {
+        try writeFile(regionsPath) { out, flush throws(Failure) in
+            out.append(UInt8(ascii: "["))
+            for (k, r) in regions.enumerated() {
+                out.append(contentsOf: k == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A])
+                RegionDefinition(r).appendStoreRecord(to: &out)
+                if out.count >= 1 << 20 { try flush(&out) }
+            }
+            out.append(contentsOf: [0x0A, UInt8(ascii: "]"), 0x0A])
+        }
     }
 
     /// A monitor with the stored regions and their saved states.
     public func loadMonitor() throws(Failure) -> RegionMonitor {
         var monitor = RegionMonitor()
-        let regions = try loadRegions()
-        monitor.reserveCapacity(regions.count)
-        for r in regions { monitor.add(r) }
-        if FileManager.default.fileExists(atPath: statesPath) {
-            do {
-                let states = try JSONDecoder().decode(States.self, from: Data(contentsOf: URL(fileURLWithPath: statesPath)))
-                monitor.restoreStates(inside: states.inside.map { ($0.id, $0.enteredAt, $0.dwellReported) })
-            } catch {
-                throw Failure(description: "cannot read \(statesPath): \(error)")
-            }
+        if let bytes = try Self.readBytes(regionsPath) {
+            // saveRegions writes one record a line: the line count sizes the monitor at once.
+            monitor.reserveCapacity(bytes.withUnsafeBufferPointer { b in b.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 } })
+            try forEachRegion(in: bytes) { monitor.add($0) }
         }
+        if let saved = try loadInside() { monitor.restoreStates(inside: saved) }
         return monitor
     }
 
-    /// Saves which regions the device is inside (call after transitions).
-    public func saveStates(of monitor: RegionMonitor) throws(Failure) {
-        let inside = monitor.insideRegions.map { States.Inside(id: $0.id, enteredAt: $0.enteredAt, dwellReported: $0.dwellReported) }
-        try write(States(inside: inside.sorted { $0.id < $1.id }), to: statesPath)
+    /// The saved inside set (`nil` when no states were saved).
+    func loadInside() throws(Failure) -> [(id: String, enteredAt: Double?, dwellReported: Bool)]? {
+        guard let bytes = try Self.readBytes(statesPath) else { return nil }
+        do {
+            return try RegionDefinition.parseSavedStates(bytes)
+        } catch {
+            throw Failure(description: "cannot read \(statesPath): \(error)")
+        }
     }
 
-    private func write<T: Encodable>(_ value: T, to path: String) throws(Failure) {
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            try encoder.encode(value).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw Failure(description: "cannot write \(path): \(error)")
+    /// The state of the stored region `id` as last saved (CoreLocation's `requestState(for:)` for
+    /// a tracker that is not running, or at most a second behind one that is): `inside` when the
+    /// saved states list it, `outside` when they don't, `unknown` when no states were saved; `nil`
+    /// when no stored region has that id.
+    public func savedState(of id: String) throws(Failure) -> RegionState? {
+        var found = false
+        try forEachRegion { if $0.id == id { found = true } }
+        guard found else { return nil }
+        guard let inside = try loadInside() else { return .unknown }
+        return inside.contains { $0.id == id } ? .inside : .outside
+    }
+
+    /// Saves which regions the device is inside (call after transitions; see
+    /// ``RegionStateSaving`` for how often).
+    ///
+    /// - Complexity: O(regions inside, pending or unknown): never O(all regions).
+    public func saveStates(of monitor: borrowing RegionMonitor) throws(Failure) {
+        let inside = monitor.insideRegions.sorted { $0.id < $1.id }
+        try writeFile(statesPath) { out, _ throws(Failure) in
+            RegionDefinition.appendSavedStates(inside, to: &out)
         }
+    }
+
+    /// The whole file, or `nil` when it does not exist.
+    static func readBytes(_ path: String) throws(Failure) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        // Exactly the file's size: no growth slack for a file of a million regions.
+        var out = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while true {
+            if done == out.count { out.append(contentsOf: [UInt8](repeating: 0, count: 65536)) }
+            let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            done += n
+        }
+        out.removeLast(out.count - done)
+        return out
+    }
+
+    /// Writes a file through a temporary one and a rename, in chunks: `produce` appends to the
+    /// buffer and may call `flush` to write what it holds.
+    private func writeFile(
+        _ path: String,
+        _ produce: (inout [UInt8], (inout [UInt8]) throws(Failure) -> Void) throws(Failure) -> Void
+    ) throws(Failure) {
+        makeDirectories(directory)
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        func flush(_ bytes: inout [UInt8]) throws(Failure) {
+            var done = 0
+            while done < bytes.count {
+                let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+                }
+                done += n
+            }
+            bytes.removeAll(keepingCapacity: true)
+        }
+        var buffer: [UInt8] = []
+        do {
+            try produce(&buffer, flush)
+            try flush(&buffer)
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Creates a directory and its parents.
+    private func makeDirectories(_ path: String) {
+        var current = ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: false) {
+            current += (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
+            if !current.isEmpty && current != "/" { mkdir(current, 0o755) }
+        }
+    }
+}
+
+extension Region {
+    /// A region from a definition (a GeoJSON feature or a stored record).
+    ///
+    /// - Throws: ``Invalid`` when it can't be monitored (see the shapes' initializers).
+    public init(_ d: RegionDefinition) throws(Invalid) {
+        switch d.shape {
+        case .circle(let center, let radius): self = try Region(id: d.id, center: center, radius: radius)
+        case .polygon(let ring): self = try Region(id: d.id, ring: ring)
+        }
+        loiteringDelay = d.dwell
+        notifyOnEntry = d.notifyOnEntry
+        notifyOnExit = d.notifyOnExit
+    }
+}
+
+extension RegionDefinition {
+    /// The definition of a region, as stored.
+    public init(_ r: Region) {
+        let shape: Shape = switch r.shape {
+        case .circle(let c, let radius): .circle(center: c, radius: radius)
+        case .polygon(let p): .polygon(p.vertices)
+        }
+        self.init(id: r.id, shape: shape, dwell: r.loiteringDelay, notifyOnEntry: r.notifyOnEntry,
+                  notifyOnExit: r.notifyOnExit)
+    }
+}
+
+extension RegionStore {
+    /// The whole file at `path`, read into exactly its size (a 154 MB GeoJSON file takes 154 MB,
+    /// not the doubling of a growing buffer).
+    public static func readWholeFile(_ path: String) throws(Failure) -> [UInt8] {
+        guard let bytes = try readBytes(path) else {
+            throw Failure(description: "\(String(cString: strerror(ENOENT)))")
+        }
+        return bytes
     }
 }

@@ -1,5 +1,6 @@
 import Formats
 import Geo
+import LocationService
 import ServiceLifecycle
 import SystemIO
 
@@ -12,7 +13,9 @@ nonisolated(unsafe) private var signalPipe: Int32 = -1
 
 /// A running tracker's control socket, as a service of its group (`keeptrack ctl`, `keeptrack
 /// status`): one line per connection — `status`, `foreground` or `background` (answered with the
-/// status after the change, one JSON object) or `metrics` (Prometheus text). SIGUSR1 sends the
+/// status after the change, one JSON object), `metrics` (Prometheus text) or `state ID` (a
+/// monitored region's current state, `{"region":ID,"state":"inside"|"outside"|"unknown"}`, like
+/// CLLocationManager's `requestState(for:)`). SIGUSR1 sends the
 /// tracker to the background and SIGUSR2 to the foreground. A graceful shutdown closes the socket
 /// and removes its file.
 public final class ControlSocket: Service, Sendable {
@@ -76,10 +79,24 @@ public final class ControlSocket: Service, Sendable {
         case "metrics":
             tracker.refreshGauges()
             return metrics()
+        case _ where command.hasPrefix("state "):
+            let id = String(command.dropFirst(6))
+            var out: [UInt8] = []
+            if let state = tracker.state(ofRegion: id) {
+                ByteWriting.appendStatic("{\"region\":", to: &out)
+                ByteWriting.appendJSONString(id, to: &out)
+                ByteWriting.appendStatic(",\"state\":", to: &out)
+                ByteWriting.appendJSONString(state.rawValue, to: &out)
+                out.append(UInt8(ascii: "}"))
+                return String(decoding: out, as: UTF8.self)
+            }
+            EventJSON.appendStringObject(["error": "no monitored region with id \(id)"], to: &out)
+            return String(decoding: out.dropLast(), as: UTF8.self)
         default:
             var out: [UInt8] = []
             EventJSON.appendStringObject(
-                ["error": "unknown command '\(command)': use status, metrics, foreground or background"], to: &out)
+                ["error": "unknown command '\(command)': use status, metrics, foreground, background or state ID"],
+                to: &out)
             return String(decoding: out.dropLast(), as: UTF8.self)
         }
     }

@@ -36,6 +36,7 @@ public final class Tracker: Service, Sendable {
     let core: TrackerCore
     let body: @Sendable () async throws -> Void
     let manager: LocationManagerSwitches
+    let regionState: @Sendable (String) -> RegionState?
 
     /// - Parameters:
     ///   - source: where fixes come from (gpsd, a serial receiver, a log, a synthetic motion).
@@ -81,10 +82,12 @@ public final class Tracker: Service, Sendable {
         let manager = LocationManager(source: GatedSource(upstream: source, core: core),
                                       configuration: managerConfiguration, regions: regions, switches: switches,
                                       rejected: { [metrics = core.metrics] in metrics.filtered($0) }, now: now)
+        core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
         self.core = core
         self.manager = switches
         self.uploadService = uploadService
         self.body = { try await core.consume(manager) }
+        self.regionState = { manager.regionState(for: $0) }
         uploadService?.tracker = core
     }
 
@@ -142,6 +145,10 @@ public final class Tracker: Service, Sendable {
     /// counters are always current.
     public func refreshGauges() { core.refreshGauges() }
 
+    /// The current state of a monitored region, like CLLocationManager's `requestState(for:)`
+    /// (`unknown` before its first evidence); `nil` when no region has that id.
+    public func state(ofRegion id: String) -> RegionState? { regionState(id) }
+
     /// Whether the source ended by itself (end of a log) rather than by a stop.
     public var inputFinished: Bool { core.inputFinished }
 }
@@ -174,6 +181,8 @@ final class TrackerCore: Sendable {
     let now: @Sendable () -> Double
     let timer = Signal()
     let state = Mutex(State())
+    /// When the regions' states were last saved (``Configuration/regionStore``).
+    let regionSaving = Mutex(RegionStateSaving(version: 0))
 
     init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
          sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
@@ -215,8 +224,9 @@ final class TrackerCore: Sendable {
         try emitLifecycle()
         var events = manager.events.makeAsyncIterator()
         while let event = await events.next() {
-            try handle(event, regions: events.regionMonitor)
+            try handle(event, regions: manager)
         }
+        saveRegionStates(manager, atEnd: true)
         let ended = !Task.isCancelled
         state.withLock { $0.inputFinished = ended }
         if let failure = state.withLock({ $0.failure }) { throw failure }
@@ -225,7 +235,7 @@ final class TrackerCore: Sendable {
     }
 
     /// One location event: recorded, applied to the lifecycle, reported.
-    func handle(_ event: LocationEvent, regions: RegionMonitor) throws {
+    func handle<Gate: FixSource>(_ event: LocationEvent, regions: LocationManager<Gate>) throws {
         metrics.count(event)
         if case .significantChange(let l) = event {
             logger.info("significant change", metadata: coordinates(l))
@@ -242,13 +252,29 @@ final class TrackerCore: Sendable {
         KeepAlive.apply(event, to: app)
         try emitLifecycle()
         try sink.receive(.location(event))
-        if let store = configuration.regionStore, case .region(let e, _) = event {
-            if case .dwell = e { return }
-            do {
+        saveRegionStates(regions, atEnd: false)
+    }
+
+    /// Saves the regions' states when they changed: at most once a second (a burst of transitions
+    /// is one write), and once at the end if changes are left; each write is O(regions inside).
+    func saveRegionStates<Gate: FixSource>(_ manager: LocationManager<Gate>, atEnd: Bool) {
+        guard let store = configuration.regionStore else { return }
+        let version = manager.withRegions { $0.insideVersion }
+        let t = now()
+        let due = regionSaving.withLock {
+            atEnd ? $0.shouldSaveAtEnd(version: version) : $0.shouldSave(version: version, at: t)
+        }
+        guard due else { return }
+        let failure = manager.withRegions { regions -> RegionStore.Failure? in
+            do throws(RegionStore.Failure) {
                 try store.saveStates(of: regions)
+                return nil
             } catch {
-                logger.warning("cannot save the regions' states", metadata: ["reason": "\(error)"])
+                return error
             }
+        }
+        if let failure {
+            logger.warning("cannot save the regions' states", metadata: ["reason": "\(failure)"])
         }
     }
 

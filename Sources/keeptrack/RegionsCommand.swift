@@ -37,9 +37,10 @@ struct Regions: ParsableCommand {
             Examples:
               keeptrack regions import fixtures/walk-15min.regions.geojson
               keeptrack regions list
+              keeptrack regions state marienplatz
               keeptrack regions remove marienplatz
             """,
-        subcommands: [Import.self, List.self, Remove.self]
+        subcommands: [Import.self, List.self, State.self, Remove.self]
     )
 
     struct Import: ParsableCommand {
@@ -50,28 +51,109 @@ struct Regions: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            var options = try LocationOptions.parse([])
-            options.regions = file
-            var c = Tracker.Configuration()
-            try options.addRegions(to: &c)
-            if !c.regionFailures.isEmpty {
-                throw ValidationError("\(file): " + c.regionFailures.joined(separator: "; ") + " (nothing imported)")
-            }
-            let incoming = c.regions.regions
-            var byID: [String: Region] = [:]
+            // Definitions straight from the bytes to the store's file: no monitor, no index (a
+            // million regions in a few seconds).
+            let bytes: [UInt8]
             do {
-                for r in try data.store.loadRegions() { byID[r.id] = r }
+                bytes = try RegionStore.readWholeFile(file)
+            } catch {
+                throw ValidationError("cannot read \(file): \(error)")
+            }
+            var incoming: [Region] = []
+            var failures: [String] = []
+            do {
+                try RegionDefinition.parseGeoJSON(bytes) { d in
+                    do {
+                        incoming.append(try Region(d))
+                    } catch {
+                        failures.append("\(error)")
+                    }
+                }
+            } catch {
+                throw ValidationError("\(file): \(error)")
+            }
+            if !failures.isEmpty {
+                throw ValidationError("\(file): " + failures.joined(separator: "; ") + " (nothing imported)")
+            }
+            let store = data.store
+            var merged: [Region]
+            do {
+                merged = try store.loadRegions()
             } catch {
                 throw ValidationError("\(error)")
             }
-            let before = byID.count
-            for r in incoming { byID[r.id] = r }
+            // Same id replaces in place; new ids are appended in the file's order.
+            let before = merged.count
+            if merged.isEmpty {
+                var position: [String: Int] = [:]
+                position.reserveCapacity(incoming.count)
+                for r in incoming {
+                    if let k = position[r.id] { merged[k] = r } else {
+                        position[r.id] = merged.count
+                        merged.append(r)
+                    }
+                }
+            } else {
+                var position: [String: Int] = [:]
+                position.reserveCapacity(merged.count)
+                for (k, r) in merged.enumerated() { position[r.id] = k }
+                for r in incoming {
+                    if let k = position[r.id] { merged[k] = r } else {
+                        position[r.id] = merged.count
+                        merged.append(r)
+                    }
+                }
+            }
             do {
-                try data.store.saveRegions(Array(byID.values))
+                try store.saveRegions(merged)
             } catch {
                 throw ValidationError("\(error)")
             }
-            print("imported \(incoming.count) regions (\(byID.count - before) new); \(byID.count) monitored in \(data.store.directory)")
+            print("imported \(incoming.count) regions (\(merged.count - before) new); \(merged.count) monitored in \(store.directory)")
+        }
+    }
+
+    struct State: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a stored region's state as the tracker last saved it (at most a second old while it runs).",
+            discussion: """
+                Like CLLocationManager's requestState(for:): inside, outside, or unknown before the \\
+                tracker has seen a fix. With --control, the running tracker at that socket answers \\
+                with its live state instead (for the regions it monitors).
+
+                Examples:
+                  keeptrack regions state marienplatz
+                  keeptrack regions state marienplatz --control /tmp/keeptrack-1000/control.sock
+                """)
+
+        @Argument(help: "The region's id.") var id: String
+        @OptionGroup var data: DataDirectoryOption
+        @Option(help: ArgumentHelp("Ask the tracker running with this control socket.", valueName: "path"))
+        var control: String?
+
+        func run() throws {
+            if let control {
+                let reply = try controlRequest("state " + id, at: control)
+                if reply.contains("\"error\"") { throw ValidationError(reply) }
+                print(reply, terminator: reply.hasSuffix("\n") ? "" : "\n")
+                return
+            }
+            let state: RegionState?
+            do {
+                state = try data.store.savedState(of: id)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            guard let state else {
+                throw ValidationError("no monitored region with id \(id); see keeptrack regions list")
+            }
+            var out = OutputBuffer()
+            ByteWriting.appendStatic("{\"region\":", to: &out.bytes)
+            ByteWriting.appendJSONString(id, to: &out.bytes)
+            ByteWriting.appendStatic(",\"state\":", to: &out.bytes)
+            ByteWriting.appendJSONString(state.rawValue, to: &out.bytes)
+            ByteWriting.appendStatic("}\n", to: &out.bytes)
+            try out.flush()
         }
     }
 

@@ -56,3 +56,49 @@ struct RegionStoreTests {
         #expect(try tempStore().loadRegions().isEmpty)
     }
 }
+
+@Suite("Region persistence: the files")
+struct RegionStoreFileTests {
+    func tempStore() -> RegionStore {
+        RegionStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent("kt-store-\(UUID().uuidString)").path)
+    }
+
+    @Test func readsTheFilesTheFormerEncoderWrote() throws {
+        let store = tempStore()
+        try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
+        try Data(#"[{"id":"a","lat":48.1,"lon":11.5,"notifyOnEntry":true,"notifyOnExit":false,"radius":50},{"dwell":60,"id":"b","notifyOnEntry":true,"notifyOnExit":true,"ring":[[48.13,11.57],[48.13,11.58],[48.14,11.58]]}]"#.utf8)
+            .write(to: URL(fileURLWithPath: store.directory + "/regions.json"))
+        try Data(#"{"inside":[{"dwellReported":false,"enteredAt":1715679000,"id":"a"}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: store.directory + "/region-states.json"))
+        let regions = try store.loadRegions()
+        #expect(regions.map(\.id) == ["a", "b"])
+        #expect(regions[0].notifyOnExit == false)
+        #expect(regions[1].loiteringDelay == 60)
+        let monitor = try store.loadMonitor()
+        #expect(monitor.state(for: "a") == .inside)
+        #expect(monitor.state(for: "b") == .outside)
+        #expect(monitor.insideRegions.first?.enteredAt == 1_715_679_000)
+    }
+
+    @Test func numbersSurviveARoundTripExactly() throws {
+        let store = tempStore()
+        let regions = (0..<200).map { i in
+            circle("c\(i)", radius: 10 + Double(i) / 7, at: Coordinate(latitude: 48.137 + Double(i) * 1e-7 / 3,
+                                                                   longitude: -179.9 + Double(i) * 0.123456789))
+        }
+        try store.saveRegions(regions)
+        #expect(try store.loadRegions() == regions)
+    }
+
+    @Test func answersASavedStateByID() throws {
+        let store = tempStore()
+        try store.saveRegions([circle("home"), circle("far", at: Coordinate(latitude: 0, longitude: 0))])
+        #expect(try store.savedState(of: "home") == .unknown)
+        #expect(try store.savedState(of: "nowhere") == nil)
+        var monitor = try store.loadMonitor()
+        _ = monitor.process(at(0))
+        try store.saveStates(of: monitor)
+        #expect(try store.savedState(of: "home") == .inside)
+        #expect(try store.savedState(of: "far") == .outside)
+    }
+}
