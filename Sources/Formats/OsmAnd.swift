@@ -13,14 +13,22 @@ public enum OsmAnd {
     public static func parameters(_ r: TrailRecord) -> String {
         var pairs: [(String, String)] = [("id", r.device)]
         let ms = (r.time * 1000).rounded()
-        let whole = ms.truncatingRemainder(dividingBy: 1000) == 0
-        pairs.append(("timestamp", whole ? String(Int64(ms / 1000)) : String(Int64(ms))))
-        pairs.append(("lat", decimal(r.latitude, 9)))
-        pairs.append(("lon", decimal(r.longitude, 9)))
-        if let v = r.speed { pairs.append(("speed", decimal(v / metresPerSecondPerKnot, 3))) }
-        if let c = r.course { pairs.append(("bearing", decimal(c, 2))) }
-        if let a = r.altitude { pairs.append(("altitude", decimal(a, 3))) }
-        if let a = r.horizontalAccuracy { pairs.append(("accuracy", decimal(a, 2))) }
+        if ms.isFinite && abs(ms) < 9e15 {
+            let whole = ms.truncatingRemainder(dividingBy: 1000) == 0
+            pairs.append(("timestamp", whole ? String(Int64(ms / 1000)) : String(Int64(ms))))
+        }
+        // A number the fixed-point writer can't show (it would write `null`, which Traccar's
+        // parseDouble refuses) is left out; records are validated before they get here.
+        func add(_ key: String, _ v: Double?, _ digits: Int) {
+            guard let v, v.isFinite, abs(v) < 1e9 else { return }
+            pairs.append((key, decimal(v, digits)))
+        }
+        add("lat", r.latitude, 9)
+        add("lon", r.longitude, 9)
+        add("speed", r.speed.map { $0 / metresPerSecondPerKnot }, 3)
+        add("bearing", r.course, 2)
+        add("altitude", r.altitude, 3)
+        add("accuracy", r.horizontalAccuracy, 2)
         return pairs.map { "\(percentEncode($0.0))=\(percentEncode($0.1))" }.joined(separator: "&")
     }
 

@@ -17,7 +17,8 @@ public enum OwnTracks {
     public static func encode(_ r: TrailRecord) -> [UInt8]? {
         var out: [UInt8] = []
         func int(_ key: StaticString, _ v: Double?) {
-            guard let v else { return }
+            // A number no Int64 holds is left out, never trapped on (records are validated first).
+            guard let v, v.isFinite, abs(v) < 9e15 else { return }
             ByteWriting.appendStatic(key, to: &out)
             ByteWriting.appendInt(Int64(v.rounded()), to: &out)
         }

@@ -66,7 +66,8 @@ public struct TrailRecord: Hashable, Sendable {
 
     /// Why the record can't be stored, or `nil` when it can. Times must lie between the GPS epoch
     /// (1980-01-06) and a day after `now`; ids follow ``identifierProblem(_:)``; every number must be
-    /// finite and within its range (accuracies and speed 0 or more, course 0 to 360).
+    /// finite and within its range (accuracies 0 to ``maxMetres``, altitude within ±``maxMetres``,
+    /// speed 0 to ``maxSpeed``, course 0 to 360): what any wire format can write back exactly.
     public func problem(now: Double) -> String? {
         if let p = Self.identifierProblem(device) { return "device id \(p)" }
         if sequence < 1 { return "seq must be 1 or more, got \(sequence)" }
@@ -79,13 +80,19 @@ public struct TrailRecord: Hashable, Sendable {
         }
         if kind != .location && (region ?? "").isEmpty { return "a \(kind.rawValue) record needs a region" }
         if let region, let p = Self.identifierProblem(region) { return "region \(p)" }
-        if let a = horizontalAccuracy, !(a >= 0 && a.isFinite) { return "hAcc must be a finite 0 or more metres" }
-        if let a = verticalAccuracy, !(a >= 0 && a.isFinite) { return "vAcc must be a finite 0 or more metres" }
-        if let v = speed, !(v >= 0 && v.isFinite) { return "speed must be a finite 0 or more m/s" }
+        if let a = horizontalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return "hAcc must be 0 to 10,000,000 metres" }
+        if let a = verticalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return "vAcc must be 0 to 10,000,000 metres" }
+        if let v = speed, !(v >= 0 && v <= Self.maxSpeed) { return "speed must be 0 to 100,000 m/s" }
         if let c = course, !(c >= 0 && c <= 360) { return "course must be in [0, 360]" }
-        if let a = altitude, !a.isFinite { return "alt must be a finite number" }
+        if let a = altitude, !(abs(a) <= Self.maxMetres) { return "alt must be within ±10,000,000 metres" }
         return nil
     }
+
+    /// The largest accuracy or altitude, in metres, a record may carry: beyond any receiver on or near
+    /// Earth, and within what every wire format can write exactly.
+    public static let maxMetres = 10_000_000.0
+    /// The fastest speed a record may carry, m/s (past any vehicle; orbit is 7,800).
+    public static let maxSpeed = 100_000.0
 
     /// The longest device or region id, in UTF-8 bytes.
     public static let maxIdentifierBytes = 128

@@ -254,6 +254,21 @@ public final class Uploader: Sendable {
     /// One batch, in the configured format: one request, or one per record for formats of one
     /// record per request.
     func send(_ batch: [TrailRecord]) async -> Attempt {
+        // A record no server would take (a corrupt fix's speed of 1e300) is not encoded: the
+        // encoders would leave the field out or the server refuse it forever, stalling the outbox.
+        let t = now()
+        var batch = batch
+        if batch.contains(where: { $0.problem(now: t) != nil }) {
+            for r in batch {
+                if let problem = r.problem(now: t) {
+                    guard case .done = dead([r], status: 0, text: "not sent: \(problem)") else {
+                        return .retry(after: nil, reason: "cannot set aside an invalid record")
+                    }
+                }
+            }
+            batch.removeAll { $0.problem(now: t) != nil }
+            if batch.isEmpty { return .done }
+        }
         guard configuration.format.recordsPerRequest == 1 else { return await sendRequest(batch) }
         for r in batch {
             if Task.isCancelled { return .retry(after: nil, reason: "cancelled: the background time ran out") }
