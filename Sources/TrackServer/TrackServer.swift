@@ -116,6 +116,15 @@ public final class TrackServer: Sendable {
     /// The port the server listens on, once it does (0 before).
     public var port: Int { boundPort.load(ordering: .acquiring) }
 
+    /// Fired when the server listens (``listeningPort()`` waits for it).
+    let listening = Signal()
+
+    /// The port, once the server listens (it waits until then; one caller at a time).
+    public func listeningPort() async -> Int {
+        while port == 0 && !Task.isCancelled { await listening.wait(timeout: nil) }
+        return port
+    }
+
     /// Runs until ``shutdown()`` (or, with `signals`, SIGINT/SIGTERM) and a graceful stop. `onReady`
     /// gets the port once the server listens.
     public func run(signals: Bool = false, onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
@@ -146,6 +155,7 @@ public final class TrackServer: Sendable {
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? 0
                 self.boundPort.store(port, ordering: .releasing)
+                self.listening.fire()
                 await onReady(port)
             },
             logger: logger

@@ -65,7 +65,7 @@ struct TrackerRun {
         // Started in this order, stopped in reverse: the control socket and the input first, then
         // the upload of what is left, then the endpoint that takes it.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let embedded { services.append(.init(service: embedded)) }
+        if let embedded { services.append(.init(service: embedded.server)) }
         services += tracker.services
         if let control {
             do {

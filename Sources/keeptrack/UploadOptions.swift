@@ -104,7 +104,7 @@ extension UploadOptions {
         settings.outbox.maxCount = outboxMaxRecords
         settings.outbox.maxAge = outboxMaxAge * 86_400
         settings.shutdownTimeout = shutdownTimeout
-        if let embedded { settings.endpoint = { try await embedded.url() } }
+        if let embedded { settings.endpoint = { await embedded.url() } }
         return settings
     }
 
@@ -133,12 +133,10 @@ extension UploadOptions {
 
 /// `--upload embedded`: a test endpoint in the same service group, on a free loopback port, with a
 /// random token, started before the uploader needs it and stopped after the last upload.
-final class EmbeddedEndpoint: Service {
+struct EmbeddedEndpoint {
     let server: TrackServer
     let token: String
     let path: String
-    let ready: AsyncStream<Int>
-    let announce: AsyncStream<Int>.Continuation
 
     init(dataDirectory: String, format: String) throws {
         makeDirectories(dataDirectory)
@@ -149,18 +147,8 @@ final class EmbeddedEndpoint: Service {
         logger.logLevel = .warning
         server = try TrackServer(configuration: c, logger: logger)
         path = UploadFormats.named(format)!.serverPath
-        (ready, announce) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
-    }
-
-    func run() async throws {
-        try await server.run { [announce] port in announce.yield(port) }
     }
 
     /// The endpoint's URL, once it listens.
-    func url() async throws -> String {
-        var it = ready.makeAsyncIterator()
-        guard let port = await it.next() else { throw ValidationError("the embedded endpoint did not start") }
-        return "http://127.0.0.1:\(port)\(path)"
-    }
+    func url() async -> String { "http://127.0.0.1:\(await server.listeningPort())\(path)" }
 }
-
