@@ -158,7 +158,16 @@ public final class NMEALogSource: FixSource {
                 return
             }
             do {
-                let n = try buffer.read(from: reader)
+                let n: Int
+                do throws(NMEAError) {
+                    n = try buffer.read(from: reader)
+                } catch {
+                    // Nothing read before a read error is lost: the epoch in progress goes out first.
+                    var collected: [SourceElement] = []
+                    decoder.finishAfterInputError { collected.append(.fix($0)) }
+                    queue.append(contentsOf: collected)
+                    throw error
+                }
                 if n > 0 {
                     var collected: [SourceElement] = []
                     swap(&collected, &queue)

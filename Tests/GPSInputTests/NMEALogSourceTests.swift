@@ -98,6 +98,22 @@ struct NMEALogSourceTests {
         #expect(fixes == (try decoderFixes("drive-10hz.nmea")))
     }
 
+    @Test func aTruncatedGzipLogDeliversEveryEpochReadBeforeTheEndThenAnError() async throws {
+        let gz = try gzip(fixtureBytes("walk-15min.nmea"))
+        let path = try temporaryFile(Array(gz[0..<(gz.count / 2)]), name: "truncated.nmea.gz")
+        let source = NMEALogSource(options: .init(path: path))
+        var elements: [SourceElement] = []
+        for await element in source { elements.append(element) }
+        // The reference: the decoder run by decodeFile, which delivers the epoch in progress too.
+        var reference: [Fix] = []
+        var decoder = NMEADecoder()
+        #expect(throws: NMEAError.self) { try decoder.decodeFile(path) { reference.append($0) } }
+        #expect(reference.count > 400)
+        #expect(elements.fixes == reference)
+        #expect(elements.events.map(\.kind) == [.connected, .error])
+        #expect(elements.last?.event?.message.contains("byte \(gz.count / 2): io: gzip data ends early") == true)
+    }
+
     @Test func readsGzipLogs() async throws {
         let source = NMEALogSource(options: .init(path: fixturePath("day-24h.nmea.gz")))
         var count = 0

@@ -33,3 +33,26 @@ extension Array where Element == SourceElement {
     var fixes: [Fix] { compactMap(\.fix) }
     var events: [SourceEvent] { compactMap(\.event) }
 }
+
+/// `bytes` compressed by gzip(1).
+func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
+    let input = try temporaryFile(bytes, name: "plain")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+    process.arguments = ["-c", "-n", input]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Array(data)
+}
+
+/// Writes `bytes` to a new file in a private temporary directory; returns its path.
+func temporaryFile(_ bytes: [UInt8], name: String) throws -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-input-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    let url = dir.appendingPathComponent(name)
+    try Data(bytes).write(to: url)
+    return url.path
+}
