@@ -115,3 +115,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The configuration file, read and checked (size, text, aliases, keys, values) apart from the
+// command options it maps to: a library so that it can be fuzzed. Depends on Yams only.
+package.targets += [
+    .target(name: "ConfigFile", dependencies: [.product(name: "Yams", package: "Yams")]),
+    .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile"]),
+]
+package.targets.first { $0.name == "keeptrack" }!.dependencies.append("ConfigFile")
