@@ -123,3 +123,12 @@ package.targets += [
     .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile"]),
 ]
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("ConfigFile")
+
+// libFuzzer targets, one per parser of untrusted bytes (README, "Fuzzing"):
+// swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld
+package.targets += [
+    ("JSONBatchFuzz", "Formats"), ("OsmAndFuzz", "Formats"), ("OwnTracksFuzz", "Formats"), ("ISOTimeFuzz", "Formats"),
+    ("RegionsGeoJSONFuzz", "Formats"), ("ConfigFileFuzz", "ConfigFile"),
+].map { name, library in
+    .executableTarget(name: name, dependencies: [.target(name: library)], path: "Sources/Fuzz/\(name)")
+}
