@@ -14,20 +14,21 @@ let package = Package(
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
         .library(name: "Upload", targets: ["Upload"]),
         .library(name: "TrackServer", targets: ["TrackServer"]),
+        .library(name: "Tracking", targets: ["Tracking"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
-        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
-        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // Vocabulary: coordinates, fixes, locations, geodesy. Imports no other target.
@@ -39,7 +40,7 @@ let package = Package(
         // libgps, the gpsd client library.
         .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
-        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS"]),
+        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS", "SystemIO"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
@@ -78,10 +79,24 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // POSIX helpers without Foundation: wake pipes, threads, files, one-line Unix-socket servers.
+        .target(name: "SystemIO"),
+        // The tracker a program embeds: any fix source through the location service, the lifecycle's
+        // reactions, the outbox and the uploader, events to a sink; one Service per part.
+        .target(
+            name: "Tracking",
+            dependencies: [
+                "Geo", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         .executableTarget(
             name: "keeptrack",
             dependencies: [
-                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer",
+                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -89,6 +104,13 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
             ]
+        ),
+        // The README's example of a program that embeds a tracker (built and run by TrackingTests).
+        .executableTarget(
+            name: "embed-tracker", dependencies: ["Tracking", "GPSInput", "Upload",
+                                                  .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                                                  .product(name: "Logging", package: "swift-log")],
+            path: "Examples/EmbedTracker"
         ),
         // Decoder throughput and allocation counts for tools/bench (not a test).
         .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo"], path: "Benchmarks/NMEABench"),
@@ -101,6 +123,8 @@ let package = Package(
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.
         .target(name: "KeepTrackTesting", path: "Sources/KeepTrackTesting"),
+        // Test support: a real TrackServer on a free loopback port with its own database.
+        .target(name: "TrackServerTesting", dependencies: ["TrackServer", "KeepTrackTesting"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo", "KeepTrackTesting"]),
@@ -108,8 +132,14 @@ let package = Package(
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         .testTarget(name: "UploadTests", dependencies: [
-            "Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting",
+            "Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
+        .testTarget(name: "TrackingTests", dependencies: [
+            "Tracking", "GPSInput", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
+            "KeepTrackTesting", "TrackServerTesting", "embed-tracker",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"], exclude: ["Golden"]),
     ],

@@ -102,3 +102,14 @@ public enum ByteWriting {
         }
     }
 }
+
+/// A whole number with thousands separators, as the command line prints counts: `12,345,678`.
+public func grouped(_ n: some BinaryInteger) -> String {
+    let s = String(n)
+    var out = ""
+    for (i, c) in s.reversed().enumerated() {
+        if i > 0 && i % 3 == 0 && c != "-" { out.append(",") }
+        out.append(c)
+    }
+    return String(out.reversed())
+}

@@ -26,9 +26,12 @@ public enum Gzip {
         return out
     }
 
-    /// The bytes of a gzip (or zlib) stream, at most `limit` of them.
+    /// The bytes of a gzip (or zlib) stream, at most `limit` of them. Several gzip members one after
+    /// the other (RFC 1952 allows it) inflate to their concatenation; anything else after the end of
+    /// the stream is refused, not ignored.
     ///
-    /// - Throws: ``WireFormatError`` when the data is not gzip or inflates beyond `limit`.
+    /// - Throws: ``WireFormatError`` when the data is not gzip, has bytes after its end, or (with
+    ///   the code ``WireFormatError/Code/tooLarge``) inflates beyond `limit`.
     public static func decompress(_ bytes: [UInt8], limit: Int) throws(WireFormatError) -> [UInt8] {
         var stream = z_stream()
         // 15 + 32: detect gzip or zlib headers.
@@ -40,6 +43,7 @@ public enum Gzip {
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         var input = bytes
         var rc: Int32 = Z_OK
+        var junkAt: Int?
         input.withUnsafeMutableBufferPointer { inp in
             stream.next_in = inp.baseAddress
             stream.avail_in = UInt32(inp.count)
@@ -52,9 +56,21 @@ public enum Gzip {
                 }
                 if out.count > limit { rc = Z_MEM_ERROR; break }
                 if rc == Z_BUF_ERROR && stream.avail_in == 0 { break }
+                if rc == Z_STREAM_END && stream.avail_in > 0 {
+                    let at = inp.count - Int(stream.avail_in)
+                    // Another gzip member goes on; anything else is junk.
+                    if stream.avail_in >= 2 && inp[at] == 0x1F && inp[at + 1] == 0x8B && inflateReset(&stream) == Z_OK {
+                        rc = Z_OK
+                    } else {
+                        junkAt = at
+                    }
+                }
             }
         }
-        if out.count > limit { throw WireFormatError("body inflates beyond \(limit) bytes") }
+        if out.count > limit { throw WireFormatError("body inflates beyond \(limit) bytes", code: .tooLarge) }
+        if let junkAt {
+            throw WireFormatError("gzip: \(bytes.count - junkAt) bytes that are not gzip after the stream's end, at byte \(junkAt)")
+        }
         guard rc == Z_STREAM_END else { throw WireFormatError("gzip: the body is not a complete gzip stream") }
         return out
     }

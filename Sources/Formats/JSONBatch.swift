@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Our batch format (`POST /v1/locations`, `Content-Type: application/json`):
 ///
 /// ```json
@@ -193,35 +191,56 @@ public enum JSONBatch {
         return (TrailRecord(device: "", sequence: seq, kind: kind, region: region, time: time, latitude: lat, longitude: lon,
                             altitude: alt, horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course), id)
     }
-
-    /// A decoding error as a sentence with its JSON path.
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            var s = ""
-            for k in keys {
-                if let i = k.intValue { s += "[\(i)]" } else { s += (s.isEmpty ? "" : ".") + k.stringValue }
-            }
-            return s.isEmpty ? "the body" : s
-        }
-        switch error {
-        case .keyNotFound(let key, let c): return "\(path(c.codingPath + [key])): missing"
-        case .valueNotFound(_, let c): return "\(path(c.codingPath)): missing (null)"
-        case .typeMismatch(let type, let c): return "\(path(c.codingPath)): expected \(type)"
-        case .dataCorrupted(let c):
-            return c.codingPath.isEmpty ? "malformed JSON" : "\(path(c.codingPath)): \(c.debugDescription)"
-        @unknown default: return "malformed JSON"
-        }
-    }
 }
 
 extension JSONBatch {
     /// The endpoint's answer.
-    public struct Reply: Codable, Hashable, Sendable {
+    public struct Reply: Hashable, Sendable {
         public var accepted: Int
         public var duplicates: Int
         public init(accepted: Int, duplicates: Int) {
             self.accepted = accepted
             self.duplicates = duplicates
         }
+    }
+}
+
+extension JSONBatch.Reply {
+    /// The endpoint's acknowledgement: any JSON object with a whole, non-negative `accepted` member
+    /// (`duplicates` 0 when absent), whatever its whitespace or key order (`{"accepted": 125,
+    /// "duplicates": 0}` as Python's `json.dumps` writes it); `nil` for anything else, a captive
+    /// portal's HTML page included. Read by the same scanner the endpoint reads batches with.
+    public static func decode(_ bytes: [UInt8]) -> JSONBatch.Reply? {
+        var s = JSONScanner(bytes)
+        var accepted: Int?
+        var duplicates = 0
+        func count(_ v: JSONScanner.Value) -> Int? {
+            guard case .number(let d) = v, d >= 0, d == d.rounded(), d < 9e15 else { return nil }
+            return Int(d)
+        }
+        do {
+            try s.expect(UInt8(ascii: "{"))
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.string()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch key {
+                    case "accepted":
+                        guard let n = count(try s.value()) else { return nil }
+                        accepted = n
+                    case "duplicates":
+                        guard let n = count(try s.value()) else { return nil }
+                        duplicates = n
+                    default:
+                        try s.skipValue()
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            }
+            guard s.atEnd else { return nil }
+        } catch {
+            return nil
+        }
+        return accepted.map { JSONBatch.Reply(accepted: $0, duplicates: duplicates) }
     }
 }

@@ -1,6 +1,11 @@
 /// A strict, allocation-light JSON reader over bytes, for the flat objects of our wire formats:
-/// strings, numbers, `null`, booleans; nested values can be skipped. Errors name the byte offset.
+/// strings, numbers, `null`, booleans; nested values can be skipped, up to ``maxDepth`` levels.
+/// Strings must be valid UTF-8 (RFC 8259). Errors name the byte offset.
 struct JSONScanner {
+    /// How deeply a skipped value may nest arrays and objects. Deeper input is refused, not
+    /// recursed into: a body of 200,000 `[` must not overflow the stack.
+    static let maxDepth = 64
+
     let bytes: [UInt8]
     var i = 0
 
@@ -49,8 +54,16 @@ struct JSONScanner {
         guard i < bytes.count, bytes[i] == 0x22 else { throw fail("expected a string") }
         i += 1
         let start = i
-        while i < bytes.count, bytes[i] != 0x22, bytes[i] != 0x5C, bytes[i] >= 0x20 { i += 1 }
+        var high: UInt8 = 0
+        while i < bytes.count, bytes[i] != 0x22, bytes[i] != 0x5C, bytes[i] >= 0x20 {
+            high |= bytes[i]
+            i += 1
+        }
         guard i < bytes.count else { throw fail("unterminated string") }
+        if high >= 0x80, let bad = invalidUTF8Offset(bytes[start..<i]) {
+            i = bad
+            throw fail("invalid UTF-8 in a string")
+        }
         if bytes[i] == 0x22 {
             defer { i += 1 }
             return String(decoding: bytes[start..<i], as: UTF8.self)
@@ -66,6 +79,15 @@ struct JSONScanner {
             }
             if c < 0x20 { throw fail("a control character in a string") }
             if c != 0x5C {
+                if c >= 0x80 {
+                    // A whole multi-byte sequence, validated where it stands.
+                    var end = i + 1
+                    while end < bytes.count, bytes[end] & 0xC0 == 0x80, end - i < 4 { end += 1 }
+                    if invalidUTF8Offset(bytes[i..<end]) != nil { throw fail("invalid UTF-8 in a string") }
+                    out.append(contentsOf: bytes[i..<end])
+                    i = end
+                    continue
+                }
                 out.append(c)
                 i += 1
                 continue
@@ -175,27 +197,64 @@ struct JSONScanner {
         return v
     }
 
-    /// Skips any value, nested ones included.
-    mutating func skipValue() throws(Failure) {
+    /// Skips any value, nested ones included, up to ``maxDepth`` levels of arrays and objects.
+    mutating func skipValue(depth: Int = 0) throws(Failure) {
         skipWhitespace()
         guard i < bytes.count else { throw fail("expected a value") }
         switch bytes[i] {
-        case UInt8(ascii: "{"):
-            i += 1
-            if take(UInt8(ascii: "}")) { return }
-            repeat {
-                _ = try string()
-                try expect(UInt8(ascii: ":"))
-                try skipValue()
-            } while take(UInt8(ascii: ","))
-            try expect(UInt8(ascii: "}"))
-        case UInt8(ascii: "["):
-            i += 1
-            if take(UInt8(ascii: "]")) { return }
-            repeat { try skipValue() } while take(UInt8(ascii: ","))
-            try expect(UInt8(ascii: "]"))
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            guard depth < Self.maxDepth else {
+                throw fail("arrays and objects nested deeper than \(Self.maxDepth) levels")
+            }
+            if bytes[i] == UInt8(ascii: "{") {
+                i += 1
+                if take(UInt8(ascii: "}")) { return }
+                repeat {
+                    _ = try string()
+                    try expect(UInt8(ascii: ":"))
+                    try skipValue(depth: depth + 1)
+                } while take(UInt8(ascii: ","))
+                try expect(UInt8(ascii: "}"))
+            } else {
+                i += 1
+                if take(UInt8(ascii: "]")) { return }
+                repeat { try skipValue(depth: depth + 1) } while take(UInt8(ascii: ","))
+                try expect(UInt8(ascii: "]"))
+            }
         default:
             _ = try value()
         }
     }
+}
+
+/// The offset (in `bytes`' indices) of the first byte that is not well-formed UTF-8 (RFC 3629:
+/// no overlong forms, no surrogates, nothing above U+10FFFF), or `nil` when all of it is.
+func invalidUTF8Offset(_ bytes: ArraySlice<UInt8>) -> Int? {
+    var i = bytes.startIndex
+    let end = bytes.endIndex
+    while i < end {
+        let b = bytes[i]
+        if b < 0x80 {
+            i += 1
+            continue
+        }
+        let n: Int
+        var low: UInt8 = 0x80, high: UInt8 = 0xBF
+        switch b {
+        case 0xC2...0xDF: n = 1
+        case 0xE0: n = 2; low = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: n = 2
+        case 0xED: n = 2; high = 0x9F
+        case 0xF0: n = 3; low = 0x90
+        case 0xF1...0xF3: n = 3
+        case 0xF4: n = 3; high = 0x8F
+        default: return i
+        }
+        guard end - i > n else { return i }
+        let c = bytes[i + 1]
+        guard c >= low && c <= high else { return i }
+        for k in 2..<(n + 1) where bytes[i + k] & 0xC0 != 0x80 { return i }
+        i += n + 1
+    }
+    return nil
 }

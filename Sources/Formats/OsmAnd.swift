@@ -31,8 +31,12 @@ public enum OsmAnd {
         var fields: [String: String] = [:]
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let key = percentDecode(String(parts[0]))
-            fields[key] = parts.count > 1 ? percentDecode(String(parts[1])) : ""
+            guard let key = percentDecodeValidating(String(parts[0])),
+                  let value = parts.count > 1 ? percentDecodeValidating(String(parts[1])) : ""
+            else {
+                throw WireFormatError("parameter '\(parts[0].prefix(32))': not valid UTF-8 once percent-decoded")
+            }
+            fields[key] = value
         }
         guard let device = fields["id"] ?? fields["deviceid"], !device.isEmpty else {
             throw WireFormatError("id: missing (the device identifier is mandatory)")
@@ -86,8 +90,19 @@ public func percentEncode(_ s: String) -> String {
     return out
 }
 
+/// Decodes `%XX` and `+` (a space in forms); `nil` when the bytes decoded are not valid UTF-8
+/// (`%FF`), which ``percentDecode(_:)`` would quietly replace with U+FFFD.
+public func percentDecodeValidating(_ s: String) -> String? {
+    let bytes = percentDecodedBytes(s)
+    return invalidUTF8Offset(bytes[...]) == nil ? String(decoding: bytes, as: UTF8.self) : nil
+}
+
 /// Decodes `%XX` and `+` (a space in forms).
 public func percentDecode(_ s: String) -> String {
+    String(decoding: percentDecodedBytes(s), as: UTF8.self)
+}
+
+func percentDecodedBytes(_ s: String) -> [UInt8] {
     var bytes: [UInt8] = []
     var it = Array(s.utf8)[...]
     while let b = it.popFirst() {
@@ -101,7 +116,7 @@ public func percentDecode(_ s: String) -> String {
             bytes.append(b)
         }
     }
-    return String(decoding: bytes, as: UTF8.self)
+    return bytes
 }
 
 func hexValue(_ b: UInt8) -> UInt8? {

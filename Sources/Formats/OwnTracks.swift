@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// OwnTracks' HTTP JSON: one object per request (`POST`, `Content-Type: application/json`), the
 /// user and device in `X-Limit-U` and `X-Limit-D` headers; the Recorder answers `[]`.
 ///
@@ -54,8 +52,9 @@ public enum OwnTracks {
         return out
     }
 
-    struct Wire: Decodable {
-        var _type: String
+    /// The fields we read of a message (others are ignored).
+    struct Wire {
+        var _type: String?
         var tst: Double?
         var lat: Double?
         var lon: Double?
@@ -65,6 +64,57 @@ public enum OwnTracks {
         var cog: Double?
         var event: String?
         var desc: String?
+
+        /// Reads one JSON object with the scanner the endpoint reads batches with (bounded nesting,
+        /// UTF-8 checked); unknown keys are skipped.
+        init(_ bytes: [UInt8]) throws(WireFormatError) {
+            var s = JSONScanner(bytes)
+            do {
+                try s.expect(UInt8(ascii: "{"))
+                if !s.take(UInt8(ascii: "}")) {
+                    repeat {
+                        let key = try s.string()
+                        try s.expect(UInt8(ascii: ":"))
+                        let v = try s.value()
+                        func number() throws(WireFormatError) -> Double? {
+                            switch v {
+                            case .number(let d): return d
+                            case .null: return nil
+                            default: throw WireFormatError("\(key): expected a number")
+                            }
+                        }
+                        func text() throws(WireFormatError) -> String? {
+                            switch v {
+                            case .string(let t): return t
+                            case .null: return nil
+                            default: throw WireFormatError("\(key): expected a string")
+                            }
+                        }
+                        switch key {
+                        case "_type": _type = try text()
+                        case "tst": tst = try number()
+                        case "lat": lat = try number()
+                        case "lon": lon = try number()
+                        case "acc": acc = try number()
+                        case "alt": alt = try number()
+                        case "vel": vel = try number()
+                        case "cog": cog = try number()
+                        case "event": event = try text()
+                        case "desc": desc = try text()
+                        default: break
+                        }
+                    } while s.take(UInt8(ascii: ","))
+                    try s.expect(UInt8(ascii: "}"))
+                }
+                guard s.atEnd else { throw s.fail("text after the object") }
+            } catch let f as JSONScanner.Failure {
+                throw WireFormatError(f.message)
+            } catch let e as WireFormatError {
+                throw e
+            } catch {
+                throw WireFormatError("\(error)")
+            }
+        }
     }
 
     /// A record from an OwnTracks body sent by `device`, validated against `now`; `nil` for the
@@ -72,16 +122,10 @@ public enum OwnTracks {
     ///
     /// - Throws: ``WireFormatError`` naming the field.
     public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(WireFormatError) -> TrailRecord? {
-        let w: Wire
-        do {
-            w = try JSONDecoder().decode(Wire.self, from: Data(bytes))
-        } catch let error as DecodingError {
-            throw WireFormatError(JSONBatch.describe(error))
-        } catch {
-            throw WireFormatError("malformed JSON: \(error)")
-        }
+        let w = try Wire(bytes)
+        guard let type = w._type else { throw WireFormatError("_type: missing") }
         let kind: TrailRecord.Kind
-        switch w._type {
+        switch type {
         case "location": kind = .location
         case "transition":
             switch w.event {

@@ -65,28 +65,63 @@ public struct TrailRecord: Hashable, Sendable {
     public var id: String { "\(device):\(sequence)" }
 
     /// Why the record can't be stored, or `nil` when it can. Times must lie between the GPS epoch
-    /// (1980-01-06) and a day after `now`.
+    /// (1980-01-06) and a day after `now`; ids follow ``identifierProblem(_:)``; every number must be
+    /// finite and within its range (accuracies and speed 0 or more, course 0 to 360).
     public func problem(now: Double) -> String? {
-        if device.isEmpty || device.utf8.count > 128 { return "device id must have 1 to 128 bytes" }
+        if let p = Self.identifierProblem(device) { return "device id \(p)" }
         if sequence < 1 { return "seq must be 1 or more, got \(sequence)" }
         if !(latitude >= -90 && latitude <= 90) { return "lat \(latitude) is out of range [-90, 90]" }
         if !(longitude >= -180 && longitude <= 180) { return "lon \(longitude) is out of range [-180, 180]" }
         if !(time >= 315_964_800 && time <= now + 86_400) {
-            return "time \(ISOTime.string(time)) is impossible (before 1980-01-06 or more than a day ahead)"
+            // Untrusted: a time may be far beyond what a calendar date can show (1e300 s).
+            let shown = ISOTime.representable.contains(time) ? ISOTime.string(time) : "\(time) s since 1970"
+            return "time \(shown) is impossible (before 1980-01-06 or more than a day ahead)"
         }
         if kind != .location && (region ?? "").isEmpty { return "a \(kind.rawValue) record needs a region" }
-        if let a = horizontalAccuracy, !(a >= 0 && a.isFinite) { return "hAcc must be 0 or more metres" }
-        if let v = speed, !(v >= 0 && v.isFinite) { return "speed must be 0 or more m/s" }
+        if let region, let p = Self.identifierProblem(region) { return "region \(p)" }
+        if let a = horizontalAccuracy, !(a >= 0 && a.isFinite) { return "hAcc must be a finite 0 or more metres" }
+        if let a = verticalAccuracy, !(a >= 0 && a.isFinite) { return "vAcc must be a finite 0 or more metres" }
+        if let v = speed, !(v >= 0 && v.isFinite) { return "speed must be a finite 0 or more m/s" }
         if let c = course, !(c >= 0 && c <= 360) { return "course must be in [0, 360]" }
-        if let a = altitude, !a.isFinite { return "alt must be a number" }
+        if let a = altitude, !a.isFinite { return "alt must be a finite number" }
+        return nil
+    }
+
+    /// The longest device or region id, in UTF-8 bytes.
+    public static let maxIdentifierBytes = 128
+
+    /// Why `id` can't name a device or region, or `nil` when it can: 1 to 128 bytes, and no control
+    /// characters (U+0000-U+001F, U+007F-U+009F). A NUL would cut the id short in C APIs (SQLite's
+    /// text binding among them) and merge distinct devices. Invalid UTF-8 is refused earlier, by the
+    /// readers (``JSONBatch``, ``OsmAnd``), before it becomes a `String`.
+    public static func identifierProblem(_ id: String) -> String? {
+        let n = id.utf8.count
+        if n == 0 || n > maxIdentifierBytes { return "must have 1 to \(maxIdentifierBytes) bytes, has \(n)" }
+        for (i, u) in id.unicodeScalars.enumerated() where u.value < 0x20 || (0x7F...0x9F).contains(u.value) {
+            let hex = String(u.value, radix: 16, uppercase: true)
+            return "must not contain control characters (U+\(String(repeating: "0", count: 4 - hex.count))\(hex) at character \(i + 1))"
+        }
         return nil
     }
 }
 
 /// A wire or file format problem: what was wrong, and where (`records[3].lat`).
 public struct WireFormatError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of problem: most are ``Code/invalid``; a body that only grows past its limit when
+    /// inflated is ``Code/tooLarge`` (an HTTP server answers it 413, like a body too large as sent).
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public var rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let invalid = Code(rawValue: 1)
+        public static let tooLarge = Code(rawValue: 2)
+    }
+
     public var message: String
-    public init(_ message: String) { self.message = message }
+    public var code: Code
+    public init(_ message: String, code: Code = .invalid) {
+        self.message = message
+        self.code = code
+    }
     public var description: String { message }
 }
 
@@ -99,12 +134,39 @@ public enum ISOTime {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The times ISO 8601 can write with four-digit years: 0001-01-01T00:00:00Z up to
+    /// 9999-12-31T23:59:59.999Z, in seconds since 1970.
+    public static let representable: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999
+
+    /// Appends the time with milliseconds. A time outside ``representable`` (or not finite) has no
+    /// ISO 8601 form: it is written as its number of seconds (`1e+20`), never trapped on.
     public static func append(_ seconds: Double, to out: inout [UInt8]) {
-        GNSSTime(nanosecondsSince1970: Int64((seconds * 1000).rounded()) * 1_000_000, fractionDigits: 3)
-            .appendISO8601(to: &out)
+        guard representable.contains(seconds) else {
+            out.append(contentsOf: "\(seconds)".utf8)
+            return
+        }
+        // Both fit an Int64 by far: |ms| < 2.6e14.
+        let ms = Int64((seconds * 1000).rounded())
+        var day = ms / 86_400_000
+        var rest = ms % 86_400_000
+        if rest < 0 {
+            day -= 1
+            rest += 86_400_000
+        }
+        GNSSTime(day: Int32(day), nanosecondOfDay: rest * 1_000_000, fractionDigits: 3).appendISO8601(to: &out)
     }
 
-    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that.
+    /// The days of a month in the proleptic Gregorian calendar.
+    public static func daysInMonth(year: Int, month: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that, or names a day
+    /// the month doesn't have (`2024-02-31`).
     public static func parse(_ text: String) -> Double? {
         let b = Array(text.utf8)
         func digits(_ at: Int, _ n: Int) -> Int? {
@@ -120,7 +182,8 @@ public enum ISOTime {
         guard b.count >= 20, let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45,
               let day = digits(8, 2), b[10] == 84 || b[10] == 32, let hour = digits(11, 2), b[13] == 58,
               let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+              (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month), hour < 24,
+              minute < 60, second <= 60
         else { return nil }
         var i = 19
         var fraction = 0.0

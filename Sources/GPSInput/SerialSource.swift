@@ -1,4 +1,5 @@
 import Geo
+import SystemIO
 import NMEA
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Geo
+@_exported import SystemIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -97,75 +98,9 @@ final class WorkerLink: Sendable {
 }
 
 
-/// A non-blocking, close-on-exec pipe that wakes a thread sleeping in `poll` on ``readFD``: the
-/// way to interrupt a wait without a polling loop.
-public final class WakePipe: Sendable {
-    public let readFD: Int32
-    public let writeFD: Int32
-
-    public init() {
-        var fds: [Int32] = [-1, -1]
-        precondition(pipe(&fds) == 0, "pipe failed: \(errnoText(errno))")
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        }
-        readFD = fds[0]
-        writeFD = fds[1]
-    }
-
-    deinit {
-        close(readFD)
-        close(writeFD)
-    }
-
-    /// Wakes the sleeper with `byte` (one non-blocking `write`).
-    public func wake(_ byte: UInt8 = 1) {
-        var b = byte
-        _ = write(writeFD, &b, 1)
-    }
-
-    /// Reads what is pending: the bytes written since the last drain.
-    public func drain() -> [UInt8] {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while true {
-            let n = read(readFD, &buffer, buffer.count)
-            if n <= 0 { break }
-            out += buffer[0..<n]
-        }
-        return out
-    }
-}
-
 /// Monotonic seconds.
 func monotonicNow() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-/// A C error number as text.
-func errnoText(_ e: Int32) -> String { String(cString: strerror(e)) }
-
-/// Starts a detached POSIX thread (no Foundation: it would add ~6 MB of resident memory to a
-/// process that otherwise needs none of it).
-public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        let name: String
-        init(_ body: @escaping @Sendable () -> Void, name: String) {
-            self.body = body
-            self.name = name
-        }
-    }
-    let box = Unmanaged.passRetained(Box(body, name: name)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { raw in
-        let box = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Box
-        box.body()
-        return nil
-    }, box)
-    precondition(rc == 0, "pthread_create failed: \(errnoText(rc))")
-    pthread_detach(thread)
 }

@@ -50,8 +50,9 @@ public enum LocationEvent: Hashable, Sendable {
     case paused(Location)
     /// Standard updates resumed: the device moved.
     case resumed(Location)
-    /// A region transition or a region's first state.
-    case region(RegionMonitor.Event)
+    /// A region transition or a region's first state, with the location that decided it (the
+    /// position a server stores with the transition).
+    case region(RegionMonitor.Event, at: Location)
     /// An error, like CoreLocation's: location unknown, source unavailable, region monitoring failed.
     case error(LocationError)
 }

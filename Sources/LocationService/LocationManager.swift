@@ -1,4 +1,26 @@
 import Geo
+import Synchronization
+
+/// What a ``LocationManager`` delivers.
+public struct LocationManagerConfiguration: Sendable {
+    /// Standard updates; `nil` turns them off. The default is on with default settings.
+    public var standardUpdates: StandardUpdateFilter.Configuration? = .init()
+    /// Significant-change monitoring (500 m / 5 min); `nil` (the default) turns it off.
+    public var significantChanges: SignificantChangeMonitor?
+    /// Seconds without a usable fix before a location-unknown error. The default is 30.
+    public var locationUnknownAfter: Double = 30
+
+    public init() {}
+}
+
+/// The two switches of a running ``LocationManager``: standard updates on or off
+/// (`startUpdatingLocation`), and the app suspended or not. Read before each fix is decided.
+public final class LocationManagerSwitches: Sendable {
+    public let updating: Atomic<Bool>
+    public let suspended = Atomic<Bool>(false)
+
+    public init(updating: Bool = true) { self.updating = Atomic(updating) }
+}
 
 /// The CLLocationManager of Linux: turns any ``FixSource`` into ``LocationEvent``s.
 ///
@@ -13,36 +35,52 @@ import Geo
 /// ``Configuration/locationUnknownAfter`` seconds (again after the next usable one), and
 /// ``LocationError/Code/sourceUnavailable`` when the source reports a loss or an error.
 public final class LocationManager<Source: FixSource>: Sendable {
-    public struct Configuration: Sendable {
-        /// Standard updates; `nil` turns them off. The default is on with default settings.
-        public var standardUpdates: StandardUpdateFilter.Configuration? = .init()
-        /// Significant-change monitoring (500 m / 5 min); `nil` (the default) turns it off.
-        public var significantChanges: SignificantChangeMonitor?
-        /// Seconds without a usable fix before a location-unknown error. The default is 30.
-        public var locationUnknownAfter: Double = 30
-
-        public init() {}
-    }
+    public typealias Configuration = LocationManagerConfiguration
 
     public let source: Source
     public let configuration: Configuration
     let regions: RegionMonitor
     let now: @Sendable () -> Double
     let locationSource: Location.Source
+    let switches: LocationManagerSwitches
+    let rejected: (@Sendable (RejectReason) -> Void)?
 
     /// - Parameters:
     ///   - source: where fixes come from.
     ///   - configuration: which updates to deliver.
     ///   - regions: the regions to monitor (with their states).
     ///   - locationSource: how delivered locations are labelled.
+    ///   - switches: whether standard updates run and whether the app is suspended, changed while
+    ///     the events are read (by the manager's own methods or by an owner such as a tracker).
+    ///   - rejected: told why each fix standard updates did not take was rejected (for counting).
     ///   - now: the current time in seconds since 1970.
     public init(source: Source, configuration: Configuration = Configuration(), regions: RegionMonitor = RegionMonitor(),
-                locationSource: Location.Source = .other, now: @escaping @Sendable () -> Double) {
+                locationSource: Location.Source = .other, switches: LocationManagerSwitches = LocationManagerSwitches(),
+                rejected: (@Sendable (RejectReason) -> Void)? = nil, now: @escaping @Sendable () -> Double) {
         self.source = source
         self.configuration = configuration
         self.regions = regions
         self.locationSource = locationSource
+        self.switches = switches
+        self.rejected = rejected
         self.now = now
+    }
+
+    /// Starts standard updates (CLLocationManager's `startUpdatingLocation`); they run from the start
+    /// unless the switches say otherwise.
+    public func startUpdatingLocation() { switches.updating.store(true, ordering: .relaxed) }
+
+    /// Stops standard updates; significant changes and regions go on.
+    public func stopUpdatingLocation() { switches.updating.store(false, ordering: .relaxed) }
+
+    /// Whether standard updates run.
+    public var isUpdatingLocation: Bool { switches.updating.load(ordering: .relaxed) }
+
+    /// Whether the app is suspended: nothing is delivered by standard updates, while significant
+    /// changes and regions still run on the fixes given (the low-rate sampling that can wake it).
+    public var isSuspended: Bool {
+        get { switches.suspended.load(ordering: .relaxed) }
+        set { switches.suspended.store(newValue, ordering: .relaxed) }
     }
 
     /// The events, as they happen.
@@ -91,7 +129,12 @@ public final class LocationManager<Source: FixSource>: Sendable {
                         return pending[head]
                     }
                     guard let element = await upstream.next(isolation: nil) else { return nil }
+                    state.isSuspended = manager.isSuspended
+                    state.standardUpdatesActive = manager.isUpdatingLocation
                     pending = state.handle(element, now: manager.now())
+                    if let rejected = manager.rejected {
+                        for reason in state.lastRejections { rejected(reason) }
+                    }
                 }
             }
         }
@@ -108,6 +151,9 @@ public struct Decisions: Sendable {
     /// app), while significant changes and regions still run on the fixes given — the low-rate
     /// sampling that can wake it. The default is `false`.
     public var isSuspended = false
+    /// Whether standard updates run (CLLocationManager's `startUpdatingLocation`). The default is
+    /// `true`.
+    public var standardUpdatesActive = true
     /// Why standard updates did not take the fixes of the last ``handle(_:now:)`` (for counting).
     public private(set) var lastRejections: [RejectReason] = []
     let source: Location.Source
@@ -115,8 +161,7 @@ public struct Decisions: Sendable {
     var firstSeen: Double?
     var reportedUnknown = false
 
-    public init<S>(configuration: LocationManager<S>.Configuration, regions: RegionMonitor,
-                   source: Location.Source = .other) {
+    public init(configuration: LocationManagerConfiguration, regions: RegionMonitor, source: Location.Source = .other) {
         standard = configuration.standardUpdates.map { StandardUpdateFilter(configuration: $0) }
         significant = configuration.significantChanges
         self.regions = regions
@@ -150,7 +195,7 @@ public struct Decisions: Sendable {
             lastUsable = now
             reportedUnknown = false
             var plausible = true
-            if standard != nil && !isSuspended {
+            if standard != nil && !isSuspended && standardUpdatesActive {
                 for outcome in standard!.process(location, now: now) {
                     switch outcome {
                     case .deliver(let l): out.append(.location(l))
@@ -166,7 +211,7 @@ public struct Decisions: Sendable {
             // Outliers and stale fixes feed neither significant changes nor regions.
             guard plausible else { return out }
             if significant != nil, let l = significant!.process(location) { out.append(.significantChange(l)) }
-            for e in regions.process(location) { out.append(.region(e)) }
+            for e in regions.process(location) { out.append(.region(e, at: location)) }
             return out
         }
     }
@@ -208,7 +253,7 @@ extension LocationManager {
             case .paused(let l): delegate.didPauseUpdates(at: l)
             case .resumed(let l): delegate.didResumeUpdates(at: l)
             case .error(let e): delegate.didFail(with: e)
-            case .region(let e):
+            case .region(let e, _):
                 switch e {
                 case .enter(let id, let t): delegate.didEnterRegion(id, at: t)
                 case .exit(let id, let t): delegate.didExitRegion(id, at: t)

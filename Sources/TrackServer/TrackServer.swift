@@ -166,6 +166,8 @@ public final class TrackServer: Sendable {
             metrics.gzipRequests.add(1, ordering: .relaxed)
             do {
                 return try Gzip.decompress(bytes, limit: limit)
+            } catch where error.code == .tooLarge {
+                throw HTTPError(.contentTooLarge, message: "\(error)")
             } catch {
                 throw HTTPError(.badRequest, message: "\(error)")
             }

@@ -58,6 +58,12 @@ public final class TrackStore: Sendable {
                 """)
             var accepted = 0
             for r in records {
+                // GRDB binds text NUL-terminated (sqlite3_bind_text with -1): a NUL would cut the key
+                // short and make distinct records one. Readers refuse control characters in ids; this
+                // is the store's own guard, whoever calls it.
+                guard !r.device.utf8.contains(0), !(r.region?.utf8.contains(0) ?? false) else {
+                    throw StoreError(message: "refusing to store an id with a NUL byte")
+                }
                 try statement.execute(arguments: [
                     Self.key(r, format: format), r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,
                     r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.verticalAccuracy,
@@ -97,6 +103,12 @@ public final class TrackStore: Sendable {
                             horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
             }
         }
+    }
+
+    /// A record the store refuses to write.
+    public struct StoreError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
     }
 
     /// How many records are stored.

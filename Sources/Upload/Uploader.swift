@@ -25,15 +25,6 @@ import Synchronization
 ///   413 halves the batch; any other 4xx is a permanent rejection: the batch is bisected down to
 ///   the records the server rejects, which go to the dead-letter table with its reason.
 public final class Uploader: Sendable {
-    public enum Format: String, CaseIterable, Sendable {
-        /// Our batch (``JSONBatch``) at `POST /v1/locations`.
-        case json
-        /// Traccar's OsmAnd: one form POST per record.
-        case osmand
-        /// OwnTracks HTTP JSON: one POST per record.
-        case owntracks
-    }
-
     public enum GzipMode: String, Sendable {
         /// Compress once the endpoint says it accepts gzip (`Accept-Encoding` in a response).
         case auto
@@ -44,11 +35,11 @@ public final class Uploader: Sendable {
     public struct Configuration: Sendable {
         /// The endpoint: `http(s)://host[:port]/path`.
         public var url: String
-        /// The wire format. The default is `json`.
-        public var format: Format = .json
+        /// The wire format (``UploadFormats/all``). The default is our JSON batch.
+        public var format: any UploadFormat = JSONBatchFormat()
         /// Sent as `Authorization: Bearer TOKEN`. The default is none.
         public var token: String?
-        /// Extra request headers.
+        /// Extra request headers; one named like a header the format sets replaces it.
         public var headers: [(String, String)] = []
         /// A PEM file of CA certificates to trust instead of the system's. The default is none.
         public var caFile: String?
@@ -66,8 +57,8 @@ public final class Uploader: Sendable {
         public var timeout: Double = 30
         /// The default is `auto`.
         public var gzip: GzipMode = .auto
-        /// OwnTracks' user (`X-Limit-U`). The default is `keeptrack`.
-        public var ownTracksUser = "keeptrack"
+        /// What the format may need besides the records (OwnTracks' user).
+        public var formatSettings = UploadFormatSettings()
         /// When draining, give up after this many failed attempts in a row (the records stay in
         /// the outbox for the next run). The default is 5.
         public var drainAttempts = 5
@@ -95,6 +86,8 @@ public final class Uploader: Sendable {
         public var lastError: String?
         /// How long the last retry waited, in seconds (the backoff, or the server's Retry-After).
         public var lastRetryWait: Double?
+
+        public init() {}
     }
 
     public let outbox: Outbox
@@ -258,42 +251,40 @@ public final class Uploader: Sendable {
         return result
     }
 
-    /// One batch, in the configured format.
+    /// One batch, in the configured format: one request, or one per record for formats of one
+    /// record per request.
     func send(_ batch: [TrailRecord]) async -> Attempt {
-        switch configuration.format {
-        case .json: return await sendJSON(batch)
-        case .osmand, .owntracks:
-            for r in batch {
-                if Task.isCancelled { return .retry(after: nil, reason: "cancelled: the background time ran out") }
-                let attempt = await sendOne(r)
-                guard case .done = attempt else { return attempt }
-            }
-            return .done
+        guard configuration.format.recordsPerRequest == 1 else { return await sendRequest(batch) }
+        for r in batch {
+            if Task.isCancelled { return .retry(after: nil, reason: "cancelled: the background time ran out") }
+            let attempt = await sendRequest([r])
+            guard case .done = attempt else { return attempt }
         }
+        return .done
     }
 
-    func sendJSON(_ batch: [TrailRecord]) async -> Attempt {
-        var body = JSONBatch.encode(device: outbox.device, records: batch)
-        if body.count > configuration.maxBatchBytes && batch.count > 1 { return .tooLarge }
-        var headers = HTTPHeaders([("Content-Type", "application/json")])
-        if gzipAccepted.load(ordering: .relaxed) && configuration.gzip != .never {
-            body = Gzip.compress(body)
-            headers.add(name: "Content-Encoding", value: "gzip")
+    /// One request for `records`.
+    func sendRequest(_ records: [TrailRecord]) async -> Attempt {
+        let format = configuration.format
+        guard var request = format.request(for: records, device: outbox.device, settings: configuration.formatSettings)
+        else { return acknowledge(records, skipped: records.count) }
+        if request.body.count > configuration.maxBatchBytes && records.count > 1 { return .tooLarge }
+        if request.compressible && gzipAccepted.load(ordering: .relaxed) && configuration.gzip != .never {
+            request.body = Gzip.compress(request.body)
+            request.headers.append(("Content-Encoding", "gzip"))
         }
-        let response = await post(configuration.url, body: body, headers: headers)
-        switch response {
+        switch await post(configuration.url, request) {
         case .failure(let reason):
             return .retry(after: nil, reason: reason)
-        case .answer(let status, let retryAfter, let text):
+        case .answer(let status, let retryAfter, let body):
             if (200..<300).contains(status) {
-                guard let reply = try? JSONDecoderLite.reply(text) else {
-                    return .retry(after: nil, reason: "the endpoint answered \(status) without an acknowledgement "
-                        + "(\(snippet(text)))")
+                if let problem = format.problemWithAcknowledgement(body) {
+                    return .retry(after: nil, reason: "the endpoint answered \(status) with \(problem) "
+                        + "(\(snippet(body)))")
                 }
-                _ = reply
-                return acknowledge(batch)
+                return acknowledge(records)
             }
-            return await reject(batch, status: status, retryAfter: retryAfter, text: text)
+            return await reject(records, status: status, retryAfter: retryAfter, text: String(decoding: body, as: UTF8.self))
         }
     }
 
@@ -356,54 +347,29 @@ public final class Uploader: Sendable {
         return .done
     }
 
-    /// One record, in OsmAnd or OwnTracks form.
-    func sendOne(_ r: TrailRecord) async -> Attempt {
-        var headers = HTTPHeaders()
-        let body: [UInt8]
-        switch configuration.format {
-        case .osmand:
-            body = Array(OsmAnd.parameters(r).utf8)
-            headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        case .owntracks:
-            guard let b = OwnTracks.encode(r) else { return acknowledge([r], skipped: 1) }
-            body = b
-            headers.add(name: "Content-Type", value: "application/json")
-            headers.add(name: "X-Limit-U", value: configuration.ownTracksUser)
-            headers.add(name: "X-Limit-D", value: outbox.device)
-        case .json:
-            preconditionFailure("JSON goes in batches")
-        }
-        switch await post(configuration.url, body: body, headers: headers) {
-        case .failure(let reason): return .retry(after: nil, reason: reason)
-        case .answer(let status, let retryAfter, let text):
-            if (200..<300).contains(status) { return acknowledge([r]) }
-            return await reject([r], status: status, retryAfter: retryAfter, text: text)
-        }
-    }
-
     enum Response {
-        case answer(status: Int, retryAfter: Double?, text: String)
+        case answer(status: Int, retryAfter: Double?, body: [UInt8])
         case failure(String)
     }
 
-    func post(_ url: String, body: [UInt8], headers: HTTPHeaders) async -> Response {
+    func post(_ url: String, _ r: UploadRequest) async -> Response {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
-        request.headers = headers
         request.headers.add(name: "User-Agent", value: "keeptrack")
-        if let token = configuration.token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        for (name, value) in configuration.headers { request.headers.add(name: name, value: value) }
-        request.body = .bytes(body)
+        for (name, value) in r.headers { request.headers.add(name: name, value: value) }
+        if let token = configuration.token { request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)") }
+        // The user's headers win over the format's (a Recorder takes the first X-Limit-U it sees).
+        for (name, value) in configuration.headers { request.headers.replaceOrAdd(name: name, value: value) }
+        request.body = .bytes(r.body)
         do {
             let response = try await client.execute(request, timeout: .seconds(Int64(configuration.timeout)))
-            let text = try await response.body.collect(upTo: 64 * 1024)
+            let body = try await response.body.collect(upTo: 64 * 1024)
             if configuration.gzip == .auto,
                response.headers["Accept-Encoding"].contains(where: { $0.lowercased().contains("gzip") }) {
                 gzipAccepted.store(true, ordering: .relaxed)
             }
             let retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
-            return .answer(status: Int(response.status.code), retryAfter: retryAfter,
-                           text: String(buffer: text))
+            return .answer(status: Int(response.status.code), retryAfter: retryAfter, body: Array(buffer: body))
         } catch is CancellationError {
             return .failure("cancelled: the background time ran out")
         } catch let error as HTTPClientError where error == .cancelled {
@@ -424,6 +390,8 @@ public final class Uploader: Sendable {
         return t.isEmpty ? "no body" : t
     }
 
+    func snippet(_ body: [UInt8]) -> String { snippet(String(decoding: body.prefix(400), as: UTF8.self)) }
+
     /// Stops the HTTP client.
     public func shutdown() async {
         try? await client.shutdown()
@@ -436,22 +404,6 @@ final class TaskBox: Sendable {
     var id: AppLifecycle.TaskIdentifier {
         get { storage.withLock { $0 } }
         set { storage.withLock { $0 = newValue } }
-    }
-}
-
-/// Reads the endpoint's acknowledgement without Foundation's JSON machinery for one tiny object.
-enum JSONDecoderLite {
-    struct NotAnAcknowledgement: Error {}
-
-    static func reply(_ text: String) throws -> JSONBatch.Reply {
-        func value(_ key: String) -> Int? {
-            guard let r = text.firstRange(of: "\"\(key)\":") else { return nil }
-            return Int(text[r.upperBound...].prefix { $0.isNumber })
-        }
-        guard text.hasPrefix("{"), let accepted = value("accepted"), let duplicates = value("duplicates") else {
-            throw NotAnAcknowledgement()
-        }
-        return JSONBatch.Reply(accepted: accepted, duplicates: duplicates)
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Tracking
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,6 @@
 import ArgumentParser
+import SystemIO
+import Tracking
 import Formats
 import TrackServer
 

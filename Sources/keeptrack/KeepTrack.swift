@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import Tracking
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 struct KeepTrack: AsyncParsableCommand {
     /// `--gpsd` may come without a value (`keeptrack track --gpsd`): supply the default address.
     static func main() async {
-        bootstrapMetrics()
+        Telemetry.bootstrap()
         // Logs go to standard error: standard output carries the data (JSON Lines).
         LoggingOptions.bootstrap(Array(CommandLine.arguments.dropFirst()))
         var arguments = Array(CommandLine.arguments.dropFirst())

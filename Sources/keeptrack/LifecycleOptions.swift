@@ -59,3 +59,38 @@ struct PolicyOptions: ParsableArguments {
         return base
     }
 }
+
+/// The background-budget options of `replay` and `track`.
+struct LifecycleOptions: ParsableArguments {
+    @Flag(help: "Start in the background: the budget counts from the start (README, \"The background budget\").")
+    var background = false
+
+    @Option(help: ArgumentHelp(
+        "Declared background modes: location, audio, fetch, processing (comma-separated), or none. The default is location.",
+        valueName: "modes"))
+    var backgroundModes: String = "location"
+
+    @OptionGroup var policyOptions: PolicyOptions
+
+    @Option(help: ArgumentHelp(
+        "While suspended, take one fix this often for significant changes and regions. The default is 60.",
+        valueName: "seconds"))
+    var sampleInterval: Double = 60
+
+    /// Whether any option asks for the lifecycle to matter (it always runs; in the foreground it
+    /// changes nothing until moved to the background).
+    var isSet: Bool { background || policyOptions.policy != nil || policyOptions.isCustom }
+
+    var modes: BackgroundModes { BackgroundModes(list: backgroundModes) ?? [] }
+
+    func validate() throws {
+        if BackgroundModes(list: backgroundModes) == nil {
+            throw ValidationError("--background-modes takes location, audio, fetch, processing (comma-separated) or "
+                + "none, got '\(backgroundModes)'.")
+        }
+        if !(sampleInterval > 0 && sampleInterval.isFinite) {
+            throw ValidationError("--sample-interval must be a positive number of seconds.")
+        }
+        _ = try policyOptions.resolved()
+    }
+}

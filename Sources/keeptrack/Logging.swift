@@ -2,6 +2,7 @@ import ArgumentParser
 import Formats
 import Geo
 import Logging
+import Tracking
 
 #if canImport(Glibc)
 import Glibc
@@ -51,55 +52,3 @@ struct LoggingOptions: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// One JSON object per log record on standard error:
-/// `{"time":"...","level":"warning","label":"keeptrack.upload","message":"...","metadata":{...}}`.
-struct JSONLogHandler: LogHandler {
-    let label: String
-    var logLevel: Logger.Level
-    var metadata: Logger.Metadata = [:]
-
-    init(label: String, logLevel: Logger.Level) {
-        self.label = label
-        self.logLevel = logLevel
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let level = event.level, message = event.message, explicit = event.metadata
-        var out: [UInt8] = []
-        ByteWriting.appendStatic("{\"time\":\"", to: &out)
-        ISOTime.append(wallClockSeconds(), to: &out)
-        ByteWriting.appendStatic("\",\"level\":\"", to: &out)
-        out.append(contentsOf: level.rawValue.utf8)
-        ByteWriting.appendStatic("\",\"label\":", to: &out)
-        ByteWriting.appendJSONString(label, to: &out)
-        ByteWriting.appendStatic(",\"message\":", to: &out)
-        ByteWriting.appendJSONString(message.description, to: &out)
-        let all = metadata.merging(explicit ?? [:]) { $1 }
-        if !all.isEmpty {
-            ByteWriting.appendStatic(",\"metadata\":{", to: &out)
-            for (i, (k, v)) in all.sorted(by: { $0.key < $1.key }).enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                ByteWriting.appendJSONString(k, to: &out)
-                out.append(UInt8(ascii: ":"))
-                ByteWriting.appendJSONString(v.description, to: &out)
-            }
-            out.append(UInt8(ascii: "}"))
-        }
-        ByteWriting.appendStatic("}\n", to: &out)
-        _ = out.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-    }
-}
-
-extension Logger {
-    /// A location's coordinates as log metadata: the numbers at debug level and below, redacted
-    /// above (a trail is personal data).
-    func coordinates(_ l: Location) -> Logger.Metadata {
-        guard logLevel <= .debug else { return ["lat": "<redacted>", "lon": "<redacted>"] }
-        return ["lat": "\(l.coordinate.latitude)", "lon": "\(l.coordinate.longitude)"]
-    }
-}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Formats
 import Geo
 import LocationService
+import Tracking
 
 #if canImport(Glibc)
 import Glibc
@@ -51,11 +52,12 @@ struct Regions: ParsableCommand {
         func run() throws {
             var options = try LocationOptions.parse([])
             options.regions = file
-            let (monitor, failures) = try options.regionMonitorAndFailures()
-            if !failures.isEmpty {
-                throw ValidationError("\(file): " + failures.joined(separator: "; ") + " (nothing imported)")
+            var c = Tracker.Configuration()
+            try options.addRegions(to: &c)
+            if !c.regionFailures.isEmpty {
+                throw ValidationError("\(file): " + c.regionFailures.joined(separator: "; ") + " (nothing imported)")
             }
-            let incoming = monitor.regions
+            let incoming = c.regions.regions
             var byID: [String: Region] = [:]
             do {
                 for r in try data.store.loadRegions() { byID[r.id] = r }

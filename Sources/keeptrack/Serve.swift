@@ -1,6 +1,9 @@
 import ArgumentParser
+import SystemIO
+import Formats
 import Logging
 import TrackServer
+import Tracking
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -89,7 +92,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let database = db ?? {
-            mkdirs(data.directory)
+            makeDirectories(data.directory)
             return data.directory + "/endpoint.sqlite"
         }()
         var c = TrackServer.Configuration(database: database)

@@ -1,7 +1,9 @@
 import ArgumentParser
+import Formats
 import GPSInput
 import Geo
 import Lifecycle
+import Tracking
 
 struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -60,64 +62,23 @@ struct Simulate: AsyncParsableCommand {
         var results: [SimulationResult] = []
         for p in policies {
             for s in strategies {
-                results.append(BudgetSimulation(policy: p, strategy: s, profile: profile).run())
+                results.append(try await BudgetSimulation(policy: p, strategy: s, profile: profile).run())
             }
         }
         var out = OutputBuffer()
-        if json {
-            for r in results {
-                out.append("{\"policy\":\"\(r.policy)\",\"strategy\":\"\(r.strategy.rawValue)\","
-                    + "\"ran\":\(Int(r.ran.rounded())),\"duration\":\(Int(r.duration.rounded())),"
-                    + "\"firstStop\":\(r.firstStop.map { "\(Int($0.rounded()))" } ?? "null"),"
-                    + "\"finalState\":\"\(r.finalState.rawValue)\",\"wakes\":\(r.wakes),"
-                    + "\"suspensions\":\(r.suspensions),\"refreshes\":\(r.refreshes),\"why\":")
-                out.appendJSONString(r.why)
-                out.append("}\n")
-            }
-        } else {
-            let d = Int(profile.locations.last!.timestamp - profile.locations.first!.timestamp)
-            out.append("\(grouped(d)) s of \(profile.name), sent to the background at 0 s.\n\n")
-            let header = ["policy", "strategy", "kept running", "first stop", "final state", "why"]
-            var rows = [header]
-            for r in results {
-                rows.append([r.policy, r.strategy.rawValue, "\(grouped(Int(r.ran.rounded()))) s",
-                             r.firstStop.map { "\(grouped(Int($0.rounded()))) s" } ?? "-", r.finalState.rawValue, r.why])
-            }
-            let widths = (0..<header.count - 1).map { c in rows.map { $0[c].count }.max()! }
-            for row in rows {
-                var line = ""
-                for c in 0..<row.count - 1 {
-                    let cell = row[c]
-                    let pad = String(repeating: " ", count: widths[c] - cell.count)
-                    line += (c == 2 || c == 3) ? pad + cell : cell + pad
-                    line += "  "
-                }
-                out.append(line + row.last! + "\n")
-            }
-        }
+        let times = profile.fixes.compactMap { $0.time?.secondsSince1970 }
+        out.append(json ? SimulationResult.jsonLines(results)
+                        : SimulationResult.table(results, duration: times.last! - times.first!, motion: profile.name))
         try out.flush()
     }
 
     func motion() async throws -> MotionProfile {
         guard let fixture else { return .commute(duration: duration ?? 3600) }
-        let source = NMEALogSource(options: .init(path: fixture))
-        var locations: [Location] = []
-        reading: for await element in source {
-            switch element {
-            case .fix(let fix):
-                if let l = Location(fix), l.horizontalAccuracy >= 0 {
-                    if let duration, let first = locations.first, l.timestamp - first.timestamp > duration {
-                        break reading
-                    }
-                    if let last = locations.last, l.timestamp <= last.timestamp { continue }
-                    locations.append(l)
-                }
-            case .event(let e) where e.kind == .error:
-                throw ValidationError("--fixture: \(e.message)")
-            default: break
-            }
+        do {
+            return try await MotionProfile.recorded(NMEALogSource(options: .init(path: fixture)), name: fixture,
+                                                    duration: duration)
+        } catch {
+            throw ValidationError("--fixture: \(error) (\(fixture))")
         }
-        guard locations.count >= 2 else { throw ValidationError("--fixture \(fixture) has fewer than two usable fixes.") }
-        return MotionProfile(name: fixture, locations: locations)
     }
 }

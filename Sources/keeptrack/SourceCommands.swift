@@ -3,33 +3,11 @@ import Formats
 import GPSInput
 import Geo
 import NMEA
+import Tracking
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Writes source output as JSON Lines: fixes in the `decode` schema, events as
-/// `{"event":"source","kind":...,"source":...,"message":...}`.
-struct SourceOutput {
-    var out = OutputBuffer()
-    var includeAll: Bool
-    /// Flush after every line (live sources) or in 64 KiB blocks (fast replay).
-    var lineBuffered: Bool
-
-    mutating func write(_ element: SourceElement) throws(OutputError) {
-        switch element {
-        case .fix(let fix):
-            guard includeAll || fix.hasPosition else { return }
-            FixWriter.appendJSON(fix, to: &out.bytes)
-        case .event(let event):
-            out.appendStringObject(["event": "source", "kind": event.kind.rawValue, "source": event.source,
-                                    "message": event.message])
-        }
-        try out.endRecord(lineBuffered: lineBuffered)
-    }
-
-    mutating func finish() throws(OutputError) { try out.flush() }
-}
 
 struct Track: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -115,29 +93,33 @@ struct Track: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runAsService { try await track() }
+        if wantsEvents {
+            try await track()
+        } else {
+            try await runAsService { try await track() }
+        }
+    }
+
+    var trackerRun: TrackerRun {
+        TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
+                   store: data.store, control: control ?? ControlSocket.defaultPath)
     }
 
     func track() async throws {
-        var output = SourceOutput(includeAll: all, lineBuffered: true)
+        var output = SourceLines(includeAll: all, lineBuffered: true)
         if let gpsd {
             var options = GPSDSource.Options(address: gpsd)!
             options.device = device
             let source = GPSDSource(options: options)
             if wantsEvents {
-                try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
-                                      store: data.store, control: control ?? ControlClient.defaultPath,
-                                      releaser: source, upload: upload, dataDirectory: data.directory,
-                                      now: wallClockSeconds)
+                try await trackerRun.run(source, releaser: source, now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
         } else if let serial {
             let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
             if wantsEvents {
-                try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: true,
-                                      store: data.store, control: control ?? ControlClient.defaultPath,
-                                      upload: upload, dataDirectory: data.directory, now: wallClockSeconds)
+                try await trackerRun.run(source, now: wallClockSeconds)
             } else {
                 try await pump(source, into: &output)
             }
@@ -145,7 +127,7 @@ struct Track: AsyncParsableCommand {
     }
 }
 
-func pump<S: FixSource>(_ source: S, into output: inout SourceOutput) async throws {
+func pump<S: FixSource>(_ source: S, into output: inout SourceLines) async throws {
     for await element in source {
         if Task.isCancelled { break }
         try output.write(element)
@@ -210,7 +192,11 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runAsService { try await replay() }
+        if location.wantsEvents || lifecycle.isSet || upload.enabled {
+            try await replay()
+        } else {
+            try await runAsService { try await replay() }
+        }
     }
 
     func replay() async throws {
@@ -218,16 +204,16 @@ struct Replay: AsyncParsableCommand {
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".
             let clock = source.logClock
-            try await runPipeline(source, options: location, lifecycle: lifecycle, lineBuffered: speed != nil,
-                                  onLogTime: true, upload: upload, dataDirectory: data.directory, quiet: quiet,
-                                  now: { clock.now.secondsSince1970 })
+            let run = TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
+                                 onLogTime: true, lineBuffered: speed != nil, quiet: quiet)
+            try await run.run(source, now: { clock.now.secondsSince1970 })
             if !quiet {
                 let p = source.progress
                 printError("\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences")
             }
             return
         }
-        var output = SourceOutput(includeAll: all, lineBuffered: speed != nil)
+        var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
         let showProgress = stderrIsTerminal && !quiet
         let started = monotonicSeconds()
         var lastDrawn = started
@@ -263,3 +249,5 @@ struct Replay: AsyncParsableCommand {
         return "\(Int(fraction * 100))%  \(grouped(p.fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
     }
 }
+
+extension GPSDSource: WatchReleasing {}

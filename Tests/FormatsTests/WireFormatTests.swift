@@ -106,7 +106,7 @@ struct WireFormatTests {
 
     @Test func gzipRefusesBombsAndGarbage() {
         let bomb = Gzip.compress([UInt8](repeating: 0, count: 1_000_000))
-        #expect(throws: WireFormatError("body inflates beyond 1000 bytes")) { try Gzip.decompress(bomb, limit: 1000) }
+        #expect(throws: WireFormatError("body inflates beyond 1000 bytes", code: .tooLarge)) { try Gzip.decompress(bomb, limit: 1000) }
         #expect(throws: WireFormatError.self) { try Gzip.decompress(Array("not gzip".utf8), limit: 1000) }
     }
 

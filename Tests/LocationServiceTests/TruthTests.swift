@@ -71,7 +71,7 @@ struct TruthTests {
     /// Enter/exit events per region as (kind, time).
     static func transitions(_ events: [LocationEvent]) -> [String: [(String, Double)]] {
         var out: [String: [(String, Double)]] = [:]
-        for case .region(let e) in events {
+        for case .region(let e, _) in events {
             switch e {
             case .enter(let id, let t): out[id, default: []].append(("enter", t))
             case .exit(let id, let t): out[id, default: []].append(("exit", t))

@@ -2,6 +2,7 @@ import Formats
 import Foundation
 import Synchronization
 import Testing
+import TrackServerTesting
 @testable import Upload
 
 @Suite("Outbox")

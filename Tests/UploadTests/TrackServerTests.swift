@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import Testing
+import TrackServerTesting
 import TrackServer
 
 /// Raw HTTP against the endpoint, as any client would speak to it.

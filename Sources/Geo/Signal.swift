@@ -2,7 +2,7 @@ import Synchronization
 
 /// A wake-up one task waits for with a timeout, fired from anywhere (new records, a lifecycle
 /// change). A fire with nobody waiting is kept for the next wait.
-final class Signal: Sendable {
+public final class Signal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -10,7 +10,9 @@ final class Signal: Sendable {
 
     private let state = Mutex(State())
 
-    func fire() {
+    public init() {}
+
+    public func fire() {
         let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
             if let w = s.waiter {
                 s.waiter = nil
@@ -24,7 +26,7 @@ final class Signal: Sendable {
 
     /// Returns when fired (now or earlier, unconsumed), after `timeout` seconds, or on
     /// cancellation.
-    func wait(timeout: Double?) async {
+    public func wait(timeout: Double?) async {
         if state.withLock({ s in
             defer { s.pending = false }
             return s.pending

@@ -1,29 +1,11 @@
 import Lifecycle
 import LocationService
 import Metrics
-import Prometheus
-
-typealias Counter = Metrics.Counter
-typealias Gauge = Metrics.Gauge
 import Synchronization
 
-/// The process's metrics registry: swift-metrics everywhere, Prometheus text out
-/// (`keeptrack status`, the control socket's `metrics`).
-let metricsRegistry = PrometheusCollectorRegistry()
-
-func bootstrapMetrics() {
-    MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metricsRegistry))
-}
-
-/// The registry in Prometheus text format.
-func prometheusText() -> String {
-    var bytes: [UInt8] = []
-    metricsRegistry.emit(into: &bytes)
-    return String(decoding: bytes, as: UTF8.self)
-}
-
-/// What the pipeline counts (the uploader counts its own, in `Upload`).
-final class PipelineMetrics: Sendable {
+/// What the tracker counts, through swift-metrics (the program picks the backend: `keeptrack`
+/// bootstraps a Prometheus registry). The uploader counts its own, in `Upload`.
+final class TrackerMetrics: Sendable {
     let fixes = Counter(label: "keeptrack_fixes_total")
     let locations = Counter(label: "keeptrack_locations_delivered_total")
     let significantChanges = Counter(label: "keeptrack_significant_changes_total")
@@ -53,5 +35,16 @@ final class PipelineMetrics: Sendable {
 
     func state(_ s: AppLifecycle.State) {
         for (state, gauge) in states { gauge.record(state == s ? 1 : 0) }
+    }
+
+    func count(_ event: LocationEvent) {
+        switch event {
+        case .location: locations.increment()
+        case .significantChange: significantChanges.increment()
+        case .region(.enter, _): regionEvents["enter"]?.increment()
+        case .region(.exit, _): regionEvents["exit"]?.increment()
+        case .region(.dwell, _): regionEvents["dwell"]?.increment()
+        default: break
+        }
     }
 }

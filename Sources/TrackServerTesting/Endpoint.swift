@@ -1,0 +1,49 @@
+import Foundation
+import KeepTrackTesting
+import TrackServer
+
+/// A fresh temporary directory (each SQLite test gets its own).
+public func temporaryDirectory() -> String {
+    var template = Array("/tmp/keeptrack-test-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+}
+
+/// A real endpoint on 127.0.0.1, on a free port, with its own database.
+public struct Endpoint: Sendable {
+    public let server: TrackServer
+    public let task: Task<Void, any Error>
+    public let port: Int
+    public let directory: String
+
+    public static func start(token: String? = "secret", faults: Faults = Faults()) async throws -> Endpoint {
+        let dir = temporaryDirectory()
+        var c = TrackServer.Configuration(database: dir + "/endpoint.sqlite")
+        c.token = token
+        c.faults = faults
+        let server = try TrackServer(configuration: c)
+        let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
+        let task = Task { try await server.run { continuation.yield($0) } }
+        let port = try await withTimeout(30, "the endpoint to listen") { [ready] in
+            var it = ready.makeAsyncIterator()
+            return await it.next() ?? 0
+        }
+        return Endpoint(server: server, task: task, port: port, directory: dir)
+    }
+
+    public func url(_ path: String = "/v1/locations") -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    public func stop() async {
+        await server.shutdown()
+        _ = try? await task.value
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A Prometheus counter's value from the endpoint's metrics.
+    public func metric(_ name: String) -> Int {
+        for line in server.metricsText().split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Int(line.split(separator: " ").last!) ?? -1
+        }
+        return 0
+    }
+}
+

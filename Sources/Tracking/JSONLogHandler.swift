@@ -1,0 +1,53 @@
+import Formats
+import Geo
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Logs for journald, Loki and other collectors (`--log-format json`): one JSON object per record
+/// on standard error, `{"time":"...","level":"warning","label":"keeptrack.upload","message":"...",
+/// "metadata":{...}}`.
+public struct JSONLogHandler: LogHandler {
+    public let label: String
+    public var logLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+
+    public init(label: String, logLevel: Logger.Level) {
+        self.label = label
+        self.logLevel = logLevel
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        let level = event.level, message = event.message, explicit = event.metadata
+        var out: [UInt8] = []
+        ByteWriting.appendStatic("{\"time\":\"", to: &out)
+        ISOTime.append(WallClock.seconds(), to: &out)
+        ByteWriting.appendStatic("\",\"level\":\"", to: &out)
+        out.append(contentsOf: level.rawValue.utf8)
+        ByteWriting.appendStatic("\",\"label\":", to: &out)
+        ByteWriting.appendJSONString(label, to: &out)
+        ByteWriting.appendStatic(",\"message\":", to: &out)
+        ByteWriting.appendJSONString(message.description, to: &out)
+        let all = metadata.merging(explicit ?? [:]) { $1 }
+        if !all.isEmpty {
+            ByteWriting.appendStatic(",\"metadata\":{", to: &out)
+            for (i, (k, v)) in all.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                ByteWriting.appendJSONString(k, to: &out)
+                out.append(UInt8(ascii: ":"))
+                ByteWriting.appendJSONString(v.description, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        ByteWriting.appendStatic("}\n", to: &out)
+        _ = out.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+}
+

@@ -1,0 +1,78 @@
+import Lifecycle
+import LocationService
+import Upload
+
+extension Tracker {
+    /// Every setting of a tracker, location service, lifecycle and upload, in one value. The
+    /// command line and the configuration file both build one.
+    public struct Configuration: Sendable {
+        // MARK: Location service
+
+        /// Standard updates (distance filter, desired accuracy, pause when stationary); `nil` turns
+        /// them off. The default is on with default settings.
+        public var standardUpdates: StandardUpdateFilter.Configuration? = .init()
+        /// Whether standard updates run from the start (`startUpdatingLocation()` and
+        /// `stopUpdatingLocation()` switch them later). The default is `true`.
+        public var updatesLocationAtStart = true
+        /// Significant-change monitoring (500 m / 5 min); `nil` (the default) turns it off.
+        public var significantChanges: SignificantChangeMonitor?
+        /// Seconds without a usable fix before a location-unknown error. The default is 30.
+        public var locationUnknownAfter: Double = 30
+        /// The regions to monitor, with their states. The default is none.
+        public var regions = RegionMonitor()
+        /// Regions that could not be monitored, reported as `region-monitoring-failure` errors at
+        /// start (like CoreLocation's monitoringDidFail). The default is none.
+        public var regionFailures: [String] = []
+        /// Where the regions come from and their states go after each transition, across runs; when
+        /// set, ``regions`` is read from it at start. The default is none.
+        public var regionStore: RegionStore?
+
+        // MARK: Lifecycle
+
+        /// The background-time policy. The default is iOS 7's (180 s).
+        public var policy: BackgroundPolicy = .ios7
+        /// The declared background modes. The default is `location`.
+        public var modes: BackgroundModes = .location
+        /// Start in the background: the budget counts from the start. The default is `false`.
+        public var startInBackground = false
+        /// While suspended, take one fix this often (seconds) for significant changes and regions.
+        /// The default is 60.
+        public var sampleInterval: Double = 60
+        /// Launch the app at the first fix rather than when the tracker starts: a replay on the log's
+        /// clock, which only starts with that fix. The default is `false`.
+        public var launchAtFirstFix = false
+        /// Process the lifecycle's deadlines between fixes with a timer on the wall clock (live
+        /// tracking). Off, deadlines pass as the clock passes them with the fixes (a replay on log
+        /// time, a simulation). The default is `true`.
+        public var deadlineTimer = true
+
+        // MARK: Upload
+
+        /// The outbox and the uploader; `nil` (the default) records and uploads nothing.
+        public var upload: UploadSettings?
+
+        public init() {}
+    }
+
+    /// Where and how the trail is uploaded.
+    public struct UploadSettings: Sendable {
+        /// The outbox's SQLite file.
+        public var outboxPath: String
+        /// The outbox's device id and caps. The default is the outbox's default.
+        public var outbox = Outbox.Configuration()
+        /// The endpoint, format, credentials, batching and backoff. An embedded endpoint's address
+        /// is known only once it listens: give its URL through ``endpoint`` instead.
+        public var uploader: Uploader.Configuration
+        /// Asked for the endpoint's URL before the first upload, when set (an endpoint started beside
+        /// the tracker); it replaces ``uploader``'s URL. The default is none.
+        public var endpoint: (@Sendable () async throws -> String)?
+        /// On a stop (SIGTERM), how long the outbox may take to upload before the rest is left for
+        /// the next run, in seconds. The default is 10. At the end of a replay everything is sent.
+        public var shutdownTimeout: Double = 10
+
+        public init(outboxPath: String, uploader: Uploader.Configuration) {
+            self.outboxPath = outboxPath
+            self.uploader = uploader
+        }
+    }
+}

@@ -1,0 +1,303 @@
+import Formats
+import Geo
+import Lifecycle
+import LocationService
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Upload
+
+/// The tracker a program embeds: any ``FixSource`` in, the location service's decisions
+/// (``LocationManager``), the lifecycle's reactions (``KeepAlive``, suspension, wakes), the trail
+/// recorded into a durable outbox and uploaded, every event out to a ``TrackerEventSink``.
+///
+/// A swift-service-lifecycle `Service`: run ``services`` in one `ServiceGroup` (the uploader, when
+/// uploads are configured, then the tracker), which stops them in the right order on SIGTERM: the
+/// source first, then the outbox is uploaded within ``UploadSettings/shutdownTimeout``.
+///
+/// ```swift
+/// let tracker = try Tracker(source: NMEALogSource(options: .init(path: "walk.nmea")),
+///                           configuration: configuration, sink: JSONLinesSink(), now: WallClock.seconds)
+/// try await ServiceGroup(configuration: .init(services: tracker.services, logger: logger)).run()
+/// ```
+///
+/// Time comes from `now` (seconds since 1970): the wall clock live, the log's clock in a replay,
+/// a manual clock in tests and `keeptrack simulate`, so a day-long log gives the same events as
+/// living through it.
+public final class Tracker: Service, Sendable {
+    public let configuration: Configuration
+    /// The app whose lifecycle the tracker runs (state, background tasks, budget).
+    public var application: Application { core.app }
+    /// The outbox, when uploads are configured.
+    public var outbox: Outbox? { core.outbox }
+    /// The uploader's service, when uploads are configured: run it in the same group, before the
+    /// tracker (``services`` does).
+    public let uploadService: UploadService?
+    let core: TrackerCore
+    let body: @Sendable () async throws -> Void
+    let manager: LocationManagerSwitches
+
+    /// - Parameters:
+    ///   - source: where fixes come from (gpsd, a serial receiver, a log, a synthetic motion).
+    ///   - configuration: every location, lifecycle and upload setting.
+    ///   - sink: where events go. The default discards them.
+    ///   - releaser: the source's hold on the receiver, released while suspended (gpsd's watch).
+    ///   - notifier: systemd's notification socket, told the state and pinged while fixes arrive.
+    ///   - now: the current time in seconds since 1970.
+    /// - Throws: ``TrackerError`` when the region store or the outbox can't be opened, or the
+    ///   uploader's settings can't be used.
+    public init<S: FixSource>(source: S, configuration: Configuration, sink: any TrackerEventSink = DiscardingSink(),
+                              releaser: (any WatchReleasing)? = nil, notifier: SystemdNotifier? = nil,
+                              logger: Logger = Logger(label: "keeptrack.tracker"),
+                              now: @escaping @Sendable () -> Double) throws {
+        self.configuration = configuration
+        var regions = configuration.regions
+        if let store = configuration.regionStore {
+            do {
+                regions = try store.loadMonitor()
+            } catch {
+                throw TrackerError("\(error)")
+            }
+        }
+        let app = Application(policy: configuration.policy, modes: configuration.modes, now: now)
+        var outbox: Outbox?
+        var uploadService: UploadService?
+        if let upload = configuration.upload {
+            do {
+                outbox = try Outbox(path: upload.outboxPath, configuration: upload.outbox)
+                uploadService = try UploadService(outbox: outbox!, settings: upload, application: app, logger: logger)
+            } catch {
+                throw TrackerError("\(error)")
+            }
+        }
+        let switches = LocationManagerSwitches(updating: configuration.updatesLocationAtStart)
+        let core = TrackerCore(configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
+                               sink: sink, releaser: releaser, notifier: notifier, switches: switches, logger: logger,
+                               now: now)
+        var managerConfiguration = LocationManagerConfiguration()
+        managerConfiguration.standardUpdates = configuration.standardUpdates
+        managerConfiguration.significantChanges = configuration.significantChanges
+        managerConfiguration.locationUnknownAfter = configuration.locationUnknownAfter
+        let manager = LocationManager(source: GatedSource(upstream: source, core: core),
+                                      configuration: managerConfiguration, regions: regions, switches: switches,
+                                      rejected: { [metrics = core.metrics] in metrics.filtered($0) }, now: now)
+        self.core = core
+        self.manager = switches
+        self.uploadService = uploadService
+        self.body = { try await core.consume(manager) }
+        uploadService?.tracker = core
+    }
+
+    /// The services to run in one `ServiceGroup`, in order: the uploader (when configured), then the
+    /// tracker, whose end (a log's end, a terminated app) shuts the group down gracefully. A graceful
+    /// shutdown stops them in reverse: the input first, then the upload of what is left. Put an
+    /// endpoint the uploader sends to before them, and a control socket after.
+    public var services: [ServiceGroupConfiguration.ServiceConfiguration] {
+        var out: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let uploadService { out.append(.init(service: uploadService)) }
+        out.append(.init(service: self, successTerminationBehavior: .gracefullyShutdownGroup))
+        return out
+    }
+
+    /// Reads the source until it ends, the app is terminated, or a graceful shutdown (or
+    /// cancellation) stops it; the outbox keeps every record for the uploader.
+    public func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if configuration.deadlineTimer { group.addTask { await self.core.runDeadlines() } }
+            try await cancelWhenGracefulShutdown { [body] in try await body() }
+            group.cancelAll()
+        }
+    }
+
+    /// Starts standard updates (CLLocationManager's `startUpdatingLocation`): the location keep-alive
+    /// holds again while they run.
+    public func startUpdatingLocation() {
+        manager.updating.store(true, ordering: .relaxed)
+        if configuration.standardUpdates != nil { application.setLocationUpdates(active: true) }
+    }
+
+    /// Stops standard updates; significant changes and regions go on.
+    public func stopUpdatingLocation() {
+        manager.updating.store(false, ordering: .relaxed)
+        application.setLocationUpdates(active: false)
+    }
+
+    /// Sends the app to the background (`keeptrack ctl background`, SIGUSR1).
+    public func enterBackground() {
+        application.enterBackground()
+        core.timer.fire()
+    }
+
+    /// Brings the app to the foreground (`keeptrack ctl foreground`, SIGUSR2).
+    public func enterForeground() {
+        application.enterForeground()
+        core.timer.fire()
+    }
+
+    /// The state as one JSON object: `{"state":...,"policy":...,"modes":[...],
+    /// "backgroundTimeRemaining":...,"tasks":[...],"lastFixAge":...,"locationUpdates":...}`.
+    public func statusJSON() -> String { core.effects.statusJSON(now: application.now) }
+
+    /// Sets the gauges (state, budget, outbox depth and age, last upload) to their values now;
+    /// counters are always current.
+    public func refreshGauges() { core.refreshGauges() }
+
+    /// Whether the source ended by itself (end of a log) rather than by a stop.
+    public var inputFinished: Bool { core.inputFinished }
+}
+
+/// A tracker could not start: what was wrong, as a sentence.
+public struct TrackerError: Error, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// The runtime behind a ``Tracker``: what its loop, its source gate, its timer and its uploader share.
+final class TrackerCore: Sendable {
+    struct State {
+        var launched = false
+        var inputFinished = false
+        var failure: (any Error)?
+    }
+
+    let configuration: Tracker.Configuration
+    let app: Application
+    let outbox: Outbox?
+    let uploads: UploadService?
+    let sink: any TrackerEventSink
+    let releaser: (any WatchReleasing)?
+    let effects: LifecycleEffects
+    let switches: LocationManagerSwitches
+    let metrics = TrackerMetrics()
+    let logger: Logger
+    let now: @Sendable () -> Double
+    let timer = Signal()
+    let state = Mutex(State())
+
+    init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
+         sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
+         switches: LocationManagerSwitches, logger: Logger, now: @escaping @Sendable () -> Double) {
+        self.configuration = configuration
+        self.app = app
+        self.outbox = outbox
+        self.uploads = uploads
+        self.sink = sink
+        self.releaser = releaser
+        self.switches = switches
+        self.logger = logger
+        self.now = now
+        effects = LifecycleEffects(app: app, notifier: notifier, releaser: releaser,
+                                   sampleInterval: configuration.sampleInterval)
+    }
+
+    var inputFinished: Bool { state.withLock { $0.inputFinished } }
+
+    /// Launches the app (at start, or at the first fix of a replay).
+    func launch() {
+        state.withLock { $0.launched = true }
+        effects.notifier?.notify("READY=1")
+        app.launch()
+        _ = app.takeEvents()  // launching is not news
+        if configuration.startInBackground { app.enterBackground() }
+        app.setLocationUpdates(active: configuration.standardUpdates != nil && switches.updating.load(ordering: .relaxed))
+    }
+
+    var launched: Bool { state.withLock { $0.launched } }
+
+    /// The tracker's loop: the location service's events, one at a time, into the outbox, the
+    /// lifecycle and the sink.
+    func consume<Gate: FixSource>(_ manager: LocationManager<Gate>) async throws {
+        if !configuration.launchAtFirstFix { launch() }
+        for failure in configuration.regionFailures {
+            try sink.receive(.location(.error(LocationError(.regionMonitoringFailure, failure))))
+        }
+        try emitLifecycle()
+        var events = manager.events.makeAsyncIterator()
+        while let event = await events.next() {
+            try handle(event, regions: events.regionMonitor)
+        }
+        let ended = !Task.isCancelled
+        state.withLock { $0.inputFinished = ended }
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+        try emitLifecycle()
+        try sink.flush()
+    }
+
+    /// One location event: recorded, applied to the lifecycle, reported.
+    func handle(_ event: LocationEvent, regions: RegionMonitor) throws {
+        metrics.count(event)
+        if case .significantChange(let l) = event {
+            logger.info("significant change", metadata: coordinates(l))
+        }
+        if let outbox, let record = Recorder.record(event, device: outbox.device) {
+            // Into the outbox before anything else happens to it.
+            let (_, evicted) = try outbox.append([record])
+            uploads?.notify()
+            if evicted.total > 0 {
+                metrics.evicted.increment(by: evicted.total)
+                try sink.receive(.outboxEvicted(evicted))
+            }
+        }
+        KeepAlive.apply(event, to: app)
+        try emitLifecycle()
+        try sink.receive(.location(event))
+        if let store = configuration.regionStore, case .region(let e, _) = event {
+            if case .dwell = e { return }
+            do {
+                try store.saveStates(of: regions)
+            } catch {
+                logger.warning("cannot save the regions' states", metadata: ["reason": "\(error)"])
+            }
+        }
+    }
+
+    /// Reports the lifecycle's events since the last call.
+    func emitLifecycle() throws {
+        for e in app.takeEvents() {
+            var remaining: Double?
+            if case .transition(let t) = e, t.to == .background {
+                let left = app.lifecycle.backgroundTimeRemaining(at: t.time)
+                remaining = left == .greatestFiniteMagnitude ? nil : left
+            }
+            try sink.receive(.lifecycle(e, backgroundTimeRemaining: remaining))
+        }
+    }
+
+    /// Live tracking: the lifecycle's deadlines and the suspended sampling between fixes, on the
+    /// wall clock; woken early when a deadline moves closer.
+    func runDeadlines() async {
+        while !Task.isCancelled {
+            let t = app.now
+            var next = app.nextDeadline ?? .infinity
+            if let sample = effects.sampleIfDue(at: t) { next = min(next, sample) }
+            await timer.wait(timeout: next.isFinite ? min(max(0, next - t), 3600) : nil)
+            if Task.isCancelled { return }
+            app.advance()
+        }
+    }
+
+    func refreshGauges() {
+        let t = now()
+        let l = app.lifecycle
+        metrics.state(l.state)
+        let left = l.backgroundTimeRemaining(at: t)
+        metrics.budget.record(left == .greatestFiniteMagnitude ? -1 : left)
+        if let outbox, let stats = try? outbox.stats() {
+            metrics.outboxDepth.record(stats.pending)
+            metrics.outboxOldest.record(stats.oldestAppended.map { max(0, WallClock.seconds() - $0) } ?? 0)
+            if let last = uploads?.stats?.lastSuccess { metrics.lastUpload.record(last) }
+        }
+    }
+
+    func fail(_ error: any Error) {
+        state.withLock { if $0.failure == nil { $0.failure = error } }
+    }
+
+    /// A location's coordinates as log metadata: the numbers at debug level and below, redacted
+    /// above (a trail is personal data).
+    func coordinates(_ l: Location) -> Logger.Metadata {
+        guard logger.logLevel <= .debug else { return ["lat": "<redacted>", "lon": "<redacted>"] }
+        return ["lat": "\(l.coordinate.latitude)", "lon": "\(l.coordinate.longitude)"]
+    }
+}

@@ -1,0 +1,65 @@
+import Formats
+import Foundation
+import KeepTrackTesting
+import Testing
+import TrackServerTesting
+import Upload
+
+/// Any JSON object with `accepted` acknowledges a batch, whatever its whitespace and key order: an
+/// endpoint written in Python answers `{"accepted": 4, "duplicates": 0}`.
+@Suite("Uploader: acknowledgements as real servers write them")
+struct AcknowledgementTests {
+    @Test(arguments: [
+        (#"{"accepted":3,"duplicates":0}"#, 3), (#"{"accepted": 3, "duplicates": 0}"#, 3),
+        (#"{ "duplicates" : 1 ,"accepted" : 2 }"#, 2), ("{\n  \"accepted\": 5\n}\n", 5),
+        (#"{"status":"ok","accepted":1,"extra":{"nested":[1,2,{"a":null}]}}"#, 1),
+    ])
+    func readsAnyValidAcknowledgement(body: String, accepted: Int) {
+        #expect(JSONBatch.Reply.decode(Array(body.utf8))?.accepted == accepted)
+    }
+
+    @Test(arguments: ["<html>Welcome to the hotel WiFi</html>", "", "{}", #"{"accepted":"3"}"#, #"{"accepted":-1}"#,
+                      #"{"accepted":1.5}"#, #"{"accepted":3} trailing"#, "[]", #"{"accepted":3"#])
+    func refusesWhatIsNotOne(body: String) {
+        #expect(JSONBatch.Reply.decode(Array(body.utf8)) == nil)
+    }
+
+    @Test func aPythonEndpointAnsweringWithJSONDumpsDefaultsIsAcknowledged() async throws {
+        // Python's http.server; json.dumps writes ", " and ": " by default, keys in insertion order.
+        let script = #"""
+            import http.server, json, sys
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_POST(self):
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    n = len(body["records"])
+                    answer = json.dumps({"duplicates": 0, "accepted": n} if n % 2 else {"accepted": n, "duplicates": 0})
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(answer.encode())
+                def log_message(self, *a): pass
+            s = http.server.HTTPServer(("127.0.0.1", 0), H)
+            print(s.server_address[1], flush=True)
+            s.serve_forever()
+            """#
+        let python = try Tool(executable: URL(fileURLWithPath: "/usr/bin/python3"), ["-c", script])
+        defer { python.terminate() }
+        python.guardAgainstHang(seconds: 120)
+        let port = try #require(python.readLine().flatMap { Int($0) })
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outbox = try Outbox(path: dir + "/outbox.sqlite")
+        _ = try outbox.append(walk(11))
+        var c = Uploader.Configuration(url: "http://127.0.0.1:\(port)/v1/locations")
+        c.maxBatchCount = 4
+        c.maxWait = 0
+        c.initialBackoff = 0.01
+        c.maxBackoff = 0.05
+        let uploader = try Uploader(outbox: outbox, configuration: c)
+        try await withTimeout(60, "the upload to drain") { await uploader.run(drain: true) }
+        #expect(uploader.stats.uploaded == 11)
+        #expect(uploader.stats.retries == 0)
+        #expect(try outbox.stats().pending == 0)
+        await uploader.shutdown()
+    }
+}
