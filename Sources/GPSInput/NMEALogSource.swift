@@ -157,6 +157,15 @@ public final class NMEALogSource: FixSource {
                 finished = true
                 return
             }
+            // A pipe or terminal (`-`) may stay silent: wait for input off the thread, looking
+            // again every 50 ms, so that cancelling the consumer stops the replay at once.
+            while !reader.isReadable() {
+                if Task.isCancelled {
+                    finished = true
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
             do {
                 let n: Int
                 do throws(NMEAError) {

@@ -120,6 +120,16 @@ public final class NMEAFileReader {
         }
     }
 
+    /// Whether ``read(into:)`` can go on without waiting for the writer of a pipe or terminal:
+    /// always for a regular file or input already buffered, else when the descriptor has data,
+    /// an end or an error within `milliseconds` (0: just look).
+    public func isReadable(waitingUpTo milliseconds: Int32 = 0) -> Bool {
+        if size != nil || !pushback.isEmpty || inputEnd { return true }
+        if let stream, stream.pointee.avail_in > 0 { return true }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, milliseconds) != 0
+    }
+
     /// Fills `buffer` with the next bytes of the (decompressed) log.
     ///
     /// - Returns: the number of bytes read; 0 at the end of the input.

@@ -105,6 +105,22 @@ struct GPSDSourceTests {
         #expect(seen[(released + 1)..<acquired].isEmpty)
     }
 
+    @Test func stopsWhenTheConsumerIsCancelled() async throws {
+        let gpsd = try GPSFake.start("walk-15min.nmea")
+        defer { try? gpsd.stop() }
+        let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
+        try await withTimeout(60, "the gpsd source to stop") {
+            let (consumer, arrivals) = consumeInTheBackground(source)
+            var fixes = arrivals.makeAsyncIterator()
+            _ = await fixes.next()
+            #expect(connections(toPort: gpsd.port) == 1)
+            consumer.cancel()
+            // The iteration ends once the worker has closed its connection to gpsd.
+            #expect(await consumer.value >= 1)
+            #expect(connections(toPort: gpsd.port) == 0)
+        }
+    }
+
     @Test func parsesGPSDAddresses() {
         #expect(GPSDSource.Options(address: "localhost")?.port == "2947")
         #expect(GPSDSource.Options(address: "10.0.0.2:3000")?.host == "10.0.0.2")

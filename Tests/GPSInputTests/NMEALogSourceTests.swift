@@ -114,6 +114,28 @@ struct NMEALogSourceTests {
         #expect(elements.last?.event?.message.contains("byte \(gz.count / 2): io: gzip data ends early") == true)
     }
 
+    @Test func stopsWhenTheConsumerIsCancelledWhileAPipeIsSilent() async throws {
+        // A FIFO whose writer sends two epochs and then nothing (a receiver piped in, gone quiet).
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-fifo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let path = dir.appendingPathComponent("receiver").path
+        #expect(mkfifo(path, 0o600) == 0)
+        let writer = open(path, O_RDWR | O_CLOEXEC)
+        #expect(writer >= 0)
+        defer { close(writer) }
+        let log = try fixtureBytes("walk-15min.nmea")
+        let twoEpochs = Array(log[...log.indices.filter { log[$0] == 0x0A }[15]])
+        #expect(twoEpochs.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == twoEpochs.count)
+        let source = NMEALogSource(options: .init(path: path))
+        try await withTimeout(60, "the log source to stop") {
+            let (consumer, arrivals) = consumeInTheBackground(source)
+            var fixes = arrivals.makeAsyncIterator()
+            _ = await fixes.next()
+            consumer.cancel()
+            #expect(await consumer.value == 1)
+        }
+    }
+
     @Test func readsGzipLogs() async throws {
         let source = NMEALogSource(options: .init(path: fixturePath("day-24h.nmea.gz")))
         var count = 0

@@ -70,6 +70,22 @@ struct SerialSourceTests {
         #expect(kinds.filter { $0 == .connected }.count == 2)
     }
 
+    @Test func stopsWhenTheConsumerIsCancelled() async throws {
+        let (fake, link) = try receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--loop"])
+        defer { fake.terminate() }
+        let source = SerialSource(options: .init(path: link, baud: .fixed(9600)))
+        try await withTimeout(60, "the serial source to stop") {
+            let (consumer, arrivals) = consumeInTheBackground(source)
+            var fixes = arrivals.makeAsyncIterator()
+            _ = await fixes.next()
+            #expect(descriptors(openOn: link) == 1)
+            consumer.cancel()
+            // The iteration ends once the worker has closed the device.
+            #expect(await consumer.value >= 1)
+            #expect(descriptors(openOn: link) == 0)
+        }
+    }
+
     @Test func saysWhenTheDeviceIsMissing() async throws {
         let source = SerialSource(options: .init(path: "/nonexistent/ttyUSB9", baud: .fixed(9600)))
         let seen = try await collect(source, what: "an error") { !$0.events.isEmpty }

@@ -56,3 +56,50 @@ func temporaryFile(_ bytes: [UInt8], name: String) throws -> String {
     try Data(bytes).write(to: url)
     return url.path
 }
+
+/// Descriptors of this process open on `path` (after resolving symlinks): whether a source still
+/// holds its device.
+func descriptors(openOn path: String) -> Int {
+    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? path
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == target }.count
+}
+
+/// TCP connections of this process to `port` on the loopback: whether a source still holds its
+/// connection. (Sockets in /proc/net/tcp{,6} with that remote port, matched by inode to this
+/// process's descriptors.)
+func connections(toPort port: String) -> Int {
+    guard let wanted = Int(port) else { return 0 }
+    var inodes: Set<String> = []
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, let colon = fields[2].lastIndex(of: ":"),
+                  Int(fields[2][fields[2].index(after: colon)...], radix: 16) == wanted
+            else { continue }
+            inodes.insert(String(fields[9]))
+        }
+    }
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return fds.filter { fd in
+        guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+              link.hasPrefix("socket:[") else { return false }
+        return inodes.contains(String(link.dropFirst(8).dropLast()))
+    }.count
+}
+
+/// Consumes `source` in a task, signalling each fix; returns the task and the signals.
+func consumeInTheBackground<S: FixSource>(_ source: S) -> (Task<Int, Never>, AsyncStream<Void>) {
+    let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self)
+    let task = Task {
+        var fixes = 0
+        for await element in source where element.fix != nil {
+            fixes += 1
+            arrived.yield()
+        }
+        arrived.finish()
+        return fixes
+    }
+    return (task, arrivals)
+}
