@@ -143,6 +143,9 @@ public final class NMEALogSource: FixSource {
         }
 
         mutating func fill() async {
+            // A chunk decodes without suspending: let the rest of the program (and the other
+            // tasks of the cooperative pool) run between chunks, as they would between fixes.
+            await Task.yield()
             if !started {
                 started = true
                 // A new pass starts only once the previous pass's fixes were all delivered: shift it

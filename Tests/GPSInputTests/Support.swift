@@ -72,7 +72,7 @@ func connections(toPort port: String) -> Int {
     guard let wanted = Int(port) else { return 0 }
     var inodes: Set<String> = []
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        let text = procText(table)
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count > 9, let colon = fields[2].lastIndex(of: ":"),
@@ -102,4 +102,30 @@ func consumeInTheBackground<S: FixSource>(_ source: S) -> (Task<Int, Never>, Asy
         return fixes
     }
     return (task, arrivals)
+}
+
+/// Runs a blocking call (a child process's first line, gpsfake's start) on a thread of its own:
+/// blocking a thread of the cooperative pool (two on two cores) stalls every other test's tasks,
+/// the hang guards' timers included.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        startThread(name: "test.blocking") { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// What `connections(toPort:)` looked at, for a failure message.
+func connectionReport(_ port: String) -> String {
+    let hex = String(Int(port)!, radix: 16, uppercase: true)
+    let tcp = procText("/proc/net/tcp") + procText("/proc/net/tcp6")
+    let lines = tcp.split(separator: "\n").filter { $0.contains(":" + hex + " ") }
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    let links = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }.filter { $0.hasPrefix("socket") }
+    return "tcp: \(lines) sockets: \(links)"
+}
+
+/// A /proc file read to its end (they report a size of 0).
+func procText(_ path: String) -> String {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
+    defer { try? handle.close() }
+    return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
 }
