@@ -149,3 +149,20 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The configuration file, read and checked (size, text, aliases, keys, values) apart from the
+// command options it maps to: a library so that it can be fuzzed. Depends on Yams only.
+package.targets += [
+    .target(name: "ConfigFile", dependencies: [.product(name: "Yams", package: "Yams")]),
+    .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile"]),
+]
+package.targets.first { $0.name == "keeptrack" }!.dependencies.append("ConfigFile")
+
+// libFuzzer targets, one per parser of untrusted bytes (README, "Fuzzing"):
+// swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld
+package.targets += [
+    ("JSONBatchFuzz", "Formats"), ("OsmAndFuzz", "Formats"), ("OwnTracksFuzz", "Formats"), ("ISOTimeFuzz", "Formats"),
+    ("RegionsGeoJSONFuzz", "Formats"), ("ConfigFileFuzz", "ConfigFile"),
+].map { name, library in
+    .executableTarget(name: name, dependencies: [.target(name: library)], path: "Sources/Fuzz/\(name)")
+}

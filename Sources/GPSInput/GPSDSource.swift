@@ -176,10 +176,10 @@ struct GPSDWorker {
                     link.yield(.connected, "watching gpsd at \(options.host):\(options.port)\(device)")
                 }
             }
-            // Sleep until a report arrives, the epoch in progress is due (idle flush), or a second
-            // has passed (to notice a stop or a watch release): no busy polling on a battery.
-            let waitSeconds = merger.hasPending ? max(0.001, lastReport + options.idleFlush - monotonicNow()) : 1.0
-            if gps_waiting(data, Int32(waitSeconds * 1_000_000)) {
+            // Sleep until a report arrives, the epoch in progress is due (idle flush), or a stop or
+            // a watch release wakes the link: no busy polling on a battery, no wait outlasting a stop.
+            let waitSeconds = merger.hasPending ? max(0.001, lastReport + options.idleFlush - monotonicNow()) : -1
+            if waitForReport(data, seconds: waitSeconds) {
                 errno = 0
                 // libgps accumulates `set` across reads: clear it to learn what this report carried.
                 data.pointee.set = 0
@@ -205,6 +205,19 @@ struct GPSDWorker {
             }
         }
         if let fix = merger.flush() { link.yield(fix) }
+    }
+
+    /// Whether a report can be read within `seconds` (negative: no limit): one already in
+    /// libgps's buffer, or the socket readable. A wake of the link (a stop, a watch released or
+    /// wanted again) ends the wait early with `false`.
+    func waitForReport(_ data: UnsafeMutablePointer<gps_data_t>, seconds: Double) -> Bool {
+        if gps_waiting(data, 0) { return true }
+        var fds = [pollfd(fd: data.pointee.gps_fd, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0)]
+        let timeout = seconds < 0 ? Int32(-1) : Int32(min(seconds * 1000, Double(Int32.max)).rounded(.up))
+        let ready = poll(&fds, 2, timeout)
+        if ready > 0 && fds[1].revents != 0 { link.drainWakes() }
+        return ready > 0 && fds[0].revents != 0
     }
 }
 

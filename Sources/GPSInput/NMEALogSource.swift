@@ -143,6 +143,9 @@ public final class NMEALogSource: FixSource {
         }
 
         mutating func fill() async {
+            // A chunk decodes without suspending: let the rest of the program (and the other
+            // tasks of the cooperative pool) run between chunks, as they would between fixes.
+            await Task.yield()
             if !started {
                 started = true
                 // A new pass starts only once the previous pass's fixes were all delivered: shift it
@@ -157,8 +160,26 @@ public final class NMEALogSource: FixSource {
                 finished = true
                 return
             }
+            // A pipe or terminal (`-`) may stay silent: wait for input off the thread, looking
+            // again every 50 ms, so that cancelling the consumer stops the replay at once.
+            while !reader.isReadable() {
+                if Task.isCancelled {
+                    finished = true
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
             do {
-                let n = try buffer.read(from: reader)
+                let n: Int
+                do throws(NMEAError) {
+                    n = try buffer.read(from: reader)
+                } catch {
+                    // Nothing read before a read error is lost: the epoch in progress goes out first.
+                    var collected: [SourceElement] = []
+                    decoder.finishAfterInputError { collected.append(.fix($0)) }
+                    queue.append(contentsOf: collected)
+                    throw error
+                }
                 if n > 0 {
                     var collected: [SourceElement] = []
                     swap(&collected, &queue)

@@ -190,8 +190,7 @@ struct SerialWorker {
             var decoder = NMEADecoder()
             let deadline = monotonicNow() + options.probeSeconds
             while monotonicNow() < deadline && !link.isStopped {
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&p, 1, 100)
+                let ready = waitForInput(fd, milliseconds: 100)
                 if ready <= 0 { continue }
                 let n = read(fd, buffer.baseAddress, buffer.count)
                 if n <= 0 {
@@ -206,21 +205,35 @@ struct SerialWorker {
         return nil
     }
 
+    /// Polls `fd` for input and the link's wake descriptor (a stop) for up to `milliseconds`
+    /// (-1: no limit). Returns `poll`'s result for `fd` alone: 1 when `fd` has something
+    /// (`revents` says what), 0 on time-out or a wake, -1 on failure.
+    func waitForInput(_ fd: Int32, milliseconds: Int32, revents: UnsafeMutablePointer<Int16>? = nil) -> Int32 {
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0)]
+        let ready = poll(&fds, 2, milliseconds)
+        if ready < 0 { return -1 }
+        if fds[1].revents != 0 { link.drainWakes() }
+        revents?.pointee = fds[0].revents
+        return fds[0].revents != 0 ? 1 : 0
+    }
+
     /// Reads and decodes until the device goes away or the consumer stops; returns why it ended.
     func readLoop(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> String {
         var decoder = NMEADecoder(options: options.decoder)
         var sinceData = true
         var lastData = monotonicNow()
         while !link.isStopped {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            // Wake when data arrives, when the epoch in progress is due, or once a second to notice
-            // a stop: no busy polling on a battery.
-            let timeoutMs = sinceData ? max(1, Int((lastData + options.idleFlush - monotonicNow()) * 1000) + 1) : 1000
-            let ready = poll(&p, 1, Int32(timeoutMs))
+            // Wake when data arrives, when the epoch in progress is due, or at a stop (the link's
+            // wake descriptor): no busy polling on a battery, no wait outlasting a stop.
+            let timeoutMs = sinceData ? max(1, Int((lastData + options.idleFlush - monotonicNow()) * 1000) + 1) : -1
+            var revents: Int16 = 0
+            let ready = waitForInput(fd, milliseconds: Int32(timeoutMs), revents: &revents)
             if ready < 0 {
                 if errno == EINTR { continue }
                 return "poll failed: \(errnoText(errno))"
             }
+            if link.isStopped { break }
             if ready == 0 {
                 if sinceData && monotonicNow() - lastData >= options.idleFlush {
                     decoder.flush { link.yield($0) }
@@ -228,7 +241,7 @@ struct SerialWorker {
                 }
                 continue
             }
-            if p.revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 && p.revents & Int16(POLLIN) == 0 {
+            if revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 && revents & Int16(POLLIN) == 0 {
                 decoder.flush { link.yield($0) }
                 return "the device hung up"
             }

@@ -9,6 +9,9 @@ import Glibc
 /// The iterator of the thread-backed sources (gpsd, serial): elements arrive through a bounded
 /// buffer of ``SourceIterator/bufferSize`` elements; when the consumer falls that far behind, the
 /// oldest are dropped, and an ``SourceEvent/Kind/error`` event says how many.
+///
+/// Cancelling the consuming task stops the source: ``next()`` returns `nil` once the worker
+/// thread has closed its device or connection (it wakes at once from any wait to do so).
 public struct SourceIterator: AsyncIteratorProtocol {
     public typealias Element = SourceElement
     public typealias Failure = Never
@@ -17,9 +20,14 @@ public struct SourceIterator: AsyncIteratorProtocol {
     public static let bufferSize = 4096
 
     var base: AsyncStream<SourceElement>.Iterator
+    let link: WorkerLink
 
     public mutating func next() async -> SourceElement? {
-        await base.next()
+        if let element = await base.next() { return element }
+        // The stream ended: the worker finished, or the consumer was cancelled. Either way the
+        // iteration ends when the worker is gone, its device or connection closed.
+        await link.stopAndWaitForExit()
+        return nil
     }
 }
 
@@ -32,6 +40,8 @@ final class WorkerLink: Sendable {
 
     /// Ends a ``pause(_:)`` early: written by ``wake()`` and ``stop()``.
     private let wakePipe = WakePipe()
+    /// Whether the worker thread has returned, and who waits for it.
+    private let exit = Mutex<(exited: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(name: String, continuation: AsyncStream<SourceElement>.Continuation) {
         self.name = name
@@ -47,6 +57,36 @@ final class WorkerLink: Sendable {
 
     /// Ends the worker's current ``pause(_:)`` (a watch wanted again, a stop).
     func wake() { wakePipe.wake() }
+
+    /// A descriptor that becomes readable on ``wake()`` and ``stop()``: workers add it to their
+    /// `poll` so that no wait outlasts a stop. Call ``drainWakes()`` when it fires.
+    var wakeFD: Int32 { wakePipe.readFD }
+
+    /// Empties the wake pipe after ``wakeFD`` fired.
+    func drainWakes() { _ = wakePipe.drain() }
+
+    /// Stops the worker and returns once its thread has returned.
+    func stopAndWaitForExit() async {
+        stop()
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let exited = exit.withLock { state -> Bool in
+                if state.exited { return true }
+                state.waiters.append(c)
+                return false
+            }
+            if exited { c.resume() }
+        }
+    }
+
+    /// Called on the worker thread when its body has returned.
+    private func markExited() {
+        let waiters = exit.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.exited = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
 
     func yield(_ fix: Fix) {
         send(.fix(fix))
@@ -91,9 +131,10 @@ final class WorkerLink: Sendable {
         continuation.onTermination = { _ in link.stop() }
         startThread(name: threadName) {
             body(link)
+            link.markExited()
             link.finish()
         }
-        return SourceIterator(base: stream.makeAsyncIterator())
+        return SourceIterator(base: stream.makeAsyncIterator(), link: link)
     }
 }
 

@@ -284,6 +284,15 @@ public struct NMEADecoder {
         if let pending { throw pending }
     }
 
+    /// Ends the input early, after a read error: emits the epoch in progress (everything decoded
+    /// from the bytes that were read) without reporting the sentence the error cut off, which the
+    /// caller's error explains.
+    public mutating func finishAfterInputError(_ emit: (Fix) -> Void) {
+        phase = .seek
+        assembler.flush(emit)
+        stats.lines = lineNumber - (lineHasContent ? 0 : 1)
+    }
+
     /// Emits the epoch in progress now instead of waiting for the next epoch's first sentence.
     ///
     /// Live sources call this after an idle gap (receivers send an epoch in a burst), so a fix

@@ -28,6 +28,8 @@ public final class NMEAFileReader {
     private var input: UnsafeMutableRawBufferPointer?
     private var inputEnd = false
     private var memberOpen = false
+    /// Whether a whole gzip member has ended: bytes that are not gzip after it are a junk tail.
+    private var memberEnded = false
     private var pushback: [UInt8] = []
 
     /// Opens `path` (`-` for standard input).
@@ -118,6 +120,16 @@ public final class NMEAFileReader {
         }
     }
 
+    /// Whether ``read(into:)`` can go on without waiting for the writer of a pipe or terminal:
+    /// always for a regular file or input already buffered, else when the descriptor has data,
+    /// an end or an error within `milliseconds` (0: just look).
+    public func isReadable(waitingUpTo milliseconds: Int32 = 0) -> Bool {
+        if size != nil || !pushback.isEmpty || inputEnd { return true }
+        if let stream, stream.pointee.avail_in > 0 { return true }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, milliseconds) != 0
+    }
+
     /// Fills `buffer` with the next bytes of the (decompressed) log.
     ///
     /// - Returns: the number of bytes read; 0 at the end of the input.
@@ -136,17 +148,27 @@ public final class NMEAFileReader {
             }
             stream.pointee.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
             stream.pointee.avail_out = uInt(buffer.count)
+            // The compressed offset of the next byte zlib reads, for error messages.
+            let offset = position - Int64(stream.pointee.avail_in)
+            let startsMember = !memberOpen
             let rc = inflate(stream, Z_NO_FLUSH)
             let produced = buffer.count - Int(stream.pointee.avail_out)
             if rc == Z_STREAM_END {
                 // Concatenated gzip members: go on with the next one.
                 memberOpen = false
+                memberEnded = true
                 inflateReset(stream)
             } else if rc == Z_OK {
                 memberOpen = true
             } else if rc != Z_BUF_ERROR {
-                throw NMEAError(code: .io, message: "corrupt gzip data (zlib error \(rc))", file: name, line: 0,
-                                byteOffset: position)
+                let reason = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(rc)"
+                if startsMember && memberEnded {
+                    throw NMEAError(code: .io, message: "bytes after the end of the gzip data are not gzip "
+                        + "(\(reason)); everything before them was read", file: name, line: 0, byteOffset: offset)
+                }
+                let at = position - Int64(stream.pointee.avail_in)
+                throw NMEAError(code: .io, message: "corrupt gzip data (\(reason))", file: name, line: 0,
+                                byteOffset: at)
             }
             if produced > 0 { return produced }
             if inputEnd && stream.pointee.avail_in == 0 {
@@ -163,11 +185,16 @@ public final class NMEAFileReader {
 extension NMEADecoder {
     /// Decodes a whole file (`-` for standard input, gzip accepted) in 256 KiB chunks.
     ///
+    /// An I/O error (a read failure, a truncated or corrupt gzip file, junk after the gzip data)
+    /// loses nothing read before it: every epoch decoded from the bytes before the error,
+    /// the one in progress included, is emitted first, then the error is thrown.
+    ///
     /// - Parameters:
     ///   - path: the log to read.
     ///   - progress: called after each chunk with the reader (for its position and size).
     ///   - emit: called with every fix.
-    /// - Throws: ``NMEAError``: an I/O error, or in strict mode the first rejected sentence.
+    /// - Throws: ``NMEAError``: an I/O error (naming the file and the byte), or in strict mode
+    ///   the first rejected sentence.
     public mutating func decodeFile(
         _ path: String, progress: ((NMEAFileReader) -> Void)? = nil, _ emit: (Fix) -> Void
     ) throws(NMEAError) {
@@ -175,7 +202,13 @@ extension NMEADecoder {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 64)
         defer { buffer.deallocate() }
         while true {
-            let n = try reader.read(into: buffer)
+            let n: Int
+            do {
+                n = try reader.read(into: buffer)
+            } catch {
+                finishAfterInputError(emit)
+                throw error
+            }
             if n == 0 { break }
             try decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), emit)
             progress?(reader)

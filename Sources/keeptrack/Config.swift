@@ -1,6 +1,5 @@
 import ArgumentParser
-import SystemIO
-import Yams
+import ConfigFile
 
 #if canImport(Glibc)
 import Glibc
@@ -18,37 +17,35 @@ import Glibc
 /// header:                     # repeatable options take a list
 ///   - "X-Team: blue"
 /// ```
+///
+/// Reading and checking the YAML (sizes, aliases, keys, kinds of value) is the `ConfigFile`
+/// library's ``ConfigReader``; this maps its settings to `track`'s options.
 enum ConfigFile {
-    enum Kind {
-        case option
-        case flag
-        case list
-    }
-
     /// Every long option of `track` (a test keeps this in step with the command).
-    static let trackKeys: [String: Kind] = [
-        "gpsd": .option, "device": .option, "serial": .option, "baud": .option, "all": .flag,
-        "distance-filter": .option, "desired-accuracy": .option, "significant-changes": .flag, "regions": .option,
-        "dwell": .option, "pause-when-stationary": .flag, "background": .flag, "background-modes": .option,
-        "policy": .option, "budget": .option, "warning-lead": .option, "total-cap": .option, "grace": .option,
-        "wake-window": .option, "sample-interval": .option, "control": .option, "upload": .option, "format": .option,
-        "device-id": .option, "token": .option, "ca-file": .option, "header": .list, "batch-size": .option,
-        "batch-wait": .option, "max-backoff": .option, "outbox-max-records": .option, "outbox-max-age": .option,
-        "shutdown-timeout": .option, "data-dir": .option, "log-level": .option, "log-format": .option,
+    static let trackKeys: [String: ConfigKind] = [
+        "gpsd": .optionalValue(fallback: "localhost:2947"), "device": .option, "serial": .option, "baud": .option,
+        "all": .flag, "distance-filter": .option, "desired-accuracy": .option, "significant-changes": .flag,
+        "regions": .option, "dwell": .option, "pause-when-stationary": .flag, "background": .flag,
+        "background-modes": .option, "policy": .option, "budget": .option, "warning-lead": .option,
+        "total-cap": .option, "grace": .option, "wake-window": .option, "sample-interval": .option,
+        "control": .option, "upload": .option, "format": .option, "device-id": .option, "token": .option,
+        "ca-file": .option, "header": .list, "batch-size": .option, "batch-wait": .option, "max-backoff": .option,
+        "outbox-max-records": .option, "outbox-max-age": .option, "shutdown-timeout": .option, "data-dir": .option,
+        "log-level": .option, "log-format": .option,
     ]
 
-    /// A problem in the file, with its line when known.
-    struct Problem: Error, CustomStringConvertible {
-        var path: String
-        var line: Int?
-        var message: String
-        var description: String { "\(path)\(line.map { ":\($0)" } ?? ""): \(message)" }
-    }
+    static let reader = ConfigReader(schema: trackKeys)
 
+    /// A problem in the file, with its line when known.
+    typealias Problem = ConfigProblem
+
+    /// One key of the file as command-line arguments.
     struct Entry {
         var key: String
         var line: Int
         var arguments: [String]
+        /// For a list, each item's arguments and line.
+        var items: [(arguments: [String], line: Int)] = []
     }
 
     /// The default file: `$XDG_CONFIG_HOME/keeptrack/config.yaml` (`~/.config/keeptrack/config.yaml`).
@@ -61,142 +58,71 @@ enum ConfigFile {
 
     /// The file's settings as command-line arguments, key by key.
     static func load(_ path: String) throws(Problem) -> [Entry] {
-        let text: String
-        do {
-            text = String(decoding: try readFile(path), as: UTF8.self)
-        } catch {
-            throw Problem(path: path, line: nil, message: "cannot read: \(error)")
+        try reader.read(path: path).map { setting in
+            switch setting.value {
+            case .flag(let on):
+                Entry(key: setting.key, line: setting.line, arguments: on ? ["--\(setting.key)"] : [])
+            case .option(let value):
+                Entry(key: setting.key, line: setting.line, arguments: ["--\(setting.key)", value])
+            case .list(let values):
+                Entry(key: setting.key, line: setting.line,
+                      arguments: values.flatMap { ["--\(setting.key)", $0.value] },
+                      items: values.map { (["--\(setting.key)", $0.value], $0.line) })
+            }
         }
-        let root: Node?
-        do {
-            root = try Yams.compose(yaml: text)
-        } catch let error as YamlError {
-            if let (key, line) = duplicateKey(text) {
-                throw Problem(path: path, line: line, message: "'\(key)' is set twice")
-            }
-            throw Problem(path: path, line: yamlLine(error), message: "not valid YAML: \(yamlProblem(error))")
-        } catch {
-            throw Problem(path: path, line: nil, message: "not valid YAML: \(error)")
-        }
-        guard let root else { return [] }
-        guard let mapping = root.mapping else {
-            throw Problem(path: path, line: root.mark?.line, message: "expected keys and values (a mapping)")
-        }
-        var entries: [Entry] = []
-        var seen: Set<String> = []
-        for (keyNode, value) in mapping {
-            let line = keyNode.mark?.line ?? 0
-            guard let key = keyNode.scalar?.string else {
-                throw Problem(path: path, line: line, message: "a key must be a plain name")
-            }
-            guard let kind = trackKeys[key] else {
-                let hint = suggestion(for: key).map { " (did you mean '\($0)'?)" } ?? ""
-                throw Problem(path: path, line: line, message: "unknown key '\(key)'\(hint)")
-            }
-            guard seen.insert(key).inserted else {
-                throw Problem(path: path, line: line, message: "'\(key)' is set twice")
-            }
-            var arguments: [String] = []
-            switch kind {
-            case .flag:
-                guard let b = value.bool else {
-                    throw Problem(path: path, line: line, message: "\(key): expected true or false, got '\(value.scalar?.string ?? "a list")'")
-                }
-                if b { arguments = ["--\(key)"] }
-            case .option:
-                if key == "gpsd", value.scalar?.string == "" || value.bool == true {
-                    arguments = ["--gpsd", "localhost:2947"]
-                    break
-                }
-                guard let scalar = value.scalar?.string, !scalar.isEmpty else {
-                    throw Problem(path: path, line: line, message: "\(key): expected a single value")
-                }
-                arguments = ["--\(key)", scalar]
-            case .list:
-                let items = value.sequence.map { Array($0) } ?? [value]
-                for item in items {
-                    guard let scalar = item.scalar?.string else {
-                        throw Problem(path: path, line: item.mark?.line ?? line, message: "\(key): expected a list of values")
-                    }
-                    arguments += ["--\(key)", scalar]
-                }
-            }
-            entries.append(Entry(key: key, line: line, arguments: arguments))
-        }
-        return entries
     }
+
+    /// List items checked per parse: argument-parser's parse is quadratic in the number of
+    /// arguments (`SplitArguments.remove(at:)` for each one consumed), so a long list is checked
+    /// in slices of this size: linear overall (20,000 `header:` items took 45 s in one parse).
+    static let sliceSize = 128
 
     /// Checks the file as `track` would read it, naming the key and line of any problem.
-    static func check(_ path: String) throws(Problem) -> [Entry] {
+    ///
+    /// - Complexity: O(n) in the file's size: lists are parsed in slices of ``sliceSize`` items
+    ///   along with every other key, so cross-key rules still apply to each item.
+    static func check(_ path: String, parses: inout Int) throws(Problem) -> [Entry] {
         let entries = try load(path)
-        do {
-            _ = try Track.parse(entries.flatMap(\.arguments))
-        } catch {
-            let message = Track.message(for: error)
-            // Find the key the message is about.
-            let culprit = entries.first { message.contains("--\($0.key)") || message.contains("'\($0.key)'") }
-            if let culprit, !(message.hasPrefix("Choose one input")) {
-                throw Problem(path: path, line: culprit.line, message: "\(culprit.key): \(message)")
+        let single = entries.filter(\.items.isEmpty)
+        let base = single.flatMap(\.arguments)
+        let lists = entries.filter { !$0.items.isEmpty }
+        func parse(_ arguments: [String], culprits: [(key: String, line: Int)]) throws(Problem) {
+            parses += 1
+            do {
+                _ = try Track.parse(arguments)
+            } catch {
+                let message = Track.message(for: error)
+                // Find the key the message is about.
+                let culprit = culprits.first { message.contains("--\($0.key)") || message.contains("'\($0.key)'") }
+                if let culprit, !(message.hasPrefix("Choose one input")) {
+                    throw Problem(.badValue, path, line: culprit.line, "\(culprit.key): \(message)")
+                }
+                throw Problem(.badValue, path, line: nil, message)
             }
-            throw Problem(path: path, line: nil, message: message)
+        }
+        let baseCulprits = single.map { (key: $0.key, line: $0.line) }
+        if lists.isEmpty {
+            try parse(base, culprits: baseCulprits)
+            return entries
+        }
+        for list in lists {
+            var start = 0
+            while start < list.items.count {
+                let slice = list.items[start..<min(start + sliceSize, list.items.count)]
+                do throws(Problem) {
+                    try parse(base + slice.flatMap(\.arguments), culprits: baseCulprits + [(list.key, list.line)])
+                } catch {
+                    // Name the item: check the slice's items one by one.
+                    for item in slice {
+                        try parse(base + item.arguments, culprits: baseCulprits + [(list.key, item.line)])
+                    }
+                    throw error
+                }
+                start += sliceSize
+            }
         }
         return entries
     }
-
-    /// The first top-level key set a second time, and its line (YAML parsers refuse them without
-    /// saying where).
-    static func duplicateKey(_ text: String) -> (String, Int)? {
-        var seen: Set<String> = []
-        for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            guard let first = line.first, first != " ", first != "#", first != "-", let colon = line.firstIndex(of: ":") else {
-                continue
-            }
-            let key = String(line[..<colon]).trimmingCharacters(in: [" ", "\"", "'"])
-            if !seen.insert(key).inserted { return (key, i + 1) }
-        }
-        return nil
-    }
-
-    static func suggestion(for key: String) -> String? {
-        let normalized = key.lowercased().replacingUnderscores()
-        if trackKeys[normalized] != nil { return normalized }
-        return trackKeys.keys.min { distance($0, key) < distance($1, key) }.flatMap { distance($0, key) <= 3 ? $0 : nil }
-    }
-
-    /// Edit distance, for suggestions.
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        var row = Array(0...b.count)
-        for i in 1...max(1, a.count) where !a.isEmpty {
-            var previous = row[0]
-            row[0] = i
-            for j in 1...max(1, b.count) where !b.isEmpty {
-                let old = row[j]
-                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
-                previous = old
-            }
-        }
-        return row[b.count]
-    }
-
-    static func yamlLine(_ error: YamlError) -> Int? {
-        switch error {
-        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _): return mark.line
-        case .composer(_, _, let mark, _): return mark.line
-        default: return nil
-        }
-    }
-
-    static func yamlProblem(_ error: YamlError) -> String {
-        switch error {
-        case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _): return problem
-        default: return "\(error)"
-        }
-    }
-}
-
-extension String {
-    func replacingUnderscores() -> String { String(map { $0 == "_" ? "-" : $0 }) }
 }
 
 struct Config: ParsableCommand {
@@ -232,7 +158,8 @@ struct Config: ParsableCommand {
             }
             let path = file ?? ConfigFile.defaultPath
             do {
-                let entries = try ConfigFile.check(path)
+                var parses = 0
+                let entries = try ConfigFile.check(path, parses: &parses)
                 print("\(path): ok, \(entries.count) setting\(entries.count == 1 ? "" : "s"): "
                     + entries.map(\.key).joined(separator: ", "))
             } catch {

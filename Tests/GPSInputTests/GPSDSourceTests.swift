@@ -10,7 +10,7 @@ import Testing
 @Suite("gpsd source", .serialized)
 struct GPSDSourceTests {
     @Test func deliversTheDecodersFixesThroughARealGPSD() async throws {
-        let gpsd = try GPSFake.start("walk-15min.nmea")
+        let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
         defer { try? gpsd.stop() }
         var options = GPSDSource.Options(host: "127.0.0.1", port: gpsd.port)
         // Merging is under test, not latency: epochs end by time change, not by a quiet gap that a
@@ -50,7 +50,7 @@ struct GPSDSourceTests {
             }
         }
         await waitUntil { started.isSet }
-        let gpsd = try GPSFake.start("walk-15min.nmea", port: port)
+        let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
         defer { try? gpsd.stop() }
         let seen = try await task.value
         let error = try #require(seen.events.first)
@@ -61,7 +61,7 @@ struct GPSDSourceTests {
     }
 
     @Test func reportsTheLossWhenGPSDDiesAndResumesWhenItReturns() async throws {
-        let gpsd = try GPSFake.start("walk-15min.nmea")
+        let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
         let port = gpsd.port
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: port))
         let phase = Flag()
@@ -74,8 +74,8 @@ struct GPSDSourceTests {
             }
         }
         await waitUntil { phase.isSet }
-        try gpsd.stop()
-        let again = try GPSFake.start("walk-15min.nmea", port: port)
+        try await offThePool { try gpsd.stop() }
+        let again = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
         defer { try? again.stop() }
         restarted.set()
         let seen = try await task.value
@@ -86,7 +86,7 @@ struct GPSDSourceTests {
     }
 
     @Test func releasesAndReacquiresItsWatch() async throws {
-        let gpsd = try GPSFake.start("walk-15min.nmea")
+        let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
         defer { try? gpsd.stop() }
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
         let seen = try await collect(source, what: "release and reacquire") { seen in
@@ -103,6 +103,22 @@ struct GPSDSourceTests {
         let released = seen.firstIndex { $0.event?.kind == .released }!
         let acquired = seen.firstIndex { $0.event?.kind == .acquired }!
         #expect(seen[(released + 1)..<acquired].isEmpty)
+    }
+
+    @Test func stopsWhenTheConsumerIsCancelled() async throws {
+        let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
+        defer { try? gpsd.stop() }
+        let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
+        try await withTimeout(60, "the gpsd source to stop") {
+            let (consumer, arrivals) = consumeInTheBackground(source)
+            var fixes = arrivals.makeAsyncIterator()
+            _ = await fixes.next()
+            #expect(connections(toPort: gpsd.port) == 1, "\(connectionReport(gpsd.port))")
+            consumer.cancel()
+            // The iteration ends once the worker has closed its connection to gpsd.
+            #expect(await consumer.value >= 1)
+            #expect(connections(toPort: gpsd.port) == 0)
+        }
     }
 
     @Test func parsesGPSDAddresses() {

@@ -98,6 +98,44 @@ struct NMEALogSourceTests {
         #expect(fixes == (try decoderFixes("drive-10hz.nmea")))
     }
 
+    @Test func aTruncatedGzipLogDeliversEveryEpochReadBeforeTheEndThenAnError() async throws {
+        let gz = try gzip(fixtureBytes("walk-15min.nmea"))
+        let path = try temporaryFile(Array(gz[0..<(gz.count / 2)]), name: "truncated.nmea.gz")
+        let source = NMEALogSource(options: .init(path: path))
+        var elements: [SourceElement] = []
+        for await element in source { elements.append(element) }
+        // The reference: the decoder run by decodeFile, which delivers the epoch in progress too.
+        var reference: [Fix] = []
+        var decoder = NMEADecoder()
+        #expect(throws: NMEAError.self) { try decoder.decodeFile(path) { reference.append($0) } }
+        #expect(reference.count > 400)
+        #expect(elements.fixes == reference)
+        #expect(elements.events.map(\.kind) == [.connected, .error])
+        #expect(elements.last?.event?.message.contains("byte \(gz.count / 2): io: gzip data ends early") == true)
+    }
+
+    @Test func stopsWhenTheConsumerIsCancelledWhileAPipeIsSilent() async throws {
+        // A FIFO whose writer sends two epochs and then nothing (a receiver piped in, gone quiet).
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-fifo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let path = dir.appendingPathComponent("receiver").path
+        #expect(mkfifo(path, 0o600) == 0)
+        let writer = open(path, O_RDWR | O_CLOEXEC)
+        #expect(writer >= 0)
+        defer { close(writer) }
+        let log = try fixtureBytes("walk-15min.nmea")
+        let twoEpochs = Array(log[...log.indices.filter { log[$0] == 0x0A }[15]])
+        #expect(twoEpochs.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == twoEpochs.count)
+        let source = NMEALogSource(options: .init(path: path))
+        try await withTimeout(60, "the log source to stop") {
+            let (consumer, arrivals) = consumeInTheBackground(source)
+            var fixes = arrivals.makeAsyncIterator()
+            _ = await fixes.next()
+            consumer.cancel()
+            #expect(await consumer.value == 1)
+        }
+    }
+
     @Test func readsGzipLogs() async throws {
         let source = NMEALogSource(options: .init(path: fixturePath("day-24h.nmea.gz")))
         var count = 0

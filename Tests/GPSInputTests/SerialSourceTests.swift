@@ -10,17 +10,17 @@ import Testing
 @Suite("serial source", .serialized)
 struct SerialSourceTests {
     /// Starts tools/fake-receiver behind a symlink in a private directory.
-    func receiver(_ args: [String]) throws -> (Tool, String) {
+    func receiver(_ args: [String]) async throws -> (Tool, String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-serial-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let link = dir.appendingPathComponent("ttyGPS").path
         let tool = try Tool("tools/fake-receiver", args + ["--link", link])
-        guard tool.readLine() != nil else { throw TimedOut(what: "fake-receiver start") }
+        guard try await offThePool({ tool.readLine() }) != nil else { throw TimedOut(what: "fake-receiver start") }
         return (tool, link)
     }
 
     @Test func deliversTheDecodersFixesFromAPty() async throws {
-        let (fake, link) = try receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "115200"])
+        let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "115200"])
         defer { fake.terminate() }
         var options = SerialSource.Options(path: link, baud: .fixed(115_200))
         // Equality, not latency, is under test: a generous end-of-epoch gap keeps a loaded CI
@@ -43,7 +43,7 @@ struct SerialSourceTests {
     }
 
     @Test func detectsTheBaudRate() async throws {
-        let (fake, link) = try receiver([fixturePath("walk-15min.nmea"), "--rate", "10", "--baud", "38400"])
+        let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "10", "--baud", "38400"])
         defer { fake.terminate() }
         let source = SerialSource(options: .init(path: link, baud: .auto))
         let seen = try await collect(source, what: "autobaud") { $0.fixes.count >= 2 }
@@ -53,7 +53,7 @@ struct SerialSourceTests {
     }
 
     @Test func reportsAnUnplugAndResumesWhenTheDeviceReturns() async throws {
-        let (fake, link) = try receiver([
+        let (fake, link) = try await receiver([
             fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--unplug-after", "6",
             "--replug-after", "1",
         ])
@@ -68,6 +68,22 @@ struct SerialSourceTests {
         let lost = try #require(seen.events.first { $0.kind == .disconnected })
         #expect(lost.message.contains("the device went away") || lost.message.contains("hung up"), "\(lost.message)")
         #expect(kinds.filter { $0 == .connected }.count == 2)
+    }
+
+    @Test func stopsWhenTheConsumerIsCancelled() async throws {
+        let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--loop"])
+        defer { fake.terminate() }
+        let source = SerialSource(options: .init(path: link, baud: .fixed(9600)))
+        try await withTimeout(60, "the serial source to stop") {
+            let (consumer, arrivals) = consumeInTheBackground(source)
+            var fixes = arrivals.makeAsyncIterator()
+            _ = await fixes.next()
+            #expect(descriptors(openOn: link) == 1)
+            consumer.cancel()
+            // The iteration ends once the worker has closed the device.
+            #expect(await consumer.value >= 1)
+            #expect(descriptors(openOn: link) == 0)
+        }
     }
 
     @Test func saysWhenTheDeviceIsMissing() async throws {

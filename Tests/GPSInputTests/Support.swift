@@ -33,3 +33,99 @@ extension Array where Element == SourceElement {
     var fixes: [Fix] { compactMap(\.fix) }
     var events: [SourceEvent] { compactMap(\.event) }
 }
+
+/// `bytes` compressed by gzip(1).
+func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
+    let input = try temporaryFile(bytes, name: "plain")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+    process.arguments = ["-c", "-n", input]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Array(data)
+}
+
+/// Writes `bytes` to a new file in a private temporary directory; returns its path.
+func temporaryFile(_ bytes: [UInt8], name: String) throws -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-input-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    let url = dir.appendingPathComponent(name)
+    try Data(bytes).write(to: url)
+    return url.path
+}
+
+/// Descriptors of this process open on `path` (after resolving symlinks): whether a source still
+/// holds its device.
+func descriptors(openOn path: String) -> Int {
+    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? path
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == target }.count
+}
+
+/// TCP connections of this process to `port` on the loopback: whether a source still holds its
+/// connection. (Sockets in /proc/net/tcp{,6} with that remote port, matched by inode to this
+/// process's descriptors.)
+func connections(toPort port: String) -> Int {
+    guard let wanted = Int(port) else { return 0 }
+    var inodes: Set<String> = []
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = procText(table)
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, let colon = fields[2].lastIndex(of: ":"),
+                  Int(fields[2][fields[2].index(after: colon)...], radix: 16) == wanted
+            else { continue }
+            inodes.insert(String(fields[9]))
+        }
+    }
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return fds.filter { fd in
+        guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+              link.hasPrefix("socket:[") else { return false }
+        return inodes.contains(String(link.dropFirst(8).dropLast()))
+    }.count
+}
+
+/// Consumes `source` in a task, signalling each fix; returns the task and the signals.
+func consumeInTheBackground<S: FixSource>(_ source: S) -> (Task<Int, Never>, AsyncStream<Void>) {
+    let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self)
+    let task = Task {
+        var fixes = 0
+        for await element in source where element.fix != nil {
+            fixes += 1
+            arrived.yield()
+        }
+        arrived.finish()
+        return fixes
+    }
+    return (task, arrivals)
+}
+
+/// Runs a blocking call (a child process's first line, gpsfake's start) on a thread of its own:
+/// blocking a thread of the cooperative pool (two on two cores) stalls every other test's tasks,
+/// the hang guards' timers included.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        startThread(name: "test.blocking") { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// What `connections(toPort:)` looked at, for a failure message.
+func connectionReport(_ port: String) -> String {
+    let hex = String(Int(port)!, radix: 16, uppercase: true)
+    let tcp = procText("/proc/net/tcp") + procText("/proc/net/tcp6")
+    let lines = tcp.split(separator: "\n").filter { $0.contains(":" + hex + " ") }
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    let links = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }.filter { $0.hasPrefix("socket") }
+    return "tcp: \(lines) sockets: \(links)"
+}
+
+/// A /proc file read to its end (they report a size of 0).
+func procText(_ path: String) -> String {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
+    defer { try? handle.close() }
+    return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+}

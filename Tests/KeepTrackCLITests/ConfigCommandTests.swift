@@ -2,6 +2,8 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
+@testable import keeptrack
+
 @Suite("keeptrack config")
 struct ConfigCommandTests {
     func file(_ text: String) throws -> String {
@@ -54,6 +56,61 @@ struct ConfigCommandTests {
         let b = try keeptrack(["track", "--config", broken])
         #expect(b.status == 64)
         #expect(b.stderr.contains("\(broken):2: unknown key 'baud_rate'"))
+    }
+
+    /// A 358-byte "billion laughs" whose aliases are used as keys: refused before anything
+    /// expands (it ran for minutes).
+    @Test func refusesAnAliasBombUsedAsKeysAndSaysWhy() throws {
+        let bomb = ["# billion laughs, keys: *h", #"a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]"#]
+            + zip("bcdefgh", "abcdefg").map { "\($0): &\($0) [" + Array(repeating: "*\($1)", count: 9).joined(separator: ",") + "]" }
+            + ["? *h", ": x", "? [*h, *h]", ": y", ""]
+        let text = bomb.joined(separator: "\n")
+        #expect(text.utf8.count == 358)
+        let path = try file(text)
+        let r = try keeptrack(["config", "check", path])
+        #expect(r.status == 1)
+        #expect(r.stderr == "keeptrack config check: \(path):7: the document stands for more than 100000 values once "
+            + "its aliases (*name) are expanded: refused (an alias bomb?)\n")
+    }
+
+    @Test func saysRandomBinaryIsNotYAMLNamingTheByteAndLine() throws {
+        var state: UInt64 = 7
+        let bytes = (0..<4096).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        var template = Array("/tmp/keeptrack-config-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let path = dir + "/random.bin"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = try keeptrack(["config", "check", path])
+        #expect(r.status == 1)
+        let offset = try #require(bytes.firstIndex { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 >= 0x7F })
+        let line = bytes[..<offset].filter { $0 == 0x0A }.count + 1
+        #expect(r.stderr.hasPrefix("keeptrack config check: \(path):\(line): not YAML (a binary file?): byte 0x"), "\(r.stderr)")
+        #expect(r.stderr.contains(" at byte \(offset) is not text"), "\(r.stderr)")
+        #expect(!r.stderr.contains("set twice"))
+    }
+
+    /// 20,000 `header:` items took 45 s: argument-parser is quadratic in the argument count. They
+    /// are checked in slices now, a number of parses proportional to the items.
+    @Test func checksTwentyThousandHeadersInLinearlyManyParses() throws {
+        let items = (0..<20_000).map { "  - \"X-Item-\($0): \($0)\"" }.joined(separator: "\n")
+        let path = try file("upload: embedded\nserial: /dev/ttyACM0\nheader:\n" + items + "\n")
+        var parses = 0
+        let entries = try ConfigFile.check(path, parses: &parses)
+        #expect(entries.map(\.key) == ["upload", "serial", "header"])
+        #expect(entries.last?.items.count == 20_000)
+        #expect(parses == (20_000 + ConfigFile.sliceSize - 1) / ConfigFile.sliceSize)
+    }
+
+    @Test func namesTheLineOfABadItemInALongList() throws {
+        var items = (0..<1_000).map { "  - \"X-Item-\($0): \($0)\"" }
+        items[990] = "  - \"no colon here\""
+        let path = try file("upload: embedded\nserial: /dev/ttyACM0\nheader:\n" + items.joined(separator: "\n") + "\n")
+        let r = try keeptrack(["config", "check", path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("\(path):994: header: --header takes 'Name: value', got 'no colon here'"), "\(r.stderr)")
     }
 
     /// Every long option of `track` can be set in the file, and the file knows no other key.

@@ -25,8 +25,14 @@ func keeptrack(_ arguments: [String], stdin: Data? = nil) throws -> CLIResult {
     process.standardError = err
     process.standardInput = input
     try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
+    // Standard input on its own thread: a child that writes while it reads must not block on a
+    // full output pipe that nobody drains yet.
+    let writer = input.fileHandleForWriting
+    let inThread = Thread {
+        if let stdin { writer.write(stdin) }
+        try? writer.close()
+    }
+    inThread.start()
     // Read both pipes fully before waiting, so a large output cannot block the child.
     nonisolated(unsafe) var errData = Data()
     let errThread = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
@@ -34,6 +40,7 @@ func keeptrack(_ arguments: [String], stdin: Data? = nil) throws -> CLIResult {
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     while errThread.isExecuting || !errThread.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+    while inThread.isExecuting || !inThread.isFinished { Thread.sleep(forTimeInterval: 0.001) }
     return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                      stderr: String(decoding: errData, as: UTF8.self))
 }
@@ -88,6 +95,31 @@ struct DecodeCommandTests {
         #expect(r.stdout.split(separator: "\n").count == 19)
     }
 
+    @Test func aTruncatedGzipLogPrintsEveryFixReadBeforeTheEndThenTheErrorWithFileAndByte() throws {
+        let gz = try gzipped(Data(contentsOf: packageRoot.appendingPathComponent("fixtures/walk-15min.nmea")))
+        let cut = gz.count / 2
+        let path = try temporaryFile(gz.prefix(cut), name: "walk.nmea.gz")
+        let r = try keeptrack(["decode", path])
+        // What a decoder fed the decompressible part as a whole prints: nothing may be missing.
+        let expected = try keeptrack(["decode", "-"], stdin: inflatedPrefix(gz.prefix(cut)))
+        #expect(expected.stdout.split(separator: "\n").count > 400)
+        #expect(r.stdout == expected.stdout)
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("error: \(path):0: byte \(cut): io: gzip data ends early"))
+    }
+
+    @Test func aGzipLogWithAJunkTailPrintsEveryFixThenSaysWhereTheJunkStarts() throws {
+        let plain = try Data(contentsOf: packageRoot.appendingPathComponent("fixtures/walk-15min.nmea"))
+        let gz = try gzipped(plain)
+        let path = try temporaryFile(gz + Data("junk after the log\n".utf8), name: "walk.nmea.gz")
+        let r = try keeptrack(["decode", path])
+        let expected = try keeptrack(["decode", "fixtures/walk-15min.nmea"])
+        #expect(r.stdout.split(separator: "\n").count == 895)
+        #expect(r.stdout == expected.stdout)
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("error: \(path):0: byte \(gz.count): io: bytes after the end of the gzip data are not gzip"))
+    }
+
     @Test func explainsAMissingFile() throws {
         let r = try keeptrack(["decode", "no-such-file.nmea"])
         #expect(r.status == 1)
@@ -116,4 +148,40 @@ struct DecodeCommandTests {
         #expect(r.stdout.contains("Examples:"))
         #expect(r.stdout.contains("--strict"))
     }
+}
+
+/// `bytes` compressed by gzip(1).
+fileprivate func gzipped(_ bytes: Data) throws -> Data {
+    try filtered(bytes, through: "/bin/gzip", ["-c", "-n"])
+}
+
+/// What zlib can inflate from a (possibly truncated) gzip stream: everything before the cut.
+fileprivate func inflatedPrefix(_ gz: Data) throws -> Data {
+    try filtered(gz, through: "/usr/bin/python3", [
+        "-c", "import sys, zlib; sys.stdout.buffer.write(zlib.decompressobj(31).decompress(sys.stdin.buffer.read()))",
+    ])
+}
+
+/// Runs `executable` with `input` on its standard input; returns its standard output.
+fileprivate func filtered(_ input: Data, through executable: String, _ arguments: [String]) throws -> Data {
+    let path = try temporaryFile(input, name: "input")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return data
+}
+
+/// Writes `bytes` to a new file in a private temporary directory; returns its path.
+fileprivate func temporaryFile(_ bytes: Data, name: String) throws -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-cli-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    let url = dir.appendingPathComponent(name)
+    try bytes.write(to: url)
+    return url.path
 }
