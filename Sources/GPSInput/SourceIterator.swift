@@ -41,7 +41,9 @@ final class WorkerLink: Sendable {
     /// Ends a ``pause(_:)`` early: written by ``wake()`` and ``stop()``.
     private let wakePipe = WakePipe()
     /// Whether the worker thread has returned, and who waits for it.
-    private let exit = Mutex<(exited: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let exit = Mutex<(exited: Bool, waiters: [(id: Int, continuation: CheckedContinuation<Void, Never>)])>(
+        (false, []))
+    private let nextWaiter = Atomic<Int>(0)
 
     init(name: String, continuation: AsyncStream<SourceElement>.Continuation) {
         self.name = name
@@ -65,16 +67,30 @@ final class WorkerLink: Sendable {
     /// Empties the wake pipe after ``wakeFD`` fired.
     func drainWakes() { _ = wakePipe.drain() }
 
-    /// Stops the worker and returns once its thread has returned.
-    func stopAndWaitForExit() async {
+    /// Stops the worker and returns once its thread has returned, or after `atMost` seconds if it
+    /// has not (a thread stuck inside a C library call must not keep a shutdown waiting: it still
+    /// closes its device when the call returns).
+    func stopAndWaitForExit(atMost seconds: Double = 2) async {
         stop()
+        let id = nextWaiter.add(1, ordering: .relaxed).newValue
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let exited = exit.withLock { state -> Bool in
                 if state.exited { return true }
-                state.waiters.append(c)
+                state.waiters.append((id, c))
                 return false
             }
-            if exited { c.resume() }
+            if exited {
+                c.resume()
+                return
+            }
+            Task { [self] in
+                try? await Task.sleep(for: .seconds(seconds))
+                let waiter = exit.withLock { state -> CheckedContinuation<Void, Never>? in
+                    guard let i = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.waiters.remove(at: i).continuation
+                }
+                waiter?.resume()
+            }
         }
     }
 
@@ -83,7 +99,7 @@ final class WorkerLink: Sendable {
         let waiters = exit.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.exited = true
             defer { state.waiters = [] }
-            return state.waiters
+            return state.waiters.map(\.continuation)
         }
         for waiter in waiters { waiter.resume() }
     }

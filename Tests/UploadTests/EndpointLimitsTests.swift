@@ -5,18 +5,19 @@ import Testing
 import TrackServer
 import TrackServerTesting
 
-/// One request over a fresh connection, exactly as written; the response as text.
-func exchange(_ endpoint: Endpoint, _ request: String) async throws -> String {
-    let socket = try RawSocket(port: endpoint.port)
+/// One request over a fresh connection, exactly as written; the response as text. `guardSeconds`
+/// only ends a hung read (a debug build under load may take long: it is not a measurement).
+func exchange(_ endpoint: Endpoint, _ request: String, guardSeconds: Int = 15) async throws -> String {
+    let socket = try RawSocket(port: endpoint.port, guardSeconds: guardSeconds)
     defer { socket.close() }
     socket.send(request)
     return await socket.readResponse()
 }
 
 /// `GET path` with the test token, over a fresh connection.
-func get(_ endpoint: Endpoint, _ path: String) async throws -> String {
+func get(_ endpoint: Endpoint, _ path: String, guardSeconds: Int = 15) async throws -> String {
     try await exchange(endpoint, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-        + "Connection: close\r\n\r\n")
+        + "Connection: close\r\n\r\n", guardSeconds: guardSeconds)
 }
 
 /// A response's body (after the head).
