@@ -61,25 +61,40 @@ struct NMEALogSourceTests {
         #expect(source.progress.passes == 2)
     }
 
-    @Test func pacesByFixTimeOnTheGivenClock() async throws {
+    /// Waits on the fixes themselves and on the clock's sleeper, never on a wall-clock deadline: a
+    /// loaded machine only makes it slower (a give-up followed by an advance of the manual clock
+    /// left the replay asleep past its deadline, and the test waiting for ever).
+    @Test(.timeLimit(.minutes(2)))
+    func pacesByFixTimeOnTheGivenClock() async throws {
         let clock = ManualClock()
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea"), speed: 2), clock: clock)
-        let received = Counter()
+        let (fixes, delivered) = AsyncStream.makeStream(of: Int.self)
         let consumer = Task {
+            var n = 0
             for await element in source where element.fix != nil {
-                received.increment()
-                if received.value == 3 { break }
+                n += 1
+                delivered.yield(n)
+                if n == 3 { break }
             }
+            delivered.finish()
         }
+        var it = fixes.makeAsyncIterator()
         // The first fix goes out at once; the second is due 0.5 s later (1 s of log at 2x).
-        await waitUntil { received.value == 1 && clock.sleeperCount == 1 }
+        #expect(await it.next() == 1)
+        await untilAsleep(clock)
         clock.advance(by: .milliseconds(499))
-        #expect(received.value == 1)
+        #expect(clock.sleeperCount == 1, "not due yet: still asleep")
         clock.advance(by: .milliseconds(1))
-        await waitUntil { received.value == 2 && clock.sleeperCount == 1 }
+        #expect(await it.next() == 2)
+        await untilAsleep(clock)
         clock.advance(by: .milliseconds(500))
+        #expect(await it.next() == 3)
         await consumer.value
-        #expect(received.value == 3)
+    }
+
+    /// Until the replay sleeps on `clock` (or the test is cancelled by its time limit).
+    func untilAsleep(_ clock: ManualClock) async {
+        while clock.sleeperCount != 1 && !Task.isCancelled { await Task.yield() }
     }
 
     @Test func pacedAndUnpacedReplaysGiveIdenticalFixes() async throws {
