@@ -74,6 +74,7 @@ struct KeepTrack: AsyncParsableCommand {
 
             Every subcommand has its own --help.
             """,
-        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self]
+        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self,
+                      OutboxCommand.self]
     )
 }

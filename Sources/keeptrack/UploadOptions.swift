@@ -30,6 +30,13 @@ struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Sent as Authorization: Bearer TOKEN.", valueName: "token"))
     var token: String?
 
+    @Option(help: ArgumentHelp("With --format owntracks: the user the Recorder files the device under (X-Limit-U). "
+                               + "The default is keeptrack.", valueName: "user"))
+    var user: String?
+
+    @Flag(help: "With --format osmand or owntracks: don't send region transitions.")
+    var noRegionEvents = false
+
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file (a self-signed endpoint).", valueName: "file"))
     var caFile: String?
 
@@ -75,8 +82,8 @@ struct UploadOptions: ParsableArguments {
             throw ValidationError("--outbox-max-records and --outbox-max-age must be positive.")
         }
         if !(batchWait >= 0) || !(maxBackoff > 0) { throw ValidationError("--batch-wait and --max-backoff take seconds.") }
-        if upload == nil && (deviceID != nil || token != nil || caFile != nil || !headers.isEmpty) {
-            throw ValidationError("--device-id, --token, --ca-file and --header go with --upload URL.")
+        if upload == nil && (deviceID != nil || token != nil || caFile != nil || !headers.isEmpty || user != nil) {
+            throw ValidationError("--device-id, --token, --ca-file, --header and --user go with --upload URL.")
         }
         if let deviceID, let problem = TrailRecord.identifierProblem(deviceID) {
             throw ValidationError("--device-id \(problem).")
@@ -96,6 +103,8 @@ extension UploadOptions {
             let i = h.firstIndex(of: ":")!
             return (String(h[..<i]).trimmingCharacters(in: [" "]), String(h[h.index(after: i)...]).trimmingCharacters(in: [" "]))
         }
+        if let user { c.formatSettings.user = user }
+        c.formatSettings.regionEvents = !noRegionEvents
         c.maxBatchCount = batchSize
         c.maxWait = batchWait
         c.maxBackoff = maxBackoff
