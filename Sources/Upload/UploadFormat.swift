@@ -47,6 +47,9 @@ public struct UploadFormatSettings: Sendable {
     /// Whether region transitions are sent to peers without a batch (OsmAnd: as event attributes
     /// on the deciding position; OwnTracks: as transitions). The default is `true`.
     public var regionEvents = true
+    /// When the regions were defined (OwnTracks' `wtst`, the waypoint's creation time); `nil` (the
+    /// default) sends ``OwnTracks/stableWaypointTime(_:)``, one stable time per region.
+    public var regionsDefinedAt: Double?
     public init() {}
 }
 
@@ -144,7 +147,7 @@ public struct OwnTracksFormat: UploadFormat {
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
         if records[0].kind != .location && !settings.regionEvents { return nil }
-        guard let body = OwnTracks.encode(records[0]) else { return nil }
+        guard let body = OwnTracks.encode(records[0], waypointCreated: settings.regionsDefinedAt) else { return nil }
         return UploadRequest(body: body, headers: [("Content-Type", "application/json"), ("X-Limit-U", settings.user),
                                                    ("X-Limit-D", device)])
     }

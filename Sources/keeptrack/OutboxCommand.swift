@@ -32,7 +32,7 @@ struct OutboxCommand: ParsableCommand {
         guard ["status", "dead-letters", "retry", "purge"].contains(action) else {
             throw ValidationError("the action is status, dead-letters, retry or purge, got '\(action)'.")
         }
-        if action == "retry" && all == sequences.isEmpty { throw ValidationError("retry takes --all or sequence numbers.") }
+        if action == "retry" && all == !sequences.isEmpty { throw ValidationError("retry takes --all or sequence numbers.") }
     }
 
     func run() throws {

@@ -50,9 +50,25 @@ struct UploadCommandTests {
         #expect(next.stderr.contains("upload: 1,790 records acknowledged"))
     }
 
+    /// `keeptrack outbox`: what waits, and the dead letters' way back.
+    @Test func theOutboxCommandShowsWhatWaits() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try keeptrack(["outbox", "status", "--data-dir", dir]).stderr.contains("no outbox at \(dir)/outbox.sqlite"))
+        _ = try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
+                           "--device-id", "van-1", "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        let status = try keeptrack(["outbox", "status", "--data-dir", dir])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("device van-1, 895 pending"))
+        #expect(status.stdout.contains("0 dead letters"))
+        #expect(try keeptrack(["outbox", "dead-letters", "--data-dir", dir]).stdout.isEmpty)
+        #expect(try keeptrack(["outbox", "retry", "--all", "--data-dir", dir]).stdout == "0 dead letters back in the outbox\n")
+        #expect(try keeptrack(["outbox", "retry", "--data-dir", dir]).stderr.contains("retry takes --all or sequence numbers"))
+    }
+
     @Test(arguments: [
         (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http:// or https:// URL"),
-        (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file and --header go with --upload URL."),
+        (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file, --header and --user go with --upload URL."),
         (["replay", "--upload", "embedded", "--header", "nocolon", "fixtures/walk-15min.nmea"], "--header takes 'Name: value'"),
         (["serve", "--fail-rate", "2"], "Faults: failRate must be between 0 and 1."),
         (["replay", "--upload", "embedded", "--format", "gpx", "fixtures/walk-15min.nmea"], "--format"),
