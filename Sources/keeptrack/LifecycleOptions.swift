@@ -29,16 +29,6 @@ struct PolicyOptions: ParsableArguments {
 
     /// The policies named (`all` is every named one), with the overrides applied.
     func policies(allowAll: Bool = false, default name: String = "ios7") throws -> [BackgroundPolicy] {
-        var base: [BackgroundPolicy]
-        // Overrides alone customise the default generation, not all of them.
-        let policy = self.policy ?? (isCustom ? "ios7" : name)
-        if allowAll && policy == "all" {
-            base = BackgroundPolicy.named
-        } else if let p = BackgroundPolicy(named: policy) {
-            base = [p]
-        } else {
-            throw ValidationError("--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(policy)'.")
-        }
         var totalCap: Double??
         if let text = self.totalCap {
             guard text == "none" || Double(text) != nil else {
@@ -46,14 +36,14 @@ struct PolicyOptions: ParsableArguments {
             }
             totalCap = .some(Double(text))
         }
-        let overrides = BackgroundPolicy.Overrides(budget: budget, warningLead: warningLead, totalCap: totalCap,
-                                                   grace: grace, wakeWindow: wakeWindow)
+        // Overrides alone customise the default generation, not all of them.
         do {
-            base = try base.map { try $0.applying(overrides) }
+            return try BackgroundPolicy.resolve(policy ?? (isCustom ? "ios7" : name), allowAll: allowAll,
+                                                overrides: .init(budget: budget, warningLead: warningLead,
+                                                                 totalCap: totalCap, grace: grace, wakeWindow: wakeWindow))
         } catch {
-            throw ValidationError("\(error)")
+            throw ValidationError(error.message)
         }
-        return base
     }
 }
 

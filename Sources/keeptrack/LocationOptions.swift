@@ -59,29 +59,6 @@ struct LocationOptions: ParsableArguments {
         if significantChanges { c.significantChanges = SignificantChangeMonitor() }
         return c
     }
-
-    /// The regions of `--regions` added to `c`, or a usage error naming the problem.
-    func addRegions(to c: inout Tracker.Configuration) throws {
-        guard let regions else { return }
-        let bytes: [UInt8]
-        do {
-            bytes = try readFile(regions)
-        } catch {
-            throw ValidationError("cannot read --regions \(regions): \(error)")
-        }
-        do {
-            try c.addRegions(geoJSON: bytes, dwell: dwell)
-        } catch {
-            throw ValidationError("--regions \(regions): \(error)")
-        }
-    }
-
-    /// The region monitor with the regions of `--regions` (those that can be monitored).
-    func regionMonitor() throws -> RegionMonitor {
-        var c = Tracker.Configuration()
-        try addRegions(to: &c)
-        return c.regions
-    }
 }
 
 /// Wall-clock seconds since 1970, for live sources.
