@@ -32,7 +32,8 @@ struct LocationOptions: ParsableArguments {
                                valueName: "file.geojson"))
     var regions: String?
 
-    @Option(help: ArgumentHelp("Report a dwell after this many seconds inside a region.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Report a dwell after this long inside a region (90, 90s, 5m).", valueName: "duration"),
+            transform: parseDuration)
     var dwell: Double?
 
     @Flag(help: "Pause standard updates while stationary (25 m for 5 minutes) and resume on movement.")
@@ -45,7 +46,7 @@ struct LocationOptions: ParsableArguments {
 
     func validate() throws {
         if let d = distanceFilter, !(d >= 0 && d.isFinite) { throw ValidationError("--distance-filter must be 0 or more metres.") }
-        if let d = dwell, !(d > 0 && d.isFinite) { throw ValidationError("--dwell must be a positive number of seconds.") }
+        if let d = dwell, !(d > 0 && d.isFinite) { throw ValidationError("--dwell must be more than 0s.") }
         if dwell != nil && regions == nil { throw ValidationError("--dwell applies to regions: add --regions FILE.geojson.") }
     }
 

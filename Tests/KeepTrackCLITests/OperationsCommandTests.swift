@@ -2,6 +2,8 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
+@testable import keeptrack
+
 /// Runs a program in the package root and returns its standard output (standard error discarded).
 func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (Int32, String) {
     let process = Process()
@@ -50,5 +52,55 @@ struct VersionTests {
         #expect(try run("/bin/sh", [script, dir.path, dir.appendingPathComponent("out").path], environment: env).0 == 0)
         text = try String(contentsOf: generated, encoding: .utf8)
         #expect(text.contains("generatedCommit = \"abc123\""))
+    }
+}
+
+@Suite("Durations on the command line and in the config file")
+struct DurationOptionTests {
+    @Test func everyDurationOptionTakesUnits() throws {
+        let t = try Track.parse([
+            "--gpsd", "localhost:2947", "--upload", "embedded", "--batch-wait", "2m", "--max-backoff", "1h",
+            "--outbox-max-age", "12h", "--shutdown-timeout", "90", "--regions", "r.geojson", "--dwell", "5m",
+            "--sample-interval", "2m", "--budget", "1h", "--warning-lead", "10s", "--grace", "1m",
+            "--wake-window", "30s", "--total-cap", "2h",
+        ])
+        #expect(t.upload.batchWait == 120)
+        #expect(t.upload.maxBackoff == 3600)
+        #expect(t.upload.outboxMaxAge == 43_200)
+        #expect(t.upload.shutdownTimeout == 90)
+        #expect(t.location.dwell == 300)
+        #expect(t.lifecycle.sampleInterval == 120)
+        let p = try t.lifecycle.policyOptions.resolved()
+        #expect(p.budget == 3600 && p.warningLead == 10 && p.grace == 60 && p.wakeWindow == 30 && p.totalCap == 7200)
+        // A bare --outbox-max-age counts days, as it always has.
+        #expect(try Track.parse(["--gpsd", "h", "--outbox-max-age", "30"]).upload.outboxMaxAge == 2_592_000)
+        #expect(try Simulate.parse(["--duration", "2h"]).duration == 7200)
+        #expect(try Serve.parse(["--idle-timeout", "1m", "--body-timeout", "90s"]).bodyTimeout == 90)
+    }
+
+    @Test func aBadDurationNamesTheOptionWhatWasGivenAndWhatIsAccepted() throws {
+        let r = try keeptrack(["replay", "--upload", "embedded", "--batch-wait", "5x", "fixtures/walk-15min.nmea"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("The value '5x' is invalid for '--batch-wait <duration>': '5x' is not a duration: "
+            + "write a number of seconds (90) or a number with s, m, h or d (90s, 5m, 2h, 30d)"), "\(r.stderr)")
+    }
+
+    @Test func theConfigFileTakesDurationsAndNamesTheLineOfABadOne() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-durations-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = dir.appendingPathComponent("good.yaml").path
+        try "gpsd: localhost\nupload: embedded\nbatch-wait: 5m\noutbox-max-age: 7d\n".write(
+            toFile: good, atomically: true, encoding: .utf8)
+        let ok = try keeptrack(["config", "check", good])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        let arguments = try ConfigFile.load(good).flatMap(\.arguments)
+        #expect(try Track.parse(arguments).upload.batchWait == 300)
+        let bad = dir.appendingPathComponent("bad.yaml").path
+        try "gpsd: localhost\nupload: embedded\nmax-backoff: 5 minutes\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        let r = try keeptrack(["config", "check", bad])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("bad.yaml:3: max-backoff: The value '5 minutes' is invalid for '--max-backoff <duration>': "
+            + "'5 minutes' is not a duration"), "\(r.stderr)")
     }
 }
