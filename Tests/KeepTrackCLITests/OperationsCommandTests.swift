@@ -104,3 +104,67 @@ struct DurationOptionTests {
             + "'5 minutes' is not a duration"), "\(r.stderr)")
     }
 }
+
+@Suite("Every location setting reachable")
+struct LocationSettingsTests {
+    @Test func everyLibrarySettingHasAnOptionAndAConfigKey() throws {
+        let t = try Track.parse([
+            "--gpsd", "h", "--time-interval", "1m", "--heading-change", "30", "--pause-when-stationary",
+            "--stationary-radius", "40", "--stationary-timeout", "2m", "--significant-changes",
+            "--significant-change-distance", "1000", "--significant-change-interval", "10m", "--max-fix-age", "1h",
+        ])
+        let c = t.location.configuration
+        let s = try #require(c.standardUpdates)
+        #expect(s.timeInterval == 60 && s.headingChange == 30 && s.stationaryRadius == 40 && s.stopTimeout == 120)
+        #expect(s.maxAge == 3600)
+        #expect(c.significantChanges?.distance == 1000 && c.significantChanges?.minimumInterval == 600)
+        #expect(try Track.parse(["--gpsd", "h", "--max-fix-age", "none"]).location.configuration.standardUpdates?.maxAge
+            == .infinity)
+        // The library's defaults when the options are absent.
+        let d = try #require(try Track.parse(["--gpsd", "h"]).location.configuration.standardUpdates)
+        #expect(d.maxAge == 10 && d.stationaryRadius == 25 && d.stopTimeout == 300 && d.timeInterval == nil)
+        for key in ["time-interval", "heading-change", "stationary-radius", "stationary-timeout",
+                    "significant-change-distance", "significant-change-interval", "max-fix-age"] {
+            #expect(ConfigFile.trackKeys[key] != nil, "\(key)")
+        }
+        #expect(throws: (any Error).self) { try Track.parse(["--gpsd", "h", "--stationary-radius", "40"]) }
+        #expect(throws: (any Error).self) { try Track.parse(["--gpsd", "h", "--significant-change-distance", "9"]) }
+    }
+
+    /// An old log through a real gpsd: every fix is years stale for the wall clock, so nothing is
+    /// delivered, until `--max-fix-age none`.
+    @Test func anOldLogThroughGPSFakeGivesEventsWithMaxFixAgeNone() throws {
+        let gpsd = try GPSFake.start("walk-15min.nmea")
+        defer { try? gpsd.stop() }
+        var template = Array("/tmp/keeptrack-fixage-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+
+        // The default: fixes arrive and are all filtered as stale.
+        let control = dir + "/control.sock"
+        let stale = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
+                             ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--distance-filter", "10", "--control", control,
+                              "--data-dir", dir])
+        stale.guardAgainstHang(seconds: 60)
+        var status = ""
+        for _ in 0..<600 {
+            status = (try? keeptrack(["status", "--control", control]).stdout) ?? ""
+            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("fixes: ") }),
+               let received = Int(line.dropFirst(7).prefix { $0.isNumber }), received >= 5 { break }
+            usleep(50_000)
+        }
+        stale.terminate()
+        #expect(status.contains(" 0 delivered as locations"), "\(status)")
+        #expect(!status.contains("fixes: 0 received"), "\(status)")
+
+        // --max-fix-age none: the same log gives location events.
+        let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
+                             ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--distance-filter", "10", "--max-fix-age", "none",
+                              "--control", control, "--data-dir", dir])
+        track.guardAgainstHang(seconds: 60)
+        defer { track.terminate() }
+        var seen: [String] = []
+        let line = track.readLine(containing: "\"event\":\"location\"", seen: &seen)
+        #expect(line?.contains("\"time\":\"20") == true, "\(seen)")
+    }
+}
