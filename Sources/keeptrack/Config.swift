@@ -33,7 +33,7 @@ enum ConfigFile {
         "outbox-max-records": .option, "outbox-max-age": .option, "shutdown-timeout": .option, "data-dir": .option,
         "log-level": .option, "log-format": .option, "time-interval": .option, "heading-change": .option,
         "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
-        "significant-change-interval": .option, "max-fix-age": .option,
+        "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
     ]
 
     static let reader = ConfigReader(schema: trackKeys)

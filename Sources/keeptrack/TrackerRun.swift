@@ -5,6 +5,7 @@ import Lifecycle
 import LocationService
 import Logging
 import ServiceLifecycle
+import TrackServer
 import Tracking
 
 #if canImport(Glibc)
@@ -23,6 +24,8 @@ struct TrackerRun {
     var store: RegionStore?
     /// The control socket (live tracking).
     var control: String?
+    /// Where `GET /metrics` is served (`--metrics-listen`).
+    var metrics: MetricsEndpoint.Address?
     /// A replay: the app launches at the log's first fix and deadlines pass with the log's time.
     var onLogTime = false
     var lineBuffered = true
@@ -66,6 +69,10 @@ struct TrackerRun {
         // the upload of what is left, then the endpoint that takes it.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let embedded { services.append(.init(service: embedded.server)) }
+        if let metrics {
+            services.append(.init(service: MetricsEndpoint(address: metrics, logger: Logger(label: "keeptrack.metrics"),
+                                                           render: Telemetry.prometheusText)))
+        }
         services += tracker.services
         if let control {
             do {

@@ -168,3 +168,73 @@ struct LocationSettingsTests {
         #expect(line?.contains("\"time\":\"20") == true, "\(seen)")
     }
 }
+
+@Suite("track --metrics-listen")
+struct MetricsListenTests {
+    /// A free loopback port (bound, read and released; the tracker binds it next).
+    func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    /// GET over real HTTP with Python's urllib (Debian's python3, a gpsd dependency): status,
+    /// content type and body, retrying only while the port refuses connections (not yet listening).
+    func get(_ url: String) throws -> (status: Int, type: String, body: String) {
+        let script = """
+            import sys, time, urllib.request, urllib.error
+            for attempt in range(400):
+                try:
+                    r = urllib.request.urlopen(sys.argv[1], timeout=10)
+                    print(r.status); print(r.headers.get('Content-Type')); sys.stdout.write(r.read().decode()); break
+                except urllib.error.HTTPError as e:
+                    print(e.code); print(e.headers.get('Content-Type')); break
+                except urllib.error.URLError as e:
+                    if not isinstance(e.reason, ConnectionRefusedError): raise
+                    time.sleep(0.05)
+            """
+        let (status, out) = try run("/usr/bin/python3", ["-c", script, url])
+        #expect(status == 0)
+        let lines = out.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false)
+        return (Int(lines.first ?? "") ?? 0, lines.count > 1 ? String(lines[1]) : "", lines.count > 2 ? String(lines[2]) : "")
+    }
+
+    @Test func servesTheTrackersPrometheusTextOverHTTP() throws {
+        let gpsd = try GPSFake.start("walk-15min.nmea")
+        defer { try? gpsd.stop() }
+        var template = Array("/tmp/keeptrack-metrics-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = freePort()
+        let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
+                             ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--max-fix-age", "none",
+                              "--metrics-listen", "127.0.0.1:\(port)", "--control", dir + "/control.sock", "--data-dir", dir])
+        track.guardAgainstHang(seconds: 60)
+        defer { track.terminate() }
+        var seen: [String] = []
+        #expect(track.readLine(containing: "\"event\":\"location\"", seen: &seen) != nil, "\(seen)")
+        let metrics = try get("http://127.0.0.1:\(port)/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.type.hasPrefix("text/plain; version=0.0.4"))
+        func value(_ name: String) -> Double? {
+            metrics.body.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        #expect((value("keeptrack_fixes_total") ?? 0) >= 1, "\(metrics.body)")
+        #expect((value("keeptrack_locations_delivered_total") ?? 0) >= 1)
+        #expect(metrics.body.contains("# TYPE keeptrack_fixes_total counter"))
+        #expect(try get("http://127.0.0.1:\(port)/").status == 404)
+    }
+
+    @Test func aBadAddressIsNamed() throws {
+        let r = try keeptrack(["track", "--gpsd", "localhost", "--metrics-listen", "9477"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--metrics-listen takes HOST:PORT or [IPv6]:PORT, got '9477'."))
+        #expect(try Track.parse(["--gpsd", "h", "--metrics-listen", "[::1]:9477"]).metricsListen == "[::1]:9477")
+    }
+}
