@@ -238,3 +238,75 @@ struct MetricsListenTests {
         #expect(try Track.parse(["--gpsd", "h", "--metrics-listen", "[::1]:9477"]).metricsListen == "[::1]:9477")
     }
 }
+
+@Suite("Valid output: GPX read back by gpsbabel, GeoJSON checked by a validator")
+struct ValidOutputTests {
+    func temporaryDirectory() -> String {
+        var template = Array("/tmp/keeptrack-valid-XXXXXX".utf8CString)
+        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+    }
+
+    /// The track points gpsbabel reads from a GPX file (Debian's gpsbabel: `-t` reads tracks).
+    func gpsbabelTrackPoints(_ path: String) throws -> [String] {
+        let (status, out) = try run("/usr/bin/gpsbabel", ["-t", "-i", "gpx", "-f", path, "-o", "unicsv", "-F", "-"])
+        #expect(status == 0)
+        // unicsv ends lines with CR LF (one Character in Swift): split on any newline; the header first.
+        return out.split(whereSeparator: \.isNewline).dropFirst().map(String.init)
+    }
+
+    /// Python's `geojson` package (Debian's python3-geojson): nil when valid, else its errors.
+    func geojsonProblems(_ path: String) throws -> String? {
+        let (status, out) = try run("/usr/bin/python3", ["-c", """
+            import sys, geojson
+            o = geojson.load(open(sys.argv[1]))
+            print("ok" if o.is_valid else o.errors())
+            """, path])
+        #expect(status == 0)
+        let verdict = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        return verdict == "ok" ? nil : verdict
+    }
+
+    @Test func decodedGPXRoundTripsThroughGPSBabelWithEveryPoint() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try keeptrack(["decode", "--format", "gpx", "fixtures/walk-15min.nmea"])
+        #expect(r.status == 0)
+        try r.stdout.write(toFile: dir + "/walk.gpx", atomically: true, encoding: .utf8)
+        let points = try gpsbabelTrackPoints(dir + "/walk.gpx")
+        #expect(points.count == 895)
+        // The first point's position, as gpsbabel read it back.
+        #expect(points.first?.hasPrefix("1,48.137366,11.575409,") == true, "\(points.first ?? "")")
+    }
+
+    @Test func exportedTrailsAreValidGPXAndGeoJSONOneLocationOrMany() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // A one-fix log: the walk's first epoch.
+        let walk = try fixtureBytes("walk-15min.nmea")
+        let eighthLineEnd = walk.indices.filter { walk[$0] == UInt8(ascii: "\n") }[7]
+        try Data(walk[...eighthLineEnd]).write(to: URL(fileURLWithPath: dir + "/one.nmea"))
+        for (device, log, expected) in [("one", dir + "/one.nmea", 1), ("walk", "fixtures/walk-15min.nmea", 895)] {
+            let replay = try keeptrack(["replay", "--upload", "embedded", "--device-id", device, "--data-dir", dir, log])
+            #expect(replay.status == 0, "\(replay.stderr)")
+            for format in ["gpx", "geojson"] {
+                let path = "\(dir)/\(device).\(format)"
+                let export = try keeptrack(["export", "--db", dir + "/endpoint.sqlite", "--device", device,
+                                            "--format", format, "--output", path])
+                #expect(export.status == 0, "\(export.stderr)")
+                if format == "gpx" {
+                    #expect(try gpsbabelTrackPoints(path).count == expected)
+                } else {
+                    #expect(try geojsonProblems(path) == nil)
+                    let text = try String(contentsOfFile: path, encoding: .utf8)
+                    #expect(text.contains(expected == 1 ? #""geometry":{"type":"Point""# : #""type":"LineString""#),
+                            "\(device): \(text.prefix(200))")
+                }
+            }
+            // The trail the replay wrote for the embedded endpoint, too.
+            #expect(try geojsonProblems("\(dir)/trails/\(device).geojson") == nil)
+        }
+        let decoded = try keeptrack(["decode", "--format", "geojson", "fixtures/walk-15min.nmea"])
+        try decoded.stdout.write(toFile: dir + "/decoded.geojson", atomically: true, encoding: .utf8)
+        #expect(try geojsonProblems(dir + "/decoded.geojson") == nil)
+    }
+}
