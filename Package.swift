@@ -167,3 +167,11 @@ package.targets += [
 ].map { name, library in
     .executableTarget(name: name, dependencies: [.target(name: library)], path: "Sources/Fuzz/\(name)")
 }
+
+// The version and git commit, written into a generated source before every build
+// (Plugins/BuildInfoPlugin runs tools/build-info): `keeptrack --version`.
+package.targets += [
+    .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
+    .target(name: "BuildInfo", plugins: ["BuildInfoPlugin"]),
+]
+package.targets.first { $0.name == "keeptrack" }!.dependencies.append("BuildInfo")

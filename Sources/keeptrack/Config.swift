@@ -31,7 +31,9 @@ enum TrackConfig {
         "control": .option, "upload": .option, "format": .option, "device-id": .option, "token": .option,
         "ca-file": .option, "header": .list, "batch-size": .option, "batch-wait": .option, "max-backoff": .option,
         "outbox-max-records": .option, "outbox-max-age": .option, "shutdown-timeout": .option, "data-dir": .option,
-        "log-level": .option, "log-format": .option,
+        "log-level": .option, "log-format": .option, "time-interval": .option, "heading-change": .option,
+        "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
+        "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
     ]
 
     static let reader = ConfigReader(schema: keys)

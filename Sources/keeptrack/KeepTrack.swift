@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildInfo
 import Logging
 import Tracking
 
@@ -65,6 +66,7 @@ struct KeepTrack: AsyncParsableCommand {
 
             Every subcommand has its own --help.
             """,
+        version: BuildInfo.line,
         subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self]
     )
 }

@@ -3,6 +3,7 @@ import Formats
 import GPSInput
 import Geo
 import NMEA
+import TrackServer
 import Tracking
 
 #if canImport(Glibc)
@@ -72,12 +73,18 @@ struct Track: AsyncParsableCommand {
 
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
+    @Option(help: ArgumentHelp("Serve GET /metrics (Prometheus text) at HOST:PORT, e.g. 127.0.0.1:9477 (prints location "
+                               + "events too).", valueName: "host:port"))
+    var metricsListen: String?
+
     @Option(help: ArgumentHelp("Read settings from this YAML file (default: $XDG_CONFIG_HOME/keeptrack/config.yaml "
                                + "when it exists); the command line wins. Check it with `keeptrack config check`.",
                                valueName: "file"))
     var config: String?
 
-    var wantsEvents: Bool { location.wantsEvents || lifecycle.isSet || control != nil || upload.enabled }
+    var wantsEvents: Bool {
+        location.wantsEvents || lifecycle.isSet || control != nil || upload.enabled || metricsListen != nil
+    }
 
     func validate() throws {
         if (gpsd == nil) == (serial == nil) {
@@ -88,6 +95,9 @@ struct Track: AsyncParsableCommand {
         }
         if SerialSource.Baud(baud) == nil {
             throw ValidationError("--baud must be one of 4800, 9600, 19200, 38400, 57600, 115200 or auto, got '\(baud)'.")
+        }
+        if let metricsListen, MetricsEndpoint.Address(metricsListen) == nil {
+            throw ValidationError("--metrics-listen takes HOST:PORT or [IPv6]:PORT, got '\(metricsListen)'.")
         }
         if device != nil && gpsd == nil { throw ValidationError("--device filters gpsd's devices: use it with --gpsd.") }
     }
@@ -102,7 +112,8 @@ struct Track: AsyncParsableCommand {
 
     var trackerRun: TrackerRun {
         TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
-                   store: data.store, control: control ?? ControlSocket.defaultPath)
+                   store: data.store, control: control ?? ControlSocket.defaultPath,
+                   metrics: metricsListen.flatMap(MetricsEndpoint.Address.init))
     }
 
     func track() async throws {

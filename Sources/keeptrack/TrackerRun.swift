@@ -24,6 +24,8 @@ struct TrackerRun {
     var store: RegionStore?
     /// The control socket (live tracking).
     var control: String?
+    /// Where `GET /metrics` is served (`--metrics-listen`).
+    var metrics: MetricsEndpoint.Address?
     /// A replay: the app launches at the log's first fix and deadlines pass with the log's time.
     var onLogTime = false
     var lineBuffered = true
@@ -31,7 +33,7 @@ struct TrackerRun {
 
     func configuration(embedded: TrackServer?) throws -> Tracker.Configuration {
         var c = Tracker.Configuration()
-        let l = location.configuration
+        let l = location.settings.configuration
         c.standardUpdates = l.standardUpdates
         c.significantChanges = l.significantChanges
         if let regions = location.regions { try c.addRegions(file: regions, dwell: location.dwell) }
@@ -63,7 +65,12 @@ struct TrackerRun {
         var logger = Logger(label: "keeptrack.lifecycle")
         logger.logLevel = .error
         do {
-            try await tracker.runGroup(before: embedded.map { [$0] } ?? [], control: control, logger: logger)
+            var before: [any Service] = embedded.map { [$0] } ?? []
+            if let metrics {
+                before.append(MetricsEndpoint(address: metrics, logger: Logger(label: "keeptrack.metrics"),
+                                              render: Telemetry.prometheusText))
+            }
+            try await tracker.runGroup(before: before, control: control, logger: logger)
         } catch let error as TrackerError {
             throw ValidationError(error.message)
         }

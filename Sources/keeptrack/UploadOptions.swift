@@ -40,22 +40,24 @@ struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Records per request with --format json. The default is 500.", valueName: "n"))
     var batchSize = 500
 
-    @Option(help: ArgumentHelp("Seconds a batch that is not full waits for more (fewer, larger requests cost less "
-                               + "CPU and radio). The default is 30.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("How long a batch that is not full waits for more (fewer, larger requests cost less "
+                               + "CPU and radio). The default is 30s.", valueName: "duration"), transform: parseDuration)
     var batchWait = 30.0
 
-    @Option(help: ArgumentHelp("Longest wait between retries. The default is 300.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Longest wait between retries. The default is 5m.", valueName: "duration"),
+            transform: parseDuration)
     var maxBackoff = 300.0
 
     @Option(help: ArgumentHelp("Most records the outbox keeps (the oldest go first, counted). The default is 1000000.",
                                valueName: "n"))
     var outboxMaxRecords = 1_000_000
 
-    @Option(help: ArgumentHelp("Oldest record the outbox keeps, in days. The default is 30.", valueName: "days"))
-    var outboxMaxAge = 30.0
+    @Option(help: ArgumentHelp("Oldest record the outbox keeps (a bare number counts days: 30, 12h). The default is 30d.",
+                               valueName: "duration"), transform: parseDurationInDays)
+    var outboxMaxAge = 30.0 * 86_400
 
     @Option(help: ArgumentHelp("On SIGTERM or SIGINT, keep uploading this long before exiting (what is left stays "
-                               + "in the outbox). The default is 10.", valueName: "seconds"))
+                               + "in the outbox). The default is 10s.", valueName: "duration"), transform: parseDuration)
     var shutdownTimeout = 10.0
 
     var enabled: Bool { upload != nil }
@@ -74,7 +76,7 @@ struct UploadOptions: ParsableArguments {
         if outboxMaxRecords < 1 || !(outboxMaxAge > 0) {
             throw ValidationError("--outbox-max-records and --outbox-max-age must be positive.")
         }
-        if !(batchWait >= 0) || !(maxBackoff > 0) { throw ValidationError("--batch-wait and --max-backoff take seconds.") }
+        if !(batchWait >= 0) || !(maxBackoff > 0) { throw ValidationError("--max-backoff must be more than 0s.") }
         if upload == nil && (deviceID != nil || token != nil || caFile != nil || !headers.isEmpty) {
             throw ValidationError("--device-id, --token, --ca-file and --header go with --upload URL.")
         }
@@ -96,7 +98,7 @@ extension UploadOptions {
         (c.maxBatchCount, c.maxWait, c.maxBackoff) = (batchSize, batchWait, maxBackoff)
         var settings = Tracker.UploadSettings(outboxPath: dataDirectory + "/outbox.sqlite", uploader: c)
         (settings.outbox.device, settings.outbox.maxCount) = (deviceID, outboxMaxRecords)
-        settings.outbox.maxAge = outboxMaxAge * 86_400
+        settings.outbox.maxAge = outboxMaxAge
         settings.shutdownTimeout = shutdownTimeout
         if let embedded {
             let path = c.format.serverPath
