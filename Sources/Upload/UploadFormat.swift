@@ -28,9 +28,13 @@ public protocol UploadFormat: Sendable {
     /// `more` says the batch was full: records after it may belong to its last request. The
     /// default: the whole batch, or ``recordsPerRequest`` records a request.
     func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]]
+    /// The device id a server that speaks the format files `device`'s records under (OwnTracks:
+    /// `user/device`). The default is `device`.
+    func deviceOnServer(_ device: String, settings: UploadFormatSettings) -> String
 }
 
 extension UploadFormat {
+    public func deviceOnServer(_ device: String, settings: UploadFormatSettings) -> String { device }
     public var transitionsFirst: Bool { true }
     public var maxInFlight: Int { 1 }
     public func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]] {
@@ -144,6 +148,10 @@ public struct OwnTracksFormat: UploadFormat {
     public var name: String { "owntracks" }
     public var serverPath: String { "/owntracks" }
     public var recordsPerRequest: Int? { 1 }
+
+    public func deviceOnServer(_ device: String, settings: UploadFormatSettings) -> String {
+        OwnTracks.deviceID(user: settings.user, device: device)
+    }
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
         if records[0].kind != .location && !settings.regionEvents { return nil }

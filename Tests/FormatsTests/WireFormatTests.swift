@@ -115,7 +115,14 @@ struct WireFormatTests {
         enter.kind = .enter
         enter.region = "home"
         let geo = String(decoding: TrailExport.geoJSON(device: "van-1", records: [sample, enter]), as: UTF8.self)
-        #expect(geo.contains(#""geometry":{"type":"LineString","coordinates":[[11.575408667,48.137366333,536.100]]}"#))
+        // One location: a Point (a one-position LineString is not valid RFC 7946).
+        #expect(geo.contains(#""geometry":{"type":"Point","coordinates":[11.575408667,48.137366333,536.100]}"#))
+        var later = sample
+        later.time += 1
+        let two = String(decoding: TrailExport.geoJSON(device: "van-1", records: [sample, later]), as: UTF8.self)
+        #expect(two.contains(#""geometry":{"type":"LineString","coordinates":[[11.575408667,48.137366333,536.100],[11.575408667,48.137366333,536.100]]}"#))
+        let none = String(decoding: TrailExport.geoJSON(device: "van-1", records: [enter]), as: UTF8.self)
+        #expect(none.contains(#""times":[]},"geometry":null}"#))
         #expect(geo.contains(#"{"event":"enter","region":"home","time":"2024-05-14T09:30:00.250Z"}"#))
         let gpx = String(decoding: TrailExport.gpx(device: "van-1", records: [sample, enter]), as: UTF8.self)
         #expect(gpx.contains(#"<wpt lat="48.137366333" lon="11.575408667"><ele>536.100</ele><time>2024-05-14T09:30:00.250Z</time><name>enter home</name></wpt>"#))
