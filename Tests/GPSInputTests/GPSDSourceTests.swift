@@ -67,7 +67,7 @@ struct GPSDSourceTests {
         let phase = Flag()
         let restarted = Flag()
         let task = Task {
-            try await collect(source, seconds: 60, what: "loss and recovery") { seen in
+            try await collect(source, seconds: 180, what: "loss and recovery") { seen in
                 if !phase.isSet && seen.fixes.filter(\.hasPosition).count >= 3 { phase.set() }
                 guard let lost = seen.lastIndex(where: { $0.event?.kind == .disconnected }) else { return false }
                 return restarted.isSet && seen[lost...].contains { $0.fix?.hasPosition == true }

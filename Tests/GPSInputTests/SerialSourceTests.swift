@@ -59,7 +59,7 @@ struct SerialSourceTests {
         ])
         defer { fake.terminate() }
         let source = SerialSource(options: .init(path: link, baud: .fixed(9600)))
-        let seen = try await collect(source, seconds: 60, what: "unplug and replug") { seen in
+        let seen = try await collect(source, seconds: 180, what: "unplug and replug") { seen in
             guard let lost = seen.firstIndex(where: { $0.event?.kind == .disconnected }) else { return false }
             return seen[lost...].filter { $0.fix?.hasPosition == true }.count >= 2
         }

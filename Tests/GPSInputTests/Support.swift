@@ -5,8 +5,11 @@ import NMEA
 @testable import GPSInput
 import KeepTrackTesting
 
-/// Reads elements until `stop` says enough; returns them.
-func collect<S: FixSource>(_ source: S, seconds: Double = 30, what: String,
+/// Reads elements until `stop` says enough; returns them. `seconds` is a give-up against a hang,
+/// not a speed limit: generous, because on a loaded 2-core machine the suite's blocking tests can
+/// hold both of the cooperative pool's threads for a minute (seen: trivial decoder tests waiting
+/// 60 s to start while three other builds ran).
+func collect<S: FixSource>(_ source: S, seconds: Double = 180, what: String,
                            until stop: @escaping @Sendable ([SourceElement]) -> Bool) async throws -> [SourceElement] {
     try await withTimeout(seconds, what) {
         var seen: [SourceElement] = []
