@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "TrackServer",
             dependencies: [
-                "Geo", "Formats",
+                "Geo", "Formats", "SystemIO",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -90,7 +90,7 @@ let package = Package(
         .target(
             name: "Tracking",
             dependencies: [
-                "Geo", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO",
+                "Geo", "NMEA", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -140,7 +140,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .testTarget(name: "TrackingTests", dependencies: [
-            "Tracking", "GPSInput", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
+            "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
             "KeepTrackTesting", "TrackServerTesting", "embed-tracker",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -157,6 +157,7 @@ package.targets += [
     .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile"]),
 ]
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("ConfigFile")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("ConfigFile")
 
 // libFuzzer targets, one per parser of untrusted bytes (README, "Fuzzing"):
 // swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld

@@ -102,6 +102,19 @@ public final class Tracker: Service, Sendable {
         return out
     }
 
+    /// Runs ``services`` in one service group that shuts down gracefully on SIGTERM and SIGINT:
+    /// `before` first (an endpoint the uploader sends to: stopped last), a control socket at
+    /// `control` after (stopped first), until the input ends or a signal stops it.
+    ///
+    /// - Throws: ``TrackerError`` when the control socket cannot be served (before anything starts).
+    public func runGroup(before: [any Service] = [], control: String? = nil, logger: Logger) async throws {
+        var services = before.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) } + self.services
+        if let control { services.append(.init(service: try ControlSocket(path: control, tracker: self))) }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                                                      logger: logger))
+        try await group.run()
+    }
+
     /// Reads the source until it ends, the app is terminated, or a graceful shutdown (or
     /// cancellation) stops it; the outbox keeps every record for the uploader.
     public func run() async throws {

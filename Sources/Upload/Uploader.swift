@@ -64,6 +64,13 @@ public final class Uploader: Sendable {
         public var drainAttempts = 5
 
         public init(url: String) { self.url = url }
+
+        /// `"Name: value"` as a header (name and value trimmed), or nil without a colon.
+        public static func header(parsing text: String) -> (String, String)? {
+            guard let i = text.firstIndex(of: ":") else { return nil }
+            func trimmed(_ s: Substring) -> String { String(s.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
+            return (trimmed(text[..<i]), trimmed(text[text.index(after: i)...]))
+        }
     }
 
     /// What the uploader did, for status, metrics and tests.

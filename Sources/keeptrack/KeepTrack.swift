@@ -17,21 +17,12 @@ struct KeepTrack: AsyncParsableCommand {
         var arguments = Array(CommandLine.arguments.dropFirst())
         // `track` reads its configuration file first; the command line wins (the last value does).
         if arguments.first == "track" {
-            var path = ConfigFile.defaultPath
-            var explicit = false
-            if let i = arguments.firstIndex(of: "--config"), i + 1 < arguments.count {
-                path = arguments[i + 1]
-                explicit = true
-                arguments.removeSubrange(i...(i + 1))
-            }
-            if explicit || access(path, F_OK) == 0 {
-                do {
-                    let entries = try ConfigFile.load(path)
-                    arguments.insert(contentsOf: entries.flatMap(\.arguments), at: 1)
-                } catch {
-                    printError("keeptrack: \(error) (keeptrack config check \(path))")
-                    Glibc.exit(64)
-                }
+            do {
+                arguments = try TrackConfig.reader.insertingFile(into: arguments, at: 1, defaultPath: TrackConfig.defaultPath,
+                                                                 exists: { access($0, F_OK) == 0 })
+            } catch {
+                printError("keeptrack: \(error) (keeptrack config check \(error.path))")
+                Glibc.exit(64)
             }
         }
         var i = 0

@@ -125,25 +125,17 @@ struct Track: AsyncParsableCommand {
             if wantsEvents {
                 try await trackerRun.run(source, releaser: source, now: wallClockSeconds)
             } else {
-                try await pump(source, into: &output)
+                try await output.pump(source)
             }
         } else if let serial {
             let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
             if wantsEvents {
                 try await trackerRun.run(source, now: wallClockSeconds)
             } else {
-                try await pump(source, into: &output)
+                try await output.pump(source)
             }
         }
     }
-}
-
-func pump<S: FixSource>(_ source: S, into output: inout SourceLines) async throws {
-    for await element in source {
-        if Task.isCancelled { break }
-        try output.write(element)
-    }
-    try output.finish()
 }
 
 struct Replay: AsyncParsableCommand {
@@ -225,29 +217,14 @@ struct Replay: AsyncParsableCommand {
             return
         }
         var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
-        let showProgress = stderrIsTerminal && !quiet
         let started = monotonicSeconds()
-        var lastDrawn = started
-        var failed = false
-        for await element in source {
-            if Task.isCancelled { break }  // Ctrl-C, SIGTERM
-            if case .event(let e) = element, e.kind == .error { failed = true }
-            try output.write(element)
-            if showProgress {
-                let now = monotonicSeconds()
-                if now - lastDrawn >= 0.25 {
-                    lastDrawn = now
-                    printErrorInline(progressLine(source.progress, elapsed: now - started))
-                }
-            }
-        }
-        try output.finish()
-        if showProgress { printErrorInline("") }
+        let failed = try await output.pump(source, tick: stderrIsTerminal && !quiet ? { elapsed in
+            printErrorInline(elapsed.map { progressLine(source.progress, elapsed: $0) } ?? "")
+        } : nil)
         if !quiet {
             let p = source.progress
-            let s = p.statistics
-            printError("\(source.name): \(grouped(p.fixes)) fixes in \(format3(monotonicSeconds() - started)) s, "
-                + "\(grouped(s.rejected)) bad sentences, \(grouped(s.skippedBytes)) skipped bytes")
+            printError("\(source.name): \(grouped(p.fixes)) fixes in \(formatFixed(monotonicSeconds() - started, 3)) s, "
+                + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes")
         }
         if failed { throw ExitCode(1) }
     }

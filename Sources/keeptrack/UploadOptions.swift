@@ -41,11 +41,11 @@ struct UploadOptions: ParsableArguments {
     var batchSize = 500
 
     @Option(help: ArgumentHelp("How long a batch that is not full waits for more (fewer, larger requests cost less "
-                               + "CPU and radio). The default is 30s.", valueName: "duration"), transform: parseDuration)
+                               + "CPU and radio). The default is 30s.", valueName: "duration"), transform: DurationText.parse)
     var batchWait = 30.0
 
     @Option(help: ArgumentHelp("Longest wait between retries. The default is 5m.", valueName: "duration"),
-            transform: parseDuration)
+            transform: DurationText.parse)
     var maxBackoff = 300.0
 
     @Option(help: ArgumentHelp("Most records the outbox keeps (the oldest go first, counted). The default is 1000000.",
@@ -53,11 +53,11 @@ struct UploadOptions: ParsableArguments {
     var outboxMaxRecords = 1_000_000
 
     @Option(help: ArgumentHelp("Oldest record the outbox keeps (a bare number counts days: 30, 12h). The default is 30d.",
-                               valueName: "duration"), transform: parseDurationInDays)
+                               valueName: "duration"), transform: DurationText.parseDays)
     var outboxMaxAge = 30.0 * 86_400
 
     @Option(help: ArgumentHelp("On SIGTERM or SIGINT, keep uploading this long before exiting (what is left stays "
-                               + "in the outbox). The default is 10s.", valueName: "duration"), transform: parseDuration)
+                               + "in the outbox). The default is 10s.", valueName: "duration"), transform: DurationText.parse)
     var shutdownTimeout = 10.0
 
     var enabled: Bool { upload != nil }
@@ -69,7 +69,7 @@ struct UploadOptions: ParsableArguments {
         if let upload, upload != "embedded", !(upload.hasPrefix("http://") || upload.hasPrefix("https://")) {
             throw ValidationError("--upload takes an http:// or https:// URL, or 'embedded', got '\(upload)'.")
         }
-        for h in headers where !h.contains(":") {
+        for h in headers where Uploader.Configuration.header(parsing: h) == nil {
             throw ValidationError("--header takes 'Name: value', got '\(h)'.")
         }
         if batchSize < 1 { throw ValidationError("--batch-size must be 1 or more.") }
@@ -89,68 +89,38 @@ struct UploadOptions: ParsableArguments {
 extension UploadOptions {
     /// The tracker's upload settings: the outbox in `dataDirectory`, the endpoint (`embedded`'s address
     /// and token once it listens).
-    func settings(dataDirectory: String, embedded: EmbeddedEndpoint?) -> Tracker.UploadSettings {
+    func settings(dataDirectory: String, embedded: TrackServer?) -> Tracker.UploadSettings {
         var c = Uploader.Configuration(url: upload ?? "")
         c.format = UploadFormats.named(format)!
-        c.token = embedded?.token ?? token
+        c.token = embedded?.configuration.token ?? token
         c.caFile = caFile
-        c.headers = headers.map { h in
-            let i = h.firstIndex(of: ":")!
-            return (String(h[..<i]).trimmingCharacters(in: [" "]), String(h[h.index(after: i)...]).trimmingCharacters(in: [" "]))
-        }
-        c.maxBatchCount = batchSize
-        c.maxWait = batchWait
-        c.maxBackoff = maxBackoff
+        c.headers = headers.compactMap(Uploader.Configuration.header(parsing:))
+        (c.maxBatchCount, c.maxWait, c.maxBackoff) = (batchSize, batchWait, maxBackoff)
         var settings = Tracker.UploadSettings(outboxPath: dataDirectory + "/outbox.sqlite", uploader: c)
-        settings.outbox.device = deviceID
-        settings.outbox.maxCount = outboxMaxRecords
+        (settings.outbox.device, settings.outbox.maxCount) = (deviceID, outboxMaxRecords)
         settings.outbox.maxAge = outboxMaxAge
         settings.shutdownTimeout = shutdownTimeout
-        if let embedded { settings.endpoint = { await embedded.url() } }
+        if let embedded {
+            let path = c.format.serverPath
+            settings.endpoint = { "http://127.0.0.1:\(await embedded.listeningPort())\(path)" }
+        }
         return settings
     }
 
     /// Says what the upload did (standard error): acknowledged, retried, left; for an embedded
     /// endpoint, what it stored and where the trail is.
-    func report(_ tracker: Tracker, embedded: EmbeddedEndpoint?, dataDirectory: String, quiet: Bool) throws {
+    func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: String, quiet: Bool) throws {
         guard let service = tracker.uploadService else { return }
-        let outbox = service.outbox
         if !quiet { printError(service.summary) }
-        guard let server = embedded?.server else { return }
-        let device = outbox.device
-        let records = try server.store.trail(device: device)
-        let points = records.filter { $0.kind == .location }.count
-        let dir = dataDirectory + "/trails"
-        makeDirectories(dir)
-        let path = dir + "/\(device).geojson"
-        try writeFile(path, TrailExport.geoJSON(device: device, records: records))
+        guard let embedded else { return }
+        let device = service.outbox.device
+        let trail = try embedded.exportTrail(device: device, directory: dataDirectory + "/trails")
         if !quiet {
-            printError("embedded endpoint: \(grouped(points)) points and \(grouped(records.count - points)) region "
-                + "events stored for device \(device) in \(server.store.path)")
-            printError("the trail: \(path)  (see it served: keeptrack serve --db \(server.store.path), then "
+            let database = embedded.store.path
+            printError("embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "
+                + "events stored for device \(device) in \(database)")
+            printError("the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "
                 + "GET /v1/devices/\(device)/trail?format=geojson)")
         }
     }
-}
-
-/// `--upload embedded`: a test endpoint in the same service group, on a free loopback port, with a
-/// random token, started before the uploader needs it and stopped after the last upload.
-struct EmbeddedEndpoint {
-    let server: TrackServer
-    let token: String
-    let path: String
-
-    init(dataDirectory: String, format: String) throws {
-        makeDirectories(dataDirectory)
-        var c = TrackServer.Configuration(database: dataDirectory + "/endpoint.sqlite")
-        token = (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
-        c.token = token
-        var logger = Logger(label: "keeptrack.serve")
-        logger.logLevel = .warning
-        server = try TrackServer(configuration: c, logger: logger)
-        path = UploadFormats.named(format)!.serverPath
-    }
-
-    /// The endpoint's URL, once it listens.
-    func url() async -> String { "http://127.0.0.1:\(await server.listeningPort())\(path)" }
 }

@@ -94,7 +94,7 @@ struct DurationOptionTests {
             toFile: good, atomically: true, encoding: .utf8)
         let ok = try keeptrack(["config", "check", good])
         #expect(ok.status == 0, "\(ok.stderr)")
-        let arguments = try ConfigFile.load(good).flatMap(\.arguments)
+        let arguments = try TrackConfig.reader.optionArguments(path: good).flatMap(\.arguments)
         #expect(try Track.parse(arguments).upload.batchWait == 300)
         let bad = dir.appendingPathComponent("bad.yaml").path
         try "gpsd: localhost\nupload: embedded\nmax-backoff: 5 minutes\n".write(toFile: bad, atomically: true, encoding: .utf8)
@@ -125,7 +125,7 @@ struct LocationSettingsTests {
         #expect(d.maxAge == 10 && d.stationaryRadius == 25 && d.stopTimeout == 300 && d.timeInterval == nil)
         for key in ["time-interval", "heading-change", "stationary-radius", "stationary-timeout",
                     "significant-change-distance", "significant-change-interval", "max-fix-age"] {
-            #expect(ConfigFile.trackKeys[key] != nil, "\(key)")
+            #expect(TrackConfig.keys[key] != nil, "\(key)")
         }
         #expect(throws: (any Error).self) { try Track.parse(["--gpsd", "h", "--stationary-radius", "40"]) }
         #expect(throws: (any Error).self) { try Track.parse(["--gpsd", "h", "--significant-change-distance", "9"]) }
