@@ -191,6 +191,9 @@ public final class Uploader: Sendable {
             }
             switch await sendInBackgroundTask(batch) {
             case .done:
+                if failures > 0 {
+                    logger.info("upload recovered", metadata: ["failed-attempts": "\(failures)", "records": "\(batch.count)"])
+                }
                 failures = 0
                 batchLimit = configuration.maxBatchCount
             case .notAllowed:

@@ -16,12 +16,13 @@ extension DesiredAccuracy: ExpressibleByArgument {}
 /// The location-service options of `replay` and `track`. Any of them switches the output from
 /// fixes to location events.
 struct LocationOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Deliver a location only after moving this many metres (standard updates).",
+    @Option(help: ArgumentHelp("Deliver a location only after moving this many metres (standard updates). The default is 0.",
                                valueName: "metres"))
     var distanceFilter: Double?
 
     @Option(help: ArgumentHelp(
-        "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs to be delivered.",
+        "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs to be delivered. "
+            + "The default is 100m.",
         valueName: "accuracy"))
     var desiredAccuracy: DesiredAccuracy?
 

@@ -219,7 +219,7 @@ struct Replay: AsyncParsableCommand {
         var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
         let started = monotonicSeconds()
         let failed = try await output.pump(source, tick: stderrIsTerminal && !quiet ? { elapsed in
-            printErrorInline(elapsed.map { progressLine(source.progress, elapsed: $0) } ?? "")
+            printErrorInline(elapsed.map { source.progress.line(elapsed: $0) } ?? "")
         } : nil)
         if !quiet {
             let p = source.progress
@@ -227,14 +227,6 @@ struct Replay: AsyncParsableCommand {
                 + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes")
         }
         if failed { throw ExitCode(1) }
-    }
-
-    func progressLine(_ p: NMEALogSource.Progress, elapsed: Double) -> String {
-        let rate = Double(p.fixes) / max(elapsed, 1e-9)
-        guard let size = p.size, size > 0 else { return "\(grouped(p.fixes)) fixes, \(Int(rate)) fixes/s" }
-        let fraction = Double(p.position) / Double(size)
-        let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
-        return "\(Int(fraction * 100))%  \(grouped(p.fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildInfo
 import Formats
 import Geo
 import Lifecycle
