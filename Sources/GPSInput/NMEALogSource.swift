@@ -148,7 +148,7 @@ public final class NMEALogSource: FixSource {
             let c = chunk
             source.progressState.withLock {
                 $0.fixes += 1
-                $0.position = c.start + (c.end - c.start) * Int64(min(c.delivered, c.fixes)) / Int64(max(c.fixes, 1))
+                $0.position = c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
             }
             return .fix(fix)
         }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import BuildInfo
 import Formats
 import Geo
 import Lifecycle
