@@ -110,6 +110,21 @@ extension ConfigReader {
         return arguments
     }
 
+    /// A command line with the fallback of every option whose value may be omitted
+    /// (`.optionalValue(fallback:)` in the schema) supplied where it is: `track --gpsd` is
+    /// `track --gpsd localhost:2947`, as `gpsd:` is in the file.
+    public func insertingFallbacks(into arguments: [String]) -> [String] {
+        var out: [String] = []
+        out.reserveCapacity(arguments.count + 1)
+        for (i, argument) in arguments.enumerated() {
+            out.append(argument)
+            guard argument.hasPrefix("--"), case .optionalValue(let fallback)? = schema[String(argument.dropFirst(2))],
+                  i + 1 == arguments.count || arguments[i + 1].hasPrefix("-") else { continue }
+            out.append(fallback)
+        }
+        return out
+    }
+
     /// The default file of `command`: `$XDG_CONFIG_HOME/command/config.yaml`, else
     /// `$HOME/.config/command/config.yaml`.
     public static func defaultPath(of command: String, environment: [String: String]) -> String {

@@ -1,3 +1,4 @@
+import Formats
 import Geo
 import NMEA
 import Synchronization
@@ -47,6 +48,16 @@ public final class NMEALogSource: FixSource {
         public var passes: Int = 0
         /// Decoder counters of the current pass.
         public var statistics = NMEAStatistics()
+
+        /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA; the share
+        /// and the ETA from the fixes delivered (``position``), not from the bytes read ahead.
+        public func line(elapsed: Double) -> String {
+            let rate = Double(fixes) / Swift.max(elapsed, 1e-9)
+            guard let size, size > 0 else { return "\(grouped(fixes)) fixes, \(Int(rate)) fixes/s" }
+            let fraction = Double(position) / Double(size)
+            let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
+            return "\(Int(fraction * 100))%  \(grouped(fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
+        }
     }
 
     public let options: Options
@@ -290,32 +301,5 @@ final class ReadBuffer {
 
     func decode(count: Int, with decoder: inout NMEADecoder, _ emit: (Fix) -> Void) throws(NMEAError) {
         try decoder.decode(UnsafeRawBufferPointer(rebasing: storage[0..<count]), emit)
-    }
-}
-
-
-extension NMEALogSource.Progress {
-    /// The progress line `replay` draws on a terminal: `42%  376 fixes  1,204 fixes/s  ETA 3 s`,
-    /// the share and the ETA from the fixes delivered (``position``), not from the bytes read.
-    public func line(elapsed: Double) -> String {
-        let rate = Double(fixes) / max(elapsed, 1e-9)
-        let count = fixes.formatted(grouping: true)
-        guard let size, size > 0 else { return "\(count) fixes, \(Int(rate)) fixes/s" }
-        let fraction = Double(position) / Double(size)
-        let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
-        return "\(Int(fraction * 100))%  \(count) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
-    }
-}
-
-extension Int {
-    /// `1,204`: thousands separated by commas.
-    fileprivate func formatted(grouping: Bool) -> String {
-        let digits = String(magnitude)
-        var out = ""
-        for (i, c) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(c)
-        }
-        return (self < 0 ? "-" : "") + out
     }
 }

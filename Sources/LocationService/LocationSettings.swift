@@ -1,35 +1,29 @@
-/// The location service's settings as a command line or a configuration file gives them: each
-/// optional (absent means the library's default), checked together (``problem``), then turned into
-/// a ``LocationManagerConfiguration``. The names are `keeptrack`'s options and config keys.
+/// The location service's settings as a command line or a configuration file gives them: every
+/// value optional (unset keeps the library's default), checked together (``problem``) and turned
+/// into a ``LocationManagerConfiguration``.
 public struct LocationSettings: Sendable, Hashable {
-    /// `--distance-filter`, metres. The default is 0.
     public var distanceFilter: Double?
-    /// `--desired-accuracy`. The default is ``DesiredAccuracy/hundredMeters``.
     public var desiredAccuracy: DesiredAccuracy?
-    /// `--significant-changes`. The default is off.
     public var significantChanges = false
-    /// `--pause-when-stationary`. The default is off.
-    public var pauseWhenStationary = false
-    /// `--time-interval`, seconds. The default is off.
-    public var timeInterval: Double?
-    /// `--heading-change`, degrees. The default is off.
-    public var headingChange: Double?
-    /// `--stationary-radius`, metres (with pauses). The default is 25.
-    public var stationaryRadius: Double?
-    /// `--stationary-timeout`, seconds (with pauses). The default is 300.
-    public var stationaryTimeout: Double?
-    /// `--significant-change-distance`, metres. The default is 500.
     public var significantChangeDistance: Double?
-    /// `--significant-change-interval`, seconds. The default is 300.
     public var significantChangeInterval: Double?
-    /// `--max-fix-age`, seconds; infinity for none. The default is 10.
+    public var pauseWhenStationary = false
+    public var stationaryRadius: Double?
+    public var stationaryTimeout: Double?
+    public var timeInterval: Double?
+    public var headingChange: Double?
     public var maxFixAge: Double?
+    /// Regions are monitored (their dwell is checked here, the file elsewhere).
+    public var monitorsRegions = false
+    public var dwell: Double?
 
     public init() {}
 
-    /// What is wrong, as a sentence naming the option and what it takes, or `nil`.
+    /// What is wrong with the settings, in a sentence naming the `keeptrack` option, or nil.
     public var problem: String? {
         if let d = distanceFilter, !(d >= 0 && d.isFinite) { return "--distance-filter must be 0 or more metres." }
+        if let d = dwell, !(d > 0 && d.isFinite) { return "--dwell must be more than 0s." }
+        if dwell != nil && !monitorsRegions { return "--dwell applies to regions: add --regions FILE.geojson." }
         let positive: [(String, Double?)] = [
             ("--time-interval", timeInterval), ("--stationary-timeout", stationaryTimeout),
             ("--significant-change-interval", significantChangeInterval), ("--max-fix-age", maxFixAge),
@@ -46,17 +40,16 @@ public struct LocationSettings: Sendable, Hashable {
         return nil
     }
 
-    /// Whether any setting asks for location events (every one but the defaults does).
-    public var isSet: Bool { self != LocationSettings() }
-
-    /// The configuration: standard updates always (with these settings), significant changes when asked.
+    /// The manager's configuration: standard updates with these settings over the defaults, and
+    /// significant changes when asked for.
     public var configuration: LocationManagerConfiguration {
         var c = LocationManagerConfiguration()
         var s = StandardUpdateFilter.Configuration()
         if let distanceFilter { s.distanceFilter = distanceFilter }
         if let desiredAccuracy { s.desiredAccuracy = desiredAccuracy }
         s.pauseWhenStationary = pauseWhenStationary
-        (s.timeInterval, s.headingChange) = (timeInterval, headingChange)
+        s.timeInterval = timeInterval
+        s.headingChange = headingChange
         if let stationaryRadius { s.stationaryRadius = stationaryRadius }
         if let stationaryTimeout { s.stopTimeout = stationaryTimeout }
         if let maxFixAge { s.maxAge = maxFixAge }

@@ -75,12 +75,8 @@ public final class Tracker: Service, Sendable {
         let core = TrackerCore(configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
                                sink: sink, releaser: releaser, notifier: notifier, switches: switches, logger: logger,
                                now: now)
-        var managerConfiguration = LocationManagerConfiguration()
-        managerConfiguration.standardUpdates = configuration.standardUpdates
-        managerConfiguration.significantChanges = configuration.significantChanges
-        managerConfiguration.locationUnknownAfter = configuration.locationUnknownAfter
         let manager = LocationManager(source: GatedSource(upstream: source, core: core),
-                                      configuration: managerConfiguration, regions: regions, switches: switches,
+                                      configuration: configuration.locationManager, regions: regions, switches: switches,
                                       rejected: { [metrics = core.metrics] in metrics.filtered($0) }, now: now)
         core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
         self.core = core

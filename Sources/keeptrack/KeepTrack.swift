@@ -9,7 +9,7 @@ import Glibc
 
 @main
 struct KeepTrack: AsyncParsableCommand {
-    /// `--gpsd` may come without a value (`keeptrack track --gpsd`): supply the default address.
+    /// The configuration file of `track` read in, and `--gpsd` without a value given the default address.
     static func main() async {
         Telemetry.bootstrap()
         // Logs go to standard error: standard output carries the data (JSON Lines).
@@ -25,13 +25,7 @@ struct KeepTrack: AsyncParsableCommand {
                 Glibc.exit(64)
             }
         }
-        var i = 0
-        while i < arguments.count {
-            if arguments[i] == "--gpsd" && (i + 1 == arguments.count || arguments[i + 1].hasPrefix("-")) {
-                arguments.insert("localhost:2947", at: i + 1)
-            }
-            i += 1
-        }
+        arguments = TrackConfig.reader.insertingFallbacks(into: arguments)
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -67,6 +61,7 @@ struct KeepTrack: AsyncParsableCommand {
             Every subcommand has its own --help.
             """,
         version: BuildInfo.line,
-        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self]
+        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self,
+                      OutboxCommand.self]
     )
 }

@@ -16,13 +16,12 @@ extension DesiredAccuracy: ExpressibleByArgument {}
 /// The location-service options of `replay` and `track`. Any of them switches the output from
 /// fixes to location events.
 struct LocationOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Deliver a location only after moving this many metres (standard updates). The default is 0.",
+    @Option(help: ArgumentHelp("Deliver a location after moving this many metres (standard updates). The default is 0.",
                                valueName: "metres"))
     var distanceFilter: Double?
 
     @Option(help: ArgumentHelp(
-        "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs to be delivered. "
-            + "The default is 100m.",
+        "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs. The default is 100m.",
         valueName: "accuracy"))
     var desiredAccuracy: DesiredAccuracy?
 
@@ -47,14 +46,16 @@ struct LocationOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Also deliver a location when the course turned this many degrees.", valueName: "degrees"))
     var headingChange: Double?
 
-    @Option(help: ArgumentHelp("With --pause-when-stationary: a stop's radius. The default is 25.", valueName: "metres"))
+    @Option(help: ArgumentHelp("With --pause-when-stationary: a stop stays within this radius. The default is 25.",
+                               valueName: "metres"))
     var stationaryRadius: Double?
 
     @Option(help: ArgumentHelp("With --pause-when-stationary: pause after this long within the radius. The default is 5m.",
                                valueName: "duration"), transform: DurationText.parse)
     var stationaryTimeout: Double?
 
-    @Option(help: ArgumentHelp("With --significant-changes: a change's distance. The default is 500.", valueName: "metres"))
+    @Option(help: ArgumentHelp("With --significant-changes: the distance of a change. The default is 500.",
+                               valueName: "metres"))
     var significantChangeDistance: Double?
 
     @Option(help: ArgumentHelp("With --significant-changes: the least time between two. The default is 5m.",
@@ -66,24 +67,24 @@ struct LocationOptions: ParsableArguments {
             transform: { $0 == "none" ? .infinity : try DurationText.parse($0) })
     var maxFixAge: Double?
 
+    var wantsEvents: Bool {
+        distanceFilter != nil || desiredAccuracy != nil || significantChanges || regions != nil || dwell != nil
+            || pauseWhenStationary || timeInterval != nil || headingChange != nil || maxFixAge != nil
+    }
+
     var settings: LocationSettings {
         var s = LocationSettings()
-        (s.distanceFilter, s.desiredAccuracy, s.significantChanges) = (distanceFilter, desiredAccuracy, significantChanges)
-        (s.pauseWhenStationary, s.timeInterval, s.headingChange) = (pauseWhenStationary, timeInterval, headingChange)
-        (s.stationaryRadius, s.stationaryTimeout, s.maxFixAge) = (stationaryRadius, stationaryTimeout, maxFixAge)
-        (s.significantChangeDistance, s.significantChangeInterval) = (significantChangeDistance, significantChangeInterval)
+        (s.distanceFilter, s.desiredAccuracy, s.timeInterval, s.headingChange) = (distanceFilter, desiredAccuracy, timeInterval, headingChange)
+        (s.significantChanges, s.significantChangeDistance, s.significantChangeInterval) =
+            (significantChanges, significantChangeDistance, significantChangeInterval)
+        (s.pauseWhenStationary, s.stationaryRadius, s.stationaryTimeout) = (pauseWhenStationary, stationaryRadius, stationaryTimeout)
+        (s.maxFixAge, s.monitorsRegions, s.dwell) = (maxFixAge, regions != nil, dwell)
         return s
     }
 
-    var wantsEvents: Bool { settings.isSet || regions != nil || dwell != nil }
-
     func validate() throws {
-        if let d = dwell, !(d > 0 && d.isFinite) { throw ValidationError("--dwell must be more than 0s.") }
-        if dwell != nil && regions == nil { throw ValidationError("--dwell applies to regions: add --regions FILE.geojson.") }
         if let problem = settings.problem { throw ValidationError(problem) }
     }
-
-    var configuration: LocationManagerConfiguration { settings.configuration }
 }
 
 /// Wall-clock seconds since 1970, for live sources.

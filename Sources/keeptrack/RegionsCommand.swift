@@ -24,8 +24,8 @@ struct Regions: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the persisted set of monitored regions (used by `keeptrack track`).",
         discussion: """
-            The set lives in the data directory (regions.json) with the states the tracker last \\
-            saw (region-states.json), so monitoring picks up where it left off after a restart. \\
+            The set lives in the data directory (regions.json) with the states the tracker last \
+            saw (region-states.json), so monitoring picks up where it left off after a restart. \
             `keeptrack track` monitors it whenever it is given a location option and no --regions.
 
             Examples:
@@ -60,8 +60,8 @@ struct Regions: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a stored region's state as the tracker last saved it (at most a second old while it runs).",
             discussion: """
-                Like CLLocationManager's requestState(for:): inside, outside, or unknown before the \\
-                tracker has seen a fix. With --control, the running tracker at that socket answers \\
+                Like CLLocationManager's requestState(for:): inside, outside, or unknown before the \
+                tracker has seen a fix. With --control, the running tracker at that socket answers \
                 with its live state instead (for the regions it monitors).
 
                 Examples:

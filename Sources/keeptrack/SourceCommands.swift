@@ -117,24 +117,20 @@ struct Track: AsyncParsableCommand {
     }
 
     func track() async throws {
-        var output = SourceLines(includeAll: all, lineBuffered: true)
         if let gpsd {
             var options = GPSDSource.Options(address: gpsd)!
             options.device = device
             let source = GPSDSource(options: options)
-            if wantsEvents {
-                try await trackerRun.run(source, releaser: source, now: wallClockSeconds)
-            } else {
-                try await output.pump(source)
-            }
+            try await track(source, releaser: source)
         } else if let serial {
-            let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
-            if wantsEvents {
-                try await trackerRun.run(source, now: wallClockSeconds)
-            } else {
-                try await output.pump(source)
-            }
+            try await track(SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!)))
         }
+    }
+
+    func track<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil) async throws {
+        if wantsEvents { return try await trackerRun.run(source, releaser: releaser, now: wallClockSeconds) }
+        var output = SourceLines(includeAll: all, lineBuffered: true)
+        try await output.pump(source)
     }
 }
 

@@ -33,17 +33,11 @@ struct TrackerRun {
 
     func configuration(embedded: TrackServer?) throws -> Tracker.Configuration {
         var c = Tracker.Configuration()
-        let l = location.configuration
-        c.standardUpdates = l.standardUpdates
-        c.significantChanges = l.significantChanges
-        if let regions = location.regions { try c.addRegions(file: regions, dwell: location.dwell) }
-        if location.regions == nil { c.regionStore = store }
+        c.locationManager = location.settings.configuration
+        if let regions = location.regions { try c.addRegions(file: regions, dwell: location.dwell) } else { c.regionStore = store }
         c.policy = try lifecycle.policyOptions.resolved()
-        c.modes = lifecycle.modes
-        c.startInBackground = lifecycle.background
-        c.sampleInterval = lifecycle.sampleInterval
-        c.launchAtFirstFix = onLogTime
-        c.deadlineTimer = !onLogTime
+        (c.modes, c.startInBackground, c.sampleInterval) = (lifecycle.modes, lifecycle.background, lifecycle.sampleInterval)
+        (c.launchAtFirstFix, c.deadlineTimer) = (onLogTime, !onLogTime)
         if upload.enabled { c.upload = upload.settings(dataDirectory: dataDirectory, embedded: embedded) }
         return c
     }

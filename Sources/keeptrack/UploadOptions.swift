@@ -30,6 +30,13 @@ struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Sent as Authorization: Bearer TOKEN.", valueName: "token"))
     var token: String?
 
+    @Option(help: ArgumentHelp("With --format owntracks: the user the Recorder files the device under (X-Limit-U). "
+                               + "The default is keeptrack.", valueName: "user"))
+    var user: String?
+
+    @Flag(help: "With --format osmand or owntracks: don't send region transitions.")
+    var noRegionEvents = false
+
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file (a self-signed endpoint).", valueName: "file"))
     var caFile: String?
 
@@ -62,27 +69,16 @@ struct UploadOptions: ParsableArguments {
 
     var enabled: Bool { upload != nil }
 
+    var values: UploadOptionValues {
+        var v = UploadOptionValues()
+        (v.url, v.format, v.deviceID, v.token, v.user, v.regionEvents) = (upload, format, deviceID, token, user, !noRegionEvents)
+        (v.caFile, v.headers, v.batchSize, v.batchWait, v.maxBackoff) = (caFile, headers, batchSize, batchWait, maxBackoff)
+        (v.outboxMaxRecords, v.outboxMaxAge, v.shutdownTimeout) = (outboxMaxRecords, outboxMaxAge, shutdownTimeout)
+        return v
+    }
+
     func validate() throws {
-        if UploadFormats.named(format) == nil {
-            throw ValidationError("--format takes \(UploadFormats.names), got '\(format)'.")
-        }
-        if let upload, upload != "embedded", !(upload.hasPrefix("http://") || upload.hasPrefix("https://")) {
-            throw ValidationError("--upload takes an http:// or https:// URL, or 'embedded', got '\(upload)'.")
-        }
-        for h in headers where Uploader.Configuration.header(parsing: h) == nil {
-            throw ValidationError("--header takes 'Name: value', got '\(h)'.")
-        }
-        if batchSize < 1 { throw ValidationError("--batch-size must be 1 or more.") }
-        if outboxMaxRecords < 1 || !(outboxMaxAge > 0) {
-            throw ValidationError("--outbox-max-records and --outbox-max-age must be positive.")
-        }
-        if !(batchWait >= 0) || !(maxBackoff > 0) { throw ValidationError("--max-backoff must be more than 0s.") }
-        if upload == nil && (deviceID != nil || token != nil || caFile != nil || !headers.isEmpty) {
-            throw ValidationError("--device-id, --token, --ca-file and --header go with --upload URL.")
-        }
-        if let deviceID, let problem = TrailRecord.identifierProblem(deviceID) {
-            throw ValidationError("--device-id \(problem).")
-        }
+        if let problem = values.problem { throw ValidationError(problem) }
     }
 }
 
@@ -90,18 +86,10 @@ extension UploadOptions {
     /// The tracker's upload settings: the outbox in `dataDirectory`, the endpoint (`embedded`'s address
     /// and token once it listens).
     func settings(dataDirectory: String, embedded: TrackServer?) -> Tracker.UploadSettings {
-        var c = Uploader.Configuration(url: upload ?? "")
-        c.format = UploadFormats.named(format)!
-        c.token = embedded?.configuration.token ?? token
-        c.caFile = caFile
-        c.headers = headers.compactMap(Uploader.Configuration.header(parsing:))
-        (c.maxBatchCount, c.maxWait, c.maxBackoff) = (batchSize, batchWait, maxBackoff)
-        var settings = Tracker.UploadSettings(outboxPath: dataDirectory + "/outbox.sqlite", uploader: c)
-        (settings.outbox.device, settings.outbox.maxCount) = (deviceID, outboxMaxRecords)
-        settings.outbox.maxAge = outboxMaxAge
-        settings.shutdownTimeout = shutdownTimeout
+        var settings = values.settings(dataDirectory: dataDirectory)
         if let embedded {
-            let path = c.format.serverPath
+            settings.uploader.token = embedded.configuration.token
+            let path = settings.uploader.format.serverPath
             settings.endpoint = { "http://127.0.0.1:\(await embedded.listeningPort())\(path)" }
         }
         return settings
