@@ -1,7 +1,7 @@
 // upload-bench: the outbox's append rate and the uploader's throughput to a running endpoint,
 // durable on both sides. Run by tools/bench-upload, which starts the endpoint and the peers.
 //
-//   upload-bench --count 1000000 --url http://127.0.0.1:PORT/v1/locations --token T --dir DIR
+//   upload-bench --count 1000000 --url http://127.0.0.1:PORT/v1/locations --token T --dir DIR [--format osmand]
 //
 // Prints one JSON object: appends per second (batched, 1,000 a transaction), uploads per second,
 // peak RSS, and a check that the endpoint holds exactly --count records.
@@ -70,6 +70,7 @@ let rssAfterAppend = peakRSSMegabytes()
 
 // 2. Upload everything, durable on both sides (the endpoint commits before it answers).
 var u = Uploader.Configuration(url: url)
+u.format = UploadFormats.named(argument("--format") ?? "json")!
 u.token = argument("--token")
 u.maxBatchCount = batch
 u.maxBatchBytes = 64 << 20

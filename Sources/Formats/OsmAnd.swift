@@ -120,7 +120,14 @@ public enum OsmAnd {
                             speed: unknownIfNegative(try number("speed")).map { $0 * metresPerSecondPerKnot },
                             course: unknownIfNegative(bearing))
         if let valid = fields["valid"] { r.valid = valid.lowercased() == "true" || valid == "1" }
-        for (key, value) in fields where !fieldNames.contains(key) { r.attributes[key] = value }
+        // Attributes as Traccar keeps them; one no store could keep (a name with control characters,
+        // a value over 1 KiB, past 64 of them) is left out rather than the position refused.
+        for (key, value) in fields.sorted(by: { $0.key < $1.key })
+        where !fieldNames.contains(key) && r.attributes.count < TrailRecord.maxAttributes
+            && TrailRecord.identifierProblem(key) == nil && value.utf8.count <= TrailRecord.maxAttributeBytes
+            && !value.utf8.contains(0) {
+            r.attributes[key] = value
+        }
         if let problem = r.problem(now: now) { throw WireFormatError(problem) }
         return r
     }

@@ -32,6 +32,14 @@ public struct RegionStore: Sendable {
     var regionsPath: String { directory + "/regions.json" }
     var statesPath: String { directory + "/region-states.json" }
 
+    /// When the region definitions were last stored (`keeptrack regions import` or remove), in
+    /// seconds since 1970, or `nil` when none are: what OwnTracks calls a waypoint's creation time.
+    public func definitionsStoredAt() -> Double? {
+        var info = stat()
+        guard stat(regionsPath, &info) == 0 else { return nil }
+        return Double(info.st_mtim.tv_sec)
+    }
+
     /// The stored regions (none when nothing was stored yet), in stored order.
     public func loadRegions() throws(Failure) -> [Region] {
         var out: [Region] = []

@@ -69,7 +69,8 @@ extension TrackServer {
         let records = try store.trail(device: device)
         let points = records.filter { $0.kind == .location }.count
         makeDirectories(directory)
-        let path = directory + "/\(device).geojson"
+        // An OwnTracks device is user/device: one file name.
+        let path = directory + "/\(device.replacing("/", with: "_")).geojson"
         try writeFile(path, TrailExport.geoJSON(device: device, records: records))
         return ExportedTrail(path: path, points: points, regionEvents: records.count - points)
     }

@@ -63,7 +63,11 @@ public final class Tracker: Service, Sendable {
         let app = Application(policy: configuration.policy, modes: configuration.modes, now: now)
         var outbox: Outbox?
         var uploadService: UploadService?
-        if let upload = configuration.upload {
+        if var upload = configuration.upload {
+            // OwnTracks' transitions carry their waypoint's creation time: when the regions were stored.
+            if let defined = configuration.regionStore?.definitionsStoredAt() {
+                upload.uploader.formatSettings.regionsDefinedAt = defined
+            }
             do {
                 outbox = try Outbox(path: upload.outboxPath, configuration: upload.outbox)
                 uploadService = try UploadService(outbox: outbox!, settings: upload, application: app, logger: logger)

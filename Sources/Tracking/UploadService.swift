@@ -54,6 +54,11 @@ public final class UploadService: Service, Sendable {
         return line
     }
 
+    /// The device id the endpoint files this outbox's records under (OwnTracks: `user/device`).
+    public var deviceOnServer: String {
+        settings.uploader.format.deviceOnServer(outbox.device, settings: settings.uploader.formatSettings)
+    }
+
     /// New records: look now.
     public func notify() { uploader?.notify() }
 

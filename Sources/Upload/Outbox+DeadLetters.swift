@@ -1,7 +1,35 @@
 import Formats
 import GRDB
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension Outbox {
+    /// `keeptrack outbox ACTION` on the outbox in `directory`: `status`, `dead-letters`, `retry`
+    /// (`all` or `sequences`) or `purge` (`sequences`, or all); returns the lines to print.
+    ///
+    /// - Throws: ``UploadError`` naming what is wrong: the action, the arguments, a missing outbox.
+    public static func command(_ action: String, sequences: [Int64], all: Bool, directory: String)
+        throws(UploadError) -> [String]
+    {
+        guard ["status", "dead-letters", "retry", "purge"].contains(action) else {
+            throw UploadError(.configuration, "the action is status, dead-letters, retry or purge, got '\(action)'")
+        }
+        if action == "retry" && all == !sequences.isEmpty {
+            throw UploadError(.configuration, "retry takes --all or sequence numbers")
+        }
+        let path = directory + "/outbox.sqlite"
+        guard access(path, F_OK) == 0 else { throw UploadError(.storage, "no outbox at \(path) (see --data-dir)") }
+        let outbox = try Outbox(path: path)
+        switch action {
+        case "status": return [try outbox.statusLine()]
+        case "dead-letters": return try outbox.deadLetterLines()
+        case "retry": return ["\(try outbox.retryDeadLetters(all ? nil : sequences)) dead letters back in the outbox"]
+        default: return ["\(try outbox.purgeDeadLetters(sequences.isEmpty ? nil : sequences)) dead letters deleted"]
+        }
+    }
+
     /// Moves dead letters back into the outbox to be sent again (after the setting that got them
     /// refused was fixed), under their own sequence numbers: an endpoint that stored one after all
     /// recognises it. `nil` moves all of them.

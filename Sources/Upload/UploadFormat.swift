@@ -28,9 +28,13 @@ public protocol UploadFormat: Sendable {
     /// `more` says the batch was full: records after it may belong to its last request. The
     /// default: the whole batch, or ``recordsPerRequest`` records a request.
     func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]]
+    /// The device id a server that speaks the format files `device`'s records under (OwnTracks:
+    /// `user/device`). The default is `device`.
+    func deviceOnServer(_ device: String, settings: UploadFormatSettings) -> String
 }
 
 extension UploadFormat {
+    public func deviceOnServer(_ device: String, settings: UploadFormatSettings) -> String { device }
     public var transitionsFirst: Bool { true }
     public var maxInFlight: Int { 1 }
     public func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]] {
@@ -47,6 +51,9 @@ public struct UploadFormatSettings: Sendable {
     /// Whether region transitions are sent to peers without a batch (OsmAnd: as event attributes
     /// on the deciding position; OwnTracks: as transitions). The default is `true`.
     public var regionEvents = true
+    /// When the regions were defined (OwnTracks' `wtst`, the waypoint's creation time); `nil` (the
+    /// default) sends ``OwnTracks/stableWaypointTime(_:)``, one stable time per region.
+    public var regionsDefinedAt: Double?
     public init() {}
 }
 
@@ -142,9 +149,13 @@ public struct OwnTracksFormat: UploadFormat {
     public var serverPath: String { "/owntracks" }
     public var recordsPerRequest: Int? { 1 }
 
+    public func deviceOnServer(_ device: String, settings: UploadFormatSettings) -> String {
+        OwnTracks.deviceID(user: settings.user, device: device)
+    }
+
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
         if records[0].kind != .location && !settings.regionEvents { return nil }
-        guard let body = OwnTracks.encode(records[0]) else { return nil }
+        guard let body = OwnTracks.encode(records[0], waypointCreated: settings.regionsDefinedAt) else { return nil }
         return UploadRequest(body: body, headers: [("Content-Type", "application/json"), ("X-Limit-U", settings.user),
                                                    ("X-Limit-D", device)])
     }

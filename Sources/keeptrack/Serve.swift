@@ -10,10 +10,10 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the test endpoint: a real HTTP server that stores the trails trackers upload.",
         discussion: """
             Ingests our JSON batch (POST /v1/locations), Traccar's OsmAnd (GET or POST /) and OwnTracks \
-            (POST /owntracks, device in X-Limit-D), stores every record once in SQLite (sent twice, \
+            (POST /owntracks, device USER/DEVICE from X-Limit-U/X-Limit-D), stores every record once (sent twice, \
             stored once), and serves GET /v1/devices, GET /v1/devices/ID/trail?from=&to=&format=geojson|gpx|json, \
             GET /healthz and GET /metrics (Prometheus). With --token, devices must send \
-            Authorization: Bearer TOKEN (or ?token=). Prints {"event":"listening","url":...} once it \
+            Authorization: Bearer TOKEN (or Basic with it as password, or ?token=). Prints {"event":"listening","url":...} once it \
             listens; stops on Ctrl-C or SIGTERM.
 
             Limits under load: --max-connections (a 503 past it), --idle-timeout (a connection without \

@@ -101,14 +101,14 @@ extension UploadOptions {
         guard let service = tracker.uploadService else { return }
         if !quiet { printError(service.summary) }
         guard let embedded else { return }
-        let device = service.outbox.device
+        let device = service.deviceOnServer
         let trail = try embedded.exportTrail(device: device, directory: dataDirectory + "/trails")
         if !quiet {
             let database = embedded.store.path
             printError("embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "
                 + "events stored for device \(device) in \(database)")
             printError("the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "
-                + "GET /v1/devices/\(device)/trail?format=geojson)")
+                + "GET /v1/devices/\(device.replacing("/", with: "%2F"))/trail?format=geojson)")
         }
     }
 }

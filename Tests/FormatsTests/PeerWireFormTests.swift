@@ -39,6 +39,9 @@ struct PeerWireFormTests {
         #expect(!r.valid)
         #expect(r.attributes == ["hdop": "0.9", "batt": "87", "charge": "true", "driverUniqueId": "D-17"])
         #expect(try OsmAnd.decode("id=a&lat=1&lon=2&heading=45", now: received).course == 45)
+        // A parameter no store could keep is left out, not the position refused.
+        let odd = try OsmAnd.decode("id=a&lat=1&lon=2&=x&bad%01name=1&ok=1", now: received)
+        #expect(odd.attributes == ["ok": "1"])
         #expect(throws: WireFormatError("location: 'north' is not 'lat,lon'")) {
             try OsmAnd.decode("id=a&location=north", now: received)
         }

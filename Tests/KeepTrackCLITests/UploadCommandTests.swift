@@ -50,6 +50,28 @@ struct UploadCommandTests {
         #expect(next.stderr.contains("upload: 1,790 records acknowledged"))
     }
 
+    /// `keeptrack outbox`: what waits, and the dead letters' way back. (The processes are waited
+    /// for off the cooperative pool: two threads here, which the pty tests need.)
+    @Test func theOutboxCommandShowsWhatWaits() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let results = try await offThePool { () throws -> [CLIResult] in
+            let missing = try keeptrack(["outbox", "status", "--data-dir", dir])
+            _ = try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
+                               "--device-id", "van-1", "--data-dir", dir, "fixtures/walk-15min.nmea"])
+            return [missing] + (try [["status"], ["dead-letters"], ["retry", "--all"], ["retry"]].map {
+                try keeptrack(["outbox"] + $0 + ["--data-dir", dir])
+            })
+        }
+        #expect(results[0].stderr.contains("no outbox at \(dir)/outbox.sqlite"))
+        #expect(results[1].status == 0)
+        #expect(results[1].stdout.contains("device van-1, 895 pending"))
+        #expect(results[1].stdout.contains("0 dead letters"))
+        #expect(results[2].stdout.isEmpty)
+        #expect(results[3].stdout == "0 dead letters back in the outbox\n")
+        #expect(results[4].stderr.contains("retry takes --all or sequence numbers"))
+    }
+
     @Test(arguments: [
         (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http:// or https:// URL"),
         (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file, --header and --user go with --upload URL."),

@@ -138,6 +138,24 @@ struct PeerUploadTests {
         await endpoint.stop()
     }
 
+    /// Traccar stores a re-sent position twice, so the window is one request: when an answer is
+    /// lost, only that request's record goes again, not the others in flight or in the batch (our
+    /// endpoint recognises it: exactly one duplicate).
+    @Test func aLostOsmAndAnswerResendsOnlyItsOwnRecord() async throws {
+        var faults = Faults()
+        faults.dropNext = 1
+        let endpoint = try await Endpoint.start(faults: faults)
+        let (outbox, dir) = try filledOutbox(40)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try uploader(outbox, endpoint, path: "/", format: "osmand")
+        try await drain(u)
+        #expect(try endpoint.server.store.count() == 40)
+        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 1)
+        #expect(u.stats.retries == 1)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
     /// A backlog of single-record requests drains with several in flight, every record once.
     @Test func anOsmAndBacklogDrainsWithSeveralRequestsInFlight() async throws {
         var faults = Faults()

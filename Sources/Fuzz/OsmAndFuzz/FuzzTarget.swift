@@ -5,10 +5,19 @@ let now = 1_715_688_000.0
 
 /// `OsmAnd.decode` on any query or form body: never a crash, a rejection is a `WireFormatError`;
 /// a record it accepts survives the encoder: decode → parameters → decode is accepted again and
-/// gives the same parameters (the first encoding rounds to the protocol's decimals).
+/// gives the same parameters (the first encoding rounds to the protocol's decimals). The same
+/// bytes as Traccar Client's JSON body (`OsmAnd.decodeJSON`): never a crash, a record it accepts
+/// is valid.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let query = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    do throws(WireFormatError) {
+        let r = try OsmAnd.decodeJSON(bytes, now: now)
+        precondition(r.problem(now: now) == nil, "decodeJSON accepted a record it should refuse")
+    } catch {
+        precondition(!error.message.isEmpty, "a rejection without a message")
+    }
+    let query = String(decoding: bytes, as: UTF8.self)
     let first: TrailRecord
     do throws(WireFormatError) {
         first = try OsmAnd.decode(query, now: now)
