@@ -331,9 +331,12 @@ struct OperationalLogTests {
         }
     }
 
-    @Test func startSourceAndLifecycleAreLoggedWithMetadataAndNoCoordinates() throws {
-        let r = try keeptrack(["replay", "--background", "--pause-when-stationary", "--significant-changes",
-                               "--log-level", "info", "--log-format", "json", "--quiet", "fixtures/walk-15min.nmea"])
+    @Test func startSourceAndLifecycleAreLoggedWithMetadataAndNoCoordinates() async throws {
+        // The process is waited for off the cooperative pool (the pty tests need its two threads).
+        let r = try await offThePool {
+            try keeptrack(["replay", "--background", "--pause-when-stationary", "--significant-changes",
+                           "--log-level", "info", "--log-format", "json", "--quiet", "fixtures/walk-15min.nmea"])
+        }
         #expect(r.status == 0)
         let lines = try logs(r.stderr)
         func first(_ message: String) -> [String: String]? {
@@ -350,14 +353,16 @@ struct OperationalLogTests {
         #expect(!r.stderr.contains("48.13") && !r.stderr.contains("11.57"))
     }
 
-    @Test func uploadFailuresRecoveriesAndOutboxDepthAreLogged() throws {
+    @Test func uploadFailuresRecoveriesAndOutboxDepthAreLogged() async throws {
         // An endpoint that is not there: every attempt fails, the outbox fills past a tenth of its cap.
         var template = Array("/tmp/keeptrack-logs-XXXXXX".utf8CString)
         let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--outbox-max-records", "1000",
-                               "--shutdown-timeout", "0s", "--log-level", "info", "--log-format", "json", "--quiet",
-                               "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        let r = try await offThePool {
+            try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--outbox-max-records", "1000",
+                           "--shutdown-timeout", "0s", "--log-level", "info", "--log-format", "json", "--quiet",
+                           "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        }
         let lines = try logs(r.stderr)
         let depth = lines.filter { $0["message"] as? String == "outbox filling up" }
         #expect(depth.map { ($0["metadata"] as? [String: String])?["level"] } == ["100", "500"])
