@@ -57,6 +57,12 @@ public enum DurationText {
         return value * scale
     }
 
+    /// ``seconds(_:bareUnit:)`` with bare numbers in seconds, for an option's `transform:`.
+    public static func parse(_ text: String) throws -> Double { try seconds(text) }
+
+    /// ``seconds(_:bareUnit:)`` with bare numbers in days (`--outbox-max-age 30`).
+    public static func parseDays(_ text: String) throws -> Double { try seconds(text, bareUnit: .days) }
+
     /// `seconds` written the short way back: `30s`, `5m`, `2h`, `30d`, `1.5s`.
     public static func format(_ seconds: Double) -> String {
         for (unit, size) in [("d", 86_400.0), ("h", 3600.0), ("m", 60.0)]

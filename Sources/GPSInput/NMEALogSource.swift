@@ -35,8 +35,12 @@ public final class NMEALogSource: FixSource {
 
     /// How far the replay has got, for progress lines.
     public struct Progress: Sendable, Hashable {
-        /// Bytes read from the file (compressed bytes for gzip).
+        /// How far into the file the fixes delivered so far reach, in bytes of the file (compressed
+        /// bytes for gzip): within a chunk read ahead, in proportion to its fixes delivered, so a
+        /// progress line follows the fixes, not the reader's read-ahead.
         public var position: Int64 = 0
+        /// Bytes read from the file so far (ahead of ``position`` by up to one 256 KiB chunk).
+        public var read: Int64 = 0
         /// The file's size, when known.
         public var size: Int64?
         public var fixes: Int = 0
@@ -45,7 +49,8 @@ public final class NMEALogSource: FixSource {
         /// Decoder counters of the current pass.
         public var statistics = NMEAStatistics()
 
-        /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA.
+        /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA; the share
+        /// and the ETA from the fixes delivered (``position``), not from the bytes read ahead.
         public func line(elapsed: Double) -> String {
             let rate = Double(fixes) / Swift.max(elapsed, 1e-9)
             guard let size, size > 0 else { return "\(grouped(fixes)) fixes, \(Int(rate)) fixes/s" }
@@ -99,6 +104,8 @@ public final class NMEALogSource: FixSource {
         var lastNanos: Int64?
         /// The first fix time of the log itself (unshifted), learned on the first pass.
         var firstLogNanos: Int64?
+        /// The chunk whose fixes are being delivered: its bytes, its fixes, how many went out.
+        var chunk = (start: Int64(0), end: Int64(0), fixes: 0, delivered: 0)
 
         init(source: NMEALogSource) {
             self.source = source
@@ -148,7 +155,12 @@ public final class NMEALogSource: FixSource {
                 source.logClock.advance(to: ManualClock.Instant(offset: .nanoseconds(n)))
                 lastNanos = n
             }
-            source.progressState.withLock { $0.fixes += 1 }
+            chunk.delivered += 1
+            let c = chunk
+            source.progressState.withLock {
+                $0.fixes += 1
+                $0.position = c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
+            }
             return .fix(fix)
         }
 
@@ -196,8 +208,13 @@ public final class NMEALogSource: FixSource {
                     try buffer.decode(count: n, with: &decoder) { collected.append(.fix($0)) }
                     swap(&collected, &queue)
                     let stats = decoder.statistics
+                    let fixes = queue.count(where: { if case .fix = $0 { true } else { false } })
+                    chunk = (start: chunk.end, end: reader.position, fixes: fixes, delivered: 0)
+                    let c = chunk
                     source.progressState.withLock {
-                        $0.position = reader.position
+                        // A chunk without fixes is passed at once; one with fixes as they go out.
+                        if fixes == 0 { $0.position = c.end }
+                        $0.read = c.end
                         $0.statistics = stats
                     }
                     return
@@ -205,6 +222,8 @@ public final class NMEALogSource: FixSource {
                 var collected: [SourceElement] = []
                 try decoder.finish { collected.append(.fix($0)) }
                 queue.append(contentsOf: collected)
+                // The last epoch, if any, goes out at the end of the file.
+                chunk = (start: chunk.end, end: chunk.end, fixes: collected.count, delivered: 0)
                 endOfPass()
             } catch {
                 queue.append(.event(SourceEvent(.error, source: source.name, message: "\(error)")))
@@ -216,9 +235,11 @@ public final class NMEALogSource: FixSource {
             do {
                 let r = try NMEAFileReader(path: source.options.path)
                 reader = r
+                chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
                 source.progressState.withLock {
                     $0.size = r.size
                     $0.position = 0
+                    $0.read = 0
                 }
                 if source.progress.passes == 0 {
                     queue.append(.event(SourceEvent(.connected, source: source.name, message: "replaying \(r.name)"
@@ -282,4 +303,3 @@ final class ReadBuffer {
         try decoder.decode(UnsafeRawBufferPointer(rebasing: storage[0..<count]), emit)
     }
 }
-

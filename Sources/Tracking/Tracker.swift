@@ -196,6 +196,8 @@ final class TrackerCore: Sendable {
     let state = Mutex(State())
     /// When the regions' states were last saved (``Configuration/regionStore``).
     let regionSaving = Mutex(RegionStateSaving(version: 0))
+    /// When the outbox's depth was last worth a warning.
+    let depthAlarm: Mutex<OutboxDepthAlarm>
 
     init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
          sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
@@ -209,6 +211,7 @@ final class TrackerCore: Sendable {
         self.switches = switches
         self.logger = logger
         self.now = now
+        depthAlarm = Mutex(OutboxDepthAlarm(cap: outbox?.configuration.maxCount ?? 0))
         effects = LifecycleEffects(app: app, notifier: notifier, releaser: releaser,
                                    sampleInterval: configuration.sampleInterval)
     }
@@ -230,6 +233,7 @@ final class TrackerCore: Sendable {
     /// The tracker's loop: the location service's events, one at a time, into the outbox, the
     /// lifecycle and the sink.
     func consume<Gate: FixSource>(_ manager: LocationManager<Gate>) async throws {
+        logStart()
         if !configuration.launchAtFirstFix { launch() }
         for failure in configuration.regionFailures {
             try sink.receive(.location(.error(LocationError(.regionMonitoringFailure, failure))))
@@ -257,6 +261,7 @@ final class TrackerCore: Sendable {
             // Into the outbox before anything else happens to it.
             let (_, evicted) = try outbox.append([record])
             uploads?.notify()
+            checkOutboxDepth(outbox)
             if evicted.total > 0 {
                 metrics.evicted.increment(by: evicted.total)
                 try sink.receive(.outboxEvicted(evicted))
@@ -294,6 +299,7 @@ final class TrackerCore: Sendable {
     /// Reports the lifecycle's events since the last call.
     func emitLifecycle() throws {
         for e in app.takeEvents() {
+            if case .transition(let t) = e { log(transition: t) }
             var remaining: Double?
             if case .transition(let t) = e, t.to == .background {
                 let left = app.lifecycle.backgroundTimeRemaining(at: t.time)

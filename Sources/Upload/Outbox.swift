@@ -58,6 +58,9 @@ public final class Outbox: Sendable {
     /// How many records wait (counted at open, kept up to date after each commit).
     let pendingCount = Mutex(0)
 
+    /// How many records wait to be uploaded, without a query (``Stats/pending`` counts them).
+    public var waiting: Int { pendingCount.withLock { $0 } }
+
     /// Opens (creating and migrating) the outbox at `path`.
     ///
     /// - Parameters:

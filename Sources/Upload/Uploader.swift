@@ -194,6 +194,9 @@ public final class Uploader: Sendable {
             }
             switch await sendInBackgroundTask(batch, more: batch.count == batchLimit) {
             case .done:
+                if failures > 0 {
+                    logger.info("upload recovered", metadata: ["failed-attempts": "\(failures)", "records": "\(batch.count)"])
+                }
                 failures = 0
                 batchLimit = configuration.maxBatchCount
             case .settings(let reason):

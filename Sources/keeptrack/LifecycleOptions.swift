@@ -1,4 +1,5 @@
 import ArgumentParser
+import Formats
 import Lifecycle
 
 /// The background-time policy: a named one, with optional overrides (any override makes it
@@ -7,19 +8,19 @@ struct PolicyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("ios6 (600 s), ios7 (180 s) or ios13 (30 s). The default is ios7.", valueName: "name"))
     var policy: String?
 
-    @Option(help: ArgumentHelp("Custom: background time per stretch.", valueName: "duration"), transform: parseDuration)
+    @Option(help: ArgumentHelp("Custom: background time per stretch.", valueName: "duration"), transform: DurationText.parse)
     var budget: Double?
 
-    @Option(help: ArgumentHelp("Custom: expiration handlers run this long before the end.", valueName: "duration"), transform: parseDuration)
+    @Option(help: ArgumentHelp("Custom: expiration handlers run this long before the end.", valueName: "duration"), transform: DurationText.parse)
     var warningLead: Double?
 
     @Option(help: ArgumentHelp("Custom: most task time per stretch ('none' for no cap).", valueName: "duration"))
     var totalCap: String?
 
-    @Option(help: ArgumentHelp("Custom: an idle app runs this long in the background.", valueName: "duration"), transform: parseDuration)
+    @Option(help: ArgumentHelp("Custom: an idle app runs this long in the background.", valueName: "duration"), transform: DurationText.parse)
     var grace: Double?
 
-    @Option(help: ArgumentHelp("Custom: a wake runs a suspended app this long.", valueName: "duration"), transform: parseDuration)
+    @Option(help: ArgumentHelp("Custom: a wake runs a suspended app this long.", valueName: "duration"), transform: DurationText.parse)
     var wakeWindow: Double?
 
     /// The one policy named, with the overrides applied.
@@ -32,7 +33,7 @@ struct PolicyOptions: ParsableArguments {
         var totalCap: Double??
         if let text = self.totalCap {
             do {
-                totalCap = .some(text == "none" ? nil : try parseDuration(text))
+                totalCap = .some(text == "none" ? nil : try DurationText.parse(text))
             } catch {
                 throw ValidationError("--total-cap takes a duration or 'none': \(error).")
             }
@@ -62,7 +63,7 @@ struct LifecycleOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp(
         "While suspended, take one fix this often for significant changes and regions. The default is 1m.",
-        valueName: "duration"), transform: parseDuration)
+        valueName: "duration"), transform: DurationText.parse)
     var sampleInterval: Double = 60
 
     /// Whether any option asks for the lifecycle to matter (it always runs; in the foreground it

@@ -16,12 +16,12 @@ extension DesiredAccuracy: ExpressibleByArgument {}
 /// The location-service options of `replay` and `track`. Any of them switches the output from
 /// fixes to location events.
 struct LocationOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Deliver a location only after moving this many metres (standard updates).",
+    @Option(help: ArgumentHelp("Deliver a location after moving this many metres (standard updates). The default is 0.",
                                valueName: "metres"))
     var distanceFilter: Double?
 
     @Option(help: ArgumentHelp(
-        "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs to be delivered.",
+        "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs. The default is 100m.",
         valueName: "accuracy"))
     var desiredAccuracy: DesiredAccuracy?
 
@@ -33,14 +33,14 @@ struct LocationOptions: ParsableArguments {
     var regions: String?
 
     @Option(help: ArgumentHelp("Report a dwell after this long inside a region (90, 90s, 5m).", valueName: "duration"),
-            transform: parseDuration)
+            transform: DurationText.parse)
     var dwell: Double?
 
     @Flag(help: "Pause standard updates while stationary (25 m for 5 minutes) and resume on movement.")
     var pauseWhenStationary = false
 
     @Option(help: ArgumentHelp("Also deliver a location when this long passed since the last one.", valueName: "duration"),
-            transform: parseDuration)
+            transform: DurationText.parse)
     var timeInterval: Double?
 
     @Option(help: ArgumentHelp("Also deliver a location when the course turned this many degrees.", valueName: "degrees"))
@@ -51,7 +51,7 @@ struct LocationOptions: ParsableArguments {
     var stationaryRadius: Double?
 
     @Option(help: ArgumentHelp("With --pause-when-stationary: pause after this long within the radius. The default is 5m.",
-                               valueName: "duration"), transform: parseDuration)
+                               valueName: "duration"), transform: DurationText.parse)
     var stationaryTimeout: Double?
 
     @Option(help: ArgumentHelp("With --significant-changes: the distance of a change. The default is 500.",
@@ -59,12 +59,12 @@ struct LocationOptions: ParsableArguments {
     var significantChangeDistance: Double?
 
     @Option(help: ArgumentHelp("With --significant-changes: the least time between two. The default is 5m.",
-                               valueName: "duration"), transform: parseDuration)
+                               valueName: "duration"), transform: DurationText.parse)
     var significantChangeInterval: Double?
 
     @Option(help: ArgumentHelp("Fixes older than this when they arrive are stale, or 'none' (replaying an old log "
                                + "through gpsd). The default is 10s.", valueName: "duration|none"),
-            transform: { $0 == "none" ? .infinity : try parseDuration($0) })
+            transform: { $0 == "none" ? .infinity : try DurationText.parse($0) })
     var maxFixAge: Double?
 
     var wantsEvents: Bool {

@@ -55,11 +55,11 @@ struct Serve: AsyncParsableCommand {
     var maxConnections = 512
 
     @Option(help: ArgumentHelp("Close a connection without a complete request head for this long. The default is 30s.",
-                               valueName: "duration"), transform: parseDuration)
+                               valueName: "duration"), transform: DurationText.parse)
     var idleTimeout = 30.0
 
     @Option(help: ArgumentHelp("Answer 408 when a request body takes longer than this. The default is 1m.",
-                               valueName: "duration"), transform: parseDuration)
+                               valueName: "duration"), transform: DurationText.parse)
     var bodyTimeout = 60.0
 
     @Option(help: ArgumentHelp("Request body bytes held in memory at once; more get 503. The default is 32 MiB.",
@@ -81,7 +81,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fault: send Retry-After with failures.", valueName: "seconds"))
     var retryAfter: Int?
 
-    @Option(help: ArgumentHelp("Fault: wait before answering.", valueName: "duration"), transform: parseDuration)
+    @Option(help: ArgumentHelp("Fault: wait before answering.", valueName: "duration"), transform: DurationText.parse)
     var delay = 0.0
 
     @Option(help: ArgumentHelp("Fault: the share of requests (0-1) stored and then dropped mid-answer.", valueName: "share"))

@@ -37,7 +37,7 @@ struct Simulate: AsyncParsableCommand {
     var strategy: String = "all"
 
     @Option(help: ArgumentHelp("How long to simulate (3600, 1h, 90m). Default: 1h, or the whole --fixture.",
-                               valueName: "duration"), transform: parseDuration)
+                               valueName: "duration"), transform: DurationText.parse)
     var duration: Double?
 
     @Option(help: ArgumentHelp("Take the motion from this NMEA log.", valueName: "file"))

@@ -48,11 +48,11 @@ struct UploadOptions: ParsableArguments {
     var batchSize = 500
 
     @Option(help: ArgumentHelp("How long a batch that is not full waits for more (fewer, larger requests cost less "
-                               + "CPU and radio). The default is 30s.", valueName: "duration"), transform: parseDuration)
+                               + "CPU and radio). The default is 30s.", valueName: "duration"), transform: DurationText.parse)
     var batchWait = 30.0
 
     @Option(help: ArgumentHelp("Longest wait between retries. The default is 5m.", valueName: "duration"),
-            transform: parseDuration)
+            transform: DurationText.parse)
     var maxBackoff = 300.0
 
     @Option(help: ArgumentHelp("Most records the outbox keeps (the oldest go first, counted). The default is 1000000.",
@@ -60,11 +60,11 @@ struct UploadOptions: ParsableArguments {
     var outboxMaxRecords = 1_000_000
 
     @Option(help: ArgumentHelp("Oldest record the outbox keeps (a bare number counts days: 30, 12h). The default is 30d.",
-                               valueName: "duration"), transform: parseDurationInDays)
+                               valueName: "duration"), transform: DurationText.parseDays)
     var outboxMaxAge = 30.0 * 86_400
 
     @Option(help: ArgumentHelp("On SIGTERM or SIGINT, keep uploading this long before exiting (what is left stays "
-                               + "in the outbox). The default is 10s.", valueName: "duration"), transform: parseDuration)
+                               + "in the outbox). The default is 10s.", valueName: "duration"), transform: DurationText.parse)
     var shutdownTimeout = 10.0
 
     var enabled: Bool { upload != nil }

@@ -178,3 +178,32 @@ func waitUntil(_ condition: @escaping @Sendable () -> Bool, sourceLocation: Sour
         await Task.yield()
     }
 }
+
+@Suite("Replay progress follows the fixes delivered")
+struct ReplayProgressTests {
+    @Test(arguments: ["walk-15min.nmea", "day-24h.nmea.gz"])
+    func theShareGrowsWithTheFixesNotWithTheReadAhead(log: String) async throws {
+        let source = NMEALogSource(options: .init(path: fixturePath(log)))
+        var positions: [Int64] = []
+        var reads: [Int64] = []
+        for await element in source {
+            if case .fix = element {
+                positions.append(source.progress.position)
+                reads.append(source.progress.read)
+            }
+        }
+        let size = try #require(source.progress.size)
+        // The reader is a 256 KiB chunk ahead (59% of the walk after its first fix); the progress is not.
+        #expect(reads[0] > positions[0])
+        if log == "walk-15min.nmea" { #expect(Double(reads[0]) / Double(size) > 0.5) }
+        #expect(Double(positions[0]) / Double(size) < 0.01)
+        #expect(positions == positions.sorted())
+        #expect(zip(positions, reads).allSatisfy { $0 <= $1 })
+        #expect(positions.last == size)
+        // Halfway through the fixes, about halfway through the file (the fixes are evenly spread).
+        let half = Double(positions[positions.count / 2]) / Double(size)
+        #expect(half > 0.4 && half < 0.6, "\(half)")
+        #expect(source.progress.line(elapsed: 2).hasPrefix("100%  "))
+        #expect(source.progress.line(elapsed: 2).hasSuffix("ETA 0 s"))
+    }
+}

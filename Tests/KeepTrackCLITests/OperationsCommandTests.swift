@@ -1,4 +1,5 @@
 import ConfigFile
+import Formats
 import Foundation
 import KeepTrackTesting
 import Testing
@@ -318,5 +319,145 @@ struct ValidOutputTests {
         let decoded = try keeptrack(["decode", "--format", "geojson", "fixtures/walk-15min.nmea"])
         try decoded.stdout.write(toFile: dir + "/decoded.geojson", atomically: true, encoding: .utf8)
         #expect(try geojsonProblems(dir + "/decoded.geojson") == nil)
+    }
+}
+
+@Suite("Logs worth reading")
+struct OperationalLogTests {
+    /// The JSON log lines of a run, as objects.
+    func logs(_ stderr: String) throws -> [[String: Any]] {
+        try stderr.split(separator: "\n").filter { $0.hasPrefix("{") }.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+    }
+
+    @Test func startSourceAndLifecycleAreLoggedWithMetadataAndNoCoordinates() async throws {
+        // The process is waited for off the cooperative pool (the pty tests need its two threads).
+        let r = try await offThePool {
+            try keeptrack(["replay", "--background", "--pause-when-stationary", "--significant-changes",
+                           "--log-level", "info", "--log-format", "json", "--quiet", "fixtures/walk-15min.nmea"])
+        }
+        #expect(r.status == 0)
+        let lines = try logs(r.stderr)
+        func first(_ message: String) -> [String: String]? {
+            lines.first { $0["message"] as? String == message }?["metadata"] as? [String: String]
+        }
+        let start = try #require(first("tracker started"))
+        #expect(start["version"]?.contains("(commit ") == true)
+        #expect(start["significant-changes"] == "true" && start["policy"] == "ios7")
+        let source = try #require(first("source changed"))
+        #expect(source["kind"] == "connected" && source["source"]?.contains("walk-15min.nmea") == true)
+        let transitions = lines.filter { $0["message"] as? String == "lifecycle transition" }
+            .compactMap { $0["metadata"] as? [String: String] }
+        #expect(transitions.contains { $0["from"] == "inactive" && $0["to"] == "background" })
+        #expect(!r.stderr.contains("48.13") && !r.stderr.contains("11.57"))
+    }
+
+    @Test func uploadFailuresRecoveriesAndOutboxDepthAreLogged() async throws {
+        // An endpoint that is not there: every attempt fails, the outbox fills past a tenth of its cap.
+        var template = Array("/tmp/keeptrack-logs-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try await offThePool {
+            try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--outbox-max-records", "1000",
+                           "--shutdown-timeout", "0s", "--log-level", "info", "--log-format", "json", "--quiet",
+                           "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        }
+        let lines = try logs(r.stderr)
+        let depth = lines.filter { $0["message"] as? String == "outbox filling up" }
+        #expect(depth.map { ($0["metadata"] as? [String: String])?["level"] } == ["100", "500"])
+        #expect(depth.allSatisfy { $0["level"] as? String == "warning" })
+        #expect(lines.contains { $0["message"] as? String == "upload failed" && $0["level"] as? String == "warning" })
+    }
+}
+
+@Suite("README options tables")
+struct ReadmeOptionsTests {
+    /// The rows of every README table headed `| option | default | what |`: option name and default.
+    func readmeRows() throws -> [(option: String, value: String)] {
+        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        var rows: [(String, String)] = []
+        var inTable = false
+        for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line == "| option | default | what |" { inTable = true; continue }
+            guard inTable, line.hasPrefix("|") else { inTable = false; continue }
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 2, cells[0].hasPrefix("`--") else { continue }
+            rows.append((String(cells[0].dropFirst(3).dropLast()), cells[1]))
+        }
+        return rows
+    }
+
+    /// `track`'s options as `--experimental-dump-help` gives them: help text and section, by name.
+    func trackOptions() throws -> [String: (abstract: String, section: String, defaultValue: String?)] {
+        let help = try keeptrack(["track", "--experimental-dump-help"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(help.stdout.utf8)) as? [String: Any])
+        let arguments = try #require((json["command"] as? [String: Any])?["arguments"] as? [[String: Any]])
+        var out: [String: (String, String, String?)] = [:]
+        for a in arguments {
+            for n in (a["names"] as? [[String: Any]]) ?? [] where n["kind"] as? String == "long" {
+                out[n["name"] as! String] = (a["abstract"] as? String ?? "", a["sectionTitle"] as? String ?? "",
+                                             a["defaultValue"] as? String)
+            }
+        }
+        return out
+    }
+
+    /// The default a help text states ("... The default is 30s."), if any.
+    func statedDefault(_ abstract: String) -> String? {
+        guard let range = abstract.range(of: "The default is ") else { return nil }
+        var text = abstract[range.upperBound...]
+        if let end = text.range(of: ". ") { text = text[..<end.lowerBound] } else if text.hasSuffix(".") { text = text.dropLast() }
+        return String(text)
+    }
+
+    @Test func theTablesAgreeWithHelpBothWays() throws {
+        let rows = try readmeRows()
+        let options = try trackOptions()
+        #expect(rows.count >= 20)
+        for row in rows {
+            let option = try #require(options[row.option], "README lists --\(row.option), which `track --help` does not have")
+            if let stated = statedDefault(option.abstract) {
+                #expect(row.value == stated, "--\(row.option): README says '\(row.value)', --help says '\(stated)'")
+            } else {
+                #expect(["off", "none"].contains(row.value),
+                        "--\(row.option): README says '\(row.value)', --help states no default")
+            }
+            if let shown = option.defaultValue, !["off", "none"].contains(row.value) {
+                #expect(shown == row.value || Double(shown) == Double(row.value),
+                        "--\(row.option): README says '\(row.value)', the option's default is \(shown)")
+            }
+        }
+        // Every location and upload option has its row.
+        let listed = Set(rows.map(\.option))
+        for (name, option) in options where option.section.hasPrefix("Location service") || option.section.hasPrefix("Upload") {
+            #expect(listed.contains(name), "--\(name) (\(option.section)) is missing from the README's options tables")
+        }
+    }
+
+    @Test func theTablesDurationsAndNumbersAreTheCodesDefaults() throws {
+        let rows = Dictionary(try readmeRows().map { ($0.option, $0.value) }, uniquingKeysWith: { a, _ in a })
+        let t = try Track.parse(["--gpsd", "h", "--pause-when-stationary", "--significant-changes"])
+        let s = try #require(t.location.settings.configuration.standardUpdates)
+        let sc = try #require(t.location.settings.configuration.significantChanges)
+        let durations: [String: Double] = [
+            "batch-wait": t.upload.batchWait, "max-backoff": t.upload.maxBackoff, "shutdown-timeout": t.upload.shutdownTimeout,
+            "outbox-max-age": t.upload.outboxMaxAge, "max-fix-age": s.maxAge, "stationary-timeout": s.stopTimeout,
+            "significant-change-interval": sc.minimumInterval,
+        ]
+        for (option, value) in durations {
+            let text = try #require(rows[option], "--\(option) missing from the README")
+            #expect(try DurationText.parse(text) == value, "--\(option): README says \(text), the code \(value) s")
+        }
+        let numbers: [String: Double] = [
+            "distance-filter": s.distanceFilter, "stationary-radius": s.stationaryRadius,
+            "significant-change-distance": sc.distance, "batch-size": Double(t.upload.batchSize),
+            "outbox-max-records": Double(t.upload.outboxMaxRecords),
+        ]
+        for (option, value) in numbers {
+            #expect(rows[option].flatMap(Double.init) == value, "--\(option): README says \(rows[option] ?? "nothing"), the code \(value)")
+        }
+        #expect(rows["desired-accuracy"] == s.desiredAccuracy.rawValue)
+        #expect(rows["format"] == t.upload.format)
     }
 }
