@@ -5,6 +5,7 @@ import LocationService
 import Logging
 import ServiceLifecycle
 import Synchronization
+import SystemIO
 import Upload
 
 /// The tracker a program embeds: any ``FixSource`` in, the location service's decisions
@@ -69,6 +70,10 @@ public final class Tracker: Service, Sendable {
                 upload.uploader.formatSettings.regionsDefinedAt = defined
             }
             do {
+                // A first run: the data directory may not exist yet.
+                if let slash = upload.outboxPath.lastIndex(of: "/"), slash != upload.outboxPath.startIndex {
+                    makeDirectories(String(upload.outboxPath[..<slash]))
+                }
                 outbox = try Outbox(path: upload.outboxPath, configuration: upload.outbox)
                 uploadService = try UploadService(outbox: outbox!, settings: upload, application: app, logger: logger)
             } catch {

@@ -53,8 +53,10 @@ struct UploadCommandTests {
     /// `keeptrack outbox`: what waits, and the dead letters' way back. (The processes are waited
     /// for off the cooperative pool: two threads here, which the pty tests need.)
     @Test func theOutboxCommandShowsWhatWaits() async throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let parent = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        // A first run: the data directory does not exist yet, and uploading creates it.
+        let dir = parent + "/first-run/keeptrack"
         let results = try await offThePool { () throws -> [CLIResult] in
             let missing = try keeptrack(["outbox", "status", "--data-dir", dir])
             _ = try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
