@@ -2,6 +2,7 @@ import ArgumentParser
 import Formats
 import Lifecycle
 import Logging
+import MQTT
 import ServiceLifecycle
 import SystemIO
 import TrackServer
@@ -15,8 +16,10 @@ import Glibc
 /// The upload options of `replay` and `track`.
 struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "Upload every location and region transition to this endpoint (http(s)://...), or 'embedded' for a "
-            + "test endpoint started in-process on a free loopback port.", valueName: "url|embedded"))
+        "Upload every location and region transition to this endpoint (http(s)://...), to an MQTT broker as "
+            + "OwnTracks JSON at QoS 1 (mqtt(s)://[user[:password]@]host[:port][/topic], the topic by default "
+            + "owntracks/USER/DEVICE), or 'embedded' for a test endpoint started in-process on a free loopback port.",
+        valueName: "url|embedded"))
     var upload: String?
 
     @Option(help: ArgumentHelp("json (our batch), osmand (Traccar) or owntracks. The default is json.",
@@ -64,8 +67,12 @@ struct UploadOptions: ParsableArguments {
         if UploadFormats.named(format) == nil {
             throw ValidationError("--format takes \(UploadFormats.names), got '\(format)'.")
         }
-        if let upload, upload != "embedded", !(upload.hasPrefix("http://") || upload.hasPrefix("https://")) {
-            throw ValidationError("--upload takes an http:// or https:// URL, or 'embedded', got '\(upload)'.")
+        if let upload, upload != "embedded", !(upload.hasPrefix("http://") || upload.hasPrefix("https://")),
+           !MQTTEndpoint.isMQTT(upload) {
+            throw ValidationError("--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got '\(upload)'.")
+        }
+        if let upload, MQTTEndpoint.isMQTT(upload), !["json", "owntracks"].contains(format) {
+            throw ValidationError("--upload mqtt(s):// publishes OwnTracks JSON: --format \(format) does not apply.")
         }
         for h in headers where !h.contains(":") {
             throw ValidationError("--header takes 'Name: value', got '\(h)'.")
