@@ -7,6 +7,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import NIOSSL
 import Logging
+import MQTT
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -25,6 +26,8 @@ import Glibc
 /// - `GET /` or `POST /` (query or form): Traccar's OsmAnd (``OsmAnd``); answers 200.
 /// - `POST /owntracks`: OwnTracks JSON (``OwnTracks``), the device from `X-Limit-D` (or `?d=`);
 ///   answers `[]`.
+/// - With ``Configuration/mqtt``: OwnTracks JSON from a broker, subscribed to `owntracks/+/+`
+///   (``MQTTIngest``), stored exactly as the HTTP route stores it.
 ///
 /// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=`
 /// (paginated), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
@@ -77,6 +80,8 @@ public final class TrackServer: Sendable {
         /// PEM certificate chain and private key: serve HTTPS. The default is plain HTTP.
         public var tlsCertificate: String?
         public var tlsKey: String?
+        /// A broker to take OwnTracks messages from as well (``MQTTIngest``). The default is none.
+        public var mqtt: MQTTIngest.Configuration?
 
         public init(database: String) { self.database = database }
     }
@@ -93,6 +98,8 @@ public final class TrackServer: Sendable {
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
                 now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
+        // A broker URL that cannot work is a setting to fix now, not a retry loop later.
+        if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url) }
         self.configuration = configuration
         self.store = try TrackStore(path: configuration.database)
         self.faults = Mutex(configuration.faults)
@@ -118,6 +125,9 @@ public final class TrackServer: Sendable {
 
     /// Fired when the server listens (``listeningPort()`` waits for it).
     let listening = Signal()
+    /// Whether the MQTT subscription is in place, and its change (``mqttSubscription()``).
+    let mqttState = Mutex((subscribed: false, count: 0))
+    let mqttSignal = Signal()
 
     /// The port, once the server listens (it waits until then; one caller at a time).
     public func listeningPort() async -> Int {
@@ -160,8 +170,10 @@ public final class TrackServer: Sendable {
             },
             logger: logger
         )
+        var services: [any Service] = [app]
+        if let mqtt = configuration.mqtt { services.append(try MQTTIngest(server: self, configuration: mqtt)) }
         let group = ServiceGroup(configuration: .init(
-            services: [app], gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+            services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
         let stopNow = serviceGroup.withLock { s -> Bool in
             s.group = group
             return s.stopRequested
@@ -327,19 +339,36 @@ public final class TrackServer: Sendable {
             metrics.rejected(1)
             throw HTTPError(.badRequest, message: "the device is missing: send X-Limit-D (or ?d=)")
         }
+        let user = request.headers[HTTPField.Name("X-Limit-U")!] ?? request.uri.queryParameters["u"].map(String.init)
         let bytes = try await body(request, context)
-        let record: TrailRecord?
         do {
-            record = try OwnTracks.decode(bytes, device: device, now: now())
-        } catch {
-            metrics.rejected(1)
+            _ = try ingestOwnTracks(user: user, device: device, body: bytes)
+        } catch let error as WireFormatError {
             throw HTTPError(.badRequest, message: "\(error)")
         }
-        if let record {
-            let result = try store.insert([record], format: "owntracks", received: now())
-            metrics.stored(result.accepted, duplicates: result.duplicates, format: "owntracks")
-        }
         return try respond("[]", contentType: "application/json", context: context)
+    }
+
+    /// Stores one OwnTracks message of `user`'s `device`: what `POST /owntracks` and the MQTT
+    /// subscription (user and device from the topic) both do.
+    ///
+    /// - Returns: the store's counts, or `nil` for a message type without a position.
+    /// - Throws: ``WireFormatError`` naming the field of a malformed message (counted as rejected);
+    ///   the store's errors.
+    public func ingestOwnTracks(user: String?, device: String, body: [UInt8]) throws
+        -> (accepted: Int, duplicates: Int)?
+    {
+        let record: TrailRecord?
+        do {
+            record = try OwnTracks.decode(body, device: device, now: now())
+        } catch {
+            metrics.rejected(1)
+            throw error
+        }
+        guard let record else { return nil }
+        let result = try store.insert([record], format: "owntracks", received: now())
+        metrics.stored(result.accepted, duplicates: result.duplicates, format: "owntracks")
+        return result
     }
 
     /// The answer to an ingest, or — when the faults say drop — half of it and a closed

@@ -2,6 +2,7 @@ import ArgumentParser
 import SystemIO
 import Formats
 import Logging
+import MQTT
 import TrackServer
 import Tracking
 
@@ -14,7 +15,8 @@ struct Serve: AsyncParsableCommand {
             stored once), and serves GET /v1/devices, GET /v1/devices/ID/trail?from=&to=&format=geojson|gpx|json, \
             GET /healthz and GET /metrics (Prometheus). With --token, devices must send \
             Authorization: Bearer TOKEN (or ?token=). Prints {"event":"listening","url":...} once it \
-            listens; stops on Ctrl-C or SIGTERM.
+            listens; stops on Ctrl-C or SIGTERM. With --mqtt, also stores the OwnTracks messages a broker \
+            has on owntracks/USER/DEVICE (QoS 1, persistent session), and prints {"event":"subscribed",...}.
 
             Limits under load: --max-connections (a 503 past it), --idle-timeout (a connection without \
             a complete request head that long is closed), --body-timeout (a body slower than that is \
@@ -93,6 +95,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
     var tlsKey: String?
 
+    @Option(help: ArgumentHelp("Also store OwnTracks messages from this broker, mqtt(s)://[user[:password]@]host[:port] "
+                               + "(QoS 1; user and device from the topic).", valueName: "url"))
+    var mqtt: String?
+
+    @Option(help: ArgumentHelp("With --mqtt: the topic filter. The default is owntracks/+/+.", valueName: "filter"))
+    var mqttTopic = "owntracks/+/+"
+
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -120,6 +129,7 @@ struct Serve: AsyncParsableCommand {
         }
         if maxBody < 1024 { throw ValidationError("--max-body must be at least 1024 bytes.") }
         if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together.") }
+        do { _ = try mqtt.map(MQTTEndpoint.init(parsing:)) } catch { throw ValidationError("--mqtt: \(error).") }
     }
 
     func run() async throws {
@@ -140,6 +150,8 @@ struct Serve: AsyncParsableCommand {
         c.faults = startFaults
         c.tlsCertificate = tlsCert
         c.tlsKey = tlsKey
+        c.mqtt = mqtt.map(MQTTIngest.Configuration.init(url:))
+        c.mqtt?.topicFilter = mqttTopic
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = logging.logLevel
         let server: TrackServer
@@ -157,6 +169,15 @@ struct Serve: AsyncParsableCommand {
             out.appendJSONString(database)
             out.append("}\n")
             try? out.flush()
+            guard let broker = try? mqtt.map(MQTTEndpoint.init(parsing:)) else { return }
+            Task {
+                await server.mqttSubscription()
+                var out = OutputBuffer()
+                out.append("{\"event\":\"subscribed\",\"broker\":\"\(broker)\",\"topic\":")
+                out.appendJSONString(mqttTopic)
+                out.append("}\n")
+                try? out.flush()
+            }
         }
     }
 }
