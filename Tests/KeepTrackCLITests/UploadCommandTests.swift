@@ -87,6 +87,19 @@ struct CrashTestTests {
         #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
+
+    /// The same over MQTT: the uploader SIGKILLed while a real mosquitto is down or restarts, and
+    /// `serve --mqtt` storing what the broker delivers (`tools/crash-test --mqtt --kills 100` is the
+    /// long version).
+    @Test func overMQTTKillsAndBrokerRestartsLoseNothingAndStoreNothingTwice() throws {
+        let tool = try Tool("tools/crash-test", ["--mqtt", "--kills", "5", "--seed", "7", "--speed", "120",
+                                                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
+        tool.guardAgainstHang(seconds: 600)
+        var lines: [String] = []
+        while let line = tool.readLine() { lines.append(line) }
+        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
+        #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
+    }
 }
 
 @Suite("keeptrack track: graceful shutdown")
