@@ -14,7 +14,7 @@ import Synchronization
 /// and the session is persistent (``Configuration/clientID``, clean session off): while the
 /// endpoint is away, the broker keeps QoS 1 messages for it. What is sent twice (QoS 1 is at least
 /// once) is stored once, by the store's key. A lost connection is opened again after a backoff
-/// (from 1 s doubling to ``Configuration/maxBackoff``, with jitter), as the uploader does.
+/// (from 1 s doubling to ``Configuration/maxBackoff``, 30 s, with jitter), as the uploader does.
 public final class MQTTIngest: Service, Sendable {
     public struct Configuration: Sendable {
         /// The broker: `mqtt(s)://[user[:password]@]host[:port]`.
@@ -27,8 +27,9 @@ public final class MQTTIngest: Service, Sendable {
         public var caFile: String?
         /// The first retry's wait. The default is 1 s.
         public var initialBackoff: Double = 1
-        /// The longest wait between connection attempts. The default is 300 s.
-        public var maxBackoff: Double = 300
+        /// The longest wait between connection attempts. The default is 30 s (while the endpoint is
+        /// away, the broker queues its messages, and may drop them past its `max_queued_messages`).
+        public var maxBackoff: Double = 30
 
         public init(url: String) { self.url = url }
     }
