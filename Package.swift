@@ -42,7 +42,7 @@ let package = Package(
         // libgps, the gpsd client library.
         .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
-        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS", "SystemIO"]),
+        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "Formats", "CGPS", "SystemIO"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo", "Formats"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
@@ -76,7 +76,7 @@ let package = Package(
         .target(
             name: "TrackServer",
             dependencies: [
-                "Geo", "Formats", "MQTT",
+                "Geo", "Formats", "SystemIO", "MQTT",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "Tracking",
             dependencies: [
-                "Geo", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO",
+                "Geo", "NMEA", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO", "MQTT",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -107,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "keeptrack",
             dependencies: [
-                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking", "MQTT",
+                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -147,7 +147,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .testTarget(name: "TrackingTests", dependencies: [
-            "Tracking", "GPSInput", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
+            "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
             "KeepTrackTesting", "TrackServerTesting", "embed-tracker",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -164,6 +164,7 @@ package.targets += [
     .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile"]),
 ]
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("ConfigFile")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("ConfigFile")
 
 // libFuzzer targets, one per parser of untrusted bytes (README, "Fuzzing"):
 // swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld
@@ -173,3 +174,11 @@ package.targets += [
 ].map { name, library in
     .executableTarget(name: name, dependencies: [.target(name: library)], path: "Sources/Fuzz/\(name)")
 }
+
+// The version and git commit, written into a generated source before every build
+// (Plugins/BuildInfoPlugin runs tools/build-info): `keeptrack --version`.
+package.targets += [
+    .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
+    .target(name: "BuildInfo", plugins: ["BuildInfoPlugin"]),
+]
+package.targets.first { $0.name == "keeptrack" }!.dependencies.append("BuildInfo")

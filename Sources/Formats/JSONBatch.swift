@@ -9,7 +9,9 @@
 ///
 /// `id` is `device:seq` and makes storage idempotent. `kind` is `location`, `enter`, `exit` or
 /// `dwell` (the last three with `region`); `alt`, `hAcc`, `vAcc`, `speed` (m/s) and `course` (°)
-/// may be null or absent. The endpoint answers `{"accepted":N,"duplicates":M}`.
+/// may be null or absent. The endpoint answers `{"accepted":N,"duplicates":M}`. Trails read back
+/// from the endpoint add `"valid":false` to records their sender marked invalid (asked for with
+/// `invalid=true`) and `"attributes":{...}` (strings) to records that came with any.
 public enum JSONBatch {
     /// The batch's body.
     public static func encode(device: String, records: some Collection<TrailRecord>) -> [UInt8] {
@@ -52,6 +54,12 @@ public enum JSONBatch {
         optional(",\"vAcc\":", r.verticalAccuracy, 2, &out)
         optional(",\"speed\":", r.speed, 3, &out)
         optional(",\"course\":", r.course, 2, &out)
+        // What a trail read back from a store may carry (never sent by the uploader).
+        if !r.valid { ByteWriting.appendStatic(",\"valid\":false", to: &out) }
+        if !r.attributes.isEmpty {
+            ByteWriting.appendStatic(",\"attributes\":", to: &out)
+            TrailRecord.appendAttributes(r.attributes, to: &out)
+        }
         out.append(UInt8(ascii: "}"))
     }
 

@@ -143,7 +143,9 @@ struct JSONScanner {
     enum Value {
         case string(String)
         case number(Double)
+        case bool(Bool)
         case null
+        /// An array or an object (skipped).
         case other
     }
 
@@ -158,10 +160,10 @@ struct JSONScanner {
             return .null
         case UInt8(ascii: "t"):
             try literal("true")
-            return .other
+            return .bool(true)
         case UInt8(ascii: "f"):
             try literal("false")
-            return .other
+            return .bool(false)
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             try skipValue()
             return .other

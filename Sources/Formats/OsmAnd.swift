@@ -1,18 +1,45 @@
 /// Traccar's OsmAnd protocol: one location per HTTP request, as query parameters (`GET /?id=...`)
-/// or a form body (`POST /`, `application/x-www-form-urlencoded`).
+/// or a form body (`POST /`, `application/x-www-form-urlencoded`), or the JSON body Traccar Client
+/// posts (``decodeJSON(_:now:)``).
 ///
-/// Parameters: `id` (device), `timestamp` (Unix seconds; Traccar reads values at or above 2^31 as
-/// milliseconds, which we send when a time has a fraction), `lat`, `lon`, `speed` (knots),
-/// `bearing` (°), `altitude` (m), `accuracy` (m). Region transitions have no OsmAnd form: they
-/// are sent as the location they happened at. The protocol has no record id; a server makes
-/// storage idempotent by device and time.
+/// Parameters we send: `id` (device), `timestamp` (Unix seconds; Traccar reads values at or above
+/// 2^31 as milliseconds, which we send when a time has a fraction), `lat`, `lon`, `speed` (knots),
+/// `bearing` (°), `altitude` (m), `accuracy` (m). A region transition is not a position of its own:
+/// it goes as `event=geofenceEnter|geofenceExit|geofenceDwell&geofence=REGION` on the position of
+/// the location that decided it (``parameters(_:events:)``); further transitions of the same
+/// location as `event2`/`geofence2`, ... The protocol has no record id; a server makes storage
+/// idempotent by device, time and position (Traccar does not: see the README's guarantees).
+///
+/// Read as Traccar reads it: `id` or `deviceid`; `lat`+`lon` or `location=lat,lon`; `timestamp` as
+/// Unix seconds (milliseconds from 2^31), ISO 8601 with any offset, `yyyy-MM-dd HH:mm:ss` (UTC), or
+/// absent (the time of receipt); `bearing` or `heading`; a negative speed, bearing or accuracy is
+/// unknown; `valid=false` marks the position invalid; every other parameter (`hdop`, `batt`,
+/// `charge`, `driverUniqueId`, ...) is kept as an attribute (`token`, our credential, is not).
 public enum OsmAnd {
     public static let metresPerSecondPerKnot = 1852.0 / 3600.0
 
     /// The parameters of one record, percent-encoded: `id=van-1&timestamp=...`.
     public static func parameters(_ r: TrailRecord) -> String {
+        r.kind == .location ? parameters(r, events: []) : parameters(r, events: [r])
+    }
+
+    /// Traccar's name for a transition (an attribute: Traccar raises its own geofence events).
+    public static func eventName(_ kind: TrailRecord.Kind) -> String {
+        switch kind {
+        case .enter: "geofenceEnter"
+        case .exit: "geofenceExit"
+        case .dwell: "geofenceDwell"
+        case .location: "location"
+        }
+    }
+
+    /// The parameters of the position `r` with `events` (region transitions it decided) as
+    /// attributes. A transition's position is the location that decided it, at that location's
+    /// time (``TrailRecord/decidedAt``), never the (earlier) time of the crossing.
+    public static func parameters(_ r: TrailRecord, events: [TrailRecord]) -> String {
         var pairs: [(String, String)] = [("id", r.device)]
-        let ms = (r.time * 1000).rounded()
+        let time = r.kind == .location ? r.time : (r.decidedAt ?? r.time)
+        let ms = (time * 1000).rounded()
         if ms.isFinite && abs(ms) < 9e15 {
             let whole = ms.truncatingRemainder(dividingBy: 1000) == 0
             pairs.append(("timestamp", whole ? String(Int64(ms / 1000)) : String(Int64(ms))))
@@ -29,10 +56,21 @@ public enum OsmAnd {
         add("bearing", r.course, 2)
         add("altitude", r.altitude, 3)
         add("accuracy", r.horizontalAccuracy, 2)
+        for (i, e) in events.enumerated() {
+            let suffix = i == 0 ? "" : String(i + 1)
+            pairs.append(("event" + suffix, eventName(e.kind)))
+            pairs.append(("geofence" + suffix, e.region ?? ""))
+        }
         return pairs.map { "\(percentEncode($0.0))=\(percentEncode($0.1))" }.joined(separator: "&")
     }
 
-    /// A record from OsmAnd parameters (query or form), validated against `now`.
+    /// The parameters read as position fields; every other one is an attribute.
+    static let fieldNames: Set<String> = [
+        "id", "deviceid", "timestamp", "lat", "lon", "location", "speed", "bearing", "heading", "altitude",
+        "accuracy", "valid", "token",
+    ]
+
+    /// A record from OsmAnd parameters (query or form), received at `now` and validated against it.
     ///
     /// - Throws: ``WireFormatError`` naming the parameter.
     public static func decode(_ query: String, now: Double) throws(WireFormatError) -> TrailRecord {
@@ -51,24 +89,131 @@ public enum OsmAnd {
         }
         func number(_ key: String) throws(WireFormatError) -> Double? {
             guard let text = fields[key] else { return nil }
-            guard let v = Double(text), v.isFinite else { throw WireFormatError("\(key): '\(text)' is not a number") }
+            guard let v = Double(text), v.isFinite else { throw WireFormatError("\(key): '\(text.prefix(32))' is not a number") }
             return v
         }
-        guard let lat = try number("lat") else { throw WireFormatError("lat: missing") }
-        guard let lon = try number("lon") else { throw WireFormatError("lon: missing") }
-        guard let stamp = fields["timestamp"] else { throw WireFormatError("timestamp: missing") }
+        var lat = try number("lat"), lon = try number("lon")
+        if lat == nil, lon == nil, let location = fields["location"] {
+            let parts = location.split(separator: ",", omittingEmptySubsequences: false)
+            guard parts.count == 2, let a = Double(parts[0].trimmingSpaces), let b = Double(parts[1].trimmingSpaces),
+                  a.isFinite, b.isFinite
+            else { throw WireFormatError("location: '\(location.prefix(64))' is not 'lat,lon'") }
+            (lat, lon) = (a, b)
+        }
+        guard let lat else { throw WireFormatError("lat: missing (send lat and lon, or location=lat,lon)") }
+        guard let lon else { throw WireFormatError("lon: missing (send lat and lon, or location=lat,lon)") }
         let time: Double
-        if let n = Double(stamp), n.isFinite {
-            time = n >= 2_147_483_648 ? n / 1000 : n
-        } else if let t = ISOTime.parse(stamp) {
+        if let stamp = fields["timestamp"], !stamp.isEmpty {
+            guard let t = parseTime(stamp) else {
+                throw WireFormatError("timestamp: '\(stamp.prefix(40))' is neither Unix seconds, milliseconds, "
+                    + "ISO 8601 nor yyyy-MM-dd HH:mm:ss")
+            }
             time = t
         } else {
-            throw WireFormatError("timestamp: '\(stamp)' is neither Unix seconds, milliseconds nor ISO 8601")
+            time = now
         }
-        let r = TrailRecord(device: device, sequence: 1, time: time, latitude: lat, longitude: lon,
-                            altitude: try number("altitude"), horizontalAccuracy: try number("accuracy"),
-                            speed: try number("speed").map { $0 * metresPerSecondPerKnot },
-                            course: try number("bearing"))
+        func unknownIfNegative(_ v: Double?) -> Double? { v.flatMap { $0 < 0 ? nil : $0 } }
+        var bearing = try number("bearing")
+        if bearing == nil { bearing = try number("heading") }
+        var r = TrailRecord(device: device, sequence: 1, time: time, latitude: lat, longitude: lon,
+                            altitude: try number("altitude"), horizontalAccuracy: unknownIfNegative(try number("accuracy")),
+                            speed: unknownIfNegative(try number("speed")).map { $0 * metresPerSecondPerKnot },
+                            course: unknownIfNegative(bearing))
+        if let valid = fields["valid"] { r.valid = valid.lowercased() == "true" || valid == "1" }
+        for (key, value) in fields where !fieldNames.contains(key) { r.attributes[key] = value }
+        if let problem = r.problem(now: now) { throw WireFormatError(problem) }
+        return r
+    }
+
+    /// A time as Traccar reads `timestamp`: a number (seconds; milliseconds from 2^31), ISO 8601
+    /// with `T` and any offset (none is UTC), or `yyyy-MM-dd HH:mm:ss` (UTC).
+    public static func parseTime(_ text: String) -> Double? {
+        if let n = Double(text), n.isFinite { return n >= 2_147_483_648 ? n / 1000 : n }
+        return ISOTime.parse(text, anyOffset: true)
+    }
+
+    /// A record from the JSON body Traccar Client posts (`Content-Type: application/json`):
+    /// `{"location":{"timestamp":ISO,"coords":{"latitude","longitude","speed" (m/s),"heading",
+    /// "altitude","accuracy"},"is_moving","odometer","battery":{"level","is_charging"},"activity":
+    /// {"type"},"event"},"device_id":ID}`. A negative speed or heading is unknown; the other members
+    /// (`is_moving`, `odometer`, `battery.level`, `activity.type`, and any others that are text,
+    /// numbers or booleans) are kept as attributes, nested names joined with dots.
+    ///
+    /// - Throws: ``WireFormatError`` naming the member.
+    public static func decodeJSON(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> TrailRecord {
+        var values: [String: JSONScanner.Value] = [:]
+        var s = JSONScanner(bytes)
+        func object(_ prefix: String, depth: Int) throws(JSONScanner.Failure) {
+            try s.expect(UInt8(ascii: "{"))
+            if s.take(UInt8(ascii: "}")) { return }
+            repeat {
+                let key = prefix + (try s.string())
+                try s.expect(UInt8(ascii: ":"))
+                s.skipWhitespace()
+                if depth < 4, s.i < s.bytes.count, s.bytes[s.i] == UInt8(ascii: "{") {
+                    try object(key + ".", depth: depth + 1)
+                } else {
+                    let v = try s.value()
+                    if values.count < 4 * TrailRecord.maxAttributes { values[key] = v }
+                }
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
+        }
+        do throws(JSONScanner.Failure) {
+            try object("", depth: 0)
+            guard s.atEnd else { throw s.fail("text after the object") }
+        } catch {
+            throw WireFormatError(error.message)
+        }
+        func number(_ key: String) throws(WireFormatError) -> Double? {
+            switch values[key] {
+            case nil, .null?: return nil
+            case .number(let d)?: return d
+            case .string(let t)?:
+                guard let d = Double(t), d.isFinite else { throw WireFormatError("\(key): '\(t.prefix(32))' is not a number") }
+                return d
+            default: throw WireFormatError("\(key): expected a number")
+            }
+        }
+        func text(_ key: String) -> String? {
+            switch values[key] {
+            case .string(let t)?: t
+            case .number(let d)?: d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
+            default: nil
+            }
+        }
+        guard let device = text("device_id") ?? text("id"), !device.isEmpty else {
+            throw WireFormatError("device_id: missing (the device identifier is mandatory)")
+        }
+        guard let lat = try number("location.coords.latitude") else { throw WireFormatError("location.coords.latitude: missing") }
+        guard let lon = try number("location.coords.longitude") else { throw WireFormatError("location.coords.longitude: missing") }
+        var time = now
+        if let stamp = text("location.timestamp") {
+            guard let t = parseTime(stamp) else {
+                throw WireFormatError("location.timestamp: '\(stamp.prefix(40))' is not an ISO 8601 time")
+            }
+            time = t
+        }
+        func unknownIfNegative(_ v: Double?) -> Double? { v.flatMap { $0 < 0 ? nil : $0 } }
+        var r = TrailRecord(device: device, sequence: 1, time: time, latitude: lat, longitude: lon,
+                            altitude: try number("location.coords.altitude"),
+                            horizontalAccuracy: unknownIfNegative(try number("location.coords.accuracy")),
+                            speed: unknownIfNegative(try number("location.coords.speed")),
+                            course: unknownIfNegative(try number("location.coords.heading")))
+        let read: Set<String> = ["device_id", "id", "location.timestamp", "location.coords.latitude",
+                                 "location.coords.longitude", "location.coords.altitude", "location.coords.accuracy",
+                                 "location.coords.speed", "location.coords.heading"]
+        for (key, v) in values where !read.contains(key) && r.attributes.count < TrailRecord.maxAttributes {
+            let name = key.hasPrefix("location.") ? String(key.dropFirst(9)) : key
+            guard TrailRecord.identifierProblem(name) == nil else { continue }
+            switch v {
+            case .bool(let b): r.attributes[name] = b ? "true" : "false"
+            case .string(let t) where t.utf8.count <= TrailRecord.maxAttributeBytes && !t.utf8.contains(0):
+                r.attributes[name] = t
+            case .number: r.attributes[name] = text(key)
+            default: break
+            }
+        }
         if let problem = r.problem(now: now) { throw WireFormatError(problem) }
         return r
     }

@@ -2,19 +2,57 @@
 /// user and device in `X-Limit-U` and `X-Limit-D` headers; the Recorder answers `[]`.
 ///
 /// Locations are `{"_type":"location","tst":...,"lat":...,"lon":...,"acc":...,"alt":...,"vel":...,
-/// "cog":...,"tid":"VA","t":"p"}` (`tst` Unix seconds, `acc` and `alt` metres, `vel` km/h, `cog`
-/// degrees, all integers as OwnTracks sends them); region crossings are `{"_type":"transition",
-/// "event":"enter"|"leave","desc":REGION,"tst":...,"wtst":...,"lat":...,"lon":...,"acc":...,
-/// "t":"c","tid":...}`. Dwells have no OwnTracks form and are not sent.
+/// "cog":...,"tid":"VA"}` (`tst` Unix seconds, `acc` and `alt` metres, `vel` km/h, `cog` degrees,
+/// all integers as OwnTracks sends them; no `t`, which marks pings, manual and region-triggered
+/// reports). Region crossings are `{"_type":"transition","event":"enter"|"leave","desc":REGION,
+/// "tst":CROSSING,"wtst":WAYPOINT_CREATED,"lat":...,"lon":...,"acc":...,"t":"c","tid":...}`. Dwells
+/// have no OwnTracks form and are not sent.
+///
+/// Read as the Recorder reads them: the sender is `USER/DEVICE` (``deviceID(user:device:)``),
+/// numbers may come as strings, a missing `tst` is the time of receipt, transitions may come
+/// without a position, message types without a position (`waypoint`, `waypoints`, `lwt`, `card`,
+/// `status`, ...) are acknowledged and not stored, an empty body is acknowledged, and
+/// `_type: encrypted` is refused (``WireFormatError/Code/unsupported``): we hold no key.
 public enum OwnTracks {
+    /// The user a message without `X-Limit-U` (or `?u=`) is filed under, as the Recorder does.
+    public static let defaultUser = "owntracks"
+    /// The device a message without `X-Limit-D` (or `?d=`) is filed under, as the Recorder does.
+    public static let defaultDevice = "phone"
+
+    /// The device id a message from `user`'s `device` is stored under: `user/device`, both
+    /// lowercased (as the Recorder files them), ``defaultUser`` and ``defaultDevice`` when absent
+    /// or empty. Two users' phones both named `phone` are two devices.
+    public static func deviceID(user: String?, device: String?) -> String {
+        func part(_ s: String?, _ fallback: String) -> String {
+            guard let s, !s.isEmpty else { return fallback }
+            return s.lowercased()
+        }
+        return part(user, defaultUser) + "/" + part(device, defaultDevice)
+    }
+
     /// The two-letter tracker id OwnTracks shows: the device id's first two letters or digits.
     public static func trackerID(_ device: String) -> String {
         let letters = device.uppercased().filter { $0.isLetter || $0.isNumber }
         return String(letters.prefix(2)).isEmpty ? "KT" : String(letters.prefix(2))
     }
 
+    /// A stand-in for a waypoint's creation time when the region's is unknown: a whole second
+    /// between 2001 and 2021 that depends only on the region id, so each region stays one waypoint
+    /// for the app and the Recorder (they tell waypoints apart by `wtst`).
+    public static func stableWaypointTime(_ region: String) -> Double {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in region.utf8 {
+            h ^= UInt64(b)
+            h = h &* 0x100_0000_01b3
+        }
+        return 978_307_200 + Double(h % 631_152_000)
+    }
+
     /// The request body for `r`, or `nil` for a dwell.
-    public static func encode(_ r: TrailRecord) -> [UInt8]? {
+    ///
+    /// - Parameter waypointCreated: when the region of a transition was defined (its `wtst`); the
+    ///   default is ``stableWaypointTime(_:)``.
+    public static func encode(_ r: TrailRecord, waypointCreated: Double? = nil) -> [UInt8]? {
         var out: [UInt8] = []
         func int(_ key: StaticString, _ v: Double?) {
             // A number no Int64 holds is left out, never trapped on (records are validated first).
@@ -30,7 +68,7 @@ public enum OwnTracks {
             ByteWriting.appendStatic(r.kind == .enter ? "enter" : "leave", to: &out)
             ByteWriting.appendStatic("\",\"desc\":", to: &out)
             ByteWriting.appendJSONString(r.region ?? "", to: &out)
-            int(",\"wtst\":", r.time)
+            int(",\"wtst\":", (waypointCreated ?? stableWaypointTime(r.region ?? "")).rounded(.down))
             ByteWriting.appendStatic(",\"t\":\"c\"", to: &out)
         case .dwell:
             return nil
@@ -40,12 +78,13 @@ public enum OwnTracks {
         ByteWriting.appendFixed(r.latitude, decimals: 7, to: &out)
         ByteWriting.appendStatic(",\"lon\":", to: &out)
         ByteWriting.appendFixed(r.longitude, decimals: 7, to: &out)
-        int(",\"acc\":", r.horizontalAccuracy)
+        // Transitions require acc: 0 when the fix had none.
+        int(",\"acc\":", r.horizontalAccuracy ?? (r.kind == .location ? nil : 0))
         if r.kind == .location {
             int(",\"alt\":", r.altitude)
+            int(",\"vac\":", r.verticalAccuracy)
             int(",\"vel\":", r.speed.map { $0 * 3.6 })
             int(",\"cog\":", r.course)
-            ByteWriting.appendStatic(",\"t\":\"p\"", to: &out)
         }
         ByteWriting.appendStatic(",\"tid\":", to: &out)
         ByteWriting.appendJSONString(trackerID(r.device), to: &out)
@@ -53,7 +92,7 @@ public enum OwnTracks {
         return out
     }
 
-    /// The fields we read of a message (others are ignored).
+    /// The fields we read of a message; the others become attributes.
     struct Wire {
         var _type: String?
         var tst: Double?
@@ -61,13 +100,15 @@ public enum OwnTracks {
         var lon: Double?
         var acc: Double?
         var alt: Double?
+        var vac: Double?
         var vel: Double?
         var cog: Double?
         var event: String?
         var desc: String?
+        var attributes: [String: String] = [:]
 
         /// Reads one JSON object with the scanner the endpoint reads batches with (bounded nesting,
-        /// UTF-8 checked); unknown keys are skipped.
+        /// UTF-8 checked). Numbers may be sent as strings (`"lat":"48.1"`), as some apps do.
         init(_ bytes: [UInt8]) throws(WireFormatError) {
             var s = JSONScanner(bytes)
             do {
@@ -80,6 +121,11 @@ public enum OwnTracks {
                         func number() throws(WireFormatError) -> Double? {
                             switch v {
                             case .number(let d): return d
+                            case .string(let t):
+                                guard let d = Double(t.trimmingSpaces), d.isFinite else {
+                                    throw WireFormatError("\(key): '\(t.prefix(32))' is not a number")
+                                }
+                                return d
                             case .null: return nil
                             default: throw WireFormatError("\(key): expected a number")
                             }
@@ -98,11 +144,22 @@ public enum OwnTracks {
                         case "lon": lon = try number()
                         case "acc": acc = try number()
                         case "alt": alt = try number()
+                        case "vac": vac = try number()
                         case "vel": vel = try number()
                         case "cog": cog = try number()
                         case "event": event = try text()
                         case "desc": desc = try text()
-                        default: break
+                        default:
+                            guard attributes.count < TrailRecord.maxAttributes,
+                                  TrailRecord.identifierProblem(key) == nil else { break }
+                            switch v {
+                            case .string(let t) where t.utf8.count <= TrailRecord.maxAttributeBytes
+                                && !t.unicodeScalars.contains(where: { $0.value == 0 }):
+                                attributes[key] = t
+                            case .number(let d): attributes[key] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
+                            case .bool(let b): attributes[key] = b ? "true" : "false"
+                            default: break
+                            }
                         }
                     } while s.take(UInt8(ascii: ","))
                     try s.expect(UInt8(ascii: "}"))
@@ -118,11 +175,25 @@ public enum OwnTracks {
         }
     }
 
-    /// A record from an OwnTracks body sent by `device`, validated against `now`; `nil` for the
-    /// message types that carry no position (`lwt`, `card`, `waypoint`...).
+    /// A record from an OwnTracks body sent by `user`'s `device` (``deviceID(user:device:)``),
+    /// received at `now`: what the endpoint's HTTP route does with a request, and what an MQTT
+    /// subscriber does with a message on `owntracks/USER/DEVICE`. `nil` when there is nothing to
+    /// store: an empty body, or a message type without a position (`lwt`, `card`, `waypoint`...).
+    ///
+    /// - Throws: ``WireFormatError`` naming the field; ``WireFormatError/Code/unsupported`` for
+    ///   an encrypted payload.
+    public static func decode(_ bytes: [UInt8], user: String?, device: String?, now: Double)
+        throws(WireFormatError) -> TrailRecord?
+    {
+        try decode(bytes, device: deviceID(user: user, device: device), now: now)
+    }
+
+    /// A record from an OwnTracks body, stored as `device` (taken as it is), received at `now`.
     ///
     /// - Throws: ``WireFormatError`` naming the field.
     public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(WireFormatError) -> TrailRecord? {
+        // Apps post empty bodies now and then (the Recorder ignores them).
+        guard bytes.contains(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else { return nil }
         let w = try Wire(bytes)
         guard let type = w._type else { throw WireFormatError("_type: missing") }
         let kind: TrailRecord.Kind
@@ -134,15 +205,36 @@ public enum OwnTracks {
             case "leave": kind = .exit
             default: throw WireFormatError("event: '\(w.event ?? "null")' is not enter or leave")
             }
+        case "encrypted":
+            throw WireFormatError("_type: encrypted payloads are not supported (no key is configured here): "
+                + "turn encryption off in the app, or send to a Recorder that holds the key", code: .unsupported)
         default: return nil
         }
-        guard let tst = w.tst else { throw WireFormatError("tst: missing") }
-        guard let lat = w.lat else { throw WireFormatError("lat: missing") }
-        guard let lon = w.lon else { throw WireFormatError("lon: missing") }
-        let r = TrailRecord(device: device, sequence: 1, kind: kind, region: kind == .location ? nil : w.desc,
-                            time: tst, latitude: lat, longitude: lon, altitude: w.alt, horizontalAccuracy: w.acc,
-                            speed: w.vel.map { $0 / 3.6 }, course: w.cog)
+        var valid = true
+        var lat = w.lat, lon = w.lon
+        if kind != .location && lat == nil && lon == nil {
+            // A transition may come without a position: stored, marked as having none.
+            (lat, lon, valid) = (0, 0, false)
+        }
+        guard let lat else { throw WireFormatError("lat: missing") }
+        guard let lon else { throw WireFormatError("lon: missing") }
+        var r = TrailRecord(device: device, sequence: 1, kind: kind, region: kind == .location ? nil : w.desc,
+                            time: w.tst ?? now, latitude: lat, longitude: lon, altitude: w.alt,
+                            horizontalAccuracy: w.acc, verticalAccuracy: w.vac,
+                            speed: w.vel.flatMap { $0 < 0 ? nil : $0 / 3.6 }, course: w.cog.flatMap { $0 < 0 ? nil : $0 })
+        r.valid = valid
+        r.attributes = w.attributes
         if let problem = r.problem(now: now) { throw WireFormatError(problem) }
         return r
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces.
+    var trimmingSpaces: Substring {
+        var s = Substring(self)
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return s
     }
 }

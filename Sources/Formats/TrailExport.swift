@@ -1,8 +1,9 @@
 /// A stored trail as a file: GeoJSON (a LineString of the locations plus a Point per region
 /// transition) or GPX (one track segment, transitions as waypoints).
 public enum TrailExport {
-    /// A GeoJSON FeatureCollection: the track as a LineString with the device and time span, each
-    /// region transition as a Point feature with `event`, `region` and `time`.
+    /// A GeoJSON FeatureCollection (RFC 7946): the track as a LineString with the device and time
+    /// span (a Point when it has one location, a null geometry when none), each region transition
+    /// as a Point feature with `event`, `region` and `time`.
     public static func geoJSON(device: String, records: [TrailRecord]) -> [UInt8] {
         var out: [UInt8] = []
         let locations = records.filter { $0.kind == .location }
@@ -25,12 +26,22 @@ public enum TrailExport {
             ISOTime.append(r.time, to: &out)
             out.append(UInt8(ascii: "\""))
         }
-        ByteWriting.appendStatic("]},\"geometry\":{\"type\":\"LineString\",\"coordinates\":[", to: &out)
-        for (i, r) in locations.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            position(r, &out)
+        // RFC 7946: a LineString has two or more positions; one location is a Point, none no geometry.
+        switch locations.count {
+        case 0:
+            ByteWriting.appendStatic("]},\"geometry\":null}", to: &out)
+        case 1:
+            ByteWriting.appendStatic("]},\"geometry\":{\"type\":\"Point\",\"coordinates\":", to: &out)
+            position(locations[0], &out)
+            ByteWriting.appendStatic("}}", to: &out)
+        default:
+            ByteWriting.appendStatic("]},\"geometry\":{\"type\":\"LineString\",\"coordinates\":[", to: &out)
+            for (i, r) in locations.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                position(r, &out)
+            }
+            ByteWriting.appendStatic("]}}", to: &out)
         }
-        ByteWriting.appendStatic("]}}", to: &out)
         for r in records where r.kind != .location {
             ByteWriting.appendStatic(",{\"type\":\"Feature\",\"properties\":{\"event\":\"", to: &out)
             out.append(contentsOf: r.kind.rawValue.utf8)

@@ -33,6 +33,16 @@ public struct TrailRecord: Hashable, Sendable {
     public var speed: Double?
     /// Degrees from true north.
     public var course: Double?
+    /// For a region transition, when the location that decided it was taken (seconds since 1970);
+    /// `time` is when the transition happened (when the evidence began), which is earlier. `nil`
+    /// for locations, and for transitions read from a wire that doesn't say.
+    public var decidedAt: Double?
+    /// Whether the sender says the position is valid (OsmAnd's `valid=false`, a transition without
+    /// a position): a record that is not is stored, marked, and left out of trails by default.
+    public var valid = true
+    /// What else the sender said about the record, by the sender's own names (OsmAnd's `hdop`,
+    /// `batt`, `driverUniqueId`, Traccar Client's `battery.level`): kept and returned, not interpreted.
+    public var attributes: [String: String] = [:]
 
     public init(device: String, sequence: Int64, kind: Kind = .location, region: String? = nil, time: Double,
                 latitude: Double, longitude: Double, altitude: Double? = nil, horizontalAccuracy: Double? = nil,
@@ -85,7 +95,62 @@ public struct TrailRecord: Hashable, Sendable {
         if let v = speed, !(v >= 0 && v <= Self.maxSpeed) { return "speed must be 0 to 100,000 m/s" }
         if let c = course, !(c >= 0 && c <= 360) { return "course must be in [0, 360]" }
         if let a = altitude, !(abs(a) <= Self.maxMetres) { return "alt must be within ±10,000,000 metres" }
+        if let t = decidedAt, !(t >= time && t <= now + 86_400) {
+            return "the deciding location's time must lie between the transition's and a day after now"
+        }
+        if attributes.count > Self.maxAttributes { return "more than \(Self.maxAttributes) attributes" }
+        for (k, v) in attributes {
+            if let p = Self.identifierProblem(k) { return "attribute name \(p)" }
+            if v.utf8.count > Self.maxAttributeBytes || v.unicodeScalars.contains(where: { $0.value == 0 }) {
+                return "attribute '\(k)' must have at most \(Self.maxAttributeBytes) bytes and no NUL"
+            }
+        }
         return nil
+    }
+
+    /// The most attributes a record may carry.
+    public static let maxAttributes = 64
+    /// The longest attribute value, in UTF-8 bytes.
+    public static let maxAttributeBytes = 1024
+
+    /// The attributes as a JSON object (`{"batt":"87","hdop":"0.9"}`, keys sorted), or `nil` when
+    /// there are none: how a store keeps them.
+    public static func attributesJSON(_ attributes: [String: String]) -> String? {
+        guard !attributes.isEmpty else { return nil }
+        var out: [UInt8] = []
+        appendAttributes(attributes, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendAttributes(_ attributes: [String: String], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (i, key) in attributes.keys.sorted().enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            ByteWriting.appendJSONString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            ByteWriting.appendJSONString(attributes[key]!, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// Attributes from ``attributesJSON(_:)``'s text (a flat object of strings); empty for `nil` or
+    /// anything else.
+    public static func attributes(fromJSON text: String?) -> [String: String] {
+        guard let text else { return [:] }
+        var s = JSONScanner(Array(text.utf8))
+        var out: [String: String] = [:]
+        do {
+            try s.expect(UInt8(ascii: "{"))
+            if s.take(UInt8(ascii: "}")) { return out }
+            repeat {
+                let key = try s.string()
+                try s.expect(UInt8(ascii: ":"))
+                if case .string(let v) = try s.value() { out[key] = v }
+            } while s.take(UInt8(ascii: ","))
+        } catch {
+            return out
+        }
+        return out
     }
 
     /// The largest accuracy or altitude, in metres, a record may carry: beyond any receiver on or near
@@ -121,6 +186,9 @@ public struct WireFormatError: Error, Hashable, Sendable, CustomStringConvertibl
         public init(rawValue: Int) { self.rawValue = rawValue }
         public static let invalid = Code(rawValue: 1)
         public static let tooLarge = Code(rawValue: 2)
+        /// Well-formed, but of a kind this reader does not handle (an encrypted OwnTracks payload):
+        /// an HTTP server answers it 415.
+        public static let unsupported = Code(rawValue: 3)
     }
 
     public var message: String
@@ -174,7 +242,11 @@ public enum ISOTime {
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that, names a day the
     /// month doesn't have (`2024-02-31`), or lies past ``representable`` (a leap second at the very end).
-    public static func parse(_ text: String) -> Double? {
+    public static func parse(_ text: String) -> Double? { parse(text, anyOffset: false) }
+
+    /// ``parse(_:)``; with `anyOffset`, also any offset (`+02:00`, `-0530`, `+02`) and none at all
+    /// (UTC), as Traccar reads OsmAnd's `timestamp` (`2024-05-14 09:30:00`).
+    public static func parse(_ text: String, anyOffset: Bool) -> Double? {
         let b = Array(text.utf8)
         func digits(_ at: Int, _ n: Int) -> Int? {
             guard at + n <= b.count else { return nil }
@@ -186,7 +258,7 @@ public enum ISOTime {
             }
             return v
         }
-        guard b.count >= 20, let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45,
+        guard b.count >= (anyOffset ? 19 : 20), let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45,
               let day = digits(8, 2), b[10] == 84 || b[10] == 32, let hour = digits(11, 2), b[13] == 58,
               let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2),
               (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month), hour < 24,
@@ -206,9 +278,28 @@ public enum ISOTime {
             guard i > start else { return nil }
         }
         let zone = b[i...]
-        guard zone.elementsEqual("Z".utf8) || zone.elementsEqual("+00:00".utf8) else { return nil }
+        var offset = 0
+        if zone.elementsEqual("Z".utf8) || zone.elementsEqual("+00:00".utf8) {
+            offset = 0
+        } else if anyOffset {
+            if !zone.isEmpty {
+                // ±HH, ±HHMM or ±HH:MM.
+                guard zone.first == 43 || zone.first == 45, let h = digits(i + 1, 2), h <= 23 else { return nil }
+                var m = 0
+                switch zone.count {
+                case 3: m = 0
+                case 5: guard let mm = digits(i + 3, 2) else { return nil }; m = mm
+                case 6: guard b[i + 3] == 58, let mm = digits(i + 4, 2) else { return nil }; m = mm
+                default: return nil
+                }
+                guard m < 60 else { return nil }
+                offset = (zone.first == 45 ? -1 : 1) * (h * 3600 + m * 60)
+            }
+        } else {
+            return nil
+        }
         let days = GNSSTime.daysFromCivil(year: year, month: month, day: day)
-        let t = Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second) + fraction
+        let t = Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second - offset) + fraction
         // 9999-12-31T23:59:60.5Z parses, but no four-digit year can write it back.
         return representable.contains(t) ? t : nil
     }

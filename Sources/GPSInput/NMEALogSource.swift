@@ -1,3 +1,4 @@
+import Formats
 import Geo
 import NMEA
 import Synchronization
@@ -43,6 +44,15 @@ public final class NMEALogSource: FixSource {
         public var passes: Int = 0
         /// Decoder counters of the current pass.
         public var statistics = NMEAStatistics()
+
+        /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA.
+        public func line(elapsed: Double) -> String {
+            let rate = Double(fixes) / Swift.max(elapsed, 1e-9)
+            guard let size, size > 0 else { return "\(grouped(fixes)) fixes, \(Int(rate)) fixes/s" }
+            let fraction = Double(position) / Double(size)
+            let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
+            return "\(Int(fraction * 100))%  \(grouped(fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
+        }
     }
 
     public let options: Options

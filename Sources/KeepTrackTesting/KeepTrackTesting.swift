@@ -140,3 +140,14 @@ public struct GPSFake: Sendable {
         try Tool("tools/gpsfake-run", ["stop", pid, dir]).drain()
     }
 }
+
+/// Runs blocking work (a child process, a read) on a thread of its own and awaits its result, so
+/// it does not hold one of the few threads of Swift's cooperative pool (as many as cores) while
+/// other tests need them to make progress.
+public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.name = "test.blocking"
+        thread.start()
+    }
+}

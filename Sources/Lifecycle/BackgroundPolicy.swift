@@ -92,6 +92,26 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
         return p
     }
 
+    /// The policies `name` stands for (`all`, when `allowAll`, is every named one), each with
+    /// `overrides` applied: what `--policy NAME --budget ...` means.
+    ///
+    /// - Throws: a sentence naming the option: an unknown name, or numbers that can't be used.
+    public static func resolve(_ name: String, allowAll: Bool = false, overrides: Overrides) throws(PolicyError)
+        -> [BackgroundPolicy]
+    {
+        let base: [BackgroundPolicy]
+        if allowAll && name == "all" {
+            base = named
+        } else if let p = BackgroundPolicy(named: name) {
+            base = [p]
+        } else {
+            throw PolicyError(message: "--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(name)'.")
+        }
+        var out: [BackgroundPolicy] = []
+        for p in base { out.append(try p.applying(overrides)) }
+        return out
+    }
+
     /// A policy whose numbers can't be used.
     public struct PolicyError: Error, CustomStringConvertible {
         public var message: String

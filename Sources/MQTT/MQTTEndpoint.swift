@@ -14,9 +14,10 @@ public struct MQTTEndpoint: Hashable, Sendable, CustomStringConvertible {
     /// Whether `url` names a broker (`mqtt://` or `mqtts://`), well-formed or not.
     public static func isMQTT(_ url: String) -> Bool { url.hasPrefix("mqtt://") || url.hasPrefix("mqtts://") }
 
+    /// - Parameter wildcards: whether the topic may hold `+` and `#` (a subscription's filter).
     /// - Throws: ``MQTTError`` (`.configuration`) naming what is wrong with `url` (the password is
     ///   never quoted).
-    public init(parsing url: String) throws(MQTTError) {
+    public init(parsing url: String, wildcards: Bool = false) throws(MQTTError) {
         let rest: Substring
         if url.hasPrefix("mqtts://") {
             tls = true
@@ -30,7 +31,7 @@ public struct MQTTEndpoint: Hashable, Sendable, CustomStringConvertible {
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         var authority = rest[..<slash]
         topic = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
-        if topic.contains("+") || topic.contains("#") {
+        if !wildcards && (topic.contains("+") || topic.contains("#")) {
             throw MQTTError(.configuration, "the topic '\(topic)' of an mqtt:// URL must not contain + or # "
                 + "(wildcards are for subscriptions)")
         }

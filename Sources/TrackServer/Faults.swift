@@ -28,6 +28,12 @@ public struct Faults: Hashable, Sendable, Codable {
 
     public init() {}
 
+    /// The faults `keeptrack serve` takes as options.
+    public init(refuse: Bool, failRate: Double, failStatus: Int, retryAfter: Int?, delay: Double, dropRate: Double) {
+        (self.refuse, self.failRate, self.failStatus) = (refuse, failRate, failStatus)
+        (self.retryAfter, self.delay, self.dropRate) = (retryAfter, delay, dropRate)
+    }
+
     enum CodingKeys: String, CodingKey {
         case refuse, failRate, failNext, failStatus, retryAfter, delay, dropRate, dropNext, garbageNext
     }

@@ -6,9 +6,9 @@ import ServiceLifecycle
 import Synchronization
 
 /// The endpoint's MQTT side: subscribed at QoS 1 to OwnTracks topics on a broker, it stores every
-/// message as `POST /owntracks` does (``TrackServer/ingestOwnTracks(user:device:body:)``), the user
-/// and device being the topic's second and third levels (`owntracks/USER/DEVICE`), so a fleet of
-/// phones publishing to a broker lands in the same store.
+/// message as `POST /owntracks` does (``TrackServer/ingestOwnTracks(_:user:device:)``: device
+/// `user/device`), the user and device being the topic's second and third levels
+/// (`owntracks/USER/DEVICE`), so a fleet of phones publishing to a broker lands in the same store.
 ///
 /// A message is stored before its PUBACK leaves (libmosquitto sends it once the handler returned),
 /// and the session is persistent (``Configuration/clientID``, clean session off): while the
@@ -17,7 +17,8 @@ import Synchronization
 /// (from 1 s doubling to ``Configuration/maxBackoff``, 30 s, with jitter), as the uploader does.
 public final class MQTTIngest: Service, Sendable {
     public struct Configuration: Sendable {
-        /// The broker: `mqtt(s)://[user[:password]@]host[:port]`.
+        /// The broker: `mqtt(s)://[user[:password]@]host[:port][/filter]`; a filter there replaces
+        /// ``topicFilter``.
         public var url: String
         /// The topic filter. The default is `owntracks/+/+`.
         public var topicFilter = "owntracks/+/+"
@@ -31,7 +32,10 @@ public final class MQTTIngest: Service, Sendable {
         /// away, the broker queues its messages, and may drop them past its `max_queued_messages`).
         public var maxBackoff: Double = 30
 
-        public init(url: String) { self.url = url }
+        public init(url: String, topicFilter: String = "owntracks/+/+") {
+            self.url = url
+            self.topicFilter = topicFilter
+        }
     }
 
     let server: TrackServer
@@ -41,8 +45,11 @@ public final class MQTTIngest: Service, Sendable {
 
     init(server: TrackServer, configuration: Configuration) throws(MQTTError) {
         self.server = server
+        let endpoint = try MQTTEndpoint(parsing: configuration.url, wildcards: true)
+        var configuration = configuration
+        if !endpoint.topic.isEmpty { configuration.topicFilter = endpoint.topic }
         self.configuration = configuration
-        self.endpoint = try MQTTEndpoint(parsing: configuration.url)
+        self.endpoint = endpoint
         self.logger = server.logger
     }
 
@@ -98,8 +105,9 @@ public final class MQTTIngest: Service, Sendable {
             return
         }
         do {
-            _ = try server.ingestOwnTracks(user: String(levels[1]), device: String(levels[2]), body: payload)
+            _ = try server.ingestOwnTracks(payload, user: String(levels[1]), device: String(levels[2]))
         } catch let error as WireFormatError {
+            server.metrics.rejected(1)
             // The reason may quote a coordinate: only at debug level.
             logger.warning("MQTT message refused", metadata: ["topic": "\(topic)"])
             logger.debug("refusal", metadata: ["reason": "\(error)"])

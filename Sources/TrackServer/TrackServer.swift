@@ -24,12 +24,12 @@ import Glibc
 /// - `POST /v1/locations`: our JSON batch (``JSONBatch``), gzip bodies accepted; answers
 ///   `{"accepted":N,"duplicates":M}`.
 /// - `GET /` or `POST /` (query or form): Traccar's OsmAnd (``OsmAnd``); answers 200.
-/// - `POST /owntracks`: OwnTracks JSON (``OwnTracks``), the device from `X-Limit-D` (or `?d=`);
-///   answers `[]`.
+/// - `POST /owntracks`: OwnTracks JSON (``OwnTracks``) from `X-Limit-U`/`X-Limit-D` (or `?u=`/`?d=`),
+///   stored as device `user/device`; answers `[]` (415 for an encrypted payload).
 /// - With ``Configuration/mqtt``: OwnTracks JSON from a broker, subscribed to `owntracks/+/+`
 ///   (``MQTTIngest``), stored exactly as the HTTP route stores it.
 ///
-/// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=`
+/// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true`
 /// (paginated), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
 /// ``Faults`` when ``Configuration/faultInjection`` is on.
 ///
@@ -99,7 +99,7 @@ public final class TrackServer: Sendable {
     public init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
                 now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
         // A broker URL that cannot work is a setting to fix now, not a retry loop later.
-        if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url) }
+        if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) }
         self.configuration = configuration
         self.store = try TrackStore(path: configuration.database)
         self.faults = Mutex(configuration.faults)
@@ -316,17 +316,29 @@ public final class TrackServer: Sendable {
     }
 
     func ingestOsmAnd(_ request: Request, _ context: ServerContext) async throws -> Response {
-        var query = request.uri.query ?? ""
-        if request.method == .post {
-            let form = String(decoding: try await body(request, context), as: UTF8.self)
-            if !form.isEmpty { query += (query.isEmpty ? "" : "&") + form }
-        }
         let record: TrailRecord
-        do {
-            record = try OsmAnd.decode(query, now: now())
-        } catch {
-            metrics.rejected(1)
-            throw HTTPError(.badRequest, message: "\(error)")
+        // As Traccar: a JSON body (Traccar Client) by its Content-Type; else the query, with a form
+        // body's parameters added.
+        if request.method == .post, request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true {
+            let bytes = try await body(request, context)
+            do {
+                record = try OsmAnd.decodeJSON(bytes, now: now())
+            } catch {
+                metrics.rejected(1)
+                throw HTTPError(.badRequest, message: "\(error)")
+            }
+        } else {
+            var query = request.uri.query ?? ""
+            if request.method == .post {
+                let form = String(decoding: try await body(request, context), as: UTF8.self)
+                if !form.isEmpty { query += (query.isEmpty ? "" : "&") + form }
+            }
+            do {
+                record = try OsmAnd.decode(query, now: now())
+            } catch {
+                metrics.rejected(1)
+                throw HTTPError(.badRequest, message: "\(error)")
+            }
         }
         let result = try store.insert([record], format: "osmand", received: now())
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "osmand")
@@ -334,39 +346,33 @@ public final class TrackServer: Sendable {
     }
 
     func ingestOwnTracks(_ request: Request, _ context: ServerContext) async throws -> Response {
-        let device = request.headers[HTTPField.Name("X-Limit-D")!] ?? request.uri.queryParameters["d"].map(String.init)
-        guard let device, !device.isEmpty else {
-            metrics.rejected(1)
-            throw HTTPError(.badRequest, message: "the device is missing: send X-Limit-D (or ?d=)")
-        }
-        let user = request.headers[HTTPField.Name("X-Limit-U")!] ?? request.uri.queryParameters["u"].map(String.init)
+        // As the Recorder: the first X-Limit-U / X-Limit-D, else ?u= / ?d=, else owntracks/phone.
+        let q = request.uri.queryParameters
+        let user = request.headers[values: HTTPField.Name("X-Limit-U")!].first ?? q["u"].map(String.init)
+        let device = request.headers[values: HTTPField.Name("X-Limit-D")!].first ?? q["d"].map(String.init)
         let bytes = try await body(request, context)
         do {
-            _ = try ingestOwnTracks(user: user, device: device, body: bytes)
+            _ = try ingestOwnTracks(bytes, user: user, device: device)
         } catch let error as WireFormatError {
-            throw HTTPError(.badRequest, message: "\(error)")
+            metrics.rejected(1)
+            throw HTTPError(error.code == .unsupported ? .unsupportedMediaType : .badRequest, message: "\(error)")
         }
         return try respond("[]", contentType: "application/json", context: context)
     }
 
-    /// Stores one OwnTracks message of `user`'s `device`: what `POST /owntracks` and the MQTT
-    /// subscription (user and device from the topic) both do.
+    /// Stores one OwnTracks message (``OwnTracks``) from `user`'s `device`: what `POST /owntracks`
+    /// does with a request's body, callable without one (an MQTT subscriber hands over what arrives
+    /// on `owntracks/USER/DEVICE`). The device is stored as `user/device`, lowercased, `owntracks`
+    /// and `phone` when absent (``OwnTracks/deviceID(user:device:)``). Messages without a position
+    /// (an empty body, `lwt`, `card`, `waypoint`...) store nothing.
     ///
-    /// - Returns: the store's counts, or `nil` for a message type without a position.
-    /// - Throws: ``WireFormatError`` naming the field of a malformed message (counted as rejected);
-    ///   the store's errors.
-    public func ingestOwnTracks(user: String?, device: String, body: [UInt8]) throws
-        -> (accepted: Int, duplicates: Int)?
-    {
-        let record: TrailRecord?
-        do {
-            record = try OwnTracks.decode(body, device: device, now: now())
-        } catch {
-            metrics.rejected(1)
-            throw error
-        }
-        guard let record else { return nil }
-        let result = try store.insert([record], format: "owntracks", received: now())
+    /// - Returns: how many records were new and how many already stored (0 and 0 for nothing).
+    /// - Throws: ``WireFormatError`` for a message that can't be read (``WireFormatError/Code/unsupported``
+    ///   for an encrypted one), or the store's error.
+    public func ingestOwnTracks(_ bytes: [UInt8], user: String?, device: String?) throws -> (accepted: Int, duplicates: Int) {
+        let t = now()
+        guard let record = try OwnTracks.decode(bytes, user: user, device: device, now: t) else { return (0, 0) }
+        let result = try store.insert([record], format: "owntracks", received: t)
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "owntracks")
         return result
     }
@@ -452,15 +458,18 @@ public final class TrackServer: Sendable {
             throw HTTPError(.badRequest, message: "format: '\(format)' is not geojson, gpx or json")
         }
         let (limit, cursor) = try page(q)
+        let includeInvalid = q["invalid"] == "true"
         guard try store.device(device) != nil else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
-        let (records, next) = try store.trail(device: device, from: from, to: to, after: cursor, limit: limit)
+        let (records, next) = try store.trail(device: device, from: from, to: to, after: cursor, limit: limit,
+                                              includeInvalid: includeInvalid)
         var headers: HTTPFields = [:]
         var nextMember: [UInt8] = []
         if let next {
             var link = "/v1/devices/\(PercentEncoding.encode(device))/trail?"
             var items = ["format=\(format)", "limit=\(limit)", "cursor=\(next.token)"]
+            if includeInvalid { items.append("invalid=true") }
             if let f = q["from"], !f.isEmpty { items.append("from=\(PercentEncoding.encode(String(f)))") }
             if let t = q["to"], !t.isEmpty { items.append("to=\(PercentEncoding.encode(String(t)))") }
             link += items.joined(separator: "&")
@@ -628,10 +637,20 @@ struct EarlyLimitMiddleware: RouterMiddleware {
     }
 }
 
-/// Devices authenticate with the token, as a bearer or a `token` query parameter.
+/// Devices authenticate with the token, as a bearer, as the password of HTTP Basic (any user), or
+/// as a `token` query parameter.
 struct AuthMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let token: String?
+
+    /// The password of a Basic credential (`base64(user:password)`), or `nil`.
+    static func basicPassword(_ encoded: String) -> String? {
+        var text = String(encoded.filter { $0 != " " }).replacing("+", with: "-").replacing("/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        guard let bytes = Base64URL.decode(text), let pair = String(validating: bytes, as: UTF8.self),
+              let colon = pair.firstIndex(of: ":") else { return nil }
+        return String(pair[pair.index(after: colon)...])
+    }
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
@@ -640,10 +659,14 @@ struct AuthMiddleware: RouterMiddleware {
         guard let token, request.uri.path != "/healthz", request.uri.path != "/metrics" else {
             return try await next(request, context)
         }
-        let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        let authorization = request.headers[.authorization]
+        let bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        // HTTP Basic, as the OwnTracks apps authenticate: any user, the token as the password.
+        let basic = authorization.flatMap { $0.hasPrefix("Basic ") ? Self.basicPassword(String($0.dropFirst(6))) : nil }
         let query = request.uri.queryParameters["token"].map(String.init)
-        guard bearer == token || query == token else {
-            throw HTTPError(.unauthorized, message: "a valid token is required (Authorization: Bearer TOKEN)")
+        guard bearer == token || basic == token || query == token else {
+            throw HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Basic realm=\"keeptrack\""],
+                            message: "a valid token is required (Authorization: Bearer TOKEN, or Basic with it as the password)")
         }
         return try await next(request, context)
     }

@@ -1,4 +1,9 @@
 import Formats
+import SystemIO
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension TrackStore {
     /// A stored trail as a file: `svg` (with `regions` drawn), `gpx` or `geojson`.
@@ -13,6 +18,39 @@ extension TrackStore {
     /// Why a trail can't be exported: a sentence naming what to choose instead.
     public struct ExportError: Error, CustomStringConvertible {
         public var description: String
+    }
+
+    /// The trail of `device` (the only one stored when nil) from the database at `path`, which must
+    /// exist, with the regions of the GeoJSON file `regions` drawn (`svg`).
+    ///
+    /// - Throws: ``ExportError`` saying what is missing or can't be read, and what to do.
+    public static func export(path: String, device: String?, from: Double, to: Double, format: String,
+                              regions: String?) throws(ExportError) -> Export {
+        guard access(path, F_OK) == 0 else {
+            throw ExportError(description: "no endpoint database at \(path): run `keeptrack replay --upload embedded ...` "
+                + "or name one with --db.")
+        }
+        let store: TrackStore
+        do {
+            store = try TrackStore(path: path)
+        } catch {
+            throw ExportError(description: "cannot open \(path): \(error)")
+        }
+        var definitions: [RegionDefinition] = []
+        if let regions {
+            do {
+                definitions = try RegionDefinition.parseGeoJSON(try readFile(regions))
+            } catch {
+                throw ExportError(description: "--regions \(regions): \(error)")
+            }
+        }
+        do {
+            return try store.export(device: device, from: from, to: to, format: format, regions: definitions)
+        } catch let error as ExportError {
+            throw error
+        } catch {
+            throw ExportError(description: "cannot read \(path): \(error)")
+        }
     }
 
     /// `device`'s trail between `from` and `to` (seconds since 1970) in `format`; with no `device`,

@@ -56,13 +56,27 @@ public final class TrackStore: Sendable {
                 DROP INDEX points_trail;
                 """)
         }
+        m.registerMigration("v3-validity-and-attributes") { db in
+            // What senders say besides the position (OsmAnd's hdop, batt...), and whether they say
+            // the position is valid (kept, and left out of trails by default).
+            try db.execute(sql: """
+                ALTER TABLE points ADD COLUMN valid INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE points ADD COLUMN attributes TEXT;
+                """)
+        }
         try m.migrate(pool)
     }
 
+    /// The record's key: our JSON batch's stable id, or for formats without one (OsmAnd,
+    /// OwnTracks) everything that tells records apart: the format, the device (OwnTracks' is
+    /// `user/device`), the kind, the time to the millisecond, the region and the position to 1e-7°.
+    /// Two senders, or two points of one sender at the same time in different places, never share
+    /// a key; the same request sent twice always does.
     static func key(_ r: TrailRecord, format: String) -> String {
-        format == "json"
-            ? "id:\(r.device):\(r.sequence)"
-            : "at:\(r.device):\(r.kind.rawValue):\(Int64((r.time * 1000).rounded())):\(r.region ?? "")"
+        if format == "json" { return "id:\(r.device):\(r.sequence)" }
+        let ms = Int64((r.time * 1000).rounded())
+        let lat = Int64((r.latitude * 1e7).rounded()), lon = Int64((r.longitude * 1e7).rounded())
+        return "at:\(format):\(r.device):\(r.kind.rawValue):\(ms):\(r.region ?? ""):\(lat):\(lon)"
     }
 
     /// Stores `records` in one transaction; returns how many were new and how many were already
@@ -73,8 +87,9 @@ public final class TrackStore: Sendable {
         try pool.write { db in
             let statement = try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO points
-                (key, device, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, format, received)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                (key, device, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, format, received,
+                 valid, attributes)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             var accepted = 0
             var added: [String: (points: Int, first: Double, last: Double)] = [:]
@@ -88,7 +103,7 @@ public final class TrackStore: Sendable {
                 try statement.execute(arguments: [
                     Self.key(r, format: format), r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,
                     r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.verticalAccuracy,
-                    r.speed, r.course, format, received,
+                    r.speed, r.course, format, received, r.valid, TrailRecord.attributesJSON(r.attributes),
                 ])
                 guard db.changesCount > 0 else { continue }
                 accepted += 1
@@ -189,12 +204,12 @@ public final class TrackStore: Sendable {
     /// - Complexity: O(`limit` log n) (keyset pagination over the `(device, time, seq)` index, no
     ///   OFFSET).
     public func trail(device: String, from: Double = -.infinity, to: Double = .infinity, after cursor: Cursor?,
-                      limit: Int) throws -> (records: [TrailRecord], next: Cursor?)
+                      limit: Int, includeInvalid: Bool = false) throws -> (records: [TrailRecord], next: Cursor?)
     {
         precondition(limit > 0, "a page holds at least one record")
         var sql = """
-            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, key FROM points
-            WHERE device = ? AND time >= ? AND time <= ?
+            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key FROM points
+            WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")
             """
         var arguments: StatementArguments = [device, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18]
         if let cursor {
@@ -219,28 +234,37 @@ public final class TrackStore: Sendable {
                     more = true
                     break
                 }
-                records.append(TrailRecord(
-                    device: device, sequence: row[0] ?? 0, kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
-                    region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
-                    horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10]))
-                last = Cursor(time: row[3], sequence: row[0], key: row[11])
+                records.append(Self.record(row, device: device))
+                last = Cursor(time: row[3], sequence: row[0], key: row[13])
             }
             return (records, more ? last : nil)
         }
     }
 
-    /// A device's records between `from` and `to` (seconds since 1970), by time then sequence.
-    public func trail(device: String, from: Double = -.infinity, to: Double = .infinity) throws -> [TrailRecord] {
+    /// A device's records between `from` and `to` (seconds since 1970), by time then sequence;
+    /// records marked invalid only with `includeInvalid`.
+    public func trail(device: String, from: Double = -.infinity, to: Double = .infinity,
+                      includeInvalid: Bool = false) throws -> [TrailRecord] {
         try pool.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course FROM points
-                WHERE device = ? AND time >= ? AND time <= ? ORDER BY time, seq, key
+                SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes FROM points
+                WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")
+                ORDER BY time, seq, key
                 """, arguments: [device, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18]).map { row in
-                TrailRecord(device: device, sequence: row[0] ?? 0, kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
-                            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
-                            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+                Self.record(row, device: device)
             }
         }
+    }
+
+    /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
+    /// valid, attributes`.
+    static func record(_ row: Row, device: String) -> TrailRecord {
+        var r = TrailRecord(device: device, sequence: row[0] ?? 0, kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+                            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+                            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+        r.valid = row[11]
+        r.attributes = TrailRecord.attributes(fromJSON: row[12])
+        return r
     }
 
     /// A record the store refuses to write.

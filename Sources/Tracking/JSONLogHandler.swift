@@ -51,3 +51,16 @@ public struct JSONLogHandler: LogHandler {
     }
 }
 
+
+extension JSONLogHandler {
+    /// Bootstraps swift-log for the process: every logger writes to standard error (standard
+    /// output carries the data), as text or as one JSON object per line, from `level` up.
+    public static func bootstrapStandardError(level: Logger.Level, json: Bool) {
+        LoggingSystem.bootstrap { label in
+            if json { return JSONLogHandler(label: label, logLevel: level) }
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}

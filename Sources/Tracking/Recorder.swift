@@ -22,6 +22,7 @@ public enum Recorder {
             }
             var r = TrailRecord(device: device, sequence: 0, location: at, kind: kind, region: id)
             r.time = time
+            r.decidedAt = at.timestamp
             return r
         default:
             return nil

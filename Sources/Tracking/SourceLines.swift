@@ -27,4 +27,31 @@ public struct SourceLines {
     }
 
     public mutating func finish() throws(OutputError) { try out.flush() }
+
+    /// Writes every element of `source` until it ends or the task is cancelled (Ctrl-C, SIGTERM),
+    /// then flushes. `tick`, when given, is called at most four times a second with the seconds
+    /// since the start (a progress line), and once more with `nil` at the end.
+    ///
+    /// - Returns: whether the source reported an error event.
+    @discardableResult
+    public mutating func pump<S: FixSource>(_ source: S, tick: ((Double?) -> Void)? = nil) async throws(OutputError) -> Bool {
+        let started = monotonicSeconds()
+        var lastTick = started
+        var failed = false
+        for await element in source {
+            if Task.isCancelled { break }
+            if case .event(let e) = element, e.kind == .error { failed = true }
+            try write(element)
+            if let tick {
+                let now = monotonicSeconds()
+                if now - lastTick >= 0.25 {
+                    lastTick = now
+                    tick(now - started)
+                }
+            }
+        }
+        try finish()
+        tick?(nil)
+        return failed
+    }
 }

@@ -52,6 +52,21 @@ extension Tracker {
         public var upload: UploadSettings?
 
         public init() {}
+
+        /// The location manager's part: standard updates, significant changes and the
+        /// location-unknown delay (``LocationSettings/configuration`` builds one from options).
+        public var locationManager: LocationManagerConfiguration {
+            get {
+                var c = LocationManagerConfiguration()
+                (c.standardUpdates, c.significantChanges, c.locationUnknownAfter) =
+                    (standardUpdates, significantChanges, locationUnknownAfter)
+                return c
+            }
+            set {
+                (standardUpdates, significantChanges, locationUnknownAfter) =
+                    (newValue.standardUpdates, newValue.significantChanges, newValue.locationUnknownAfter)
+            }
+        }
     }
 
     /// Where and how the trail is uploaded.

@@ -1,5 +1,6 @@
 import Formats
 import LocationService
+import SystemIO
 
 extension Tracker.Configuration {
     /// Monitors the regions of a GeoJSON FeatureCollection (Points with a `radius` property,
@@ -26,5 +27,22 @@ extension Tracker.Configuration {
             }
         }
         regionFailures += failures
+    }
+
+    /// Adds the regions of the GeoJSON file at `path` (``addRegions(geoJSON:dwell:)``).
+    ///
+    /// - Throws: ``TrackerError`` naming the file: unreadable, or not such GeoJSON.
+    public mutating func addRegions(file path: String, dwell: Double? = nil) throws(TrackerError) {
+        let bytes: [UInt8]
+        do {
+            bytes = try readFile(path)
+        } catch {
+            throw TrackerError("cannot read --regions \(path): \(error)")
+        }
+        do {
+            try addRegions(geoJSON: bytes, dwell: dwell)
+        } catch {
+            throw TrackerError("--regions \(path): \(error)")
+        }
     }
 }

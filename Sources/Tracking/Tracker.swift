@@ -75,12 +75,8 @@ public final class Tracker: Service, Sendable {
         let core = TrackerCore(configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
                                sink: sink, releaser: releaser, notifier: notifier, switches: switches, logger: logger,
                                now: now)
-        var managerConfiguration = LocationManagerConfiguration()
-        managerConfiguration.standardUpdates = configuration.standardUpdates
-        managerConfiguration.significantChanges = configuration.significantChanges
-        managerConfiguration.locationUnknownAfter = configuration.locationUnknownAfter
         let manager = LocationManager(source: GatedSource(upstream: source, core: core),
-                                      configuration: managerConfiguration, regions: regions, switches: switches,
+                                      configuration: configuration.locationManager, regions: regions, switches: switches,
                                       rejected: { [metrics = core.metrics] in metrics.filtered($0) }, now: now)
         core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
         self.core = core
@@ -100,6 +96,19 @@ public final class Tracker: Service, Sendable {
         if let uploadService { out.append(.init(service: uploadService)) }
         out.append(.init(service: self, successTerminationBehavior: .gracefullyShutdownGroup))
         return out
+    }
+
+    /// Runs ``services`` in one service group that shuts down gracefully on SIGTERM and SIGINT:
+    /// `before` first (an endpoint the uploader sends to: stopped last), a control socket at
+    /// `control` after (stopped first), until the input ends or a signal stops it.
+    ///
+    /// - Throws: ``TrackerError`` when the control socket cannot be served (before anything starts).
+    public func runGroup(before: [any Service] = [], control: String? = nil, logger: Logger) async throws {
+        var services = before.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) } + self.services
+        if let control { services.append(.init(service: try ControlSocket(path: control, tracker: self))) }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                                                      logger: logger))
+        try await group.run()
     }
 
     /// Reads the source until it ends, the app is terminated, or a graceful shutdown (or

@@ -54,6 +54,14 @@ extension Outbox {
                 DELETE FROM meta WHERE key = 'pending';
                 """)
         }
+        m.registerMigration("v5-decided-at") { db in
+            // A transition's deciding location's time: Traccar gets the transition as an event on
+            // that position, at that time.
+            try db.execute(sql: """
+                ALTER TABLE outbox ADD COLUMN decided REAL;
+                ALTER TABLE dead_letter ADD COLUMN decided REAL;
+                """)
+        }
         return m
     }
 }

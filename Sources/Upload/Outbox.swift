@@ -118,13 +118,14 @@ public final class Outbox: Sendable {
                 var stored: [TrailRecord] = []
                 stored.reserveCapacity(records.count)
                 let insert = try db.cachedStatement(sql: """
-                    INSERT INTO outbox (kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO outbox (kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended,
+                                        decided)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
                 for r in records {
                     try insert.execute(arguments: [
                         r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy,
-                        r.verticalAccuracy, r.speed, r.course, r.kind == .location ? 1 : 0, t,
+                        r.verticalAccuracy, r.speed, r.course, r.kind == .location ? 1 : 0, t, r.decidedAt,
                     ])
                     var s = r
                     s.device = device
@@ -169,14 +170,15 @@ public final class Outbox: Sendable {
     }
 
     /// The next records to send: region transitions first (they jump the backlog), then
-    /// locations, each in sequence order; at most `maxCount`.
-    public func nextBatch(maxCount: Int) throws(UploadError) -> [TrailRecord] {
+    /// locations, each in sequence order; or, without `transitionsFirst`, all in sequence order (a
+    /// transition right after the location that decided it); at most `maxCount`.
+    public func nextBatch(maxCount: Int, transitionsFirst: Bool = true) throws(UploadError) -> [TrailRecord] {
         let device = self.device
         do {
             return try pool.read { db in
                 let rows = try Row.fetchAll(db, sql: """
-                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course FROM outbox
-                    ORDER BY priority, seq LIMIT ?
+                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided FROM outbox
+                    ORDER BY \(transitionsFirst ? "priority, seq" : "seq") LIMIT ?
                     """, arguments: [maxCount])
                 return rows.map { Outbox.record($0, device: device) }
             }
@@ -185,11 +187,14 @@ public final class Outbox: Sendable {
         }
     }
 
-    /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course`.
+    /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
+    /// decided`.
     static func record(_ row: Row, device: String) -> TrailRecord {
-        TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
-                    region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
-                    horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+        var r = TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+                            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+                            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+        r.decidedAt = row[11]
+        return r
     }
 
     /// Removes records the endpoint has acknowledged.
@@ -219,7 +224,10 @@ public final class Outbox: Sendable {
                     let marks = part.map { _ in "?" }.joined(separator: ",")
                     try db.execute(sql: """
                         INSERT OR REPLACE INTO dead_letter
-                        SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, ?, ?, ?
+                        (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, status, reason,
+                         failed, decided)
+                        SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, ?, ?, ?,
+                               decided
                         FROM outbox WHERE seq IN (\(marks))
                         """, arguments: StatementArguments([status, reason, t] as [(any DatabaseValueConvertible)?])
                             + StatementArguments(part))
@@ -265,9 +273,9 @@ public final class Outbox: Sendable {
         do {
             return try pool.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, status, reason
+                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, status, reason
                     FROM dead_letter ORDER BY seq
-                    """).map { row in (Outbox.record(row, device: device), row[11], row[12]) }
+                    """).map { row in (Outbox.record(row, device: device), row[12], row[13]) }
             }
         } catch {
             throw UploadError(.storage, "cannot read the dead letters of \(path): \(error)")

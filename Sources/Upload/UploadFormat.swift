@@ -18,12 +18,35 @@ public protocol UploadFormat: Sendable {
     /// Whether a 2xx answer's body acknowledges the request's records (a captive portal answers
     /// 200 with an HTML page: nothing was stored). Returns why not, or `nil` when it does.
     func problemWithAcknowledgement(_ body: [UInt8]) -> String?
+    /// Whether region transitions jump the location backlog (read in sequence order otherwise:
+    /// a transition right after the location that decided it). The default is `true`.
+    var transitionsFirst: Bool { get }
+    /// How many requests of one batch may be in flight at once (1 keeps the protocol's order).
+    /// The default is 1.
+    var maxInFlight: Int { get }
+    /// A batch (in the order ``transitionsFirst`` reads it) cut into the records of each request.
+    /// `more` says the batch was full: records after it may belong to its last request. The
+    /// default: the whole batch, or ``recordsPerRequest`` records a request.
+    func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]]
 }
 
-/// What a format may need besides the records: the user the sender is filed under.
+extension UploadFormat {
+    public var transitionsFirst: Bool { true }
+    public var maxInFlight: Int { 1 }
+    public func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]] {
+        guard let n = recordsPerRequest else { return [batch] }
+        return stride(from: 0, to: batch.count, by: n).map { Array(batch[$0..<min($0 + n, batch.count)]) }
+    }
+}
+
+/// What a format may need besides the records.
 public struct UploadFormatSettings: Sendable {
-    /// OwnTracks' user (`X-Limit-U`). The default is `keeptrack`.
+    /// OwnTracks' user (`X-Limit-U`): the Recorder files the device under it. The default is
+    /// `keeptrack` (`--user`).
     public var user = "keeptrack"
+    /// Whether region transitions are sent to peers without a batch (OsmAnd: as event attributes
+    /// on the deciding position; OwnTracks: as transitions). The default is `true`.
+    public var regionEvents = true
     public init() {}
 }
 
@@ -70,16 +93,41 @@ public struct JSONBatchFormat: UploadFormat {
     }
 }
 
-/// Traccar's OsmAnd: one form POST per record at `/`; any 2xx acknowledges it.
+/// Traccar's OsmAnd: one form POST per position at `/`; any 2xx acknowledges it. A region
+/// transition goes as event attributes on the position that decided it (one request for the
+/// location and its transitions), never as a position of its own; records are read in sequence
+/// order for that. Traccar orders positions by their time, so several requests go at once.
 public struct OsmAndFormat: UploadFormat {
     public init() {}
     public var name: String { "osmand" }
     public var serverPath: String { "/" }
     public var recordsPerRequest: Int? { 1 }
+    public var transitionsFirst: Bool { false }
+    public var maxInFlight: Int { 8 }
+
+    /// A location with the transitions it decided (same position, decided at its time), or a
+    /// transition whose location is not in the outbox (a distance filter held it back).
+    public func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]] {
+        var out: [[TrailRecord]] = []
+        for r in batch {
+            if r.kind != .location, settings.regionEvents, let last = out.last?.first, last.kind == .location,
+               (r.decidedAt ?? r.time) == last.time, r.latitude == last.latitude, r.longitude == last.longitude {
+                out[out.count - 1].append(r)
+            } else {
+                out.append([r])
+            }
+        }
+        // A full batch's last location may have transitions right after it: it goes with them next time.
+        if more, out.count > 1, out.last?.first?.kind == .location { out.removeLast() }
+        return out
+    }
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
-        UploadRequest(body: Array(OsmAnd.parameters(records[0]).utf8),
-                      headers: [("Content-Type", "application/x-www-form-urlencoded")])
+        let position = records[0]
+        if position.kind != .location && !settings.regionEvents { return nil }
+        let events = settings.regionEvents ? records.filter { $0.kind != .location } : []
+        return UploadRequest(body: Array(OsmAnd.parameters(position, events: events).utf8),
+                             headers: [("Content-Type", "application/x-www-form-urlencoded")])
     }
 
     public func problemWithAcknowledgement(_ body: [UInt8]) -> String? { nil }
@@ -87,6 +135,7 @@ public struct OsmAndFormat: UploadFormat {
 
 /// OwnTracks' HTTP JSON: one POST per record at `/owntracks` (a Recorder's `/pub`), the user and
 /// device in `X-Limit-U` and `X-Limit-D`; any 2xx acknowledges it. Dwells have no OwnTracks form.
+/// One request at a time: the Recorder files records in the order they arrive.
 public struct OwnTracksFormat: UploadFormat {
     public init() {}
     public var name: String { "owntracks" }
@@ -94,6 +143,7 @@ public struct OwnTracksFormat: UploadFormat {
     public var recordsPerRequest: Int? { 1 }
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
+        if records[0].kind != .location && !settings.regionEvents { return nil }
         guard let body = OwnTracks.encode(records[0]) else { return nil }
         return UploadRequest(body: body, headers: [("Content-Type", "application/json"), ("X-Limit-U", settings.user),
                                                    ("X-Limit-D", device)])

@@ -27,8 +27,11 @@ final class MQTTPublisher: Sendable {
         options.maxInflight = configuration.maxInflight
         options.connectTimeout = min(10, configuration.timeout)
         self.options = options
-        topic = endpoint.topic.isEmpty
-            ? "owntracks/\(endpoint.username ?? configuration.formatSettings.user)/\(device)" : endpoint.topic
+        // The user: one set in the settings (--user), else the URL's user name (a broker's ACL usually
+        // allows a user only owntracks/USER/#), else the settings' default.
+        let settings = configuration.formatSettings
+        let user = settings.user != UploadFormatSettings().user ? settings.user : endpoint.username ?? settings.user
+        topic = endpoint.topic.isEmpty ? "owntracks/\(user)/\(device)" : endpoint.topic
         for level in topic.split(separator: "/", omittingEmptySubsequences: false)
         where level.contains("+") || level.contains("#") {
             throw UploadError(.configuration, "the MQTT topic '\(topic)' contains a wildcard (+ or #): "
@@ -63,8 +66,9 @@ final class MQTTPublisher: Sendable {
 }
 
 extension Uploader {
-    /// One batch over MQTT: every record published at QoS 1 (dwells, which OwnTracks has no form
-    /// for, acknowledged as skipped), the ones whose PUBACK arrived acknowledged in the outbox, the
+    /// One batch over MQTT: every record published at QoS 1 as OwnTracks JSON (``OwnTracksFormat``'s
+    /// body; dwells, which OwnTracks has no form for, and transitions the settings leave out are
+    /// acknowledged as skipped), the ones whose PUBACK arrived acknowledged in the outbox, the
     /// rest kept for the next attempt.
     func publish(_ batch: [TrailRecord], via publisher: MQTTPublisher) async -> Attempt {
         let connection: MQTTConnection
@@ -78,7 +82,9 @@ extension Uploader {
         var skipped: [TrailRecord] = []
         var failure: String?
         for r in batch {
-            guard let body = OwnTracks.encode(r) else {
+            let format = OwnTracksFormat()
+            guard let body = format.request(for: [r], device: outbox.device, settings: configuration.formatSettings)?.body
+            else {
                 skipped.append(r)
                 continue
             }

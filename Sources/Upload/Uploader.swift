@@ -27,9 +27,12 @@ import Synchronization
 /// - on success removes the batch; on 408, 429, 5xx, a network error, a timeout or an answer that
 ///   is not an acknowledgement, waits (exponential backoff from ``Configuration/initialBackoff``
 ///   to ``Configuration/maxBackoff`` with full jitter, or the server's `Retry-After`) and tries
-///   again; 401, 403 and 404 are settings problems: retried at the longest backoff and reported;
-///   413 halves the batch; any other 4xx is a permanent rejection: the batch is bisected down to
-///   the records the server rejects, which go to the dead-letter table with its reason.
+///   again; 401, 403 and 404 are settings problems, and so is any other 4xx that every record of
+///   the batch gets alike (a Traccar that doesn't know the device answers each position 400): the
+///   records stay, a drain stops at once and a run retries at the longest backoff, with the reason
+///   saying what to fix; 413 halves the batch; any other 4xx is a permanent rejection of some
+///   records: the batch is bisected down to them, and they go to the dead-letter table with the
+///   server's reason.
 public final class Uploader: Sendable {
     public enum GzipMode: String, Sendable {
         /// Compress once the endpoint says it accepts gzip (`Accept-Encoding` in a response).
@@ -74,6 +77,13 @@ public final class Uploader: Sendable {
         public var drainAttempts = 5
 
         public init(url: String) { self.url = url }
+
+        /// `"Name: value"` as a header (name and value trimmed), or nil without a colon.
+        public static func header(parsing text: String) -> (String, String)? {
+            guard let i = text.firstIndex(of: ":") else { return nil }
+            func trimmed(_ s: Substring) -> String { String(s.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
+            return (trimmed(text[..<i]), trimmed(text[text.index(after: i)...]))
+        }
     }
 
     /// What the uploader did, for status, metrics and tests.
@@ -189,7 +199,7 @@ public final class Uploader: Sendable {
             }
             let batch: [TrailRecord]
             do {
-                batch = try outbox.nextBatch(maxCount: batchLimit)
+                batch = try outbox.nextBatch(maxCount: batchLimit, transitionsFirst: configuration.format.transitionsFirst)
             } catch {
                 record(error: "\(error)")
                 await signal.wait(timeout: configuration.maxBackoff)
@@ -207,10 +217,23 @@ public final class Uploader: Sendable {
                 try? await Task.sleep(for: .seconds(configuration.maxWait - (now() - oldest)))
                 continue
             }
-            switch await sendInBackgroundTask(batch) {
+            switch await sendInBackgroundTask(batch, more: batch.count == batchLimit) {
             case .done:
                 failures = 0
                 batchLimit = configuration.maxBatchCount
+            case .settings(let reason):
+                failures += 1
+                state.withLock { $0.retries += 1 }
+                metrics.requestsFailed.increment()
+                if drain {
+                    record(error: reason)
+                    return
+                }
+                // Until the settings change, each look costs two records' requests, not a batch's.
+                batchLimit = min(2, configuration.maxBatchCount)
+                state.withLock { $0.lastRetryWait = configuration.maxBackoff }
+                record(error: "\(reason); trying again in \(Int(configuration.maxBackoff.rounded())) s")
+                try? await Task.sleep(for: .seconds(configuration.maxBackoff))
             case .notAllowed:
                 await signal.wait(timeout: nil)
             case .retry(let after, let reason):
@@ -248,12 +271,15 @@ public final class Uploader: Sendable {
         case done
         case notAllowed
         case retry(after: Double?, reason: String)
+        /// Not the records but the settings (URL, credentials, device): nothing is dead-lettered;
+        /// a drain stops at once, a run retries at the longest backoff.
+        case settings(reason: String)
         case tooLarge
     }
 
     /// Sends `batch` inside a background task whose expiration cancels the request.
-    func sendInBackgroundTask(_ batch: [TrailRecord]) async -> Attempt {
-        let request = Task { await self.send(batch) }
+    func sendInBackgroundTask(_ batch: [TrailRecord], more: Bool) async -> Attempt {
+        let request = Task { await self.send(batch, more: more) }
         var taskID = AppLifecycle.TaskIdentifier.invalid
         if let app = application {
             let box = TaskBox()
@@ -275,9 +301,10 @@ public final class Uploader: Sendable {
         return result
     }
 
-    /// One batch, in the configured format: one request, or one per record for formats of one
-    /// record per request.
-    func send(_ batch: [TrailRecord]) async -> Attempt {
+    /// One batch, in the configured format: one request, or one per record (or per position, for
+    /// OsmAnd) for formats of one record per request, up to ``UploadFormat/maxInFlight`` at once.
+    /// `more` says the batch was full.
+    func send(_ batch: [TrailRecord], more: Bool = false) async -> Attempt {
         // A record no server would take (a corrupt fix's speed of 1e300) is not encoded: the
         // encoders would leave the field out or the server refuse it forever, stalling the outbox.
         let t = now()
@@ -294,38 +321,178 @@ public final class Uploader: Sendable {
             if batch.isEmpty { return .done }
         }
         if case .mqtt(let publisher) = transport { return await publish(batch, via: publisher) }
-        guard configuration.format.recordsPerRequest == 1 else { return await sendRequest(batch) }
-        for r in batch {
-            if Task.isCancelled { return .retry(after: nil, reason: "cancelled: the background time ran out") }
-            let attempt = await sendRequest([r])
-            guard case .done = attempt else { return attempt }
+        let format = configuration.format
+        guard format.recordsPerRequest != nil else { return await sendBatch(batch) }
+        let groups = format.requests(batch, settings: configuration.formatSettings, more: more)
+        var outcomes = [Outcome?](repeating: nil, count: groups.count)
+        await withTaskGroup(of: (Int, Outcome).self) { tasks in
+            var next = 0
+            func launch() {
+                let i = next
+                next += 1
+                tasks.addTask { (i, await self.sendRequest(groups[i])) }
+            }
+            while next < groups.count && next < max(1, format.maxInFlight) { launch() }
+            var stop = false
+            while let (i, outcome) = await tasks.next() {
+                outcomes[i] = outcome
+                if case .failed = outcome { stop = true }
+                if !stop && next < groups.count && !Task.isCancelled { launch() }
+            }
         }
-        return .done
+        // Rejections: a setting's problem when every request got the same one, else the records'.
+        var rejected: [(records: [TrailRecord], status: Int, text: String)] = []
+        var failure: Attempt?
+        var acknowledged = 0
+        for (group, outcome) in zip(groups, outcomes) {
+            switch outcome {
+            case .acknowledged?: acknowledged += 1
+            case .rejected(let status, let text)?: rejected.append((group, status, text))
+            case .failed(let attempt)?: failure = failure ?? attempt
+            case nil: break
+            }
+        }
+        if !rejected.isEmpty {
+            let same = rejected.allSatisfy { $0.status == rejected[0].status && $0.text == rejected[0].text }
+            if same && acknowledged == 0 && (rejected.count >= 2 || failure != nil) {
+                return failure ?? settingsProblem(rejected.flatMap(\.records), status: rejected[0].status,
+                                                  text: rejected[0].text)
+            }
+            for r in rejected {
+                guard case .done = dead(r.records, status: r.status, text: r.text) else {
+                    return .retry(after: nil, reason: "cannot set aside rejected records")
+                }
+            }
+        }
+        if Task.isCancelled && failure == nil && outcomes.contains(where: { $0 == nil }) {
+            return .retry(after: nil, reason: "cancelled: the background time ran out")
+        }
+        return failure ?? .done
+    }
+
+    /// What one request came to.
+    enum Outcome {
+        /// Stored (or skipped: no form in the format), and removed from the outbox.
+        case acknowledged
+        /// Refused for good (a 4xx about the request): the records stay until the caller decides
+        /// whether they or the settings are wrong.
+        case rejected(status: Int, text: String)
+        /// Not stored; the attempt to return (retry, settings, too large).
+        case failed(Attempt)
+    }
+
+    /// A batch in one request; a permanent rejection is narrowed down to the records it is about,
+    /// unless every record gets it alike: then the settings are wrong, not the records.
+    func sendBatch(_ records: [TrailRecord]) async -> Attempt {
+        switch await sendRequest(records) {
+        case .acknowledged: return .done
+        case .failed(let attempt): return attempt
+        case .rejected(let status, let text):
+            if records.count == 1 { return dead(records, status: status, text: text) }
+            switch await narrow(records, status: status, text: text) {
+            case .same: return settingsProblem(records, status: status, text: text)
+            case .mixed: return .done
+            case .abort(let attempt): return attempt
+            }
+        }
+    }
+
+    enum Narrowed {
+        /// Every record was rejected with the same status and reason (none dead-lettered yet).
+        case same
+        /// Some were stored, or the reasons differ: the rejected ones are dead letters now.
+        case mixed
+        case abort(Attempt)
+    }
+
+    /// Bisects `records`, which were rejected together with `status` and `text`.
+    func narrow(_ records: [TrailRecord], status: Int, text: String) async -> Narrowed {
+        let half = records.count / 2
+        var parts: [(records: [TrailRecord], same: Bool, status: Int, text: String)] = []
+        for part in [Array(records[..<half]), Array(records[half...])] {
+            switch await sendRequest(part) {
+            case .acknowledged:
+                parts.append((part, false, 0, ""))
+            case .failed(let attempt):
+                return .abort(attempt)
+            case .rejected(let s, let t):
+                if part.count == 1 {
+                    parts.append((part, true, s, t))
+                    continue
+                }
+                switch await narrow(part, status: s, text: t) {
+                case .same: parts.append((part, true, s, t))
+                case .mixed: parts.append((part, false, 0, ""))
+                case .abort(let attempt): return .abort(attempt)
+                }
+            }
+        }
+        if parts.allSatisfy({ $0.same && $0.status == status && $0.text == text }) { return .same }
+        for p in parts where p.same {
+            guard case .done = dead(p.records, status: p.status, text: p.text) else {
+                return .abort(.retry(after: nil, reason: "cannot set aside rejected records"))
+            }
+        }
+        return .mixed
+    }
+
+    /// Every record of a batch refused alike: the records stay, the upload stops, and the reason
+    /// says what to fix.
+    func settingsProblem(_ records: [TrailRecord], status: Int, text: String) -> Attempt {
+        let format = configuration.format
+        var hint = "check --upload (\(format.name) goes to \(format.serverPath) on a server that speaks it), --format"
+        if format is OsmAndFormat {
+            hint += " and --device-id (Traccar answers 400 to a device it does not know: add one with identifier "
+                + "'\(outbox.device)' in Traccar first)"
+        } else {
+            hint += " and --device-id"
+        }
+        return .settings(reason: "the endpoint answered \(status) to every one of \(records.count) records alike "
+            + "(\(snippet(text))): a settings problem, not the records; \(hint); the records stay in the outbox")
     }
 
     /// One request for `records`.
-    func sendRequest(_ records: [TrailRecord]) async -> Attempt {
+    func sendRequest(_ records: [TrailRecord]) async -> Outcome {
         let format = configuration.format
         guard var request = format.request(for: records, device: outbox.device, settings: configuration.formatSettings)
-        else { return acknowledge(records, skipped: records.count) }
-        if request.body.count > configuration.maxBatchBytes && records.count > 1 { return .tooLarge }
+        else { return outcome(acknowledge(records, skipped: records.count)) }
+        if request.body.count > configuration.maxBatchBytes && records.count > 1 { return .failed(.tooLarge) }
         if request.compressible && gzipAccepted.load(ordering: .relaxed) && configuration.gzip != .never {
             request.body = Gzip.compress(request.body)
             request.headers.append(("Content-Encoding", "gzip"))
         }
         switch await post(configuration.url, request) {
         case .failure(let reason):
-            return .retry(after: nil, reason: reason)
+            return .failed(.retry(after: nil, reason: reason))
         case .answer(let status, let retryAfter, let body):
             if (200..<300).contains(status) {
                 if let problem = format.problemWithAcknowledgement(body) {
-                    return .retry(after: nil, reason: "the endpoint answered \(status) with \(problem) "
-                        + "(\(snippet(body)))")
+                    return .failed(.retry(after: nil, reason: "the endpoint answered \(status) with \(problem) "
+                        + "(\(snippet(body)))"))
                 }
-                return acknowledge(records)
+                return outcome(acknowledge(records))
             }
-            return await reject(records, status: status, retryAfter: retryAfter, text: String(decoding: body, as: UTF8.self))
+            let text = String(decoding: body, as: UTF8.self)
+            switch status {
+            case 408, 429, 500...599:
+                return .failed(.retry(after: retryAfter, reason: "the endpoint answered \(status) (\(snippet(text)))"))
+            case 401, 403:
+                return .failed(.settings(reason: "the endpoint refuses our credentials (\(status): \(snippet(text))): "
+                    + "check --token"))
+            case 404:
+                return .failed(.settings(reason: "the endpoint has no \(configuration.url) (404: \(snippet(text))): "
+                    + "check --upload; the records stay in the outbox"))
+            case 413:
+                return records.count > 1 ? .failed(.tooLarge) : .rejected(status: status, text: text)
+            default:
+                return .rejected(status: status, text: text)
+            }
         }
+    }
+
+    func outcome(_ attempt: Attempt) -> Outcome {
+        if case .done = attempt { return .acknowledged }
+        return .failed(attempt)
     }
 
     /// Acknowledges records the endpoint stored.
@@ -345,31 +512,6 @@ public final class Uploader: Sendable {
         metrics.uploaded.increment(by: records.count - skipped)
         metrics.requestsOK.increment(by: requests)
         return .done
-    }
-
-    /// A non-2xx answer to `batch`.
-    func reject(_ batch: [TrailRecord], status: Int, retryAfter: Double?, text: String) async -> Attempt {
-        switch status {
-        case 408, 429, 500...599:
-            return .retry(after: retryAfter, reason: "the endpoint answered \(status) (\(snippet(text)))")
-        case 401, 403:
-            return .retry(after: max(retryAfter ?? 0, configuration.maxBackoff),
-                          reason: "the endpoint refuses our credentials (\(status): \(snippet(text))): check --token")
-        case 404:
-            return .retry(after: configuration.maxBackoff,
-                          reason: "the endpoint has no \(configuration.url) (404): check --upload")
-        case 413:
-            return batch.count > 1 ? .tooLarge : dead([batch[0]], status: status, text: text)
-        default:
-            // A permanent rejection: find the records it is about by bisecting.
-            if batch.count == 1 { return dead(batch, status: status, text: text) }
-            let half = batch.count / 2
-            for part in [Array(batch[..<half]), Array(batch[half...])] {
-                let attempt = await send(part)
-                guard case .done = attempt else { return attempt }
-            }
-            return .done
-        }
     }
 
     func dead(_ records: [TrailRecord], status: Int, text: String) -> Attempt {

@@ -57,30 +57,12 @@ struct Export: ParsableCommand {
     }
 
     func run() throws {
-        let path = db ?? data.directory + "/endpoint.sqlite"
-        guard access(path, F_OK) == 0 else {
-            throw ValidationError("no endpoint database at \(path): run `keeptrack replay --upload embedded ...` "
-                + "or name one with --db.")
-        }
-        let store: TrackStore
-        do {
-            store = try TrackStore(path: path)
-        } catch {
-            throw ValidationError("cannot open \(path): \(error)")
-        }
-        var definitions: [RegionDefinition] = []
-        if let regions {
-            do {
-                definitions = try RegionDefinition.parseGeoJSON(try readFile(regions))
-            } catch {
-                throw ValidationError("--regions \(regions): \(error)")
-            }
-        }
         let export: TrackStore.Export
         do {
-            export = try store.export(device: device, from: from.flatMap(ISOTime.parse) ?? -.infinity,
-                                      to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: definitions)
-        } catch let error as TrackStore.ExportError {
+            export = try TrackStore.export(path: db ?? data.directory + "/endpoint.sqlite", device: device,
+                                           from: from.flatMap(ISOTime.parse) ?? -.infinity,
+                                           to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions)
+        } catch {
             throw ValidationError(error.description)
         }
         if let output {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildInfo
 import Logging
 import Tracking
 
@@ -8,7 +9,7 @@ import Glibc
 
 @main
 struct KeepTrack: AsyncParsableCommand {
-    /// `--gpsd` may come without a value (`keeptrack track --gpsd`): supply the default address.
+    /// The configuration file of `track` read in, and `--gpsd` without a value given the default address.
     static func main() async {
         Telemetry.bootstrap()
         // Logs go to standard error: standard output carries the data (JSON Lines).
@@ -16,30 +17,15 @@ struct KeepTrack: AsyncParsableCommand {
         var arguments = Array(CommandLine.arguments.dropFirst())
         // `track` reads its configuration file first; the command line wins (the last value does).
         if arguments.first == "track" {
-            var path = ConfigFile.defaultPath
-            var explicit = false
-            if let i = arguments.firstIndex(of: "--config"), i + 1 < arguments.count {
-                path = arguments[i + 1]
-                explicit = true
-                arguments.removeSubrange(i...(i + 1))
-            }
-            if explicit || access(path, F_OK) == 0 {
-                do {
-                    let entries = try ConfigFile.load(path)
-                    arguments.insert(contentsOf: entries.flatMap(\.arguments), at: 1)
-                } catch {
-                    printError("keeptrack: \(error) (keeptrack config check \(path))")
-                    Glibc.exit(64)
-                }
+            do {
+                arguments = try TrackConfig.reader.insertingFile(into: arguments, at: 1, defaultPath: TrackConfig.defaultPath,
+                                                                 exists: { access($0, F_OK) == 0 })
+            } catch {
+                printError("keeptrack: \(error) (keeptrack config check \(error.path))")
+                Glibc.exit(64)
             }
         }
-        var i = 0
-        while i < arguments.count {
-            if arguments[i] == "--gpsd" && (i + 1 == arguments.count || arguments[i + 1].hasPrefix("-")) {
-                arguments.insert("localhost:2947", at: i + 1)
-            }
-            i += 1
-        }
+        arguments = TrackConfig.reader.insertingFallbacks(into: arguments)
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -74,6 +60,8 @@ struct KeepTrack: AsyncParsableCommand {
 
             Every subcommand has its own --help.
             """,
-        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self]
+        version: BuildInfo.line,
+        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self,
+                      OutboxCommand.self]
     )
 }

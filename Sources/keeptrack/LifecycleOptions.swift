@@ -7,19 +7,19 @@ struct PolicyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("ios6 (600 s), ios7 (180 s) or ios13 (30 s). The default is ios7.", valueName: "name"))
     var policy: String?
 
-    @Option(help: ArgumentHelp("Custom: background time per stretch.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Custom: background time per stretch.", valueName: "duration"), transform: parseDuration)
     var budget: Double?
 
-    @Option(help: ArgumentHelp("Custom: expiration handlers run this long before the end.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Custom: expiration handlers run this long before the end.", valueName: "duration"), transform: parseDuration)
     var warningLead: Double?
 
-    @Option(help: ArgumentHelp("Custom: most task time per stretch ('none' for no cap).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Custom: most task time per stretch ('none' for no cap).", valueName: "duration"))
     var totalCap: String?
 
-    @Option(help: ArgumentHelp("Custom: an idle app runs this long in the background.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Custom: an idle app runs this long in the background.", valueName: "duration"), transform: parseDuration)
     var grace: Double?
 
-    @Option(help: ArgumentHelp("Custom: a wake runs a suspended app this long.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Custom: a wake runs a suspended app this long.", valueName: "duration"), transform: parseDuration)
     var wakeWindow: Double?
 
     /// The one policy named, with the overrides applied.
@@ -29,31 +29,22 @@ struct PolicyOptions: ParsableArguments {
 
     /// The policies named (`all` is every named one), with the overrides applied.
     func policies(allowAll: Bool = false, default name: String = "ios7") throws -> [BackgroundPolicy] {
-        var base: [BackgroundPolicy]
-        // Overrides alone customise the default generation, not all of them.
-        let policy = self.policy ?? (isCustom ? "ios7" : name)
-        if allowAll && policy == "all" {
-            base = BackgroundPolicy.named
-        } else if let p = BackgroundPolicy(named: policy) {
-            base = [p]
-        } else {
-            throw ValidationError("--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(policy)'.")
-        }
         var totalCap: Double??
         if let text = self.totalCap {
-            guard text == "none" || Double(text) != nil else {
-                throw ValidationError("--total-cap takes seconds or 'none', got '\(text)'.")
+            do {
+                totalCap = .some(text == "none" ? nil : try parseDuration(text))
+            } catch {
+                throw ValidationError("--total-cap takes a duration or 'none': \(error).")
             }
-            totalCap = .some(Double(text))
         }
-        let overrides = BackgroundPolicy.Overrides(budget: budget, warningLead: warningLead, totalCap: totalCap,
-                                                   grace: grace, wakeWindow: wakeWindow)
+        // Overrides alone customise the default generation, not all of them.
         do {
-            base = try base.map { try $0.applying(overrides) }
+            return try BackgroundPolicy.resolve(policy ?? (isCustom ? "ios7" : name), allowAll: allowAll,
+                                                overrides: .init(budget: budget, warningLead: warningLead,
+                                                                 totalCap: totalCap, grace: grace, wakeWindow: wakeWindow))
         } catch {
-            throw ValidationError("\(error)")
+            throw ValidationError(error.message)
         }
-        return base
     }
 }
 
@@ -70,8 +61,8 @@ struct LifecycleOptions: ParsableArguments {
     @OptionGroup var policyOptions: PolicyOptions
 
     @Option(help: ArgumentHelp(
-        "While suspended, take one fix this often for significant changes and regions. The default is 60.",
-        valueName: "seconds"))
+        "While suspended, take one fix this often for significant changes and regions. The default is 1m.",
+        valueName: "duration"), transform: parseDuration)
     var sampleInterval: Double = 60
 
     /// Whether any option asks for the lifecycle to matter (it always runs; in the foreground it
@@ -86,7 +77,7 @@ struct LifecycleOptions: ParsableArguments {
                 + "none, got '\(backgroundModes)'.")
         }
         if !(sampleInterval > 0 && sampleInterval.isFinite) {
-            throw ValidationError("--sample-interval must be a positive number of seconds.")
+            throw ValidationError("--sample-interval must be more than 0s.")
         }
         _ = try policyOptions.resolved()
     }

@@ -32,55 +32,58 @@ struct LocationOptions: ParsableArguments {
                                valueName: "file.geojson"))
     var regions: String?
 
-    @Option(help: ArgumentHelp("Report a dwell after this many seconds inside a region.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Report a dwell after this long inside a region (90, 90s, 5m).", valueName: "duration"),
+            transform: parseDuration)
     var dwell: Double?
 
     @Flag(help: "Pause standard updates while stationary (25 m for 5 minutes) and resume on movement.")
     var pauseWhenStationary = false
 
+    @Option(help: ArgumentHelp("Also deliver a location when this long passed since the last one.", valueName: "duration"),
+            transform: parseDuration)
+    var timeInterval: Double?
+
+    @Option(help: ArgumentHelp("Also deliver a location when the course turned this many degrees.", valueName: "degrees"))
+    var headingChange: Double?
+
+    @Option(help: ArgumentHelp("With --pause-when-stationary: a stop stays within this radius. The default is 25.",
+                               valueName: "metres"))
+    var stationaryRadius: Double?
+
+    @Option(help: ArgumentHelp("With --pause-when-stationary: pause after this long within the radius. The default is 5m.",
+                               valueName: "duration"), transform: parseDuration)
+    var stationaryTimeout: Double?
+
+    @Option(help: ArgumentHelp("With --significant-changes: the distance of a change. The default is 500.",
+                               valueName: "metres"))
+    var significantChangeDistance: Double?
+
+    @Option(help: ArgumentHelp("With --significant-changes: the least time between two. The default is 5m.",
+                               valueName: "duration"), transform: parseDuration)
+    var significantChangeInterval: Double?
+
+    @Option(help: ArgumentHelp("Fixes older than this when they arrive are stale, or 'none' (replaying an old log "
+                               + "through gpsd). The default is 10s.", valueName: "duration|none"),
+            transform: { $0 == "none" ? .infinity : try parseDuration($0) })
+    var maxFixAge: Double?
+
     var wantsEvents: Bool {
         distanceFilter != nil || desiredAccuracy != nil || significantChanges || regions != nil || dwell != nil
-            || pauseWhenStationary
+            || pauseWhenStationary || timeInterval != nil || headingChange != nil || maxFixAge != nil
+    }
+
+    var settings: LocationSettings {
+        var s = LocationSettings()
+        (s.distanceFilter, s.desiredAccuracy, s.timeInterval, s.headingChange) = (distanceFilter, desiredAccuracy, timeInterval, headingChange)
+        (s.significantChanges, s.significantChangeDistance, s.significantChangeInterval) =
+            (significantChanges, significantChangeDistance, significantChangeInterval)
+        (s.pauseWhenStationary, s.stationaryRadius, s.stationaryTimeout) = (pauseWhenStationary, stationaryRadius, stationaryTimeout)
+        (s.maxFixAge, s.monitorsRegions, s.dwell) = (maxFixAge, regions != nil, dwell)
+        return s
     }
 
     func validate() throws {
-        if let d = distanceFilter, !(d >= 0 && d.isFinite) { throw ValidationError("--distance-filter must be 0 or more metres.") }
-        if let d = dwell, !(d > 0 && d.isFinite) { throw ValidationError("--dwell must be a positive number of seconds.") }
-        if dwell != nil && regions == nil { throw ValidationError("--dwell applies to regions: add --regions FILE.geojson.") }
-    }
-
-    var configuration: LocationManagerConfiguration {
-        var c = LocationManagerConfiguration()
-        var s = StandardUpdateFilter.Configuration()
-        if let distanceFilter { s.distanceFilter = distanceFilter }
-        if let desiredAccuracy { s.desiredAccuracy = desiredAccuracy }
-        s.pauseWhenStationary = pauseWhenStationary
-        c.standardUpdates = s
-        if significantChanges { c.significantChanges = SignificantChangeMonitor() }
-        return c
-    }
-
-    /// The regions of `--regions` added to `c`, or a usage error naming the problem.
-    func addRegions(to c: inout Tracker.Configuration) throws {
-        guard let regions else { return }
-        let bytes: [UInt8]
-        do {
-            bytes = try readFile(regions)
-        } catch {
-            throw ValidationError("cannot read --regions \(regions): \(error)")
-        }
-        do {
-            try c.addRegions(geoJSON: bytes, dwell: dwell)
-        } catch {
-            throw ValidationError("--regions \(regions): \(error)")
-        }
-    }
-
-    /// The region monitor with the regions of `--regions` (those that can be monitored).
-    func regionMonitor() throws -> RegionMonitor {
-        var c = Tracker.Configuration()
-        try addRegions(to: &c)
-        return c.regions
+        if let problem = settings.problem { throw ValidationError(problem) }
     }
 }
 

@@ -1,6 +1,4 @@
 import ArgumentParser
-import Formats
-import Geo
 import Logging
 import Tracking
 
@@ -37,16 +35,7 @@ struct LoggingOptions: ParsableArguments {
     /// Bootstraps swift-log for the process.
     static func bootstrap(_ arguments: [String]) {
         let (level, format) = scan(arguments)
-        LoggingSystem.bootstrap { label in
-            switch format {
-            case .text:
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            case .json:
-                return JSONLogHandler(label: label, logLevel: level)
-            }
-        }
+        JSONLogHandler.bootstrapStandardError(level: level, json: format == .json)
     }
 }
 

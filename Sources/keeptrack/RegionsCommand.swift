@@ -1,6 +1,4 @@
 import ArgumentParser
-import Formats
-import Geo
 import LocationService
 import Tracking
 
@@ -16,11 +14,7 @@ struct DataDirectoryOption: ParsableArguments {
 
     /// The data directory: --data-dir, or $XDG_DATA_HOME/keeptrack.
     var directory: String {
-        var environment: [String: String] = [:]
-        for key in ["XDG_DATA_HOME", "HOME"] {
-            if let v = getenv(key) { environment[key] = String(cString: v) }
-        }
-        return dataDir ?? RegionStore.defaultDirectory(environment: environment)
+        dataDir ?? RegionStore.defaultDirectory(environment: environment(["XDG_DATA_HOME", "HOME"]))
     }
 
     var store: RegionStore { RegionStore(directory: directory) }
@@ -30,8 +24,8 @@ struct Regions: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the persisted set of monitored regions (used by `keeptrack track`).",
         discussion: """
-            The set lives in the data directory (regions.json) with the states the tracker last \\
-            saw (region-states.json), so monitoring picks up where it left off after a restart. \\
+            The set lives in the data directory (regions.json) with the states the tracker last \
+            saw (region-states.json), so monitoring picks up where it left off after a restart. \
             `keeptrack track` monitors it whenever it is given a location option and no --regions.
 
             Examples:
@@ -51,65 +45,14 @@ struct Regions: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            // Definitions straight from the bytes to the store's file: no monitor, no index (a
-            // million regions in a few seconds).
-            let bytes: [UInt8]
-            do {
-                bytes = try RegionStore.readWholeFile(file)
-            } catch {
-                throw ValidationError("cannot read \(file): \(error)")
-            }
-            var incoming: [Region] = []
-            var failures: [String] = []
-            do {
-                try RegionDefinition.parseGeoJSON(bytes) { d in
-                    do {
-                        incoming.append(try Region(d))
-                    } catch {
-                        failures.append("\(error)")
-                    }
-                }
-            } catch {
-                throw ValidationError("\(file): \(error)")
-            }
-            if !failures.isEmpty {
-                throw ValidationError("\(file): " + failures.joined(separator: "; ") + " (nothing imported)")
-            }
             let store = data.store
-            var merged: [Region]
+            let result: RegionStore.ImportResult
             do {
-                merged = try store.loadRegions()
+                result = try store.importGeoJSON(file: file)
             } catch {
                 throw ValidationError("\(error)")
             }
-            // Same id replaces in place; new ids are appended in the file's order.
-            let before = merged.count
-            if merged.isEmpty {
-                var position: [String: Int] = [:]
-                position.reserveCapacity(incoming.count)
-                for r in incoming {
-                    if let k = position[r.id] { merged[k] = r } else {
-                        position[r.id] = merged.count
-                        merged.append(r)
-                    }
-                }
-            } else {
-                var position: [String: Int] = [:]
-                position.reserveCapacity(merged.count)
-                for (k, r) in merged.enumerated() { position[r.id] = k }
-                for r in incoming {
-                    if let k = position[r.id] { merged[k] = r } else {
-                        position[r.id] = merged.count
-                        merged.append(r)
-                    }
-                }
-            }
-            do {
-                try store.saveRegions(merged)
-            } catch {
-                throw ValidationError("\(error)")
-            }
-            print("imported \(incoming.count) regions (\(merged.count - before) new); \(merged.count) monitored in \(store.directory)")
+            print("imported \(result.imported) regions (\(result.added) new); \(result.total) monitored in \(store.directory)")
         }
     }
 
@@ -117,8 +60,8 @@ struct Regions: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print a stored region's state as the tracker last saved it (at most a second old while it runs).",
             discussion: """
-                Like CLLocationManager's requestState(for:): inside, outside, or unknown before the \\
-                tracker has seen a fix. With --control, the running tracker at that socket answers \\
+                Like CLLocationManager's requestState(for:): inside, outside, or unknown before the \
+                tracker has seen a fix. With --control, the running tracker at that socket answers \
                 with its live state instead (for the regions it monitors).
 
                 Examples:
@@ -138,21 +81,12 @@ struct Regions: ParsableCommand {
                 print(reply, terminator: reply.hasSuffix("\n") ? "" : "\n")
                 return
             }
-            let state: RegionState?
+            var out = OutputBuffer()
             do {
-                state = try data.store.savedState(of: id)
+                out.bytes = try data.store.stateLine(of: id)
             } catch {
                 throw ValidationError("\(error)")
             }
-            guard let state else {
-                throw ValidationError("no monitored region with id \(id); see keeptrack regions list")
-            }
-            var out = OutputBuffer()
-            ByteWriting.appendStatic("{\"region\":", to: &out.bytes)
-            ByteWriting.appendJSONString(id, to: &out.bytes)
-            ByteWriting.appendStatic(",\"state\":", to: &out.bytes)
-            ByteWriting.appendJSONString(state.rawValue, to: &out.bytes)
-            ByteWriting.appendStatic("}\n", to: &out.bytes)
             try out.flush()
         }
     }
@@ -164,34 +98,15 @@ struct Regions: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            let monitor: RegionMonitor
+            var out = OutputBuffer()
             do {
-                monitor = try data.store.loadMonitor()
-            } catch {
+                try data.store.writeList { bytes in
+                    out.bytes = bytes
+                    try out.flush()
+                }
+            } catch let error as RegionStore.Failure {
                 throw ValidationError("\(error)")
             }
-            var out = OutputBuffer()
-            for r in monitor.regions.sorted(by: { $0.id < $1.id }) {
-                ByteWriting.appendStatic("{\"region\":", to: &out.bytes)
-                ByteWriting.appendJSONString(r.id, to: &out.bytes)
-                switch r.shape {
-                case .circle(let c, let radius):
-                    ByteWriting.appendStatic(",\"shape\":\"circle\",\"lat\":", to: &out.bytes)
-                    ByteWriting.appendFixed(c.latitude, decimals: 9, to: &out.bytes)
-                    ByteWriting.appendStatic(",\"lon\":", to: &out.bytes)
-                    ByteWriting.appendFixed(c.longitude, decimals: 9, to: &out.bytes)
-                    ByteWriting.appendStatic(",\"radius\":", to: &out.bytes)
-                    ByteWriting.appendFixed(radius, decimals: 1, to: &out.bytes)
-                case .polygon(let p):
-                    ByteWriting.appendStatic(",\"shape\":\"polygon\",\"vertices\":", to: &out.bytes)
-                    ByteWriting.appendInt(Int64(p.vertices.count), to: &out.bytes)
-                }
-                ByteWriting.appendStatic(",\"state\":", to: &out.bytes)
-                ByteWriting.appendJSONString(monitor.state(for: r.id).rawValue, to: &out.bytes)
-                ByteWriting.appendStatic("}\n", to: &out.bytes)
-                try out.flushIfNeeded()
-            }
-            try out.flush()
         }
     }
 
@@ -202,23 +117,13 @@ struct Regions: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            var regions: [Region]
+            let remaining: Int
             do {
-                regions = try data.store.loadRegions()
+                remaining = try data.store.remove(ids: ids)
             } catch {
                 throw ValidationError("\(error)")
             }
-            let unknown = ids.filter { id in !regions.contains { $0.id == id } }
-            if !unknown.isEmpty {
-                throw ValidationError("no monitored region with id \(unknown.joined(separator: ", ")); see keeptrack regions list")
-            }
-            regions.removeAll { ids.contains($0.id) }
-            do {
-                try data.store.saveRegions(regions)
-            } catch {
-                throw ValidationError("\(error)")
-            }
-            print("removed \(ids.count); \(regions.count) monitored")
+            print("removed \(ids.count); \(remaining) monitored")
         }
     }
 }

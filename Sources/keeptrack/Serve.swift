@@ -2,7 +2,6 @@ import ArgumentParser
 import SystemIO
 import Formats
 import Logging
-import MQTT
 import TrackServer
 import Tracking
 
@@ -15,8 +14,7 @@ struct Serve: AsyncParsableCommand {
             stored once), and serves GET /v1/devices, GET /v1/devices/ID/trail?from=&to=&format=geojson|gpx|json, \
             GET /healthz and GET /metrics (Prometheus). With --token, devices must send \
             Authorization: Bearer TOKEN (or ?token=). Prints {"event":"listening","url":...} once it \
-            listens; stops on Ctrl-C or SIGTERM. With --mqtt, also stores the OwnTracks messages a broker \
-            has on owntracks/USER/DEVICE (QoS 1, persistent session), and prints {"event":"subscribed",...}.
+            listens; stops on Ctrl-C or SIGTERM.
 
             Limits under load: --max-connections (a 503 past it), --idle-timeout (a connection without \
             a complete request head that long is closed), --body-timeout (a body slower than that is \
@@ -56,12 +54,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Connections served at once; more get 503. The default is 512.", valueName: "n"))
     var maxConnections = 512
 
-    @Option(help: ArgumentHelp("Close a connection without a complete request head for this long. The default is 30.",
-                               valueName: "seconds"))
+    @Option(help: ArgumentHelp("Close a connection without a complete request head for this long. The default is 30s.",
+                               valueName: "duration"), transform: parseDuration)
     var idleTimeout = 30.0
 
-    @Option(help: ArgumentHelp("Answer 408 when a request body takes longer than this. The default is 60.",
-                               valueName: "seconds"))
+    @Option(help: ArgumentHelp("Answer 408 when a request body takes longer than this. The default is 1m.",
+                               valueName: "duration"), transform: parseDuration)
     var bodyTimeout = 60.0
 
     @Option(help: ArgumentHelp("Request body bytes held in memory at once; more get 503. The default is 32 MiB.",
@@ -83,7 +81,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fault: send Retry-After with failures.", valueName: "seconds"))
     var retryAfter: Int?
 
-    @Option(help: ArgumentHelp("Fault: wait before answering.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Fault: wait before answering.", valueName: "duration"), transform: parseDuration)
     var delay = 0.0
 
     @Option(help: ArgumentHelp("Fault: the share of requests (0-1) stored and then dropped mid-answer.", valueName: "share"))
@@ -95,41 +93,27 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
     var tlsKey: String?
 
-    @Option(help: ArgumentHelp("Also store OwnTracks messages from this broker, mqtt(s)://[user[:password]@]host[:port] "
-                               + "(QoS 1; user and device from the topic).", valueName: "url"))
-    var mqtt: String?
-
-    @Option(help: ArgumentHelp("With --mqtt: the topic filter. The default is owntracks/+/+.", valueName: "filter"))
-    var mqttTopic = "owntracks/+/+"
-
+    @Option(help: "Also store OwnTracks from mqtt(s)://[USER[:PASS]@]HOST[:PORT][/FILTER=owntracks/+/+].") var mqtt: String?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
 
-    var startFaults: Faults {
-        var f = Faults()
-        f.refuse = refuse
-        f.failRate = failRate
-        f.failStatus = failStatus
-        f.retryAfter = retryAfter
-        f.delay = delay
-        f.dropRate = dropRate
-        return f
+    /// The server's settings from the options (the database's default path aside).
+    func configuration(database: String) -> TrackServer.Configuration {
+        var c = TrackServer.Configuration(database: database)
+        (c.host, c.port, c.token, c.maxBodyBytes, c.maxConnections) = (host, port, token, maxBody, maxConnections)
+        c.idleTimeout = TrackServer.Configuration.duration(seconds: idleTimeout)
+        c.bodyTimeout = TrackServer.Configuration.duration(seconds: bodyTimeout)
+        c.maxBodyBytesInFlight = maxBodiesInFlight
+        c.faultInjection = faults
+        c.faults = Faults(refuse: refuse, failRate: failRate, failStatus: failStatus, retryAfter: retryAfter,
+                          delay: delay, dropRate: dropRate)
+        (c.tlsCertificate, c.tlsKey, c.mqtt) = (tlsCert, tlsKey, mqtt.map { .init(url: $0) })
+        return c
     }
 
     func validate() throws {
-        if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535.") }
-        if let problem = startFaults.problem { throw ValidationError("Faults: \(problem).") }
-        if !faults && startFaults != Faults() {
-            throw ValidationError("The fault options need --faults (fault injection is off without it).")
-        }
-        if maxConnections < 1 { throw ValidationError("--max-connections must be at least 1.") }
-        if !(idleTimeout > 0 && idleTimeout <= 86_400) || !(bodyTimeout > 0 && bodyTimeout <= 86_400) {
-            throw ValidationError("--idle-timeout and --body-timeout must be between 0 and 86400 seconds (not 0).")
-        }
-        if maxBody < 1024 { throw ValidationError("--max-body must be at least 1024 bytes.") }
-        if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together.") }
-        do { _ = try mqtt.map(MQTTEndpoint.init(parsing:)) } catch { throw ValidationError("--mqtt: \(error).") }
+        if let problem = configuration(database: db ?? "").problem { throw ValidationError(problem) }
     }
 
     func run() async throws {
@@ -137,47 +121,19 @@ struct Serve: AsyncParsableCommand {
             makeDirectories(data.directory)
             return data.directory + "/endpoint.sqlite"
         }()
-        var c = TrackServer.Configuration(database: database)
-        c.host = host
-        c.port = port
-        c.token = token
-        c.maxBodyBytes = maxBody
-        c.maxConnections = maxConnections
-        c.idleTimeout = .milliseconds(Int64((idleTimeout * 1000).rounded()))
-        c.bodyTimeout = .milliseconds(Int64((bodyTimeout * 1000).rounded()))
-        c.maxBodyBytesInFlight = maxBodiesInFlight
-        c.faultInjection = faults
-        c.faults = startFaults
-        c.tlsCertificate = tlsCert
-        c.tlsKey = tlsKey
-        c.mqtt = mqtt.map(MQTTIngest.Configuration.init(url:))
-        c.mqtt?.topicFilter = mqttTopic
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = logging.logLevel
         let server: TrackServer
         do {
-            server = try TrackServer(configuration: c, logger: logger)
+            server = try TrackServer(configuration: configuration(database: database), logger: logger)
         } catch {
             throw ValidationError("cannot open the database \(database): \(error)")
         }
         if let warning = TrackServer.exposureWarning(host: host, token: token) { printError(warning) }
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        try await server.run(signals: true) { port in
+        try await server.run(signals: true) { line in
             var out = OutputBuffer()
-            let scheme = tlsCert == nil ? "http" : "https"
-            out.append("{\"event\":\"listening\",\"url\":\"\(scheme)://\(shownHost):\(port)\",\"database\":")
-            out.appendJSONString(database)
-            out.append("}\n")
+            out.bytes = line
             try? out.flush()
-            guard let broker = try? mqtt.map(MQTTEndpoint.init(parsing:)) else { return }
-            Task {
-                await server.mqttSubscription()
-                var out = OutputBuffer()
-                out.append("{\"event\":\"subscribed\",\"broker\":\"\(broker)\",\"topic\":")
-                out.appendJSONString(mqttTopic)
-                out.append("}\n")
-                try? out.flush()
-            }
         }
     }
 }

@@ -36,7 +36,8 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: ArgumentHelp("One strategy, or all (the default).", valueName: "name"))
     var strategy: String = "all"
 
-    @Option(help: ArgumentHelp("Seconds to simulate. Default: 3600, or the whole --fixture.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("How long to simulate (3600, 1h, 90m). Default: 1h, or the whole --fixture.",
+                               valueName: "duration"), transform: parseDuration)
     var duration: Double?
 
     @Option(help: ArgumentHelp("Take the motion from this NMEA log.", valueName: "file"))
@@ -51,7 +52,7 @@ struct Simulate: AsyncParsableCommand {
                 + Strategy.allCases.map(\.rawValue).joined(separator: ", ") + ", got '\(strategy)'.")
         }
         if let duration, !(duration > 0 && duration.isFinite) {
-            throw ValidationError("--duration must be a positive number of seconds.")
+            throw ValidationError("--duration must be more than 0s.")
         }
     }
 

@@ -3,6 +3,7 @@ import Formats
 import GPSInput
 import Geo
 import NMEA
+import TrackServer
 import Tracking
 
 #if canImport(Glibc)
@@ -72,12 +73,18 @@ struct Track: AsyncParsableCommand {
 
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
+    @Option(help: ArgumentHelp("Serve GET /metrics (Prometheus text) at HOST:PORT, e.g. 127.0.0.1:9477 (prints location "
+                               + "events too).", valueName: "host:port"))
+    var metricsListen: String?
+
     @Option(help: ArgumentHelp("Read settings from this YAML file (default: $XDG_CONFIG_HOME/keeptrack/config.yaml "
                                + "when it exists); the command line wins. Check it with `keeptrack config check`.",
                                valueName: "file"))
     var config: String?
 
-    var wantsEvents: Bool { location.wantsEvents || lifecycle.isSet || control != nil || upload.enabled }
+    var wantsEvents: Bool {
+        location.wantsEvents || lifecycle.isSet || control != nil || upload.enabled || metricsListen != nil
+    }
 
     func validate() throws {
         if (gpsd == nil) == (serial == nil) {
@@ -88,6 +95,9 @@ struct Track: AsyncParsableCommand {
         }
         if SerialSource.Baud(baud) == nil {
             throw ValidationError("--baud must be one of 4800, 9600, 19200, 38400, 57600, 115200 or auto, got '\(baud)'.")
+        }
+        if let metricsListen, MetricsEndpoint.Address(metricsListen) == nil {
+            throw ValidationError("--metrics-listen takes HOST:PORT or [IPv6]:PORT, got '\(metricsListen)'.")
         }
         if device != nil && gpsd == nil { throw ValidationError("--device filters gpsd's devices: use it with --gpsd.") }
     }
@@ -102,37 +112,26 @@ struct Track: AsyncParsableCommand {
 
     var trackerRun: TrackerRun {
         TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
-                   store: data.store, control: control ?? ControlSocket.defaultPath)
+                   store: data.store, control: control ?? ControlSocket.defaultPath,
+                   metrics: metricsListen.flatMap(MetricsEndpoint.Address.init))
     }
 
     func track() async throws {
-        var output = SourceLines(includeAll: all, lineBuffered: true)
         if let gpsd {
             var options = GPSDSource.Options(address: gpsd)!
             options.device = device
             let source = GPSDSource(options: options)
-            if wantsEvents {
-                try await trackerRun.run(source, releaser: source, now: wallClockSeconds)
-            } else {
-                try await pump(source, into: &output)
-            }
+            try await track(source, releaser: source)
         } else if let serial {
-            let source = SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!))
-            if wantsEvents {
-                try await trackerRun.run(source, now: wallClockSeconds)
-            } else {
-                try await pump(source, into: &output)
-            }
+            try await track(SerialSource(options: .init(path: serial, baud: SerialSource.Baud(baud)!)))
         }
     }
-}
 
-func pump<S: FixSource>(_ source: S, into output: inout SourceLines) async throws {
-    for await element in source {
-        if Task.isCancelled { break }
-        try output.write(element)
+    func track<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil) async throws {
+        if wantsEvents { return try await trackerRun.run(source, releaser: releaser, now: wallClockSeconds) }
+        var output = SourceLines(includeAll: all, lineBuffered: true)
+        try await output.pump(source)
     }
-    try output.finish()
 }
 
 struct Replay: AsyncParsableCommand {
@@ -214,39 +213,16 @@ struct Replay: AsyncParsableCommand {
             return
         }
         var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
-        let showProgress = stderrIsTerminal && !quiet
         let started = monotonicSeconds()
-        var lastDrawn = started
-        var failed = false
-        for await element in source {
-            if Task.isCancelled { break }  // Ctrl-C, SIGTERM
-            if case .event(let e) = element, e.kind == .error { failed = true }
-            try output.write(element)
-            if showProgress {
-                let now = monotonicSeconds()
-                if now - lastDrawn >= 0.25 {
-                    lastDrawn = now
-                    printErrorInline(progressLine(source.progress, elapsed: now - started))
-                }
-            }
-        }
-        try output.finish()
-        if showProgress { printErrorInline("") }
+        let failed = try await output.pump(source, tick: stderrIsTerminal && !quiet ? { elapsed in
+            printErrorInline(elapsed.map { source.progress.line(elapsed: $0) } ?? "")
+        } : nil)
         if !quiet {
             let p = source.progress
-            let s = p.statistics
-            printError("\(source.name): \(grouped(p.fixes)) fixes in \(format3(monotonicSeconds() - started)) s, "
-                + "\(grouped(s.rejected)) bad sentences, \(grouped(s.skippedBytes)) skipped bytes")
+            printError("\(source.name): \(grouped(p.fixes)) fixes in \(formatFixed(monotonicSeconds() - started, 3)) s, "
+                + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes")
         }
         if failed { throw ExitCode(1) }
-    }
-
-    func progressLine(_ p: NMEALogSource.Progress, elapsed: Double) -> String {
-        let rate = Double(p.fixes) / max(elapsed, 1e-9)
-        guard let size = p.size, size > 0 else { return "\(grouped(p.fixes)) fixes, \(Int(rate)) fixes/s" }
-        let fraction = Double(p.position) / Double(size)
-        let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
-        return "\(Int(fraction * 100))%  \(grouped(p.fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
     }
 }
 

@@ -5,6 +5,7 @@ import Lifecycle
 import LocationService
 import Logging
 import ServiceLifecycle
+import TrackServer
 import Tracking
 
 #if canImport(Glibc)
@@ -23,62 +24,50 @@ struct TrackerRun {
     var store: RegionStore?
     /// The control socket (live tracking).
     var control: String?
+    /// Where `GET /metrics` is served (`--metrics-listen`).
+    var metrics: MetricsEndpoint.Address?
     /// A replay: the app launches at the log's first fix and deadlines pass with the log's time.
     var onLogTime = false
     var lineBuffered = true
     var quiet = false
 
-    func configuration(embedded: EmbeddedEndpoint?) throws -> Tracker.Configuration {
+    func configuration(embedded: TrackServer?) throws -> Tracker.Configuration {
         var c = Tracker.Configuration()
-        let l = location.configuration
-        c.standardUpdates = l.standardUpdates
-        c.significantChanges = l.significantChanges
-        try location.addRegions(to: &c)
-        if location.regions == nil { c.regionStore = store }
+        c.locationManager = location.settings.configuration
+        if let regions = location.regions { try c.addRegions(file: regions, dwell: location.dwell) } else { c.regionStore = store }
         c.policy = try lifecycle.policyOptions.resolved()
-        c.modes = lifecycle.modes
-        c.startInBackground = lifecycle.background
-        c.sampleInterval = lifecycle.sampleInterval
-        c.launchAtFirstFix = onLogTime
-        c.deadlineTimer = !onLogTime
+        (c.modes, c.startInBackground, c.sampleInterval) = (lifecycle.modes, lifecycle.background, lifecycle.sampleInterval)
+        (c.launchAtFirstFix, c.deadlineTimer) = (onLogTime, !onLogTime)
         if upload.enabled { c.upload = upload.settings(dataDirectory: dataDirectory, embedded: embedded) }
         return c
     }
 
     func run<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil,
                            now: @escaping @Sendable () -> Double) async throws {
-        let embedded = upload.upload == "embedded"
-            ? try EmbeddedEndpoint(dataDirectory: dataDirectory, format: upload.format) : nil
-        var environment: [String: String] = [:]
-        for key in ["NOTIFY_SOCKET", "WATCHDOG_USEC"] {
-            if let v = getenv(key) { environment[key] = String(cString: v) }
-        }
+        let embedded = upload.upload == "embedded" ? try TrackServer.embedded(dataDirectory: dataDirectory) : nil
         let tracker: Tracker
         do {
             tracker = try Tracker(source: source, configuration: configuration(embedded: embedded),
                                   sink: JSONLinesSink(lineBuffered: lineBuffered), releaser: releaser,
-                                  notifier: SystemdNotifier(environment: environment),
+                                  notifier: SystemdNotifier(environment: environment(["NOTIFY_SOCKET", "WATCHDOG_USEC"])),
                                   logger: Logger(label: "keeptrack.track"), now: now)
         } catch let error as TrackerError {
             throw ValidationError(error.message)
         }
         // Started in this order, stopped in reverse: the control socket and the input first, then
         // the upload of what is left, then the endpoint that takes it.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let embedded { services.append(.init(service: embedded.server)) }
-        services += tracker.services
-        if let control {
-            do {
-                services.append(.init(service: try ControlSocket(path: control, tracker: tracker)))
-            } catch {
-                throw ValidationError("\(error)")
-            }
-        }
         var logger = Logger(label: "keeptrack.lifecycle")
         logger.logLevel = .error
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
-                                                      logger: logger))
-        try await group.run()
+        do {
+            var before: [any Service] = embedded.map { [$0] } ?? []
+            if let metrics {
+                before.append(MetricsEndpoint(address: metrics, logger: Logger(label: "keeptrack.metrics"),
+                                              render: Telemetry.prometheusText))
+            }
+            try await tracker.runGroup(before: before, control: control, logger: logger)
+        } catch let error as TrackerError {
+            throw ValidationError(error.message)
+        }
         let interrupted = !tracker.inputFinished
         try upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)
         if tracker.application.state == .terminated {

@@ -21,6 +21,23 @@ struct ConfigReaderTests {
         }
     }
 
+    /// `track --gpsd` means `--gpsd localhost:2947`, on the command line as in the file.
+    @Test func anOptionalValueGetsItsFallbackWhereItIsOmitted() {
+        #expect(reader.insertingFallbacks(into: ["track", "--gpsd"]) == ["track", "--gpsd", "localhost:2947"])
+        #expect(reader.insertingFallbacks(into: ["track", "--gpsd", "--all"]) == ["track", "--gpsd", "localhost:2947", "--all"])
+        #expect(reader.insertingFallbacks(into: ["track", "--gpsd", "h:1", "--all"]) == ["track", "--gpsd", "h:1", "--all"])
+        #expect(reader.insertingFallbacks(into: ["track", "--serial", "--gpsd", "x"]) == ["track", "--serial", "--gpsd", "x"])
+    }
+
+    /// A file's settings as the arguments they stand for.
+    @Test func settingsBecomeArgumentsAndListsRepeatTheOption() throws {
+        let settings = try reader.parse(Array("gpsd:\nall: false\nheader: [\"A: 1\", \"B: 2\"]\ndistance-filter: 5\n".utf8), name: "c.yaml")
+        let arguments = settings.map(OptionArguments.init)
+        #expect(arguments.map(\.arguments) == [["--gpsd", "localhost:2947"], [], ["--header", "A: 1", "--header", "B: 2"],
+                                              ["--distance-filter", "5"]])
+        #expect(arguments[2].items.map(\.line) == [3, 3])
+    }
+
     @Test func readsEveryKindOfValue() throws {
         let settings = try reader.parse(Array("""
             serial: /dev/ttyACM0

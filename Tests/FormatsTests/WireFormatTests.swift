@@ -77,13 +77,13 @@ struct WireFormatTests {
     @Test func ownTracksSpeaksItsJSON() throws {
         let body = try #require(OwnTracks.encode(sample))
         #expect(String(decoding: body, as: UTF8.self)
-            == #"{"_type":"location","tst":1715679000,"lat":48.1373663,"lon":11.5754087,"acc":9,"alt":536,"vel":5,"cog":32,"t":"p","tid":"VA"}"#)
+            == #"{"_type":"location","tst":1715679000,"lat":48.1373663,"lon":11.5754087,"acc":9,"alt":536,"vac":14,"vel":5,"cog":32,"tid":"VA"}"#)
         var exit = sample
         exit.kind = .exit
         exit.region = "home"
         let transition = String(decoding: try #require(OwnTracks.encode(exit)), as: UTF8.self)
         #expect(transition
-            == #"{"_type":"transition","event":"leave","desc":"home","wtst":1715679000,"t":"c","tst":1715679000,"lat":48.1373663,"lon":11.5754087,"acc":9,"tid":"VA"}"#)
+            == #"{"_type":"transition","event":"leave","desc":"home","wtst":\#(Int(OwnTracks.stableWaypointTime("home"))),"t":"c","tst":1715679000,"lat":48.1373663,"lon":11.5754087,"acc":9,"tid":"VA"}"#)
         var dwell = sample
         dwell.kind = .dwell
         #expect(OwnTracks.encode(dwell) == nil)
@@ -91,8 +91,8 @@ struct WireFormatTests {
         #expect(back.kind == .exit)
         #expect(back.region == "home")
         #expect(try OwnTracks.decode(Array(#"{"_type":"lwt","tst":1}"#.utf8), device: "d", now: now) == nil)
-        #expect(throws: WireFormatError("tst: missing")) {
-            try OwnTracks.decode(Array(#"{"_type":"location","lat":1,"lon":1}"#.utf8), device: "d", now: now)
+        #expect(throws: WireFormatError("lat: missing")) {
+            try OwnTracks.decode(Array(#"{"_type":"location","lon":1,"tst":1715679000}"#.utf8), device: "d", now: now)
         }
     }
 
@@ -115,7 +115,14 @@ struct WireFormatTests {
         enter.kind = .enter
         enter.region = "home"
         let geo = String(decoding: TrailExport.geoJSON(device: "van-1", records: [sample, enter]), as: UTF8.self)
-        #expect(geo.contains(#""geometry":{"type":"LineString","coordinates":[[11.575408667,48.137366333,536.100]]}"#))
+        // One location: a Point (a one-position LineString is not valid RFC 7946).
+        #expect(geo.contains(#""geometry":{"type":"Point","coordinates":[11.575408667,48.137366333,536.100]}"#))
+        var later = sample
+        later.time += 1
+        let two = String(decoding: TrailExport.geoJSON(device: "van-1", records: [sample, later]), as: UTF8.self)
+        #expect(two.contains(#""geometry":{"type":"LineString","coordinates":[[11.575408667,48.137366333,536.100],[11.575408667,48.137366333,536.100]]}"#))
+        let none = String(decoding: TrailExport.geoJSON(device: "van-1", records: [enter]), as: UTF8.self)
+        #expect(none.contains(#""times":[]},"geometry":null}"#))
         #expect(geo.contains(#"{"event":"enter","region":"home","time":"2024-05-14T09:30:00.250Z"}"#))
         let gpx = String(decoding: TrailExport.gpx(device: "van-1", records: [sample, enter]), as: UTF8.self)
         #expect(gpx.contains(#"<wpt lat="48.137366333" lon="11.575408667"><ele>536.100</ele><time>2024-05-14T09:30:00.250Z</time><name>enter home</name></wpt>"#))

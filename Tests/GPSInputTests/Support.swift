@@ -107,11 +107,6 @@ func consumeInTheBackground<S: FixSource>(_ source: S) -> (Task<Int, Never>, Asy
 /// Runs a blocking call (a child process's first line, gpsfake's start) on a thread of its own:
 /// blocking a thread of the cooperative pool (two on two cores) stalls every other test's tasks,
 /// the hang guards' timers included.
-func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        startThread(name: "test.blocking") { continuation.resume(with: Result { try body() }) }
-    }
-}
 
 /// What `connections(toPort:)` looked at, for a failure message.
 func connectionReport(_ port: String) -> String {

@@ -129,7 +129,10 @@ struct LifecycleReplayTests {
         #expect(r.stderr.contains("--background-modes takes location, audio, fetch, processing"))
         let p = try keeptrack(["replay", "--policy", "ios13", "--grace=-1", "fixtures/walk-15min.nmea"])
         #expect(p.status == 64)
-        #expect(p.stderr.contains("Custom policy: the grace period must be 0 or more seconds."))
+        #expect(p.stderr.contains("The value '-1' is invalid for '--grace <duration>': '-1' is not a duration"))
+        let z = try keeptrack(["replay", "--policy", "ios13", "--budget=0s", "fixtures/walk-15min.nmea"])
+        #expect(z.status == 64)
+        #expect(z.stderr.contains("Custom policy: the budget must be a positive number of seconds."), "\(z.stderr)")
     }
 
     /// systemd's notify protocol, on a real datagram socket: READY first, the state in STATUS,

@@ -52,7 +52,7 @@ struct UploadCommandTests {
 
     @Test(arguments: [
         (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http:// or https:// URL"),
-        (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file and --header go with --upload URL."),
+        (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file, --header and --user go with --upload URL."),
         (["replay", "--upload", "embedded", "--header", "nocolon", "fixtures/walk-15min.nmea"], "--header takes 'Name: value'"),
         (["serve", "--fail-rate", "2"], "Faults: failRate must be between 0 and 1."),
         (["replay", "--upload", "embedded", "--format", "gpx", "fixtures/walk-15min.nmea"], "--format"),

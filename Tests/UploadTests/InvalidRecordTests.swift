@@ -28,7 +28,8 @@ struct InvalidRecordTests {
         let dead = try outbox.deadLetters()
         #expect(dead.map(\.record.sequence) == [3, 5])
         #expect(dead.allSatisfy { $0.status == 0 && $0.reason.hasPrefix("not sent: ") })
-        #expect(try endpoint.server.store.trail(device: outbox.device).count == 4)
+        let device = format == "owntracks" ? OwnTracks.deviceID(user: "keeptrack", device: outbox.device) : outbox.device
+        #expect(try endpoint.server.store.trail(device: device).count == 4)
         await uploader.shutdown()
         await endpoint.stop()
     }

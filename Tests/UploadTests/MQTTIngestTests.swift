@@ -23,7 +23,7 @@ func waitUntilStored(_ n: Int, _ endpoint: Endpoint) async throws {
 @Suite("keeptrack serve --mqtt against a real mosquitto", .serialized)
 struct MQTTIngestTests {
     /// The uploader publishes to the broker, the endpoint takes from it: every record once, in
-    /// order, filed under the topic's device.
+    /// order, filed under the topic's user/device.
     @Test func uploaderToBrokerToEndpointStoresEveryRecordOnce() async throws {
         let broker = try Broker()
         let endpoint = try await subscribedEndpoint(broker)
@@ -32,7 +32,7 @@ struct MQTTIngestTests {
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(broker.port)", batch: 40)
         try await drain(u)
         try await waitUntilStored(150, endpoint)
-        let trail = try endpoint.server.store.trail(device: "van-1")
+        let trail = try endpoint.server.store.trail(device: "keeptrack/van-1")
         #expect(trail.map(\.time) == (0..<150).map { 1_715_679_000 + Double($0) })
         #expect(trail.first?.latitude == 48.1)
         #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
@@ -64,7 +64,7 @@ struct MQTTIngestTests {
 
     /// A phone's message as the OwnTracks booklet describes it (`json.md`: the `_type=location`
     /// elements), published with mosquitto_pub to `owntracks/jane/phone`, lands in the store under
-    /// device `phone`.
+    /// device `jane/phone`.
     @Test func mosquittoPubOfTheBookletsLocationLandsInTheStore() async throws {
         let broker = try Broker()
         let endpoint = try await subscribedEndpoint(broker)
@@ -79,7 +79,7 @@ struct MQTTIngestTests {
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
         try await waitUntilStored(1, endpoint)
-        let r = try #require(try endpoint.server.store.trail(device: "phone").first)
+        let r = try #require(try endpoint.server.store.trail(device: "jane/phone").first)
         #expect(r.time == 1_376_715_317)
         #expect(r.latitude == 48.85833)
         #expect(r.longitude == 2.29513)

@@ -97,7 +97,7 @@ struct TrackServerTests {
         _ = try await raw.send(.POST, "/owntracks", body: #"{"_type":"location","tst":1715679000,"lat":1,"lon":2}"#,
                                headers: [("X-Limit-U", "anna"), ("X-Limit-D", "phone")])
         let devices = try await raw.send(.GET, "/v1/devices")
-        #expect(devices.body.contains(#"{"id":"phone","points":1"#))
+        #expect(devices.body.contains(#"{"id":"anna/phone","points":1"#))
         #expect(devices.body.contains(#"{"id":"van","points":3"#))
         let window = try await raw.send(.GET, "/v1/devices/van/trail?from=2024-05-14T09:30:02Z&to=2024-05-14T09:30:03Z&format=json")
         #expect(try JSONBatch.decode(Array(window.body.utf8), now: 2e9).records.map(\.sequence) == [2, 3])

@@ -193,7 +193,8 @@ struct UploaderTests {
         try outbox.append(records)
         let u = try uploader(outbox, endpoint, path: path, format: format)
         try await drain(u)
-        let trail = try endpoint.server.store.trail(device: "van-1")
+        let device = format == "owntracks" ? OwnTracks.deviceID(user: "keeptrack", device: "van-1") : "van-1"
+        let trail = try endpoint.server.store.trail(device: device)
         let sent = format == "osmand" ? records.filter { $0.kind == .location }.count + 1 : records.count
         #expect(trail.count == sent)
         #expect(trail.first.map { abs($0.latitude - 48.1) < 1e-6 } == true)

@@ -1,0 +1,101 @@
+import Formats
+import Logging
+import MQTT
+import SystemIO
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TrackServer.Configuration {
+    /// What is wrong with these settings, in a sentence naming the `keeptrack serve` option, or nil.
+    public var problem: String? {
+        if !(0...65535).contains(port) { return "--port must be between 0 and 65535." }
+        if let problem = faults.problem { return "Faults: \(problem)." }
+        if !faultInjection && faults != Faults() {
+            return "The fault options need --faults (fault injection is off without it)."
+        }
+        if maxConnections < 1 { return "--max-connections must be at least 1." }
+        let day = Duration.seconds(86_400)
+        if !(idleTimeout > .zero && idleTimeout <= day) || !(bodyTimeout > .zero && bodyTimeout <= day) {
+            return "--idle-timeout and --body-timeout must be between 0 and 86400 seconds (not 0)."
+        }
+        if maxBodyBytes < 1024 { return "--max-body must be at least 1024 bytes." }
+        if (tlsCertificate == nil) != (tlsKey == nil) { return "--tls-cert and --tls-key go together." }
+        if let mqtt {
+            do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return "--mqtt: \(error)." }
+        }
+        return nil
+    }
+
+    /// `seconds` as a duration to the millisecond (a `keeptrack serve` timeout option).
+    public static func duration(seconds: Double) -> Duration {
+        .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+}
+
+extension TrackServer {
+    /// The line `keeptrack serve` prints once it listens:
+    /// `{"event":"listening","url":"http://127.0.0.1:5055","database":"..."}`.
+    public func listeningLine(port: Int) -> [UInt8] {
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        let scheme = configuration.tlsCertificate == nil ? "http" : "https"
+        var out: [UInt8] = []
+        ByteWriting.appendStatic("{\"event\":\"listening\",\"url\":", to: &out)
+        ByteWriting.appendJSONString("\(scheme)://\(host):\(port)", to: &out)
+        ByteWriting.appendStatic(",\"database\":", to: &out)
+        ByteWriting.appendJSONString(configuration.database, to: &out)
+        ByteWriting.appendStatic("}\n", to: &out)
+        return out
+    }
+
+    /// Runs as ``run(signals:onReady:)`` does, handing `announce` the lines `keeptrack serve` prints:
+    /// ``listeningLine(port:)`` once it listens, then, with ``Configuration/mqtt``,
+    /// `{"event":"subscribed","broker":"HOST:PORT","topic":"owntracks/+/+"}` once subscribed.
+    public func run(signals: Bool, announce: @escaping @Sendable ([UInt8]) -> Void) async throws {
+        try await run(signals: signals) { [self] port in
+            announce(listeningLine(port: port))
+            guard let mqtt = configuration.mqtt, let broker = try? MQTTEndpoint(parsing: mqtt.url, wildcards: true)
+            else { return }
+            Task {
+                await mqttSubscription()
+                var out: [UInt8] = []
+                ByteWriting.appendStatic("{\"event\":\"subscribed\",\"broker\":", to: &out)
+                ByteWriting.appendJSONString("\(broker)", to: &out)
+                ByteWriting.appendStatic(",\"topic\":", to: &out)
+                ByteWriting.appendJSONString(broker.topic.isEmpty ? mqtt.topicFilter : broker.topic, to: &out)
+                ByteWriting.appendStatic("}\n", to: &out)
+                announce(out)
+            }
+        }
+    }
+
+    /// A test endpoint for one process (`--upload embedded`): the database `endpoint.sqlite` in
+    /// `dataDirectory`, a free loopback port, a random token, logging warnings only. Run it in
+    /// the same service group as the uploader, started before it and stopped after it.
+    public static func embedded(dataDirectory: String) throws -> TrackServer {
+        makeDirectories(dataDirectory)
+        var c = Configuration(database: dataDirectory + "/endpoint.sqlite")
+        c.token = (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
+        var logger = Logger(label: "keeptrack.serve")
+        logger.logLevel = .warning
+        return try TrackServer(configuration: c, logger: logger)
+    }
+
+    /// What ``exportTrail(device:directory:)`` wrote.
+    public struct ExportedTrail: Sendable {
+        public var path: String
+        public var points: Int
+        public var regionEvents: Int
+    }
+
+    /// Writes the stored trail of `device` as GeoJSON to `directory/DEVICE.geojson`.
+    public func exportTrail(device: String, directory: String) throws -> ExportedTrail {
+        let records = try store.trail(device: device)
+        let points = records.filter { $0.kind == .location }.count
+        makeDirectories(directory)
+        let path = directory + "/\(device).geojson"
+        try writeFile(path, TrailExport.geoJSON(device: device, records: records))
+        return ExportedTrail(path: path, points: points, regionEvents: records.count - points)
+    }
+}

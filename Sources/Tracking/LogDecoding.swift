@@ -1,0 +1,127 @@
+import Formats
+import Geo
+import NMEA
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `keeptrack decode` as a library call: an NMEA log in, one record per GNSS epoch out in a
+/// ``FixFormat``, bad sentences reported through a handler (at most ``maxWarnings``, then one
+/// notice), an optional progress line, and the statistics and any failure back.
+///
+/// ```swift
+/// var job = LogDecoding(path: "walk.nmea", format: .gpx)
+/// let result = try job.run(output: OutputBuffer(fd: fd), warn: { print($0) })
+/// print(result.summary(label: "walk.nmea:"))
+/// ```
+public struct LogDecoding {
+    /// The log: a path, or "-" for standard input (gzip is detected by content).
+    public var path: String
+    public var format: FixFormat
+    /// Also write epochs without a position (formats that can say so: jsonl, csv).
+    public var includeAll = false
+    public var options: NMEADecoder.Options
+    /// Bad-sentence reports passed to `warn` before they are only counted.
+    public var maxWarnings = 20
+
+    public init(path: String, format: FixFormat = .jsonl, options: NMEADecoder.Options = .init()) {
+        self.path = path
+        self.format = format
+        self.options = options
+        if self.options.sourceName == nil { self.options.sourceName = path == "-" ? "<stdin>" : path }
+    }
+
+    /// What a run did.
+    public struct Result {
+        public var statistics: NMEAStatistics
+        /// The error that stopped decoding (`--strict`'s bad sentence, or an I/O error after which
+        /// every complete epoch read so far was still written).
+        public var failure: NMEAError?
+        public var elapsed: Double
+
+        /// The one-paragraph summary `decode` prints on standard error.
+        public func summary(label: String) -> String {
+            let s = statistics
+            let mb = Double(s.bytes) / 1e6
+            var text = "\(label) \(grouped(s.sentences)) sentences, \(grouped(s.fixes)) fixes "
+            text += "(\(grouped(s.positionFixes)) with position), \(grouped(s.badChecksums)) bad checksums, "
+            text += "\(grouped(s.rejected - s.badChecksums)) other bad sentences, \(grouped(s.skippedBytes)) skipped bytes, "
+            text += "\(grouped(s.unknownSentences)) unknown and \(grouped(s.proprietarySentences)) proprietary sentences; "
+            text += "\(formatFixed(mb, 2)) MB in \(formatFixed(elapsed, 3)) s (\(formatFixed(mb / max(elapsed, 1e-9), 2)) MB/s)"
+            if s.rejected > 0 {
+                let parts = s.errors.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key): \($0.value)" }
+                text += "\n  rejected by kind: " + parts.joined(separator: ", ")
+            }
+            return text
+        }
+    }
+
+    /// Decodes the whole log into `output`. `progress`, when given, receives a status line at most
+    /// four times a second (percent of the file, MB/s, ETA) and an empty one at the end.
+    ///
+    /// - Throws: `OutputError` when the output cannot be written; decoding problems are in the result.
+    public func run(output: OutputBuffer = OutputBuffer(), warn: @escaping (String) -> Void,
+                    progress: ((String) -> Void)? = nil) throws(OutputError) -> Result {
+        var out = output
+        let started = monotonicSeconds()
+        var decoder = NMEADecoder(options: options)
+        var warnings = 0
+        let limit = maxWarnings
+        decoder.diagnosticHandler = { error in
+            warnings += 1
+            if warnings <= limit {
+                warn("warning: \(error)")
+            } else if warnings == limit + 1 {
+                warn("warning: more bad sentences follow; see the summary (--max-warnings N shows more)")
+            }
+        }
+        var writer = FixWriter(format: format)
+        writer.begin(into: &out.bytes)
+        var writeError: OutputError?
+        let includeAll = includeAll && writer.writesFixesWithoutPosition
+        var lastProgress = started
+        var failure: NMEAError?
+        do throws(NMEAError) {
+            try decoder.decodeFile(path, progress: { reader in
+                guard let progress, let size = reader.size, size > 0 else { return }
+                let now = monotonicSeconds()
+                if now - lastProgress < 0.25 { return }
+                lastProgress = now
+                let pct = Double(reader.position) / Double(size) * 100
+                let mbps = Double(reader.position) / 1e6 / max(now - started, 1e-9)
+                let eta = Double(size - reader.position) / 1e6 / max(mbps, 1e-9)
+                progress("decoding \(Int(pct))%  \(Int(mbps)) MB/s  ETA \(Int(eta.rounded())) s")
+            }) { fix in
+                guard writeError == nil, includeAll || fix.hasPosition else { return }
+                writer.write(fix, into: &out.bytes)
+                do throws(OutputError) { try out.flushIfNeeded() } catch { writeError = error }
+            }
+        } catch {
+            failure = error
+        }
+        if let progress, lastProgress != started { progress("") }
+        writer.end(into: &out.bytes)
+        if writeError == nil {
+            do throws(OutputError) { try out.flush() } catch { writeError = error }
+        }
+        if let writeError { throw writeError }
+        return Result(statistics: decoder.statistics, failure: failure, elapsed: monotonicSeconds() - started)
+    }
+
+    /// A `YYYY-MM-DD` date as days since 1970-01-01 (the decoder's reference day), or nil.
+    public static func parseDate(_ s: String) -> Int32? {
+        let parts = s.split(separator: "-")
+        guard parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+              (1...12).contains(m), (1...31).contains(d), (1...9999).contains(y)
+        else { return nil }
+        return Int32(GNSSTime.daysFromCivil(year: y, month: m, day: d))
+    }
+}
+
+/// `v` with `decimals` digits after the point, as the byte writers format it.
+public func formatFixed(_ v: Double, _ decimals: Int) -> String {
+    var out: [UInt8] = []
+    ByteWriting.appendFixed(v, decimals: decimals, to: &out)
+    return String(decoding: out, as: UTF8.self)
+}
