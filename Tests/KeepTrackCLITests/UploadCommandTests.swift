@@ -51,7 +51,10 @@ struct UploadCommandTests {
     }
 
     @Test(arguments: [
-        (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http:// or https:// URL"),
+        (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http(s):// or mqtt(s):// URL"),
+        (["replay", "--upload", "mqtt://h", "--format", "osmand", "fixtures/walk-15min.nmea"],
+         "--upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."),
+        (["serve", "--mqtt", "mqtt://h:0"], "--mqtt: the port '0' of the mqtt:// URL is not a number from 1 to 65535."),
         (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file, --header and --user go with --upload URL."),
         (["replay", "--upload", "embedded", "--header", "nocolon", "fixtures/walk-15min.nmea"], "--header takes 'Name: value'"),
         (["serve", "--fail-rate", "2"], "Faults: failRate must be between 0 and 1."),
