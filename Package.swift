@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "GPSInput", targets: ["GPSInput"]),
         .library(name: "LocationService", targets: ["LocationService"]),
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
+        .library(name: "MQTT", targets: ["MQTT"]),
         .library(name: "Upload", targets: ["Upload"]),
         .library(name: "TrackServer", targets: ["TrackServer"]),
         .library(name: "Tracking", targets: ["Tracking"]),
@@ -49,11 +50,17 @@ let package = Package(
         // Wire and file formats, both directions: JSON Lines, CSV, GPX, GeoJSON, our JSON batch,
         // Traccar's OsmAnd, OwnTracks JSON; gzip bodies.
         .target(name: "Formats", dependencies: ["Geo", "CZlib"]),
-        // The durable outbox (GRDB over SQLite, WAL) and the uploader (async-http-client).
+        // libmosquitto, the MQTT client library.
+        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
+                       providers: [.apt(["libmosquitto-dev"])]),
+        // MQTT over libmosquitto's threaded loop: broker URLs, one connection (QoS 1 publishes in
+        // flight, PUBACKs, subscriptions), the shared backoff.
+        .target(name: "MQTT", dependencies: ["CMosquitto", "Geo", "SystemIO"]),
+        // The durable outbox (GRDB over SQLite, WAL) and the uploader (async-http-client, or MQTT).
         .target(
             name: "Upload",
             dependencies: [
-                "Geo", "Formats", "Lifecycle",
+                "Geo", "Formats", "Lifecycle", "MQTT",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -69,7 +76,7 @@ let package = Package(
         .target(
             name: "TrackServer",
             dependencies: [
-                "Geo", "Formats", "SystemIO",
+                "Geo", "Formats", "SystemIO", "MQTT",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -90,7 +97,7 @@ let package = Package(
         .target(
             name: "Tracking",
             dependencies: [
-                "Geo", "NMEA", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO",
+                "Geo", "NMEA", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO", "MQTT",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

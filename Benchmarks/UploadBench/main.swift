@@ -2,6 +2,7 @@
 // durable on both sides. Run by tools/bench-upload, which starts the endpoint and the peers.
 //
 //   upload-bench --count 1000000 --url http://127.0.0.1:PORT/v1/locations --token T --dir DIR [--format osmand]
+//   upload-bench --count 100000 --url mqtt://127.0.0.1:PORT --spacing 1 --dir DIR   (OwnTracks JSON, QoS 1)
 //
 // Prints one JSON object: appends per second (batched, 1,000 a transaction), uploads per second,
 // peak RSS, and a check that the endpoint holds exactly --count records.
@@ -39,6 +40,8 @@ if CommandLine.arguments.contains("--codec") {
 }
 let count = Int(argument("--count") ?? "1000000")!
 let batch = Int(argument("--batch") ?? "1000")!
+// Seconds between records (OwnTracks' tst is whole seconds: an endpoint keys its records by it).
+let spacing = Double(argument("--spacing") ?? "0.1")!
 guard let url = argument("--url"), let dir = argument("--dir") else {
     FileHandle.standardError.write("usage: upload-bench --url URL --dir DIR [--count N] [--batch N] [--token T]\n".data(using: .utf8)!)
     exit(64)
@@ -57,7 +60,7 @@ var appended = 0
 while appended < count {
     records.removeAll(keepingCapacity: true)
     for i in appended..<min(count, appended + 1000) {
-        records.append(TrailRecord(device: "bench", sequence: 0, time: t0 + Double(i) * 0.1,
+        records.append(TrailRecord(device: "bench", sequence: 0, time: t0 + Double(i) * spacing,
                                    latitude: 48.1 + Double(i % 10_000) * 1e-6, longitude: 11.5 + Double(i / 10_000) * 1e-6,
                                    altitude: 520, horizontalAccuracy: 4.5, verticalAccuracy: 7.5, speed: 1.25, course: 90))
     }

@@ -1,5 +1,6 @@
 import Formats
 import Logging
+import MQTT
 import SystemIO
 
 #if canImport(Glibc)
@@ -21,6 +22,9 @@ extension TrackServer.Configuration {
         }
         if maxBodyBytes < 1024 { return "--max-body must be at least 1024 bytes." }
         if (tlsCertificate == nil) != (tlsKey == nil) { return "--tls-cert and --tls-key go together." }
+        if let mqtt {
+            do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return "--mqtt: \(error)." }
+        }
         return nil
     }
 
@@ -43,6 +47,27 @@ extension TrackServer {
         ByteWriting.appendJSONString(configuration.database, to: &out)
         ByteWriting.appendStatic("}\n", to: &out)
         return out
+    }
+
+    /// Runs as ``run(signals:onReady:)`` does, handing `announce` the lines `keeptrack serve` prints:
+    /// ``listeningLine(port:)`` once it listens, then, with ``Configuration/mqtt``,
+    /// `{"event":"subscribed","broker":"HOST:PORT","topic":"owntracks/+/+"}` once subscribed.
+    public func run(signals: Bool, announce: @escaping @Sendable ([UInt8]) -> Void) async throws {
+        try await run(signals: signals) { [self] port in
+            announce(listeningLine(port: port))
+            guard let mqtt = configuration.mqtt, let broker = try? MQTTEndpoint(parsing: mqtt.url, wildcards: true)
+            else { return }
+            Task {
+                await mqttSubscription()
+                var out: [UInt8] = []
+                ByteWriting.appendStatic("{\"event\":\"subscribed\",\"broker\":", to: &out)
+                ByteWriting.appendJSONString("\(broker)", to: &out)
+                ByteWriting.appendStatic(",\"topic\":", to: &out)
+                ByteWriting.appendJSONString(broker.topic.isEmpty ? mqtt.topicFilter : broker.topic, to: &out)
+                ByteWriting.appendStatic("}\n", to: &out)
+                announce(out)
+            }
+        }
     }
 
     /// A test endpoint for one process (`--upload embedded`): the database `endpoint.sqlite` in

@@ -7,6 +7,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import NIOSSL
 import Logging
+import MQTT
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -25,6 +26,8 @@ import Glibc
 /// - `GET /` or `POST /` (query or form): Traccar's OsmAnd (``OsmAnd``); answers 200.
 /// - `POST /owntracks`: OwnTracks JSON (``OwnTracks``) from `X-Limit-U`/`X-Limit-D` (or `?u=`/`?d=`),
 ///   stored as device `user/device`; answers `[]` (415 for an encrypted payload).
+/// - With ``Configuration/mqtt``: OwnTracks JSON from a broker, subscribed to `owntracks/+/+`
+///   (``MQTTIngest``), stored exactly as the HTTP route stores it.
 ///
 /// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true`
 /// (paginated), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
@@ -77,6 +80,8 @@ public final class TrackServer: Sendable {
         /// PEM certificate chain and private key: serve HTTPS. The default is plain HTTP.
         public var tlsCertificate: String?
         public var tlsKey: String?
+        /// A broker to take OwnTracks messages from as well (``MQTTIngest``). The default is none.
+        public var mqtt: MQTTIngest.Configuration?
 
         public init(database: String) { self.database = database }
     }
@@ -93,6 +98,8 @@ public final class TrackServer: Sendable {
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
                 now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
+        // A broker URL that cannot work is a setting to fix now, not a retry loop later.
+        if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) }
         self.configuration = configuration
         self.store = try TrackStore(path: configuration.database)
         self.faults = Mutex(configuration.faults)
@@ -118,6 +125,9 @@ public final class TrackServer: Sendable {
 
     /// Fired when the server listens (``listeningPort()`` waits for it).
     let listening = Signal()
+    /// Whether the MQTT subscription is in place, and its change (``mqttSubscription()``).
+    let mqttState = Mutex((subscribed: false, count: 0))
+    let mqttSignal = Signal()
 
     /// The port, once the server listens (it waits until then; one caller at a time).
     public func listeningPort() async -> Int {
@@ -160,8 +170,10 @@ public final class TrackServer: Sendable {
             },
             logger: logger
         )
+        var services: [any Service] = [app]
+        if let mqtt = configuration.mqtt { services.append(try MQTTIngest(server: self, configuration: mqtt)) }
         let group = ServiceGroup(configuration: .init(
-            services: [app], gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+            services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
         let stopNow = serviceGroup.withLock { s -> Bool in
             s.group = group
             return s.stopRequested

@@ -1,4 +1,5 @@
 import Formats
+import MQTT
 import Upload
 
 /// The upload settings as `keeptrack track|replay` options (and config keys) give them: checked
@@ -28,8 +29,11 @@ public struct UploadOptionValues: Sendable {
     /// What is wrong, in a sentence naming the option, or nil.
     public var problem: String? {
         if UploadFormats.named(format) == nil { return "--format takes \(UploadFormats.names), got '\(format)'." }
-        if let url, url != "embedded", !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            return "--upload takes an http:// or https:// URL, or 'embedded', got '\(url)'."
+        if let url, url != "embedded", !(url.hasPrefix("http://") || url.hasPrefix("https://")), !MQTTEndpoint.isMQTT(url) {
+            return "--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got '\(url)'."
+        }
+        if let url, MQTTEndpoint.isMQTT(url), !["json", "owntracks"].contains(format) {
+            return "--upload mqtt(s):// publishes OwnTracks JSON: --format \(format) does not apply."
         }
         for h in headers where Uploader.Configuration.header(parsing: h) == nil {
             return "--header takes 'Name: value', got '\(h)'."

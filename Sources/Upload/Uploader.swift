@@ -4,13 +4,19 @@ import Geo
 import Lifecycle
 import Logging
 import Metrics
+import MQTT
 import NIOCore
 import NIOHTTP1
 import NIOSSL
 import Synchronization
 
-/// Sends the outbox to an HTTP endpoint: in batches, in order, inside background tasks, with
-/// retries, backoff and idempotent ids, so nothing is lost and nothing is stored twice.
+/// Sends the outbox to an HTTP endpoint or an MQTT broker: in batches, in order, inside background
+/// tasks, with retries, backoff and idempotent ids, so nothing is lost and nothing is stored twice.
+///
+/// The transport is the URL's: `http(s)://` posts requests in the configured format;
+/// `mqtt(s)://` publishes each record as OwnTracks JSON at QoS 1, several in flight, and a record
+/// leaves the outbox only when its PUBACK arrived (``MQTTPublisher``). Everything else below is
+/// the same for both.
 ///
 /// The loop, in ``run(drain:)``:
 /// - waits while the app is suspended (or not allowed a background task): nothing is sent;
@@ -36,7 +42,9 @@ public final class Uploader: Sendable {
     }
 
     public struct Configuration: Sendable {
-        /// The endpoint: `http(s)://host[:port]/path`.
+        /// The endpoint: `http(s)://host[:port]/path`, or a broker:
+        /// `mqtt(s)://[user[:password]@]host[:port][/topic]` (the topic defaults to
+        /// `owntracks/USER/DEVICE`, USER being the URL's user or ``formatSettings``' user).
         public var url: String
         /// The wire format (``UploadFormats/all``). The default is our JSON batch.
         public var format: any UploadFormat = JSONBatchFormat()
@@ -56,8 +64,10 @@ public final class Uploader: Sendable {
         public var initialBackoff: Double = 1
         /// The longest wait between retries. The default is 300 s.
         public var maxBackoff: Double = 300
-        /// Per request. The default is 30 s.
+        /// Per request (over MQTT: per batch, for its PUBACKs). The default is 30 s.
         public var timeout: Double = 30
+        /// Over MQTT: publishes sent before their PUBACK arrives. The default is 100.
+        public var maxInflight = 100
         /// The default is `auto`.
         public var gzip: GzipMode = .auto
         /// What the format may need besides the records (OwnTracks' user).
@@ -104,7 +114,7 @@ public final class Uploader: Sendable {
     public let configuration: Configuration
     let application: Application?
     let logger: Logger
-    let client: HTTPClient
+    let transport: Transport
     let signal = Signal()
     let state = Mutex(Stats())
     let gzipAccepted = Atomic<Bool>(false)
@@ -118,8 +128,32 @@ public final class Uploader: Sendable {
     public init(outbox: Outbox, configuration: Configuration, application: Application? = nil,
                 logger: Logger = Logger(label: "keeptrack.upload"),
                 now: @escaping @Sendable () -> Double = WallClock.seconds) throws(UploadError) {
+        self.outbox = outbox
+        self.configuration = configuration
+        self.application = application
+        self.logger = logger
+        self.now = now
+        if MQTTEndpoint.isMQTT(configuration.url) {
+            transport = .mqtt(try MQTTPublisher(configuration: configuration, device: outbox.device))
+        } else {
+            transport = .http(try Self.httpClient(configuration))
+        }
+        gzipAccepted.store(configuration.gzip == .always, ordering: .relaxed)
+        application?.observe { [signal] event in
+            if case .transition = event { signal.fire() }
+        }
+    }
+
+    /// How batches travel.
+    enum Transport: Sendable {
+        case http(HTTPClient)
+        case mqtt(MQTTPublisher)
+    }
+
+    static func httpClient(_ configuration: Configuration) throws(UploadError) -> HTTPClient {
         guard configuration.url.hasPrefix("http://") || configuration.url.hasPrefix("https://") else {
-            throw UploadError(.configuration, "the upload URL must start with http:// or https://, got '\(configuration.url)'")
+            throw UploadError(.configuration, "the upload URL must start with http://, https://, mqtt:// or mqtts://, "
+                + "got '\(configuration.url)'")
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = configuration.caFile {
@@ -132,20 +166,11 @@ public final class Uploader: Sendable {
                                             timeout: .init(connect: .seconds(min(5, Int64(configuration.timeout))),
                                                                           read: .seconds(Int64(configuration.timeout))))
         http.connectionPool = .init(idleTimeout: .seconds(30))
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
-        self.outbox = outbox
-        self.configuration = configuration
-        self.application = application
-        self.logger = logger
-        self.now = now
-        gzipAccepted.store(configuration.gzip == .always, ordering: .relaxed)
-        application?.observe { [signal] event in
-            if case .transition = event { signal.fire() }
-        }
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
     }
 
     deinit {
-        try? client.syncShutdown()
+        if case .http(let client) = transport { try? client.syncShutdown() }
     }
 
     public var stats: Stats { state.withLock { $0 } }
@@ -237,8 +262,7 @@ public final class Uploader: Sendable {
 
     /// The wait before retry `n` (1, 2, ...): full jitter over an exponential ceiling.
     func backoff(_ n: Int) -> Double {
-        let ceiling = min(configuration.maxBackoff, configuration.initialBackoff * Double(1 << min(n - 1, 30)))
-        return Double.random(in: (ceiling / 2)...max(ceiling / 2, ceiling))
+        MQTT.backoff(failures: n, initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
     }
 
     func record(error: String) {
@@ -299,6 +323,7 @@ public final class Uploader: Sendable {
             batch.removeAll { $0.problem(now: t) != nil }
             if batch.isEmpty { return .done }
         }
+        if case .mqtt(let publisher) = transport { return await publish(batch, via: publisher) }
         let format = configuration.format
         guard format.recordsPerRequest != nil else { return await sendBatch(batch) }
         let groups = format.requests(batch, settings: configuration.formatSettings, more: more)
@@ -474,7 +499,7 @@ public final class Uploader: Sendable {
     }
 
     /// Acknowledges records the endpoint stored.
-    func acknowledge(_ records: [TrailRecord], skipped: Int = 0) -> Attempt {
+    func acknowledge(_ records: [TrailRecord], skipped: Int = 0, requests: Int = 1) -> Attempt {
         do {
             try outbox.acknowledge(records.map(\.sequence))
         } catch {
@@ -483,12 +508,12 @@ public final class Uploader: Sendable {
         state.withLock {
             $0.uploaded += records.count - skipped
             $0.skipped += skipped
-            $0.requests += 1
+            $0.requests += requests
             $0.lastSuccess = now()
             $0.lastError = nil
         }
         metrics.uploaded.increment(by: records.count - skipped)
-        metrics.requestsOK.increment()
+        metrics.requestsOK.increment(by: requests)
         return .done
     }
 
@@ -513,6 +538,7 @@ public final class Uploader: Sendable {
     }
 
     func post(_ url: String, _ r: UploadRequest) async -> Response {
+        guard case .http(let client) = transport else { preconditionFailure("an HTTP request over MQTT") }
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "User-Agent", value: "keeptrack")
@@ -539,10 +565,11 @@ public final class Uploader: Sendable {
         }
     }
 
-    /// The host part of a URL, for messages (no path, no query: no personal data).
+    /// The host part of a URL, for messages (no credentials, no path, no query: no personal data).
     public static func hostOf(_ url: String) -> String {
         let parts = url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-        return parts.count > 2 ? String(parts[2]) : url
+        guard parts.count > 2 else { return url }
+        return String(parts[2].split(separator: "@").last ?? "")
     }
 
     func snippet(_ text: String) -> String {
@@ -552,9 +579,12 @@ public final class Uploader: Sendable {
 
     func snippet(_ body: [UInt8]) -> String { snippet(String(decoding: body.prefix(400), as: UTF8.self)) }
 
-    /// Stops the HTTP client.
+    /// Stops the HTTP client, or closes the broker connection.
     public func shutdown() async {
-        try? await client.shutdown()
+        switch transport {
+        case .http(let client): try? await client.shutdown()
+        case .mqtt(let publisher): await publisher.close()
+        }
     }
 }
 

@@ -93,6 +93,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
     var tlsKey: String?
 
+    @Option(help: "Also store OwnTracks from mqtt(s)://[USER[:PASS]@]HOST[:PORT][/FILTER=owntracks/+/+].") var mqtt: String?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -107,7 +108,7 @@ struct Serve: AsyncParsableCommand {
         c.faultInjection = faults
         c.faults = Faults(refuse: refuse, failRate: failRate, failStatus: failStatus, retryAfter: retryAfter,
                           delay: delay, dropRate: dropRate)
-        (c.tlsCertificate, c.tlsKey) = (tlsCert, tlsKey)
+        (c.tlsCertificate, c.tlsKey, c.mqtt) = (tlsCert, tlsKey, mqtt.map { .init(url: $0) })
         return c
     }
 
@@ -129,9 +130,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("cannot open the database \(database): \(error)")
         }
         if let warning = TrackServer.exposureWarning(host: host, token: token) { printError(warning) }
-        try await server.run(signals: true) { port in
+        try await server.run(signals: true) { line in
             var out = OutputBuffer()
-            out.bytes = server.listeningLine(port: port)
+            out.bytes = line
             try? out.flush()
         }
     }

@@ -15,8 +15,8 @@ import Glibc
 /// The upload options of `replay` and `track`.
 struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "Upload every location and region transition to this endpoint (http(s)://...), or 'embedded' for a "
-            + "test endpoint started in-process on a free loopback port.", valueName: "url|embedded"))
+        "Upload every location and region transition to this endpoint: http(s)://..., mqtt(s)://[user@]host[/topic] "
+            + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process).", valueName: "url|embedded"))
     var upload: String?
 
     @Option(help: ArgumentHelp("json (our batch), osmand (Traccar) or owntracks. The default is json.",

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Geo
 import NMEA
 
@@ -11,13 +12,21 @@ import KeepTrackTesting
 /// 60 s to start while three other builds ran).
 func collect<S: FixSource>(_ source: S, seconds: Double = 180, what: String,
                            until stop: @escaping @Sendable ([SourceElement]) -> Bool) async throws -> [SourceElement] {
-    try await withTimeout(seconds, what) {
-        var seen: [SourceElement] = []
-        for await element in source {
-            seen.append(element)
-            if stop(seen) { break }
+    let progress = Mutex<[SourceElement]>([])
+    do {
+        return try await withTimeout(seconds, what) {
+            var seen: [SourceElement] = []
+            for await element in source {
+                seen.append(element)
+                progress.withLock { $0 = seen }
+                if stop(seen) { break }
+            }
+            return seen
         }
-        return seen
+    } catch let error as TimedOut {
+        // Say what did arrive: events (connected? errors?) and how many fixes.
+        let seen = progress.withLock { $0 }
+        throw TimedOut(what: error.what + " (seen: \(seen.fixes.count) fixes, events \(seen.events.map { "\($0.kind): \($0.message)" }))")
     }
 }
 

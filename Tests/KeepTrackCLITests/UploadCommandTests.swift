@@ -75,7 +75,10 @@ struct UploadCommandTests {
     }
 
     @Test(arguments: [
-        (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http:// or https:// URL"),
+        (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http(s):// or mqtt(s):// URL"),
+        (["replay", "--upload", "mqtt://h", "--format", "osmand", "fixtures/walk-15min.nmea"],
+         "--upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."),
+        (["serve", "--mqtt", "mqtt://h:0"], "--mqtt: the port '0' of the mqtt:// URL is not a number from 1 to 65535."),
         (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file, --header and --user go with --upload URL."),
         (["replay", "--upload", "embedded", "--header", "nocolon", "fixtures/walk-15min.nmea"], "--header takes 'Name: value'"),
         (["serve", "--fail-rate", "2"], "Faults: failRate must be between 0 and 1."),
@@ -104,6 +107,19 @@ struct CrashTestTests {
     /// is the long version).
     @Test func killsAndOutagesLoseNothingAndStoreNothingTwice() throws {
         let tool = try Tool("tools/crash-test", ["--kills", "5", "--seed", "7", "--speed", "120",
+                                                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
+        tool.guardAgainstHang(seconds: 600)
+        var lines: [String] = []
+        while let line = tool.readLine() { lines.append(line) }
+        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
+        #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
+    }
+
+    /// The same over MQTT: the uploader SIGKILLed while a real mosquitto is down or restarts, and
+    /// `serve --mqtt` storing what the broker delivers (`tools/crash-test --mqtt --kills 100` is the
+    /// long version).
+    @Test func overMQTTKillsAndBrokerRestartsLoseNothingAndStoreNothingTwice() throws {
+        let tool = try Tool("tools/crash-test", ["--mqtt", "--kills", "5", "--seed", "7", "--speed", "120",
                                                  "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
         tool.guardAgainstHang(seconds: 600)
         var lines: [String] = []

@@ -1,0 +1,148 @@
+import Formats
+import Geo
+import Logging
+import MQTT
+import ServiceLifecycle
+import Synchronization
+
+/// The endpoint's MQTT side: subscribed at QoS 1 to OwnTracks topics on a broker, it stores every
+/// message as `POST /owntracks` does (``TrackServer/ingestOwnTracks(_:user:device:)``: device
+/// `user/device`), the user and device being the topic's second and third levels
+/// (`owntracks/USER/DEVICE`), so a fleet of phones publishing to a broker lands in the same store.
+///
+/// A message is stored before its PUBACK leaves (libmosquitto sends it once the handler returned),
+/// and the session is persistent (``Configuration/clientID``, clean session off): while the
+/// endpoint is away, the broker keeps QoS 1 messages for it. What is sent twice (QoS 1 is at least
+/// once) is stored once, by the store's key. A lost connection is opened again after a backoff
+/// (from 1 s doubling to ``Configuration/maxBackoff``, 30 s, with jitter), as the uploader does.
+public final class MQTTIngest: Service, Sendable {
+    public struct Configuration: Sendable {
+        /// The broker: `mqtt(s)://[user[:password]@]host[:port][/filter]`; a filter there replaces
+        /// ``topicFilter``.
+        public var url: String
+        /// The topic filter. The default is `owntracks/+/+`.
+        public var topicFilter = "owntracks/+/+"
+        /// The client id of the persistent session. The default is `keeptrack-serve`.
+        public var clientID = "keeptrack-serve"
+        /// With `mqtts://`: a PEM file of CA certificates. The default is the system's.
+        public var caFile: String?
+        /// The first retry's wait. The default is 1 s.
+        public var initialBackoff: Double = 1
+        /// The longest wait between connection attempts. The default is 30 s (while the endpoint is
+        /// away, the broker queues its messages, and may drop them past its `max_queued_messages`).
+        public var maxBackoff: Double = 30
+
+        public init(url: String, topicFilter: String = "owntracks/+/+") {
+            self.url = url
+            self.topicFilter = topicFilter
+        }
+    }
+
+    let server: TrackServer
+    let configuration: Configuration
+    let endpoint: MQTTEndpoint
+    let logger: Logger
+
+    init(server: TrackServer, configuration: Configuration) throws(MQTTError) {
+        self.server = server
+        let endpoint = try MQTTEndpoint(parsing: configuration.url, wildcards: true)
+        var configuration = configuration
+        if !endpoint.topic.isEmpty { configuration.topicFilter = endpoint.topic }
+        self.configuration = configuration
+        self.endpoint = endpoint
+        self.logger = server.logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { [self] in
+            var failures = 0
+            while !Task.isCancelled {
+                var options = MQTTConnection.Options(clientID: configuration.clientID)
+                options.cleanSession = false
+                options.caFile = configuration.caFile
+                var wait: Double?
+                do {
+                    let connection = try MQTTConnection(endpoint: endpoint, options: options) { [self] topic, payload in
+                        receive(topic: topic, payload: payload)
+                    }
+                    do {
+                        try await connection.connect()
+                        try await connection.subscribe(configuration.topicFilter, qos: 1)
+                    } catch {
+                        await connection.close()
+                        throw error
+                    }
+                    failures = 0
+                    server.mqttSubscribed()
+                    logger.info("subscribed", metadata: ["broker": "\(endpoint)", "topic": "\(configuration.topicFilter)"])
+                    let lost = await connection.lost()
+                    await connection.close()
+                    server.mqttSubscribed(false)
+                    guard let lost else { return }
+                    logger.warning("MQTT connection lost", metadata: ["reason": "\(lost.message)"])
+                } catch {
+                    // Credentials are a setting to fix: tried again at the longest backoff.
+                    if (error as? MQTTError)?.code == .credentials { wait = configuration.maxBackoff }
+                    logger.warning("MQTT connection failed", metadata: ["reason": "\(error)"])
+                }
+                failures += 1
+                let pause = wait ?? backoff(failures: failures, initial: configuration.initialBackoff,
+                                            maximum: configuration.maxBackoff)
+                try? await Task.sleep(for: .seconds(pause))
+            }
+        }
+    }
+
+    /// One message, on libmosquitto's thread: stored (or refused) before its PUBACK leaves.
+    func receive(topic: String, payload: [UInt8]) {
+        defer { server.mqttSignal.fire() }
+        // An empty payload clears a retained message: nothing to store.
+        guard !payload.isEmpty else { return }
+        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count >= 3, !levels[1].isEmpty, !levels[2].isEmpty else {
+            server.metrics.rejected(1)
+            logger.warning("MQTT message refused: its topic is not PREFIX/USER/DEVICE", metadata: ["topic": "\(topic)"])
+            return
+        }
+        do {
+            _ = try server.ingestOwnTracks(payload, user: String(levels[1]), device: String(levels[2]))
+        } catch let error as WireFormatError {
+            server.metrics.rejected(1)
+            // The reason may quote a coordinate: only at debug level.
+            logger.warning("MQTT message refused", metadata: ["topic": "\(topic)"])
+            logger.debug("refusal", metadata: ["reason": "\(error)"])
+        } catch {
+            // Its PUBACK is already queued: the broker will not send it again.
+            logger.error("MQTT message lost: the store failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
+        }
+    }
+}
+
+extension TrackServer {
+    /// Returns once the MQTT subscription is in place (at once when it is), for a caller that
+    /// publishes next; waits forever without ``Configuration/mqtt``. One caller at a time.
+    public func mqttSubscription() async {
+        while !mqttIsSubscribed && !Task.isCancelled { await mqttSignal.wait(timeout: nil) }
+    }
+
+    /// Returns once the MQTT side handled a message or changed state since the last call (or at
+    /// once, when it did before): a caller waiting for a condition re-checks it after each return.
+    public func mqttActivity() async {
+        await mqttSignal.wait(timeout: nil)
+    }
+
+    /// Whether the MQTT subscription is in place now.
+    public var mqttIsSubscribed: Bool { mqttState.withLock { $0.subscribed } }
+
+    /// How many times the subscription was made (1 on the first connection, one more after each
+    /// reconnection).
+    public var mqttSubscriptions: Int { mqttState.withLock { $0.count } }
+
+    func mqttSubscribed(_ on: Bool = true) {
+        mqttState.withLock {
+            $0.subscribed = on
+            if on { $0.count += 1 }
+        }
+        mqttSignal.fire()
+    }
+}

@@ -1,0 +1,116 @@
+import Formats
+import MQTT
+import Synchronization
+
+/// The uploader's MQTT transport: one broker connection at a time, opened when a batch needs it and
+/// closed as soon as a batch does not complete (lost connection, PUBACKs missing after the timeout,
+/// background time out), so that what libmosquitto queued for it dies with it and the outbox stays
+/// the only record of what is unsent. The next batch, after the uploader's backoff, opens a new one.
+final class MQTTPublisher: Sendable {
+    let endpoint: MQTTEndpoint
+    let options: MQTTConnection.Options
+    /// Where records go: the URL's topic, or `owntracks/USER/DEVICE`.
+    let topic: String
+    let current = Mutex<MQTTConnection?>(nil)
+
+    init(configuration: Uploader.Configuration, device: String) throws(UploadError) {
+        do {
+            endpoint = try MQTTEndpoint(parsing: configuration.url)
+        } catch {
+            throw UploadError(.configuration, "--upload: \(error)")
+        }
+        if configuration.caFile != nil && !endpoint.tls {
+            throw UploadError(.configuration, "--ca-file goes with mqtts:// (TLS), not mqtt://")
+        }
+        var options = MQTTConnection.Options(clientID: "keeptrack-\(device)")
+        options.caFile = configuration.caFile
+        options.maxInflight = configuration.maxInflight
+        options.connectTimeout = min(10, configuration.timeout)
+        self.options = options
+        // The user: one set in the settings (--user), else the URL's user name (a broker's ACL usually
+        // allows a user only owntracks/USER/#), else the settings' default.
+        let settings = configuration.formatSettings
+        let user = settings.user != UploadFormatSettings().user ? settings.user : endpoint.username ?? settings.user
+        topic = endpoint.topic.isEmpty ? "owntracks/\(user)/\(device)" : endpoint.topic
+        for level in topic.split(separator: "/", omittingEmptySubsequences: false)
+        where level.contains("+") || level.contains("#") {
+            throw UploadError(.configuration, "the MQTT topic '\(topic)' contains a wildcard (+ or #): "
+                + "give the topic in the URL or another device id")
+        }
+    }
+
+    /// The open connection, or a new one once connected.
+    func connection() async throws(MQTTError) -> MQTTConnection {
+        if let c = current.withLock({ $0 }), c.failure == nil { return c }
+        await reset()
+        let c = try MQTTConnection(endpoint: endpoint, options: options)
+        do {
+            try await c.connect()
+        } catch {
+            await c.close()
+            throw error
+        }
+        current.withLock { $0 = c }
+        return c
+    }
+
+    /// Closes the connection (the next batch opens another).
+    func reset() async {
+        await current.withLock { c -> MQTTConnection? in
+            defer { c = nil }
+            return c
+        }?.close()
+    }
+
+    func close() async { await reset() }
+}
+
+extension Uploader {
+    /// One batch over MQTT: every record published at QoS 1 as OwnTracks JSON (``OwnTracksFormat``'s
+    /// body; dwells, which OwnTracks has no form for, and transitions the settings leave out are
+    /// acknowledged as skipped), the ones whose PUBACK arrived acknowledged in the outbox, the
+    /// rest kept for the next attempt.
+    func publish(_ batch: [TrailRecord], via publisher: MQTTPublisher) async -> Attempt {
+        let connection: MQTTConnection
+        do {
+            connection = try await publisher.connection()
+        } catch {
+            // Bad credentials are a setting to fix: retried at the longest backoff, as a 401 is.
+            return .retry(after: error.code == .credentials ? configuration.maxBackoff : nil, reason: error.message)
+        }
+        var published: [(mid: Int32, record: TrailRecord)] = []
+        var skipped: [TrailRecord] = []
+        var failure: String?
+        for r in batch {
+            let format = OwnTracksFormat()
+            guard let body = format.request(for: [r], device: outbox.device, settings: configuration.formatSettings)?.body
+            else {
+                skipped.append(r)
+                continue
+            }
+            do {
+                published.append((try connection.publish(topic: publisher.topic, payload: body, qos: 1), r))
+            } catch {
+                failure = error.message
+                break
+            }
+        }
+        let acknowledged = await connection.acknowledgements(of: published.map(\.mid), timeout: configuration.timeout)
+        let stored = published.filter { acknowledged.contains($0.mid) }.map(\.record)
+        if !stored.isEmpty || !skipped.isEmpty {
+            if case .retry(let after, let reason) = acknowledge(stored + skipped, skipped: skipped.count,
+                                                                requests: stored.count) {
+                await publisher.reset()
+                return .retry(after: after, reason: reason)
+            }
+        }
+        guard stored.count < published.count || failure != nil else { return .done }
+        let lost = connection.failure
+        await publisher.reset()
+        if let failure { return .retry(after: nil, reason: failure) }
+        if Task.isCancelled { return .retry(after: nil, reason: "cancelled: the background time ran out") }
+        if let lost { return .retry(after: nil, reason: lost.message) }
+        return .retry(after: nil, reason: "no PUBACK from the MQTT broker \(publisher.endpoint) for "
+            + "\(published.count - stored.count) of \(published.count) records within \(Int(configuration.timeout)) s")
+    }
+}
