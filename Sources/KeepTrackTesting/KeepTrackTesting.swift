@@ -151,3 +151,22 @@ public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) 
         thread.start()
     }
 }
+
+/// A task executor on Dispatch's ordinary worker threads, outside Swift's cooperative pool: a
+/// test that must keep up with a real device (a pty a fake receiver writes at its own pace) runs
+/// under it with ``onOwnThreads(_:)``, so other suites' blocking tests (child processes waited for)
+/// holding the pool's few threads (as many as cores) can't stall it until the device is gone.
+public final class DispatchTaskExecutor: TaskExecutor, @unchecked Sendable {
+    public static let shared = DispatchTaskExecutor()
+    private let queue = DispatchQueue(label: "keeptrack.test.executor", attributes: .concurrent)
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// Runs `body` with its tasks (and their child tasks) on ``DispatchTaskExecutor``.
+public func onOwnThreads<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+    try await withTaskExecutorPreference(DispatchTaskExecutor.shared, operation: body)
+}

@@ -20,54 +20,63 @@ struct SerialSourceTests {
     }
 
     @Test func deliversTheDecodersFixesFromAPty() async throws {
-        let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "115200"])
-        defer { fake.terminate() }
-        var options = SerialSource.Options(path: link, baud: .fixed(115_200))
-        // Equality, not latency, is under test: a generous end-of-epoch gap keeps a loaded CI
-        // machine (the fake receiver descheduled mid-epoch) from splitting an epoch.
-        options.idleFlush = 0.5
-        let source = SerialSource(options: options)
-        let seen = try await collect(source, what: "10 fixes from the pty") { $0.fixes.count >= 10 }
-        #expect(seen.events.first?.kind == .connected)
-        #expect(seen.events.first?.message == "reading \(link) at 115200 baud")
-        let reference = try decoderFixes("walk-15min.nmea")
-        // The first epoch may have been joined mid-way; every later one equals the decoder's fix
-        // apart from the line numbers, which count from where reading started.
-        let received = Array(seen.fixes.dropFirst())
-        let start = try #require(reference.firstIndex { $0.time == received.first?.time })
-        for (i, fix) in received.enumerated() {
-            var expected = reference[start + i]
-            expected.lines = fix.lines
-            #expect(fix == expected)
+        // The pty is written at the receiver's pace: read it off the cooperative pool.
+        try await onOwnThreads {
+            let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "115200"])
+            defer { fake.terminate() }
+            var options = SerialSource.Options(path: link, baud: .fixed(115_200))
+            // Equality, not latency, is under test: a generous end-of-epoch gap keeps a loaded CI
+            // machine (the fake receiver descheduled mid-epoch) from splitting an epoch.
+            options.idleFlush = 0.5
+            let source = SerialSource(options: options)
+            let seen = try await collect(source, what: "10 fixes from the pty") { $0.fixes.count >= 10 }
+            #expect(seen.events.first?.kind == .connected)
+            #expect(seen.events.first?.message == "reading \(link) at 115200 baud")
+            let reference = try decoderFixes("walk-15min.nmea")
+            // The first epoch may have been joined mid-way; every later one equals the decoder's fix
+            // apart from the line numbers, which count from where reading started.
+            let received = Array(seen.fixes.dropFirst())
+            let start = try #require(reference.firstIndex { $0.time == received.first?.time })
+            for (i, fix) in received.enumerated() {
+                var expected = reference[start + i]
+                expected.lines = fix.lines
+                #expect(fix == expected)
+            }
         }
     }
 
     @Test func detectsTheBaudRate() async throws {
-        let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "10", "--baud", "38400"])
-        defer { fake.terminate() }
-        let source = SerialSource(options: .init(path: link, baud: .auto))
-        let seen = try await collect(source, what: "autobaud") { $0.fixes.count >= 2 }
-        // 9600 and 4800 are tried first and see only garbage; 38400 gives NMEA.
-        #expect(seen.events.first?.message == "reading \(link) at 38400 baud")
-        #expect(seen.fixes.dropFirst().allSatisfy { $0.hasPosition })
+        // The pty is written at the receiver's pace: read it off the cooperative pool.
+        try await onOwnThreads {
+            let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "10", "--baud", "38400"])
+            defer { fake.terminate() }
+            let source = SerialSource(options: .init(path: link, baud: .auto))
+            let seen = try await collect(source, what: "autobaud") { $0.fixes.count >= 2 }
+            // 9600 and 4800 are tried first and see only garbage; 38400 gives NMEA.
+            #expect(seen.events.first?.message == "reading \(link) at 38400 baud")
+            #expect(seen.fixes.dropFirst().allSatisfy { $0.hasPosition })
+        }
     }
 
     @Test func reportsAnUnplugAndResumesWhenTheDeviceReturns() async throws {
-        let (fake, link) = try await receiver([
-            fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--unplug-after", "6",
-            "--replug-after", "1",
-        ])
-        defer { fake.terminate() }
-        let source = SerialSource(options: .init(path: link, baud: .fixed(9600)))
-        let seen = try await collect(source, seconds: 180, what: "unplug and replug") { seen in
-            guard let lost = seen.firstIndex(where: { $0.event?.kind == .disconnected }) else { return false }
-            return seen[lost...].filter { $0.fix?.hasPosition == true }.count >= 2
+        // The pty is written at the receiver's pace: read it off the cooperative pool.
+        try await onOwnThreads {
+            let (fake, link) = try await receiver([
+                fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--unplug-after", "6",
+                "--replug-after", "1",
+            ])
+            defer { fake.terminate() }
+            let source = SerialSource(options: .init(path: link, baud: .fixed(9600)))
+            let seen = try await collect(source, seconds: 180, what: "unplug and replug") { seen in
+                guard let lost = seen.firstIndex(where: { $0.event?.kind == .disconnected }) else { return false }
+                return seen[lost...].filter { $0.fix?.hasPosition == true }.count >= 2
+            }
+            let kinds = seen.events.map(\.kind)
+            #expect(kinds.first == .connected)
+            let lost = try #require(seen.events.first { $0.kind == .disconnected })
+            #expect(lost.message.contains("the device went away") || lost.message.contains("hung up"), "\(lost.message)")
+            #expect(kinds.filter { $0 == .connected }.count == 2)
         }
-        let kinds = seen.events.map(\.kind)
-        #expect(kinds.first == .connected)
-        let lost = try #require(seen.events.first { $0.kind == .disconnected })
-        #expect(lost.message.contains("the device went away") || lost.message.contains("hung up"), "\(lost.message)")
-        #expect(kinds.filter { $0 == .connected }.count == 2)
     }
 
     @Test func stopsWhenTheConsumerIsCancelled() async throws {
