@@ -130,9 +130,10 @@ public final class MQTTConnection: Sendable {
             throw MQTTError(.configuration, "cannot create an MQTT client with id '\(options.clientID)'")
         }
         handle = Handle(raw: raw)
+        // From here on every stored property is set: a throw runs `deinit`, whose `closeNow`
+        // destroys the handle (destroying it here too was a double free: `--ca-file` missing).
         func check(_ rc: Int32, _ what: String) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                mosquitto_destroy(raw)
                 throw MQTTError(.configuration, "\(what): \(String(cString: mosquitto_strerror(rc)))")
             }
         }
@@ -147,7 +148,6 @@ public final class MQTTConnection: Sendable {
         if endpoint.tls {
             if let ca = options.caFile {
                 guard access(ca, R_OK) == 0 else {
-                    mosquitto_destroy(raw)
                     throw MQTTError(.configuration, "--ca-file \(ca): \(errnoText(errno))")
                 }
             }

@@ -52,6 +52,21 @@ struct UploadCommandTests {
 
     /// `keeptrack outbox`: what waits, and the dead letters' way back. (The processes are waited
     /// for off the cooperative pool: two threads here, which the pty tests need.)
+    /// A CA file that isn't there is named and the records stay. (The refused MQTT client used to
+    /// be freed twice; run by hand the process aborted with "double free or corruption", while
+    /// under this test glibc did not always notice.)
+    @Test func aMissingCAFileForMQTTIsNamedAndTheRecordsStay() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try await offThePool {
+            try keeptrack(["replay", "--upload", "mqtts://127.0.0.1:9", "--ca-file", dir + "/missing.pem", "--max-backoff", "0.01",
+                           "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        }
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("--ca-file \(dir)/missing.pem: No such file or directory"), "\(r.stderr)")
+        #expect(r.stderr.contains("895 left in the outbox"), "\(r.stderr)")
+    }
+
     @Test func theOutboxCommandShowsWhatWaits() async throws {
         let parent = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: parent) }
