@@ -103,6 +103,14 @@ public enum ByteWriting {
     }
 }
 
+/// `v` with `decimals` digits after the point and no exponent, as the byte writers format it
+/// (`48.137366333`).
+public func formatFixed(_ v: Double, _ decimals: Int) -> String {
+    var out: [UInt8] = []
+    ByteWriting.appendFixed(v, decimals: decimals, to: &out)
+    return String(decoding: out, as: UTF8.self)
+}
+
 /// A whole number with thousands separators, as the command line prints counts: `12,345,678`.
 public func grouped(_ n: some BinaryInteger) -> String {
     let s = String(n)

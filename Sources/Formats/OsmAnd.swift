@@ -48,7 +48,7 @@ public enum OsmAnd {
         // parseDouble refuses) is left out; records are validated before they get here.
         func add(_ key: String, _ v: Double?, _ digits: Int) {
             guard let v, v.isFinite, abs(v) < 1e9 else { return }
-            pairs.append((key, decimal(v, digits)))
+            pairs.append((key, formatFixed(v, digits)))
         }
         add("lat", r.latitude, 9)
         add("lon", r.longitude, 9)
@@ -224,13 +224,6 @@ public enum OsmAnd {
         if let problem = r.problem(now: now) { throw WireFormatError(problem) }
         return r
     }
-}
-
-/// Fixed decimals without exponent notation, trailing zeros kept short (`48.137366333`).
-func decimal(_ v: Double, _ digits: Int) -> String {
-    var out: [UInt8] = []
-    ByteWriting.appendFixed(v, decimals: digits, to: &out)
-    return String(decoding: out, as: UTF8.self)
 }
 
 /// RFC 3986 unreserved characters pass; everything else is `%XX`.

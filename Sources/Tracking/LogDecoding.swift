@@ -118,10 +118,3 @@ public struct LogDecoding {
         return Int32(GNSSTime.daysFromCivil(year: y, month: m, day: d))
     }
 }
-
-/// `v` with `decimals` digits after the point, as the byte writers format it.
-public func formatFixed(_ v: Double, _ decimals: Int) -> String {
-    var out: [UInt8] = []
-    ByteWriting.appendFixed(v, decimals: decimals, to: &out)
-    return String(decoding: out, as: UTF8.self)
-}

@@ -18,7 +18,7 @@ func collect<S: FixSource>(_ source: S, seconds: Double = 180, what: String,
             var seen: [SourceElement] = []
             for await element in source {
                 seen.append(element)
-                progress.withLock { $0 = seen }
+                progress.withLock { $0.append(element) }
                 if stop(seen) { break }
             }
             return seen

@@ -178,19 +178,6 @@ struct LocationSettingsTests {
 
 @Suite("track --metrics-listen")
 struct MetricsListenTests {
-    /// A free loopback port (bound, read and released; the tracker binds it next).
-    func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: addr.sin_port))
-    }
-
     /// GET over real HTTP with Python's urllib (Debian's python3, a gpsd dependency): status,
     /// content type and body, retrying only while the port refuses connections (not yet listening).
     func get(_ url: String) throws -> (status: Int, type: String, body: String) {
@@ -220,7 +207,7 @@ struct MetricsListenTests {
             var template = Array("/tmp/keeptrack-metrics-XXXXXX".utf8CString)
             let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let port = freePort()
+            let port = freeLoopbackPort()
             let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
                                  ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--max-fix-age", "none",
                                   "--metrics-listen", "127.0.0.1:\(port)", "--control", dir + "/control.sock", "--data-dir", dir])
