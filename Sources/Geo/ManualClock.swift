@@ -76,12 +76,19 @@ public final class ManualClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow: Bool = state.withLock { s in
+                // Cancelled before this point, the handler below found no sleeper to resume: the
+                // check under the lock keeps such a sleeper from waiting forever.
+                let outcome: Bool? = state.withLock { s in
+                    if Task.isCancelled { return false }
                     if deadline <= s.now { return true }
                     s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return false
+                    return nil
                 }
-                if resumeNow { continuation.resume() }
+                switch outcome {
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: CancellationError())
+                case nil: break
+                }
             }
         } onCancel: {
             let cancelled: Sleeper? = state.withLock { s in
