@@ -22,6 +22,9 @@ extension TrackServer.Configuration {
         }
         if maxBodyBytes < 1024 { return "--max-body must be at least 1024 bytes." }
         if (tlsCertificate == nil) != (tlsKey == nil) { return "--tls-cert and --tls-key go together." }
+        if let retention, !(retention >= 3600) {
+            return "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
+        }
         if let mqtt {
             do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return "--mqtt: \(error)." }
         }

@@ -82,6 +82,13 @@ public final class TrackServer: Sendable {
         public var tlsKey: String?
         /// A broker to take OwnTracks messages from as well (``MQTTIngest``). The default is none.
         public var mqtt: MQTTIngest.Configuration?
+        /// Whether OsmAnd requests without a credential are stored for devices without a token once
+        /// a token or a device credential exists (otherwise they get Traccar's answer to an unknown
+        /// device, 400). The default is false.
+        public var openRegistration = false
+        /// How old a point may get, in seconds, before ``RetentionService`` deletes it. The default
+        /// is nil: points are kept.
+        public var retention: Double?
 
         public init(database: String) { self.database = database }
     }
@@ -93,11 +100,17 @@ public final class TrackServer: Sendable {
     let logger: Logger
     let boundPort = Atomic<Int>(0)
     let now: @Sendable () -> Double
+    /// The retention service of ``Configuration/retention``, on the clock given to `init`.
+    let makeRetention: @Sendable (TrackServer, Double) -> any Service
     let gate: ConnectionGate
     let bodies: BodyBudget
 
-    public init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
-                now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
+    /// - Parameters:
+    ///   - now: the wall time (seconds since 1970): receipt times, the retention's cutoff.
+    ///   - clock: what the retention's sweeps wait on.
+    public init<C: Clock<Duration>>(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
+                                    now: @escaping @Sendable () -> Double = WallClock.seconds,
+                                    clock: C = ContinuousClock()) throws {
         // A broker URL that cannot work is a setting to fix now, not a retry loop later.
         if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) }
         self.configuration = configuration
@@ -105,6 +118,9 @@ public final class TrackServer: Sendable {
         self.faults = Mutex(configuration.faults)
         self.logger = logger
         self.now = now
+        self.makeRetention = { server, retention in
+            RetentionService(store: server.store, retention: retention, clock: clock, now: now, logger: logger)
+        }
         self.gate = ConnectionGate(limit: max(1, configuration.maxConnections), refusals: metrics.connectionsRefused)
         self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes),
                                  refusals: metrics.bodiesRefused)
@@ -172,6 +188,7 @@ public final class TrackServer: Sendable {
         )
         var services: [any Service] = [app]
         if let mqtt = configuration.mqtt { services.append(try MQTTIngest(server: self, configuration: mqtt)) }
+        if let retention = configuration.retention { services.append(makeRetention(self, retention)) }
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
         let stopNow = serviceGroup.withLock { s -> Bool in
@@ -214,12 +231,16 @@ public final class TrackServer: Sendable {
         let router = Router(context: ServerContext.self)
         router.add(middleware: EarlyLimitMiddleware(maxBodyBytes: configuration.maxBodyBytes))
         if configuration.faultInjection { router.add(middleware: FaultMiddleware(server: self)) }
-        router.add(middleware: AuthMiddleware(token: configuration.token))
+        router.add(middleware: AccessMiddleware(server: self))
         router.post("/v1/locations") { request, context in try await self.ingestBatch(request, context) }
         router.get("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/owntracks") { request, context in try await self.ingestOwnTracks(request, context) }
-        router.get("/v1/devices") { _, _ in try await self.offLoop { try self.devicesResponse() } }
+        router.get("/v1/devices") { _, context in try await self.offLoop { try self.devicesResponse(context) } }
+        router.get("/v1/devices/latest") { _, context in try await self.offLoop { try self.latestResponse(context) } }
+        router.get("/v1/positions") { request, context in
+            try await self.offLoop { try self.positionsResponse(request, context) }
+        }
         router.get("/v1/devices/{id}/trail") { request, context in
             try await self.offLoop { try self.trailResponse(request, context) }
         }
@@ -233,9 +254,12 @@ public final class TrackServer: Sendable {
                             body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         if configuration.faultInjection {
-            router.put("/v1/faults") { request, context in try await self.setFaults(request, context) }
+            router.put("/v1/faults") { request, context in
+                try self.requireAdmin(context)
+                return try await self.setFaults(request, context)
+            }
         }
-        router.get("/map") { request, _ in try await self.offLoop { try self.mapPage(request) } }
+        router.get("/map") { request, context in try await self.offLoop { try self.mapPage(request, context) } }
         return router
     }
 
@@ -309,6 +333,7 @@ public final class TrackServer: Sendable {
             metrics.rejected(1)
             throw HTTPError(.badRequest, message: "\(error)")
         }
+        try authorize(context, device: batch.device)
         let result = try store.insert(batch.records, format: "json", received: now())
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "json")
         let reply = "{\"accepted\":\(result.accepted),\"duplicates\":\(result.duplicates)}\n"
@@ -317,9 +342,11 @@ public final class TrackServer: Sendable {
 
     func ingestOsmAnd(_ request: Request, _ context: ServerContext) async throws -> Response {
         let record: TrailRecord
+        let json = request.method == .post
+            && request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true
         // As Traccar: a JSON body (Traccar Client) by its Content-Type; else the query, with a form
         // body's parameters added.
-        if request.method == .post, request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true {
+        if json {
             let bytes = try await body(request, context)
             do {
                 record = try OsmAnd.decodeJSON(bytes, now: now())
@@ -340,6 +367,14 @@ public final class TrackServer: Sendable {
                 throw HTTPError(.badRequest, message: "\(error)")
             }
         }
+        if context.identity == .anonymous {
+            guard try admitsAnonymousOsmAnd(device: record.device) else {
+                metrics.rejected(1)
+                return Self.unknownOsmAndDevice(json: json)
+            }
+        } else {
+            try authorize(context, device: record.device)
+        }
         let result = try store.insert([record], format: "osmand", received: now())
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "osmand")
         return try respond("", contentType: "text/plain", context: context)
@@ -350,6 +385,15 @@ public final class TrackServer: Sendable {
         let q = request.uri.queryParameters
         let user = request.headers[values: HTTPField.Name("X-Limit-U")!].first ?? q["u"].map(String.init)
         let device = request.headers[values: HTTPField.Name("X-Limit-D")!].first ?? q["d"].map(String.init)
+        if context.identity != .admin {
+            // A device token: the device the request names (as stored, user/device), and the Basic
+            // user, when one is given, its user.
+            let id = OwnTracks.deviceID(user: user, device: device)
+            try authorize(context, device: id)
+            if let basic = context.basicUser, !basic.isEmpty, !id.hasPrefix(basic.lowercased() + "/") {
+                throw HTTPError(.forbidden, message: "the Basic user '\(basic)' is not the user of device '\(id)'")
+            }
+        }
         let bytes = try await body(request, context)
         do {
             _ = try ingestOwnTracks(bytes, user: user, device: device)
@@ -397,9 +441,10 @@ public final class TrackServer: Sendable {
     // MARK: - Queries
 
     /// `GET /v1/devices`, from the devices table.
-    func devicesResponse() throws -> Response {
+    func devicesResponse(_ context: ServerContext) throws -> Response {
         var out = "{\"devices\":["
-        for (i, d) in try store.devices().enumerated() {
+        let devices = try context.identity.onlyDevice.map { try store.device($0).map { [$0] } ?? [] } ?? store.devices()
+        for (i, d) in devices.enumerated() {
             if i > 0 { out += "," }
             var name: [UInt8] = []
             ByteWriting.appendJSONString(d.id, to: &name)
@@ -445,6 +490,7 @@ public final class TrackServer: Sendable {
     /// header, and a `"next"` member in JSON and GeoJSON).
     func trailResponse(_ request: Request, _ context: ServerContext) throws -> Response {
         let device = try Self.deviceID(context)
+        try authorize(context, device: device)
         let q = request.uri.queryParameters
         func time(_ key: String) throws -> Double? {
             guard let text = q[key[...]].map(String.init), !text.isEmpty else { return nil }
@@ -499,13 +545,18 @@ public final class TrackServer: Sendable {
         }
     }
 
-    /// An HTML page with each device's trail drawn (SVG inline, nothing fetched), or one device's
-    /// with `?device=ID` (one page of it: `limit`, `cursor`, and a link to the next page). Each
+    /// An HTML page with every device's latest position (each a link to its trail) and each
+    /// device's trail drawn (SVG inline, nothing fetched), or one device's with `?device=ID` (one
+    /// page of it: `limit`, `cursor`, and a link to the next page). Each
     /// trail is read a page at a time and its line drawn through at most
     /// ``Configuration/maxPointsDrawn`` points; at most ``Configuration/maxDevicesDrawn`` devices.
-    func mapPage(_ request: Request) throws -> Response {
+    func mapPage(_ request: Request, _ context: ServerContext) throws -> Response {
         let q = request.uri.queryParameters
-        let wanted = q["device"].map(String.init)
+        var wanted = q["device"].map(String.init)
+        if let own = context.identity.onlyDevice {
+            if let wanted { try authorize(context, device: wanted) }
+            wanted = own
+        }
         let (limit, cursor) = try page(q)
         func text(_ s: String) -> String {
             var out: [UInt8] = []
@@ -520,6 +571,11 @@ public final class TrackServer: Sendable {
             </head><body><h1>keeptrack: stored trails</h1>
 
             """
+        let latest = try store.latest(device: context.identity.onlyDevice)
+        if !latest.isEmpty {
+            html += "<section><h2>Latest positions (\(latest.count) devices)</h2>\n"
+                + Self.latestSVG(latest, selected: wanted, tokenQuery: tokenQuery) + "</section>\n"
+        }
         let devices = try wanted.map { try store.device($0).map { [$0] } ?? [] } ?? store.devices()
         if devices.isEmpty { html += wanted == nil ? "<p>No trail stored yet.</p>\n" : "<p>No such device.</p>\n" }
         for (n, d) in devices.enumerated() {
@@ -569,6 +625,10 @@ struct ServerContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let channel: any Channel
     var drop = false
+    /// Who sent the request (``AccessMiddleware``); everyone is the admin when no credential exists.
+    var identity = Identity.admin
+    /// The user of an HTTP Basic credential, if any.
+    var basicUser: String?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -632,41 +692,6 @@ struct EarlyLimitMiddleware: RouterMiddleware {
                 TrackServer.closeAfterAnswer(context)
                 throw HTTPError(.contentTooLarge, message: "the body is larger than \(maxBodyBytes) bytes")
             }
-        }
-        return try await next(request, context)
-    }
-}
-
-/// Devices authenticate with the token, as a bearer, as the password of HTTP Basic (any user), or
-/// as a `token` query parameter.
-struct AuthMiddleware: RouterMiddleware {
-    typealias Context = ServerContext
-    let token: String?
-
-    /// The password of a Basic credential (`base64(user:password)`), or `nil`.
-    static func basicPassword(_ encoded: String) -> String? {
-        var text = String(encoded.filter { $0 != " " }).replacing("+", with: "-").replacing("/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        guard let bytes = Base64URL.decode(text), let pair = String(validating: bytes, as: UTF8.self),
-              let colon = pair.firstIndex(of: ":") else { return nil }
-        return String(pair[pair.index(after: colon)...])
-    }
-
-    func handle(_ request: Request, context: ServerContext,
-                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
-        // Health and metrics carry no personal data; everything else (the map included: open it as
-        // /map?token=TOKEN) needs the token.
-        guard let token, request.uri.path != "/healthz", request.uri.path != "/metrics" else {
-            return try await next(request, context)
-        }
-        let authorization = request.headers[.authorization]
-        let bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
-        // HTTP Basic, as the OwnTracks apps authenticate: any user, the token as the password.
-        let basic = authorization.flatMap { $0.hasPrefix("Basic ") ? Self.basicPassword(String($0.dropFirst(6))) : nil }
-        let query = request.uri.queryParameters["token"].map(String.init)
-        guard bearer == token || basic == token || query == token else {
-            throw HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Basic realm=\"keeptrack\""],
-                            message: "a valid token is required (Authorization: Bearer TOKEN, or Basic with it as the password)")
         }
         return try await next(request, context)
     }

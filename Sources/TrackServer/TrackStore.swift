@@ -19,7 +19,10 @@ public final class TrackStore: Sendable {
     public init(path: String) throws {
         self.path = path
         var config = Configuration()
-        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            Self.addFleetFunctions(db)
+        }
         pool = try DatabasePool(path: path, configuration: config)
         var m = DatabaseMigrator()
         m.registerMigration("v1-points") { db in
@@ -64,6 +67,8 @@ public final class TrackStore: Sendable {
                 ALTER TABLE points ADD COLUMN attributes TEXT;
                 """)
         }
+        Self.registerCredentialMigrations(&m)
+        Self.registerFleetMigrations(&m)
         try m.migrate(pool)
     }
 
@@ -93,6 +98,7 @@ public final class TrackStore: Sendable {
                 """)
             var accepted = 0
             var added: [String: (points: Int, first: Double, last: Double)] = [:]
+            var latest: [String: TrailRecord] = [:]
             for r in records {
                 // GRDB binds text NUL-terminated (sqlite3_bind_text with -1): a NUL would cut the key
                 // short and make distinct records one. Readers refuse control characters in ids; this
@@ -107,6 +113,7 @@ public final class TrackStore: Sendable {
                 ])
                 guard db.changesCount > 0 else { continue }
                 accepted += 1
+                if r.valid, latest[r.device].map({ $0.time <= r.time }) ?? true { latest[r.device] = r }
                 if let d = added[r.device] {
                     added[r.device] = (d.points + 1, min(d.first, r.time), max(d.last, r.time))
                 } else {
@@ -120,6 +127,7 @@ public final class TrackStore: Sendable {
                 """)
             for (id, d) in added {
                 try device.execute(arguments: [id, d.points, d.first, d.last, received])
+                if let r = latest[id] { try Self.noteLatest(db, r) }
             }
             return (accepted, records.count - accepted)
         }

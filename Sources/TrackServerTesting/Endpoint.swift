@@ -37,10 +37,11 @@ public struct Endpoint: Sendable {
 
     public func url(_ path: String = "/v1/locations") -> String { "http://127.0.0.1:\(port)\(path)" }
 
-    public func stop() async {
+    /// Stops the server and deletes its directory (unless `keepingFiles`).
+    public func stop(keepingFiles: Bool = false) async {
         await server.shutdown()
         _ = try? await task.value
-        try? FileManager.default.removeItem(atPath: directory)
+        if !keepingFiles { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     /// A counter or gauge from the endpoint's metrics, as a whole number.

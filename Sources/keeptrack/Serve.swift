@@ -33,8 +33,26 @@ struct Serve: AsyncParsableCommand {
               keeptrack serve --port 0 --token s3cret        # a free port
               keeptrack serve --faults --fail-rate 0.3 --fail-status 503 --retry-after 2
               keeptrack replay --upload http://127.0.0.1:5055/v1/locations --token s3cret fixtures/walk-15min.nmea
-            """
+              keeptrack serve devices add van1               # prints van1's own token (stored hashed)
+            """,
+        subcommands: [Devices.self]
     )
+
+    struct Devices: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Device tokens in serve's --db: add ID (prints its new token), list, revoke ID. A device token writes and reads its own device.")
+        @Argument(help: "add, list or revoke.") var action: String
+        @Argument(help: "The device id (add, revoke).") var id: String?
+        @ParentCommand var serve: Serve // its --db and --data-dir
+
+        func run() throws {
+            do {
+                let database = serve.db ?? serve.data.directory + "/endpoint.sqlite"
+                if serve.db == nil { makeDirectories(serve.data.directory) }
+                print(try TrackStore.credentialCommand(action, device: id, database: database), terminator: "")
+            } catch { throw ValidationError("\(error)") }
+        }
+    }
 
     @Option(help: "Address to listen on. The default is 127.0.0.1 (this machine only).")
     var host = "127.0.0.1"
@@ -93,6 +111,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
     var tlsKey: String?
 
+    @Flag(help: "With a token or device tokens: store OsmAnd from unknown device ids (otherwise 400, as Traccar).")
+    var openRegistration = false
+    @Option(help: ArgumentHelp("Delete points older than this (e.g. 90d), in the background.", valueName: "duration"),
+            transform: DurationText.parse) var retention: Double?
     @Option(help: "Also store OwnTracks from mqtt(s)://[USER[:PASS]@]HOST[:PORT][/FILTER=owntracks/+/+].") var mqtt: String?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
@@ -109,6 +131,7 @@ struct Serve: AsyncParsableCommand {
         c.faults = Faults(refuse: refuse, failRate: failRate, failStatus: failStatus, retryAfter: retryAfter,
                           delay: delay, dropRate: dropRate)
         (c.tlsCertificate, c.tlsKey, c.mqtt) = (tlsCert, tlsKey, mqtt.map { .init(url: $0) })
+        (c.openRegistration, c.retention) = (openRegistration, retention)
         return c
     }
 

@@ -1,0 +1,66 @@
+import Logging
+import ServiceLifecycle
+
+/// Deletes points older than ``retention`` in the background: a sweep at start, then one every
+/// ``interval`` of `clock`, each sweep a series of bounded batches (``TrackStore/deleteExpired(before:limit:)``),
+/// each in its own transaction. `now` gives the wall time the cutoff is counted from.
+///
+/// A sweep's next one is due `interval` after the sweep began (on `clock`), so a manual clock moved
+/// on while a sweep runs is not missed.
+public struct RetentionService<C: Clock<Duration>>: Service {
+    public let store: TrackStore
+    /// How old a point may get, in seconds.
+    public let retention: Double
+    public let interval: Duration
+    /// Points deleted per transaction.
+    public let batch: Int
+    let clock: C
+    let now: @Sendable () -> Double
+    let logger: Logger
+    /// Called after each sweep with the points it deleted (tests wait for it).
+    let onSweep: @Sendable (Int) async -> Void
+
+    public init(store: TrackStore, retention: Double, interval: Duration = .seconds(600), batch: Int = 1000,
+                clock: C, now: @escaping @Sendable () -> Double, logger: Logger,
+                onSweep: @escaping @Sendable (Int) async -> Void = { _ in }) {
+        precondition(retention > 0 && batch > 0, "retention and its batches are positive")
+        self.store = store
+        self.retention = retention
+        self.interval = interval
+        self.batch = batch
+        self.clock = clock
+        self.now = now
+        self.logger = logger
+        self.onSweep = onSweep
+    }
+
+    /// Deletes everything older than the retention, a batch at a time; returns how many points went.
+    public func sweep() async throws -> Int {
+        let cutoff = now() - retention
+        var total = 0
+        while !Task.isCancelled {
+            let deleted = try store.deleteExpired(before: cutoff, limit: batch)
+            if deleted == 0 { break }
+            total += deleted
+            // Writers waiting for the store (ingest) go first.
+            await Task.yield()
+        }
+        return total
+    }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let started = clock.now
+                do {
+                    let deleted = try await sweep()
+                    if deleted > 0 { logger.info("retention: old points deleted", metadata: ["serve.deleted": "\(deleted)"]) }
+                    await onSweep(deleted)
+                } catch {
+                    logger.error("retention: the sweep failed", metadata: ["serve.error": "\(error)"])
+                }
+                try? await clock.sleep(until: started.advanced(by: interval), tolerance: nil)
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+/// `keeptrack serve devices add|list|revoke` and the fleet options, as a user runs them.
+@Suite("keeptrack serve devices")
+struct ServeDevicesCommandTests {
+    @Test func addsListsAndRevokesDeviceTokensInTheDatabaseOfDb() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-devices-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/endpoint.sqlite"
+        let added = try keeptrack(["serve", "devices", "add", "van1", "--db", db])
+        #expect(added.status == 0, "\(added.stderr)")
+        let token = added.stdout.trimmingCharacters(in: .newlines)
+        #expect(token.count == 43 && !token.contains(" "))
+        let again = try keeptrack(["serve", "devices", "add", "van1", "--db", db])
+        #expect(again.status != 0 && again.stderr.contains("device 'van1' has a token already; revoke it first"))
+        #expect(try keeptrack(["serve", "devices", "add", "van2", "--db", db]).status == 0)
+        let list = try keeptrack(["serve", "devices", "list", "--db", db])
+        #expect(list.stdout.split(separator: "\n").map { $0.split(separator: "\t")[0] } == ["van1", "van2"])
+        #expect(!list.stdout.contains(token))
+        #expect(try keeptrack(["serve", "devices", "revoke", "van1", "--db", db]).stdout == "revoked van1\n")
+        let gone = try keeptrack(["serve", "devices", "revoke", "van1", "--db", db])
+        #expect(gone.status != 0 && gone.stderr.contains("device 'van1' has no token"))
+        let wrong = try keeptrack(["serve", "devices", "rename", "--db", db])
+        #expect(wrong.status != 0 && wrong.stderr.contains("'rename' is not add, list or revoke"))
+        let missing = try keeptrack(["serve", "devices", "list", "--db", dir + "/none.sqlite"])
+        #expect(missing.status != 0 && missing.stderr.contains("no endpoint database at"))
+    }
+
+    @Test func refusesARetentionShorterThanAnHour() throws {
+        let r = try keeptrack(["serve", "--retention", "90", "--port", "0"])
+        #expect(r.status != 0 && r.stderr.contains("--retention must be at least 1h"))
+    }
+}
