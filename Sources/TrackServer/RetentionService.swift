@@ -2,13 +2,13 @@ import Logging
 import ServiceLifecycle
 
 /// Deletes points older than ``retention`` in the background: a sweep at start, then one every
-/// ``interval`` of `clock`, each sweep a series of bounded batches (``TrackStore/deleteExpired(before:limit:)``),
+/// ``interval`` of `clock`, each sweep a series of bounded batches (``FleetStore/deleteExpired(before:limit:)``),
 /// each in its own transaction. `now` gives the wall time the cutoff is counted from.
 ///
 /// A sweep's next one is due `interval` after the sweep began (on `clock`), so a manual clock moved
 /// on while a sweep runs is not missed.
 public struct RetentionService<C: Clock<Duration>>: Service {
-    public let store: TrackStore
+    public let store: any TrackStore
     /// How old a point may get, in seconds.
     public let retention: Double
     public let interval: Duration
@@ -20,7 +20,7 @@ public struct RetentionService<C: Clock<Duration>>: Service {
     /// Called after each sweep with the points it deleted (tests wait for it).
     let onSweep: @Sendable (Int) async -> Void
 
-    public init(store: TrackStore, retention: Double, interval: Duration = .seconds(600), batch: Int = 1000,
+    public init(store: any TrackStore, retention: Double, interval: Duration = .seconds(600), batch: Int = 1000,
                 clock: C, now: @escaping @Sendable () -> Double, logger: Logger,
                 onSweep: @escaping @Sendable (Int) async -> Void = { _ in }) {
         precondition(retention > 0 && batch > 0, "retention and its batches are positive")
@@ -39,7 +39,7 @@ public struct RetentionService<C: Clock<Duration>>: Service {
         let cutoff = now() - retention
         var total = 0
         while !Task.isCancelled {
-            let deleted = try store.deleteExpired(before: cutoff, limit: batch)
+            let deleted = try await store.deleteExpired(before: cutoff, limit: batch)
             if deleted == 0 { break }
             total += deleted
             // Writers waiting for the store (ingest) go first.

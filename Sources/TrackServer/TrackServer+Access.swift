@@ -18,7 +18,7 @@ enum Identity: Sendable, Equatable {
 }
 
 /// Authenticates each request and puts its ``Identity`` in the context. A credential is the admin
-/// token or a device's token (``TrackStore/addCredential(device:now:)``), as a bearer, as the
+/// token or a device's token (``FleetStore/addCredential(device:now:)``), as a bearer, as the
 /// password of HTTP Basic (how the OwnTracks apps send it), or as a `token` query parameter. A
 /// credential that is neither gets 401; no credential gets 401 too, except OsmAnd's ingest (`/`),
 /// whose route decides by the device id as Traccar does.
@@ -41,9 +41,8 @@ struct AccessMiddleware: RouterMiddleware {
         // /map?token=TOKEN) needs a credential once one exists.
         let path = request.uri.path
         let token = server.configuration.token
-        guard path != "/healthz", path != "/metrics", try token != nil || server.store.hasCredentials() else {
-            return try await next(request, context)
-        }
+        guard path != "/healthz", path != "/metrics" else { return try await next(request, context) }
+        if token == nil, try await !server.store.hasCredentials() { return try await next(request, context) }
         let authorization = request.headers[.authorization]
         let bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let basic = authorization.flatMap { $0.hasPrefix("Basic ") ? Self.basicCredential(String($0.dropFirst(6))) : nil }
@@ -56,7 +55,7 @@ struct AccessMiddleware: RouterMiddleware {
         } else if let first = presented.first {
             // One credential is looked up (the first of bearer, Basic, query): each costs a digest
             // and a read.
-            guard let device = try server.store.credentialDevice(token: first) else { throw Self.unauthorized() }
+            guard let device = try await server.store.credentialDevice(token: first) else { throw Self.unauthorized() }
             c.identity = .device(device)
         } else if path == "/" {
             c.identity = .anonymous
@@ -89,8 +88,9 @@ extension TrackServer {
     /// Whether an OsmAnd request without a credential may store for `device`: the device has a
     /// token (it is known, as a device registered in Traccar is), or ``Configuration/openRegistration``
     /// is on.
-    func admitsAnonymousOsmAnd(device: String) throws -> Bool {
-        try configuration.openRegistration || store.hasCredential(device: device)
+    func admitsAnonymousOsmAnd(device: String) async throws -> Bool {
+        if configuration.openRegistration { return true }
+        return try await store.hasCredential(device: device)
     }
 
     /// What Traccar answers an OsmAnd request from a device it does not know: `400 Bad Request`

@@ -13,11 +13,11 @@ extension TrackServer {
 
     /// `GET /v1/devices/latest`: `{"devices":[{"id","time","lat","lon","alt"?,"accuracy"?,"speed"?,
     /// "course"?,"points","lastReceived"}]}`, from the devices table; a device token sees its own.
-    func latestResponse(_ context: ServerContext) throws -> Response {
+    func latestResponse(_ context: ServerContext) async throws -> Response {
         var out: [UInt8] = []
         out.reserveCapacity(64 << 10)
         ByteWriting.appendStatic("{\"devices\":[", to: &out)
-        for (i, d) in try store.latest(device: context.identity.onlyDevice).enumerated() {
+        for (i, d) in try await store.latest(device: context.identity.onlyDevice).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             ByteWriting.appendStatic("{\"id\":", to: &out)
             ByteWriting.appendJSONString(d.device, to: &out)
@@ -53,7 +53,7 @@ extension TrackServer {
 
     /// The area, time range and device of a `GET /v1/positions` query.
     public struct PositionsQuery: Hashable, Sendable {
-        public var area: TrackStore.Area
+        public var area: PositionArea
         public var from: Double
         public var to: Double
         public var device: String?
@@ -78,7 +78,7 @@ extension TrackServer {
         let bbox = parameter("bbox").flatMap { $0.isEmpty ? nil : $0 }
         let near = parameter("near").flatMap { $0.isEmpty ? nil : $0 }
         let radius = parameter("radius").flatMap { $0.isEmpty ? nil : $0 }
-        let area: TrackStore.Area
+        let area: PositionArea
         switch (bbox, near) {
         case (nil, nil):
             throw bad("an area is required: bbox=WEST,SOUTH,EAST,NORTH or near=LAT,LON&radius=METRES")
@@ -126,7 +126,7 @@ extension TrackServer {
     /// `GET /v1/positions?bbox=W,S,E,N|near=LAT,LON&radius=M&from=&to=&device=&limit=&cursor=`: one page
     /// of `{"positions":[{"device","time","lat","lon",...}],"next":CURSOR}` by time, with a
     /// `Link: <...>; rel="next"` header when more follow. A device token sees its own positions.
-    func positionsResponse(_ request: Request, _ context: ServerContext) throws -> Response {
+    func positionsResponse(_ request: Request, _ context: ServerContext) async throws -> Response {
         let q = request.uri.queryParameters
         var query = try Self.positionsQuery { q[$0[...]].map(String.init) }
         if let own = context.identity.onlyDevice {
@@ -134,7 +134,7 @@ extension TrackServer {
             query.device = own
         }
         let (limit, cursor) = try page(q)
-        let (records, next) = try store.positions(in: query.area, from: query.from, to: query.to, device: query.device,
+        let (records, next) = try await store.positions(in: query.area, from: query.from, to: query.to, device: query.device,
                                                   after: cursor, limit: limit)
         var out: [UInt8] = []
         out.reserveCapacity(records.count * 110 + 64)
@@ -165,7 +165,7 @@ extension TrackServer {
 
     /// An SVG of every device's latest position (`selected` larger and red), each a link to its
     /// trail on `/map`, in an equirectangular frame fitted to them.
-    static func latestSVG(_ latest: [TrackStore.Latest], selected: String?, tokenQuery: String,
+    static func latestSVG(_ latest: [LatestPosition], selected: String?, tokenQuery: String,
                           width: Double = 900, height: Double = 360) -> String {
         guard !latest.isEmpty else { return "" }
         var (west, east) = (latest[0].longitude, latest[0].longitude)

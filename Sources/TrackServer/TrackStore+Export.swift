@@ -5,53 +5,23 @@ import SystemIO
 import Glibc
 #endif
 
+/// A stored trail as a file: `svg` (with `regions` drawn), `gpx` or `geojson`.
+public struct TrailFile: Sendable {
+    /// The device whose trail it is.
+    public var device: String
+    public var bytes: [UInt8]
+    /// Locations in it (region events not counted).
+    public var points: Int
+}
+
+/// Why a trail can't be exported: a sentence naming what to choose instead.
+public struct TrailExportError: Error, CustomStringConvertible {
+    public var description: String
+}
+
 extension TrackStore {
-    /// A stored trail as a file: `svg` (with `regions` drawn), `gpx` or `geojson`.
-    public struct Export: Sendable {
-        /// The device whose trail it is.
-        public var device: String
-        public var bytes: [UInt8]
-        /// Locations in it (region events not counted).
-        public var points: Int
-    }
-
-    /// Why a trail can't be exported: a sentence naming what to choose instead.
-    public struct ExportError: Error, CustomStringConvertible {
-        public var description: String
-    }
-
-    /// The trail of `device` (the only one stored when nil) from the database at `path`, which must
-    /// exist, with the regions of the GeoJSON file `regions` drawn (`svg`).
-    ///
-    /// - Throws: ``ExportError`` saying what is missing or can't be read, and what to do.
-    public static func export(path: String, device: String?, from: Double, to: Double, format: String,
-                              regions: String?) throws(ExportError) -> Export {
-        guard access(path, F_OK) == 0 else {
-            throw ExportError(description: "no endpoint database at \(path): run `keeptrack replay --upload embedded ...` "
-                + "or name one with --db.")
-        }
-        let store: TrackStore
-        do {
-            store = try TrackStore(path: path)
-        } catch {
-            throw ExportError(description: "cannot open \(path): \(error)")
-        }
-        var definitions: [RegionDefinition] = []
-        if let regions {
-            do {
-                definitions = try RegionDefinition.parseGeoJSON(try readFile(regions))
-            } catch {
-                throw ExportError(description: "--regions \(regions): \(error)")
-            }
-        }
-        do {
-            return try store.export(device: device, from: from, to: to, format: format, regions: definitions)
-        } catch let error as ExportError {
-            throw error
-        } catch {
-            throw ExportError(description: "cannot read \(path): \(error)")
-        }
-    }
+    public typealias Export = TrailFile
+    public typealias ExportError = TrailExportError
 
     /// `device`'s trail between `from` and `to` (seconds since 1970) in `format`; with no `device`,
     /// the only one stored.
@@ -59,28 +29,63 @@ extension TrackStore {
     /// - Throws: ``ExportError`` when the device is unknown, or none was named and the store holds
     ///   none or several.
     public func export(device: String?, from: Double = -.infinity, to: Double = .infinity, format: String,
-                       regions: [RegionDefinition] = []) throws -> Export {
-        let devices = try self.devices()
+                       regions: [RegionDefinition] = []) async throws -> TrailFile {
+        let devices = try await self.devices()
         let id: String
         if let device {
             guard devices.contains(where: { $0.id == device }) else {
-                throw ExportError(description: "no device '\(device)' in \(path); it has: "
+                throw TrailExportError(description: "no device '\(device)' in \(location); it has: "
                     + devices.map(\.id).joined(separator: ", "))
             }
             id = device
         } else {
             guard devices.count == 1 else {
-                throw ExportError(description: devices.isEmpty ? "\(path) holds no trail yet."
-                    : "\(path) holds several devices; choose one with --device: " + devices.map(\.id).joined(separator: ", "))
+                throw TrailExportError(description: devices.isEmpty ? "\(location) holds no trail yet."
+                    : "\(location) holds several devices; choose one with --device: " + devices.map(\.id).joined(separator: ", "))
             }
             id = devices[0].id
         }
-        let records = try trail(device: id, from: from, to: to)
+        let records = try await trail(device: id, from: from, to: to)
         let bytes: [UInt8] = switch format {
         case "svg": Array(TrailSVG.render(title: id, records: records, regions: regions).utf8)
         case "gpx": TrailExport.gpx(device: id, records: records)
         default: TrailExport.geoJSON(device: id, records: records)
         }
-        return Export(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
+        return TrailFile(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
+    }
+}
+
+extension SQLiteTrackStore {
+    /// The trail of `device` (the only one stored when nil) from the database at `path`, which must
+    /// exist, with the regions of the GeoJSON file `regions` drawn (`svg`).
+    ///
+    /// - Throws: ``ExportError`` saying what is missing or can't be read, and what to do.
+    public static func export(path: String, device: String?, from: Double, to: Double, format: String,
+                              regions: String?) async throws(TrailExportError) -> TrailFile {
+        guard access(path, F_OK) == 0 else {
+            throw TrailExportError(description: "no endpoint database at \(path): run `keeptrack replay --upload embedded ...` "
+                + "or name one with --db.")
+        }
+        let store: SQLiteTrackStore
+        do {
+            store = try SQLiteTrackStore(path: path)
+        } catch {
+            throw TrailExportError(description: "cannot open \(path): \(error)")
+        }
+        var definitions: [RegionDefinition] = []
+        if let regions {
+            do {
+                definitions = try RegionDefinition.parseGeoJSON(try readFile(regions))
+            } catch {
+                throw TrailExportError(description: "--regions \(regions): \(error)")
+            }
+        }
+        do {
+            return try await store.export(device: device, from: from, to: to, format: format, regions: definitions)
+        } catch let error as TrailExportError {
+            throw error
+        } catch {
+            throw TrailExportError(description: "cannot read \(path): \(error)")
+        }
     }
 }

@@ -45,8 +45,8 @@ public struct Endpoint: Sendable {
     }
 
     /// A counter or gauge from the endpoint's metrics, as a whole number.
-    public func metric(_ name: String) -> Int {
-        for line in server.metricsText().split(separator: "\n") where line.hasPrefix(name + " ") {
+    public func metric(_ name: String) async -> Int {
+        for line in await server.metricsText().split(separator: "\n") where line.hasPrefix(name + " ") {
             return Double(line.split(separator: " ").last!).map { Int($0) } ?? -1
         }
         return 0

@@ -8,7 +8,7 @@ import TrackServer
 import Glibc
 #endif
 
-struct Export: ParsableCommand {
+struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export a stored trail as a picture (SVG), GeoJSON or GPX.",
         discussion: """
@@ -56,10 +56,10 @@ struct Export: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let export: TrackStore.Export
+    func run() async throws {
+        let export: TrailFile
         do {
-            export = try TrackStore.export(path: db ?? data.directory + "/endpoint.sqlite", device: device,
+            export = try await SQLiteTrackStore.export(path: db ?? data.directory + "/endpoint.sqlite", device: device,
                                            from: from.flatMap(ISOTime.parse) ?? -.infinity,
                                            to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions)
         } catch {

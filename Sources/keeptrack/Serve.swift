@@ -38,18 +38,18 @@ struct Serve: AsyncParsableCommand {
         subcommands: [Devices.self]
     )
 
-    struct Devices: ParsableCommand {
+    struct Devices: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Device tokens in serve's --db: add ID (prints its new token), list, revoke ID. A device token writes and reads its own device.")
         @Argument(help: "add, list or revoke.") var action: String
         @Argument(help: "The device id (add, revoke).") var id: String?
         @ParentCommand var serve: Serve // its --db and --data-dir
 
-        func run() throws {
+        func run() async throws {
             do {
                 let database = serve.db ?? serve.data.directory + "/endpoint.sqlite"
                 if serve.db == nil { makeDirectories(serve.data.directory) }
-                print(try TrackStore.credentialCommand(action, device: id, database: database), terminator: "")
+                print(try await DeviceTokens.command(action, device: id, database: database), terminator: "")
             } catch { throw ValidationError("\(error)") }
         }
     }

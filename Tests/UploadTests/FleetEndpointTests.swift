@@ -21,7 +21,7 @@ struct FleetEndpointTests {
         let endpoint = try await Endpoint.start()
         let raw = Raw(endpoint: endpoint)
         let store = endpoint.server.store
-        let van = try store.addCredential(device: "van1", now: 1_715_679_000)
+        let van = try await store.addCredential(device: "van1", now: 1_715_679_000)
         #expect(van.count == 43)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1"), token: van).status == 200)
         let other = try await raw.send(.POST, "/v1/locations", body: batch("van2"), token: van)
@@ -43,10 +43,10 @@ struct FleetEndpointTests {
         #expect(try await raw.send(.PUT, "/v1/faults", body: "{}", token: van).status == 403)
         #expect(try await raw.send(.GET, "/v1/devices", token: "guess").status == 401)
         // Revoked: the token is no longer anyone's.
-        #expect(try store.revokeCredential(device: "van1"))
+        #expect(try await store.revokeCredential(device: "van1"))
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seq: 2), token: van).status == 401)
         // What is stored is the digest, never the token.
-        let again = try store.addCredential(device: "van1", now: 1_715_679_100)
+        let again = try await store.addCredential(device: "van1", now: 1_715_679_100)
         await raw.close()
         await endpoint.stop(keepingFiles: true)
         let files = try FileManager.default.contentsOfDirectory(atPath: endpoint.directory)
@@ -63,7 +63,7 @@ struct FleetEndpointTests {
         let endpoint = try await Endpoint.start(token: nil)
         let raw = Raw(endpoint: endpoint)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1"), token: nil).status == 200)
-        let van = try endpoint.server.store.addCredential(device: "van1", now: 1_715_679_000)
+        let van = try await endpoint.server.store.addCredential(device: "van1", now: 1_715_679_000)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seq: 2), token: nil).status == 401)
         #expect(try await raw.send(.GET, "/v1/devices", token: nil).status == 401)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seq: 2), token: van).status == 200)
@@ -77,7 +77,7 @@ struct FleetEndpointTests {
     @Test func ownTracksBasicAuthUsesTheDeviceToken() async throws {
         let endpoint = try await Endpoint.start()
         let raw = Raw(endpoint: endpoint)
-        let token = try endpoint.server.store.addCredential(device: "anna/phone", now: 1_715_679_000)
+        let token = try await endpoint.server.store.addCredential(device: "anna/phone", now: 1_715_679_000)
         let location = #"{"_type":"location","tst":1715679000,"lat":48.1,"lon":11.5}"#
         func basic(_ user: String, _ password: String) -> (String, String) {
             ("Authorization", "Basic " + Data("\(user):\(password)".utf8).base64EncodedString())
@@ -92,7 +92,7 @@ struct FleetEndpointTests {
                                    token: nil).status == 403)
         #expect(try await raw.send(.POST, "/owntracks", body: location, headers: phone + [basic("anna", "guess")],
                                    token: nil).status == 401)
-        #expect(try endpoint.server.store.device("anna/phone")?.points == 1)
+        #expect(try await endpoint.server.store.device("anna/phone")?.points == 1)
         await raw.close()
         await endpoint.stop()
     }
@@ -104,7 +104,7 @@ struct FleetEndpointTests {
     func osmAndFromUnknownDevicesNeedsOpenRegistration(open: Bool) async throws {
         let endpoint = try await Endpoint.start { $0.openRegistration = open }
         let raw = Raw(endpoint: endpoint)
-        _ = try endpoint.server.store.addCredential(device: "known", now: 1_715_679_000)
+        _ = try await endpoint.server.store.addCredential(device: "known", now: 1_715_679_000)
         #expect(try await raw.send(.GET, "/?id=known&lat=48.1&lon=11.5&timestamp=1715679000", token: nil).status == 200)
         let unknown = try await raw.send(.GET, "/?id=stranger&lat=48.1&lon=11.5&timestamp=1715679000", token: nil)
         #expect(unknown.status == (open ? 200 : 400))
@@ -115,7 +115,7 @@ struct FleetEndpointTests {
         // A credential still counts: the admin token stores any id, a wrong one is 401.
         #expect(try await raw.send(.GET, "/?id=other&lat=48.1&lon=11.5&timestamp=1715679000").status == 200)
         #expect(try await raw.send(.GET, "/?id=other&lat=48.1&lon=11.5&timestamp=1715679001", token: "guess").status == 401)
-        #expect(try endpoint.server.store.devices().map(\.id).sorted()
+        #expect(try await endpoint.server.store.devices().map(\.id).sorted()
             == (open ? ["known", "other", "stranger", "stranger2"] : ["known", "other"]))
         await raw.close()
         await endpoint.stop()
@@ -130,7 +130,7 @@ struct FleetEndpointTests {
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("b", lat: 47.5, lon: 10.25)).status == 200)
         // Invalid: stored, not the latest.
         #expect(try await raw.send(.GET, "/?id=a&lat=40&lon=10&timestamp=1715684400&valid=false").status == 200)
-        let latest = try endpoint.server.store.latest()
+        let latest = try await endpoint.server.store.latest()
         #expect(latest.map(\.device) == ["a", "b"])
         #expect(latest[0].latitude == 48.2 && latest[0].time == ISOTime.parse("2024-05-14T10:00:00Z"))
         #expect(latest[0].points == 3)
@@ -158,7 +158,7 @@ struct FleetEndpointTests {
                                        longitude: 11.45 + Double.random(in: 0...0.1, using: &rng)))
         }
         for d in 0..<7 {
-            _ = try endpoint.server.store.insert(records.filter { $0.device == "d\(d)" }, format: "json", received: t0)
+            _ = try await endpoint.server.store.insert(records.filter { $0.device == "d\(d)" }, format: "json", received: t0)
         }
         func all(_ query: String) async throws -> [(String, Double, Double)] {
             var out: [(String, Double, Double)] = []
@@ -238,12 +238,12 @@ struct RetentionTests {
         records.enumerated().map { var r = $0.element; r.sequence = Int64($0.offset); return r }
     }
 
-    func store() throws -> (TrackStore, String) {
+    func store() throws -> (SQLiteTrackStore, String) {
         let dir = temporaryDirectory()
-        return (try TrackStore(path: dir + "/endpoint.sqlite"), dir)
+        return (try SQLiteTrackStore(path: dir + "/endpoint.sqlite"), dir)
     }
 
-    @Test func deletesOldPointsInBoundedBatchesAndKeepsTheDevicesTableTrue() throws {
+    @Test func deletesOldPointsInBoundedBatchesAndKeepsTheDevicesTableTrue() async throws {
         let (store, dir) = try store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // "old" only has old points; "mixed" has 250 old and 10 new; its newest valid one is old
@@ -255,30 +255,30 @@ struct RetentionTests {
             mixed[i].valid = false
         }
         let fresh = walk(5, from: t0 + 20_000, device: "fresh")
-        for records in [old, mixed, fresh] { _ = try store.insert(numbered(records), format: "json", received: t0) }
+        for records in [old, mixed, fresh] { _ = try await store.insert(numbered(records), format: "json", received: t0) }
         let cutoff = t0 + 5000
         var batches: [Int] = []
         while true {
-            let n = try store.deleteExpired(before: cutoff, limit: 100)
+            let n = try await store.deleteExpired(before: cutoff, limit: 100)
             if n == 0 { break }
             batches.append(n)
         }
         #expect(batches.allSatisfy { $0 <= 100 })
         #expect(batches.reduce(0, +) == 120 + 250)
-        let devices = try store.devices()
+        let devices = try await store.devices()
         #expect(devices.map(\.id) == ["fresh", "mixed"])
         #expect(devices[1].points == 10 && devices[1].first == t0 + 10_250)
-        #expect(try store.count() == 15)
-        let latest = try store.latest()
+        #expect(try await store.count() == 15)
+        let latest = try await store.latest()
         #expect(latest.map(\.device) == ["fresh"], "mixed has no valid point left")
-        #expect(try store.trail(device: "mixed", includeInvalid: true).count == 10)
+        #expect(try await store.trail(device: "mixed", includeInvalid: true).count == 10)
     }
 
     @Test func theServiceSweepsAtStartAndThenEveryIntervalOfItsClock() async throws {
         let (store, dir) = try store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let clock = ManualClock(now: .init(secondsSince1970: t0 + 100 * 86_400))
-        _ = try store.insert(numbered(walk(10, from: t0, device: "a")), format: "json", received: t0)
+        _ = try await store.insert(numbered(walk(10, from: t0, device: "a")), format: "json", received: t0)
         let (sweeps, continuation) = AsyncStream.makeStream(of: Int.self)
         let service = RetentionService(store: store, retention: 90 * 86_400, interval: .seconds(3600), batch: 3,
                                        clock: clock, now: { clock.now.secondsSince1970 }, logger: Logger(label: "test"),
@@ -286,15 +286,15 @@ struct RetentionTests {
         let task = Task { try await service.run() }
         var it = sweeps.makeAsyncIterator()
         #expect(await it.next() == 10)
-        #expect(try store.count() == 0)
+        #expect(try await store.count() == 0)
         // Points 89.9 days old at the next sweep: kept; a day later, gone.
-        _ = try store.insert(numbered(walk(4, from: t0 + 10.1 * 86_400, device: "b")), format: "json", received: t0)
+        _ = try await store.insert(numbered(walk(4, from: t0 + 10.1 * 86_400, device: "b")), format: "json", received: t0)
         clock.advance(by: .seconds(3600))
         #expect(await it.next() == 0)
-        #expect(try store.count() == 4)
+        #expect(try await store.count() == 4)
         clock.advance(by: .seconds(86_400))
         #expect(await it.next() == 4)
-        #expect(try store.devices().isEmpty)
+        #expect(try await store.devices().isEmpty)
         task.cancel()
         _ = try? await task.value
     }

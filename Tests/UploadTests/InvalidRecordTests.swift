@@ -29,7 +29,7 @@ struct InvalidRecordTests {
         #expect(dead.map(\.record.sequence) == [3, 5])
         #expect(dead.allSatisfy { $0.status == 0 && $0.reason.hasPrefix("not sent: ") })
         let device = format == "owntracks" ? OwnTracks.deviceID(user: "keeptrack", device: outbox.device) : outbox.device
-        #expect(try endpoint.server.store.trail(device: device).count == 4)
+        #expect(try await endpoint.server.store.trail(device: device).count == 4)
         await uploader.shutdown()
         await endpoint.stop()
     }

@@ -16,7 +16,7 @@ func subscribedEndpoint(_ broker: Broker) async throws -> Endpoint {
 /// Waits (guarded) until the endpoint stores `n` records.
 func waitUntilStored(_ n: Int, _ endpoint: Endpoint) async throws {
     try await withTimeout(60, "\(n) records stored from MQTT") {
-        while (try? endpoint.server.store.count()) ?? 0 < n { await endpoint.server.mqttActivity() }
+        while (try? await endpoint.server.store.count()) ?? 0 < n { await endpoint.server.mqttActivity() }
     }
 }
 
@@ -32,10 +32,10 @@ struct MQTTIngestTests {
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(broker.port)", batch: 40)
         try await drain(u)
         try await waitUntilStored(150, endpoint)
-        let trail = try endpoint.server.store.trail(device: "keeptrack/van-1")
+        let trail = try await endpoint.server.store.trail(device: "keeptrack/van-1")
         #expect(trail.map(\.time) == (0..<150).map { 1_715_679_000 + Double($0) })
         #expect(trail.first?.latitude == 48.1)
-        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
+        #expect(await endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
         await u.shutdown()
         await endpoint.stop()
     }
@@ -57,7 +57,7 @@ struct MQTTIngestTests {
         try await drain(u)
         #expect(try outbox.stats().pending == 0)
         try await waitUntilStored(20, endpoint)
-        #expect(try endpoint.server.store.count() == 20)
+        #expect(try await endpoint.server.store.count() == 20)
         await u.shutdown()
         await endpoint.stop()
     }
@@ -79,7 +79,7 @@ struct MQTTIngestTests {
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
         try await waitUntilStored(1, endpoint)
-        let r = try #require(try endpoint.server.store.trail(device: "jane/phone").first)
+        let r = try #require(try await endpoint.server.store.trail(device: "jane/phone").first)
         #expect(r.time == 1_376_715_317)
         #expect(r.latitude == 48.85833)
         #expect(r.longitude == 2.29513)
@@ -109,8 +109,8 @@ struct MQTTIngestTests {
             p.waitUntilExit()
         }
         try await waitUntilStored(1, endpoint)
-        #expect(endpoint.metric("keeptrack_serve_requests_rejected_total") == 2)
-        #expect(try endpoint.server.store.count() == 1)
+        #expect(await endpoint.metric("keeptrack_serve_requests_rejected_total") == 2)
+        #expect(try await endpoint.server.store.count() == 1)
         await endpoint.stop()
     }
 

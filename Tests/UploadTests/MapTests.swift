@@ -99,7 +99,7 @@ struct MapTests {
                         latitude: 48.1 + Double.random(in: -1e-4...1e-4, using: &rng),
                         longitude: 11.5 + Double.random(in: -1e-4...1e-4, using: &rng))
         }
-        _ = try endpoint.server.store.insert(cluster, format: "json", received: t0)
+        _ = try await endpoint.server.store.insert(cluster, format: "json", received: t0)
         let map = try await get(endpoint, "/map?device=parked&limit=100000", guardSeconds: 240)
         #expect(status(map) == 200)
         #expect(body(map).contains("5000 of 60000 points drawn"))

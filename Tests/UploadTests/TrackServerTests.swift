@@ -54,7 +54,7 @@ struct TrackServerTests {
             #expect(r.status == 400, "\(body)")
             #expect(r.body.contains(message), "\(r.body)")
         }
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         await raw.close()
         await endpoint.stop()
     }
@@ -82,7 +82,7 @@ struct TrackServerTests {
         let again = try await raw.send(.POST, "/v1/locations", body: body, gzip: true)
         #expect(first.body == "{\"accepted\":1,\"duplicates\":0}\n")
         #expect(again.body == "{\"accepted\":0,\"duplicates\":1}\n")
-        #expect(try endpoint.server.store.count() == 1)
+        #expect(try await endpoint.server.store.count() == 1)
         await raw.close()
         await endpoint.stop()
     }

@@ -2,10 +2,6 @@ import Formats
 import Geo
 import GRDB
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Queries across devices: each device's latest position (carried by the devices table, so a fleet
 /// of 10,000 costs one scan of 10,000 rows), and who was in a box or near a place (a coarse grid
 /// index on the points, then the exact test).
@@ -14,7 +10,7 @@ import Glibc
 /// `band × 36001 + column`, a generated column (nothing to write at ingest but its index entry). A box
 /// is one index range per band it spans; the exact bounds and the distance are then checked on each
 /// candidate. Cost grows with the points in the box's cells, not with the store.
-extension TrackStore {
+extension SQLiteTrackStore {
     /// Cells per degree of the grid.
     static let cellsPerDegree = 100.0
     /// Longitude columns per band (360 × 100 + 1).
@@ -63,27 +59,12 @@ extension TrackStore {
                                      r.course, r.device, r.time])
     }
 
-    /// A device's latest valid position.
-    public struct Latest: Hashable, Sendable {
-        public var device: String
-        public var time: Double
-        public var latitude: Double
-        public var longitude: Double
-        public var altitude: Double?
-        public var horizontalAccuracy: Double?
-        public var speed: Double?
-        public var course: Double?
-        /// Records stored for the device, and when the last arrived (seconds since 1970).
-        public var points: Int
-        public var lastReceived: Double
-    }
-
     /// Each device's latest valid position, by device id (devices without one are left out); only
     /// `device`'s when given.
     ///
     /// - Complexity: O(devices): one scan of the devices table, no points read.
-    public func latest(device: String? = nil) throws -> [Latest] {
-        try pool.read { db in
+    public func latest(device: String?) async throws -> [LatestPosition] {
+        try await pool.read { db in
             var sql = """
                 SELECT id, latestTime, latestLat, latestLon, latestAlt, latestHAcc, latestSpeed, latestCourse, points,
                     lastReceived FROM devices WHERE latestTime IS NOT NULL
@@ -94,41 +75,14 @@ extension TrackStore {
                 arguments += [device]
             }
             sql += " ORDER BY id"
-            var out: [Latest] = []
+            var out: [LatestPosition] = []
             let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
             while let row = try rows.next() {
-                out.append(Latest(device: row[0], time: row[1], latitude: row[2], longitude: row[3], altitude: row[4],
+                out.append(LatestPosition(device: row[0], time: row[1], latitude: row[2], longitude: row[3], altitude: row[4],
                                   horizontalAccuracy: row[5], speed: row[6], course: row[7], points: row[8],
                                   lastReceived: row[9]))
             }
             return out
-        }
-    }
-
-    /// Where positions are looked for.
-    public enum Area: Hashable, Sendable {
-        /// A box, `west ≤ east` and `south ≤ north`, in degrees (edges included).
-        case box(west: Double, south: Double, east: Double, north: Double)
-        /// Within `radius` metres of a place (great-circle distance on the mean sphere).
-        case near(latitude: Double, longitude: Double, radius: Double)
-
-        /// The box that holds the area (for a circle: its bounding box, every longitude when it
-        /// reaches a pole or the antimeridian).
-        var bounds: (west: Double, south: Double, east: Double, north: Double) {
-            switch self {
-            case let .box(west, south, east, north):
-                return (west, south, east, north)
-            case let .near(latitude, longitude, radius):
-                let metresPerDegree = Geodesy.meanRadius * .pi / 180
-                let dLat = radius / metresPerDegree * 1.0001
-                let south = max(-90, latitude - dLat), north = min(90, latitude + dLat)
-                let widest = max(abs(south), abs(north))
-                guard widest < 89.9 else { return (-180, south, 180, north) }
-                let dLon = dLat / cos(widest * .pi / 180)
-                let west = longitude - dLon, east = longitude + dLon
-                guard west >= -180, east <= 180 else { return (-180, south, 180, north) }
-                return (west, south, east, north)
-            }
         }
     }
 
@@ -138,8 +92,9 @@ extension TrackStore {
     ///
     /// - Complexity: proportional to the points stored in the grid cells the area's box touches
     ///   (within the time range: the index is `(cell, time)`), plus a sort of those that match.
-    public func positions(in area: Area, from: Double = -.infinity, to: Double = .infinity, device: String? = nil,
-                          after cursor: Cursor?, limit: Int) throws -> (records: [TrailRecord], next: Cursor?)
+    public func positions(in area: PositionArea, from: Double, to: Double, device: String?,
+                          after cursor: TrailCursor?, limit: Int) async throws
+        -> (records: [TrailRecord], next: TrailCursor?)
     {
         precondition(limit > 0, "a page holds at least one record")
         let b = area.bounds
@@ -171,9 +126,9 @@ extension TrackStore {
         }
         sql += " ORDER BY p.time, p.key LIMIT ?"
         arguments += [limit + 1]
-        return try pool.read { db in
+        return try await pool.read { [sql, arguments] db in
             var records: [TrailRecord] = []
-            var last: Cursor?
+            var last: TrailCursor?
             var more = false
             let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
             while let row = try rows.next() {
@@ -182,7 +137,7 @@ extension TrackStore {
                     break
                 }
                 records.append(Self.record(row, device: row[14]))
-                last = Cursor(time: row[3], sequence: nil, key: row[13])
+                last = TrailCursor(time: row[3], sequence: nil, key: row[13])
             }
             return (records, more ? last : nil)
         }

@@ -4,16 +4,16 @@ import GRDB
 /// batch at a time, each batch in its own short write transaction, so ingest waits at most one
 /// batch; the devices table (count, first time, latest position; a device with nothing left is
 /// removed) changes in the same transaction as its points.
-extension TrackStore {
+extension SQLiteTrackStore {
     /// Deletes at most `limit` points whose time is before `cutoff` (seconds since 1970), of one
     /// device (the one with the oldest point), in one transaction; returns how many went (0 when
     /// nothing is older).
     ///
     /// - Complexity: O(`limit` log n): the device comes from the devices table (its `first`), its
     ///   points from the `(device, time)` index.
-    public func deleteExpired(before cutoff: Double, limit: Int = 1000) throws -> Int {
+    public func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
         precondition(limit > 0, "a batch deletes at least one point")
-        return try pool.write { db in
+        return try await pool.write { db in
             guard let device = try String.fetchOne(
                 db, sql: "SELECT id FROM devices WHERE first < ? ORDER BY first LIMIT 1", arguments: [cutoff])
             else { return 0 }
