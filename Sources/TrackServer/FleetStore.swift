@@ -188,19 +188,4 @@ public enum DeviceTokens {
             throw CredentialError(description: "devices \(action) needs a device id: keeptrack serve devices \(action) ID")
         }
     }
-
-    /// ``command(_:device:store:now:)`` on the SQLite file `database` (which must exist, but for add).
-    public static func command(_ action: String, device: String?, database: String) async throws -> String {
-        try check(action, device: device)
-        if action != "add" && access(database, F_OK) != 0 {
-            throw CredentialError(description: "no endpoint database at \(database): name one with --db")
-        }
-        let store: SQLiteTrackStore
-        do {
-            store = try SQLiteTrackStore(path: database)
-        } catch {
-            throw CredentialError(description: "cannot open the database \(database): \(error)")
-        }
-        return try await command(action, device: device, store: store)
-    }
 }

@@ -149,9 +149,9 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
-    @Test(arguments: ["json", "geojson", "gpx"])
-    func pagesThroughATrailWithCursors(format: String) async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases, ["json", "geojson", "gpx"])
+    func pagesThroughATrailWithCursors(kind: StoreKind, format: String) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let t0 = 1_715_679_000.0
         // 23 batch records (three share each time) and 7 OsmAnd ones (no sequence) at the same times.
         let batch = (1...23).map { i in
@@ -191,8 +191,8 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
-    @Test func refusesPageSizesAndCursorsItDoesNotKnow() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func refusesPageSizesAndCursorsItDoesNotKnow(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         _ = try await endpoint.server.store.insert(walk(3, device: "van"), format: "osmand", received: 0)
         for (query, message) in [
             ("limit=0", "limit: '0' is not a number from 1 to 100000"),
@@ -207,8 +207,8 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
-    @Test func listsDevicesFromTheDevicesTableAndAnswers404ForAnUnknownOne() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func listsDevicesFromTheDevicesTableAndAnswers404ForAnUnknownOne(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let store = endpoint.server.store
         _ = try await store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 1000)
         _ = try await store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 2000)  // duplicates
@@ -298,9 +298,9 @@ struct EndpointLimitsTests {
 
     // MARK: - Item 8: ids that need escaping
 
-    @Test(arguments: ["van 1", "a/b", "quote\"d", "Zürich-🚐", "100%", "a+b", "x?y#z"])
-    func readsBackDeviceIdsThatNeedEscaping(id: String) async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases, ["van 1", "a/b", "quote\"d", "Zürich-🚐", "100%", "a+b", "x?y#z"])
+    func readsBackDeviceIdsThatNeedEscaping(kind: StoreKind, id: String) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let records = walk(3, device: id).enumerated().map { i, r in
             var r = r
             r.sequence = Int64(i + 1)

@@ -1,10 +1,12 @@
 import Formats
 import Foundation
 import Geo
+import KeepTrackTesting
 import Logging
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStorePostgres
 
 /// Issue 15, items 4-6: per-device credentials, fleet queries and retention, through a real endpoint
 /// on loopback with its own SQLite store.
@@ -17,8 +19,8 @@ struct FleetEndpointTests {
 
     /// A device token writes and reads only its own device (403 otherwise); the admin token does
     /// everything; a token nobody has is 401; tokens are stored as digests only.
-    @Test func aDeviceTokenWritesAndReadsOnlyItsOwnDevice() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func aDeviceTokenWritesAndReadsOnlyItsOwnDevice(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let store = endpoint.server.store
         let van = try await store.addCredential(device: "van1", now: 1_715_679_000)
@@ -45,9 +47,10 @@ struct FleetEndpointTests {
         // Revoked: the token is no longer anyone's.
         #expect(try await store.revokeCredential(device: "van1"))
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seq: 2), token: van).status == 401)
-        // What is stored is the digest, never the token.
+        // What is stored is the digest, never the token (SQLite: not in any of its files).
         let again = try await store.addCredential(device: "van1", now: 1_715_679_100)
         await raw.close()
+        guard kind == .sqlite else { return await endpoint.stop() }
         await endpoint.stop(keepingFiles: true)
         let files = try FileManager.default.contentsOfDirectory(atPath: endpoint.directory)
         for file in files {
@@ -59,8 +62,8 @@ struct FleetEndpointTests {
 
     /// With device tokens and no admin token, requests still need a credential; with neither, the
     /// endpoint stays open (the README's first command).
-    @Test func deviceTokensAloneTurnAuthenticationOn() async throws {
-        let endpoint = try await Endpoint.start(token: nil)
+    @Test(arguments: StoreKind.allCases) func deviceTokensAloneTurnAuthenticationOn(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind, token: nil)
         let raw = Raw(endpoint: endpoint)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1"), token: nil).status == 200)
         let van = try await endpoint.server.store.addCredential(device: "van1", now: 1_715_679_000)
@@ -74,8 +77,8 @@ struct FleetEndpointTests {
 
     /// OwnTracks' HTTP Basic maps onto the same table: the device is `user/device` as the endpoint
     /// derives it, the password that device's token, the Basic user its user.
-    @Test func ownTracksBasicAuthUsesTheDeviceToken() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func ownTracksBasicAuthUsesTheDeviceToken(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let token = try await endpoint.server.store.addCredential(device: "anna/phone", now: 1_715_679_000)
         let location = #"{"_type":"location","tst":1715679000,"lat":48.1,"lon":11.5}"#
@@ -100,9 +103,9 @@ struct FleetEndpointTests {
     /// OsmAnd carries no credential: a device with a token is known (as a device registered in
     /// Traccar) and stored; an unknown id gets Traccar's 400 with an empty body (404 for the JSON
     /// form), unless `--open-registration`.
-    @Test(arguments: [false, true])
-    func osmAndFromUnknownDevicesNeedsOpenRegistration(open: Bool) async throws {
-        let endpoint = try await Endpoint.start { $0.openRegistration = open }
+    @Test(arguments: StoreKind.allCases, [false, true])
+    func osmAndFromUnknownDevicesNeedsOpenRegistration(kind: StoreKind, open: Bool) async throws {
+        let endpoint = try await Endpoint.start(store: kind) { $0.openRegistration = open }
         let raw = Raw(endpoint: endpoint)
         _ = try await endpoint.server.store.addCredential(device: "known", now: 1_715_679_000)
         #expect(try await raw.send(.GET, "/?id=known&lat=48.1&lon=11.5&timestamp=1715679000", token: nil).status == 200)
@@ -122,8 +125,8 @@ struct FleetEndpointTests {
     }
 
     /// The latest position per device is the newest valid one, whatever order batches arrive in.
-    @Test func latestIsEachDevicesNewestValidPosition() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func latestIsEachDevicesNewestValidPosition(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("a", seq: 2, time: "2024-05-14T10:00:00Z", lat: 48.2)).status == 200)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("a", seq: 1, time: "2024-05-14T09:00:00Z", lat: 48.1)).status == 200)
@@ -146,8 +149,8 @@ struct FleetEndpointTests {
 
     /// Random points of several devices: a box and a circle return exactly the points a brute-force
     /// scan finds, in time order, each once across pages, within the time range.
-    @Test func boxAndCircleQueriesFindExactlyThePointsInside() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func boxAndCircleQueriesFindExactlyThePointsInside(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         var rng = SplitMix(state: 7)
         let t0 = 1_715_679_000.0
@@ -238,14 +241,27 @@ struct RetentionTests {
         records.enumerated().map { var r = $0.element; r.sequence = Int64($0.offset); return r }
     }
 
-    func store() throws -> (SQLiteTrackStore, String) {
-        let dir = temporaryDirectory()
-        return (try SQLiteTrackStore(path: dir + "/endpoint.sqlite"), dir)
+    /// A fresh store of `kind`, and what removes it.
+    func store(_ kind: StoreKind) async throws -> (any TrackStore, @Sendable () async -> Void) {
+        switch kind {
+        case .sqlite:
+            let dir = temporaryDirectory()
+            let store = try SQLiteTrackStore(path: dir + "/endpoint.sqlite")
+            return (store, { try? FileManager.default.removeItem(atPath: dir) })
+        case .postgres:
+            let cluster = try await Postgres.shared()
+            let name = try await offThePool { try cluster.createDatabase() }
+            let store = try await openTrackStore(cluster.url(name))
+            return (store, {
+                await store.close()
+                _ = try? await offThePool { try cluster.dropDatabase(name) }
+            })
+        }
     }
 
-    @Test func deletesOldPointsInBoundedBatchesAndKeepsTheDevicesTableTrue() async throws {
-        let (store, dir) = try store()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+    @Test(arguments: StoreKind.allCases)
+    func deletesOldPointsInBoundedBatchesAndKeepsTheDevicesTableTrue(kind: StoreKind) async throws {
+        let (store, remove) = try await store(kind)
         // "old" only has old points; "mixed" has 250 old and 10 new; its newest valid one is old
         // and its new ones invalid.
         let old = walk(120, from: t0, device: "old")
@@ -272,11 +288,12 @@ struct RetentionTests {
         let latest = try await store.latest()
         #expect(latest.map(\.device) == ["fresh"], "mixed has no valid point left")
         #expect(try await store.trail(device: "mixed", includeInvalid: true).count == 10)
+        await remove()
     }
 
-    @Test func theServiceSweepsAtStartAndThenEveryIntervalOfItsClock() async throws {
-        let (store, dir) = try store()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+    @Test(arguments: StoreKind.allCases)
+    func theServiceSweepsAtStartAndThenEveryIntervalOfItsClock(kind: StoreKind) async throws {
+        let (store, remove) = try await store(kind)
         let clock = ManualClock(now: .init(secondsSince1970: t0 + 100 * 86_400))
         _ = try await store.insert(numbered(walk(10, from: t0, device: "a")), format: "json", received: t0)
         let (sweeps, continuation) = AsyncStream.makeStream(of: Int.self)
@@ -297,5 +314,6 @@ struct RetentionTests {
         #expect(try await store.devices().isEmpty)
         task.cancel()
         _ = try? await task.value
+        await remove()
     }
 }

@@ -30,8 +30,8 @@ struct HostileRequestTests {
         #expect(try await raw.send(.GET, "/healthz").status == 200)
     }
 
-    @Test func farFutureTimesAreRefusedWithA400() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func farFutureTimesAreRefusedWithA400(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         for time in ["2262-04-11T23:47:17Z", "9999-12-31T23:59:59.999Z"] {
             let r = try await raw.send(.POST, "/v1/locations",
@@ -74,8 +74,8 @@ struct HostileRequestTests {
         await endpoint.stop()
     }
 
-    @Test func aNULInADeviceIdIsRefusedAndNoRecordIsTakenForAnother() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func aNULInADeviceIdIsRefusedAndNoRecordIsTakenForAnother(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         func records(_ n: Int) -> String {
             (1...n).map { #"{"seq":\#($0),"kind":"location","time":"2024-05-14T09:30:0\#($0)Z","lat":1,"lon":1}"# }
@@ -103,8 +103,8 @@ struct HostileRequestTests {
         await endpoint.stop()
     }
 
-    @Test func valuesOutOfRangeImpossibleDatesAndBadGzipAreRefused() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func valuesOutOfRangeImpossibleDatesAndBadGzipAreRefused(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         func body(_ fields: String, time: String = "2024-05-14T09:30:00Z") -> String {
             #"{"device":"d","records":[{"seq":1,"kind":"location","time":"\#(time)","lat":1,"lon":1\#(fields)}]}"#

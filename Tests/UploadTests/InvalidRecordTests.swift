@@ -8,9 +8,9 @@ import Upload
 /// its reason, and the rest go on: the encoders never trap on it, the outbox never stalls behind it.
 @Suite("Uploader: records no server would take", .serialized)
 struct InvalidRecordTests {
-    @Test(arguments: ["json", "osmand", "owntracks"])
-    func setsAsideWhatNoFormatCanCarryAndSendsTheRest(format: String) async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases, ["json", "osmand", "owntracks"])
+    func setsAsideWhatNoFormatCanCarryAndSendsTheRest(kind: StoreKind, format: String) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let outbox = try Outbox(path: dir + "/outbox.sqlite")

@@ -15,8 +15,8 @@ struct PeerEndpointTests {
 
     /// Two users' phones, both named `phone`, reporting the same second: two devices, two points
     /// (before: one device, and the second point dropped as a duplicate of the first).
-    @Test func twoUsersPhonesAreTwoDevicesAndNeitherPointIsLost() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func twoUsersPhonesAreTwoDevicesAndNeitherPointIsLost(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let anna = try await raw.send(.POST, "/owntracks", body: location, headers: [("X-Limit-U", "anna"), ("X-Limit-D", "phone")])
         let bob = try await raw.send(.POST, "/owntracks?u=Bob&d=Phone", body: location)
@@ -38,8 +38,8 @@ struct PeerEndpointTests {
 
     /// HTTP Basic (how the apps authenticate), empty bodies, numbers as strings, no `tst`, a
     /// transition without a position, position-less types, and encrypted payloads.
-    @Test func acceptsWhatTheOwnTracksAppsSend() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func acceptsWhatTheOwnTracksAppsSend(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let basic = "Basic " + Data("anna:secret".utf8).base64EncodedString()
         let wrong = "Basic " + Data("anna:guess".utf8).base64EncodedString()
@@ -75,8 +75,8 @@ struct PeerEndpointTests {
 
     /// Records without an id are told apart by everything that identifies them: one device at one
     /// time in two places is two records; the same request twice is one.
-    @Test func idLessRecordsAreKeyedByDeviceKindTimeAndPosition() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func idLessRecordsAreKeyedByDeviceKindTimeAndPosition(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         for query in ["/?id=van&timestamp=1715679000&lat=48.1&lon=11.5", "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5",
                       "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5"] {
@@ -89,8 +89,8 @@ struct PeerEndpointTests {
     }
 
     /// OsmAnd as Traccar Client and the OsmAnd app send it, and what the JSON trail gives back.
-    @Test func storesOsmAndAsTraccarClientsSendItAndReturnsItsAttributes() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func storesOsmAndAsTraccarClientsSendItAndReturnsItsAttributes(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         #expect(try await raw.send(.GET, "/?id=123456&timestamp=2024-05-14%2009:30:00&location=60.0,30.0&heading=90"
             + "&speed=-1&hdop=0.9&batt=87&charge=true&driverUniqueId=D-17").status == 200)
@@ -111,8 +111,8 @@ struct PeerEndpointTests {
     }
 
     /// The ingestion an MQTT subscriber calls, without an HTTP request: the same identity rules.
-    @Test func ownTracksIngestionWorksWithoutARequest() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func ownTracksIngestionWorksWithoutARequest(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let result = try await endpoint.server.ingestOwnTracks(Array(location.utf8), user: "Anna", device: "Phone")
         #expect(result.accepted == 1)
         #expect(try await endpoint.server.ingestOwnTracks([], user: "anna", device: "phone").accepted == 0)

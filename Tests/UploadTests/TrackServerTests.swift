@@ -38,8 +38,8 @@ struct Raw {
 struct TrackServerTests {
     let record = #"{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":48.1,"lon":11.5}"#
 
-    @Test func validatesWithA400ThatNamesTheProblem() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func validatesWithA400ThatNamesTheProblem(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let cases: [(String, String)] = [
             (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":91,"lon":1}]}"#,
@@ -59,8 +59,8 @@ struct TrackServerTests {
         await endpoint.stop()
     }
 
-    @Test func refusesWithoutTheTokenAndTooLargeBodies() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func refusesWithoutTheTokenAndTooLargeBodies(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let body = #"{"device":"d","records":[\#(record)]}"#
         #expect(try await raw.send(.POST, "/v1/locations", body: body, token: nil).status == 401)
@@ -74,8 +74,8 @@ struct TrackServerTests {
         await endpoint.stop()
     }
 
-    @Test func storesEachIdOnceAndAcknowledgesItAgain() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func storesEachIdOnceAndAcknowledgesItAgain(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let body = #"{"device":"d","records":[\#(record)]}"#
         let first = try await raw.send(.POST, "/v1/locations", body: body)
@@ -87,8 +87,8 @@ struct TrackServerTests {
         await endpoint.stop()
     }
 
-    @Test func servesDevicesAndTrailsInEachFormat() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func servesDevicesAndTrailsInEachFormat(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let records = (1...3).map { i in
             #"{"seq":\#(i),"kind":"location","time":"2024-05-14T09:30:0\#(i)Z","lat":48.1,"lon":11.5}"#

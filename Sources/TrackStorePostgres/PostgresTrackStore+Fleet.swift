@@ -1,0 +1,231 @@
+import Formats
+import Logging
+import PostgresNIO
+import TrackServer
+
+/// The fleet side of the PostgreSQL store (``FleetStore``): device tokens, the latest position kept
+/// in `devices` by the insert statement, positions by box or distance through the GiST index on
+/// `positions.position`, and retention in bounded delete batches, each its own short transaction.
+extension PostgresTrackStore {
+    /// Migration `v2-fleet`: the credentials table and each device's latest valid position.
+    static let fleetMigration: [String] = [
+        """
+        CREATE TABLE credentials (
+            device text COLLATE "C" PRIMARY KEY,
+            digest text NOT NULL UNIQUE,
+            created timestamptz NOT NULL
+        )
+        """,
+        """
+        ALTER TABLE devices ADD COLUMN latest_time timestamptz, ADD COLUMN latest_lat double precision,
+            ADD COLUMN latest_lon double precision, ADD COLUMN latest_alt double precision,
+            ADD COLUMN latest_h_acc double precision, ADD COLUMN latest_speed double precision,
+            ADD COLUMN latest_course double precision
+        """,
+        refreshLatestSQL(where: "TRUE"),
+    ]
+
+    /// Sets the latest position of the devices `condition` selects from their points.
+    static func refreshLatestSQL(where condition: String) -> String {
+        """
+        UPDATE devices d SET (latest_time, latest_lat, latest_lon, latest_alt, latest_h_acc, latest_speed, latest_course) =
+            (SELECT time, ST_Y(position::geometry), ST_X(position::geometry), alt, h_acc, speed, course FROM positions p
+             WHERE p.device = d.id AND p.valid ORDER BY time DESC, seq DESC NULLS LAST, key DESC LIMIT 1)
+        WHERE \(condition)
+        """
+    }
+
+    // MARK: - Credentials
+
+    public func addCredential(device: String, now: Double) async throws -> String {
+        if let problem = DeviceTokens.problem(device: device) { throw CredentialError(description: problem) }
+        let token = DeviceTokens.newToken()
+        let digest = DeviceTokens.digest(token: token)
+        let rows = try await client.query("""
+            INSERT INTO credentials (device, digest, created) VALUES (\(device), \(digest), to_timestamp(\(now)))
+            ON CONFLICT (device) DO NOTHING RETURNING 1
+            """, logger: logger)
+        var added = false
+        for try await _ in rows { added = true }
+        guard added else { throw CredentialError(description: "device '\(device)' has a token already; revoke it first") }
+        return token
+    }
+
+    public func credentials() async throws -> [DeviceCredential] {
+        var out: [DeviceCredential] = []
+        let rows = try await client.query(
+            "SELECT device, extract(epoch FROM created)::float8 FROM credentials ORDER BY device", logger: logger)
+        for try await (device, created) in rows.decode((String, Double).self) {
+            out.append(DeviceCredential(device: device, created: created))
+        }
+        return out
+    }
+
+    public func revokeCredential(device: String) async throws -> Bool {
+        guard !device.utf8.contains(0) else { return false }
+        var removed = false
+        for try await _ in try await client.query("DELETE FROM credentials WHERE device = \(device) RETURNING 1",
+                                                  logger: logger) { removed = true }
+        return removed
+    }
+
+    public func credentialDevice(token: String) async throws -> String? {
+        let digest = DeviceTokens.digest(token: token)
+        var device: String?
+        for try await d in try await client.query("SELECT device FROM credentials WHERE digest = \(digest)",
+                                                  logger: logger).decode(String.self) { device = d }
+        return device
+    }
+
+    public func hasCredential(device: String) async throws -> Bool {
+        guard !device.utf8.contains(0) else { return false }
+        return try await exists("SELECT 1 FROM credentials WHERE device = \(device)")
+    }
+
+    public func hasCredentials() async throws -> Bool {
+        try await exists("SELECT 1 FROM credentials LIMIT 1")
+    }
+
+    func exists(_ query: PostgresQuery) async throws -> Bool {
+        var found = false
+        for try await _ in try await client.query(query, logger: logger) { found = true }
+        return found
+    }
+
+    // MARK: - Queries
+
+    public func latest(device: String?) async throws -> [LatestPosition] {
+        var sql = """
+            SELECT id, extract(epoch FROM latest_time)::float8, latest_lat, latest_lon, latest_alt, latest_h_acc,
+                   latest_speed, latest_course, points, extract(epoch FROM last_received)::float8
+            FROM devices WHERE latest_time IS NOT NULL
+            """
+        var binds = PostgresBindings()
+        if let device {
+            guard !device.utf8.contains(0) else { return [] }
+            binds.append(device)
+            sql += " AND id = $1"
+        }
+        sql += " ORDER BY id"
+        var out: [LatestPosition] = []
+        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        for try await row in rows {
+            let (id, time, lat, lon, alt, hAcc, speed, course, points, received) = try row.decode(
+                (String, Double, Double, Double, Double?, Double?, Double?, Double?, Int64, Double).self)
+            out.append(LatestPosition(device: id, time: time, latitude: lat, longitude: lon, altitude: alt,
+                                      horizontalAccuracy: hAcc, speed: speed, course: course, points: Int(points),
+                                      lastReceived: received))
+        }
+        return out
+    }
+
+    /// The GiST index is on `geography`, whose polygon edges are great circles, not parallels: the
+    /// box the index is asked for is the area's box widened by 0.001° with its edges cut every 0.1°
+    /// (a great circle strays from a parallel by under 3 m × tan(latitude) over 0.1°); the exact
+    /// bounds are then checked on latitude and longitude, and a circle with `ST_DWithin` on the
+    /// sphere (as SQLite's haversine).
+    public func positions(in area: PositionArea, from: Double, to: Double, device: String?,
+                          after cursor: TrailCursor?, limit: Int) async throws
+        -> (records: [TrailRecord], next: TrailCursor?)
+    {
+        precondition(limit > 0, "a page holds at least one record")
+        if let device, device.utf8.contains(0) { return ([], nil) }
+        let b = area.bounds
+        let pad = 0.001
+        var binds = PostgresBindings()
+        var bound = 0
+        func parameter(_ value: some PostgresNonThrowingEncodable) -> String {
+            binds.append(value)
+            bound += 1
+            return "$\(bound)"
+        }
+        let envelope = "ST_Segmentize(ST_MakeEnvelope(\(parameter(max(-180, b.west - pad))), "
+            + "\(parameter(max(-90, b.south - pad))), \(parameter(min(180, b.east + pad))), "
+            + "\(parameter(min(90, b.north + pad))), 4326), 0.1)::geography"
+        var sql = """
+            SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry) AS lat,
+                   ST_X(position::geometry) AS lon, alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device
+            FROM positions WHERE position && \(envelope) AND valid
+            """
+        sql += " AND ST_Y(position::geometry) BETWEEN \(parameter(b.south)) AND \(parameter(b.north))"
+        sql += " AND ST_X(position::geometry) BETWEEN \(parameter(b.west)) AND \(parameter(b.east))"
+        if case let .near(latitude, longitude, radius) = area {
+            sql += " AND ST_DWithin(position, ST_SetSRID(ST_MakePoint(\(parameter(longitude)), \(parameter(latitude))), 4326)::geography, "
+                + "\(parameter(radius)), false)"
+        }
+        if from.isFinite { sql += " AND time >= to_timestamp(\(parameter(from)))" }
+        if to.isFinite { sql += " AND time <= to_timestamp(\(parameter(to)))" }
+        if let device { sql += " AND device = \(parameter(device))" }
+        if let cursor {
+            let t = "to_timestamp(\(parameter(cursor.time)))"
+            sql += " AND (time > \(t) OR (time = \(t) AND key > \(parameter(cursor.key))))"
+        }
+        sql += " ORDER BY time, key LIMIT \(parameter(Int64(limit + 1)))"
+        var records: [TrailRecord] = []
+        var last: TrailCursor?
+        var more = false
+        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        for try await row in rows {
+            if records.count == limit {
+                more = true
+                continue
+            }
+            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device) =
+                try row.decode((Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
+                                Double?, Bool, String?, String, String).self)
+            var r = TrailRecord(device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
+                                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
+                                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
+            r.valid = valid
+            r.attributes = TrailRecord.attributes(fromJSON: attributes)
+            records.append(r)
+            last = TrailCursor(time: time, sequence: nil, key: key)
+        }
+        return (records, more ? last : nil)
+    }
+
+    // MARK: - Retention
+
+    /// One transaction: the device with the oldest point is locked (its summary row, as ingest's
+    /// upsert locks it), at most `limit` of its points before `cutoff` deleted through the
+    /// `(device, time)` index, and its summary corrected.
+    public func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
+        precondition(limit > 0, "a batch deletes at least one point")
+        return try await retryingConflicts {
+            try await self.client.withConnection { connection in
+                try await connection.withTransaction(logger: self.logger) { c in
+                    var device: String?
+                    for try await id in try await c.query("""
+                        SELECT id FROM devices WHERE first < to_timestamp(\(cutoff)) ORDER BY first LIMIT 1 FOR UPDATE
+                        """, logger: self.logger).decode(String.self) { device = id }
+                    guard let device else { return 0 }
+                    var deleted = 0
+                    for try await n in try await c.query("""
+                        WITH gone AS (
+                            DELETE FROM positions WHERE key IN (SELECT key FROM positions
+                                WHERE device = \(device) AND time < to_timestamp(\(cutoff)) ORDER BY time LIMIT \(Int64(limit)))
+                            RETURNING 1)
+                        SELECT count(*) FROM gone
+                        """, logger: self.logger).decode(Int64.self) { deleted = Int(n) }
+                    var remaining: Int64 = 0
+                    var stale = false
+                    for try await (points, old) in try await c.query("""
+                        UPDATE devices SET points = points - \(Int64(deleted)),
+                            first = COALESCE((SELECT min(time) FROM positions WHERE device = \(device)), first)
+                        WHERE id = \(device)
+                        RETURNING points, COALESCE(latest_time < to_timestamp(\(cutoff)), false)
+                        """, logger: self.logger).decode((Int64, Bool).self) { (remaining, stale) = (points, old) }
+                    if remaining <= 0 {
+                        try await c.query("DELETE FROM devices WHERE id = \(device)", logger: self.logger)
+                    } else if stale {
+                        var binds = PostgresBindings()
+                        binds.append(device)
+                        try await c.query(PostgresQuery(unsafeSQL: Self.refreshLatestSQL(where: "d.id = $1"), binds: binds),
+                                          logger: self.logger)
+                    }
+                    return deleted
+                }
+            }
+        }
+    }
+}
