@@ -58,10 +58,13 @@ struct Export: AsyncParsableCommand {
 
     func run() async throws {
         let export: TrailFile
+        let line = progressWanted(stdoutUsed: output == nil) ? ProgressLine.Throttled(draw: printErrorInline) : nil
         do {
             export = try await SQLiteTrackStore.export(path: db ?? data.directory + "/endpoint.sqlite", device: device,
                                            from: from.flatMap(ISOTime.parse) ?? -.infinity,
-                                           to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions)
+                                           to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions,
+                                           progress: line.map { line in { line.update(TrailFile.progress($0, of: $1)) } })
+            line?.end()
         } catch {
             throw ValidationError(error.description)
         }
