@@ -96,7 +96,15 @@ public final class Postgres: @unchecked Sendable {
         let pid = self.pid
         guard pid > 0 else { return }
         Glibc.kill(pid, SIGKILL)
-        while Glibc.kill(pid, 0) == 0 { usleep(1000) }
+        // Gone, or a zombie nobody reaps (its parent was pg_ctl's shell).
+        while let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              !stat.contains(") Z ") { usleep(1000) }
+    }
+
+    /// Stops it at once (`pg_ctl stop -m immediate`) and removes its directory.
+    public func destroy() {
+        _ = try? asOwner("\(Self.bin)/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// A new database copied from the template (PostGIS in it), named `kt_N`.

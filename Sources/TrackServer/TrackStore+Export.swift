@@ -29,8 +29,8 @@ extension TrackStore {
     public typealias ExportError = TrailExportError
 
     /// `device`'s trail between `from` and `to` (seconds since 1970) in `format`; with no `device`,
-    /// the only one stored. With `progress`, the trail is read in pages of `pageSize` and `progress`
-    /// hears the records read so far and the device's total after each.
+    /// the only one stored. The trail is read in pages of `pageSize`; `progress`, when given, hears
+    /// the records read so far and the device's total after each.
     ///
     /// - Throws: ``ExportError`` when the device is unknown, or none was named and the store holds
     ///   none or several.
@@ -41,12 +41,12 @@ extension TrackStore {
         let id: String
         let total: Int
         if let device {
-            guard devices.contains(where: { $0.id == device }) else {
+            guard let summary = devices.first(where: { $0.id == device }) else {
                 throw TrailExportError(description: "no device '\(device)' in \(location); it has: "
                     + devices.map(\.id).joined(separator: ", "))
             }
             id = device
-            total = devices.first { $0.id == device }?.points ?? 0
+            total = summary.points
         } else {
             guard devices.count == 1 else {
                 throw TrailExportError(description: devices.isEmpty ? "\(location) holds no trail yet."
@@ -56,17 +56,13 @@ extension TrackStore {
             total = devices[0].points
         }
         var records: [TrailRecord] = []
-        if let progress {
-            var cursor: TrailCursor?
-            repeat {
-                let page = try await trail(device: id, from: from, to: to, after: cursor, limit: pageSize)
-                records += page.records
-                cursor = page.next
-                progress(records.count, Swift.max(total, records.count))
-            } while cursor != nil
-        } else {
-            records = try await trail(device: id, from: from, to: to)
-        }
+        var cursor: TrailCursor?
+        repeat {
+            let page = try await trail(device: id, from: from, to: to, after: cursor, limit: pageSize)
+            records += page.records
+            cursor = page.next
+            progress?(records.count, Swift.max(total, records.count))
+        } while cursor != nil
         let bytes: [UInt8] = switch format {
         case "svg": Array(TrailSVG.render(title: id, records: records, regions: regions).utf8)
         case "gpx": TrailExport.gpx(device: id, records: records)
@@ -81,7 +77,7 @@ extension SQLiteTrackStore {
     /// exist, with the regions of the GeoJSON file `regions` drawn (`svg`). `progress`, when given,
     /// hears the records read so far and the device's total as the trail is read.
     ///
-    /// - Throws: ``ExportError`` saying what is missing or can't be read, and what to do.
+    /// - Throws: ``TrailExportError`` saying what is missing or can't be read, and what to do.
     public static func export(path: String, device: String?, from: Double, to: Double, format: String,
                               regions: String?, progress: ((_ read: Int, _ total: Int) -> Void)? = nil)
         async throws(TrailExportError) -> TrailFile {

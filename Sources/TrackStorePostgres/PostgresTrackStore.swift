@@ -107,15 +107,24 @@ public final class PostgresTrackStore: TrackStore {
         binds.append(PostgresArray.texts(records.map { TrailRecord.attributesJSON($0.attributes) }))
         binds.append(format)
         binds.append(received)
-        let query = PostgresQuery(unsafeSQL: Self.insertSQL, binds: binds)
+        // Prepared once per connection (postgres-nio keeps it by name): no parse or plan per batch.
+        let statement = InsertBatch(bindings: binds)
         let accepted = try await retryingConflicts {
             var n = 0
-            for try await count in try await self.client.query(query, logger: self.logger).decode(Int64.self) {
-                n = Int(count)
-            }
+            for try await count in try await self.client.execute(statement, logger: self.logger) { n = Int(count) }
             return n
         }
         return (accepted, records.count - accepted)
+    }
+
+    /// A batch's insert, as a statement prepared once per connection.
+    struct InsertBatch: PostgresPreparedStatement {
+        typealias Row = Int64
+        static let name = "keeptrack_insert_batch_v1"
+        static var sql: String { PostgresTrackStore.insertSQL }
+        let bindings: PostgresBindings
+        func makeBindings() -> PostgresBindings { bindings }
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
     }
 
     static let insertSQL = """

@@ -126,4 +126,93 @@ struct PostgresStoreTests {
         await b.stop()
         await a.stop()
     }
+
+    /// PostgreSQL restarted in the middle of an upload (by the store itself, just before it writes
+    /// the third batch: no sleep decides when): the requests it fails are retried, and every record
+    /// arrives once.
+    @Test func aPostgreSQLRestartMidUploadLosesNothing() async throws {
+        let cluster = try await offThePool { try Postgres() }
+        defer { cluster.destroy() }
+        let name = try await offThePool { try cluster.createDatabase() }
+        let base = try await openTrackStore(cluster.url(name))
+        let store = RestartingStore(base: base, cluster: cluster, before: 3)
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = TrackServer.Configuration(database: cluster.url(name))
+        c.token = "secret"
+        let server = try TrackServer(configuration: c, store: store)
+        let task = Task { try await server.run() }
+        let port = await server.listeningPort()
+        var oc = Outbox.Configuration()
+        oc.device = "van-1"
+        let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: oc)
+        try outbox.append(walk(300))
+        var uc = Uploader.Configuration(url: "http://127.0.0.1:\(port)/v1/locations")
+        uc.token = "secret"
+        uc.maxBatchCount = 25
+        uc.initialBackoff = 0.01
+        uc.maxBackoff = 0.2
+        uc.maxWait = 0
+        let uploader = try Uploader(outbox: outbox, configuration: uc)
+        try await withTimeout(120, "the upload to drain") { await uploader.run(drain: true) }
+        #expect(store.restarted)
+        #expect(uploader.stats.uploaded == 300)
+        #expect(try outbox.stats().pending == 0)
+        let stored = try await base.trail(device: "van-1")
+        #expect(stored.map(\.sequence) == Array(1...300))
+        #expect(try await base.count() == 300)
+        await uploader.shutdown()
+        await server.shutdown()
+        _ = try? await task.value
+        await base.close()
+    }
+}
+
+/// A store that restarts its PostgreSQL cluster once, before the `before`th insert reaches it.
+final class RestartingStore: TrackStore, @unchecked Sendable {
+    let base: any TrackStore
+    let cluster: Postgres
+    let lock = NSLock()
+    var inserts = 0
+    let before: Int
+    var restarted: Bool { lock.withLock { inserts >= before } }
+
+    init(base: any TrackStore, cluster: Postgres, before: Int) {
+        (self.base, self.cluster, self.before) = (base, cluster, before)
+    }
+
+    var location: String { base.location }
+
+    func insert(_ records: [TrailRecord], format: String, received: Double) async throws -> (accepted: Int, duplicates: Int) {
+        let n = lock.withLock {
+            inserts += 1
+            return inserts
+        }
+        if n == before { try await offThePool { [cluster] in try cluster.restart() } }
+        return try await base.insert(records, format: format, received: received)
+    }
+
+    func devices() async throws -> [DeviceSummary] { try await base.devices() }
+    func device(_ id: String) async throws -> DeviceSummary? { try await base.device(id) }
+    func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+               includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?) {
+        try await base.trail(device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
+    }
+    func count() async throws -> Int { try await base.count() }
+
+    // The fleet side, passed through.
+    func addCredential(device: String, now: Double) async throws -> String { try await base.addCredential(device: device, now: now) }
+    func credentials() async throws -> [DeviceCredential] { try await base.credentials() }
+    func revokeCredential(device: String) async throws -> Bool { try await base.revokeCredential(device: device) }
+    func credentialDevice(token: String) async throws -> String? { try await base.credentialDevice(token: token) }
+    func hasCredential(device: String) async throws -> Bool { try await base.hasCredential(device: device) }
+    func hasCredentials() async throws -> Bool { try await base.hasCredentials() }
+    func latest(device: String?) async throws -> [LatestPosition] { try await base.latest(device: device) }
+    func positions(in area: PositionArea, from: Double, to: Double, device: String?, after cursor: TrailCursor?,
+                   limit: Int) async throws -> (records: [TrailRecord], next: TrailCursor?) {
+        try await base.positions(in: area, from: from, to: to, device: device, after: cursor, limit: limit)
+    }
+    func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
+        try await base.deleteExpired(before: cutoff, limit: limit)
+    }
 }
