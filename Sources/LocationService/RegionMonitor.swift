@@ -90,8 +90,16 @@ public struct RegionMonitor: Sendable {
     /// region is added, removed or restored.
     private var cachedCell: UInt64 = .max
     private var cellCandidates: [CellCandidate] = []
-    /// The longitude of the middle of ``cachedCell``.
+    /// The south-west corner of ``cachedCell``, and the longitude of its middle.
+    private var cellSouth = 0.0
+    private var cellWest = 0.0
     private var cellMidLongitude = 0.0
+    /// The cell's candidates by sub-cell (``CellCandidate/subCells`` a side): those of sub-cell
+    /// `n` are `subIndex[subStart[n]..<subStart[n + 1]]`, in the cell's order.
+    private var subStart: [Int32] = []
+    private var subIndex: [Int32] = []
+    /// The candidates that are active (in the cell's order).
+    private var cellActive: [Int32] = []
     /// Counts the cells whose candidates were listed (``Tracked/cellMark``).
     private var cellEpoch: UInt32 = 0
     /// Counts changes to what ``insideRegions`` returns (entries, exits, first states inside,
@@ -338,6 +346,20 @@ public struct RegionMonitor: Sendable {
                 // is then evaluated with the regions elsewhere).
                 if dx * dx + dy * dy > reach * reach { continue }
                 candidate = CellCandidate(latitude: c.latitude, longitude: lon, radius: r, slot: slot)
+                // The sub-cells it reaches, by the same test.
+                let n = CellCandidate.subCells, sub = cd / Double(n)
+                let kxC = k * cos(c.latitude * .pi / 180)
+                var mask: UInt16 = 0
+                for row in 0..<n {
+                    let s0 = south + Double(row) * sub
+                    let dy = (c.latitude - min(max(c.latitude, s0), s0 + sub)) * k
+                    for column in 0..<n {
+                        let w0 = west + Double(column) * sub
+                        let dx = (lon - min(max(lon, w0), w0 + sub)) * kxC
+                        if dx * dx + dy * dy <= reach * reach { mask |= 1 << UInt16(row * n + column) }
+                    }
+                }
+                candidate.subCellMask = mask
             }
             candidate.set(isActive: entry.isActive, isQuietInside: Self.isQuietInside(entry))
             if entry.isActive { markedActive += 1 }
@@ -347,8 +369,36 @@ public struct RegionMonitor: Sendable {
         if markedActive > 0 {
             active.removeAll { slots[Int($0)]?.cellMark == epoch }
         }
+        // The sub-cells' lists, counted then filled (each in the cell's order).
+        let subs = CellCandidate.subCells * CellCandidate.subCells
+        var start = [Int32](repeating: 0, count: subs + 1)
+        cellActive = []
+        for (i, c) in out.enumerated() {
+            var mask = c.subCellMask
+            while mask != 0 {
+                start[mask.trailingZeroBitCount + 1] += 1
+                mask &= mask - 1
+            }
+            if c.isActive { cellActive.append(Int32(i)) }
+        }
+        for s in 0..<subs { start[s + 1] += start[s] }
+        var fill = start
+        var list = [Int32](repeating: 0, count: Int(start[subs]))
+        for (i, c) in out.enumerated() {
+            var mask = c.subCellMask
+            while mask != 0 {
+                let s = mask.trailingZeroBitCount
+                list[Int(fill[s])] = Int32(i)
+                fill[s] += 1
+                mask &= mask - 1
+            }
+        }
+        subStart = start
+        subIndex = list
         cellCandidates = out
         cachedCell = cell
+        cellSouth = south
+        cellWest = west
         cellMidLongitude = midLongitude
     }
 
@@ -357,6 +407,9 @@ public struct RegionMonitor: Sendable {
         guard cachedCell != .max else { return }
         for c in cellCandidates where c.isActive { active.append(c.slot) }
         cellCandidates = []
+        subStart = []
+        subIndex = []
+        cellActive = []
         cachedCell = .max
     }
 
@@ -388,30 +441,80 @@ public struct RegionMonitor: Sendable {
         // settled outside that it is not inside, one settled inside that it is not outside of.
         // Those are not even read; the others get the exact distance when the planar one leaves
         // their evidence in doubt.
-        // Per location, the cheap test of a candidate is one comparison (``CellCandidate/bound``).
+        // Only the candidates that reach the location's sub-cell are tested; one that does not is
+        // out of the location's reach, which changes nothing for it unless it is active. Per
+        // location, the cheap test of a candidate is one comparison (``CellCandidate/bound``).
+        let n = CellCandidate.subCells
+        let subDegrees = cellDegrees / Double(n)
+        let row = min(n - 1, max(0, Int(((lat - cellSouth) / subDegrees).rounded(.down))))
+        let column = min(n - 1, max(0, Int(((lon - cellWest) / subDegrees).rounded(.down))))
+        let bit: UInt16 = 1 << UInt16(row * n + column)
         let marginTerm = 0.99 * margin
-        for i in candidates.indices {
+        let listed = Int(subStart[row * n + column])..<Int(subStart[row * n + column + 1])
+        let activityChanged = withUnsafeTemporaryAllocation(of: Int32.self, capacity: listed.count + cellActive.count) {
+            buffer -> Bool in
+            var count = 0
+            subIndex.withUnsafeBufferPointer { subIndex in
+                for j in listed {
+                    let i = subIndex[j]
+                    let c = candidates[Int(i)]
+                    let dy = (lat - c.latitude) * k
+                    let dx = (lon - c.longitude) * kx
+                    if c.sense * (dx * dx + dy * dy).squareRoot() > c.bound - marginTerm { continue }
+                    buffer[count] = i
+                    count += 1
+                }
+            }
+            for i in cellActive where candidates[Int(i)].subCellMask & bit == 0 {
+                buffer[count] = i
+                count += 1
+            }
+            var due = UnsafeMutableBufferPointer(rebasing: buffer[0..<count])
+            // In the cell's order, as evaluating every candidate would report them.
+            if count > 1 { due.sort() }
+            return Self.evaluate(due, candidates: candidates, entries: entries, point: point,
+                                 planar: (latitude: lat, longitude: lon, k: k, kx: kx), time: t, margin: margin,
+                                 rules: rules, version: &version, events: &events)
+        }
+        if activityChanged {
+            cellActive.removeAll(keepingCapacity: true)
+            for i in candidates.indices where candidates[i].isActive { cellActive.append(Int32(i)) }
+        }
+        evaluateElsewhere(point, entries: entries, time: t, margin: margin, rules: rules, version: &version,
+                          events: &events)
+        insideVersion = version
+        return events
+    }
+
+    /// Evaluates the candidates `due` (exactly unless the planar distance is certain); returns
+    /// whether any became active or settled outside.
+    private static func evaluate(
+        _ due: UnsafeMutableBufferPointer<Int32>, candidates: UnsafeMutableBufferPointer<CellCandidate>,
+        entries: UnsafeMutablePointer<Tracked?>, point: Coordinate,
+        planar p: (latitude: Double, longitude: Double, k: Double, kx: Double), time t: Double, margin: Double,
+        rules: Rules, version: inout UInt64, events: inout [Event]
+    ) -> Bool {
+        var activityChanged = false
+        for i32 in due {
+            let i = Int(i32)
             let c = candidates[i]
-            let dy = (lat - c.latitude) * k
-            let dx = (lon - c.longitude) * kx
-            let d2 = dx * dx + dy * dy
-            if c.sense * d2.squareRoot() > c.bound - marginTerm { continue }
             let slot = Int(c.slot)
             if case .none = entries[slot] { continue }
+            let dy = (p.latitude - c.latitude) * p.k
+            let dx = (p.longitude - c.longitude) * p.kx
             let planar = c.radius >= 0
-                ? PlanarEvidence(squaredDistance: d2, radius: c.radius, margin: margin) : PlanarEvidence.unsure
+                ? PlanarEvidence(squaredDistance: dx * dx + dy * dy, radius: c.radius, margin: margin)
+                : PlanarEvidence.unsure
             Self.evaluate(&entries[slot]!, at: point, planar: planar, time: t, margin: margin, rules: rules,
                           version: &version, events: &events)
             let isActive = entries[slot]!.state != .outside || entries[slot]!.pending != nil
             entries[slot]!.isActive = isActive
             let quiet = entries[slot]!.state == .inside && entries[slot]!.pending == nil
                 && (entries[slot]!.region.loiteringDelay == nil || entries[slot]!.dwellReported)
+            if isActive != c.isActive { activityChanged = true }
             candidates[i].set(isActive: isActive, isQuietInside: quiet)
         }
-        evaluateElsewhere(point, entries: entries, time: t, margin: margin, rules: rules, version: &version,
-                          events: &events)
-        insideVersion = version
-        return events
+        return activityChanged
     }
 
     /// Active regions (inside, pending, unknown) elsewhere, out of the cell's reach: exactly. Kept
@@ -563,6 +666,8 @@ struct CellCandidate: Sendable {
     static let planarRadiusLimit = 10_000.0
     static let planarLatitudeLimit = 70.0
     static let planarCellLimit = 0.05
+    /// A cell is divided into this many sub-cells a side, each listing the candidates that reach it.
+    static let subCells = 4
 
     var latitude: Double
     /// The centre's longitude, within 180° of the cell's middle (not wrapped).
@@ -582,6 +687,9 @@ struct CellCandidate: Sendable {
     /// - 1`, so not outside by the margin. Otherwise (sense 0, bound +∞) never left out.
     private(set) var sense = 0.0
     private(set) var bound = Double.infinity
+    /// The sub-cells of the cell the circle reaches (bit `row × subCells + column`); all for
+    /// regions without the cheap test.
+    var subCellMask: UInt16 = .max
 
     mutating func set(isActive: Bool, isQuietInside: Bool) {
         self.isActive = isActive
