@@ -124,7 +124,7 @@ let package = Package(
             path: "Examples/EmbedTracker"
         ),
         // Decoder throughput and allocation counts for tools/bench (not a test).
-        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo"], path: "Benchmarks/NMEABench"),
+        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats"], path: "Benchmarks/NMEABench"),
         // Region monitoring cost by region count (not a test).
         .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
                           path: "Benchmarks/RegionsBench"),

@@ -2,10 +2,13 @@
 //
 //   nmea-bench decode FILE     decode to fixes (no output formatting)
 //   nmea-bench checksum FILE   frame lines and verify checksums only: the practical ceiling
+//   nmea-bench jsonl FILE      decode and format every fix as `keeptrack decode`'s JSON Lines, written
+//                              to /dev/null in 1 MiB chunks: the decoder plus the output writer
 //
 // Prints one JSON object. When run with tools/bench's malloc-counting preload library, it also
 // reports the allocations made while decoding everything after the first 8 MiB (steady state).
 
+import Formats
 import Geo
 import NMEA
 
@@ -40,8 +43,8 @@ func fail(_ message: String) -> Never {
 }
 
 let args = CommandLine.arguments
-guard args.count == 3, ["decode", "checksum"].contains(args[1]) else {
-    fail("usage: nmea-bench decode|checksum FILE")
+guard args.count == 3, ["decode", "checksum", "jsonl"].contains(args[1]) else {
+    fail("usage: nmea-bench decode|checksum|jsonl FILE")
 }
 let path = args[2]
 let bufferSize = 1 << 20
@@ -57,11 +60,16 @@ let startWall = now()
 let startCPU = cpuSeconds()
 var result: [String: String] = ["mode": "\"\(args[1])\""]
 
-if args[1] == "decode" {
+if args[1] == "decode" || args[1] == "jsonl" {
     var decoder = NMEADecoder()
     var fixes = 0
     var withPosition = 0
     var latitudeSum = 0.0  // consumed so the optimizer cannot drop the work
+    let json = args[1] == "jsonl"
+    let sink = open("/dev/null", O_WRONLY)
+    var out: [UInt8] = []
+    out.reserveCapacity(bufferSize + 4096)
+    var outputBytes = 0
     do {
         while true {
             let n = try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bufferSize]))
@@ -75,7 +83,12 @@ if args[1] == "decode" {
                 if fix.hasPosition {
                     withPosition += 1
                     latitudeSum += fix.coordinate!.latitude
+                    if json { FixWriter.appendJSON(fix, to: &out) }
                 }
+            }
+            if out.count >= bufferSize {
+                outputBytes += out.withUnsafeBytes { write(sink, $0.baseAddress, $0.count) }
+                out.removeAll(keepingCapacity: true)
             }
             total += Int64(n)
         }
@@ -84,8 +97,10 @@ if args[1] == "decode" {
             if fix.hasPosition { withPosition += 1 }
         }
     } catch { fail("\(error)") }
+    outputBytes += out.withUnsafeBytes { write(sink, $0.baseAddress, $0.count) }
     let endMallocs = mallocCount?()
     let s = decoder.statistics
+    if json { result["outputBytes"] = "\(outputBytes)" }
     result["sentences"] = "\(s.sentences)"
     result["fixes"] = "\(fixes)"
     result["positionFixes"] = "\(withPosition)"

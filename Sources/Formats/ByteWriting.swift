@@ -2,6 +2,54 @@
 public enum ByteWriting {
     @usableFromInline static let pow10: [Int64] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000]
 
+    /// "00", "01", ... "99": two digits per division by 100 (constant bytes: no array, no lazy
+    /// initialisation on the hot path).
+    @usableFromInline static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+    /// 10^`decimals` for 0...9, without an array access.
+    @inlinable @inline(__always)
+    static func scale(_ decimals: Int) -> Double {
+        switch decimals {
+        case 0: 1
+        case 1: 10
+        case 2: 100
+        case 3: 1000
+        case 4: 10_000
+        case 5: 100_000
+        case 6: 1_000_000
+        case 7: 10_000_000
+        case 8: 100_000_000
+        default: 1_000_000_000
+        }
+    }
+
+    /// Writes the decimal digits of `v` so that they end just before `end`; returns where they start.
+    /// Divides by constants only (multiplications), two digits a step.
+    @inlinable @inline(__always)
+    static func writeDigits(_ v: UInt64, endingAt end: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+        let pairs = digitPairs.utf8Start
+        var v = v
+        var p = end
+        while v >= 100 {
+            let q = v / 100
+            let r = Int(v &- q &* 100) &* 2
+            p -= 2
+            p[0] = pairs[r]
+            p[1] = pairs[r &+ 1]
+            v = q
+        }
+        if v >= 10 {
+            let r = Int(v) &* 2
+            p -= 2
+            p[0] = pairs[r]
+            p[1] = pairs[r &+ 1]
+        } else {
+            p -= 1
+            p[0] = UInt8(truncatingIfNeeded: v) &+ 48
+        }
+        return p
+    }
+
     /// Appends `value` with exactly `decimals` fractional digits (0...9), or `null` when it is not finite
     /// or too large to print that way.
     @inlinable
@@ -12,53 +60,45 @@ public enum ByteWriting {
             appendStatic(nullText, to: &out)
             return
         }
-        var scaled = Int64((abs(value) * scale).rounded())
-        if value < 0 && scaled != 0 { out.append(UInt8(ascii: "-")) }
-        let p = pow10[decimals]
-        let whole = scaled / p
-        scaled %= p
-        appendInt(whole, to: &out)
-        if decimals > 0 {
-            out.append(UInt8(ascii: "."))
-            var d = p / 10
-            while d > 0 {
-                out.append(UInt8(ascii: "0") &+ UInt8(scaled / d % 10))
-                d /= 10
+        let scaled = UInt64((abs(value) * scale).rounded())
+        // Sign, up to 19 digits, a point and zero padding: 32 bytes, built from the end, appended once.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
+            let end = buffer.baseAddress! + 32
+            var start = writeDigits(scaled, endingAt: end)
+            if decimals > 0 {
+                // At least one digit before the point: pad with zeros to decimals + 1 digits.
+                while end - start < decimals + 1 {
+                    start -= 1
+                    start[0] = 48
+                }
+                let point = end - decimals
+                (start - 1).update(from: start, count: point - start)
+                start -= 1
+                (point - 1).pointee = UInt8(ascii: ".")
             }
+            if value < 0 && scaled != 0 {
+                start -= 1
+                start[0] = UInt8(ascii: "-")
+            }
+            out.append(contentsOf: UnsafeBufferPointer(start: start, count: end - start))
         }
     }
 
     /// Appends a decimal integer.
     @inlinable
     public static func appendInt(_ value: Int64, to out: inout [UInt8]) {
-        if value < 0 {
-            out.append(UInt8(ascii: "-"))
-            if value == .min {
-                out.append(contentsOf: Array("9223372036854775808".utf8))
-                return
-            }
-            appendInt(-value, to: &out)
+        if value >= 0 && value < 10 {
+            out.append(UInt8(truncatingIfNeeded: value) &+ 48)
             return
         }
-        if value < 10 {
-            out.append(UInt8(ascii: "0") &+ UInt8(value))
-            return
-        }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = 0
-        var v = value
-        withUnsafeMutableBytes(of: &digits) { d in
-            while v > 0 {
-                d[n] = UInt8(ascii: "0") &+ UInt8(v % 10)
-                v /= 10
-                n += 1
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+            let end = buffer.baseAddress! + 24
+            var start = writeDigits(value.magnitude, endingAt: end)
+            if value < 0 {
+                start -= 1
+                start[0] = UInt8(ascii: "-")
             }
-            while n > 0 {
-                n -= 1
-                out.append(d[n])
-            }
+            out.append(contentsOf: UnsafeBufferPointer(start: start, count: end - start))
         }
     }
 

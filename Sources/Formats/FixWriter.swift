@@ -84,64 +84,70 @@ public struct FixWriter: Sendable {
         if let v { ByteWriting.appendInt(Int64(v), to: &out) } else { ByteWriting.appendStatic(null, to: &out) }
     }
 
-    /// The `decode` JSON object of one fix, without a trailing newline... plus the newline.
+    /// The `decode` JSON object of one fix and a newline: one line built on the stack through a
+    /// ``ByteCursor`` and appended once (at most 1 KiB: 16 keys, 11 numbers of at most 21 bytes, 5
+    /// integers of at most 20, a time, two names).
     public static func appendJSON(_ fix: Fix, to out: inout [UInt8]) {
-        ByteWriting.appendStatic("{\"time\":", to: &out)
-        if let t = fix.time {
-            out.append(UInt8(ascii: "\""))
-            t.appendISO8601(to: &out)
-            out.append(UInt8(ascii: "\""))
-        } else {
-            ByteWriting.appendStatic("null", to: &out)
+        ByteWriting.appendLine(capacity: 1024, to: &out) { w in
+            w.text("{\"time\":")
+            if let t = fix.time {
+                w.byte(UInt8(ascii: "\""))
+                w.iso8601(t)
+                w.byte(UInt8(ascii: "\""))
+            } else {
+                w.text("null")
+            }
+            let c = fix.hasPosition ? fix.coordinate : nil
+            w.text(",\"lat\":")
+            w.fixed(c?.latitude, decimals: 9)
+            w.text(",\"lon\":")
+            w.fixed(c?.longitude, decimals: 9)
+            w.text(",\"alt\":")
+            w.fixed(fix.altitudeMSL, decimals: 3)
+            w.text(",\"speed\":")
+            w.fixed(fix.speed, decimals: 3)
+            w.text(",\"course\":")
+            w.fixed(fix.course, decimals: 2)
+            switch fix.mode {
+            case .none: w.text(",\"mode\":\"none\",\"quality\":")
+            case .twoD: w.text(",\"mode\":\"2d\",\"quality\":")
+            case .threeD: w.text(",\"mode\":\"3d\",\"quality\":")
+            }
+            if let q = fix.quality {
+                w.byte(UInt8(ascii: "\""))
+                w.plain(q.name)
+                w.byte(UInt8(ascii: "\""))
+            } else {
+                w.text("null")
+            }
+            w.text(",\"hAcc\":")
+            w.fixed(fix.horizontalAccuracy, decimals: 2)
+            w.text(",\"vAcc\":")
+            w.fixed(fix.verticalAccuracy, decimals: 2)
+            w.text(",\"sats\":")
+            w.int(fix.satellitesUsed)
+            w.text(",\"satsInView\":")
+            w.int(fix.satellitesInView)
+            w.text(",\"hdop\":")
+            w.fixed(fix.hdop, decimals: 2)
+            w.text(",\"vdop\":")
+            w.fixed(fix.vdop, decimals: 2)
+            w.text(",\"pdop\":")
+            w.fixed(fix.pdop, decimals: 2)
+            w.text(",\"geoidSep\":")
+            w.fixed(fix.geoidSeparation, decimals: 3)
+            w.text(",\"lines\":")
+            if let lines = fix.lines {
+                w.byte(UInt8(ascii: "["))
+                w.int(Int64(lines.lowerBound))
+                w.byte(UInt8(ascii: ","))
+                w.int(Int64(lines.upperBound))
+                w.byte(UInt8(ascii: "]"))
+            } else {
+                w.text("null")
+            }
+            w.text("}\n")
         }
-        let c = fix.hasPosition ? fix.coordinate : nil
-        ByteWriting.appendStatic(",\"lat\":", to: &out)
-        number(c?.latitude, 9, &out)
-        ByteWriting.appendStatic(",\"lon\":", to: &out)
-        number(c?.longitude, 9, &out)
-        ByteWriting.appendStatic(",\"alt\":", to: &out)
-        number(fix.altitudeMSL, 3, &out)
-        ByteWriting.appendStatic(",\"speed\":", to: &out)
-        number(fix.speed, 3, &out)
-        ByteWriting.appendStatic(",\"course\":", to: &out)
-        number(fix.course, 2, &out)
-        ByteWriting.appendStatic(",\"mode\":\"", to: &out)
-        switch fix.mode {
-        case .none: ByteWriting.appendStatic("none\"", to: &out)
-        case .twoD: ByteWriting.appendStatic("2d\"", to: &out)
-        case .threeD: ByteWriting.appendStatic("3d\"", to: &out)
-        }
-        ByteWriting.appendStatic(",\"quality\":", to: &out)
-        if let q = fix.quality { ByteWriting.appendJSONString(q.name, to: &out) } else {
-            ByteWriting.appendStatic("null", to: &out)
-        }
-        ByteWriting.appendStatic(",\"hAcc\":", to: &out)
-        number(fix.horizontalAccuracy, 2, &out)
-        ByteWriting.appendStatic(",\"vAcc\":", to: &out)
-        number(fix.verticalAccuracy, 2, &out)
-        ByteWriting.appendStatic(",\"sats\":", to: &out)
-        integer(fix.satellitesUsed, &out)
-        ByteWriting.appendStatic(",\"satsInView\":", to: &out)
-        integer(fix.satellitesInView, &out)
-        ByteWriting.appendStatic(",\"hdop\":", to: &out)
-        number(fix.hdop, 2, &out)
-        ByteWriting.appendStatic(",\"vdop\":", to: &out)
-        number(fix.vdop, 2, &out)
-        ByteWriting.appendStatic(",\"pdop\":", to: &out)
-        number(fix.pdop, 2, &out)
-        ByteWriting.appendStatic(",\"geoidSep\":", to: &out)
-        number(fix.geoidSeparation, 3, &out)
-        ByteWriting.appendStatic(",\"lines\":", to: &out)
-        if let lines = fix.lines {
-            out.append(UInt8(ascii: "["))
-            ByteWriting.appendInt(Int64(lines.lowerBound), to: &out)
-            out.append(UInt8(ascii: ","))
-            ByteWriting.appendInt(Int64(lines.upperBound), to: &out)
-            out.append(UInt8(ascii: "]"))
-        } else {
-            ByteWriting.appendStatic("null", to: &out)
-        }
-        ByteWriting.appendStatic("}\n", to: &out)
     }
 
     public static func appendCSV(_ fix: Fix, to out: inout [UInt8]) {

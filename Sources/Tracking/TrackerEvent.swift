@@ -49,10 +49,14 @@ public struct ClosureSink: TrackerEventSink {
 }
 
 /// Writes events as JSON Lines (``EventJSON``'s schema) to a file descriptor: at once when
-/// `lineBuffered` (live tracking), in 64 KiB blocks otherwise (a fast replay).
+/// `lineBuffered` (live tracking), in 64 KiB blocks otherwise (a fast replay). When the descriptor
+/// is `/dev/null` (a service whose unit discards standard output) nobody reads the lines, and none
+/// is formatted.
 public final class JSONLinesSink: TrackerEventSink {
     let output: Mutex<OutputBuffer>
     let lineBuffered: Bool
+    /// Whether the descriptor is `/dev/null`: events are dropped unformatted.
+    public let discards: Bool
 
     /// - Parameters:
     ///   - fd: where to write. The default is standard output.
@@ -60,9 +64,18 @@ public final class JSONLinesSink: TrackerEventSink {
     public init(fd: Int32 = 1, lineBuffered: Bool = true) {
         output = Mutex(OutputBuffer(fd: fd))
         self.lineBuffered = lineBuffered
+        discards = Self.isDevNull(fd)
+    }
+
+    /// Whether `fd` is the null device (character device 1:3 on Linux).
+    public static func isDevNull(_ fd: Int32) -> Bool {
+        var descriptor = stat(), null = stat()
+        guard fstat(fd, &descriptor) == 0, stat("/dev/null", &null) == 0 else { return false }
+        return descriptor.st_mode & S_IFMT == S_IFCHR && descriptor.st_rdev == null.st_rdev
     }
 
     public func receive(_ event: TrackerEvent) throws {
+        if discards { return }
         try output.withLock { out throws(OutputError) in
             guard Self.append(event, to: &out.bytes) else { return }
             try out.endRecord(lineBuffered: lineBuffered)

@@ -70,7 +70,7 @@ struct Decode: ParsableCommand {
                               options: .init(strict: strict, referenceDay: date.flatMap(LogDecoding.parseDate)))
         job.includeAll = all
         job.maxWarnings = maxWarnings
-        let progress: ((String) -> Void)? = stderrIsTerminal && !quiet ? { printErrorInline($0) } : nil
+        let progress: ((String) -> Void)? = progressWanted() && !quiet ? { printErrorInline($0) } : nil
         let result = try job.run(warn: { printError($0) }, progress: progress)
         if !quiet { printError(result.summary(label: "\(file == "-" ? "<stdin>" : file):")) }
         if let failure = result.failure {

@@ -58,10 +58,13 @@ struct Export: ParsableCommand {
 
     func run() throws {
         let export: TrackStore.Export
+        let line = progressWanted(stdoutUsed: output == nil) ? ProgressLine.Throttled(draw: printErrorInline) : nil
         do {
             export = try TrackStore.export(path: db ?? data.directory + "/endpoint.sqlite", device: device,
                                            from: from.flatMap(ISOTime.parse) ?? -.infinity,
-                                           to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions)
+                                           to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions,
+                                           progress: line.map { line in { line.update(TrackStore.Export.progress($0, of: $1)) } })
+            line?.end()
         } catch {
             throw ValidationError(error.description)
         }

@@ -13,5 +13,6 @@ func printError(_ message: String) {
     line.withUTF8 { p in _ = write(2, p.baseAddress, p.count) }
 }
 
-/// Whether standard error is a terminal (progress lines are drawn only then).
-var stderrIsTerminal: Bool { isatty(2) != 0 }
+/// Whether a progress line is drawn: on a terminal (standard error), never into a pipe or a file,
+/// and not over output lines on the same terminal.
+func progressWanted(stdoutUsed: Bool = true) -> Bool { isatty(2) != 0 && (!stdoutUsed || isatty(1) == 0) }

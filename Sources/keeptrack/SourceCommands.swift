@@ -204,7 +204,8 @@ struct Replay: AsyncParsableCommand {
             // Everything runs on log time: the log's clock is "now".
             let clock = source.logClock
             let run = TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
-                                 onLogTime: true, lineBuffered: speed != nil, quiet: quiet)
+                                 onLogTime: true, lineBuffered: speed != nil, quiet: quiet,
+                                 inputProgress: quiet ? nil : { @Sendable in source.progress.line(elapsed: $0) })
             try await run.run(source, now: { clock.now.secondsSince1970 })
             if !quiet {
                 let p = source.progress
@@ -214,7 +215,7 @@ struct Replay: AsyncParsableCommand {
         }
         var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
         let started = monotonicSeconds()
-        let failed = try await output.pump(source, tick: stderrIsTerminal && !quiet ? { elapsed in
+        let failed = try await output.pump(source, tick: progressWanted() && !quiet ? { elapsed in
             printErrorInline(elapsed.map { source.progress.line(elapsed: $0) } ?? "")
         } : nil)
         if !quiet {

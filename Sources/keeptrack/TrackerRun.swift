@@ -30,6 +30,9 @@ struct TrackerRun {
     var onLogTime = false
     var lineBuffered = true
     var quiet = false
+    /// A replay's progress line after `elapsed` seconds; with it, the run draws its progress (the
+    /// input's, then the upload of what is left) when `progressWanted`.
+    var inputProgress: (@Sendable (Double) -> String)?
 
     func configuration(embedded: TrackServer?) throws -> Tracker.Configuration {
         var c = Tracker.Configuration()
@@ -64,7 +67,11 @@ struct TrackerRun {
                 before.append(MetricsEndpoint(address: metrics, logger: Logger(label: "keeptrack.metrics"),
                                               render: Telemetry.prometheusText))
             }
-            try await tracker.runGroup(before: before, control: control, logger: logger)
+            let draw: (@Sendable (String) -> Void)? =
+                inputProgress != nil && progressWanted() ? { @Sendable text in printErrorInline(text) } : nil
+            try await ProgressLine.during(draw: draw, line: tracker.progressLine(input: inputProgress ?? { _ in "" })) {
+                try await tracker.runGroup(before: before, control: control, logger: logger)
+            }
         } catch let error as TrackerError {
             throw ValidationError(error.message)
         }

@@ -73,4 +73,49 @@ struct FixWriterTests {
         ByteWriting.appendFixed(v, decimals: decimals, to: &out)
         #expect(String(decoding: out, as: UTF8.self) == expected)
     }
+
+    /// The digit writers against the plain algorithm (scale, round, print the integer, place the
+    /// point), over every decimals setting and magnitudes from 1e-12 to the limit, signs included;
+    /// the array writer and the stack-line cursor must agree byte for byte.
+    @Test func fixedPointWritersMatchThePlainAlgorithm() {
+        func reference(_ v: Double, _ d: Int) -> String {
+            let scale = (0..<d).reduce(1.0) { r, _ in r * 10 }
+            guard v.isFinite, abs(v) * scale < 9.0e18 else { return "null" }
+            let scaled = Int64((abs(v) * scale).rounded())
+            var digits = String(scaled)
+            while digits.count < d + 1 { digits = "0" + digits }
+            let sign = v < 0 && scaled != 0 ? "-" : ""
+            return sign + digits.dropLast(d) + (d > 0 ? "." + digits.suffix(d) : "")
+        }
+        var generator = SystemRandomNumberGenerator()
+        var values: [Double] = [0, -0.0, 0.5, -0.5, 1, 9, 10, 99, 100, 999_999_999, 1e18, 9.1e17, -9.1e17, .nan,
+                                .infinity, -.infinity, 48.137366333, -11.575408667, 0.0049999, 1e-12]
+        for exponent in -12...19 {
+            for _ in 0..<40 {
+                let v = Double.random(in: 1..<10, using: &generator) * pow(10, Double(exponent))
+                values += [v, -v]
+            }
+        }
+        for d in 0...9 {
+            for v in values {
+                var array: [UInt8] = []
+                ByteWriting.appendFixed(v, decimals: d, to: &array)
+                var line: [UInt8] = []
+                ByteWriting.appendLine(capacity: 64, to: &line) { $0.fixed(v, decimals: d) }
+                #expect(String(decoding: array, as: UTF8.self) == reference(v, d), "\(v) with \(d) decimals")
+                #expect(line == array, "\(v) with \(d) decimals")
+            }
+        }
+    }
+
+    @Test(arguments: [Int64.min, Int64.min + 1, -1_000_000, -10, -9, -1, 0, 1, 9, 10, 99, 100, 12_345,
+                      1_000_000_000_000, Int64.max])
+    func integerWritersMatchString(_ v: Int64) {
+        var array: [UInt8] = []
+        ByteWriting.appendInt(v, to: &array)
+        var line: [UInt8] = []
+        ByteWriting.appendLine(capacity: 32, to: &line) { $0.int(v) }
+        #expect(String(decoding: array, as: UTF8.self) == String(v))
+        #expect(line == array)
+    }
 }

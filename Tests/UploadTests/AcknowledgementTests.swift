@@ -57,8 +57,9 @@ struct AcknowledgementTests {
         c.maxBackoff = 0.05
         let uploader = try Uploader(outbox: outbox, configuration: c)
         try await withTimeout(60, "the upload to drain") { await uploader.run(drain: true) }
-        #expect(uploader.stats.uploaded == 11)
-        #expect(uploader.stats.retries == 0)
+        let stats = uploader.stats
+        #expect(stats.uploaded == 11, "last error: \(stats.lastError ?? "none")")
+        #expect(stats.retries == 0, "last error: \(stats.lastError ?? "none")")
         #expect(try outbox.stats().pending == 0)
         await uploader.shutdown()
     }

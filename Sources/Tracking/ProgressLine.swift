@@ -1,0 +1,131 @@
+import Dispatch
+import Formats
+import Synchronization
+
+/// Progress for long work, as one status line redrawn while the work runs and erased when it ends.
+///
+/// Whoever runs the work decides whether a line is wanted (the command line draws one only when
+/// standard error is a terminal and standard output is not, so nothing is drawn into a pipe or a
+/// log, nor over the output's own lines). The lines are built from counters, never from
+/// coordinates.
+public enum ProgressLine {
+    /// Runs `work`, calling `draw` with `line()` every `interval` while it runs (a `nil` line draws
+    /// nothing), and `draw("")` once it has ended when anything was drawn. With no `draw`, just runs
+    /// `work`.
+    ///
+    /// The line is drawn from a Dispatch timer, not a task: work that keeps Swift's cooperative
+    /// threads busy (a replay as fast as possible, on two cores) would hold a task's ticks back
+    /// until it ends, and the line would jump from a few percent to done.
+    public static func during<T: Sendable>(
+        every interval: Duration = .milliseconds(250), draw: (@Sendable (String) -> Void)?,
+        line: @escaping @Sendable () -> String?, _ work: () async throws -> T
+    ) async throws -> T {
+        guard let draw else { return try await work() }
+        let queue = DispatchQueue(label: "keeptrack.progress")
+        let drawn = Atomic(false)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let nanoseconds = Int(interval.components.seconds) * 1_000_000_000
+            + Int(interval.components.attoseconds / 1_000_000_000)
+        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds))
+        timer.setEventHandler {
+            guard let text = line() else { return }
+            draw(text)
+            drawn.store(true, ordering: .relaxed)
+        }
+        timer.resume()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await work())
+        } catch {
+            result = .failure(error)
+        }
+        timer.cancel()
+        // After the last tick already queued: the erase comes after every line drawn.
+        queue.sync {
+            if drawn.load(ordering: .relaxed) { draw("") }
+        }
+        return try result.get()
+    }
+}
+
+/// The upload of a backlog as a progress line: `uploading: 3,400 of 10,000 sent  1,906/s  ETA 3 s`.
+///
+/// The first reading is the start: records sent before it do not count, records appended after it
+/// (a tracker still running) join the total. Time is passed in.
+public final class BacklogProgress: Sendable {
+    struct Start {
+        var sent: Int
+        var time: Double
+        var total: Int
+    }
+
+    private let start = Mutex<Start?>(nil)
+
+    public init() {}
+
+    /// The line for `sent` records acknowledged so far (the uploader's count since it started) and
+    /// `waiting` records left, at `now` (seconds); `nil` when nothing waits.
+    public func line(sent: Int, waiting: Int, now: Double) -> String? {
+        let s = start.withLock { state -> Start in
+            guard var s = state else {
+                let first = Start(sent: sent, time: now, total: waiting)
+                state = first
+                return first
+            }
+            s.total = Swift.max(s.total, sent - s.sent + waiting)
+            state = s
+            return s
+        }
+        guard waiting > 0 else { return nil }
+        let done = Swift.max(0, sent - s.sent)
+        var text = "uploading: \(grouped(done)) of \(grouped(s.total)) sent"
+        let elapsed = now - s.time
+        if done > 0 && elapsed > 0 {
+            let rate = Double(done) / elapsed
+            text += "  \(grouped(Int(rate.rounded())))/s  ETA \(Int((Double(waiting) / rate).rounded())) s"
+        }
+        return text
+    }
+}
+
+extension ProgressLine {
+    /// A progress line for synchronous work that reports as it goes (an export reading pages):
+    /// drawn at most every quarter second of `now`, erased by ``end()``.
+    public final class Throttled {
+        private let draw: (String) -> Void
+        private let now: () -> Double
+        private var last = -Double.infinity
+        private var drawn = false
+
+        public init(now: @escaping () -> Double = monotonicSeconds, draw: @escaping (String) -> Void) {
+            self.now = now
+            self.draw = draw
+        }
+
+        /// Draws `text` unless a line was drawn less than a quarter second ago.
+        public func update(_ text: @autoclosure () -> String) {
+            let t = now()
+            guard t - last >= 0.25 else { return }
+            (last, drawn) = (t, true)
+            draw(text())
+        }
+
+        /// Erases the line, if one was drawn.
+        public func end() { if drawn { draw("") } }
+    }
+}
+
+extension Tracker {
+    /// The progress line of a run: the input's (`input` after the seconds elapsed since this call,
+    /// e.g. a replay's percentage) with the outbox's depth while the input lasts, then the upload of
+    /// what is left (``BacklogProgress``).
+    public func progressLine(input: @escaping @Sendable (Double) -> String,
+                             now: @escaping @Sendable () -> Double = monotonicSeconds) -> @Sendable () -> String? {
+        let started = now(), backlog = BacklogProgress()
+        return { [self] in
+            let t = now(), waiting = outbox?.waiting
+            guard inputFinished else { return input(t - started) + (waiting.map { "  outbox \(grouped($0))" } ?? "") }
+            return waiting.flatMap { backlog.line(sent: uploadService?.stats?.uploaded ?? 0, waiting: $0, now: t) }
+        }
+    }
+}

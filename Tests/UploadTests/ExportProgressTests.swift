@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+import TrackServer
+
+/// `keeptrack export` of a large trail reports its progress (issue 14, item 6): read in pages, and
+/// the same file either way.
+@Suite("Export progress")
+struct ExportProgressTests {
+    @Test func aPagedExportReportsEachPageAndWritesTheSameFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-export-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try TrackStore(path: dir + "/endpoint.sqlite")
+        let records = walk(2_500, device: "van").enumerated().map { i, r in
+            var r = r
+            r.sequence = Int64(i + 1)
+            return r
+        }
+        _ = try store.insert(records, format: "json", received: 0)
+        for format in ["gpx", "geojson", "svg"] {
+            var reports: [[Int]] = []
+            let paged = try store.export(device: nil, format: format, progress: { reports.append([$0, $1]) },
+                                         pageSize: 1_000)
+            let whole = try store.export(device: nil, format: format)
+            #expect(paged.bytes == whole.bytes, "\(format)")
+            #expect(paged.points == 2_500)
+            #expect(reports == [[1_000, 2_500], [2_000, 2_500], [2_500, 2_500]], "\(format)")
+        }
+        #expect(TrackStore.Export.progress(1_000, of: 2_500) == "exporting: 40%  1,000 of 2,500 records read")
+    }
+}
