@@ -121,6 +121,17 @@ struct PostgresStoreTests {
         try await offThePool { try cluster.dropDatabase(name) }
     }
 
+    /// A database that can't be reached or doesn't exist is said at once, in PostgreSQL's words, with
+    /// the URL's password left out.
+    @Test func saysAtOnceWhyItCannotConnect() async throws {
+        let cluster = try await Postgres.shared()
+        await #expect { _ = try await openTrackStore("postgres://kt:hunter2@127.0.0.1:\(cluster.port)/kt_missing?sslmode=disable") }
+            throws: { "\($0)".contains(#"database "kt_missing" does not exist"#) && !"\($0)".contains("hunter2") }
+        let closed = freeLoopbackPort()
+        await #expect { _ = try await openTrackStore("postgres://kt@127.0.0.1:\(closed)/x?sslmode=disable") }
+            throws: { "\($0)".contains("cannot connect to postgres://kt@127.0.0.1:\(closed)/x") && "\($0)".contains("refused") }
+    }
+
     /// Two `keeptrack serve` instances on one database, the same batches sent to both at once: every
     /// record stored once, and between the two answers each record acknowledged as new exactly once.
     @Test func twoInstancesOnOneDatabaseStoreTheSameBatchOnce() async throws {
