@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "MQTT", targets: ["MQTT"]),
         .library(name: "Upload", targets: ["Upload"]),
         .library(name: "TrackServer", targets: ["TrackServer"]),
+        .library(name: "TrackStorePostgres", targets: ["TrackStorePostgres"]),
         .library(name: "Tracking", targets: ["Tracking"]),
     ],
     dependencies: [
@@ -31,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // Vocabulary: coordinates, fixes, locations, geodesy. Imports no other target.
@@ -90,6 +92,18 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ]
         ),
+        // The endpoint's PostgreSQL + PostGIS store (postgres-nio), and the opener that picks the store a
+        // `--db` value names: apart from TrackServer so that a SQLite-only embedder builds no PostgreSQL client.
+        .target(
+            name: "TrackStorePostgres",
+            dependencies: [
+                "TrackServer", "Formats",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // POSIX helpers without Foundation: wake pipes, threads, files, one-line Unix-socket servers.
         .target(name: "SystemIO"),
         // The tracker a program embeds: any fix source through the location service, the lifecycle's
@@ -108,6 +122,7 @@ let package = Package(
             name: "keeptrack",
             dependencies: [
                 "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
+                "TrackStorePostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -135,7 +150,7 @@ let package = Package(
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.
         .target(name: "KeepTrackTesting", path: "Sources/KeepTrackTesting"),
         // Test support: a real TrackServer on a free loopback port with its own database.
-        .target(name: "TrackServerTesting", dependencies: ["TrackServer", "KeepTrackTesting"]),
+        .target(name: "TrackServerTesting", dependencies: ["TrackServer", "TrackStorePostgres", "KeepTrackTesting"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo", "KeepTrackTesting"]),
@@ -143,7 +158,7 @@ let package = Package(
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         .testTarget(name: "UploadTests", dependencies: [
-            "Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
+            "Upload", "TrackServer", "TrackStorePostgres", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .testTarget(name: "TrackingTests", dependencies: [

@@ -4,6 +4,7 @@ import Logging
 import MQTT
 import ServiceLifecycle
 import Synchronization
+import Dispatch
 
 /// The endpoint's MQTT side: subscribed at QoS 1 to OwnTracks topics on a broker, it stores every
 /// message as `POST /owntracks` does (``TrackServer/ingestOwnTracks(_:user:device:)``: device
@@ -105,7 +106,10 @@ public final class MQTTIngest: Service, Sendable {
             return
         }
         do {
-            _ = try server.ingestOwnTracks(payload, user: String(levels[1]), device: String(levels[2]))
+            // libmosquitto's thread waits for the store (its PUBACK goes once this returns).
+            let server = self.server
+            let (user, device) = (String(levels[1]), String(levels[2]))
+            _ = try waitFor { try await server.ingestOwnTracks(payload, user: user, device: device) }
         } catch let error as WireFormatError {
             server.metrics.rejected(1)
             // The reason may quote a coordinate: only at debug level.
@@ -116,6 +120,21 @@ public final class MQTTIngest: Service, Sendable {
             logger.error("MQTT message lost: the store failed", metadata: ["topic": "\(topic)", "error": "\(error)"])
         }
     }
+}
+
+/// Runs `work` in a task and blocks the calling thread (one that is not Swift's cooperative pool's:
+/// libmosquitto's) until it is done.
+func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<T, any Error>?>(nil)
+    Task {
+        let r: Result<T, any Error>
+        do { r = .success(try await work()) } catch { r = .failure(error) }
+        result.withLock { $0 = r }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
 }
 
 extension TrackServer {

@@ -1,7 +1,7 @@
 /// Percent-encoding of path segments and query values (RFC 3986).
-enum PercentEncoding {
+public enum PercentEncoding {
     /// `text` with every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
-    static func encode(_ text: String) -> String {
+    public static func encode(_ text: String) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         for b in text.utf8 {
@@ -19,7 +19,7 @@ enum PercentEncoding {
 
     /// `text` with its `%XX` escapes decoded (`+` stays a plus), or `nil` when an escape is
     /// malformed or the bytes are not UTF-8.
-    static func decode(_ text: some StringProtocol) -> String? {
+    public static func decode(_ text: some StringProtocol) -> String? {
         var out: [UInt8] = []
         var it = Array(text.utf8)[...]
         while let b = it.popFirst() {

@@ -44,7 +44,7 @@ extension TrackServer {
         ByteWriting.appendStatic("{\"event\":\"listening\",\"url\":", to: &out)
         ByteWriting.appendJSONString("\(scheme)://\(host):\(port)", to: &out)
         ByteWriting.appendStatic(",\"database\":", to: &out)
-        ByteWriting.appendJSONString(configuration.database, to: &out)
+        ByteWriting.appendJSONString(store.location, to: &out)
         ByteWriting.appendStatic("}\n", to: &out)
         return out
     }
@@ -90,8 +90,8 @@ extension TrackServer {
     }
 
     /// Writes the stored trail of `device` as GeoJSON to `directory/DEVICE.geojson`.
-    public func exportTrail(device: String, directory: String) throws -> ExportedTrail {
-        let records = try store.trail(device: device)
+    public func exportTrail(device: String, directory: String) async throws -> ExportedTrail {
+        let records = try await store.trail(device: device)
         let points = records.filter { $0.kind == .location }.count
         makeDirectories(directory)
         // An OwnTracks device is user/device: one file name.

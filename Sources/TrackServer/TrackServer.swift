@@ -43,7 +43,8 @@ public final class TrackServer: Sendable {
         public var host = "127.0.0.1"
         /// 0 (the default) picks a free port.
         public var port = 0
-        /// The SQLite file.
+        /// The store: a SQLite file (``SQLiteTrackStore``), or what opens another store (a
+        /// `postgres://` URL, opened by `TrackStorePostgres`).
         public var database: String
         /// The token devices must present; `nil` (the default) accepts anyone.
         public var token: String?
@@ -87,7 +88,7 @@ public final class TrackServer: Sendable {
     }
 
     public let configuration: Configuration
-    public let store: TrackStore
+    public let store: any TrackStore
     let faults: Mutex<Faults>
     let metrics = ServerMetrics()
     let logger: Logger
@@ -96,12 +97,20 @@ public final class TrackServer: Sendable {
     let gate: ConnectionGate
     let bodies: BodyBudget
 
-    public init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
+    /// A server over the SQLite store at ``Configuration/database``.
+    public convenience init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
+                            now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
+        try self.init(configuration: configuration, store: SQLiteTrackStore(path: configuration.database),
+                      logger: logger, now: now)
+    }
+
+    /// A server over `store` (which the caller opened and closes after the server stopped).
+    public init(configuration: Configuration, store: any TrackStore, logger: Logger = Logger(label: "keeptrack.serve"),
                 now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
         // A broker URL that cannot work is a setting to fix now, not a retry loop later.
         if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) }
         self.configuration = configuration
-        self.store = try TrackStore(path: configuration.database)
+        self.store = store
         self.faults = Mutex(configuration.faults)
         self.logger = logger
         self.now = now
@@ -199,8 +208,8 @@ public final class TrackServer: Sendable {
     let serviceGroup = Mutex(GroupState())
 
     /// What `GET /metrics` shows (Prometheus text).
-    public func metricsText() -> String {
-        metrics.prometheus(stored: (try? store.count()) ?? -1, connections: gate.served.load(ordering: .relaxed),
+    public func metricsText() async -> String {
+        metrics.prometheus(stored: (try? await store.count()) ?? -1, connections: gate.served.load(ordering: .relaxed),
                            bodyBytesInFlight: bodies.inUse)
     }
 
@@ -219,27 +228,25 @@ public final class TrackServer: Sendable {
         router.get("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/owntracks") { request, context in try await self.ingestOwnTracks(request, context) }
-        router.get("/v1/devices") { _, _ in try await self.offLoop { try self.devicesResponse() } }
-        router.get("/v1/devices/{id}/trail") { request, context in
-            try await self.offLoop { try self.trailResponse(request, context) }
-        }
+        router.get("/v1/devices") { _, _ in try await self.devicesResponse() }
+        router.get("/v1/devices/{id}/trail") { request, context in try await self.trailResponse(request, context) }
         router.get("/healthz") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))
         }
         router.get("/metrics") { _, _ in
-            let text = try await self.offLoop { self.metricsText() }
+            let text = await self.metricsText()
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                             body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         if configuration.faultInjection {
             router.put("/v1/faults") { request, context in try await self.setFaults(request, context) }
         }
-        router.get("/map") { request, _ in try await self.offLoop { try self.mapPage(request) } }
+        router.get("/map") { request, _ in try await self.mapPage(request) }
         return router
     }
 
-    /// Runs blocking work (SQLite reads, rendering) on NIO's blocking pool, not on the threads that
+    /// Runs blocking work (rendering) on NIO's blocking pool, not on the threads that
     /// serve connections and run Swift tasks.
     func offLoop<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await NIOThreadPool.singleton.runIfActive(work)
@@ -309,7 +316,7 @@ public final class TrackServer: Sendable {
             metrics.rejected(1)
             throw HTTPError(.badRequest, message: "\(error)")
         }
-        let result = try store.insert(batch.records, format: "json", received: now())
+        let result = try await store.insert(batch.records, format: "json", received: now())
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "json")
         let reply = "{\"accepted\":\(result.accepted),\"duplicates\":\(result.duplicates)}\n"
         return try respond(reply, contentType: "application/json", context: context)
@@ -340,7 +347,7 @@ public final class TrackServer: Sendable {
                 throw HTTPError(.badRequest, message: "\(error)")
             }
         }
-        let result = try store.insert([record], format: "osmand", received: now())
+        let result = try await store.insert([record], format: "osmand", received: now())
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "osmand")
         return try respond("", contentType: "text/plain", context: context)
     }
@@ -352,7 +359,7 @@ public final class TrackServer: Sendable {
         let device = request.headers[values: HTTPField.Name("X-Limit-D")!].first ?? q["d"].map(String.init)
         let bytes = try await body(request, context)
         do {
-            _ = try ingestOwnTracks(bytes, user: user, device: device)
+            _ = try await ingestOwnTracks(bytes, user: user, device: device)
         } catch let error as WireFormatError {
             metrics.rejected(1)
             throw HTTPError(error.code == .unsupported ? .unsupportedMediaType : .badRequest, message: "\(error)")
@@ -369,10 +376,12 @@ public final class TrackServer: Sendable {
     /// - Returns: how many records were new and how many already stored (0 and 0 for nothing).
     /// - Throws: ``WireFormatError`` for a message that can't be read (``WireFormatError/Code/unsupported``
     ///   for an encrypted one), or the store's error.
-    public func ingestOwnTracks(_ bytes: [UInt8], user: String?, device: String?) throws -> (accepted: Int, duplicates: Int) {
+    public func ingestOwnTracks(_ bytes: [UInt8], user: String?, device: String?) async throws
+        -> (accepted: Int, duplicates: Int)
+    {
         let t = now()
         guard let record = try OwnTracks.decode(bytes, user: user, device: device, now: t) else { return (0, 0) }
-        let result = try store.insert([record], format: "owntracks", received: t)
+        let result = try await store.insert([record], format: "owntracks", received: t)
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "owntracks")
         return result
     }
@@ -397,9 +406,9 @@ public final class TrackServer: Sendable {
     // MARK: - Queries
 
     /// `GET /v1/devices`, from the devices table.
-    func devicesResponse() throws -> Response {
+    func devicesResponse() async throws -> Response {
         var out = "{\"devices\":["
-        for (i, d) in try store.devices().enumerated() {
+        for (i, d) in try await store.devices().enumerated() {
             if i > 0 { out += "," }
             var name: [UInt8] = []
             ByteWriting.appendJSONString(d.id, to: &name)
@@ -443,7 +452,7 @@ public final class TrackServer: Sendable {
 
     /// `GET /v1/devices/{id}/trail`: one page, and where the next starts (a `Link: <...>; rel="next"`
     /// header, and a `"next"` member in JSON and GeoJSON).
-    func trailResponse(_ request: Request, _ context: ServerContext) throws -> Response {
+    func trailResponse(_ request: Request, _ context: ServerContext) async throws -> Response {
         let device = try Self.deviceID(context)
         let q = request.uri.queryParameters
         func time(_ key: String) throws -> Double? {
@@ -459,10 +468,10 @@ public final class TrackServer: Sendable {
         }
         let (limit, cursor) = try page(q)
         let includeInvalid = q["invalid"] == "true"
-        guard try store.device(device) != nil else {
+        guard try await store.device(device) != nil else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
-        let (records, next) = try store.trail(device: device, from: from, to: to, after: cursor, limit: limit,
+        let (records, next) = try await store.trail(device: device, from: from, to: to, after: cursor, limit: limit,
                                               includeInvalid: includeInvalid)
         var headers: HTTPFields = [:]
         var nextMember: [UInt8] = []
@@ -476,34 +485,34 @@ public final class TrackServer: Sendable {
             headers[HTTPField.Name("Link")!] = "<\(link)>; rel=\"next\""
             nextMember = Array(",\"next\":\"\(next.token)\"".utf8)
         }
-        /// Adds `"next":CURSOR` to a JSON object.
-        func withNext(_ object: [UInt8]) -> [UInt8] {
-            guard !nextMember.isEmpty, let close = object.lastIndex(of: UInt8(ascii: "}")) else { return object }
-            var out = object
-            out.insert(contentsOf: nextMember, at: close)
-            return out
+        headers[.contentType] = switch format {
+        case "geojson": "application/geo+json"
+        case "gpx": "application/gpx+xml"
+        default: "application/json"
         }
-        switch format {
-        case "geojson":
-            headers[.contentType] = "application/geo+json"
-            return Response(status: .ok, headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(bytes: withNext(TrailExport.geoJSON(device: device, records: records)))))
-        case "gpx":
-            headers[.contentType] = "application/gpx+xml"
-            return Response(status: .ok, headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(bytes: TrailExport.gpx(device: device, records: records))))
-        default:
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(bytes: withNext(JSONBatch.encode(device: device, records: records)))))
+        // Encoding a page of up to maxPageSize records is work for the blocking pool.
+        let bytes = try await offLoop { [nextMember] in
+            /// Adds `"next":CURSOR` to a JSON object.
+            func withNext(_ object: [UInt8]) -> [UInt8] {
+                guard !nextMember.isEmpty, let close = object.lastIndex(of: UInt8(ascii: "}")) else { return object }
+                var out = object
+                out.insert(contentsOf: nextMember, at: close)
+                return out
+            }
+            return switch format {
+            case "geojson": withNext(TrailExport.geoJSON(device: device, records: records))
+            case "gpx": TrailExport.gpx(device: device, records: records)
+            default: withNext(JSONBatch.encode(device: device, records: records))
+            }
         }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     /// An HTML page with each device's trail drawn (SVG inline, nothing fetched), or one device's
     /// with `?device=ID` (one page of it: `limit`, `cursor`, and a link to the next page). Each
     /// trail is read a page at a time and its line drawn through at most
     /// ``Configuration/maxPointsDrawn`` points; at most ``Configuration/maxDevicesDrawn`` devices.
-    func mapPage(_ request: Request) throws -> Response {
+    func mapPage(_ request: Request) async throws -> Response {
         let q = request.uri.queryParameters
         let wanted = q["device"].map(String.init)
         let (limit, cursor) = try page(q)
@@ -520,7 +529,12 @@ public final class TrackServer: Sendable {
             </head><body><h1>keeptrack: stored trails</h1>
 
             """
-        let devices = try wanted.map { try store.device($0).map { [$0] } ?? [] } ?? store.devices()
+        let devices: [DeviceSummary]
+        if let wanted {
+            devices = try await store.device(wanted).map { [$0] } ?? []
+        } else {
+            devices = try await store.devices()
+        }
         if devices.isEmpty { html += wanted == nil ? "<p>No trail stored yet.</p>\n" : "<p>No such device.</p>\n" }
         for (n, d) in devices.enumerated() {
             let href = text("/map?device=\(PercentEncoding.encode(d.id))\(tokenQuery)")
@@ -531,12 +545,13 @@ public final class TrackServer: Sendable {
                 html += "<p><a href=\"\(href)\">\(text(d.id))</a></p>\n"
                 continue
             }
-            let (records, next) = try store.trail(device: d.id, after: wanted == nil ? nil : cursor, limit: limit)
+            let (records, next) = try await store.trail(device: d.id, after: wanted == nil ? nil : cursor, limit: limit)
             html += "<section><h2><a href=\"\(href)\">\(text(d.id))</a></h2>\n"
             if next != nil || cursor != nil && wanted != nil {
                 html += "<p>Points \(records.count) of \(d.points) stored, a page of at most \(limit).</p>\n"
             }
-            html += TrailSVG.render(title: d.id, records: records, width: 900, maxPoints: configuration.maxPointsDrawn)
+            let maxPoints = configuration.maxPointsDrawn
+            html += try await offLoop { TrailSVG.render(title: d.id, records: records, width: 900, maxPoints: maxPoints) }
             if let next {
                 let nextHref = text("/map?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)")
                 html += "<p><a rel=\"next\" href=\"\(nextHref)\">next page</a></p>\n"

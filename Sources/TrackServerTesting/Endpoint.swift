@@ -1,6 +1,18 @@
 import Foundation
 import KeepTrackTesting
 import TrackServer
+import TrackStorePostgres
+
+/// The store an endpoint test runs against: every endpoint test that touches storage takes it as an
+/// argument (`@Test(arguments: StoreKind.allCases)`), so each runs against both.
+public enum StoreKind: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// A SQLite file in the test's temporary directory.
+    case sqlite
+    /// A fresh database in the test process's PostgreSQL cluster (``Postgres/shared()``).
+    case postgres
+
+    public var description: String { rawValue }
+}
 
 /// A fresh temporary directory (each SQLite test gets its own).
 public func temporaryDirectory() -> String {
@@ -14,38 +26,56 @@ public struct Endpoint: Sendable {
     public let task: Task<Void, any Error>
     public let port: Int
     public let directory: String
+    /// The PostgreSQL database this endpoint created (dropped by ``stop()``).
+    let createdDatabase: String?
 
-    /// Starts one with fault injection on (`faults` from the start, `PUT /v1/faults` later);
-    /// `configure` changes anything else (limits, timeouts) before it starts.
-    public static func start(token: String? = "secret", faults: Faults = Faults(),
+    /// Starts one over `store` with fault injection on (`faults` from the start, `PUT /v1/faults`
+    /// later); `configure` changes anything else (limits, timeouts) before it starts. With `database`
+    /// (a file or a `postgres://` URL) it shares that database instead of creating its own.
+    public static func start(store: StoreKind = .sqlite, database: String? = nil, token: String? = "secret",
+                             faults: Faults = Faults(),
                              configure: (inout TrackServer.Configuration) -> Void = { _ in }) async throws -> Endpoint {
         let dir = temporaryDirectory()
-        var c = TrackServer.Configuration(database: dir + "/endpoint.sqlite")
+        var created: String?
+        var c = TrackServer.Configuration(database: database ?? dir + "/endpoint.sqlite")
+        if database == nil, store == .postgres {
+            let cluster = try await Postgres.shared()
+            let name = try await offThePool { try cluster.createDatabase() }
+            created = name
+            c.database = cluster.url(name)
+        }
         c.token = token
         c.faultInjection = true
         c.faults = faults
         configure(&c)
-        let server = try TrackServer(configuration: c)
+        let server = try TrackServer(configuration: c, store: try await openTrackStore(c.database))
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }
         let port = try await withTimeout(30, "the endpoint to listen") { [ready] in
             var it = ready.makeAsyncIterator()
             return await it.next() ?? 0
         }
-        return Endpoint(server: server, task: task, port: port, directory: dir)
+        return Endpoint(server: server, task: task, port: port, directory: dir, createdDatabase: created)
     }
 
     public func url(_ path: String = "/v1/locations") -> String { "http://127.0.0.1:\(port)\(path)" }
 
+    /// The database, as ``TrackServer/Configuration/database`` names it (for a second endpoint on it).
+    public var database: String { server.configuration.database }
+
     public func stop() async {
         await server.shutdown()
         _ = try? await task.value
+        await server.store.close()
         try? FileManager.default.removeItem(atPath: directory)
+        if let createdDatabase, let cluster = try? await Postgres.shared() {
+            _ = try? await offThePool { try cluster.dropDatabase(createdDatabase) }
+        }
     }
 
     /// A counter or gauge from the endpoint's metrics, as a whole number.
-    public func metric(_ name: String) -> Int {
-        for line in server.metricsText().split(separator: "\n") where line.hasPrefix(name + " ") {
+    public func metric(_ name: String) async -> Int {
+        for line in await server.metricsText().split(separator: "\n") where line.hasPrefix(name + " ") {
             return Double(line.split(separator: " ").last!).map { Int($0) } ?? -1
         }
         return 0

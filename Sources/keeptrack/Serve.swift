@@ -3,6 +3,8 @@ import SystemIO
 import Formats
 import Logging
 import TrackServer
+import TrackStorePostgres
+import FoundationEssentials
 import Tracking
 
 struct Serve: AsyncParsableCommand {
@@ -42,7 +44,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port (0 picks a free one). The default is 5055, Traccar's OsmAnd port.")
     var port = 5055
 
-    @Option(help: ArgumentHelp("The SQLite database. Default: endpoint.sqlite in the data directory.", valueName: "file"))
+    @Option(help: ArgumentHelp("The SQLite file, or PostgreSQL: postgres://USER@HOST:PORT/DB[?sslmode=...] (README). "
+                               + "Default: endpoint.sqlite in the data directory.", valueName: "file|url"))
     var db: String?
 
     @Option(help: ArgumentHelp("Devices must present this token.", valueName: "token"))
@@ -125,9 +128,10 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = logging.logLevel
         let server: TrackServer
         do {
-            server = try TrackServer(configuration: configuration(database: database), logger: logger)
+            let store = try await openTrackStore(database, environment: ProcessInfo.processInfo.environment)
+            server = try TrackServer(configuration: configuration(database: database), store: store, logger: logger)
         } catch {
-            throw ValidationError("cannot open the database \(database): \(error)")
+            throw ValidationError("\(error)") // names the database (a URL without its password)
         }
         if let warning = TrackServer.exposureWarning(host: host, token: token) { printError(warning) }
         try await server.run(signals: true) { line in

@@ -76,7 +76,7 @@ struct TrackerRun {
             throw ValidationError(error.message)
         }
         let interrupted = !tracker.inputFinished
-        try upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)
+        try await upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)
         if tracker.application.state == .terminated {
             printError("keeptrack: the app was terminated (see the \"terminated\" event)")
             throw ExitCode(1)

@@ -97,14 +97,14 @@ extension UploadOptions {
 
     /// Says what the upload did (standard error): acknowledged, retried, left; for an embedded
     /// endpoint, what it stored and where the trail is.
-    func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: String, quiet: Bool) throws {
+    func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: String, quiet: Bool) async throws {
         guard let service = tracker.uploadService else { return }
         if !quiet { printError(service.summary) }
         guard let embedded else { return }
         let device = service.deviceOnServer
-        let trail = try embedded.exportTrail(device: device, directory: dataDirectory + "/trails")
+        let trail = try await embedded.exportTrail(device: device, directory: dataDirectory + "/trails")
         if !quiet {
-            let database = embedded.store.path
+            let database = embedded.store.location
             printError("embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "
                 + "events stored for device \(device) in \(database)")
             printError("the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "

@@ -65,7 +65,7 @@ struct TrackerTests {
         #expect(tracker.inputFinished)
         #expect(try tracker.outbox!.stats().pending == 0)
         let device = tracker.outbox!.device
-        let stored = try endpoint.server.store.trail(device: device)
+        let stored = try await endpoint.server.store.trail(device: device)
         #expect(stored.filter { $0.kind == .location }.count == 895)
         // Each transition is stored once, at its time, where the location that decided it was.
         let storedTransitions = stored.filter { $0.kind != .location }
@@ -174,7 +174,7 @@ struct TrackerTests {
         let locations = lines.filter { $0.hasPrefix("location ") }.count
         #expect(locations > 50 && locations < 895)  // every 10 m of a ~1.2 km walk
         #expect(lines.last == "uploaded \(locations) records")
-        #expect(try endpoint.server.store.count() == locations)
+        #expect(try await endpoint.server.store.count() == locations)
         await endpoint.stop()
     }
 }

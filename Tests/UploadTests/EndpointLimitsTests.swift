@@ -62,7 +62,7 @@ struct EndpointLimitsTests {
         let (text, eof) = await socket.readToEnd()
         #expect(status(text) == 408, "\(text)")
         #expect(eof)
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         socket.close()
         await endpoint.stop()
     }
@@ -94,7 +94,7 @@ struct EndpointLimitsTests {
         #expect(status(refused) == 503, "\(refused)")
         #expect(header("Retry-After", refused) == "5")
         #expect(body(refused).contains("maximum of 3 connections"))
-        #expect(endpoint.metric("keeptrack_serve_connections_refused_total") == 1)
+        #expect(await endpoint.metric("keeptrack_serve_connections_refused_total") == 1)
         // One held connection goes: a new one is served again (once the server saw it close).
         held.removeFirst().close()
         var answered = 0
@@ -130,7 +130,7 @@ struct EndpointLimitsTests {
         var reserved = 0
         for _ in 0..<1000 where reserved != 3000 {
             _ = try await get(endpoint, "/healthz")
-            reserved = endpoint.metric("keeptrack_serve_body_bytes_in_flight")
+            reserved = await endpoint.metric("keeptrack_serve_body_bytes_in_flight")
         }
         #expect(reserved == 3000)
         let second = String(repeating: " ", count: 2000)
@@ -141,7 +141,7 @@ struct EndpointLimitsTests {
         slow.send(String(padded.dropFirst(1000)))
         let first = await slow.readResponse()
         #expect(body(first) == "{\"accepted\":1,\"duplicates\":0}\n", "\(first)")
-        #expect(endpoint.metric("keeptrack_serve_body_bytes_in_flight") == 0)
+        #expect(await endpoint.metric("keeptrack_serve_body_bytes_in_flight") == 0)
         let again = try await exchange(endpoint, "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             + "Authorization: Bearer secret\r\nContent-Length: \(batch.utf8.count)\r\nConnection: close\r\n\r\n" + batch)
         #expect(body(again) == "{\"accepted\":0,\"duplicates\":1}\n", "\(again)")
@@ -149,21 +149,21 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
-    @Test(arguments: ["json", "geojson", "gpx"])
-    func pagesThroughATrailWithCursors(format: String) async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases, ["json", "geojson", "gpx"])
+    func pagesThroughATrailWithCursors(kind: StoreKind, format: String) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let t0 = 1_715_679_000.0
         // 23 batch records (three share each time) and 7 OsmAnd ones (no sequence) at the same times.
         let batch = (1...23).map { i in
             TrailRecord(device: "van", sequence: Int64(i), time: t0 + Double((i - 1) / 3), latitude: 48 + Double(i) * 1e-4,
                         longitude: 11.5)
         }
-        _ = try endpoint.server.store.insert(batch, format: "json", received: t0)
+        _ = try await endpoint.server.store.insert(batch, format: "json", received: t0)
         let osmand = (0..<7).map { i in
             TrailRecord(device: "van", sequence: 0, time: t0 + Double(i), latitude: 47, longitude: 11 + Double(i) * 1e-4)
         }
-        _ = try endpoint.server.store.insert(osmand, format: "osmand", received: t0)
-        let all = try endpoint.server.store.trail(device: "van")
+        _ = try await endpoint.server.store.insert(osmand, format: "osmand", received: t0)
+        let all = try await endpoint.server.store.trail(device: "van")
         #expect(all.count == 30)
 
         var path: String? = "/v1/devices/van/trail?format=\(format)&limit=7"
@@ -191,9 +191,9 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
-    @Test func refusesPageSizesAndCursorsItDoesNotKnow() async throws {
-        let endpoint = try await Endpoint.start()
-        _ = try endpoint.server.store.insert(walk(3, device: "van"), format: "osmand", received: 0)
+    @Test(arguments: StoreKind.allCases) func refusesPageSizesAndCursorsItDoesNotKnow(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
+        _ = try await endpoint.server.store.insert(walk(3, device: "van"), format: "osmand", received: 0)
         for (query, message) in [
             ("limit=0", "limit: '0' is not a number from 1 to 100000"),
             ("limit=100001", "limit: '100001' is not a number from 1 to 100000"),
@@ -207,25 +207,25 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
-    @Test func listsDevicesFromTheDevicesTableAndAnswers404ForAnUnknownOne() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func listsDevicesFromTheDevicesTableAndAnswers404ForAnUnknownOne(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let store = endpoint.server.store
-        _ = try store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 1000)
-        _ = try store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 2000)  // duplicates
-        _ = try store.insert(walk(3, from: 50, device: "van") + walk(2, from: 500, device: "bike"), format: "osmand", received: 3000)
-        #expect(try store.devices() == [
+        _ = try await store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 1000)
+        _ = try await store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 2000)  // duplicates
+        _ = try await store.insert(walk(3, from: 50, device: "van") + walk(2, from: 500, device: "bike"), format: "osmand", received: 3000)
+        #expect(try await store.devices() == [
             .init(id: "bike", points: 2, first: 500, last: 501, lastReceived: 3000),
             .init(id: "van", points: 8, first: 50, last: 104, lastReceived: 3000),
         ])
-        #expect(try store.device("nobody") == nil)
-        #expect(try store.count() == 10)
+        #expect(try await store.device("nobody") == nil)
+        #expect(try await store.count() == 10)
         let response = try await get(endpoint, "/v1/devices/nobody/trail")
         #expect(status(response) == 404)
         #expect(body(response).contains("no device 'nobody'"))
         await endpoint.stop()
     }
 
-    @Test func theDevicesMigrationFillsTheTableFromStoredPoints() throws {
+    @Test func theDevicesMigrationFillsTheTableFromStoredPoints() async throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // A store as the first version left it: points only.
@@ -246,13 +246,13 @@ struct EndpointLimitsTests {
         try p.run()
         p.waitUntilExit()
         try #require(p.terminationStatus == 0)
-        let store = try TrackStore(path: dir + "/old.sqlite")
-        #expect(try store.devices() == [
+        let store = try SQLiteTrackStore(path: dir + "/old.sqlite")
+        #expect(try await store.devices() == [
             .init(id: "bike", points: 1, first: 20, last: 20, lastReceived: 50),
             .init(id: "van", points: 2, first: 10, last: 30, lastReceived: 100),
         ])
-        _ = try store.insert(walk(1, from: 40, device: "bike"), format: "osmand", received: 60)
-        #expect(try store.device("bike") == .init(id: "bike", points: 2, first: 20, last: 40, lastReceived: 60))
+        _ = try await store.insert(walk(1, from: 40, device: "bike"), format: "osmand", received: 60)
+        #expect(try await store.device("bike") == .init(id: "bike", points: 2, first: 20, last: 40, lastReceived: 60))
     }
 
     // MARK: - Item 7: fault injection on request only
@@ -298,15 +298,15 @@ struct EndpointLimitsTests {
 
     // MARK: - Item 8: ids that need escaping
 
-    @Test(arguments: ["van 1", "a/b", "quote\"d", "Zürich-🚐", "100%", "a+b", "x?y#z"])
-    func readsBackDeviceIdsThatNeedEscaping(id: String) async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases, ["van 1", "a/b", "quote\"d", "Zürich-🚐", "100%", "a+b", "x?y#z"])
+    func readsBackDeviceIdsThatNeedEscaping(kind: StoreKind, id: String) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let records = walk(3, device: id).enumerated().map { i, r in
             var r = r
             r.sequence = Int64(i + 1)
             return r
         }
-        _ = try endpoint.server.store.insert(records, format: "json", received: 0)
+        _ = try await endpoint.server.store.insert(records, format: "json", received: 0)
         let encoded = id.utf8.map { b -> String in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D
                 ? String(UnicodeScalar(b)) : String(format: "%%%02X", b)

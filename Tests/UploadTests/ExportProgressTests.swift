@@ -6,22 +6,22 @@ import TrackServer
 /// the same file either way.
 @Suite("Export progress")
 struct ExportProgressTests {
-    @Test func aPagedExportReportsEachPageAndWritesTheSameFile() throws {
+    @Test func aPagedExportReportsEachPageAndWritesTheSameFile() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-export-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let store = try TrackStore(path: dir + "/endpoint.sqlite")
+        let store = try SQLiteTrackStore(path: dir + "/endpoint.sqlite")
         let records = walk(2_500, device: "van").enumerated().map { i, r in
             var r = r
             r.sequence = Int64(i + 1)
             return r
         }
-        _ = try store.insert(records, format: "json", received: 0)
+        _ = try await store.insert(records, format: "json", received: 0)
         for format in ["gpx", "geojson", "svg"] {
             var reports: [[Int]] = []
-            let paged = try store.export(device: nil, format: format, progress: { reports.append([$0, $1]) },
+            let paged = try await store.export(device: nil, format: format, progress: { reports.append([$0, $1]) },
                                          pageSize: 1_000)
-            let whole = try store.export(device: nil, format: format)
+            let whole = try await store.export(device: nil, format: format)
             #expect(paged.bytes == whole.bytes, "\(format)")
             #expect(paged.points == 2_500)
             #expect(reports == [[1_000, 2_500], [2_000, 2_500], [2_500, 2_500]], "\(format)")

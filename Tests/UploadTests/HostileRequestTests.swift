@@ -30,8 +30,8 @@ struct HostileRequestTests {
         #expect(try await raw.send(.GET, "/healthz").status == 200)
     }
 
-    @Test func farFutureTimesAreRefusedWithA400() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func farFutureTimesAreRefusedWithA400(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         for time in ["2262-04-11T23:47:17Z", "9999-12-31T23:59:59.999Z"] {
             let r = try await raw.send(.POST, "/v1/locations",
@@ -50,7 +50,7 @@ struct HostileRequestTests {
             #expect(r.status == 400, "\(tst)")
         }
         try await expectAlive(raw)
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         await raw.close()
         await endpoint.stop()
     }
@@ -74,8 +74,8 @@ struct HostileRequestTests {
         await endpoint.stop()
     }
 
-    @Test func aNULInADeviceIdIsRefusedAndNoRecordIsTakenForAnother() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func aNULInADeviceIdIsRefusedAndNoRecordIsTakenForAnother(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         func records(_ n: Int) -> String {
             (1...n).map { #"{"seq":\#($0),"kind":"location","time":"2024-05-14T09:30:0\#($0)Z","lat":1,"lon":1}"# }
@@ -95,7 +95,7 @@ struct HostileRequestTests {
         invalid = Array(#"{"device":"v","records":[{"seq":1,"kind":"enter","region":"h"#.utf8) + [0xC3]
             + Array(#"","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#.utf8)
         #expect(try await send(endpoint, .POST, "/v1/locations", bytes: invalid).status == 400)
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         // And the device 'van' itself: all seven are new.
         let van = try await raw.send(.POST, "/v1/locations", body: #"{"device":"van","records":[\#(records(7))]}"#)
         #expect(van.body == "{\"accepted\":7,\"duplicates\":0}\n")
@@ -103,8 +103,8 @@ struct HostileRequestTests {
         await endpoint.stop()
     }
 
-    @Test func valuesOutOfRangeImpossibleDatesAndBadGzipAreRefused() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func valuesOutOfRangeImpossibleDatesAndBadGzipAreRefused(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         func body(_ fields: String, time: String = "2024-05-14T09:30:00Z") -> String {
             #"{"device":"d","records":[{"seq":1,"kind":"location","time":"\#(time)","lat":1,"lon":1\#(fields)}]}"#
@@ -126,7 +126,7 @@ struct HostileRequestTests {
         #expect(bomb.count < 100_000)
         let inflated = try await send(endpoint, .POST, "/v1/locations", bytes: bomb, headers: [("Content-Encoding", "gzip")])
         #expect(inflated.status == 413)
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         try await expectAlive(raw)
         await raw.close()
         await endpoint.stop()

@@ -8,9 +8,9 @@ import Upload
 /// its reason, and the rest go on: the encoders never trap on it, the outbox never stalls behind it.
 @Suite("Uploader: records no server would take", .serialized)
 struct InvalidRecordTests {
-    @Test(arguments: ["json", "osmand", "owntracks"])
-    func setsAsideWhatNoFormatCanCarryAndSendsTheRest(format: String) async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases, ["json", "osmand", "owntracks"])
+    func setsAsideWhatNoFormatCanCarryAndSendsTheRest(kind: StoreKind, format: String) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let outbox = try Outbox(path: dir + "/outbox.sqlite")
@@ -29,7 +29,7 @@ struct InvalidRecordTests {
         #expect(dead.map(\.record.sequence) == [3, 5])
         #expect(dead.allSatisfy { $0.status == 0 && $0.reason.hasPrefix("not sent: ") })
         let device = format == "owntracks" ? OwnTracks.deviceID(user: "keeptrack", device: outbox.device) : outbox.device
-        #expect(try endpoint.server.store.trail(device: device).count == 4)
+        #expect(try await endpoint.server.store.trail(device: device).count == 4)
         await uploader.shutdown()
         await endpoint.stop()
     }

@@ -7,8 +7,8 @@ import TrackServerTesting
 @testable import Upload
 
 /// An endpoint subscribed to `owntracks/+/+` on `broker`, once its subscription is in place.
-func subscribedEndpoint(_ broker: Broker) async throws -> Endpoint {
-    let endpoint = try await Endpoint.start(token: nil) { $0.mqtt = .init(url: "mqtt://127.0.0.1:\(broker.port)") }
+func subscribedEndpoint(_ broker: Broker, store: StoreKind = .sqlite) async throws -> Endpoint {
+    let endpoint = try await Endpoint.start(store: store, token: nil) { $0.mqtt = .init(url: "mqtt://127.0.0.1:\(broker.port)") }
     try await withTimeout(30, "the MQTT subscription") { await endpoint.server.mqttSubscription() }
     return endpoint
 }
@@ -16,7 +16,7 @@ func subscribedEndpoint(_ broker: Broker) async throws -> Endpoint {
 /// Waits (guarded) until the endpoint stores `n` records.
 func waitUntilStored(_ n: Int, _ endpoint: Endpoint) async throws {
     try await withTimeout(60, "\(n) records stored from MQTT") {
-        while (try? endpoint.server.store.count()) ?? 0 < n { await endpoint.server.mqttActivity() }
+        while (try? await endpoint.server.store.count()) ?? 0 < n { await endpoint.server.mqttActivity() }
     }
 }
 
@@ -24,27 +24,27 @@ func waitUntilStored(_ n: Int, _ endpoint: Endpoint) async throws {
 struct MQTTIngestTests {
     /// The uploader publishes to the broker, the endpoint takes from it: every record once, in
     /// order, filed under the topic's user/device.
-    @Test func uploaderToBrokerToEndpointStoresEveryRecordOnce() async throws {
+    @Test(arguments: StoreKind.allCases) func uploaderToBrokerToEndpointStoresEveryRecordOnce(kind: StoreKind) async throws {
         let broker = try Broker()
-        let endpoint = try await subscribedEndpoint(broker)
+        let endpoint = try await subscribedEndpoint(broker, store: kind)
         let (outbox, dir) = try filledOutbox(150)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(broker.port)", batch: 40)
         try await drain(u)
         try await waitUntilStored(150, endpoint)
-        let trail = try endpoint.server.store.trail(device: "keeptrack/van-1")
+        let trail = try await endpoint.server.store.trail(device: "keeptrack/van-1")
         #expect(trail.map(\.time) == (0..<150).map { 1_715_679_000 + Double($0) })
         #expect(trail.first?.latitude == 48.1)
-        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
+        #expect(await endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
         await u.shutdown()
         await endpoint.stop()
     }
 
     /// QoS 1 is at least once: records whose PUBACK never came (the broker stopped answering) are
     /// published again, and the broker may deliver both copies; the endpoint stores each once.
-    @Test func aRecordSentTwiceIsStoredOnce() async throws {
+    @Test(arguments: StoreKind.allCases) func aRecordSentTwiceIsStoredOnce(kind: StoreKind) async throws {
         let broker = try Broker()
-        let endpoint = try await subscribedEndpoint(broker)
+        let endpoint = try await subscribedEndpoint(broker, store: kind)
         let (outbox, dir) = try filledOutbox(10)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(broker.port)", attempts: 1, timeout: 1)
@@ -57,7 +57,7 @@ struct MQTTIngestTests {
         try await drain(u)
         #expect(try outbox.stats().pending == 0)
         try await waitUntilStored(20, endpoint)
-        #expect(try endpoint.server.store.count() == 20)
+        #expect(try await endpoint.server.store.count() == 20)
         await u.shutdown()
         await endpoint.stop()
     }
@@ -79,7 +79,7 @@ struct MQTTIngestTests {
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
         try await waitUntilStored(1, endpoint)
-        let r = try #require(try endpoint.server.store.trail(device: "jane/phone").first)
+        let r = try #require(try await endpoint.server.store.trail(device: "jane/phone").first)
         #expect(r.time == 1_376_715_317)
         #expect(r.latitude == 48.85833)
         #expect(r.longitude == 2.29513)
@@ -109,8 +109,8 @@ struct MQTTIngestTests {
             p.waitUntilExit()
         }
         try await waitUntilStored(1, endpoint)
-        #expect(endpoint.metric("keeptrack_serve_requests_rejected_total") == 2)
-        #expect(try endpoint.server.store.count() == 1)
+        #expect(await endpoint.metric("keeptrack_serve_requests_rejected_total") == 2)
+        #expect(try await endpoint.server.store.count() == 1)
         await endpoint.stop()
     }
 

@@ -90,8 +90,8 @@ struct MapTests {
 
     /// 60,000 points at one place within four minutes: each anchor's run reaches the end, which
     /// took the point-by-point version 85-101 s.
-    @Test func mapsSixtyThousandClusteredPoints() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func mapsSixtyThousandClusteredPoints(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let t0 = 1_715_679_000.0
         var rng = SplitMix(state: 42)
         let cluster = (0..<60_000).map { i in
@@ -99,7 +99,7 @@ struct MapTests {
                         latitude: 48.1 + Double.random(in: -1e-4...1e-4, using: &rng),
                         longitude: 11.5 + Double.random(in: -1e-4...1e-4, using: &rng))
         }
-        _ = try endpoint.server.store.insert(cluster, format: "json", received: t0)
+        _ = try await endpoint.server.store.insert(cluster, format: "json", received: t0)
         let map = try await get(endpoint, "/map?device=parked&limit=100000", guardSeconds: 240)
         #expect(status(map) == 200)
         #expect(body(map).contains("5000 of 60000 points drawn"))

@@ -15,31 +15,31 @@ struct PeerEndpointTests {
 
     /// Two users' phones, both named `phone`, reporting the same second: two devices, two points
     /// (before: one device, and the second point dropped as a duplicate of the first).
-    @Test func twoUsersPhonesAreTwoDevicesAndNeitherPointIsLost() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func twoUsersPhonesAreTwoDevicesAndNeitherPointIsLost(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let anna = try await raw.send(.POST, "/owntracks", body: location, headers: [("X-Limit-U", "anna"), ("X-Limit-D", "phone")])
         let bob = try await raw.send(.POST, "/owntracks?u=Bob&d=Phone", body: location)
         #expect(anna.status == 200 && anna.body == "[]")
         #expect(bob.status == 200)
-        let devices = try endpoint.server.store.devices().map(\.id)
+        let devices = try await endpoint.server.store.devices().map(\.id)
         #expect(devices == ["anna/phone", "bob/phone"])
-        #expect(try endpoint.server.store.count() == 2)
+        #expect(try await endpoint.server.store.count() == 2)
         // Neither header nor query: the Recorder's fallbacks.
         _ = try await raw.send(.POST, "/owntracks", body: location)
-        #expect(try endpoint.server.store.device("owntracks/phone")?.points == 1)
+        #expect(try await endpoint.server.store.device("owntracks/phone")?.points == 1)
         // The Recorder takes the first header of a name.
         _ = try await raw.send(.POST, "/owntracks", body: location,
                                headers: [("X-Limit-U", "carol"), ("X-Limit-U", "dave"), ("X-Limit-D", "tab")])
-        #expect(try endpoint.server.store.device("carol/tab")?.points == 1)
+        #expect(try await endpoint.server.store.device("carol/tab")?.points == 1)
         await raw.close()
         await endpoint.stop()
     }
 
     /// HTTP Basic (how the apps authenticate), empty bodies, numbers as strings, no `tst`, a
     /// transition without a position, position-less types, and encrypted payloads.
-    @Test func acceptsWhatTheOwnTracksAppsSend() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func acceptsWhatTheOwnTracksAppsSend(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let basic = "Basic " + Data("anna:secret".utf8).base64EncodedString()
         let wrong = "Basic " + Data("anna:guess".utf8).base64EncodedString()
@@ -64,10 +64,10 @@ struct PeerEndpointTests {
         #expect(encrypted.status == 415)
         #expect(encrypted.body.contains("encrypted payloads are not supported"))
         let store = endpoint.server.store
-        let trail = try store.trail(device: "anna/phone")
+        let trail = try await store.trail(device: "anna/phone")
         #expect(trail.count == 2) // the transition without a position is left out
         #expect(trail.contains { $0.latitude == 48.2 && $0.attributes["batt"] == "87" && $0.time > 1_715_679_100 })
-        let all = try store.trail(device: "anna/phone", includeInvalid: true)
+        let all = try await store.trail(device: "anna/phone", includeInvalid: true)
         #expect(all.contains { $0.kind == .enter && $0.region == "home" && !$0.valid })
         await raw.close()
         await endpoint.stop()
@@ -75,22 +75,22 @@ struct PeerEndpointTests {
 
     /// Records without an id are told apart by everything that identifies them: one device at one
     /// time in two places is two records; the same request twice is one.
-    @Test func idLessRecordsAreKeyedByDeviceKindTimeAndPosition() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func idLessRecordsAreKeyedByDeviceKindTimeAndPosition(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         for query in ["/?id=van&timestamp=1715679000&lat=48.1&lon=11.5", "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5",
                       "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5"] {
             #expect(try await raw.send(.GET, query).status == 200)
         }
-        #expect(try endpoint.server.store.device("van")?.points == 2)
-        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 1)
+        #expect(try await endpoint.server.store.device("van")?.points == 2)
+        #expect(await endpoint.metric("keeptrack_serve_records_duplicate_total") == 1)
         await raw.close()
         await endpoint.stop()
     }
 
     /// OsmAnd as Traccar Client and the OsmAnd app send it, and what the JSON trail gives back.
-    @Test func storesOsmAndAsTraccarClientsSendItAndReturnsItsAttributes() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func storesOsmAndAsTraccarClientsSendItAndReturnsItsAttributes(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         #expect(try await raw.send(.GET, "/?id=123456&timestamp=2024-05-14%2009:30:00&location=60.0,30.0&heading=90"
             + "&speed=-1&hdop=0.9&batt=87&charge=true&driverUniqueId=D-17").status == 200)
@@ -105,18 +105,18 @@ struct PeerEndpointTests {
         #expect(!trail.body.contains("60.100000000")) // valid=false: stored, left out by default
         let all = try await raw.send(.GET, "/v1/devices/123456/trail?format=json&invalid=true")
         #expect(all.body.contains(#""lat":60.100000000"#) && all.body.contains(#""valid":false"#))
-        #expect(try endpoint.server.store.device("123456")?.points == 3)
+        #expect(try await endpoint.server.store.device("123456")?.points == 3)
         await raw.close()
         await endpoint.stop()
     }
 
     /// The ingestion an MQTT subscriber calls, without an HTTP request: the same identity rules.
-    @Test func ownTracksIngestionWorksWithoutARequest() async throws {
-        let endpoint = try await Endpoint.start()
-        let result = try endpoint.server.ingestOwnTracks(Array(location.utf8), user: "Anna", device: "Phone")
+    @Test(arguments: StoreKind.allCases) func ownTracksIngestionWorksWithoutARequest(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
+        let result = try await endpoint.server.ingestOwnTracks(Array(location.utf8), user: "Anna", device: "Phone")
         #expect(result.accepted == 1)
-        #expect(try endpoint.server.ingestOwnTracks([], user: "anna", device: "phone").accepted == 0)
-        #expect(try endpoint.server.store.device("anna/phone")?.points == 1)
+        #expect(try await endpoint.server.ingestOwnTracks([], user: "anna", device: "phone").accepted == 0)
+        #expect(try await endpoint.server.store.device("anna/phone")?.points == 1)
         await endpoint.stop()
     }
 }

@@ -25,15 +25,15 @@ struct PeerUploadTests {
         #expect(u.stats.lastError?.contains("a settings problem, not the records; check --upload") == true)
         // (OsmAnd keeps a full batch's last location for the next, in case its transitions follow.)
         #expect(u.stats.lastError?.contains("answered 400 to every one of \(format == "json" ? 20 : 19) records alike") == true)
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         await u.shutdown()
         await endpoint.stop()
     }
 
     /// Traccar's OsmAnd clients: a region transition is an event on the position that decided it;
     /// never a position of its own at the crossing's (earlier) time.
-    @Test func transitionsReachTraccarAsEventsOnTheirPosition() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func transitionsReachTraccarAsEventsOnTheirPosition(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(0)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var records = walk(6)
@@ -53,7 +53,7 @@ struct PeerUploadTests {
         try outbox.append(records)
         let u = try uploader(outbox, endpoint, path: "/", format: "osmand")
         try await drain(u)
-        let trail = try endpoint.server.store.trail(device: "van-1")
+        let trail = try await endpoint.server.store.trail(device: "van-1")
         #expect(trail.count == 6)
         #expect(trail.map(\.time) == [records[0].time, records[1].time, records[2].time, records[3].time, records[5].time,
                                       exit.decidedAt!])
@@ -87,7 +87,7 @@ struct PeerUploadTests {
         #expect(u.stats.skipped == 1)
         #expect(u.stats.uploaded == 3)
         let device = format == "osmand" ? "van-1" : "keeptrack/van-1"
-        let trail = try endpoint.server.store.trail(device: device, includeInvalid: true)
+        let trail = try await endpoint.server.store.trail(device: device, includeInvalid: true)
         #expect(trail.count == 3)
         #expect(trail.allSatisfy { $0.kind == .location && $0.attributes["event"] == nil })
         await u.shutdown()
@@ -111,7 +111,7 @@ struct PeerUploadTests {
         let u = try Uploader(outbox: outbox, configuration: c)
         try await drain(u)
         let expected = user ?? "bob"
-        #expect(try endpoint.server.store.devices().map(\.id) == ["\(expected)/van-1"])
+        #expect(try await endpoint.server.store.devices().map(\.id) == ["\(expected)/van-1"])
         await u.shutdown()
         await endpoint.stop()
     }
@@ -130,7 +130,7 @@ struct PeerUploadTests {
         #expect(try outbox.deadLetters().map(\.record.sequence) == [4, 7])
         let u = try uploader(outbox, endpoint)
         try await drain(u)
-        #expect(try endpoint.server.store.trail(device: "van-1").map(\.sequence) == [1, 2, 3, 5, 6, 8, 9, 10])
+        #expect(try await endpoint.server.store.trail(device: "van-1").map(\.sequence) == [1, 2, 3, 5, 6, 8, 9, 10])
         #expect(try outbox.purgeDeadLetters() == 2)
         #expect(try outbox.stats().deadLetters == 0)
         #expect(try outbox.retryDeadLetters(nil) == 0)
@@ -141,31 +141,31 @@ struct PeerUploadTests {
     /// Traccar stores a re-sent position twice, so the window is one request: when an answer is
     /// lost, only that request's record goes again, not the others in flight or in the batch (our
     /// endpoint recognises it: exactly one duplicate).
-    @Test func aLostOsmAndAnswerResendsOnlyItsOwnRecord() async throws {
+    @Test(arguments: StoreKind.allCases) func aLostOsmAndAnswerResendsOnlyItsOwnRecord(kind: StoreKind) async throws {
         var faults = Faults()
         faults.dropNext = 1
-        let endpoint = try await Endpoint.start(faults: faults)
+        let endpoint = try await Endpoint.start(store: kind, faults: faults)
         let (outbox, dir) = try filledOutbox(40)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint, path: "/", format: "osmand")
         try await drain(u)
-        #expect(try endpoint.server.store.count() == 40)
-        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 1)
+        #expect(try await endpoint.server.store.count() == 40)
+        #expect(await endpoint.metric("keeptrack_serve_records_duplicate_total") == 1)
         #expect(u.stats.retries == 1)
         await u.shutdown()
         await endpoint.stop()
     }
 
     /// A backlog of single-record requests drains with several in flight, every record once.
-    @Test func anOsmAndBacklogDrainsWithSeveralRequestsInFlight() async throws {
+    @Test(arguments: StoreKind.allCases) func anOsmAndBacklogDrainsWithSeveralRequestsInFlight(kind: StoreKind) async throws {
         var faults = Faults()
         faults.delay = 0.05
-        let endpoint = try await Endpoint.start(faults: faults)
+        let endpoint = try await Endpoint.start(store: kind, faults: faults)
         let (outbox, dir) = try filledOutbox(64)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint, path: "/", format: "osmand")
         try await drain(u)
-        #expect(try endpoint.server.store.count() == 64)
+        #expect(try await endpoint.server.store.count() == 64)
         #expect(u.stats.requests == 64)
         await u.shutdown()
         await endpoint.stop()

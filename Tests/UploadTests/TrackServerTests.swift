@@ -38,8 +38,8 @@ struct Raw {
 struct TrackServerTests {
     let record = #"{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":48.1,"lon":11.5}"#
 
-    @Test func validatesWithA400ThatNamesTheProblem() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func validatesWithA400ThatNamesTheProblem(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let cases: [(String, String)] = [
             (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":91,"lon":1}]}"#,
@@ -54,13 +54,13 @@ struct TrackServerTests {
             #expect(r.status == 400, "\(body)")
             #expect(r.body.contains(message), "\(r.body)")
         }
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         await raw.close()
         await endpoint.stop()
     }
 
-    @Test func refusesWithoutTheTokenAndTooLargeBodies() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func refusesWithoutTheTokenAndTooLargeBodies(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let body = #"{"device":"d","records":[\#(record)]}"#
         #expect(try await raw.send(.POST, "/v1/locations", body: body, token: nil).status == 401)
@@ -74,21 +74,21 @@ struct TrackServerTests {
         await endpoint.stop()
     }
 
-    @Test func storesEachIdOnceAndAcknowledgesItAgain() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func storesEachIdOnceAndAcknowledgesItAgain(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let body = #"{"device":"d","records":[\#(record)]}"#
         let first = try await raw.send(.POST, "/v1/locations", body: body)
         let again = try await raw.send(.POST, "/v1/locations", body: body, gzip: true)
         #expect(first.body == "{\"accepted\":1,\"duplicates\":0}\n")
         #expect(again.body == "{\"accepted\":0,\"duplicates\":1}\n")
-        #expect(try endpoint.server.store.count() == 1)
+        #expect(try await endpoint.server.store.count() == 1)
         await raw.close()
         await endpoint.stop()
     }
 
-    @Test func servesDevicesAndTrailsInEachFormat() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func servesDevicesAndTrailsInEachFormat(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let records = (1...3).map { i in
             #"{"seq":\#(i),"kind":"location","time":"2024-05-14T09:30:0\#(i)Z","lat":48.1,"lon":11.5}"#

@@ -39,13 +39,13 @@ func drain(_ u: Uploader) async throws {
 
 @Suite("Uploader against a real endpoint", .serialized)
 struct UploaderTests {
-    @Test func everyRecordArrivesOnceInOrder() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func everyRecordArrivesOnceInOrder(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(250)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint)
         try await drain(u)
-        let trail = try endpoint.server.store.trail(device: "van-1")
+        let trail = try await endpoint.server.store.trail(device: "van-1")
         #expect(trail.map(\.sequence) == Array(1...250))
         #expect(u.stats.uploaded == 250)
         #expect(u.stats.requests == 3)
@@ -65,8 +65,8 @@ struct UploaderTests {
         let u = try uploader(outbox, endpoint)
         try await drain(u)
         #expect(u.stats.retries == 3)
-        #expect(try endpoint.server.store.count() == 120)
-        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
+        #expect(try await endpoint.server.store.count() == 120)
+        #expect(await endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
         await u.shutdown()
         await endpoint.stop()
     }
@@ -96,16 +96,16 @@ struct UploaderTests {
 
     /// The endpoint stores a batch and the connection drops before the answer: the uploader sends
     /// it again, and the endpoint recognises every id.
-    @Test func aDroppedAnswerIsSentAgainAndStoredOnce() async throws {
+    @Test(arguments: StoreKind.allCases) func aDroppedAnswerIsSentAgainAndStoredOnce(kind: StoreKind) async throws {
         var faults = Faults()
         faults.dropNext = 2
-        let endpoint = try await Endpoint.start(faults: faults)
+        let endpoint = try await Endpoint.start(store: kind, faults: faults)
         let (outbox, dir) = try filledOutbox(200)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint)
         try await drain(u)
-        #expect(try endpoint.server.store.count() == 200)
-        #expect(endpoint.metric("keeptrack_serve_records_duplicate_total") == 200)
+        #expect(try await endpoint.server.store.count() == 200)
+        #expect(await endpoint.metric("keeptrack_serve_records_duplicate_total") == 200)
         #expect(u.stats.retries == 2)
         await u.shutdown()
         await endpoint.stop()
@@ -120,7 +120,7 @@ struct UploaderTests {
         let u = try uploader(outbox, endpoint)
         try await drain(u)
         #expect(u.stats.retries == 1)
-        #expect(try endpoint.server.store.count() == 5)
+        #expect(try await endpoint.server.store.count() == 5)
         await u.shutdown()
         await endpoint.stop()
     }
@@ -129,8 +129,8 @@ struct UploaderTests {
     /// (Records the uploader itself finds invalid never reach the server: `InvalidRecordTests`. Here
     /// the device's clock is a year ahead of the endpoint's, so two records are in the endpoint's
     /// future: valid to send, refused when they arrive.)
-    @Test func badRecordsGoToDeadLettersAndTheRestIsStored() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func badRecordsGoToDeadLettersAndTheRestIsStored(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(0)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let ahead = WallClock.seconds() + 365 * 86_400
@@ -144,7 +144,7 @@ struct UploaderTests {
         #expect(dead.map(\.record.sequence) == [14, 30])
         #expect(dead.allSatisfy { $0.status == 400 })
         #expect(dead.first?.reason.contains("is impossible (before 1980-01-06 or more than a day ahead)") == true)
-        #expect(try endpoint.server.store.count() == 38)
+        #expect(try await endpoint.server.store.count() == 38)
         #expect(u.stats.deadLettered == 2)
         await u.shutdown()
         await endpoint.stop()
@@ -175,8 +175,8 @@ struct UploaderTests {
         let u = try uploader(outbox, endpoint)
         try await drain(u)
         // The first request learns it; the next two are compressed.
-        #expect(endpoint.metric("keeptrack_serve_gzip_requests_total") == 2)
-        #expect(try endpoint.server.store.count() == 300)
+        #expect(await endpoint.metric("keeptrack_serve_gzip_requests_total") == 2)
+        #expect(try await endpoint.server.store.count() == 300)
         await u.shutdown()
         await endpoint.stop()
     }
@@ -194,7 +194,7 @@ struct UploaderTests {
         let u = try uploader(outbox, endpoint, path: path, format: format)
         try await drain(u)
         let device = format == "owntracks" ? OwnTracks.deviceID(user: "keeptrack", device: "van-1") : "van-1"
-        let trail = try endpoint.server.store.trail(device: device)
+        let trail = try await endpoint.server.store.trail(device: device)
         let sent = format == "osmand" ? records.filter { $0.kind == .location }.count + 1 : records.count
         #expect(trail.count == sent)
         #expect(trail.first.map { abs($0.latitude - 48.1) < 1e-6 } == true)
@@ -225,14 +225,14 @@ struct UploaderTests {
         let run = Task { await u.run() }
         // Give the loop every chance to misbehave: it must be waiting, not sending.
         for _ in 0..<100 { await Task.yield() }
-        #expect(try endpoint.server.store.count() == 0)
+        #expect(try await endpoint.server.store.count() == 0)
         app.wake(.significantChange)
         try await withTimeout(30, "the upload after the wake") {
             while u.stats.uploaded < 10 { await Task.yield() }
         }
         run.cancel()
         await run.value
-        #expect(try endpoint.server.store.count() == 10)
+        #expect(try await endpoint.server.store.count() == 10)
         #expect(app.lifecycle.tasks.isEmpty)
         await u.shutdown()
         await endpoint.stop()
@@ -320,7 +320,7 @@ struct TLSTests {
         untrusted.drainAttempts = 2
         let refused = try Uploader(outbox: outbox, configuration: untrusted)
         try await withTimeout(60, "the refused upload") { await refused.run(drain: true) }
-        #expect(try server.store.count() == 0)
+        #expect(try await server.store.count() == 0)
         #expect(refused.stats.lastError?.contains("cannot reach 127.0.0.1:\(port)") == true)
         await refused.shutdown()
 
@@ -329,7 +329,7 @@ struct TLSTests {
         trusted.caFile = cert
         let u = try Uploader(outbox: outbox, configuration: trusted)
         try await withTimeout(60, "the trusted upload") { await u.run(drain: true) }
-        #expect(try server.store.count() == 20)
+        #expect(try await server.store.count() == 20)
         await u.shutdown()
         await server.shutdown()
         _ = try? await task.value

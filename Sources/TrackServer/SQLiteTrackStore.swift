@@ -1,0 +1,183 @@
+import Formats
+import GRDB
+
+/// The SQLite store (GRDB): the default for `keeptrack serve --db FILE` and `--upload embedded`.
+///
+/// A record's key (``TrackStore/key(_:format:)``) is the primary key: `INSERT OR IGNORE` tells new
+/// records from duplicates. SQLite in WAL mode with `synchronous=NORMAL`. A `devices` table keeps each
+/// device's point count, first and last time and last reception, updated in the transaction that
+/// stores its points: listing devices and finding an unknown one read it, never the points. Reads and
+/// writes run on GRDB's own queues (its async API), not on the threads that serve connections.
+public final class SQLiteTrackStore: TrackStore {
+    public let path: String
+    let pool: DatabasePool
+
+    public var location: String { path }
+
+    /// Opens (creating and migrating) the store at `path`.
+    public init(path: String) throws {
+        self.path = path
+        var config = Configuration()
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        pool = try DatabasePool(path: path, configuration: config)
+        var m = DatabaseMigrator()
+        m.registerMigration("v1-points") { db in
+            try db.execute(sql: """
+                CREATE TABLE points (
+                    key TEXT PRIMARY KEY,
+                    device TEXT NOT NULL,
+                    seq INTEGER,
+                    kind TEXT NOT NULL,
+                    region TEXT,
+                    time REAL NOT NULL,
+                    lat REAL NOT NULL,
+                    lon REAL NOT NULL,
+                    alt REAL, hAcc REAL, vAcc REAL, speed REAL, course REAL,
+                    format TEXT NOT NULL,
+                    received REAL NOT NULL
+                ) WITHOUT ROWID;
+                CREATE INDEX points_trail ON points (device, time);
+                """)
+        }
+        m.registerMigration("v2-devices-and-pages") { db in
+            // Filled once from the points already stored; kept up to date by `insert`.
+            try db.execute(sql: """
+                CREATE TABLE devices (
+                    id TEXT PRIMARY KEY,
+                    points INTEGER NOT NULL,
+                    first REAL NOT NULL,
+                    last REAL NOT NULL,
+                    lastReceived REAL NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO devices (id, points, first, last, lastReceived)
+                    SELECT device, COUNT(*), MIN(time), MAX(time), MAX(received) FROM points GROUP BY device;
+                CREATE INDEX points_page ON points (device, time, seq);
+                DROP INDEX points_trail;
+                """)
+        }
+        m.registerMigration("v3-validity-and-attributes") { db in
+            // What senders say besides the position (OsmAnd's hdop, batt...), and whether they say
+            // the position is valid (kept, and left out of trails by default).
+            try db.execute(sql: """
+                ALTER TABLE points ADD COLUMN valid INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE points ADD COLUMN attributes TEXT;
+                """)
+        }
+        try m.migrate(pool)
+    }
+
+    public func insert(_ records: [TrailRecord], format: String, received: Double) async throws
+        -> (accepted: Int, duplicates: Int)
+    {
+        try await pool.write { db in
+            let statement = try db.cachedStatement(sql: """
+                INSERT OR IGNORE INTO points
+                (key, device, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, format, received,
+                 valid, attributes)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            var accepted = 0
+            var added: [String: (points: Int, first: Double, last: Double)] = [:]
+            for r in records {
+                // GRDB binds text NUL-terminated (sqlite3_bind_text with -1): a NUL would cut the key
+                // short and make distinct records one. Readers refuse control characters in ids; this
+                // is the store's own guard, whoever calls it.
+                guard !r.device.utf8.contains(0), !(r.region?.utf8.contains(0) ?? false) else {
+                    throw TrackStoreError(message: "refusing to store an id with a NUL byte")
+                }
+                try statement.execute(arguments: [
+                    Self.key(r, format: format), r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,
+                    r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.verticalAccuracy,
+                    r.speed, r.course, format, received, r.valid, TrailRecord.attributesJSON(r.attributes),
+                ])
+                guard db.changesCount > 0 else { continue }
+                accepted += 1
+                if let d = added[r.device] {
+                    added[r.device] = (d.points + 1, min(d.first, r.time), max(d.last, r.time))
+                } else {
+                    added[r.device] = (1, r.time, r.time)
+                }
+            }
+            let device = try db.cachedStatement(sql: """
+                INSERT INTO devices (id, points, first, last, lastReceived) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET points = points + excluded.points, first = min(first, excluded.first),
+                    last = max(last, excluded.last), lastReceived = max(lastReceived, excluded.lastReceived)
+                """)
+            for (id, d) in added {
+                try device.execute(arguments: [id, d.points, d.first, d.last, received])
+            }
+            return (accepted, records.count - accepted)
+        }
+    }
+
+    public func devices() async throws -> [DeviceSummary] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, points, first, last, lastReceived FROM devices ORDER BY id")
+                .map { DeviceSummary(id: $0[0], points: $0[1], first: $0[2], last: $0[3], lastReceived: $0[4]) }
+        }
+    }
+
+    public func device(_ id: String) async throws -> DeviceSummary? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT id, points, first, last, lastReceived FROM devices WHERE id = ?",
+                             arguments: [id])
+                .map { DeviceSummary(id: $0[0], points: $0[1], first: $0[2], last: $0[3], lastReceived: $0[4]) }
+        }
+    }
+
+    /// - Complexity: O(`limit` log n) (keyset pagination over the `(device, time, seq)` index, no
+    ///   OFFSET).
+    public func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+                      includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?)
+    {
+        precondition(limit > 0, "a page holds at least one record")
+        var sql = """
+            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key FROM points
+            WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")
+            """
+        var arguments: StatementArguments = [device, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18]
+        if let cursor {
+            // After (time, seq, key) in the order SQLite sorts them (a NULL seq first).
+            if let seq = cursor.sequence {
+                sql += " AND time >= ? AND (time > ? OR (time = ? AND (seq > ? OR (seq = ? AND key > ?))))"
+                arguments += [cursor.time, cursor.time, cursor.time, seq, seq, cursor.key]
+            } else {
+                sql += " AND time >= ? AND (time > ? OR (time = ? AND (seq IS NOT NULL OR key > ?)))"
+                arguments += [cursor.time, cursor.time, cursor.time, cursor.key]
+            }
+        }
+        sql += " ORDER BY time, seq, key LIMIT ?"
+        arguments += [limit + 1]
+        return try await pool.read { [sql, arguments] db in
+            var records: [TrailRecord] = []
+            var last: TrailCursor?
+            var more = false
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let row = try rows.next() {
+                if records.count == limit {
+                    more = true
+                    break
+                }
+                records.append(Self.record(row, device: device))
+                last = TrailCursor(time: row[3], sequence: row[0], key: row[13])
+            }
+            return (records, more ? last : nil)
+        }
+    }
+
+    /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
+    /// valid, attributes`.
+    static func record(_ row: Row, device: String) -> TrailRecord {
+        var r = TrailRecord(device: device, sequence: row[0] ?? 0, kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+                            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+                            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+        r.valid = row[11]
+        r.attributes = TrailRecord.attributes(fromJSON: row[12])
+        return r
+    }
+
+    public func count() async throws -> Int {
+        try await pool.read { db in try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(points), 0) FROM devices") ?? 0 }
+    }
+}
+

@@ -1,0 +1,317 @@
+import Formats
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+import TrackServer
+
+/// The endpoint's store on PostgreSQL with PostGIS: `keeptrack serve --db postgres://USER@HOST:PORT/DB`.
+///
+/// Schema (``migrations``, applied once, in order, under an advisory lock so that instances starting
+/// together don't race): `positions` with the record's key as its primary key, a `geography(Point,4326)`
+/// column under a GiST index, a `(device, time)` index and the attributes as JSONB; `devices`, each
+/// device's summary.
+///
+/// A batch is one statement, so one transaction: its columns are bound as arrays and read back with
+/// `unnest`, inserted (`ORDER BY key`, so that two transactions never wait on each other's keys in
+/// opposite orders) with `ON CONFLICT (key) DO NOTHING RETURNING`, which tells new records from
+/// duplicates, and the summary of the devices it added to is upserted (`GREATEST`/`LEAST`, added
+/// counts) in the same statement. It returns once committed. Nothing is kept in the process: any
+/// number of instances can share the database, and the same batch sent to two of them at once is
+/// stored once, one of them counting it accepted and the other duplicates (the second waits on the
+/// first's uncommitted keys, then finds them).
+public final class PostgresTrackStore: TrackStore {
+    public let url: PostgresURL
+    let client: PostgresClient
+    let logger: Logger
+    let runner: Task<Void, Never>
+
+    public var location: String { url.description }
+
+    /// Connects to the database `url` names, creates PostGIS when missing and allowed, and migrates
+    /// the schema.
+    ///
+    /// - Parameters:
+    ///   - maxConnections: the pool's size. The default is 10.
+    ///   - connectTimeout: how long to wait for the database at the start. The default is 30 s.
+    /// - Throws: ``TrackStoreError`` naming what is wrong (unreachable, PostGIS missing, a migration
+    ///   failing).
+    public init(url: PostgresURL, maxConnections: Int = 10, connectTimeout: Duration = .seconds(30),
+                logger: Logger = Logger(label: "keeptrack.postgres")) async throws {
+        self.url = url
+        self.logger = logger
+        var configuration: PostgresClient.Configuration
+        if let socket = url.socketPath {
+            configuration = .init(unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
+        } else {
+            configuration = .init(host: url.host ?? "localhost", port: url.port, username: url.user,
+                                  password: url.password, database: url.database, tls: try Self.tls(url))
+        }
+        // One connection first, so that a refused connection, a wrong password or a missing database
+        // is said at once, in PostgreSQL's words (the pool would retry it quietly until the deadline).
+        do {
+            try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
+                let probe = try await PostgresConnection.connect(configuration: Self.connectionConfiguration(url),
+                                                                 id: 0, logger: logger)
+                try await probe.close()
+            }
+        } catch {
+            throw Self.storeError(error, doing: "cannot connect to \(url)")
+        }
+        configuration.options.maximumConnections = max(1, maxConnections)
+        configuration.options.minimumConnections = 0
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        runner = Task { await client.run() }
+        do {
+            try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
+                try await Self.migrate(client, logger: logger)
+            }
+        } catch {
+            runner.cancel()
+            throw Self.storeError(error, doing: "opening \(url)")
+        }
+    }
+
+    /// The TLS settings `sslmode` stands for (`nil`: disable).
+    static func tlsConfiguration(_ url: PostgresURL) -> TLSConfiguration? {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch url.sslMode {
+        case .disable: return nil
+        case .prefer, .require: tls.certificateVerification = .none
+        case .verifyCA: tls.certificateVerification = .noHostnameVerification
+        case .verifyFull: tls.certificateVerification = .fullVerification
+        }
+        if let root = url.rootCertificate { tls.trustRoots = .file(root) }
+        return tls
+    }
+
+    static func tls(_ url: PostgresURL) throws -> PostgresClient.Configuration.TLS {
+        guard let tls = tlsConfiguration(url) else { return .disable }
+        return url.sslMode == .prefer ? .prefer(tls) : .require(tls)
+    }
+
+    /// The same settings for one connection.
+    static func connectionConfiguration(_ url: PostgresURL) throws -> PostgresConnection.Configuration {
+        if let socket = url.socketPath {
+            return .init(unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
+        }
+        var tls = PostgresConnection.Configuration.TLS.disable
+        if let configuration = tlsConfiguration(url) {
+            let context = try NIOSSLContext(configuration: configuration)
+            tls = url.sslMode == .prefer ? .prefer(context) : .require(context)
+        }
+        return .init(host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password,
+                     database: url.database, tls: tls)
+    }
+
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    // MARK: - Writing
+
+    public func insert(_ records: [TrailRecord], format: String, received: Double) async throws
+        -> (accepted: Int, duplicates: Int)
+    {
+        guard !records.isEmpty else { return (0, 0) }
+        // PostgreSQL's text can't hold NUL; readers refuse control characters in ids already.
+        guard !records.contains(where: { $0.device.utf8.contains(0) || ($0.region?.utf8.contains(0) ?? false) }) else {
+            throw TrackStoreError(message: "refusing to store an id with a NUL byte")
+        }
+        var binds = PostgresBindings(capacity: 17)
+        binds.append(PostgresArray.texts(records.map { Self.key($0, format: format) }))
+        binds.append(PostgresArray.texts(records.map(\.device)))
+        binds.append(PostgresArray.integers(records.map { format == "json" ? $0.sequence : nil }))
+        binds.append(PostgresArray.texts(records.map(\.kind.rawValue)))
+        binds.append(PostgresArray.texts(records.map(\.region)))
+        binds.append(PostgresArray.doubles(records.map(\.time)))
+        binds.append(PostgresArray.doubles(records.map(\.latitude)))
+        binds.append(PostgresArray.doubles(records.map(\.longitude)))
+        binds.append(PostgresArray.doubles(records.map(\.altitude)))
+        binds.append(PostgresArray.doubles(records.map(\.horizontalAccuracy)))
+        binds.append(PostgresArray.doubles(records.map(\.verticalAccuracy)))
+        binds.append(PostgresArray.doubles(records.map(\.speed)))
+        binds.append(PostgresArray.doubles(records.map(\.course)))
+        binds.append(PostgresArray.bools(records.map(\.valid)))
+        binds.append(PostgresArray.texts(records.map { TrailRecord.attributesJSON($0.attributes) }))
+        binds.append(format)
+        binds.append(received)
+        // Prepared once per connection (postgres-nio keeps it by name): no parse or plan per batch.
+        let statement = InsertBatch(bindings: binds)
+        let accepted = try await retryingConflicts {
+            var n = 0
+            for try await count in try await self.client.execute(statement, logger: self.logger) { n = Int(count) }
+            return n
+        }
+        return (accepted, records.count - accepted)
+    }
+
+    /// A batch's insert, as a statement prepared once per connection.
+    struct InsertBatch: PostgresPreparedStatement {
+        typealias Row = Int64
+        static let name = "keeptrack_insert_batch_v1"
+        static var sql: String { PostgresTrackStore.insertSQL }
+        let bindings: PostgresBindings
+        func makeBindings() -> PostgresBindings { bindings }
+        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+    }
+
+    static let insertSQL = """
+        WITH input AS (
+            SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::float8[], $7::float8[],
+                                 $8::float8[], $9::float8[], $10::float8[], $11::float8[], $12::float8[], $13::float8[],
+                                 $14::bool[], $15::text[])
+                AS t(key, device, seq, kind, region, time, lat, lon, alt, h_acc, v_acc, speed, course, valid, attributes)
+        ), new AS (
+            INSERT INTO positions (key, device, seq, kind, region, time, position, alt, h_acc, v_acc, speed, course,
+                                   format, received, valid, attributes)
+            SELECT key, device, seq, kind, region, to_timestamp(time),
+                   ST_SetSRID(ST_MakePoint(lon, lat), 4326)::geography, alt, h_acc, v_acc, speed, course,
+                   $16, to_timestamp($17), valid, attributes::jsonb
+            FROM input ORDER BY key
+            ON CONFLICT (key) DO NOTHING
+            RETURNING device, time
+        ), summary AS (
+            INSERT INTO devices AS d (id, points, first, last, last_received)
+            SELECT device, count(*), min(time), max(time), to_timestamp($17) FROM new GROUP BY device ORDER BY device
+            ON CONFLICT (id) DO UPDATE SET points = d.points + excluded.points, first = LEAST(d.first, excluded.first),
+                last = GREATEST(d.last, excluded.last), last_received = GREATEST(d.last_received, excluded.last_received)
+        )
+        SELECT count(*) FROM new
+        """
+
+    /// Runs `work` again when PostgreSQL chose it as a deadlock's victim or a serialization failure
+    /// (a few times; both mean nothing was committed).
+    func retryingConflicts<T: Sendable>(_ work: () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await work()
+            } catch let error as PSQLError where attempt < 5
+                && ["40P01", "40001"].contains(error.serverInfo?[.sqlState] ?? "") {
+                attempt += 1
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    public func devices() async throws -> [DeviceSummary] {
+        try await summaries(PostgresQuery(unsafeSQL: Self.deviceSQL + " ORDER BY id"))
+    }
+
+    public func device(_ id: String) async throws -> DeviceSummary? {
+        guard !id.utf8.contains(0) else { return nil }
+        var binds = PostgresBindings()
+        binds.append(id)
+        return try await summaries(PostgresQuery(unsafeSQL: Self.deviceSQL + " WHERE id = $1", binds: binds)).first
+    }
+
+    static let deviceSQL = """
+        SELECT id, points, extract(epoch FROM first)::float8, extract(epoch FROM last)::float8,
+               extract(epoch FROM last_received)::float8 FROM devices
+        """
+
+    func summaries(_ query: PostgresQuery) async throws -> [DeviceSummary] {
+        var out: [DeviceSummary] = []
+        let rows = try await client.query(query, logger: logger)
+        for try await (id, points, first, last, received) in rows.decode((String, Int64, Double, Double, Double).self) {
+            out.append(DeviceSummary(id: id, points: Int(points), first: first, last: last, lastReceived: received))
+        }
+        return out
+    }
+
+    public func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+                      includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?)
+    {
+        precondition(limit > 0, "a page holds at least one record")
+        guard !device.utf8.contains(0) else { return ([], nil) }
+        var binds = PostgresBindings()
+        binds.append(device)
+        var bound = 1
+        var sql = """
+            SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry),
+                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key
+            FROM positions WHERE device = $1
+            """
+        func parameter(_ value: some PostgresNonThrowingEncodable) -> String {
+            binds.append(value)
+            bound += 1
+            return "$\(bound)"
+        }
+        if from.isFinite { sql += " AND time >= to_timestamp(\(parameter(from)))" }
+        if to.isFinite { sql += " AND time <= to_timestamp(\(parameter(to)))" }
+        if !includeInvalid { sql += " AND valid" }
+        if let cursor {
+            // After (time, seq, key) in the order of ORDER BY (a NULL seq first, as SQLite sorts).
+            let t = "to_timestamp(\(parameter(cursor.time)))"
+            let k = parameter(cursor.key)
+            if let seq = cursor.sequence {
+                let s = parameter(seq)
+                sql += " AND time >= \(t) AND (time > \(t) OR (time = \(t) AND (seq > \(s) OR (seq = \(s) AND key > \(k)))))"
+            } else {
+                sql += " AND time >= \(t) AND (time > \(t) OR (time = \(t) AND (seq IS NOT NULL OR key > \(k))))"
+            }
+        }
+        sql += " ORDER BY time, seq NULLS FIRST, key LIMIT \(parameter(Int64(limit + 1)))"
+        var records: [TrailRecord] = []
+        var last: TrailCursor?
+        var more = false
+        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        for try await row in rows {
+            if records.count == limit {
+                more = true
+                continue
+            }
+            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key) = try row.decode(
+                (Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?, Double?, Bool,
+                 String?, String).self)
+            var r = TrailRecord(device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
+                                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
+                                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
+            r.valid = valid
+            r.attributes = TrailRecord.attributes(fromJSON: attributes)
+            records.append(r)
+            last = TrailCursor(time: time, sequence: seq, key: key)
+        }
+        return (records, more ? last : nil)
+    }
+
+    public func count() async throws -> Int {
+        var n: Int64 = 0
+        for try await c in try await client.query("SELECT COALESCE(sum(points), 0)::int8 FROM devices", logger: logger)
+            .decode(Int64.self) { n = c }
+        return Int(n)
+    }
+
+    /// `error` as a sentence: PostgreSQL's own message when it sent one (postgres-nio's description
+    /// hides it), else what was being done.
+    static func storeError(_ error: any Error, doing what: String) -> TrackStoreError {
+        if let e = error as? TrackStoreError { return e }
+        if let e = error as? PSQLError {
+            if let message = e.serverInfo?[.message] {
+                let hint = e.serverInfo?[.hint].map { " (\($0))" } ?? ""
+                return TrackStoreError(message: "\(what): \(message)\(hint)")
+            }
+            return TrackStoreError(message: "\(what): \(e.code)" + (e.underlying.map { ": \($0)" } ?? ""))
+        }
+        return TrackStoreError(message: "\(what): \(error)")
+    }
+}
+
+/// Runs `work`, failing with `message` after `limit`.
+func withDeadline<T: Sendable>(_ limit: Duration, _ message: String, _ work: @escaping @Sendable () async throws -> T)
+    async throws -> T
+{
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await work() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw TrackStoreError(message: message)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}

@@ -1,0 +1,244 @@
+import Formats
+import Foundation
+import KeepTrackTesting
+import Testing
+import TrackServer
+import TrackServerTesting
+import TrackStorePostgres
+import Upload
+
+/// The PostgreSQL store apart from what every endpoint test checks on both stores: its URLs, its
+/// schema, and several `keeptrack serve` instances sharing one database.
+@Suite("PostgreSQL store")
+struct PostgresStoreTests {
+    @Test(arguments: [
+        ("postgres://kt@127.0.0.1:5433/track", "127.0.0.1", nil, 5433, "track", PostgresURL.SSLMode.prefer),
+        ("postgresql://fleet:s%40cret@db.example:5432/t?sslmode=require", "db.example", nil, 5432, "t", .require),
+        ("postgres://kt@/track?host=/tmp/pg", nil, "/tmp/pg", 5432, "track", .prefer),
+        ("postgres://kt@%2Ftmp%2Fpg:6000/track", nil, "/tmp/pg", 6000, "track", .prefer),
+        ("postgres://kt@[::1]:7000/track?sslmode=disable", "::1", nil, 7000, "track", .disable),
+    ] as [(String, String?, String?, Int, String, PostgresURL.SSLMode)])
+    func parsesTheURLForms(text: String, host: String?, socket: String?, port: Int, database: String,
+                           mode: PostgresURL.SSLMode) throws {
+        let url = try PostgresURL(parsing: text)
+        #expect(url.host == host)
+        #expect(url.socketDirectory == socket)
+        #expect(url.port == port)
+        #expect(url.database == database)
+        #expect(url.sslMode == mode)
+        #expect(!url.description.contains("s@cret") && !url.description.contains("s%40cret"))
+    }
+
+    @Test(arguments: [
+        ("postgres://127.0.0.1/track", "no user name"), ("postgres://kt@127.0.0.1", "no database name"),
+        ("postgres://kt@127.0.0.1:99999/t", "the port is not 1-65535"), ("postgres://kt@h/t?sslmode=maybe", "sslmode 'maybe'"),
+        ("postgres://kt@/t", "no host"), ("postgres://kt@h/t?colour=red", "unknown parameter 'colour'"),
+    ])
+    func refusesWhatIsNotAURLItCanUse(text: String, message: String) {
+        #expect(throws: TrackStoreError.self) { try PostgresURL(parsing: text) }
+        do { _ = try PostgresURL(parsing: text) } catch { #expect(error.message.contains(message), "\(error)") }
+    }
+
+    @Test func thePasswordComesFromPGPASSWORDWhenTheURLHasNone() throws {
+        #expect(try PostgresURL(parsing: "postgres://kt@h/t", environment: ["PGPASSWORD": "pw"]).password == "pw")
+        #expect(try PostgresURL(parsing: "postgres://kt:mine@h/t", environment: ["PGPASSWORD": "pw"]).password == "mine")
+    }
+
+    /// The schema as a DBA would look at it, over the Unix-socket URL form; opening it again (a second
+    /// instance, a restart) applies nothing twice.
+    @Test func migratesOnceWithPostGISIndexesAndTheKeyAsAConstraint() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let first = try await openTrackStore(cluster.socketURL(name))
+        let second = try await openTrackStore(cluster.url(name))
+        #expect(first.location.contains("host=%2Ftmp%2Fkeeptrack-pg-"))
+        _ = try await first.insert(walk(3, device: "van"), format: "osmand", received: 1)
+        #expect(try await second.count() == 3)
+        await first.close()
+        await second.close()
+        let (migrations, indexes, columns) = try await offThePool {
+            (try cluster.psql("SELECT identifier FROM keeptrack_migrations", database: name),
+             try cluster.psql("SELECT indexdef FROM pg_indexes WHERE tablename = 'positions' ORDER BY indexname", database: name),
+             try cluster.psql("""
+                 SELECT column_name || ' ' || udt_name FROM information_schema.columns
+                 WHERE table_name = 'positions' AND column_name IN ('position', 'attributes', 'time') ORDER BY column_name
+                 """, database: name))
+        }
+        #expect(migrations == "v1-positions\n")
+        #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
+        #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
+        #expect(indexes.contains("positions_position ON public.positions USING gist (\"position\")"))
+        #expect(columns == "attributes jsonb\nposition geography\ntime timestamptz\n")
+        try await offThePool { try cluster.dropDatabase(name) }
+    }
+
+    @Test func refusesADatabaseWithoutPostGISItMayNotCreateSayingWhatToRun() async throws {
+        let cluster = try await Postgres.shared()
+        let name = "kt_plain_\(getpid())"
+        _ = try await offThePool {
+            try cluster.psql("CREATE DATABASE \(name) TEMPLATE template0", database: "postgres")
+            try cluster.psql("CREATE ROLE clerk LOGIN", database: "postgres")
+        }
+        await #expect {
+            _ = try await openTrackStore("postgres://clerk@127.0.0.1:\(cluster.port)/\(name)?sslmode=disable")
+        } throws: { error in
+            "\(error)".contains("a superuser must run CREATE EXTENSION postgis")
+        }
+        _ = try await offThePool {
+            try cluster.dropDatabase(name)
+            try cluster.psql("DROP ROLE clerk", database: "postgres")
+        }
+    }
+
+    /// `keeptrack export --db postgres://...`: the same file as from SQLite for the same records, and
+    /// an unknown device named with what the store holds.
+    @Test func exportsATrailFromPostgreSQLAsFromSQLite() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let records = walk(30, device: "van").enumerated().map { i, r in
+            var r = r
+            r.sequence = Int64(i + 1)
+            return r
+        }
+        for database in [cluster.url(name), dir + "/endpoint.sqlite"] {
+            let store = try await openTrackStore(database)
+            _ = try await store.insert(records, format: "json", received: 1)
+            await store.close()
+        }
+        for format in ["gpx", "geojson", "svg"] {
+            let pg = try await exportTrail(database: cluster.url(name), device: nil, from: -.infinity, to: .infinity,
+                                           format: format, regions: nil)
+            let lite = try await exportTrail(database: dir + "/endpoint.sqlite", device: nil, from: -.infinity,
+                                             to: .infinity, format: format, regions: nil)
+            #expect(pg.bytes == lite.bytes, "\(format)")
+            #expect(pg.points == 30)
+        }
+        await #expect { _ = try await exportTrail(database: cluster.url(name), device: "bike", from: 0, to: 1,
+                                                  format: "gpx", regions: nil) }
+            throws: { "\($0)".contains("no device 'bike' in postgres://kt@127.0.0.1:") && "\($0)".contains("it has: van") }
+        try await offThePool { try cluster.dropDatabase(name) }
+    }
+
+    /// A database that can't be reached or doesn't exist is said at once, in PostgreSQL's words, with
+    /// the URL's password left out.
+    @Test func saysAtOnceWhyItCannotConnect() async throws {
+        let cluster = try await Postgres.shared()
+        await #expect { _ = try await openTrackStore("postgres://kt:hunter2@127.0.0.1:\(cluster.port)/kt_missing?sslmode=disable") }
+            throws: { "\($0)".contains(#"database "kt_missing" does not exist"#) && !"\($0)".contains("hunter2") }
+        let closed = freeLoopbackPort()
+        await #expect { _ = try await openTrackStore("postgres://kt@127.0.0.1:\(closed)/x?sslmode=disable") }
+            throws: { "\($0)".contains("cannot connect to postgres://kt@127.0.0.1:\(closed)/x") && "\($0)".contains("refused") }
+    }
+
+    /// Two `keeptrack serve` instances on one database, the same batches sent to both at once: every
+    /// record stored once, and between the two answers each record acknowledged as new exactly once.
+    @Test func twoInstancesOnOneDatabaseStoreTheSameBatchOnce() async throws {
+        let a = try await Endpoint.start(store: .postgres)
+        let b = try await Endpoint.start(store: .postgres, database: a.database)
+        let rawA = Raw(endpoint: a), rawB = Raw(endpoint: b)
+        let batches = (0..<20).map { n in
+            let records = (1...50).map { i in
+                #"{"seq":\#(n * 50 + i),"kind":"location","time":"2024-05-14T09:\#(10 + n):\#(String(format: "%02d", i))Z","lat":48.1,"lon":11.5}"#
+            }
+            return #"{"device":"van-\#(n % 3)","records":[\#(records.joined(separator: ","))]}"#
+        }
+        let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for body in batches {
+                group.addTask { try await rawA.send(.POST, "/v1/locations", body: body) }
+                group.addTask { try await rawB.send(.POST, "/v1/locations", body: body) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.allSatisfy { $0.0 == 200 })
+        var accepted = 0, duplicates = 0
+        for (_, body) in answers {
+            let reply = try #require(JSONBatch.Reply.decode(Array(body.utf8)))
+            accepted += reply.accepted
+            duplicates += body.components(separatedBy: "\"duplicates\":").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? -1
+        }
+        #expect(accepted == 1000)
+        #expect(duplicates == 1000)
+        #expect(try await a.server.store.count() == 1000)
+        #expect(try await b.server.store.devices().map(\.points) == [350, 350, 300])
+        #expect(try await b.server.store.trail(device: "van-1").count == 350)
+        await rawA.close()
+        await rawB.close()
+        await b.stop()
+        await a.stop()
+    }
+
+    /// PostgreSQL restarted in the middle of an upload (by the store itself, just before it writes
+    /// the third batch: no sleep decides when): the requests it fails are retried, and every record
+    /// arrives once.
+    @Test func aPostgreSQLRestartMidUploadLosesNothing() async throws {
+        let cluster = try await offThePool { try Postgres() }
+        defer { cluster.destroy() }
+        let name = try await offThePool { try cluster.createDatabase() }
+        let base = try await openTrackStore(cluster.url(name))
+        let store = RestartingStore(base: base, cluster: cluster, before: 3)
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = TrackServer.Configuration(database: cluster.url(name))
+        c.token = "secret"
+        let server = try TrackServer(configuration: c, store: store)
+        let task = Task { try await server.run() }
+        let port = await server.listeningPort()
+        var oc = Outbox.Configuration()
+        oc.device = "van-1"
+        let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: oc)
+        try outbox.append(walk(300))
+        var uc = Uploader.Configuration(url: "http://127.0.0.1:\(port)/v1/locations")
+        uc.token = "secret"
+        uc.maxBatchCount = 25
+        uc.initialBackoff = 0.01
+        uc.maxBackoff = 0.2
+        uc.maxWait = 0
+        let uploader = try Uploader(outbox: outbox, configuration: uc)
+        try await withTimeout(120, "the upload to drain") { await uploader.run(drain: true) }
+        #expect(store.restarted)
+        #expect(uploader.stats.uploaded == 300)
+        #expect(try outbox.stats().pending == 0)
+        let stored = try await base.trail(device: "van-1")
+        #expect(stored.map(\.sequence) == Array(1...300))
+        #expect(try await base.count() == 300)
+        await uploader.shutdown()
+        await server.shutdown()
+        _ = try? await task.value
+        await base.close()
+    }
+}
+
+/// A store that restarts its PostgreSQL cluster once, before the `before`th insert reaches it.
+final class RestartingStore: TrackStore, @unchecked Sendable {
+    let base: any TrackStore
+    let cluster: Postgres
+    let lock = NSLock()
+    var inserts = 0
+    let before: Int
+    var restarted: Bool { lock.withLock { inserts >= before } }
+
+    init(base: any TrackStore, cluster: Postgres, before: Int) {
+        (self.base, self.cluster, self.before) = (base, cluster, before)
+    }
+
+    var location: String { base.location }
+
+    func insert(_ records: [TrailRecord], format: String, received: Double) async throws -> (accepted: Int, duplicates: Int) {
+        let n = lock.withLock {
+            inserts += 1
+            return inserts
+        }
+        if n == before { try await offThePool { [cluster] in try cluster.restart() } }
+        return try await base.insert(records, format: format, received: received)
+    }
+
+    func devices() async throws -> [DeviceSummary] { try await base.devices() }
+    func device(_ id: String) async throws -> DeviceSummary? { try await base.device(id) }
+    func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+               includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?) {
+        try await base.trail(device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
+    }
+    func count() async throws -> Int { try await base.count() }
+}
