@@ -32,9 +32,10 @@ public enum RegionState: String, Hashable, Sendable, Codable {
 /// A grid index (cells of ``cellDegrees``; each region listed in every cell its bounds touch; kept
 /// as one sorted array of 8-byte (cell, slot) words) keeps the cost of a location proportional to
 /// the regions near it, not to how many are monitored. A location can only be evidence of *inside*
-/// for a region whose bounds contain it, so only those are looked up (the last cell's range is
-/// kept: a device stays in a cell for many fixes); the few regions that are inside, pending or
-/// unknown are always evaluated exactly.
+/// for a region whose bounds contain it, so only those are looked up: the last cell's circles are
+/// kept in a small array of their own (a device stays in a cell for many fixes), and each gets a
+/// cheap planar test before the exact distance, which only the circles the location may be inside
+/// need. The few regions that are inside, pending or unknown are always evaluated exactly.
 ///
 /// First states are reported for the regions the device is inside and, outside, for those whose
 /// boundary is within ``firstStateReportDistance``: with a million regions, a million `state`
@@ -56,8 +57,8 @@ public struct RegionMonitor: Sendable {
         var enteredAt: Double?
         var dwellReported = false
         var isActive = false
-        /// The `process` round that last evaluated this region as a candidate.
-        var visited: UInt32 = 0
+        /// The cell (``RegionMonitor/cellEpoch``) whose candidates list this region.
+        var cellMark: UInt32 = 0
     }
 
     /// Seconds the evidence for a new state must hold. The default is 20.
@@ -82,12 +83,25 @@ public struct RegionMonitor: Sendable {
     private var newWords: [UInt64] = []
     /// Index words of removed regions, dropped at the next rebuild.
     private var stalePairs = 0
-    /// Regions whose state is not a settled "outside" (inside, pending, or unknown).
+    /// Regions whose state is not a settled "outside" (inside, pending, or unknown), except those
+    /// among ``cellCandidates`` (which carry their own flag while their cell is current).
     private var active: [Int32] = []
-    private var round: UInt32 = 0
-    /// The cell of the last location and its range in ``index`` (until the index changes).
+    /// The cell of the last location (`.max`: none) and its regions, until the index changes or a
+    /// region is added, removed or restored.
     private var cachedCell: UInt64 = .max
-    private var cachedRange: Range<Int> = 0..<0
+    private var cellCandidates: [CellCandidate] = []
+    /// The south-west corner of ``cachedCell``, and the longitude of its middle.
+    private var cellSouth = 0.0
+    private var cellWest = 0.0
+    private var cellMidLongitude = 0.0
+    /// The cell's candidates by sub-cell (``CellCandidate/subCells`` a side): those of sub-cell
+    /// `n` are `subIndex[subStart[n]..<subStart[n + 1]]`, in the cell's order.
+    private var subStart: [Int32] = []
+    private var subIndex: [Int32] = []
+    /// The candidates that are active (in the cell's order).
+    private var cellActive: [Int32] = []
+    /// Counts the cells whose candidates were listed (``Tracked/cellMark``).
+    private var cellEpoch: UInt32 = 0
     /// Counts changes to what ``insideRegions`` returns (entries, exits, first states inside,
     /// dwells, restores): a saved copy is current while this has not moved.
     public private(set) var insideVersion: UInt64 = 0
@@ -118,6 +132,7 @@ public struct RegionMonitor: Sendable {
 
     /// Starts monitoring `region`, replacing one with the same id.
     public mutating func add(_ region: Region) {
+        dissolveCell()
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
@@ -137,6 +152,7 @@ public struct RegionMonitor: Sendable {
     @discardableResult
     public mutating func remove(_ id: String) -> Bool {
         guard let slot = tracked.removeValue(forKey: id) else { return false }
+        dissolveCell()
         retire(slot)
         return true
     }
@@ -157,7 +173,7 @@ public struct RegionMonitor: Sendable {
     ///
     /// - Complexity: O(regions inside, pending or unknown), not O(all).
     public var insideRegions: [(id: String, enteredAt: Double?, dwellReported: Bool)] {
-        active.compactMap { s in
+        allActive.compactMap { s in
             guard let e = slots[Int(s)], e.state == .inside else { return nil }
             return (e.region.id, e.enteredAt, e.dwellReported)
         }
@@ -165,12 +181,18 @@ public struct RegionMonitor: Sendable {
 
     /// Whether every region has a known state (none unknown).
     public var allStatesKnown: Bool {
-        !active.contains { slots[Int($0)]?.state == .unknown }
+        !allActive.contains { slots[Int($0)]?.state == .unknown }
+    }
+
+    /// Every region that is not settled outside.
+    private var allActive: [Int32] {
+        active + cellCandidates.lazy.filter(\.isActive).map(\.slot)
     }
 
     /// Restores states saved from ``insideRegions``: the listed regions are inside, every other
     /// monitored region outside.
     public mutating func restoreStates(inside: [(id: String, enteredAt: Double?, dwellReported: Bool)]) {
+        dissolveCell()
         let insideIDs = Dictionary(inside.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var stillActive: [Int32] = []
         for s in active {
@@ -221,7 +243,7 @@ public struct RegionMonitor: Sendable {
             index = words
             stalePairs = 0
             freeSlots = slots.indices.filter { slots[$0] == nil }.map { Int32($0) }.reversed()
-            cachedCell = .max
+            dissolveCell()
             return
         }
         guard !newWords.isEmpty else { return }
@@ -248,7 +270,7 @@ public struct RegionMonitor: Sendable {
             }
         }
         newWords = []
-        cachedCell = .max
+        dissolveCell()
     }
 
     /// The index positions of `cell`'s words.
@@ -268,108 +290,254 @@ public struct RegionMonitor: Sendable {
     public mutating func process(_ location: Location) -> [Event] {
         guard location.horizontalAccuracy >= 0 else { return [] }
         updateIndex()
-        round &+= 1
         let cell = grid.cellNumber(latitude: location.coordinate.latitude, longitude: location.coordinate.longitude)
         if cell != cachedCell {
-            cachedRange = range(of: cell)
-            cachedCell = cell
+            dissolveCell()
+            listCandidates(of: cell)
         }
         // The slots are taken out for the round and read in place through a pointer (no copy of
-        // an entry per field read), then put back.
+        // an entry per field read), then put back; the same for the cell's candidates.
         var storage: [Tracked?] = []
+        var candidates: [CellCandidate] = []
         swap(&storage, &slots)
-        defer { swap(&storage, &slots) }
-        return storage.withUnsafeMutableBufferPointer { buffer in
-            evaluate(location, entries: buffer.baseAddress!)
+        swap(&candidates, &cellCandidates)
+        defer {
+            swap(&storage, &slots)
+            swap(&candidates, &cellCandidates)
+        }
+        return storage.withUnsafeMutableBufferPointer { entries in
+            candidates.withUnsafeMutableBufferPointer { cell in
+                evaluate(location, entries: entries.baseAddress!, candidates: cell)
+            }
         }
     }
 
-    private mutating func evaluate(_ location: Location, entries: UnsafeMutablePointer<Tracked?>) -> [Event] {
+    /// Lists the regions of `cell` as the candidates of the locations in it: those whose bounds
+    /// touch it (the index) and, for circles, that reach into it (a test on the cell's rectangle
+    /// in a local projection, with the allowance of ``CellCandidate``). Their activity moves from
+    /// ``active`` to their candidate's flag.
+    private mutating func listCandidates(of cell: UInt64) {
+        cellEpoch &+= 1
+        let epoch = cellEpoch
+        let positions = range(of: cell)
+        let cd = cellDegrees
+        let south = Double(cell / grid.columns) * cd - 90
+        let west = Double(cell % grid.columns) * cd - 180
+        let midLongitude = west + cd / 2
+        let k = Geodesy.meanRadius * .pi / 180
+        var out: [CellCandidate] = []
+        out.reserveCapacity(positions.count)
+        var markedActive = 0
+        for i in positions {
+            let slot = Int32(truncatingIfNeeded: index[i] & 0xFFFF_FFFF)
+            guard let entry = slots[Int(slot)] else { continue }
+            // Polygons, and circles the cheap test does not hold for, are evaluated exactly.
+            var candidate = CellCandidate(latitude: 0, longitude: 0, radius: -1, slot: slot)
+            if case .circle(let c, let r) = entry.region.shape, r <= CellCandidate.planarRadiusLimit,
+               abs(c.latitude) <= CellCandidate.planarLatitudeLimit, cd <= CellCandidate.planarCellLimit
+            {
+                // The centre's longitude within 180° of the cell: no wrapping per location.
+                var lon = c.longitude
+                if lon - midLongitude > 180 { lon -= 360 } else if lon - midLongitude < -180 { lon += 360 }
+                let dy = (c.latitude - min(max(c.latitude, south), south + cd)) * k
+                let dx = (lon - min(max(lon, west), west + cd)) * k * cos(c.latitude * .pi / 180)
+                let reach = r * 1.01 + 1
+                // Out of reach of every location of the cell: not a candidate (active or not, it
+                // is then evaluated with the regions elsewhere).
+                if dx * dx + dy * dy > reach * reach { continue }
+                candidate = CellCandidate(latitude: c.latitude, longitude: lon, radius: r, slot: slot)
+                // The sub-cells it reaches, by the same test.
+                let n = CellCandidate.subCells, sub = cd / Double(n)
+                let kxC = k * cos(c.latitude * .pi / 180)
+                var mask: UInt16 = 0
+                for row in 0..<n {
+                    let s0 = south + Double(row) * sub
+                    let dy = (c.latitude - min(max(c.latitude, s0), s0 + sub)) * k
+                    for column in 0..<n {
+                        let w0 = west + Double(column) * sub
+                        let dx = (lon - min(max(lon, w0), w0 + sub)) * kxC
+                        if dx * dx + dy * dy <= reach * reach { mask |= 1 << UInt16(row * n + column) }
+                    }
+                }
+                candidate.subCellMask = mask
+            }
+            candidate.set(isActive: entry.isActive, isQuietInside: Self.isQuietInside(entry))
+            if entry.isActive { markedActive += 1 }
+            slots[Int(slot)]!.cellMark = epoch
+            out.append(candidate)
+        }
+        if markedActive > 0 {
+            active.removeAll { slots[Int($0)]?.cellMark == epoch }
+        }
+        // The sub-cells' lists, counted then filled (each in the cell's order).
+        let subs = CellCandidate.subCells * CellCandidate.subCells
+        var start = [Int32](repeating: 0, count: subs + 1)
+        cellActive = []
+        for (i, c) in out.enumerated() {
+            var mask = c.subCellMask
+            while mask != 0 {
+                start[mask.trailingZeroBitCount + 1] += 1
+                mask &= mask - 1
+            }
+            if c.isActive { cellActive.append(Int32(i)) }
+        }
+        for s in 0..<subs { start[s + 1] += start[s] }
+        var fill = start
+        var list = [Int32](repeating: 0, count: Int(start[subs]))
+        for (i, c) in out.enumerated() {
+            var mask = c.subCellMask
+            while mask != 0 {
+                let s = mask.trailingZeroBitCount
+                list[Int(fill[s])] = Int32(i)
+                fill[s] += 1
+                mask &= mask - 1
+            }
+        }
+        subStart = start
+        subIndex = list
+        cellCandidates = out
+        cachedCell = cell
+        cellSouth = south
+        cellWest = west
+        cellMidLongitude = midLongitude
+    }
+
+    /// Forgets the current cell's candidates, their active regions back in ``active``.
+    private mutating func dissolveCell() {
+        guard cachedCell != .max else { return }
+        for c in cellCandidates where c.isActive { active.append(c.slot) }
+        cellCandidates = []
+        subStart = []
+        subIndex = []
+        cellActive = []
+        cachedCell = .max
+    }
+
+    /// Settled inside with nothing pending and no dwell to report: a location deep inside changes
+    /// nothing for it.
+    private static func isQuietInside(_ entry: borrowing Tracked) -> Bool {
+        entry.state == .inside && entry.pending == nil && (entry.region.loiteringDelay == nil || entry.dwellReported)
+    }
+
+    private mutating func evaluate(_ location: Location, entries: UnsafeMutablePointer<Tracked?>,
+                                   candidates: UnsafeMutableBufferPointer<CellCandidate>) -> [Event]
+    {
         var events: [Event] = []
         let t = location.timestamp
+        let point = location.coordinate
         let margin = max(location.horizontalAccuracy, minimumMargin)
         let rules = Rules(minimumDuration: minimumDuration, reportDistance: firstStateReportDistance)
-        let lat = location.coordinate.latitude, lon = location.coordinate.longitude
+        let lat = point.latitude
+        // In the frame of the candidates' longitudes (within 180° of the cell's middle).
+        var lon = point.longitude
+        if lon - cellMidLongitude > 180 { lon -= 360 } else if lon - cellMidLongitude < -180 { lon += 360 }
         let k = Geodesy.meanRadius * .pi / 180
         let kx = k * cos(lat * .pi / 180)
         var version = insideVersion
-        // Candidates: the regions indexed in the location's cell.
-        for i in cachedRange {
-            let slot = Int(truncatingIfNeeded: index[i] & 0xFFFF_FFFF)
-            if case .none = entries[slot] { continue }
-            entries[slot]!.visited = round
-            // Cheap test first: circles clearly outside need no exact distance (squared planar
-            // distance in a local projection; the exact one only near the edge).
-            var evidence: RegionState?
-            var distance = 0.0
-            if case .circle(let c, let r) = entries[slot]!.region.shape {
-                let dy = (lat - c.latitude) * k
-                var dLon = lon - c.longitude
-                if dLon > 180 || dLon < -180 { dLon = Geodesy.normalizeLongitude(dLon) }
-                let dx = dLon * kx
-                let far = r + margin + 1
-                let d2 = dx * dx + dy * dy
-                if d2 > far * far * 1.0201 {
-                    if entries[slot]!.state == .outside && entries[slot]!.pending == nil { continue }
-                    let approx = d2.squareRoot()
-                    if approx - r > margin + 0.01 * approx + 1 {
-                        evidence = .outside
-                        distance = approx - r
-                    }
+        // Candidates: the regions of the location's cell. A location is evidence of *inside* only
+        // within `radius - margin` of a circle's centre, of *outside* only beyond `radius + margin`.
+        // The cheap test (planar distance in a local projection, with the allowance of
+        // ``CellCandidate``) leaves out the circles whose state the location cannot change: one
+        // settled outside that it is not inside, one settled inside that it is not outside of.
+        // Those are not even read; the others get the exact distance when the planar one leaves
+        // their evidence in doubt.
+        // Only the candidates that reach the location's sub-cell are tested; one that does not is
+        // out of the location's reach, which changes nothing for it unless it is active. Per
+        // location, the cheap test of a candidate is one comparison (``CellCandidate/bound``).
+        let n = CellCandidate.subCells
+        let subDegrees = cellDegrees / Double(n)
+        let row = min(n - 1, max(0, Int(((lat - cellSouth) / subDegrees).rounded(.down))))
+        let column = min(n - 1, max(0, Int(((lon - cellWest) / subDegrees).rounded(.down))))
+        let bit: UInt16 = 1 << UInt16(row * n + column)
+        let marginTerm = 0.99 * margin
+        let listed = Int(subStart[row * n + column])..<Int(subStart[row * n + column + 1])
+        let activityChanged = withUnsafeTemporaryAllocation(of: Int32.self, capacity: listed.count + cellActive.count) {
+            buffer -> Bool in
+            var count = 0
+            subIndex.withUnsafeBufferPointer { subIndex in
+                for j in listed {
+                    let i = subIndex[j]
+                    let c = candidates[Int(i)]
+                    let dy = (lat - c.latitude) * k
+                    let dx = (lon - c.longitude) * kx
+                    if c.sense * (dx * dx + dy * dy).squareRoot() > c.bound - marginTerm { continue }
+                    buffer[count] = i
+                    count += 1
                 }
             }
-            if evidence == nil {
-                let d = entries[slot]!.region.signedDistance(to: location.coordinate)
-                distance = d
-                evidence = d <= -margin ? .inside : (d >= margin ? .outside : nil)
+            for i in cellActive where candidates[Int(i)].subCellMask & bit == 0 {
+                buffer[count] = i
+                count += 1
             }
-            if let evidence {
-                if evidence == .outside && entries[slot]!.state == .outside && entries[slot]!.pending == nil { continue }
-                let certain = entries[slot]!.state == .unknown
-                events += Self.settle(&entries[slot]!, evidence: evidence, distanceCertain: certain,
-                                      distance: distance, time: t, rules: rules, version: &version)
-            } else {
-                // In the band at the edge: no evidence, and the wait for a transition restarts.
-                entries[slot]!.pending = nil
-            }
-            // Dwell.
-            if entries[slot]!.state == .inside, let delay = entries[slot]!.region.loiteringDelay,
-               let since = entries[slot]!.enteredAt, !entries[slot]!.dwellReported, t - since >= delay
-            {
-                entries[slot]!.dwellReported = true
-                version &+= 1
-                events.append(.dwell(entries[slot]!.region.id, time: t))
-            }
-            if (entries[slot]!.state != .outside || entries[slot]!.pending != nil) && !entries[slot]!.isActive {
-                entries[slot]!.isActive = true
-                active.append(Int32(slot))
-            }
+            var due = UnsafeMutableBufferPointer(rebasing: buffer[0..<count])
+            // In the cell's order, as evaluating every candidate would report them.
+            if count > 1 { due.sort() }
+            return Self.evaluate(due, candidates: candidates, entries: entries, point: point,
+                                 planar: (latitude: lat, longitude: lon, k: k, kx: kx), time: t, margin: margin,
+                                 rules: rules, version: &version, events: &events)
         }
-        // Active regions (inside, pending, unknown) not in this cell: evaluated exactly; the
-        // location is outside their bounds, so the evidence is outside or none.
-        var stillActive: [Int32] = []
-        stillActive.reserveCapacity(active.count)
-        for s in active {
+        if activityChanged {
+            cellActive.removeAll(keepingCapacity: true)
+            for i in candidates.indices where candidates[i].isActive { cellActive.append(Int32(i)) }
+        }
+        evaluateElsewhere(point, entries: entries, time: t, margin: margin, rules: rules, version: &version,
+                          events: &events)
+        insideVersion = version
+        return events
+    }
+
+    /// Evaluates the candidates `due` (exactly unless the planar distance is certain); returns
+    /// whether any became active or settled outside.
+    private static func evaluate(
+        _ due: UnsafeMutableBufferPointer<Int32>, candidates: UnsafeMutableBufferPointer<CellCandidate>,
+        entries: UnsafeMutablePointer<Tracked?>, point: Coordinate,
+        planar p: (latitude: Double, longitude: Double, k: Double, kx: Double), time t: Double, margin: Double,
+        rules: Rules, version: inout UInt64, events: inout [Event]
+    ) -> Bool {
+        var activityChanged = false
+        for i32 in due {
+            let i = Int(i32)
+            let c = candidates[i]
+            let slot = Int(c.slot)
+            if case .none = entries[slot] { continue }
+            let dy = (p.latitude - c.latitude) * p.k
+            let dx = (p.longitude - c.longitude) * p.kx
+            let planar = c.radius >= 0
+                ? PlanarEvidence(squaredDistance: dx * dx + dy * dy, radius: c.radius, margin: margin)
+                : PlanarEvidence.unsure
+            Self.evaluate(&entries[slot]!, at: point, planar: planar, time: t, margin: margin, rules: rules,
+                          version: &version, events: &events)
+            let isActive = entries[slot]!.state != .outside || entries[slot]!.pending != nil
+            entries[slot]!.isActive = isActive
+            let quiet = entries[slot]!.state == .inside && entries[slot]!.pending == nil
+                && (entries[slot]!.region.loiteringDelay == nil || entries[slot]!.dwellReported)
+            if isActive != c.isActive { activityChanged = true }
+            candidates[i].set(isActive: isActive, isQuietInside: quiet)
+        }
+        return activityChanged
+    }
+
+    /// Active regions (inside, pending, unknown) elsewhere, out of the cell's reach: exactly. Kept
+    /// in place: those that settled outside leave the list.
+    private mutating func evaluateElsewhere(_ point: Coordinate, entries: UnsafeMutablePointer<Tracked?>,
+                                            time t: Double, margin: Double, rules: Rules, version: inout UInt64,
+                                            events: inout [Event])
+    {
+        var kept = 0
+        for i in active.indices {
+            let s = active[i]
             let slot = Int(s)
             if case .none = entries[slot] { continue }
-            if entries[slot]!.visited != round {
-                let d = entries[slot]!.region.signedDistance(to: location.coordinate)
-                if d >= margin {
-                    events += Self.settle(&entries[slot]!, evidence: .outside, distanceCertain: true, distance: d,
-                                          time: t, rules: rules, version: &version)
-                } else {
-                    entries[slot]!.pending = nil
-                }
-            }
+            Self.evaluate(&entries[slot]!, at: point, planar: .unsure, time: t, margin: margin, rules: rules,
+                          version: &version, events: &events)
             if entries[slot]!.state != .outside || entries[slot]!.pending != nil {
-                stillActive.append(s)
+                active[kept] = s
+                kept += 1
             } else {
                 entries[slot]!.isActive = false
             }
         }
-        active = stillActive
-        insideVersion = version
-        return events
+        active.removeLast(active.count - kept)
     }
 
     struct Rules {
@@ -377,54 +545,167 @@ public struct RegionMonitor: Sendable {
         var reportDistance: Double
     }
 
+    /// What the cheap test tells of a location's evidence for a circle, when it is certain.
+    enum PlanarEvidence {
+        case inside, outside, band, unsure
+
+        /// From the squared planar distance to the centre, with the allowance of ``CellCandidate``.
+        init(squaredDistance d2: Double, radius r: Double, margin m: Double) {
+            let inner = (r - m - 1) * 0.99
+            let outer = (r + m) * 1.01 + 1
+            let bandLow = max(0, r - m) * 1.01 + 1
+            let bandHigh = (r + m) * 0.99 - 1
+            if inner > 0 && d2 <= inner * inner {
+                self = .inside
+            } else if d2 >= outer * outer {
+                self = .outside
+            } else if d2 > bandLow * bandLow && bandHigh > 0 && d2 < bandHigh * bandHigh {
+                self = .band
+            } else {
+                self = .unsure
+            }
+        }
+    }
+
+    /// One region's evidence from a location: the hold-time rule, then dwell. The exact distance
+    /// is computed when the cheap test is unsure, or for a first state (its distance decides
+    /// whether it is reported).
+    private static func evaluate(_ entry: inout Tracked, at point: Coordinate, planar: PlanarEvidence, time t: Double,
+                                 margin: Double, rules: Rules, version: inout UInt64, events: inout [Event])
+    {
+        var d: Double
+        switch planar {
+        case .inside where entry.state != .unknown: d = -margin
+        case .outside where entry.state != .unknown: d = margin
+        case .band where entry.state != .unknown: d = 0
+        default: d = entry.region.signedDistance(to: point)
+        }
+        if d <= -margin {
+            settle(&entry, evidence: .inside, distance: d, time: t, rules: rules, version: &version, events: &events)
+        } else if d >= margin {
+            if entry.state != .outside || entry.pending != nil {
+                settle(&entry, evidence: .outside, distance: d, time: t, rules: rules, version: &version,
+                       events: &events)
+            }
+        } else {
+            // In the band at the edge: no evidence, and the wait for a transition restarts.
+            entry.pending = nil
+        }
+        checkDwell(&entry, time: t, version: &version, events: &events)
+    }
+
+    /// Reports a dwell once per visit, when inside for the region's loitering delay.
+    private static func checkDwell(_ entry: inout Tracked, time t: Double, version: inout UInt64,
+                                   events: inout [Event])
+    {
+        if entry.state == .inside, let delay = entry.region.loiteringDelay, let since = entry.enteredAt,
+           !entry.dwellReported, t - since >= delay
+        {
+            entry.dwellReported = true
+            version &+= 1
+            events.append(.dwell(entry.region.id, time: t))
+        }
+    }
+
     /// Applies one piece of evidence with the hold-time rule; `distance` is the signed distance to
-    /// the boundary (or an estimate, far outside).
-    private static func settle(_ entry: inout Tracked, evidence: RegionState, distanceCertain: Bool,
-                               distance: Double, time t: Double, rules: Rules, version insideVersion: inout UInt64)
-        -> [Event]
+    /// the boundary.
+    private static func settle(_ entry: inout Tracked, evidence: RegionState, distance: Double, time t: Double,
+                               rules: Rules, version insideVersion: inout UInt64, events: inout [Event])
     {
         if evidence == entry.state {
             entry.pending = nil
-            return []
+            return
         }
-        if entry.state == .unknown && distanceCertain {
+        if entry.state == .unknown {
+            // The first evidence settles the state at once; it is reported inside or nearby.
             entry.state = evidence
             entry.pending = nil
             if evidence == .inside {
                 insideVersion &+= 1
-                return [.state(entry.region.id, evidence)]
+                events.append(.state(entry.region.id, evidence))
+            } else if distance <= rules.reportDistance {
+                events.append(.state(entry.region.id, evidence))
             }
-            return distance <= rules.reportDistance ? [.state(entry.region.id, evidence)] : []
+            return
         }
         if entry.pending != evidence {
             entry.pending = evidence
             entry.pendingSince = t
         }
-        guard t - entry.pendingSince >= rules.minimumDuration else { return [] }
+        guard t - entry.pendingSince >= rules.minimumDuration else { return }
         let previous = entry.state
         entry.state = evidence
         entry.pending = nil
-        if previous == .inside || evidence == .inside { insideVersion &+= 1 }
+        insideVersion &+= 1
         let id = entry.region.id
         switch (previous, evidence) {
-        case (.unknown, _):
-            if evidence == .inside { entry.enteredAt = entry.pendingSince }
-            return [.state(id, evidence)]
         case (.outside, .inside):
             // The entry happened when the evidence began, not when it was confirmed.
             entry.enteredAt = entry.pendingSince
             entry.dwellReported = false
-            return entry.region.notifyOnEntry ? [.enter(id, time: entry.pendingSince)] : []
+            if entry.region.notifyOnEntry { events.append(.enter(id, time: entry.pendingSince)) }
         case (.inside, .outside):
             entry.enteredAt = nil
-            return entry.region.notifyOnExit ? [.exit(id, time: entry.pendingSince)] : []
+            if entry.region.notifyOnExit { events.append(.exit(id, time: entry.pendingSince)) }
         default:
-            return []
+            preconditionFailure("a settled region moves between inside and outside only")
         }
     }
 
 }
 
+/// A region of the current grid cell, with a circle's centre and radius copied out of its slot so
+/// the cheap test reads one small contiguous array.
+///
+/// The cheap tests measure in an equirectangular projection about the location (or, for the cell,
+/// about the centre) and allow 1 % + 1 m for its error. That holds for circles of at most
+/// ``planarRadiusLimit`` centred at most ``planarLatitudeLimit`` from the equator in cells of at
+/// most ``planarCellLimit``: the distances compared are then under 15 km, where the projection
+/// errs by about tan(70°) × 15 km / 6,371 km / 2 ≈ 0.3 %. Other regions always get the exact test.
+struct CellCandidate: Sendable {
+    static let planarRadiusLimit = 10_000.0
+    static let planarLatitudeLimit = 70.0
+    static let planarCellLimit = 0.05
+    /// A cell is divided into this many sub-cells a side, each listing the candidates that reach it.
+    static let subCells = 4
+
+    var latitude: Double
+    /// The centre's longitude, within 180° of the cell's middle (not wrapped).
+    var longitude: Double
+    /// The circle's radius in metres; negative for a region that always gets the exact test.
+    var radius: Double
+    var slot: Int32
+    /// Whether the region is not settled outside (inside, pending, unknown): its ``Tracked/isActive``
+    /// while the cell is current.
+    private(set) var isActive = false
+    /// Settled inside with nothing pending and no dwell to report.
+    private(set) var isQuietInside = false
+    /// The cheap test leaves the candidate out when `sense × distance > bound - 0.99 × margin`
+    /// (planar distance to the centre, metres). Settled outside (sense 1, bound 1.01 × radius + 1):
+    /// the location is not within `1.01 × (radius - margin) + 1`, so not inside by the margin.
+    /// Quiet inside (sense -1, bound -(0.99 × radius - 1)): it is within `0.99 × (radius + margin)
+    /// - 1`, so not outside by the margin. Otherwise (sense 0, bound +∞) never left out.
+    private(set) var sense = 0.0
+    private(set) var bound = Double.infinity
+    /// The sub-cells of the cell the circle reaches (bit `row × subCells + column`); all for
+    /// regions without the cheap test.
+    var subCellMask: UInt16 = .max
+
+    mutating func set(isActive: Bool, isQuietInside: Bool) {
+        self.isActive = isActive
+        self.isQuietInside = isQuietInside
+        if radius >= 0 && isQuietInside {
+            sense = -1
+            bound = -(0.99 * radius - 1)
+        } else if radius >= 0 && !isActive {
+            sense = 1
+            bound = 1.01 * radius + 1
+        } else {
+            sense = 0
+            bound = .infinity
+        }
+    }
+}
 /// Grid cells of ``RegionMonitor/cellDegrees``, numbered `row * columns + column`.
 struct Grid: Sendable {
     let cellDegrees: Double

@@ -19,9 +19,25 @@ public struct TrailFile: Sendable {
     }
 }
 
+extension TrailFile {
+    /// The regions of the GeoJSON file `path` (none without one), to draw on an SVG.
+    ///
+    /// - Throws: ``TrailExportError`` naming the file and what is wrong with it.
+    public static func regions(_ path: String?) throws(TrailExportError) -> [RegionDefinition] {
+        guard let path else { return [] }
+        do {
+            return try RegionDefinition.parseGeoJSON(try readFile(path))
+        } catch {
+            throw TrailExportError(description: "--regions \(path): \(error)")
+        }
+    }
+}
+
 /// Why a trail can't be exported: a sentence naming what to choose instead.
 public struct TrailExportError: Error, CustomStringConvertible {
     public var description: String
+
+    public init(description: String) { self.description = description }
 }
 
 extension TrackStore {
@@ -91,14 +107,7 @@ extension SQLiteTrackStore {
         } catch {
             throw TrailExportError(description: "cannot open \(path): \(error)")
         }
-        var definitions: [RegionDefinition] = []
-        if let regions {
-            do {
-                definitions = try RegionDefinition.parseGeoJSON(try readFile(regions))
-            } catch {
-                throw TrailExportError(description: "--regions \(regions): \(error)")
-            }
-        }
+        let definitions = try TrailFile.regions(regions)
         do {
             return try await store.export(device: device, from: from, to: to, format: format, regions: definitions,
                                           progress: progress)

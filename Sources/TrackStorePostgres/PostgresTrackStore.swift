@@ -47,6 +47,17 @@ public final class PostgresTrackStore: TrackStore {
             configuration = .init(host: url.host ?? "localhost", port: url.port, username: url.user,
                                   password: url.password, database: url.database, tls: try Self.tls(url))
         }
+        // One connection first, so that a refused connection, a wrong password or a missing database
+        // is said at once, in PostgreSQL's words (the pool would retry it quietly until the deadline).
+        do {
+            try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
+                let probe = try await PostgresConnection.connect(configuration: Self.connectionConfiguration(url),
+                                                                 id: 0, logger: logger)
+                try await probe.close()
+            }
+        } catch {
+            throw Self.storeError(error, doing: "cannot connect to \(url)")
+        }
         configuration.options.maximumConnections = max(1, maxConnections)
         configuration.options.minimumConnections = 0
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
@@ -62,16 +73,36 @@ public final class PostgresTrackStore: TrackStore {
         }
     }
 
-    static func tls(_ url: PostgresURL) throws -> PostgresClient.Configuration.TLS {
+    /// The TLS settings `sslmode` stands for (`nil`: disable).
+    static func tlsConfiguration(_ url: PostgresURL) -> TLSConfiguration? {
         var tls = TLSConfiguration.makeClientConfiguration()
         switch url.sslMode {
-        case .disable: return .disable
+        case .disable: return nil
         case .prefer, .require: tls.certificateVerification = .none
         case .verifyCA: tls.certificateVerification = .noHostnameVerification
         case .verifyFull: tls.certificateVerification = .fullVerification
         }
         if let root = url.rootCertificate { tls.trustRoots = .file(root) }
+        return tls
+    }
+
+    static func tls(_ url: PostgresURL) throws -> PostgresClient.Configuration.TLS {
+        guard let tls = tlsConfiguration(url) else { return .disable }
         return url.sslMode == .prefer ? .prefer(tls) : .require(tls)
+    }
+
+    /// The same settings for one connection.
+    static func connectionConfiguration(_ url: PostgresURL) throws -> PostgresConnection.Configuration {
+        if let socket = url.socketPath {
+            return .init(unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
+        }
+        var tls = PostgresConnection.Configuration.TLS.disable
+        if let configuration = tlsConfiguration(url) {
+            let context = try NIOSSLContext(configuration: configuration)
+            tls = url.sslMode == .prefer ? .prefer(context) : .require(context)
+        }
+        return .init(host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password,
+                     database: url.database, tls: tls)
     }
 
     public func close() async {

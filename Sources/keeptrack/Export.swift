@@ -3,6 +3,7 @@ import SystemIO
 import Tracking
 import Formats
 import TrackServer
+import TrackStorePostgres
 
 #if canImport(Glibc)
 import Glibc
@@ -27,7 +28,8 @@ struct Export: AsyncParsableCommand {
     @Option(help: "svg, geojson or gpx. The default is svg.")
     var format: String = "svg"
 
-    @Option(help: ArgumentHelp("The endpoint's database. Default: endpoint.sqlite in the data directory.", valueName: "file"))
+    @Option(help: ArgumentHelp("The endpoint's database, a file or postgres://... Default: endpoint.sqlite in the data directory.",
+                               valueName: "file|url"))
     var db: String?
 
     @Option(help: ArgumentHelp("The device (needed when the database holds several).", valueName: "id"))
@@ -60,7 +62,7 @@ struct Export: AsyncParsableCommand {
         let export: TrailFile
         let line = progressWanted(stdoutUsed: output == nil) ? ProgressLine.Throttled(draw: printErrorInline) : nil
         do {
-            export = try await SQLiteTrackStore.export(path: db ?? data.directory + "/endpoint.sqlite", device: device,
+            export = try await exportTrail(database: db ?? data.directory + "/endpoint.sqlite", device: device,
                                            from: from.flatMap(ISOTime.parse) ?? -.infinity,
                                            to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions,
                                            progress: line.map { line in { line.update(TrailFile.progress($0, of: $1)) } })

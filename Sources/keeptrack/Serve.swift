@@ -154,7 +154,7 @@ struct Serve: AsyncParsableCommand {
             let store = try await openTrackStore(database, environment: ProcessInfo.processInfo.environment)
             server = try TrackServer(configuration: configuration(database: database), store: store, logger: logger)
         } catch {
-            throw ValidationError("cannot open the database \(database): \(error)")
+            throw ValidationError("\(error)") // names the database (a URL without its password)
         }
         if let warning = TrackServer.exposureWarning(host: host, token: token) { printError(warning) }
         try await server.run(signals: true) { line in

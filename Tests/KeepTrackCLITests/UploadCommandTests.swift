@@ -142,6 +142,18 @@ struct CrashTestTests {
         #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
+
+    /// The same with the endpoint on PostgreSQL (a throwaway cluster), which is also restarted and
+    /// SIGKILLed mid-run (`tools/crash-test --postgres --kills 40` is the long version).
+    @Test func onPostgreSQLKillsAndDatabaseRestartsLoseNothingAndStoreNothingTwice() throws {
+        let tool = try Tool("tools/crash-test", ["--postgres", "--kills", "5", "--seed", "5", "--speed", "120",
+                                                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
+        tool.guardAgainstHang(seconds: 600)
+        var lines: [String] = []
+        while let line = tool.readLine() { lines.append(line) }
+        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
+        #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
+    }
 }
 
 @Suite("keeptrack track: graceful shutdown")

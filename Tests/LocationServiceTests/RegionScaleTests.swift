@@ -125,3 +125,59 @@ struct RegionScaleTests {
         }
     }
 }
+
+@Suite("Region index: the cheap tests against exact distances")
+struct RegionCheapTestTests {
+    /// Circles clustered around a place (some large, some polygons, some with a dwell), a wander
+    /// through them with jumps and an accuracy that changes every fix: the indexed monitor (cells,
+    /// planar pre-tests, quiet regions left unread) reports per fix exactly what a monitor that
+    /// measures every region's exact distance reports.
+    @Test(arguments: [
+        ("Munich", Coordinate(latitude: 48.137, longitude: 11.575)),
+        ("across the antimeridian", Coordinate(latitude: -17.0, longitude: 179.998)),
+        ("at the planar latitude limit", Coordinate(latitude: 69.99, longitude: -20.0)),
+        ("polar, exact only", Coordinate(latitude: 78.2, longitude: 15.6)),
+    ])
+    func theIndexedMonitorReportsWhatExactDistancesGive(place: String, centre: Coordinate) throws {
+        var seed: UInt64 = 11
+        func next() -> Double {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Double(seed >> 11) / Double(1 << 53)
+        }
+        var indexed = RegionMonitor()
+        var exact = RegionMonitor(cellDegrees: 360)
+        for i in 0..<600 {
+            let c = Geodesy.destination(from: centre, bearing: next() * 360, distance: next() * 2_000)
+            var region: Region
+            switch i % 50 {
+            case 0:
+                region = try Region(id: "big\(i)", center: c, radius: 8_000 + next() * 6_000)
+            case 1:
+                let ring = (0..<5).map { Geodesy.destination(from: c, bearing: Double($0) * 72, distance: 150) }
+                region = try Region(id: "poly\(i)", ring: ring)
+            default:
+                region = try Region(id: "r\(i)", center: c, radius: 20 + next() * 300)
+            }
+            if i % 7 == 0 { region.loiteringDelay = 30 }
+            indexed.add(region)
+            exact.add(region)
+        }
+        var position = centre
+        var differences = 0
+        var transitions = 0
+        for t in 0..<3_000 {
+            let step = next() < 0.01 ? 1_500 * next() : 3 * next()
+            position = Geodesy.destination(from: position, bearing: next() * 360, distance: step)
+            if Geodesy.haversineDistance(position, centre) > 2_500 { position = centre }
+            let location = Location(coordinate: position, horizontalAccuracy: 3 + next() * 60,
+                                    timestamp: 1_700_000_000 + Double(t))
+            let a = indexed.process(location).map { "\($0)" }.sorted()
+            let b = exact.process(location).map { "\($0)" }.sorted()
+            if a != b { differences += 1 }
+            transitions += b.filter { $0.hasPrefix("enter") || $0.hasPrefix("exit") || $0.hasPrefix("dwell") }.count
+        }
+        #expect(differences == 0)
+        #expect(transitions > 100)
+        #expect(indexed.insideRegions.map(\.id).sorted() == exact.insideRegions.map(\.id).sorted())
+    }
+}

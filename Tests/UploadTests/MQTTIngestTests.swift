@@ -7,8 +7,8 @@ import TrackServerTesting
 @testable import Upload
 
 /// An endpoint subscribed to `owntracks/+/+` on `broker`, once its subscription is in place.
-func subscribedEndpoint(_ broker: Broker) async throws -> Endpoint {
-    let endpoint = try await Endpoint.start(token: nil) { $0.mqtt = .init(url: "mqtt://127.0.0.1:\(broker.port)") }
+func subscribedEndpoint(_ broker: Broker, store: StoreKind = .sqlite) async throws -> Endpoint {
+    let endpoint = try await Endpoint.start(store: store, token: nil) { $0.mqtt = .init(url: "mqtt://127.0.0.1:\(broker.port)") }
     try await withTimeout(30, "the MQTT subscription") { await endpoint.server.mqttSubscription() }
     return endpoint
 }
@@ -24,9 +24,9 @@ func waitUntilStored(_ n: Int, _ endpoint: Endpoint) async throws {
 struct MQTTIngestTests {
     /// The uploader publishes to the broker, the endpoint takes from it: every record once, in
     /// order, filed under the topic's user/device.
-    @Test func uploaderToBrokerToEndpointStoresEveryRecordOnce() async throws {
+    @Test(arguments: StoreKind.allCases) func uploaderToBrokerToEndpointStoresEveryRecordOnce(kind: StoreKind) async throws {
         let broker = try Broker()
-        let endpoint = try await subscribedEndpoint(broker)
+        let endpoint = try await subscribedEndpoint(broker, store: kind)
         let (outbox, dir) = try filledOutbox(150)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(broker.port)", batch: 40)
@@ -42,9 +42,9 @@ struct MQTTIngestTests {
 
     /// QoS 1 is at least once: records whose PUBACK never came (the broker stopped answering) are
     /// published again, and the broker may deliver both copies; the endpoint stores each once.
-    @Test func aRecordSentTwiceIsStoredOnce() async throws {
+    @Test(arguments: StoreKind.allCases) func aRecordSentTwiceIsStoredOnce(kind: StoreKind) async throws {
         let broker = try Broker()
-        let endpoint = try await subscribedEndpoint(broker)
+        let endpoint = try await subscribedEndpoint(broker, store: kind)
         let (outbox, dir) = try filledOutbox(10)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(broker.port)", attempts: 1, timeout: 1)

@@ -90,8 +90,8 @@ struct MapTests {
 
     /// 60,000 points at one place within four minutes: each anchor's run reaches the end, which
     /// took the point-by-point version 85-101 s.
-    @Test func mapsSixtyThousandClusteredPoints() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func mapsSixtyThousandClusteredPoints(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let t0 = 1_715_679_000.0
         var rng = SplitMix(state: 42)
         let cluster = (0..<60_000).map { i in

@@ -32,8 +32,8 @@ struct PeerUploadTests {
 
     /// Traccar's OsmAnd clients: a region transition is an event on the position that decided it;
     /// never a position of its own at the crossing's (earlier) time.
-    @Test func transitionsReachTraccarAsEventsOnTheirPosition() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func transitionsReachTraccarAsEventsOnTheirPosition(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(0)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var records = walk(6)
@@ -141,10 +141,10 @@ struct PeerUploadTests {
     /// Traccar stores a re-sent position twice, so the window is one request: when an answer is
     /// lost, only that request's record goes again, not the others in flight or in the batch (our
     /// endpoint recognises it: exactly one duplicate).
-    @Test func aLostOsmAndAnswerResendsOnlyItsOwnRecord() async throws {
+    @Test(arguments: StoreKind.allCases) func aLostOsmAndAnswerResendsOnlyItsOwnRecord(kind: StoreKind) async throws {
         var faults = Faults()
         faults.dropNext = 1
-        let endpoint = try await Endpoint.start(faults: faults)
+        let endpoint = try await Endpoint.start(store: kind, faults: faults)
         let (outbox, dir) = try filledOutbox(40)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint, path: "/", format: "osmand")
@@ -157,10 +157,10 @@ struct PeerUploadTests {
     }
 
     /// A backlog of single-record requests drains with several in flight, every record once.
-    @Test func anOsmAndBacklogDrainsWithSeveralRequestsInFlight() async throws {
+    @Test(arguments: StoreKind.allCases) func anOsmAndBacklogDrainsWithSeveralRequestsInFlight(kind: StoreKind) async throws {
         var faults = Faults()
         faults.delay = 0.05
-        let endpoint = try await Endpoint.start(faults: faults)
+        let endpoint = try await Endpoint.start(store: kind, faults: faults)
         let (outbox, dir) = try filledOutbox(64)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint, path: "/", format: "osmand")

@@ -90,6 +90,48 @@ struct PostgresStoreTests {
         }
     }
 
+    /// `keeptrack export --db postgres://...`: the same file as from SQLite for the same records, and
+    /// an unknown device named with what the store holds.
+    @Test func exportsATrailFromPostgreSQLAsFromSQLite() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let records = walk(30, device: "van").enumerated().map { i, r in
+            var r = r
+            r.sequence = Int64(i + 1)
+            return r
+        }
+        for database in [cluster.url(name), dir + "/endpoint.sqlite"] {
+            let store = try await openTrackStore(database)
+            _ = try await store.insert(records, format: "json", received: 1)
+            await store.close()
+        }
+        for format in ["gpx", "geojson", "svg"] {
+            let pg = try await exportTrail(database: cluster.url(name), device: nil, from: -.infinity, to: .infinity,
+                                           format: format, regions: nil)
+            let lite = try await exportTrail(database: dir + "/endpoint.sqlite", device: nil, from: -.infinity,
+                                             to: .infinity, format: format, regions: nil)
+            #expect(pg.bytes == lite.bytes, "\(format)")
+            #expect(pg.points == 30)
+        }
+        await #expect { _ = try await exportTrail(database: cluster.url(name), device: "bike", from: 0, to: 1,
+                                                  format: "gpx", regions: nil) }
+            throws: { "\($0)".contains("no device 'bike' in postgres://kt@127.0.0.1:") && "\($0)".contains("it has: van") }
+        try await offThePool { try cluster.dropDatabase(name) }
+    }
+
+    /// A database that can't be reached or doesn't exist is said at once, in PostgreSQL's words, with
+    /// the URL's password left out.
+    @Test func saysAtOnceWhyItCannotConnect() async throws {
+        let cluster = try await Postgres.shared()
+        await #expect { _ = try await openTrackStore("postgres://kt:hunter2@127.0.0.1:\(cluster.port)/kt_missing?sslmode=disable") }
+            throws: { "\($0)".contains(#"database "kt_missing" does not exist"#) && !"\($0)".contains("hunter2") }
+        let closed = freeLoopbackPort()
+        await #expect { _ = try await openTrackStore("postgres://kt@127.0.0.1:\(closed)/x?sslmode=disable") }
+            throws: { "\($0)".contains("cannot connect to postgres://kt@127.0.0.1:\(closed)/x") && "\($0)".contains("refused") }
+    }
+
     /// Two `keeptrack serve` instances on one database, the same batches sent to both at once: every
     /// record stored once, and between the two answers each record acknowledged as new exactly once.
     @Test func twoInstancesOnOneDatabaseStoreTheSameBatchOnce() async throws {

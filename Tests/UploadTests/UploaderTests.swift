@@ -39,8 +39,8 @@ func drain(_ u: Uploader) async throws {
 
 @Suite("Uploader against a real endpoint", .serialized)
 struct UploaderTests {
-    @Test func everyRecordArrivesOnceInOrder() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func everyRecordArrivesOnceInOrder(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(250)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint)
@@ -96,10 +96,10 @@ struct UploaderTests {
 
     /// The endpoint stores a batch and the connection drops before the answer: the uploader sends
     /// it again, and the endpoint recognises every id.
-    @Test func aDroppedAnswerIsSentAgainAndStoredOnce() async throws {
+    @Test(arguments: StoreKind.allCases) func aDroppedAnswerIsSentAgainAndStoredOnce(kind: StoreKind) async throws {
         var faults = Faults()
         faults.dropNext = 2
-        let endpoint = try await Endpoint.start(faults: faults)
+        let endpoint = try await Endpoint.start(store: kind, faults: faults)
         let (outbox, dir) = try filledOutbox(200)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try uploader(outbox, endpoint)
@@ -129,8 +129,8 @@ struct UploaderTests {
     /// (Records the uploader itself finds invalid never reach the server: `InvalidRecordTests`. Here
     /// the device's clock is a year ahead of the endpoint's, so two records are in the endpoint's
     /// future: valid to send, refused when they arrive.)
-    @Test func badRecordsGoToDeadLettersAndTheRestIsStored() async throws {
-        let endpoint = try await Endpoint.start()
+    @Test(arguments: StoreKind.allCases) func badRecordsGoToDeadLettersAndTheRestIsStored(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(0)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let ahead = WallClock.seconds() + 365 * 86_400
