@@ -1,3 +1,4 @@
+import Dispatch
 import Formats
 import GRDB
 
@@ -14,8 +15,11 @@ public final class SQLiteTrackStore: TrackStore {
 
     public var location: String { path }
 
-    /// Opens (creating and migrating) the store at `path`.
-    public init(path: String) throws {
+    /// Opens (creating and migrating) the store at `path`. An existing store whose schema needs
+    /// migrations says so through `progress`: what it upgrades and for how many points, then the
+    /// seconds spent, redrawn every quarter second until done (one migration over millions of
+    /// points takes minutes), then `""`.
+    public init(path: String, progress: (@Sendable (String) -> Void)? = nil) throws {
         self.path = path
         var config = Configuration()
         config.prepareDatabase { db in
@@ -68,7 +72,38 @@ public final class SQLiteTrackStore: TrackStore {
         }
         Self.registerCredentialMigrations(&m)
         Self.registerFleetMigrations(&m)
-        try m.migrate(pool)
+        try Self.migrate(m, pool, path: path, progress: progress)
+    }
+
+    /// Applies `migrator`'s pending migrations; for a store that had points, with `progress`.
+    static func migrate(_ migrator: DatabaseMigrator, _ pool: DatabasePool, path: String,
+                        progress: (@Sendable (String) -> Void)?) throws {
+        let (pending, points) = try pool.read { db -> ([String], Int) in
+            let applied = try migrator.appliedIdentifiers(db)
+            let points = try applied.contains("v2-devices-and-pages")
+                ? Int.fetchOne(db, sql: "SELECT COALESCE(SUM(points), 0) FROM devices") ?? 0
+                : applied.contains("v1-points") ? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM points") ?? 0 : 0
+            return (migrator.migrations.filter { !applied.contains($0) }, points)
+        }
+        guard let progress, !pending.isEmpty, points > 0 else {
+            try migrator.migrate(pool)
+            return
+        }
+        let what = "\(path): upgrading the schema (\(pending.joined(separator: ", "))) for \(grouped(points)) points"
+        progress("\(what), 0 s")
+        let started = DispatchTime.now().uptimeNanoseconds
+        let queue = DispatchQueue(label: "keeptrack.store.progress")
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+        timer.setEventHandler {
+            progress("\(what), \(Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)) s")
+        }
+        timer.resume()
+        defer {
+            timer.cancel()
+            queue.sync { progress("") }
+        }
+        try migrator.migrate(pool)
     }
 
     public func insert(_ records: [TrailRecord], format: String, received: Double) async throws

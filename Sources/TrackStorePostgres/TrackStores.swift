@@ -6,13 +6,16 @@ import TrackServer
 /// (``TrackStore/close()``) when done.
 ///
 /// - Throws: ``TrackStoreError`` saying what is wrong with the URL or the database.
+///
+/// `progress` hears a SQLite store's schema upgrade as it runs (``SQLiteTrackStore/init(path:progress:)``).
 public func openTrackStore(_ database: String, environment: [String: String] = [:],
-                           logger: Logger = Logger(label: "keeptrack.store")) async throws -> any TrackStore {
+                           logger: Logger = Logger(label: "keeptrack.store"),
+                           progress: (@Sendable (String) -> Void)? = nil) async throws -> any TrackStore {
     if PostgresURL.isURL(database) {
         return try await PostgresTrackStore(url: PostgresURL(parsing: database, environment: environment), logger: logger)
     }
     do {
-        return try SQLiteTrackStore(path: database)
+        return try SQLiteTrackStore(path: database, progress: progress)
     } catch {
         throw TrackStoreError(message: "cannot open the database \(database): \(error)")
     }

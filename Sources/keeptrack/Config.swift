@@ -1,5 +1,6 @@
 import ArgumentParser
 import ConfigFile
+import Tracking
 
 #if canImport(Glibc)
 import Glibc

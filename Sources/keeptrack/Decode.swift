@@ -80,9 +80,3 @@ struct Decode: ParsableCommand {
         }
     }
 }
-
-/// Redraws a one-line status on standard error (terminal only).
-func printErrorInline(_ message: String) {
-    var line = "\r\u{1B}[K" + message
-    line.withUTF8 { p in _ = write(2, p.baseAddress, p.count) }
-}

@@ -151,7 +151,8 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = logging.logLevel
         let server: TrackServer
         do {
-            let store = try await openTrackStore(database, environment: ProcessInfo.processInfo.environment)
+            let store = try await openTrackStore(database, environment: ProcessInfo.processInfo.environment,
+                                                 progress: progressWanted(stdoutUsed: false) ? printErrorInline : nil)
             server = try TrackServer(configuration: configuration(database: database), store: store, logger: logger)
         } catch {
             throw ValidationError("\(error)") // names the database (a URL without its password)

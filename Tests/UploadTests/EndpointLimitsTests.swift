@@ -1,6 +1,7 @@
 import Foundation
 import Formats
 import Geo
+import Synchronization
 import Testing
 import TrackServer
 import TrackServerTesting
@@ -253,6 +254,25 @@ struct EndpointLimitsTests {
         ])
         _ = try await store.insert(walk(1, from: 40, device: "bike"), format: "osmand", received: 60)
         #expect(try await store.device("bike") == .init(id: "bike", points: 2, first: 20, last: 40, lastReceived: 60))
+
+        // `serve`'s start on a store that needs upgrading says so (issue 14, item 6); once, and
+        // never for an up-to-date or a new store.
+        try FileManager.default.removeItem(atPath: dir + "/old.sqlite")
+        let again = Process()
+        again.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        again.arguments = [dir + "/old.sqlite", sql]
+        try again.run()
+        again.waitUntilExit()
+        let lines = Mutex<[String]>([])
+        _ = try SQLiteTrackStore(path: dir + "/old.sqlite", progress: { line in lines.withLock { $0.append(line) } })
+        let said = lines.withLock { $0 }
+        #expect(said.first?.hasPrefix(dir + "/old.sqlite: upgrading the schema (v2-devices-and-pages, "
+            + "v3-validity-and-attributes, v4-credentials, v5-fleet) for 3 points, ") == true, "\(said)")
+        #expect(said.last == "", "the line is erased when the upgrade is done")
+        lines.withLock { $0 = [] }
+        _ = try SQLiteTrackStore(path: dir + "/old.sqlite", progress: { line in lines.withLock { $0.append(line) } })
+        _ = try SQLiteTrackStore(path: dir + "/new.sqlite", progress: { line in lines.withLock { $0.append(line) } })
+        #expect(lines.withLock { $0 }.isEmpty)
     }
 
     // MARK: - Item 7: fault injection on request only
