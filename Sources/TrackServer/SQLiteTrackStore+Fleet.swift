@@ -127,19 +127,9 @@ extension SQLiteTrackStore {
         sql += " ORDER BY p.time, p.key LIMIT ?"
         arguments += [limit + 1]
         return try await pool.read { [sql, arguments] db in
-            var records: [TrailRecord] = []
-            var last: TrailCursor?
-            var more = false
-            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-            while let row = try rows.next() {
-                if records.count == limit {
-                    more = true
-                    break
-                }
-                records.append(Self.record(row, device: row[14]))
-                last = TrailCursor(time: row[3], sequence: nil, key: row[13])
+            try Self.page(db, sql: sql, arguments: arguments, limit: limit) { row in
+                (Self.record(row, device: row[14]), TrailCursor(time: row[3], sequence: nil, key: row[13]))
             }
-            return (records, more ? last : nil)
         }
     }
 

@@ -192,20 +192,26 @@ public final class SQLiteTrackStore: TrackStore {
         sql += " ORDER BY time, seq, key LIMIT ?"
         arguments += [limit + 1]
         return try await pool.read { [sql, arguments] db in
-            var records: [TrailRecord] = []
-            var last: TrailCursor?
-            var more = false
-            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-            while let row = try rows.next() {
-                if records.count == limit {
-                    more = true
-                    break
-                }
-                records.append(Self.record(row, device: device))
-                last = TrailCursor(time: row[3], sequence: row[0], key: row[13])
+            try Self.page(db, sql: sql, arguments: arguments, limit: limit) { row in
+                (Self.record(row, device: device), TrailCursor(time: row[3], sequence: row[0], key: row[13]))
             }
-            return (records, more ? last : nil)
         }
+    }
+
+    /// One page of records: the query asks for `limit + 1` rows; the extra one says whether a next
+    /// page exists, which then starts after the last record's cursor.
+    static func page(_ db: Database, sql: String, arguments: StatementArguments, limit: Int,
+                     _ read: (Row) -> (TrailRecord, TrailCursor)) throws -> (records: [TrailRecord], next: TrailCursor?) {
+        var records: [TrailRecord] = []
+        var last: TrailCursor?
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        while let row = try rows.next() {
+            if records.count == limit { return (records, last) }
+            let (record, cursor) = read(row)
+            records.append(record)
+            last = cursor
+        }
+        return (records, nil)
     }
 
     /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
