@@ -194,19 +194,21 @@ public struct RegionDefinition: Hashable, Sendable {
             let id: String
             func text(_ v: IDValue?) -> String? {
                 switch v {
-                case .string(let s): s
+                case .string(let s): s.isEmpty ? nil : s
                 case .number(let n): n == n.rounded() && abs(n) < 9e18 ? String(Int(n)) : String(n)
                 default: nil
                 }
             }
-            if case .string(let s) = self.id {
+            // An empty string names nothing (a region's id is its key everywhere): it counts as
+            // absent, and the other place is tried.
+            if case .string(let s) = self.id, !s.isEmpty {
                 id = s
-            } else if case .string(let s) = propertyID {
+            } else if case .string(let s) = propertyID, !s.isEmpty {
                 id = s
             } else if let s = text(self.id) ?? text(propertyID) {
                 id = s
             } else {
-                throw ParseError(message: "\(name): no id (set the feature's \"id\" or properties.id)")
+                throw ParseError(message: "\(name): no id (set the feature's \"id\" or properties.id to a non-empty string or a number)")
             }
             guard geometryPresent, let type = geometryType else {
                 throw ParseError(message: "\(name) (\(id)): no geometry")
@@ -282,7 +284,7 @@ extension RegionDefinition {
                         } while s.take(UInt8(ascii: ","))
                         try s.expect(UInt8(ascii: "}"))
                     }
-                    guard let id else { throw ParseError(message: "record \(n) has no id") }
+                    guard let id, !id.isEmpty else { throw ParseError(message: "record \(n) has no id") }
                     let shape: Shape
                     if let ring {
                         var vertices: [Coordinate] = []

@@ -96,6 +96,8 @@ struct RegionScaleTests {
          "aé 1.0 2.0 5.5 true true"),
         (#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"p","radius":1,"extra":{"deep":[1,[2]]}}}]}"#,
          "p 1.0 2.0 1.0 true true"),
+        (#"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"q","radius":1}}"#,
+         "q 1.0 2.0 1.0 true true"),
     ])
     func readsGeoJSONInAnyKeyOrder(json: String, expected: String) throws {
         let d = try RegionDefinition.parseGeoJSON(Array(json.utf8))
@@ -109,6 +111,11 @@ struct RegionScaleTests {
 
     @Test(arguments: [
         (#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}}]}"#,
+         "feature 1: no id"),
+        // Found by RegionsGeoJSONFuzz in CI: an empty string was taken as an id.
+        (#"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":1}}"#,
+         "feature 1: no id"),
+        (#"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"","radius":1}}"#,
          "feature 1: no id"),
         (#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,2]}}]}"#,
          "feature 1 (x): a Point region needs a numeric properties.radius in metres"),
