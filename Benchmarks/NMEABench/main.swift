@@ -67,6 +67,7 @@ if args[1] == "decode" || args[1] == "jsonl" {
     var latitudeSum = 0.0  // consumed so the optimizer cannot drop the work
     let json = args[1] == "jsonl"
     let sink = open("/dev/null", O_WRONLY)
+    var writer = FixWriter(format: .jsonl)
     var out: [UInt8] = []
     out.reserveCapacity(bufferSize + 4096)
     var outputBytes = 0
@@ -83,7 +84,7 @@ if args[1] == "decode" || args[1] == "jsonl" {
                 if fix.hasPosition {
                     withPosition += 1
                     latitudeSum += fix.coordinate!.latitude
-                    if json { FixWriter.appendJSON(fix, to: &out) }
+                    if json { writer.write(fix, into: &out) }
                 }
             }
             if out.count >= bufferSize {

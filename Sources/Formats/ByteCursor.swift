@@ -53,35 +53,61 @@ public struct ByteCursor {
     }
 
     /// `value` with exactly `decimals` (0...9) digits after the point, as
-    /// ``ByteWriting/appendFixed(_:decimals:nullText:to:)`` writes it.
-    @inlinable
+    /// ``ByteWriting/appendFixed(_:decimals:nullText:to:)`` writes it. Inlined so that a constant
+    /// `decimals` makes the scale and the fraction's digit pairs constants (no division by a variable).
+    @inlinable @inline(__always)
     public mutating func fixed(_ value: Double, decimals: Int, null: StaticString = "null") {
-        let scale = ByteWriting.scale(decimals)
-        guard value.isFinite, abs(value) * scale < 9.0e18 else {
+        // Not finite or too large: the comparison is false for NaN and infinities too.
+        guard let scaled = ByteWriting.scaledMagnitude(value, decimals: decimals) else {
             text(null)
             return
         }
-        let scaled = UInt64((abs(value) * scale).rounded())
         if value < 0 && scaled != 0 { byte(UInt8(ascii: "-")) }
-        // At least one digit before the point: zero padding up to decimals + 1 digits.
-        let n = Swift.max(Self.digitCount(scaled), decimals + 1)
-        let end = p + n
-        let start = ByteWriting.writeDigits(scaled, endingAt: end)
-        while p < start {
-            p.pointee = 48
-            p += 1
+        if decimals == 0 {
+            let n = Self.digitCount(scaled)
+            _ = ByteWriting.writeDigits(scaled, endingAt: p + n)
+            p += n
+            return
         }
-        p = end
-        if decimals > 0 {
-            // Shift the fraction one place right and put the point before it.
-            var i = 0
-            while i < decimals {
-                p[-i] = p[-i - 1]
-                i += 1
-            }
-            p[-decimals] = UInt8(ascii: ".")
-            p += 1
+        let unit = ByteWriting.power(decimals)
+        let whole = scaled / unit
+        var fraction = scaled &- whole &* unit
+        let n = Self.digitCount(whole)
+        _ = ByteWriting.writeDigits(whole, endingAt: p + n)
+        p += n
+        p.pointee = UInt8(ascii: ".")
+        // Exactly `decimals` digits, zeros included, two per step from the end.
+        let pairs = ByteWriting.digitPairs.utf8Start
+        var q = p + 1 + decimals
+        var left = decimals
+        while left >= 2 {
+            let next = fraction / 100
+            let r = Int(truncatingIfNeeded: fraction &- next &* 100) &* 2
+            q -= 2
+            q[0] = pairs[r]
+            q[1] = pairs[r &+ 1]
+            fraction = next
+            left &-= 2
         }
+        if left == 1 { q[-1] = UInt8(truncatingIfNeeded: fraction) &+ 48 }
+        p += 1 + decimals
+    }
+
+    /// ``fixed(_:decimals:null:)`` with 2, 3 or 9 decimals folded in as constants, `null` for `nil`
+    /// (the JSON writer's columns: one small function each rather than eleven inlined copies).
+    @inlinable
+    public mutating func fixed2(_ value: Double?) {
+        if let value { fixed(value, decimals: 2) } else { text("null") }
+    }
+
+    @inlinable
+    public mutating func fixed3(_ value: Double?) {
+        if let value { fixed(value, decimals: 3) } else { text("null") }
+    }
+
+    @inlinable
+    public mutating func fixed9(_ value: Double?) {
+        if let value { fixed(value, decimals: 9) } else { text("null") }
     }
 
     @inlinable @inline(__always)
@@ -94,60 +120,116 @@ public struct ByteCursor {
         if let value { int(Int64(value)) } else { text(null) }
     }
 
+    /// Two digits of `v` (0...99) from the pairs table.
     @inlinable @inline(__always)
     mutating func two(_ v: Int) {
-        byte(UInt8(truncatingIfNeeded: v / 10) &+ 48)
-        byte(UInt8(truncatingIfNeeded: v % 10) &+ 48)
+        let pairs = ByteWriting.digitPairs.utf8Start
+        p[0] = pairs[v &* 2]
+        p[1] = pairs[v &* 2 &+ 1]
+        p += 2
     }
 
     /// The time as ``GNSSTime/appendISO8601(to:)`` writes it.
     @inlinable
     public mutating func iso8601(_ t: GNSSTime) {
-        if let day = t.day {
-            let (y, m, d) = GNSSTime.civilFromDays(Int(day))
-            if y < 0 || y > 9999 {
-                int(Int64(y))
-            } else {
-                two(y / 100)
-                two(y % 100)
-            }
-            byte(UInt8(ascii: "-"))
-            two(m)
-            byte(UInt8(ascii: "-"))
-            two(d)
-            byte(UInt8(ascii: "T"))
+        if let day = t.day { date(day) }
+        timeOfDay(t)
+    }
+
+    /// `YYYY-MM-DDT` of a day number, copied from `last` when it is the day written last time (a
+    /// log's fixes share a date for a whole day), else written and kept there.
+    @inlinable @inline(__always)
+    public mutating func date(_ day: Int32, reusing last: inout DateText) {
+        if last.day == day {
+            UnsafeMutableRawPointer(p).storeBytes(of: last.bytes.0, as: UInt64.self)
+            UnsafeMutableRawPointer(p + 8).storeBytes(of: last.bytes.1, as: UInt64.self)
+            p += last.count
+            return
         }
+        let start = p
+        date(day)
+        last.count = p - start
+        // Years beyond 9999 are longer than the 16 bytes kept: not kept.
+        guard last.count <= 16 else {
+            last.day = nil
+            return
+        }
+        last.day = day
+        last.bytes.0 = UnsafeRawPointer(start).loadUnaligned(as: UInt64.self)
+        last.bytes.1 = UnsafeRawPointer(start + 8).loadUnaligned(as: UInt64.self)
+    }
+
+    /// `YYYY-MM-DDT` of a day number (days since 1970).
+    @inlinable
+    public mutating func date(_ day: Int32) {
+        let (y, m, d) = GNSSTime.civilFromDays(Int(day))
+        if y < 0 || y > 9999 {
+            int(Int64(y))
+        } else {
+            two(y / 100)
+            two(y % 100)
+        }
+        byte(UInt8(ascii: "-"))
+        two(m)
+        byte(UInt8(ascii: "-"))
+        two(d)
+        byte(UInt8(ascii: "T"))
+    }
+
+    /// `hh:mm:ss[.f…]Z` of a time, keeping its fractional digits.
+    @inlinable @inline(__always)
+    public mutating func timeOfDay(_ t: GNSSTime) {
         let secondsOfDay = Int(t.nanosecondOfDay / 1_000_000_000)
-        let nanos = Int(t.nanosecondOfDay % 1_000_000_000)
+        let nanos = Int(t.nanosecondOfDay &- Int64(secondsOfDay) &* 1_000_000_000)
+        let minutes = secondsOfDay / 60
         two(Swift.min(secondsOfDay / 3600, 99))
         byte(UInt8(ascii: ":"))
-        two(secondsOfDay / 60 % 60)
+        two(minutes % 60)
         byte(UInt8(ascii: ":"))
         // A leap second (23:59:60) keeps its 60.
-        two(secondsOfDay >= 86_400 ? 60 : secondsOfDay % 60)
+        two(secondsOfDay >= 86_400 ? 60 : secondsOfDay &- minutes &* 60)
         if t.fractionDigits > 0 {
+            let digits = Swift.min(Int(t.fractionDigits), 9)
             byte(UInt8(ascii: "."))
-            var divisor = 100_000_000
-            for _ in 0..<Swift.min(Int(t.fractionDigits), 9) {
-                byte(UInt8(truncatingIfNeeded: nanos / divisor % 10) &+ 48)
-                divisor /= 10
+            // The leading `digits` digits of the nine, written from the end.
+            var v = UInt64(nanos) / ByteWriting.power(9 &- digits)
+            var q = p + digits
+            while q > p {
+                let next = v / 10
+                q -= 1
+                q.pointee = UInt8(truncatingIfNeeded: v &- next &* 10) &+ 48
+                v = next
             }
+            p += digits
         }
         byte(UInt8(ascii: "Z"))
     }
 }
 
+/// The date text a ``ByteCursor`` wrote last (`YYYY-MM-DDT`) and its day, for
+/// ``ByteCursor/date(_:reusing:)``.
+public struct DateText: Sendable {
+    @usableFromInline var day: Int32?
+    @usableFromInline var bytes: (UInt64, UInt64) = (0, 0)
+    @usableFromInline var count = 0
+
+    public init() {}
+}
+
 extension ByteWriting {
     /// Appends what `body` writes, at most `capacity` bytes (the caller's bound on what it writes),
-    /// with one append: the bytes are built in a stack buffer.
+    /// straight into the array's storage (grown first when it lacks `capacity` spare bytes).
     @inlinable
     public static func appendLine(capacity: Int, to out: inout [UInt8], _ body: (inout ByteCursor) -> Void) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
-            var cursor = ByteCursor(buffer.baseAddress!)
-            body(&cursor)
-            let count = cursor.p - buffer.baseAddress!
-            precondition(count <= capacity, "ByteWriting.appendLine: wrote \(count) bytes into \(capacity)")
-            out.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress!, count: count))
+        out.append(addingCapacity: capacity) { span in
+            span.withUnsafeMutableBufferPointer { buffer, initialized in
+                let start = buffer.baseAddress! + initialized
+                var cursor = ByteCursor(start)
+                body(&cursor)
+                let count = cursor.p - start
+                precondition(count <= capacity, "ByteWriting.appendLine: wrote \(count) bytes into \(capacity)")
+                initialized += count
+            }
         }
     }
 }

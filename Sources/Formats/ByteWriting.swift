@@ -1,7 +1,5 @@
 /// Fast, allocation-free number and string formatting into byte buffers.
 public enum ByteWriting {
-    @usableFromInline static let pow10: [Int64] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000]
-
     /// "00", "01", ... "99": two digits per division by 100 (constant bytes: no array, no lazy
     /// initialisation on the hot path).
     @usableFromInline static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
@@ -21,6 +19,34 @@ public enum ByteWriting {
         case 8: 100_000_000
         default: 1_000_000_000
         }
+    }
+
+    /// 10^`n` for 0...9 as an integer, without an array access.
+    @inlinable @inline(__always)
+    static func power(_ n: Int) -> UInt64 {
+        switch n {
+        case 0: 1
+        case 1: 10
+        case 2: 100
+        case 3: 1000
+        case 4: 10_000
+        case 5: 100_000
+        case 6: 1_000_000
+        case 7: 10_000_000
+        case 8: 100_000_000
+        default: 1_000_000_000
+        }
+    }
+
+    /// `|value|` × 10^`decimals` rounded half away from zero (as `rounded()`), or `nil` when `value`
+    /// is not finite or the result reaches 9e18. Rounds without a libm call: below 2^53 the
+    /// fraction `x - trunc(x)` is exact, above it `x` is already whole.
+    @inlinable @inline(__always)
+    static func scaledMagnitude(_ value: Double, decimals: Int) -> UInt64? {
+        let x = abs(value) * scale(decimals)
+        guard x < 9.0e18 else { return nil }
+        let whole = Int64(x)
+        return UInt64(whole) &+ (x - Double(whole) >= 0.5 ? 1 : 0)
     }
 
     /// Writes the decimal digits of `v` so that they end just before `end`; returns where they start.
@@ -55,12 +81,10 @@ public enum ByteWriting {
     @inlinable
     public static func appendFixed(_ value: Double, decimals: Int, nullText: StaticString = "null",
                                    to out: inout [UInt8]) {
-        let scale = Double(pow10[decimals])
-        guard value.isFinite, abs(value) * scale < 9.0e18 else {
+        guard let scaled = scaledMagnitude(value, decimals: decimals) else {
             appendStatic(nullText, to: &out)
             return
         }
-        let scaled = UInt64((abs(value) * scale).rounded())
         // Sign, up to 19 digits, a point and zero padding: 32 bytes, built from the end, appended once.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
             let end = buffer.baseAddress! + 32

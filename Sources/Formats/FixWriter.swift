@@ -18,6 +18,8 @@ public enum FixFormat: String, CaseIterable, Sendable {
 public struct FixWriter: Sendable {
     public let format: FixFormat
     private var count = 0
+    /// The date text of the last fix written (JSON Lines), reused while the day repeats.
+    private var dates = DateText()
 
     public init(format: FixFormat) {
         self.format = format
@@ -57,7 +59,7 @@ public struct FixWriter: Sendable {
     /// Appends one fix. Formats that need a position skip fixes without one.
     public mutating func write(_ fix: Fix, into out: inout [UInt8]) {
         switch format {
-        case .jsonl: Self.appendJSON(fix, to: &out)
+        case .jsonl: Self.appendJSON(fix, to: &out, dates: &dates)
         case .csv: Self.appendCSV(fix, to: &out)
         case .gpx:
             guard fix.hasPosition else { return }
@@ -88,26 +90,33 @@ public struct FixWriter: Sendable {
     /// ``ByteCursor`` and appended once (at most 1 KiB: 16 keys, 11 numbers of at most 21 bytes, 5
     /// integers of at most 20, a time, two names).
     public static func appendJSON(_ fix: Fix, to out: inout [UInt8]) {
+        var dates = DateText()
+        appendJSON(fix, to: &out, dates: &dates)
+    }
+
+    /// ``appendJSON(_:to:)`` reusing the date text of the previous fix when the day is the same.
+    public static func appendJSON(_ fix: Fix, to out: inout [UInt8], dates: inout DateText) {
         ByteWriting.appendLine(capacity: 1024, to: &out) { w in
             w.text("{\"time\":")
             if let t = fix.time {
                 w.byte(UInt8(ascii: "\""))
-                w.iso8601(t)
+                if let day = t.day { w.date(day, reusing: &dates) }
+                w.timeOfDay(t)
                 w.byte(UInt8(ascii: "\""))
             } else {
                 w.text("null")
             }
             let c = fix.hasPosition ? fix.coordinate : nil
             w.text(",\"lat\":")
-            w.fixed(c?.latitude, decimals: 9)
+            w.fixed9(c?.latitude)
             w.text(",\"lon\":")
-            w.fixed(c?.longitude, decimals: 9)
+            w.fixed9(c?.longitude)
             w.text(",\"alt\":")
-            w.fixed(fix.altitudeMSL, decimals: 3)
+            w.fixed3(fix.altitudeMSL)
             w.text(",\"speed\":")
-            w.fixed(fix.speed, decimals: 3)
+            w.fixed3(fix.speed)
             w.text(",\"course\":")
-            w.fixed(fix.course, decimals: 2)
+            w.fixed2(fix.course)
             switch fix.mode {
             case .none: w.text(",\"mode\":\"none\",\"quality\":")
             case .twoD: w.text(",\"mode\":\"2d\",\"quality\":")
@@ -115,27 +124,27 @@ public struct FixWriter: Sendable {
             }
             if let q = fix.quality {
                 w.byte(UInt8(ascii: "\""))
-                w.plain(q.name)
+                w.text(qualityName(q))
                 w.byte(UInt8(ascii: "\""))
             } else {
                 w.text("null")
             }
             w.text(",\"hAcc\":")
-            w.fixed(fix.horizontalAccuracy, decimals: 2)
+            w.fixed2(fix.horizontalAccuracy)
             w.text(",\"vAcc\":")
-            w.fixed(fix.verticalAccuracy, decimals: 2)
+            w.fixed2(fix.verticalAccuracy)
             w.text(",\"sats\":")
             w.int(fix.satellitesUsed)
             w.text(",\"satsInView\":")
             w.int(fix.satellitesInView)
             w.text(",\"hdop\":")
-            w.fixed(fix.hdop, decimals: 2)
+            w.fixed2(fix.hdop)
             w.text(",\"vdop\":")
-            w.fixed(fix.vdop, decimals: 2)
+            w.fixed2(fix.vdop)
             w.text(",\"pdop\":")
-            w.fixed(fix.pdop, decimals: 2)
+            w.fixed2(fix.pdop)
             w.text(",\"geoidSep\":")
-            w.fixed(fix.geoidSeparation, decimals: 3)
+            w.fixed3(fix.geoidSeparation)
             w.text(",\"lines\":")
             if let lines = fix.lines {
                 w.byte(UInt8(ascii: "["))
@@ -147,6 +156,21 @@ public struct FixWriter: Sendable {
                 w.text("null")
             }
             w.text("}\n")
+        }
+    }
+
+    /// ``Fix/Quality/name`` as static text.
+    static func qualityName(_ q: Fix.Quality) -> StaticString {
+        switch q {
+        case .invalid: "invalid"
+        case .gps: "gps"
+        case .dgps: "dgps"
+        case .pps: "pps"
+        case .rtkFixed: "rtk-fixed"
+        case .rtkFloat: "rtk-float"
+        case .estimated: "estimated"
+        case .manual: "manual"
+        case .simulated: "simulated"
         }
     }
 

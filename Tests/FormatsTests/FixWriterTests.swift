@@ -74,6 +74,31 @@ struct FixWriterTests {
         #expect(String(decoding: out, as: UTF8.self) == expected)
     }
 
+    /// The JSON writer keeps the last date's text and reuses it while the day repeats: each line must
+    /// still carry its own date (across midnight, back again, without a date, beyond year 9999).
+    @Test func jsonLinesWriterReusesADateOnlyForTheSameDay() {
+        func at(_ day: Int32?, _ seconds: Int64) -> Fix {
+            var f = fix
+            f.time = GNSSTime(day: day, nanosecondOfDay: seconds * 1_000_000_000, fractionDigits: 0)
+            return f
+        }
+        let days: [Int32?] = [19_791, 19_791, 19_792, nil, 19_791, 2_932_897, 2_932_897, 19_792]
+        let fixes = days.enumerated().map { at($0.element, Int64($0.offset)) }
+        let times = render(.jsonl, fixes).split(separator: "\n").map { line in
+            String(line.split(separator: "\"")[3])
+        }
+        #expect(times == fixes.map { $0.time!.iso8601 })
+        #expect(times[2] == "2024-03-10T00:00:02Z" && times[3] == "00:00:03Z" && times[5].hasPrefix("10000-01-01T"))
+    }
+
+    /// The JSON writer's quality names are ``Fix/Quality/name``.
+    @Test func jsonLinesQualityNamesAreTheQualitysNames() {
+        for raw in UInt8(0)...8 {
+            let q = Fix.Quality(rawValue: raw)!
+            #expect(FixWriter.qualityName(q).description == q.name)
+        }
+    }
+
     /// The digit writers against the plain algorithm (scale, round, print the integer, place the
     /// point), over every decimals setting and magnitudes from 1e-12 to the limit, signs included;
     /// the array writer and the stack-line cursor must agree byte for byte.
@@ -89,7 +114,10 @@ struct FixWriterTests {
         }
         var generator = SystemRandomNumberGenerator()
         var values: [Double] = [0, -0.0, 0.5, -0.5, 1, 9, 10, 99, 100, 999_999_999, 1e18, 9.1e17, -9.1e17, .nan,
-                                .infinity, -.infinity, 48.137366333, -11.575408667, 0.0049999, 1e-12]
+                                .infinity, -.infinity, 48.137366333, -11.575408667, 0.0049999, 1e-12,
+                                // Ties and near-ties: rounding is half away from zero, as `rounded()`.
+                                0.125, -0.125, 2.5, -2.5, 0.49999999999999994, 4_503_599_627_370_495.5, 1.005,
+                                8_999_999_999_999_999_000.0]
         for exponent in -12...19 {
             for _ in 0..<40 {
                 let v = Double.random(in: 1..<10, using: &generator) * pow(10, Double(exponent))
