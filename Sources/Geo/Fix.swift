@@ -110,6 +110,7 @@ public struct Fix: Hashable, Sendable {
     /// First and last line of the source (1-based) that contributed to this epoch, when known.
     public var lines: ClosedRange<Int>?
 
+    @inlinable
     public init(
         time: GNSSTime? = nil, coordinate: Coordinate? = nil, altitudeMSL: Double? = nil,
         geoidSeparation: Double? = nil, speed: Double? = nil, course: Double? = nil,

@@ -131,9 +131,21 @@ public struct NMEADecoder {
 
             case .body:
                 let from = i
-                // Hot loop, eight bytes at a time while they are all ordinary sentence content
-                // ('+' 0x2B through '~' 0x7E): XOR whole words, fold at the end.
-                var wide: UInt64 = 0
+                // Hot loop, sixteen bytes at a time (one SSE2 register) while they are all ordinary
+                // sentence content ('+' 0x2B through '~' 0x7E), then eight: XOR whole blocks, fold at the end.
+                var block = SIMD16<UInt8>()
+                while i &+ 16 <= n {
+                    let v = UnsafeRawPointer(base + i).loadUnaligned(as: SIMD16<UInt8>.self)
+                    // x = b - 0x2B wraps; b is outside 0x2B...0x7E exactly when x >= 0x54, which sets
+                    // the high bit of x or of x + 0x2C. Lane arithmetic only (no mask reduction call).
+                    let x = v &- 0x2B
+                    let high = unsafeBitCast((x | (x &+ 0x2C)) & 0x80, to: SIMD2<UInt64>.self)
+                    if high[0] | high[1] != 0 { break }
+                    block ^= v
+                    i &+= 16
+                }
+                let halves = unsafeBitCast(block, to: SIMD2<UInt64>.self)
+                var wide: UInt64 = halves[0] ^ halves[1]
                 while i &+ 8 <= n {
                     let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
                     if !SWAR.isOrdinary(w) { break }
