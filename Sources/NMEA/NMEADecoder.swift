@@ -172,6 +172,24 @@ public struct NMEADecoder {
                 if i == n { break scan }
                 let b = base[i]
                 if b == 0x2A {  // *
+                    // Fast path: both hex digits and the line end are in this chunk, well formed.
+                    // Anything else goes through the checksum phases below, which name the problem.
+                    if i &+ 3 < n {
+                        let v = hexValue(base[i &+ 1]) << 4 | hexValue(base[i &+ 2])
+                        let end = base[i &+ 3]
+                        if hexValue(base[i &+ 1]) | hexValue(base[i &+ 2]) <= 15 && (end == 0x0D || end == 0x0A) {
+                            stated = v
+                            sentenceLength += 3
+                            i &+= 3
+                            phase = .seek
+                            if !complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
+                                         checked: true, emit) {
+                                pendingError = takeRejection()
+                                if reject(&pendingError) { break scan }
+                            }
+                            continue scan
+                        }
+                    }
                     phase = .star1
                     sentenceLength += 1
                     i += 1
