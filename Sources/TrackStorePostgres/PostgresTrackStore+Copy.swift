@@ -34,6 +34,9 @@ extension PostgresTrackStore {
         } catch where ["23505", "40P01", "40001"].contains(Self.sqlState(error)) {
             // A key stored already (23505), or two batches waiting on each other's keys: rolled back.
             return false
+        } catch let error as PostgresTransactionError {
+            // PostgreSQL's own error, as the statement path throws it (the caller words it).
+            throw error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? error
         }
     }
 
