@@ -8,13 +8,20 @@ import GRDB
 ///
 /// The grid: a point's `cell` is its latitude band and longitude column of 0.01° (about 1.1 km),
 /// `band × 36001 + column`, a generated column (nothing to write at ingest but its index entry). A box
-/// is one index range per band it spans; the exact bounds and the distance are then checked on each
-/// candidate. Cost grows with the points in the box's cells, not with the store.
+/// is one index seek per cell it touches (`cell = ? AND time BETWEEN`), or for a large box one index
+/// range per band it spans; the exact bounds and the distance are then checked on each candidate. Cost
+/// grows with the points in the box's cells within the time range, not with the store.
 extension SQLiteTrackStore {
     /// Cells per degree of the grid.
     static let cellsPerDegree = 100.0
     /// Longitude columns per band (360 × 100 + 1).
     static let columnsPerBand = 36_001
+    /// The most cells a box lists one by one (64 × 64: a box of about 70 km).
+    static let cellsListedAtMost = 4_096
+    static let positionColumns = """
+        p.seq, p.kind, p.region, p.time, p.lat, p.lon, p.alt, p.hAcc, p.vAcc, p.speed, p.course, p.valid,
+            p.attributes, p.key, p.device
+        """
 
     static func registerFleetMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("v5-fleet") { db in
@@ -99,17 +106,30 @@ extension SQLiteTrackStore {
         precondition(limit > 0, "a page holds at least one record")
         let b = area.bounds
         let k = Self.cellsPerDegree
+        let rows = (Int((b.south + 90) * k), Int((b.north + 90) * k))
+        let columns = (Int((b.west + 180) * k), Int((b.east + 180) * k))
+        // A small box names its cells one by one, so that the index seeks each cell's time range; a
+        // large one takes each band's run of cells as one range, with the time checked on each entry.
+        let cellByCell = (rows.1 - rows.0 + 1) * (columns.1 - columns.0 + 1) <= Self.cellsListedAtMost
+        let cells = cellByCell
+            ? """
+              , col(c) AS (SELECT ? UNION ALL SELECT c + 1 FROM col WHERE c < ?)
+              SELECT \(Self.positionColumns)
+              FROM band CROSS JOIN col CROSS JOIN points p ON p.cell = band.row * \(Self.columnsPerBand) + col.c
+              """
+            : """
+              SELECT \(Self.positionColumns)
+              FROM band CROSS JOIN points p ON p.cell BETWEEN band.row * \(Self.columnsPerBand) + ?
+                  AND band.row * \(Self.columnsPerBand) + ?
+              """
         var sql = """
             WITH RECURSIVE band(row) AS (SELECT ? UNION ALL SELECT row + 1 FROM band WHERE row < ?)
-            SELECT p.seq, p.kind, p.region, p.time, p.lat, p.lon, p.alt, p.hAcc, p.vAcc, p.speed, p.course, p.valid,
-                p.attributes, p.key, p.device
-            FROM band CROSS JOIN points p ON p.cell BETWEEN band.row * \(Self.columnsPerBand) + ?
-                AND band.row * \(Self.columnsPerBand) + ?
+            \(cells)
             WHERE p.lat >= ? AND p.lat <= ? AND p.lon >= ? AND p.lon <= ? AND p.time >= ? AND p.time <= ?
                 AND p.valid = 1
             """
         var arguments: StatementArguments = [
-            Int((b.south + 90) * k), Int((b.north + 90) * k), Int((b.west + 180) * k), Int((b.east + 180) * k),
+            rows.0, rows.1, columns.0, columns.1,
             b.south, b.north, b.west, b.east, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18,
         ]
         if case let .near(latitude, longitude, radius) = area {
