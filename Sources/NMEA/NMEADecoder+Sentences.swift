@@ -75,7 +75,7 @@ extension NMEADecoder {
     /// `*`; `fullLength` includes the checksum, for error messages.
     @inline(__always)
     mutating func decodeSentence(_ sentence: UnsafePointer<UInt8>, length: Int, fullLength: Int,
-                                 _ emit: (Fix) -> Void) -> Bool {
+                                 bounds: UnsafeMutablePointer<Int16>, _ emit: (Fix) -> Void) -> Bool {
         stats.sentences += 1
         if sentence[0] == 0x21 {  // '!': encapsulated (AIS) sentences are not ours
             stats.unknownSentences += 1
@@ -105,61 +105,58 @@ extension NMEADecoder {
             return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
                                  field: 0)
         }
-        return withUnsafeTemporaryAllocation(of: Int16.self, capacity: 102) { buffer -> Bool in
-            let bounds = buffer.baseAddress!
-            bounds[0] = -1
-            var count = 1
-            var p = 0
-            let e = bodyLength
-            // Find the commas eight bytes at a time, up to the last field the type needs.
-            while p &+ 8 <= e && count < wanted {
-                var commas = SWAR.bytesEqual(UnsafeRawPointer(body + p).loadUnaligned(as: UInt64.self), 0x2C)
-                if commas != 0 {
-                    if count > 92 {
-                        return rejectSentence(.tooManyFields, "more than 100 fields", sentence, fullLength, field: nil)
-                    }
-                    repeat {
-                        bounds[count] = Int16(truncatingIfNeeded: p &+ commas.trailingZeroBitCount >> 3)
-                        count &+= 1
-                        commas &= commas &- 1
-                    } while commas != 0
+        bounds[0] = -1
+        var count = 1
+        var p = 0
+        let e = bodyLength
+        // Find the commas eight bytes at a time, up to the last field the type needs.
+        while p &+ 8 <= e && count < wanted {
+            var commas = SWAR.bytesEqual(UnsafeRawPointer(body + p).loadUnaligned(as: UInt64.self), 0x2C)
+            if commas != 0 {
+                if count > 92 {
+                    return rejectSentence(.tooManyFields, "more than 100 fields", sentence, fullLength, field: nil)
                 }
-                p &+= 8
+                repeat {
+                    bounds[count] = Int16(truncatingIfNeeded: p &+ commas.trailingZeroBitCount >> 3)
+                    count &+= 1
+                    commas &= commas &- 1
+                } while commas != 0
             }
-            if count < wanted {
-                while p < e {
-                    if body[p] == 0x2C {  // ','
-                        if count == 100 {
-                            return rejectSentence(.tooManyFields, "more than 100 fields", sentence, fullLength,
-                                                 field: nil)
-                        }
-                        bounds[count] = Int16(truncatingIfNeeded: p)
-                        count &+= 1
+            p &+= 8
+        }
+        if count < wanted {
+            while p < e {
+                if body[p] == 0x2C {  // ','
+                    if count == 100 {
+                        return rejectSentence(.tooManyFields, "more than 100 fields", sentence, fullLength,
+                                             field: nil)
                     }
-                    p &+= 1
+                    bounds[count] = Int16(truncatingIfNeeded: p)
+                    count &+= 1
                 }
-                bounds[count] = Int16(truncatingIfNeeded: e)
-            } else {
-                // Enough fields started; the last one's end is the next comma (or the end).
-                var q = Int(bounds[count &- 1]) &+ 1
-                while q < e && body[q] != 0x2C { q &+= 1 }
-                bounds[count] = Int16(truncatingIfNeeded: q)
+                p &+= 1
             }
-            let fields = Fields(base: body, bounds: bounds, count: count)
-            if fields.length(0) != 5 {
-                return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
-                                     field: 0)
-            }
-            let (talker, talkerSystems) = talkerIndex(body[0], body[1])
-            do throws(FieldError) {
-                let known = try decodeFields(type: type, talker: talker, talkerSystems: talkerSystems, fields,
-                                             line: sentenceLine, emit)
-                if known { stats.decodedSentences += 1 }
-                return true
-            } catch {
-                return rejectSentence(error.code, "\(error.message) in field \(error.field)", sentence, fullLength,
-                                     field: error.field)
-            }
+            bounds[count] = Int16(truncatingIfNeeded: e)
+        } else {
+            // Enough fields started; the last one's end is the next comma (or the end).
+            var q = Int(bounds[count &- 1]) &+ 1
+            while q < e && body[q] != 0x2C { q &+= 1 }
+            bounds[count] = Int16(truncatingIfNeeded: q)
+        }
+        let fields = Fields(base: body, bounds: bounds, count: count)
+        if fields.length(0) != 5 {
+            return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
+                                 field: 0)
+        }
+        let (talker, talkerSystems) = talkerIndex(body[0], body[1])
+        do throws(FieldError) {
+            let known = try decodeFields(type: type, talker: talker, talkerSystems: talkerSystems, fields,
+                                         line: sentenceLine, emit)
+            if known { stats.decodedSentences += 1 }
+            return true
+        } catch {
+            return rejectSentence(error.code, "\(error.message) in field \(error.field)", sentence, fullLength,
+                                 field: error.field)
         }
     }
 

@@ -55,6 +55,11 @@ public struct NMEADecoder {
     var stats = NMEAStatistics()
     /// Called with every sentence rejected in lenient mode. The default is `nil`.
     public var diagnosticHandler: ((NMEAError) -> Void)?
+    /// How many rejected sentences at most reach ``diagnosticHandler``; later ones are only counted
+    /// in ``statistics``, and no message is built for them. The default is `nil` (every one).
+    public var diagnosticLimit: Int?
+    /// Rejected sentences passed to ``diagnosticHandler`` so far.
+    var diagnosticsPassed = 0
 
     var phase: Phase = .seek
     var xor: UInt8 = 0
@@ -68,7 +73,7 @@ public struct NMEADecoder {
     var lineNumber = 1
     var lineHasContent = false
     var assembler: EpochAssembler
-    /// The error of the sentence just rejected by ``complete(base:from:to:bodyEnd:checked:_:)``.
+    /// The error of the sentence just rejected by ``complete(base:bounds:from:to:bodyEnd:checked:_:)``.
     var rejection: NMEAError?
 
     public init(options: Options = Options()) {
@@ -86,6 +91,22 @@ public struct NMEADecoder {
     ///   next call resumes after the rejected sentence.
     /// - Complexity: O(n) in the chunk's size.
     public mutating func decode(_ buffer: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) throws(NMEAError) {
+        guard buffer.count > 0 else { return }
+        // One stack buffer for the field bounds of every sentence in the chunk (at most 100 fields
+        // and the two ends), set up once per chunk rather than once per sentence.
+        var failure: NMEAError?
+        withUnsafeTemporaryAllocation(of: Int16.self, capacity: 102) { bounds in
+            do throws(NMEAError) {
+                try decodeChunk(buffer, bounds: bounds.baseAddress!, emit)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    mutating func decodeChunk(_ buffer: UnsafeRawBufferPointer, bounds: UnsafeMutablePointer<Int16>,
+                              _ emit: (Fix) -> Void) throws(NMEAError) {
         guard let raw = buffer.baseAddress, buffer.count > 0 else { return }
         let base = raw.assumingMemoryBound(to: UInt8.self)
         let n = buffer.count
@@ -182,10 +203,24 @@ public struct NMEADecoder {
                             sentenceLength += 3
                             i &+= 3
                             phase = .seek
-                            if !complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
+                            if !complete(base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
                                          checked: true, emit) {
                                 pendingError = takeRejection()
                                 if reject(&pendingError) { break scan }
+                            }
+                            // CR LF and the next sentence's `$`, as the seek phase would find them.
+                            if i &+ 2 < n && base[i] == 0x0D && base[i &+ 1] == 0x0A && base[i &+ 2] == 0x24 {
+                                lineNumber += 1
+                                i &+= 2
+                                lineHasContent = true
+                                phase = .body
+                                xor = 0
+                                sentenceLength = 1
+                                sentenceLine = lineNumber
+                                sentenceOffset = chunkOffset + Int64(i)
+                                sentenceStart = i
+                                if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
+                                i &+= 1
                             }
                             continue scan
                         }
@@ -201,7 +236,7 @@ public struct NMEADecoder {
                         if reject(&pendingError) { break scan }
                     } else {
                         phase = .seek
-                        if !complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength,
+                        if !complete(base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength,
                                      checked: false, emit) {
                             pendingError = takeRejection()
                             if reject(&pendingError) { break scan }
@@ -254,7 +289,7 @@ public struct NMEADecoder {
                 let b = base[i]
                 if b == 0x0D || b == 0x0A {
                     phase = .seek
-                    if !complete(base: base, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
+                    if !complete(base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
                                  checked: true, emit) {
                         pendingError = takeRejection()
                         if reject(&pendingError) { break scan }
@@ -344,7 +379,10 @@ public struct NMEADecoder {
         guard let e = error else { return false }
         stats.errors[e.code, default: 0] += 1
         if options.strict { return true }
-        diagnosticHandler?(e)
+        if let diagnosticHandler, diagnosticsPassed < diagnosticLimit ?? .max {
+            diagnosticsPassed += 1
+            diagnosticHandler(e)
+        }
         error = nil
         return false
     }
@@ -358,10 +396,12 @@ public struct NMEADecoder {
         return bytes
     }
 
-    /// Whether rejected sentences need a full description (strict mode or a diagnostic handler).
-    /// Without one, only the counters change and the error path allocates nothing.
+    /// Whether rejected sentences need a full description (strict mode, or a diagnostic handler
+    /// below its limit). Without one, only the counters change and the error path allocates nothing.
     @inline(__always)
-    var wantsErrorDetail: Bool { options.strict || diagnosticHandler != nil }
+    var wantsErrorDetail: Bool {
+        options.strict || (diagnosticHandler != nil && diagnosticsPassed < diagnosticLimit ?? .max)
+    }
 
     func makeError(_ code: NMEAError.Code, _ message: @autoclosure () -> String, base: UnsafePointer<UInt8>?,
                    from: Int, to: Int, field: Int? = nil) -> NMEAError {
@@ -376,7 +416,8 @@ public struct NMEADecoder {
     /// A framed sentence: verify the checksum and decode it. Returns `false` for a rejected one,
     /// whose error is then in ``rejection``.
     @inline(__always)
-    mutating func complete(base: UnsafePointer<UInt8>, from: Int, to: Int, bodyEnd: Int, checked: Bool,
+    mutating func complete(base: UnsafePointer<UInt8>, bounds: UnsafeMutablePointer<Int16>, from: Int, to: Int,
+                           bodyEnd: Int, checked: Bool,
                            _ emit: (Fix) -> Void) -> Bool {
         if checked && stated != xor {
             rejection = makeError(.badChecksum, "checksum is \(hex(stated)), computed \(hex(xor))",
@@ -384,14 +425,14 @@ public struct NMEADecoder {
             return false
         }
         if carry.isEmpty {
-            return decodeSentence(base + from, length: bodyEnd, fullLength: to - from, emit)
+            return decodeSentence(base + from, length: bodyEnd, fullLength: to - from, bounds: bounds, emit)
         }
         // Move the carried bytes out of `self` (no copy) so decoding may mutate `self`.
         var sentence: [UInt8] = []
         swap(&sentence, &carry)
         sentence.append(contentsOf: UnsafeBufferPointer(start: base + from, count: to - from))
         let result = sentence.withUnsafeBufferPointer { bytes in
-            decodeSentence(bytes.baseAddress!, length: bodyEnd, fullLength: bytes.count, emit)
+            decodeSentence(bytes.baseAddress!, length: bodyEnd, fullLength: bytes.count, bounds: bounds, emit)
         }
         sentence.removeAll(keepingCapacity: true)
         swap(&sentence, &carry)

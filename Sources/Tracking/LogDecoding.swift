@@ -76,6 +76,8 @@ public struct LogDecoding {
                 warn("warning: more bad sentences follow; see the summary (--max-warnings N shows more)")
             }
         }
+        // Past the notice, bad sentences are only counted: the decoder need not describe them.
+        decoder.diagnosticLimit = limit + 1
         var writer = FixWriter(format: format)
         writer.begin(into: &out.bytes)
         var writeError: OutputError?

@@ -10,6 +10,23 @@ struct FramingTests {
     let good = nmea("GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
     let good2 = nmea("GPGGA,120002,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
 
+    /// Past `diagnosticLimit`, rejected sentences are counted without reaching the handler.
+    @Test func passesRejectedSentencesToTheHandlerUpToItsLimit() throws {
+        let bad = "$GPGGA,120001,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*00\r\n"
+        var decoder = NMEADecoder()
+        var errors: [NMEAError] = []
+        decoder.diagnosticHandler = { errors.append($0) }
+        decoder.diagnosticLimit = 2
+        let bytes = Array((good + bad + bad + bad + good2 + bad + bad).utf8)
+        var fixes = 0
+        try bytes.withUnsafeBytes { try decoder.decode($0) { _ in fixes += 1 } }
+        try decoder.finish { _ in fixes += 1 }
+        #expect(errors.map(\.line) == [2, 3])
+        #expect(errors.allSatisfy { $0.code == .badChecksum && $0.message.contains("checksum is 00") })
+        #expect(decoder.statistics.badChecksums == 5)
+        #expect(fixes == 2)
+    }
+
     @Test func rejectsSentenceWithBadChecksumAndSaysWhere() throws {
         let bad = "$GPGGA,120001,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*00\r\n"
         let r = decode(good + bad)
