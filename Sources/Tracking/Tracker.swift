@@ -91,7 +91,10 @@ public final class Tracker: Service, Sendable {
         self.core = core
         self.manager = switches
         self.uploadService = uploadService
-        self.body = { try await core.consume(manager) }
+        // The loop runs on the source's reading thread when it has one (gpsd): a fix goes from
+        // the report to the outbox and the output without a thread hand-off.
+        let executor = source.preferredExecutor
+        self.body = { try await withTaskExecutorPreference(executor) { try await core.consume(manager) } }
         self.regionState = { manager.regionState(for: $0) }
         uploadService?.tracker = core
     }
