@@ -136,6 +136,7 @@ struct GPSDWorker {
         var reportedDown = false
         var merger = TPVMerger()
         var lastReport = 0.0
+        let lines = ReportLines()
 
         defer { if connected { gps_close(data) } }
         while !link.isStopped {
@@ -180,6 +181,7 @@ struct GPSDWorker {
                 }
                 connected = true
                 everConnected = true
+                lines.reset()
                 // Another gpsd (or the same, restarted) may have another cycle: learn it again.
                 merger.forgetCycle()
                 backoff = 0.25
@@ -192,23 +194,10 @@ struct GPSDWorker {
                     link.yield(.connected, "watching gpsd at \(options.host):\(options.port)\(device)")
                 }
             }
-            // Sleep until a report arrives, the epoch in progress is due (idle flush), or a stop or
-            // a watch release wakes the link: no busy polling on a battery, no wait outlasting a stop.
-            let quiet = merger.knowsCycle ? options.fallbackFlush : options.idleFlush
-            let waitSeconds = merger.hasPending ? max(0.001, lastReport + quiet - monotonicNow()) : -1
-            if waitForReport(data, seconds: waitSeconds) {
-                errno = 0
-                // libgps accumulates `set` across reads: clear it to learn what this report carried.
+            if let line = lines.next() {
+                // libgps accumulates `set` across reports: clear it to learn what this one carried.
                 data.pointee.set = 0
-                let n = gps_read(data, nil, 0)
-                if n < 0 {
-                    merger.flush { link.yield($0) }
-                    gps_close(data)
-                    connected = false
-                    link.yield(.disconnected, "gpsd closed the connection; reconnecting")
-                    reportedDown = true
-                    continue
-                }
+                _ = gps_unpack(line, data)
                 let set = UInt64(data.pointee.set)
                 if set & keeptrack_tpv_mask() != 0 {
                     merger.tpv(data) { link.yield($0) }
@@ -218,6 +207,26 @@ struct GPSDWorker {
                     merger.sky(data) { link.yield($0) }
                     lastReport = monotonicNow()
                 }
+                continue
+            }
+            // Sleep until a report arrives, the epoch in progress is due (idle flush), or a stop or
+            // a watch release wakes the link: no busy polling on a battery, no wait outlasting a stop.
+            let quiet = merger.knowsCycle ? options.fallbackFlush : options.idleFlush
+            let waitSeconds = merger.hasPending ? max(0.001, lastReport + quiet - monotonicNow()) : -1
+            if waitForReport(data.pointee.gps_fd, seconds: waitSeconds) {
+                let problem: String? = switch lines.fill(from: data.pointee.gps_fd) {
+                case .read: nil
+                case .closed: "gpsd closed the connection"
+                case .failed(let e): "reading from gpsd failed (\(errnoText(e)))"
+                case .tooLong: "gpsd sent a line longer than \(ReportLines.capacity) bytes"
+                }
+                if let problem {
+                    merger.flush { link.yield($0) }
+                    gps_close(data)
+                    connected = false
+                    link.yield(.disconnected, "\(problem); reconnecting")
+                    reportedDown = true
+                }
             } else if merger.hasPending && monotonicNow() - lastReport >= quiet {
                 merger.flush { link.yield($0) }
             }
@@ -225,21 +234,67 @@ struct GPSDWorker {
         merger.flush { link.yield($0) }
     }
 
-    /// Whether a report can be read within `seconds` (negative: no limit): one already in
-    /// libgps's buffer, or the socket readable. A wake of the link (a stop, a watch released or
-    /// wanted again) ends the wait early with `false`.
-    func waitForReport(_ data: UnsafeMutablePointer<gps_data_t>, seconds: Double) -> Bool {
-        if gps_waiting(data, 0) { return true }
+    /// Whether gpsd's socket `fd` can be read within `seconds` (negative: no limit). A wake of the
+    /// link (a stop, a watch released or wanted again) ends the wait early with `false`.
+    func waitForReport(_ fd: Int32, seconds: Double) -> Bool {
         // The consumer's work on what was handed over (when it prefers this thread) runs before
         // the wait: the fix goes from gpsd's report to the output without a thread wake-up.
         link.runJobs()
         if link.isStopped { return false }
-        var fds = [pollfd(fd: data.pointee.gps_fd, events: Int16(POLLIN), revents: 0),
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0)]
         let timeout = seconds < 0 ? Int32(-1) : Int32(min(seconds * 1000, Double(Int32.max)).rounded(.up))
         let ready = poll(&fds, 2, timeout)
         if ready > 0 && fds[1].revents != 0 { link.runJobs(woken: true) }
         return ready > 0 && fds[0].revents != 0
+    }
+}
+
+/// gpsd's JSON reports, one a line, read from its socket into a buffer of our own and handed to
+/// libgps's parser (`gps_unpack`) one at a time: one `recv` after each `poll` that found data, as
+/// gpxlogger does, without the `select` that `gps_waiting` adds before every `gps_read`.
+final class ReportLines {
+    /// The longest line kept (gpsd's longest reports, SKY with many satellites, are a few KB).
+    static let capacity = 1 << 16
+    private let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: ReportLines.capacity)
+    private var start = 0
+    private var end = 0
+
+    deinit { buffer.deallocate() }
+
+    /// Forgets what was read (a new connection).
+    func reset() { (start, end) = (0, 0) }
+
+    /// The next complete line, NUL-terminated in place (valid until the next call), or `nil`.
+    func next() -> UnsafeMutablePointer<CChar>? {
+        guard start < end, let found = memchr(buffer + start, 0x0A, end - start) else { return nil }
+        let newline = found.assumingMemoryBound(to: CChar.self)
+        newline.pointee = 0
+        defer { start = newline - buffer + 1 }
+        return buffer + start
+    }
+
+    enum Fill: Equatable {
+        case read, closed, tooLong
+        case failed(Int32)
+    }
+
+    /// Reads what `fd` has (after `poll` said it is readable); `EINTR` is retried.
+    func fill(from fd: Int32) -> Fill {
+        if start > 0 {
+            memmove(buffer, buffer + start, end - start)
+            (start, end) = (0, end - start)
+        }
+        if end == Self.capacity { return .tooLong }
+        while true {
+            let n = recv(fd, buffer + end, Self.capacity - end, 0)
+            if n > 0 {
+                end += n
+                return .read
+            }
+            if n == 0 { return .closed }
+            if errno != EINTR { return .failed(errno) }
+        }
     }
 }
 

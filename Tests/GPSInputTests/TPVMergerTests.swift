@@ -111,3 +111,27 @@ struct TPVMergerTests {
         #expect(!merger.knowsCycle)
     }
 }
+
+@Suite("gpsd report lines")
+struct ReportLinesTests {
+    @Test(arguments: [1, 2, 7, 64, 4096])
+    func splitsTheStreamIntoLinesAtAnyChunkSize(_ chunk: Int) throws {
+        var fds: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { fds.forEach { close($0) } }
+        let reports = [#"{"class":"TPV","time":"2024-05-14T09:30:01.000Z"}"#, #"{"class":"SKY","hdop":1.2}"#, "", "{}"]
+        let bytes = Array(reports.map { $0 + "\n" }.joined().utf8)
+        let lines = ReportLines()
+        var seen: [String] = []
+        for offset in stride(from: 0, to: bytes.count, by: chunk) {
+            let part = bytes[offset..<min(offset + chunk, bytes.count)]
+            #expect(part.withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) } == part.count)
+            #expect(lines.fill(from: fds[0]) == .read)
+            while let line = lines.next() { seen.append(String(cString: line)) }
+        }
+        #expect(seen == reports)
+        close(fds[1])
+        fds[1] = -1
+        #expect(lines.fill(from: fds[0]) == .closed)
+    }
+}
