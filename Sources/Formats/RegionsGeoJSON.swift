@@ -222,6 +222,12 @@ public struct RegionDefinition: Hashable, Sendable {
                 guard let radius else {
                     throw ParseError(message: "\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
                 }
+                guard c[0].isFinite, c[1].isFinite else {
+                    throw ParseError(message: "\(name) (\(id)): a Point's coordinates overflow a number")
+                }
+                guard radius.isFinite else {
+                    throw ParseError(message: "\(name) (\(id)): properties.radius overflows a number")
+                }
                 shape = .circle(center: Coordinate(latitude: c[1], longitude: c[0]), radius: radius)
             case "Polygon":
                 guard let rings = coordinates?.list, let outer = rings.first?.list else {
@@ -233,11 +239,17 @@ public struct RegionDefinition: Hashable, Sendable {
                     guard let pair = p.numbers, pair.count >= 2 else {
                         throw ParseError(message: "\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
                     }
+                    guard pair[0].isFinite, pair[1].isFinite else {
+                        throw ParseError(message: "\(name) (\(id)): vertex \(k + 1) overflows a number")
+                    }
                     ring.append(Coordinate(latitude: pair[1], longitude: pair[0]))
                 }
                 shape = .polygon(ring)
             default:
                 throw ParseError(message: "\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
+            }
+            if let dwell, !dwell.isFinite {
+                throw ParseError(message: "\(name) (\(id)): properties.dwell overflows a number")
             }
             return RegionDefinition(id: id, shape: shape, dwell: dwell, notifyOnEntry: notifyOnEntry ?? true,
                                     notifyOnExit: notifyOnExit ?? true)

@@ -8,13 +8,20 @@ import GRDB
 ///
 /// The grid: a point's `cell` is its latitude band and longitude column of 0.01° (about 1.1 km),
 /// `band × 36001 + column`, a generated column (nothing to write at ingest but its index entry). A box
-/// is one index range per band it spans; the exact bounds and the distance are then checked on each
-/// candidate. Cost grows with the points in the box's cells, not with the store.
+/// is one index seek per cell it touches (`cell IN (...) AND time BETWEEN`), or for a large box one index
+/// range per band it spans; the exact bounds and the distance are then checked on each candidate. Cost
+/// grows with the points in the box's cells within the time range, not with the store.
 extension SQLiteTrackStore {
     /// Cells per degree of the grid.
     static let cellsPerDegree = 100.0
     /// Longitude columns per band (360 × 100 + 1).
     static let columnsPerBand = 36_001
+    /// The most cells a box lists one by one (64 × 64: a box of about 70 km).
+    static let cellsListedAtMost = 4_096
+    static let positionColumns = """
+        p.seq, p.kind, p.region, p.time, p.lat, p.lon, p.alt, p.hAcc, p.vAcc, p.speed, p.course, p.valid,
+            p.attributes, p.key, p.device
+        """
 
     static func registerFleetMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("v5-fleet") { db in
@@ -99,19 +106,36 @@ extension SQLiteTrackStore {
         precondition(limit > 0, "a page holds at least one record")
         let b = area.bounds
         let k = Self.cellsPerDegree
-        var sql = """
-            WITH RECURSIVE band(row) AS (SELECT ? UNION ALL SELECT row + 1 FROM band WHERE row < ?)
-            SELECT p.seq, p.kind, p.region, p.time, p.lat, p.lon, p.alt, p.hAcc, p.vAcc, p.speed, p.course, p.valid,
-                p.attributes, p.key, p.device
-            FROM band CROSS JOIN points p ON p.cell BETWEEN band.row * \(Self.columnsPerBand) + ?
-                AND band.row * \(Self.columnsPerBand) + ?
-            WHERE p.lat >= ? AND p.lat <= ? AND p.lon >= ? AND p.lon <= ? AND p.time >= ? AND p.time <= ?
+        let rows = (Int((b.south + 90) * k), Int((b.north + 90) * k))
+        let columns = (Int((b.west + 180) * k), Int((b.east + 180) * k))
+        // A small box lists its cells (`cell IN (...)`), so that the index seeks each cell's time range;
+        // a large one takes each band's run of cells as one range, with the time checked on each entry.
+        // Not a join with a table of cells: SQLite 3.40.1 (Debian 12's) answers that join with a bloom
+        // filter on the generated column and finds no rows at all in a store of millions (bench-fleet).
+        let count = (rows.1 - rows.0 + 1) * (columns.1 - columns.0 + 1)
+        var sql: String
+        var arguments: StatementArguments
+        if count <= Self.cellsListedAtMost {
+            let cells = (rows.0...rows.1).flatMap { row in
+                (columns.0...columns.1).map { String(row * Self.columnsPerBand + $0) }
+            }
+            sql = "SELECT \(Self.positionColumns) FROM points p WHERE p.cell IN (\(cells.joined(separator: ",")))"
+            arguments = []
+        } else {
+            sql = """
+                WITH RECURSIVE band(row) AS (SELECT ? UNION ALL SELECT row + 1 FROM band WHERE row < ?)
+                SELECT \(Self.positionColumns)
+                FROM band CROSS JOIN points p ON p.cell BETWEEN band.row * \(Self.columnsPerBand) + ?
+                    AND band.row * \(Self.columnsPerBand) + ?
+                WHERE 1
+                """
+            arguments = [rows.0, rows.1, columns.0, columns.1]
+        }
+        sql += """
+             AND p.lat >= ? AND p.lat <= ? AND p.lon >= ? AND p.lon <= ? AND p.time >= ? AND p.time <= ?
                 AND p.valid = 1
             """
-        var arguments: StatementArguments = [
-            Int((b.south + 90) * k), Int((b.north + 90) * k), Int((b.west + 180) * k), Int((b.east + 180) * k),
-            b.south, b.north, b.west, b.east, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18,
-        ]
+        arguments += [b.south, b.north, b.west, b.east, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18]
         if case let .near(latitude, longitude, radius) = area {
             sql += " AND keeptrack_distance(p.lat, p.lon, ?, ?) <= ?"
             arguments += [latitude, longitude, radius]

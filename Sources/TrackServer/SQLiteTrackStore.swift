@@ -24,6 +24,10 @@ public final class SQLiteTrackStore: TrackStore {
         var config = Configuration()
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Reads through a memory map (up to 1 GiB of the file): a page costs no system call, which
+            // halved the time of a box query's thousands of lookups by key in a store of 10 million
+            // points (README, "Fleet"). Writes still go through the journal as before.
+            try db.execute(sql: "PRAGMA mmap_size = 1073741824")
             Self.addFleetFunctions(db)
         }
         pool = try DatabasePool(path: path, configuration: config)

@@ -120,8 +120,12 @@ public final class PostgresTrackStore: TrackStore {
         guard !records.contains(where: { $0.device.utf8.contains(0) || ($0.region?.utf8.contains(0) ?? false) }) else {
             throw TrackStoreError(message: "refusing to store an id with a NUL byte")
         }
+        let keys = records.map { Self.key($0, format: format) }
+        if try await copyBatch(records, keys: keys, format: format, received: received) {
+            return (records.count, 0)
+        }
         var binds = PostgresBindings(capacity: 17)
-        binds.append(PostgresArray.texts(records.map { Self.key($0, format: format) }))
+        binds.append(PostgresArray.texts(keys))
         binds.append(PostgresArray.texts(records.map(\.device)))
         binds.append(PostgresArray.integers(records.map { format == "json" ? $0.sequence : nil }))
         binds.append(PostgresArray.texts(records.map(\.kind.rawValue)))
@@ -158,6 +162,20 @@ public final class PostgresTrackStore: TrackStore {
         func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
     }
 
+    /// How a batch's summary of a device joins the one stored: counts added, first and last widened,
+    /// the latest position replaced by one as new or newer.
+    static let devicesConflictSQL = """
+        ON CONFLICT (id) DO UPDATE SET points = d.points + excluded.points, first = LEAST(d.first, excluded.first),
+            last = GREATEST(d.last, excluded.last), last_received = GREATEST(d.last_received, excluded.last_received),
+            latest_time = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_time ELSE d.latest_time END,
+            latest_lat = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_lat ELSE d.latest_lat END,
+            latest_lon = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_lon ELSE d.latest_lon END,
+            latest_alt = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_alt ELSE d.latest_alt END,
+            latest_h_acc = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_h_acc ELSE d.latest_h_acc END,
+            latest_speed = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_speed ELSE d.latest_speed END,
+            latest_course = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_course ELSE d.latest_course END
+        """
+
     static let insertSQL = """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::float8[], $7::float8[],
@@ -183,15 +201,7 @@ public final class PostgresTrackStore: TrackStore {
             SELECT g.device, g.n, g.first, g.last, to_timestamp($17), f.time, f.lat, f.lon, f.alt, f.h_acc, f.speed, f.course
             FROM (SELECT device, count(*) AS n, min(time) AS first, max(time) AS last FROM new GROUP BY device) g
             LEFT JOIN fresh f USING (device) ORDER BY g.device
-            ON CONFLICT (id) DO UPDATE SET points = d.points + excluded.points, first = LEAST(d.first, excluded.first),
-                last = GREATEST(d.last, excluded.last), last_received = GREATEST(d.last_received, excluded.last_received),
-                latest_time = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_time ELSE d.latest_time END,
-                latest_lat = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_lat ELSE d.latest_lat END,
-                latest_lon = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_lon ELSE d.latest_lon END,
-                latest_alt = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_alt ELSE d.latest_alt END,
-                latest_h_acc = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_h_acc ELSE d.latest_h_acc END,
-                latest_speed = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_speed ELSE d.latest_speed END,
-                latest_course = CASE WHEN excluded.latest_time >= d.latest_time OR d.latest_time IS NULL THEN excluded.latest_course ELSE d.latest_course END
+            \(devicesConflictSQL)
         )
         SELECT count(*) FROM new
         """

@@ -121,6 +121,13 @@ struct RegionScaleTests {
          "feature 1 (x): a Point region needs a numeric properties.radius in metres"),
         (#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"x","geometry":{"type":"LineString","coordinates":[[1,2]]}}]}"#,
          "feature 1 (x): geometry LineString is not supported"),
+        // Found by RegionsGeoJSONFuzz: a number too large for a double read as infinity.
+        (#"{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,4099939e99999999999999]},"properties":{"radius":1}}"#,
+         "feature 1 (x): a Point's coordinates overflow a number"),
+        (#"{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":1e999}}"#,
+         "feature 1 (x): properties.radius overflows a number"),
+        (#"{"type":"Feature","id":"x","geometry":{"type":"Polygon","coordinates":[[[1,2],[1,-1e999],[2,2]]]}}"#,
+         "feature 1 (x): vertex 2 overflows a number"),
         (#"{"type":"Topology"}"#, "expected a GeoJSON FeatureCollection or Feature"),
         (#"{"type":"FeatureCollection","features":[{"#, "not valid JSON"),
     ])

@@ -186,6 +186,9 @@ struct FleetEndpointTests {
         #expect(box.count == expectedBox.count && box.count > 50)
         #expect(box.map(\.2) == expectedBox.map(\.time))
         #expect(box.map(\.0) == expectedBox.map(\.device))
+        // A box of more cells than are listed one by one (100 × 200): each band's cells as one range.
+        let wide = try await all("bbox=11,47,12,49&from=\(Int(from))&to=\(Int(to))")
+        #expect(wide.map(\.2) == records.filter { $0.time >= from && $0.time <= to }.map(\.time))
         let centre = Coordinate(latitude: 48.05, longitude: 11.5)
         let near = try await all("near=48.05,11.5&radius=2500")
         let expectedNear = records.filter {

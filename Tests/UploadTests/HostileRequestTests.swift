@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 import TrackServerTesting
-import TrackServer
+@testable import TrackServer
 
 /// The exact requests that crashed the endpoint or lost data (issue 11, items 1-3 and 9): each is
 /// answered with a status, the server stays up, and nothing is merged or silently dropped.
@@ -53,6 +53,14 @@ struct HostileRequestTests {
         #expect(try await endpoint.server.store.count() == 0)
         await raw.close()
         await endpoint.stop()
+    }
+
+    /// The admin token is compared in a time that does not depend on how much of a guess is right.
+    @Test(arguments: [("s3cret", "s3cret", true), ("s3cret", "s3creT", false), ("s3cret", "s3cre", false),
+                      ("s3cret", "s3crett", false), ("", "", true), ("x", "", false), ("é", "e\u{301}", false)])
+    func theTokenComparisonIsExact(a: String, b: String, same: Bool) {
+        #expect(AccessMiddleware.sameSecret(a, b) == same)
+        #expect(AccessMiddleware.sameSecret(b, a) == same)
     }
 
     @Test func deepNestingIsRefusedWithA400() async throws {

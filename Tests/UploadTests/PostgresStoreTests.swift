@@ -4,7 +4,7 @@ import KeepTrackTesting
 import Testing
 import TrackServer
 import TrackServerTesting
-import TrackStorePostgres
+@testable import TrackStorePostgres
 import Upload
 
 /// The PostgreSQL store apart from what every endpoint test checks on both stores: its URLs, its
@@ -90,6 +90,68 @@ struct PostgresStoreTests {
         }
     }
 
+    /// A batch goes in by `COPY` when its records are all new, and by the statement otherwise (here: a
+    /// key twice in one batch makes the `COPY` fail, and the statement stores it): both store the same
+    /// values to the bit, times rounded to the microsecond as `to_timestamp` rounds them (halves, before
+    /// 2000, negative zero), texts with the characters `COPY` escapes, NULLs, and the devices' summaries.
+    @Test func copyAndTheStatementStoreTheSameRows() async throws {
+        let cluster = try await Postgres.shared()
+        let (copied, stated) = try await offThePool { (try cluster.createDatabase(), try cluster.createDatabase()) }
+        let times: [Double] = [1_715_679_000.0000005, 1_715_679_000.0000015, 946_684_799.9999995, 946_684_800.0000025,
+                               0.0000005, 1_715_679_000.123456789, 4_102_444_799.9999996, 1_234_567_890.5]
+        var records: [TrailRecord] = times.enumerated().map { i, t in
+            var r = TrailRecord(device: i % 2 == 0 ? "van 1" : "ünï\\van", sequence: Int64(i + 1), time: t,
+                                latitude: [-0.0, 89.9999999, -45.123456789012345][i % 3],
+                                longitude: [-180, 179.99999999, 0.1 + 0.2][i % 3])
+            r.altitude = i == 3 ? nil : 1e-7 * Double(i)
+            r.horizontalAccuracy = i == 4 ? nil : 5
+            r.speed = 1.0 / 3
+            r.valid = i != 5
+            if i == 2 { r.kind = .enter; r.region = "depot\tA\\B\nC" }
+            if i == 6 { r.attributes = ["note": "tab\there\\ \"quoted\"\nnewline\r", "batt": "87"] }
+            return r
+        }
+        records.append(contentsOf: walk(3, from: 1_715_680_000, device: "van 1").enumerated().map { i, r in
+            var r = r
+            r.sequence = Int64(100 + i)
+            return r
+        })
+        let a = try await openTrackStore(cluster.url(copied))
+        let b = try await openTrackStore(cluster.url(stated))
+        #expect(try await a.insert(records, format: "json", received: 1_715_690_000.0000005) == (records.count, 0))
+        #expect(try await b.insert(records + [records[0]], format: "json", received: 1_715_690_000.0000005)
+            == (records.count, 1))
+        // Again: all duplicates, on both paths.
+        #expect(try await a.insert(records, format: "json", received: 1) == (0, records.count))
+        await a.close()
+        await b.close()
+        let dump = """
+            SELECT to_json(key), to_json(device), seq, kind, to_json(region), (extract(epoch FROM time) * 1000000)::int8, ST_AsEWKB(position::geometry),
+                   float8send(ST_Y(position::geometry)), float8send(ST_X(position::geometry)), float8send(alt), h_acc,
+                   v_acc, speed, course, format, (extract(epoch FROM received) * 1000000)::int8, valid, attributes
+            FROM positions ORDER BY key
+            """
+        let summaries = """
+            SELECT to_json(id), points, first, last, last_received, latest_time, float8send(latest_lat), float8send(latest_lon),
+                   latest_alt, latest_h_acc, latest_speed, latest_course FROM devices ORDER BY id
+            """
+        let (x, y, rounding) = try await offThePool {
+            (try cluster.psql(dump, database: copied) + cluster.psql(summaries, database: copied),
+             try cluster.psql(dump, database: stated) + cluster.psql(summaries, database: stated),
+             try cluster.psql("SELECT " + times.map { "to_timestamp(\($0)) = '\(CopyRows.timestamp($0)!)'::timestamptz" }
+                .joined(separator: ", "), database: copied))
+        }
+        #expect(x == y)
+        #expect(x.split(separator: "\n").count == records.count + 2)
+        #expect(x.contains(#"depot\tA\\B\nC"#))
+        // The text form's own rounding against PostgreSQL's, value by value.
+        #expect(rounding == Array(repeating: "t", count: times.count).joined(separator: "|") + "\n")
+        try await offThePool {
+            try cluster.dropDatabase(copied)
+            try cluster.dropDatabase(stated)
+        }
+    }
+
     /// `keeptrack export --db postgres://...`: the same file as from SQLite for the same records, and
     /// an unknown device named with what the store holds.
     @Test func exportsATrailFromPostgreSQLAsFromSQLite() async throws {
@@ -151,7 +213,7 @@ struct PostgresStoreTests {
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(answers.allSatisfy { $0.0 == 200 })
+        #expect(answers.allSatisfy { $0.0 == 200 }, "\(answers.filter { $0.0 != 200 }.prefix(2))")
         var accepted = 0, duplicates = 0
         for (_, body) in answers {
             let reply = try #require(JSONBatch.Reply.decode(Array(body.utf8)))
