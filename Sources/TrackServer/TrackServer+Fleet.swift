@@ -26,7 +26,7 @@ extension TrackServer {
             ByteWriting.appendStatic(",\"points\":", to: &out)
             ByteWriting.appendInt(Int64(d.points), to: &out)
             ByteWriting.appendStatic(",\"lastReceived\":\"", to: &out)
-            out += Array(ISOTime.string(d.lastReceived).utf8)
+            ISOTime.append(d.lastReceived, to: &out)
             ByteWriting.appendStatic("\"}", to: &out)
         }
         ByteWriting.appendStatic("]}\n", to: &out)
@@ -38,17 +38,21 @@ extension TrackServer {
     static func appendPosition(time: Double, latitude: Double, longitude: Double, altitude: Double?,
                                accuracy: Double?, speed: Double?, course: Double?, to out: inout [UInt8]) {
         ByteWriting.appendStatic(",\"time\":\"", to: &out)
-        out += Array(ISOTime.string(time).utf8)
+        ISOTime.append(time, to: &out)
         ByteWriting.appendStatic("\",\"lat\":", to: &out)
         ByteWriting.appendFixed(latitude, decimals: 7, to: &out)
         ByteWriting.appendStatic(",\"lon\":", to: &out)
         ByteWriting.appendFixed(longitude, decimals: 7, to: &out)
-        for (name, value) in [(",\"alt\":", altitude), (",\"accuracy\":", accuracy), (",\"speed\":", speed),
-                              (",\"course\":", course)] {
-            guard let value, value.isFinite else { continue }
-            out += Array(name.utf8)
+        // One member at a time, no array of names per position (10,000 of them in devices/latest).
+        func member(_ name: StaticString, _ value: Double?) {
+            guard let value, value.isFinite else { return }
+            ByteWriting.appendStatic(name, to: &out)
             ByteWriting.appendFixed(value, decimals: 2, to: &out)
         }
+        member(",\"alt\":", altitude)
+        member(",\"accuracy\":", accuracy)
+        member(",\"speed\":", speed)
+        member(",\"course\":", course)
     }
 
     /// The area, time range and device of a `GET /v1/positions` query.

@@ -44,6 +44,37 @@ extension PostgresTrackStore {
             """,
         ]),
         ("v2-fleet", fleetMigration),
+        ("v3-devices-trigger", devicesTriggerMigration),
+    ]
+
+    /// The devices' summaries kept by the database itself, after each statement that adds points
+    /// (a `COPY` or an `INSERT`), from the rows it added (a transition table: the duplicates an
+    /// `ON CONFLICT DO NOTHING` skipped are not in it), in the statement's own transaction. A `COPY`
+    /// is then one round trip and still one transaction; an AFTER STATEMENT trigger keeps `COPY`'s
+    /// multi-insert (a BEFORE ROW trigger would turn it off). The latest position is chosen as
+    /// ``refreshLatestSQL(where:)`` chooses it: the newest valid time, then sequence, then key.
+    static let devicesTriggerMigration = [
+        """
+        CREATE FUNCTION keeptrack_devices_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO devices AS d (id, points, first, last, last_received, latest_time, latest_lat, latest_lon,
+                                      latest_alt, latest_h_acc, latest_speed, latest_course)
+            SELECT g.device, g.n, g.first, g.last, g.received, f.time, ST_Y(f.position::geometry),
+                   ST_X(f.position::geometry), f.alt, f.h_acc, f.speed, f.course
+            FROM (SELECT device, count(*) AS n, min(time) AS first, max(time) AS last, max(received) AS received
+                  FROM added GROUP BY device) g
+            LEFT JOIN (SELECT DISTINCT ON (device) device, time, position, alt, h_acc, speed, course FROM added
+                       WHERE valid ORDER BY device, time DESC, seq DESC NULLS LAST, key DESC) f USING (device)
+            ORDER BY g.device
+            \(devicesConflictSQL);
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER positions_devices AFTER INSERT ON positions REFERENCING NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION keeptrack_devices_after_insert()
+        """,
     ]
 
     /// Creates PostGIS when it is missing (which needs a superuser, or a database owner where it is

@@ -155,7 +155,7 @@ public final class PostgresTrackStore: TrackStore {
     /// A batch's insert, as a statement prepared once per connection.
     struct InsertBatch: PostgresPreparedStatement {
         typealias Row = Int64
-        static let name = "keeptrack_insert_batch_v1"
+        static let name = "keeptrack_insert_batch_v2"
         static var sql: String { PostgresTrackStore.insertSQL }
         let bindings: PostgresBindings
         func makeBindings() -> PostgresBindings { bindings }
@@ -190,18 +190,7 @@ public final class PostgresTrackStore: TrackStore {
                    $16, to_timestamp($17), valid, attributes::jsonb
             FROM input ORDER BY key
             ON CONFLICT (key) DO NOTHING
-            RETURNING device, time, valid, key
-        ), fresh AS (
-            -- Each device's newest valid new point: its latest position unless one as new is kept.
-            SELECT DISTINCT ON (n.device) n.device, n.time, i.lat, i.lon, i.alt, i.h_acc, i.speed, i.course
-            FROM new n JOIN input i USING (key) WHERE n.valid ORDER BY n.device, n.time DESC
-        ), summary AS (
-            INSERT INTO devices AS d (id, points, first, last, last_received, latest_time, latest_lat, latest_lon,
-                                      latest_alt, latest_h_acc, latest_speed, latest_course)
-            SELECT g.device, g.n, g.first, g.last, to_timestamp($17), f.time, f.lat, f.lon, f.alt, f.h_acc, f.speed, f.course
-            FROM (SELECT device, count(*) AS n, min(time) AS first, max(time) AS last FROM new GROUP BY device) g
-            LEFT JOIN fresh f USING (device) ORDER BY g.device
-            \(devicesConflictSQL)
+            RETURNING 1
         )
         SELECT count(*) FROM new
         """
