@@ -213,7 +213,7 @@ struct SerialWorker {
                    pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0)]
         let ready = poll(&fds, 2, milliseconds)
         if ready < 0 { return -1 }
-        if fds[1].revents != 0 { link.drainWakes() }
+        if fds[1].revents != 0 { link.runJobs(woken: true) }
         revents?.pointee = fds[0].revents
         return fds[0].revents != 0 ? 1 : 0
     }

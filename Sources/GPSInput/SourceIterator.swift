@@ -38,16 +38,18 @@ final class WorkerLink: Sendable {
     private let dropped = Atomic<Int>(0)
     let name: String
 
-    /// Ends a ``pause(_:)`` early: written by ``wake()`` and ``stop()``.
-    private let wakePipe = WakePipe()
+    /// Runs the consumer's tasks on the worker thread (when the consumer prefers it) and ends a
+    /// ``pause(_:)`` early on ``wake()`` and ``stop()``.
+    let executor: ThreadExecutor
     /// Whether the worker thread has returned, and who waits for it.
     private let exit = Mutex<(exited: Bool, waiters: [(id: Int, continuation: CheckedContinuation<Void, Never>)])>(
         (false, []))
     private let nextWaiter = Atomic<Int>(0)
 
-    init(name: String, continuation: AsyncStream<SourceElement>.Continuation) {
+    init(name: String, continuation: AsyncStream<SourceElement>.Continuation, executor: ThreadExecutor) {
         self.name = name
         self.continuation = continuation
+        self.executor = executor
     }
 
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
@@ -58,14 +60,17 @@ final class WorkerLink: Sendable {
     }
 
     /// Ends the worker's current ``pause(_:)`` (a watch wanted again, a stop).
-    func wake() { wakePipe.wake() }
+    func wake() { executor.wake() }
 
-    /// A descriptor that becomes readable on ``wake()`` and ``stop()``: workers add it to their
-    /// `poll` so that no wait outlasts a stop. Call ``drainWakes()`` when it fires.
-    var wakeFD: Int32 { wakePipe.readFD }
+    /// A descriptor that becomes readable on ``wake()``, ``stop()`` and when a job of the consumer
+    /// waits: workers add it to their `poll` so that no wait outlasts a stop, and call
+    /// ``runJobs(woken:)`` before each wait and after it.
+    var wakeFD: Int32 { executor.wakeFD }
 
-    /// Empties the wake pipe after ``wakeFD`` fired.
-    func drainWakes() { _ = wakePipe.drain() }
+    /// Runs the consumer's jobs waiting for this thread (`woken`: after ``wakeFD`` fired, which it
+    /// drains). Returns whether a ``wake()`` or ``stop()`` came.
+    @discardableResult
+    func runJobs(woken: Bool = false) -> Bool { executor.runJobs(drain: woken) }
 
     /// Stops the worker and returns once its thread has returned, or after `atMost` seconds if it
     /// has not (a thread stuck inside a C library call must not keep a shutdown waiting: it still
@@ -128,25 +133,43 @@ final class WorkerLink: Sendable {
     /// loop: a released gpsd watch costs no wake-ups). Returns `false` when stopped.
     @discardableResult
     func pause(_ seconds: Double) -> Bool {
-        if isStopped { return false }
-        var fds = [pollfd(fd: wakePipe.readFD, events: Int16(POLLIN), revents: 0)]
-        let timeout = Int32(min(max(0, seconds * 1000).rounded(.up), Double(Int32.max)))
-        if poll(&fds, 1, timeout) > 0 { _ = wakePipe.drain() }
+        let end = monotonicNow() + seconds
+        var woken = false
+        while !isStopped {
+            // The consumer's jobs run meanwhile; only a wake or a stop ends the pause early.
+            if runJobs(woken: woken) { break }
+            let left = end - monotonicNow()
+            if left <= 0 { break }
+            var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            let timeout = Int32(min(max(0, left * 1000).rounded(.up), Double(Int32.max)))
+            woken = poll(&fds, 1, timeout) > 0
+        }
         return !isStopped
     }
 
     /// Starts `body` on a dedicated thread (blocking I/O never runs on the cooperative pool) and
     /// returns the iterator the consumer reads.
-    static func start(name: String, threadName: String, onLink: (WorkerLink) -> Void = { _ in },
+    ///
+    /// With `executor` (the source's ``FixSource/preferredExecutor``), the thread runs the jobs of
+    /// the tasks that prefer it between its waits: a consumer that prefers it takes each element
+    /// on this thread, without a thread hand-off. A second iteration running at the same time gets
+    /// an executor of its own.
+    static func start(name: String, threadName: String, executor: ThreadExecutor? = nil,
+                      onLink: (WorkerLink) -> Void = { _ in },
                       _ body: @escaping @Sendable (WorkerLink) -> Void) -> SourceIterator
     {
         let (stream, continuation) = AsyncStream.makeStream(
             of: SourceElement.self, bufferingPolicy: .bufferingNewest(SourceIterator.bufferSize))
-        let link = WorkerLink(name: name, continuation: continuation)
+        var own = ThreadExecutor()
+        if let executor, executor.reserve() { own = executor } else { _ = own.reserve() }
+        let link = WorkerLink(name: name, continuation: continuation, executor: own)
         onLink(link)
         continuation.onTermination = { _ in link.stop() }
         startThread(name: threadName) {
+            link.executor.attach()
             body(link)
+            // Jobs from now on (the consumer waiting for this exit) run on the global executor.
+            link.executor.detach()
             link.markExited()
             link.finish()
         }

@@ -57,4 +57,14 @@ public enum SourceElement: Hashable, Sendable {
 public protocol FixSource: AsyncSequence, Sendable where Element == SourceElement, Failure == Never {
     /// A human-readable name for messages (no coordinates).
     var name: String { get }
+
+    /// The executor a consumer should read this source on, `nil` for any: a source read by a
+    /// thread of its own (gpsd) runs the consumer's tasks on that thread, so that an element
+    /// costs no thread hand-off. Consumers run their loop inside
+    /// `withTaskExecutorPreference(source.preferredExecutor)`. The default is `nil`.
+    var preferredExecutor: (any TaskExecutor)? { get }
+}
+
+extension FixSource {
+    public var preferredExecutor: (any TaskExecutor)? { nil }
 }

@@ -30,6 +30,12 @@ public final class WakePipe: Sendable {
         _ = write(writeFD, &b, 1)
     }
 
+    /// Empties the pipe without keeping what was in it (no allocation).
+    public func discardPending() {
+        var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        while withUnsafeMutableBytes(of: &buffer, { read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
     /// Reads what is pending: the bytes written since the last drain.
     public func drain() -> [UInt8] {
         var out: [UInt8] = []

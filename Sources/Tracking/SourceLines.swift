@@ -35,23 +35,26 @@ public struct SourceLines {
     /// - Returns: whether the source reported an error event.
     @discardableResult
     public mutating func pump<S: FixSource>(_ source: S, tick: ((Double?) -> Void)? = nil) async throws(OutputError) -> Bool {
-        let started = monotonicSeconds()
-        var lastTick = started
-        var failed = false
-        for await element in source {
-            if Task.isCancelled { break }
-            if case .event(let e) = element, e.kind == .error { failed = true }
-            try write(element)
-            if let tick {
-                let now = monotonicSeconds()
-                if now - lastTick >= 0.25 {
-                    lastTick = now
-                    tick(now - started)
+        // On the source's reading thread when it has one (gpsd): no thread hand-off per fix.
+        try await withTaskExecutorPreference(source.preferredExecutor) { () async throws(OutputError) -> Bool in
+            let started = monotonicSeconds()
+            var lastTick = started
+            var failed = false
+            for await element in source {
+                if Task.isCancelled { break }
+                if case .event(let e) = element, e.kind == .error { failed = true }
+                try write(element)
+                if let tick {
+                    let now = monotonicSeconds()
+                    if now - lastTick >= 0.25 {
+                        lastTick = now
+                        tick(now - started)
+                    }
                 }
             }
+            try finish()
+            tick?(nil)
+            return failed
         }
-        try finish()
-        tick?(nil)
-        return failed
     }
 }

@@ -84,6 +84,14 @@ extension Tracker {
         /// On a stop (SIGTERM), how long the outbox may take to upload before the rest is left for
         /// the next run, in seconds. The default is 10. At the end of a replay everything is sent.
         public var shutdownTimeout: Double = 10
+        /// How long a decided record may wait in memory before it is committed to the outbox, in
+        /// seconds: records are committed in groups (one SQLite commit for up to
+        /// ``commitMaxRecords``), the waiting ones at once at the input's end and on a stop. A
+        /// kill -9 loses at most the records of this long. The default is 10; 0 commits each
+        /// record as it is decided.
+        public var commitWithin: Double = 10
+        /// Records committed together at most (see ``commitWithin``). The default is 100.
+        public var commitMaxRecords = 100
 
         public init(outboxPath: String, uploader: Uploader.Configuration) {
             self.outboxPath = outboxPath

@@ -11,6 +11,7 @@ struct GatedSource<Upstream: FixSource>: FixSource {
     let core: TrackerCore
 
     var name: String { upstream.name }
+    var preferredExecutor: (any TaskExecutor)? { upstream.preferredExecutor }
 
     func makeAsyncIterator() -> Iterator { Iterator(upstream: upstream.makeAsyncIterator(), core: core) }
 

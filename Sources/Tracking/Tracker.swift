@@ -91,7 +91,10 @@ public final class Tracker: Service, Sendable {
         self.core = core
         self.manager = switches
         self.uploadService = uploadService
-        self.body = { try await core.consume(manager) }
+        // The loop runs on the source's reading thread when it has one (gpsd): a fix goes from
+        // the report to the outbox and the output without a thread hand-off.
+        let executor = source.preferredExecutor
+        self.body = { try await withTaskExecutorPreference(executor) { try await core.consume(manager) } }
         self.regionState = { manager.regionState(for: $0) }
         uploadService?.tracker = core
     }
@@ -203,6 +206,9 @@ final class TrackerCore: Sendable {
     let regionSaving = Mutex(RegionStateSaving(version: 0))
     /// When the outbox's depth was last worth a warning.
     let depthAlarm: Mutex<OutboxDepthAlarm>
+    /// The records decided and not yet committed (held while a group commits, so that groups
+    /// commit in order).
+    let unsaved: Mutex<OutboxGroupCommit>
 
     init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
          sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
@@ -217,6 +223,8 @@ final class TrackerCore: Sendable {
         self.logger = logger
         self.now = now
         depthAlarm = Mutex(OutboxDepthAlarm(cap: outbox?.configuration.maxCount ?? 0))
+        let upload = configuration.upload
+        unsaved = Mutex(OutboxGroupCommit(maxRecords: upload?.commitMaxRecords ?? 1, maxDelay: upload?.commitWithin ?? 0))
         effects = LifecycleEffects(app: app, notifier: notifier, releaser: releaser,
                                    sampleInterval: configuration.sampleInterval)
     }
@@ -249,6 +257,8 @@ final class TrackerCore: Sendable {
             try handle(event, regions: manager)
         }
         saveRegionStates(manager, atEnd: true)
+        // The input ended or a stop came: what waits is committed before the uploader's last run.
+        try commitRecords()
         let ended = !Task.isCancelled
         state.withLock { $0.inputFinished = ended }
         if let failure = state.withLock({ $0.failure }) { throw failure }
@@ -263,13 +273,15 @@ final class TrackerCore: Sendable {
             logger.info("significant change", metadata: coordinates(l))
         }
         if let outbox, let record = Recorder.record(event, device: outbox.device) {
-            // Into the outbox before anything else happens to it.
-            let (_, evicted) = try outbox.append([record])
-            uploads?.notify()
-            checkOutboxDepth(outbox)
-            if evicted.total > 0 {
-                metrics.evicted.increment(by: evicted.total)
-                try sink.receive(.outboxEvicted(evicted))
+            // Into the outbox's group commit before anything else happens to it.
+            let (due, first) = unsaved.withLock { group in
+                let first = group.isEmpty
+                return (group.add(record, at: now()), first)
+            }
+            if due {
+                try commitRecords()
+            } else if first && configuration.deadlineTimer {
+                timer.fire()  // the timer's fallback deadline moved closer
             }
         }
         KeepAlive.apply(event, to: app)
@@ -301,6 +313,26 @@ final class TrackerCore: Sendable {
         }
     }
 
+    /// Commits the records waiting for their group, if any, in one transaction; with `dueAt`, only
+    /// when the group is due then.
+    func commitRecords(dueAt time: Double? = nil) throws {
+        guard let outbox else { return }
+        let evicted = try unsaved.withLock { group throws -> Outbox.Eviction? in
+            guard !group.isEmpty, time.map({ group.isDue(at: $0) }) ?? true else { return nil }
+            // Taken only once committed: a failed commit keeps them (the next record tries again).
+            let evicted = try outbox.append(group.records).evicted
+            _ = group.take()
+            return evicted
+        }
+        guard let evicted else { return }
+        uploads?.notify()
+        checkOutboxDepth(outbox)
+        if evicted.total > 0 {
+            metrics.evicted.increment(by: evicted.total)
+            try sink.receive(.outboxEvicted(evicted))
+        }
+    }
+
     /// Reports the lifecycle's events since the last call.
     func emitLifecycle() throws {
         for e in app.takeEvents() {
@@ -321,6 +353,20 @@ final class TrackerCore: Sendable {
             let t = app.now
             var next = app.nextDeadline ?? .infinity
             if let sample = effects.sampleIfDue(at: t) { next = min(next, sample) }
+            // Records no new record came to commit (the receiver went quiet).
+            if let commit = unsaved.withLock({ $0.fallbackDeadline }) {
+                if commit > t {
+                    next = min(next, commit)
+                } else {
+                    do {
+                        try commitRecords(dueAt: t)
+                        continue
+                    } catch {
+                        // Kept: the next record's commit tries again, and fails the tracker if it must.
+                        logger.warning("cannot commit to the outbox", metadata: ["reason": "\(error)"])
+                    }
+                }
+            }
             await timer.wait(timeout: next.isFinite ? min(max(0, next - t), 3600) : nil)
             if Task.isCancelled { return }
             app.advance()

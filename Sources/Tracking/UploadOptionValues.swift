@@ -23,6 +23,8 @@ public struct UploadOptionValues: Sendable {
     /// Seconds.
     public var outboxMaxAge = 30.0 * 86_400
     public var shutdownTimeout = 10.0
+    /// Seconds a decided record may wait for its group commit (0: each at once).
+    public var commitWithin = 10.0
 
     public init() {}
 
@@ -60,7 +62,7 @@ public struct UploadOptionValues: Sendable {
         (c.maxBatchCount, c.maxWait, c.maxBackoff) = (batchSize, batchWait, maxBackoff)
         var settings = Tracker.UploadSettings(outboxPath: dataDirectory + "/outbox.sqlite", uploader: c)
         (settings.outbox.device, settings.outbox.maxCount, settings.outbox.maxAge) = (deviceID, outboxMaxRecords, outboxMaxAge)
-        settings.shutdownTimeout = shutdownTimeout
+        (settings.shutdownTimeout, settings.commitWithin) = (shutdownTimeout, commitWithin)
         return settings
     }
 }

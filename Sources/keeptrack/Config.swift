@@ -33,6 +33,7 @@ enum TrackConfig {
         "user": .option, "no-region-events": .flag,
         "ca-file": .option, "header": .list, "batch-size": .option, "batch-wait": .option, "max-backoff": .option,
         "outbox-max-records": .option, "outbox-max-age": .option, "shutdown-timeout": .option, "data-dir": .option,
+        "commit-within": .option,
         "log-level": .option, "log-format": .option, "time-interval": .option, "heading-change": .option,
         "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
         "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,

@@ -67,6 +67,11 @@ struct UploadOptions: ParsableArguments {
                                + "in the outbox). The default is 10s.", valueName: "duration"), transform: DurationText.parse)
     var shutdownTimeout = 10.0
 
+    @Option(help: ArgumentHelp("Commit decided records to the outbox together, each within this long (a kill -9 loses "
+                               + "at most this much; 0: each at once). The default is 10s.", valueName: "duration"),
+            transform: DurationText.parse)
+    var commitWithin = 10.0
+
     var enabled: Bool { upload != nil }
 
     var values: UploadOptionValues {
@@ -74,6 +79,7 @@ struct UploadOptions: ParsableArguments {
         (v.url, v.format, v.deviceID, v.token, v.user, v.regionEvents) = (upload, format, deviceID, token, user, !noRegionEvents)
         (v.caFile, v.headers, v.batchSize, v.batchWait, v.maxBackoff) = (caFile, headers, batchSize, batchWait, maxBackoff)
         (v.outboxMaxRecords, v.outboxMaxAge, v.shutdownTimeout) = (outboxMaxRecords, outboxMaxAge, shutdownTimeout)
+        v.commitWithin = commitWithin
         return v
     }
 

@@ -36,6 +36,28 @@ struct GPSDSourceTests {
         #expect(received.contains { $0.satellitesUsed != nil && $0.hdop != nil })
     }
 
+    @Test func aConsumerThatPrefersTheSourcesExecutorTakesEveryFixOnTheReadingThread() async throws {
+        let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
+        defer { try? gpsd.stop() }
+        let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
+        let executor = try #require(source.preferredExecutor as? ThreadExecutor)
+        // Each element is taken on the thread that read it from gpsd: no hand-off to another thread.
+        let (fixes, elsewhere) = try await withTimeout(180, "6 fixes on the reading thread") {
+            try await withTaskExecutorPreference(source.preferredExecutor) {
+                var fixes = 0
+                var elsewhere = 0
+                for await element in source {
+                    if !executor.isOwner { elsewhere += 1 }
+                    if element.fix?.hasPosition == true { fixes += 1 }
+                    if fixes >= 6 { break }
+                }
+                return (fixes, elsewhere)
+            }
+        }
+        #expect(fixes == 6)
+        #expect(elsewhere == 0)
+    }
+
     @Test func saysGPSDIsNotRunningAndConnectsWhenItStarts() async throws {
         // A port nobody listens on, then a gpsd started on it.
         let port = try freePort()
