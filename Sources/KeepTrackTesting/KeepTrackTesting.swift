@@ -49,6 +49,9 @@ public final class Tool: @unchecked Sendable {
     public let process = Process()
     private let out = Pipe()
     private var buffer = Data()
+    /// Where the tool's standard error goes: a file, not a pipe of the test runner's (a straggler
+    /// must not keep those open), read by ``errors`` to say why a tool failed.
+    private let errorPath = NSTemporaryDirectory() + "keeptrack-tool-\(UUID().uuidString).err"
 
     public convenience init(_ path: String, _ arguments: [String]) throws {
         try self.init(executable: packageRoot.appendingPathComponent(path), arguments)
@@ -63,9 +66,17 @@ public final class Tool: @unchecked Sendable {
         }
         process.currentDirectoryURL = packageRoot
         process.standardOutput = out
-        // Not the test's own stderr: a straggler must not keep the test runner's pipes open.
-        process.standardError = FileHandle.nullDevice
+        FileManager.default.createFile(atPath: errorPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: errorPath) ?? FileHandle.nullDevice
         try process.run()
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: errorPath) }
+
+    /// The last `limit` bytes the tool wrote to its standard error so far.
+    public func errors(limit: Int = 2000) -> String {
+        guard let data = FileManager.default.contents(atPath: errorPath) else { return "" }
+        return String(decoding: data.suffix(limit), as: UTF8.self)
     }
 
     /// The next line the tool prints (blocking), or `nil` at the end of its output.

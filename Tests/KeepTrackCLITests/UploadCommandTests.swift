@@ -126,7 +126,7 @@ struct CrashTestTests {
         tool.guardAgainstHang(seconds: 600)
         var lines: [String] = []
         while let line = tool.readLine() { lines.append(line) }
-        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
+        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 
@@ -139,7 +139,7 @@ struct CrashTestTests {
         tool.guardAgainstHang(seconds: 600)
         var lines: [String] = []
         while let line = tool.readLine() { lines.append(line) }
-        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
+        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 
@@ -151,7 +151,7 @@ struct CrashTestTests {
         tool.guardAgainstHang(seconds: 600)
         var lines: [String] = []
         while let line = tool.readLine() { lines.append(line) }
-        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines)")
+        #expect(lines.last == "OK: nothing lost, nothing stored twice, order kept", "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 }
