@@ -1,4 +1,5 @@
 import Formats
+import Logging
 import NIOCore
 import PostgresNIO
 import TrackServer
@@ -20,10 +21,16 @@ extension PostgresTrackStore {
     /// value the text form here does not write (a time outside years 1970–9999).
     func copyBatch(_ records: [TrailRecord], keys: [String], format: String, received: Double) async throws -> Bool {
         guard let rows = CopyRows(records, keys: keys, format: format, received: received) else { return false }
+        return try await coalescer.copy(rows.buffer, rows: records.count)
+    }
+
+    /// One `COPY` of `buffer`'s rows on a connection of the pool: `true` once committed, `false` when
+    /// a key was stored already or it lost a deadlock (nothing of it kept).
+    static func copy(_ buffer: ByteBuffer, client: PostgresClient, logger: Logger) async throws -> Bool {
         do {
             try await client.withConnection { connection in
-                try await connection.copyFrom(table: "positions", columns: CopyRows.columns, logger: self.logger) {
-                    try await $0.write(rows.buffer)
+                try await connection.copyFrom(table: "positions", columns: CopyRows.columns, logger: logger) {
+                    try await $0.write(buffer)
                 }
             }
             return true
@@ -31,6 +38,60 @@ extension PostgresTrackStore {
             // A key stored already (23505), or two batches waiting on each other's keys: rolled back.
             return false
         }
+    }
+}
+
+/// Batches that arrive while `COPY`s are under way go together in the next one: under load, one
+/// commit, one trigger and one statement's overhead for several batches; when idle, a batch is sent
+/// at once. At most ``maxInFlight`` run at a time, of at most ``maxRows`` rows each (whole batches).
+/// When a merged `COPY` meets a stored key, each of its batches is answered `false` and goes through
+/// the statement on its own, which tells its new records from its duplicates.
+actor CopyCoalescer {
+    static let maxInFlight = 3
+    static let maxRows = 1_000
+
+    struct Waiting {
+        var buffer: ByteBuffer
+        var rows: Int
+        var continuation: CheckedContinuation<Bool, any Error>
+    }
+
+    let run: @Sendable (ByteBuffer) async throws -> Bool
+    var queue: [Waiting] = []
+    var inFlight = 0
+
+    init(run: @escaping @Sendable (ByteBuffer) async throws -> Bool) {
+        self.run = run
+    }
+
+    /// Copies `buffer` (`rows` rows), alone or with others: `true` once committed.
+    func copy(_ buffer: ByteBuffer, rows: Int) async throws -> Bool {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.append(Waiting(buffer: buffer, rows: rows, continuation: continuation))
+            startNext()
+        }
+    }
+
+    private func startNext() {
+        guard inFlight < Self.maxInFlight, !queue.isEmpty else { return }
+        var group = [queue.removeFirst()]
+        var rows = group[0].rows
+        while let next = queue.first, rows + next.rows <= Self.maxRows {
+            group.append(queue.removeFirst())
+            rows += next.rows
+        }
+        inFlight += 1
+        Task { await self.flush(group) }
+    }
+
+    private func flush(_ group: [Waiting]) async {
+        var buffer = group[0].buffer
+        for w in group.dropFirst() { buffer.writeImmutableBuffer(w.buffer) }
+        let result: Result<Bool, any Error>
+        do { result = .success(try await run(buffer)) } catch { result = .failure(error) }
+        for w in group { w.continuation.resume(with: result) }
+        inFlight -= 1
+        startNext()
     }
 }
 

@@ -25,6 +25,7 @@ public final class PostgresTrackStore: TrackStore {
     let client: PostgresClient
     let logger: Logger
     let runner: Task<Void, Never>
+    let coalescer: CopyCoalescer
 
     public var location: String { url.description }
 
@@ -62,6 +63,7 @@ public final class PostgresTrackStore: TrackStore {
         configuration.options.minimumConnections = 0
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        coalescer = CopyCoalescer { buffer in try await Self.copy(buffer, client: client, logger: logger) }
         runner = Task { await client.run() }
         do {
             try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {

@@ -1,6 +1,7 @@
 import Formats
 import Foundation
 import KeepTrackTesting
+import NIOCore
 import Testing
 import TrackServer
 import TrackServerTesting
@@ -318,5 +319,58 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     }
     func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
         try await base.deleteExpired(before: cutoff, limit: limit)
+    }
+}
+
+/// The batches that arrive while `COPY`s are under way go together in the next one, whole and in
+/// order; each learns the merged `COPY`'s outcome.
+@Suite("PostgreSQL store: COPY coalescing")
+struct CopyCoalescerTests {
+    /// A `run` that reports each buffer it is given and waits until released.
+    actor Gate {
+        var started: [String] = []
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+        var startedSignal: AsyncStream<Void>.Continuation?
+
+        func run(_ buffer: ByteBuffer) async -> Bool {
+            started.append(String(buffer: buffer))
+            startedSignal?.yield()
+            return await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func releaseAll(_ outcome: Bool) {
+            for w in waiting { w.resume(returning: outcome) }
+            waiting = []
+        }
+
+        func watch(_ c: AsyncStream<Void>.Continuation) { startedSignal = c }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func batchesArrivingWhileCopiesRunGoTogetherInTheNext() async throws {
+        let gate = Gate()
+        let (starts, signal) = AsyncStream<Void>.makeStream()
+        await gate.watch(signal)
+        var iterator = starts.makeAsyncIterator()
+        let coalescer = CopyCoalescer { await gate.run($0) }
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            // The first three start at once (at most three at a time)...
+            for name in ["a", "b", "c"] {
+                group.addTask { try await coalescer.copy(ByteBuffer(string: name + "\n"), rows: 1) }
+                await iterator.next()
+            }
+            // ...the next four wait, then go as one COPY once one of those ends.
+            for name in ["d", "e", "f", "g"] {
+                group.addTask { try await coalescer.copy(ByteBuffer(string: name + "\n"), rows: 1) }
+            }
+            while await coalescer.queue.count < 4 { await Task.yield() }
+            await gate.releaseAll(true)
+            await iterator.next()
+            await gate.releaseAll(false)
+            var outcomes: [Bool] = []
+            for try await outcome in group { outcomes.append(outcome) }
+            #expect(outcomes.filter { $0 }.count == 3)
+            #expect(outcomes.filter { !$0 }.count == 4)
+        }
+        #expect(await gate.started == ["a\n", "b\n", "c\n", "d\ne\nf\ng\n"])
     }
 }
