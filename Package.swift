@@ -100,7 +100,7 @@ let package = Package(
         .target(
             name: "TrackStorePostgres",
             dependencies: [
-                "TrackServer", "Formats",
+                "TrackServer", "Formats", "Geo",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

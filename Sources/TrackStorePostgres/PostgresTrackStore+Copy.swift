@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import Logging
 import NIOCore
 import PostgresNIO
@@ -195,16 +196,7 @@ struct CopyRows {
         let sincePostgresEpoch = ((seconds - 946_684_800) * 1_000_000).rounded(.toNearestOrEven)
         let micros = Int64(sincePostgresEpoch) + 946_684_800_000_000
         let (days, inDay) = micros.quotientAndRemainder(dividingBy: 86_400_000_000)
-        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm; days >= 0 here).
-        let z = days + 719_468
-        let era = z / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = GNSSTime.civilFromDays(Int(days))
         let second = inDay / 1_000_000
         func digits(_ value: Int64, _ width: Int, then separator: UInt8) {
             var divisor: Int64 = 1
@@ -217,9 +209,9 @@ struct CopyRows {
             }
             buffer.writeInteger(separator)
         }
-        digits(year, 4, then: UInt8(ascii: "-"))
-        digits(month, 2, then: UInt8(ascii: "-"))
-        digits(day, 2, then: UInt8(ascii: " "))
+        digits(Int64(year), 4, then: UInt8(ascii: "-"))
+        digits(Int64(month), 2, then: UInt8(ascii: "-"))
+        digits(Int64(day), 2, then: UInt8(ascii: " "))
         digits(second / 3600, 2, then: UInt8(ascii: ":"))
         digits(second / 60 % 60, 2, then: UInt8(ascii: ":"))
         digits(second % 60, 2, then: UInt8(ascii: "."))
