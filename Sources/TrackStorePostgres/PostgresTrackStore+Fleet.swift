@@ -161,27 +161,7 @@ extension PostgresTrackStore {
             sql += " AND (time > \(t) OR (time = \(t) AND key > \(parameter(cursor.key))))"
         }
         sql += " ORDER BY time, key LIMIT \(parameter(Int64(limit + 1)))"
-        var records: [TrailRecord] = []
-        var last: TrailCursor?
-        var more = false
-        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-        for try await row in rows {
-            if records.count == limit {
-                more = true
-                continue
-            }
-            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device) =
-                try row.decode((Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
-                                Double?, Bool, String?, String, String).self)
-            var r = TrailRecord(device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
-                                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
-                                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
-            r.valid = valid
-            r.attributes = TrailRecord.attributes(fromJSON: attributes)
-            records.append(r)
-            last = TrailCursor(time: time, sequence: nil, key: key)
-        }
-        return (records, more ? last : nil)
+        return try await page(PostgresQuery(unsafeSQL: sql, binds: binds), limit: limit, cursorSequence: false)
     }
 
     // MARK: - Retention

@@ -248,7 +248,7 @@ public final class PostgresTrackStore: TrackStore {
         var bound = 1
         var sql = """
             SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry),
-                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key
+                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device
             FROM positions WHERE device = $1
             """
         func parameter(_ value: some PostgresNonThrowingEncodable) -> String {
@@ -271,25 +271,34 @@ public final class PostgresTrackStore: TrackStore {
             }
         }
         sql += " ORDER BY time, seq NULLS FIRST, key LIMIT \(parameter(Int64(limit + 1)))"
+        return try await page(PostgresQuery(unsafeSQL: sql, binds: binds), limit: limit, cursorSequence: true)
+    }
+
+    /// Runs a query for `limit + 1` rows of (seq, kind, region, time, lat, lon, alt, h_acc, v_acc,
+    /// speed, course, valid, attributes, key, device) and returns the first `limit` as records, and
+    /// where the next page starts (the last record's time, key and, with `cursorSequence`, sequence)
+    /// when there are more: the page reader of trails and of fleet positions.
+    func page(_ query: PostgresQuery, limit: Int, cursorSequence: Bool) async throws
+        -> (records: [TrailRecord], next: TrailCursor?)
+    {
         var records: [TrailRecord] = []
         var last: TrailCursor?
         var more = false
-        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-        for try await row in rows {
+        for try await row in try await client.query(query, logger: logger) {
             if records.count == limit {
                 more = true
                 continue
             }
-            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key) = try row.decode(
-                (Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?, Double?, Bool,
-                 String?, String).self)
+            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device) =
+                try row.decode((Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
+                                Double?, Bool, String?, String, String).self)
             var r = TrailRecord(device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
                                 region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
                                 horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
             r.valid = valid
             r.attributes = TrailRecord.attributes(fromJSON: attributes)
             records.append(r)
-            last = TrailCursor(time: time, sequence: seq, key: key)
+            last = TrailCursor(time: time, sequence: cursorSequence ? seq : nil, key: key)
         }
         return (records, more ? last : nil)
     }
