@@ -54,9 +54,9 @@ let package = Package(
         // Wire and file formats, both directions: JSON Lines, CSV, GPX, GeoJSON, our JSON batch,
         // Traccar's OsmAnd, OwnTracks JSON; gzip bodies.
         .target(name: "Formats", dependencies: ["Geo", "CZlib"]),
-        // libmosquitto, the MQTT client library.
-        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
-                       providers: [.apt(["libmosquitto-dev"])]),
+        // libmosquitto, the MQTT client library, opened with dlopen at the first connection (its
+        // header from libmosquitto-dev; at run time libmosquitto1).
+        .target(name: "CMosquitto"),
         // MQTT over libmosquitto's threaded loop: broker URLs, one connection (QoS 1 publishes in
         // flight, PUBACKs, subscriptions), the shared backoff.
         .target(name: "MQTT", dependencies: ["CMosquitto", "Geo", "SystemIO"]),

@@ -77,7 +77,7 @@ public final class MQTTConnection: Sendable {
                     s.phase = .connected
                     return
                 }
-                let reason = String(cString: mosquitto_connack_string(rc))
+                let reason = String(cString: keeptrack_mosquitto_connack_string(rc))
                 // 4: bad user name or password; 5: not authorised (MQTT 3.1.1 CONNACK codes).
                 s.phase = rc == 4 || rc == 5
                     ? .failed(MQTTError(.credentials, "the MQTT broker \(endpoint) refuses our credentials (\(reason)): "
@@ -90,7 +90,7 @@ public final class MQTTConnection: Sendable {
             update { s in
                 if case .failed = s.phase { return }
                 let why = rc == 0 ? "we closed it" : rc == MOSQ_ERR_ERRNO.rawValue && e != 0 ? errnoText(e)
-                    : String(cString: mosquitto_strerror(rc))
+                    : String(cString: keeptrack_mosquitto_strerror(rc))
                 s.phase = s.phase == .connected
                     ? .failed(MQTTError(.disconnected, "lost the connection to the MQTT broker \(endpoint): \(why)"))
                     : .failed(MQTTError(.unreachable, "cannot connect to the MQTT broker \(endpoint): \(why)"))
@@ -110,9 +110,15 @@ public final class MQTTConnection: Sendable {
     /// Whether the loop thread runs (then `close` stops it) and whether the handle was destroyed.
     let lifecycle = Mutex<(started: Bool, closed: Bool)>((false, false))
 
-    static let libraryReady: Bool = {
-        mosquitto_lib_init()
-        return true
+    /// libmosquitto opened and initialised, once per process; or why it cannot be.
+    static let library: Result<Void, MQTTError> = {
+        var message = [CChar](repeating: 0, count: 512)
+        guard keeptrack_mosquitto_load(&message, message.count) == 0 else {
+            let why = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            return .failure(MQTTError(.configuration, "MQTT needs libmosquitto (Debian: apt-get install libmosquitto1): \(why)"))
+        }
+        keeptrack_mosquitto_lib_init()
+        return .success(())
     }()
 
     /// - Parameter onMessage: called on libmosquitto's thread for each message received; the
@@ -120,12 +126,12 @@ public final class MQTTConnection: Sendable {
     /// - Throws: ``MQTTError`` (`.configuration`) for TLS files or options libmosquitto refuses.
     public init(endpoint: MQTTEndpoint, options: Options,
                 onMessage: (@Sendable (_ topic: String, _ payload: [UInt8]) -> Void)? = nil) throws(MQTTError) {
-        precondition(Self.libraryReady)
+        try Self.library.get()
         self.endpoint = endpoint
         self.options = options
         let events = Events(endpoint: endpoint, onMessage: onMessage)
         self.events = events
-        guard let raw = mosquitto_new(options.clientID, options.cleanSession, Unmanaged.passUnretained(events).toOpaque())
+        guard let raw = keeptrack_mosquitto_new(options.clientID, options.cleanSession, Unmanaged.passUnretained(events).toOpaque())
         else {
             throw MQTTError(.configuration, "cannot create an MQTT client with id '\(options.clientID)'")
         }
@@ -134,16 +140,16 @@ public final class MQTTConnection: Sendable {
         // destroys the handle (destroying it here too was a double free: `--ca-file` missing).
         func check(_ rc: Int32, _ what: String) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                throw MQTTError(.configuration, "\(what): \(String(cString: mosquitto_strerror(rc)))")
+                throw MQTTError(.configuration, "\(what): \(String(cString: keeptrack_mosquitto_strerror(rc)))")
             }
         }
-        try check(mosquitto_int_option(raw, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: max(1, min(65535, options.maxInflight)))),
+        try check(keeptrack_mosquitto_int_option(raw, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: max(1, min(65535, options.maxInflight)))),
                   "the number of messages in flight")
         // The loop thread must not reconnect by itself: the owner closes a lost connection and opens a
         // new one after its backoff.
-        try check(mosquitto_reconnect_delay_set(raw, 86_400, 86_400, false), "the reconnect delay")
+        try check(keeptrack_mosquitto_reconnect_delay_set(raw, 86_400, 86_400, false), "the reconnect delay")
         if let user = endpoint.username {
-            try check(mosquitto_username_pw_set(raw, user, endpoint.password), "the user name")
+            try check(keeptrack_mosquitto_username_pw_set(raw, user, endpoint.password), "the user name")
         }
         if endpoint.tls {
             if let ca = options.caFile {
@@ -151,18 +157,18 @@ public final class MQTTConnection: Sendable {
                     throw MQTTError(.configuration, "--ca-file \(ca): \(errnoText(errno))")
                 }
             }
-            try check(mosquitto_tls_set(raw, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil),
+            try check(keeptrack_mosquitto_tls_set(raw, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil),
                       "--ca-file \(options.caFile ?? "(system trust store)")")
         }
-        mosquitto_connect_callback_set(raw) { _, obj, rc in Events.from(obj).connected(rc) }
-        mosquitto_disconnect_callback_set(raw) { _, obj, rc in
+        keeptrack_mosquitto_connect_callback_set(raw) { _, obj, rc in Events.from(obj).connected(rc) }
+        keeptrack_mosquitto_disconnect_callback_set(raw) { _, obj, rc in
             let e = errno
             Events.from(obj).disconnected(rc, errno: e)
         }
-        mosquitto_publish_callback_set(raw) { _, obj, mid in Events.from(obj).update { $0.acknowledged.insert(mid) } }
-        mosquitto_subscribe_callback_set(raw) { _, obj, mid, _, _ in Events.from(obj).update { $0.subscribed.insert(mid) } }
+        keeptrack_mosquitto_publish_callback_set(raw) { _, obj, mid in Events.from(obj).update { $0.acknowledged.insert(mid) } }
+        keeptrack_mosquitto_subscribe_callback_set(raw) { _, obj, mid, _, _ in Events.from(obj).update { $0.subscribed.insert(mid) } }
         if onMessage != nil {
-            mosquitto_message_callback_set(raw) { _, obj, message in
+            keeptrack_mosquitto_message_callback_set(raw) { _, obj, message in
                 guard let m = message?.pointee else { return }
                 let events = Events.from(obj)
                 let topic = m.topic.map { String(cString: $0) } ?? ""
@@ -194,20 +200,20 @@ public final class MQTTConnection: Sendable {
         // Name resolution blocks: not on the cooperative pool.
         let (rc, e): (Int32, Int32) = await withCheckedContinuation { c in
             startThread(name: "mqtt connect") {
-                let rc = mosquitto_connect_async(handle.raw, endpoint.host, Int32(endpoint.port), keepAlive)
+                let rc = keeptrack_mosquitto_connect_async(handle.raw, endpoint.host, Int32(endpoint.port), keepAlive)
                 c.resume(returning: (rc, errno))
             }
         }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             let why = rc == MOSQ_ERR_ERRNO.rawValue ? errnoText(e)
-                : rc == MOSQ_ERR_EAI.rawValue ? "cannot resolve \(endpoint.host)" : String(cString: mosquitto_strerror(rc))
+                : rc == MOSQ_ERR_EAI.rawValue ? "cannot resolve \(endpoint.host)" : String(cString: keeptrack_mosquitto_strerror(rc))
             let error = MQTTError(.unreachable, "cannot connect to the MQTT broker \(endpoint): \(why)")
             events.update { $0.phase = .failed(error) }
             throw error
         }
         let started = lifecycle.withLock { l -> Bool in
             guard !l.closed else { return false }
-            l.started = mosquitto_loop_start(handle.raw) == MOSQ_ERR_SUCCESS.rawValue
+            l.started = keeptrack_mosquitto_loop_start(handle.raw) == MOSQ_ERR_SUCCESS.rawValue
             return l.started
         }
         guard started else {
@@ -240,11 +246,11 @@ public final class MQTTConnection: Sendable {
         if let failure { throw failure }
         var mid: Int32 = 0
         let rc = payload.withUnsafeBytes { p in
-            mosquitto_publish(handle.raw, &mid, topic, Int32(p.count), p.baseAddress, qos, retain)
+            keeptrack_mosquitto_publish(handle.raw, &mid, topic, Int32(p.count), p.baseAddress, qos, retain)
         }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             throw failure ?? MQTTError(.disconnected, "cannot publish to the MQTT broker \(endpoint): "
-                + String(cString: mosquitto_strerror(rc)))
+                + String(cString: keeptrack_mosquitto_strerror(rc)))
         }
         return mid
     }
@@ -275,10 +281,10 @@ public final class MQTTConnection: Sendable {
     /// - Throws: ``MQTTError`` when the connection fails or no SUBACK comes within `timeout`.
     public func subscribe(_ filter: String, qos: Int32 = 1, timeout: Double = 10) async throws(MQTTError) {
         var mid: Int32 = 0
-        let rc = mosquitto_subscribe(handle.raw, &mid, filter, qos)
+        let rc = keeptrack_mosquitto_subscribe(handle.raw, &mid, filter, qos)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             throw failure ?? MQTTError(.configuration, "cannot subscribe to '\(filter)' on \(endpoint): "
-                + String(cString: mosquitto_strerror(rc)))
+                + String(cString: keeptrack_mosquitto_strerror(rc)))
         }
         let deadline = ContinuousClock.now + .seconds(timeout)
         while true {
@@ -324,9 +330,9 @@ public final class MQTTConnection: Sendable {
             return l.started
         }
         guard let started else { return }
-        mosquitto_disconnect(handle.raw)
-        if started { mosquitto_loop_stop(handle.raw, false) }
-        mosquitto_destroy(handle.raw)
+        keeptrack_mosquitto_disconnect(handle.raw)
+        if started { keeptrack_mosquitto_loop_stop(handle.raw, false) }
+        keeptrack_mosquitto_destroy(handle.raw)
         events.update { s in
             if case .failed = s.phase { return }
             s.phase = .failed(MQTTError(.disconnected, "the connection to \(endpoint) was closed"))

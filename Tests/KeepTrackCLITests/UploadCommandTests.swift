@@ -67,6 +67,25 @@ struct UploadCommandTests {
         #expect(r.stderr.contains("895 left in the outbox"), "\(r.stderr)")
     }
 
+    /// libmosquitto (and the OpenSSL it links) is opened at the first MQTT connection, not when
+    /// keeptrack starts: the dynamic loader's own list of what it loads at start (what `ldd` prints)
+    /// names none of them. The MQTT tests show that the connection still opens it.
+    @Test func startingLoadsNoMQTTLibrary() throws {
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("keeptrack")
+        process.arguments = ["--version"]
+        process.environment = ["LD_TRACE_LOADED_OBJECTS": "1"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let loaded = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(loaded.contains("libgps.so"), "\(loaded)")
+        for library in ["libmosquitto", "libssl", "libcrypto"] {
+            #expect(!loaded.contains(library), "\(library) loaded at start:\n\(loaded)")
+        }
+    }
+
     @Test func theOutboxCommandShowsWhatWaits() async throws {
         let parent = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: parent) }
