@@ -135,9 +135,10 @@ let package = Package(
             ],
             // Linked by lld with packed relative relocations (DT_RELR, glibc 2.36+): the 60,000
             // relative relocations of a position-independent binary take 15 KB instead of 1.4 MB,
-            // which the dynamic loader no longer reads at start (track --gpsd: 2.4 MB less resident;
-            // tools/bench-track). The flags are the executable's own: a program that depends on the
-            // library products does not link this target.
+            // which the dynamic loader no longer reads at start (track --gpsd: 1.4 MB less resident,
+            // 2.5 MB with the static runtime; tools/bench-track --memory). lld ships with the Swift
+            // toolchain. The flags are the executable's own: a program that depends on the library
+            // products does not link this target.
             linkerSettings: [
                 .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
                              .when(platforms: [.linux])),
