@@ -51,14 +51,7 @@ struct OutboxGroupCommitTests {
         let endpoint = try await Endpoint.start()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
-        var c = Tracker.Configuration()
-        try c.addRegions(geoJSON: fixtureBytes("walk-15min.regions.geojson"))
-        c.launchAtFirstFix = true
-        c.deadlineTimer = false
-        var u = Uploader.Configuration(url: endpoint.url())
-        u.token = "secret"
-        c.upload = .init(outboxPath: dir + "/outbox.sqlite", uploader: u)
+        var (source, c) = try walkWithUploads(to: endpoint, outboxIn: dir)
         c.upload!.commitWithin = commitWithin
         let clock = source.logClock
         let outbox = Mutex<Outbox?>(nil)

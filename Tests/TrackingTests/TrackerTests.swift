@@ -31,20 +31,27 @@ func runGroup(_ tracker: Tracker) async throws {
     try await ServiceGroup(configuration: .init(services: tracker.services, logger: logger)).run()
 }
 
+/// The walk and its regions, launched at the first fix, uploaded to `endpoint` through an outbox in
+/// `dir`: what the whole-pipeline tests replay.
+func walkWithUploads(to endpoint: Endpoint, outboxIn dir: String) throws -> (NMEALogSource, Tracker.Configuration) {
+    let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
+    var c = Tracker.Configuration()
+    try c.addRegions(geoJSON: fixtureBytes("walk-15min.regions.geojson"))
+    c.launchAtFirstFix = true
+    c.deadlineTimer = false
+    var u = Uploader.Configuration(url: endpoint.url())
+    u.token = "secret"
+    c.upload = .init(outboxPath: dir + "/outbox.sqlite", uploader: u)
+    return (source, c)
+}
+
 @Suite("Tracker: the whole pipeline in-process")
 struct TrackerTests {
     @Test func aReplayedWalkReachesAnEndpointWithEveryLocationAndTransition() async throws {
         let endpoint = try await Endpoint.start()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
-        var c = Tracker.Configuration()
-        try c.addRegions(geoJSON: fixtureBytes("walk-15min.regions.geojson"))
-        c.launchAtFirstFix = true
-        c.deadlineTimer = false
-        var u = Uploader.Configuration(url: endpoint.url())
-        u.token = "secret"
-        c.upload = .init(outboxPath: dir + "/outbox.sqlite", uploader: u)
+        let (source, c) = try walkWithUploads(to: endpoint, outboxIn: dir)
         let clock = source.logClock
         let sink = Collected()
         let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
