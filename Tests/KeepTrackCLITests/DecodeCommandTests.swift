@@ -15,10 +15,11 @@ let productsDirectory: URL = {
     return URL(fileURLWithPath: exe).deletingLastPathComponent()
 }()
 
-func keeptrack(_ arguments: [String], stdin: Data? = nil) throws -> CLIResult {
+func keeptrack(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws -> CLIResult {
     let process = Process()
     process.executableURL = productsDirectory.appendingPathComponent("keeptrack")
     process.arguments = arguments
+    if let environment { process.environment = environment }
     process.currentDirectoryURL = packageRoot
     let out = Pipe(), err = Pipe(), input = Pipe()
     process.standardOutput = out

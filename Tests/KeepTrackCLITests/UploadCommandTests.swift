@@ -71,15 +71,7 @@ struct UploadCommandTests {
     /// keeptrack starts: the dynamic loader's own list of what it loads at start (what `ldd` prints)
     /// names none of them. The MQTT tests show that the connection still opens it.
     @Test func startingLoadsNoMQTTLibrary() throws {
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("keeptrack")
-        process.arguments = ["--version"]
-        process.environment = ["LD_TRACE_LOADED_OBJECTS": "1"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let loaded = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let loaded = try keeptrack(["--version"], environment: ["LD_TRACE_LOADED_OBJECTS": "1"]).stdout
         #expect(loaded.contains("libgps.so"), "\(loaded)")
         for library in ["libmosquitto", "libssl", "libcrypto"] {
             #expect(!loaded.contains(library), "\(library) loaded at start:\n\(loaded)")
