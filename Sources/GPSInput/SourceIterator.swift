@@ -21,8 +21,26 @@ public struct SourceIterator: AsyncIteratorProtocol {
 
     var base: AsyncStream<SourceElement>.Iterator
     let link: WorkerLink
+    /// The consumer runs on the worker thread (it prefers the thread's executor and is there).
+    private var onWorkerThread = false
+
+    init(base: AsyncStream<SourceElement>.Iterator, link: WorkerLink) {
+        self.base = base
+        self.link = link
+    }
 
     public mutating func next() async -> SourceElement? {
+        if !onWorkerThread {
+            // A consumer that prefers the worker's executor but began before the thread attached
+            // runs on the thread it began on, and would take what is already buffered there (a
+            // loaded machine lets the worker connect and read first): one hop moves it onto the
+            // worker thread, where every later element is taken.
+            let executor = link.executor
+            if executor.isPreferredByCurrentTask {
+                if executor.hasOtherOwner { await Task.yield() }
+                onWorkerThread = executor.isOwner
+            }
+        }
         if let element = await base.next() { return element }
         // The stream ended: the worker finished, or the consumer was cancelled. Either way the
         // iteration ends when the worker is gone, its device or connection closed.

@@ -89,6 +89,16 @@ public final class ThreadExecutor: TaskExecutor, Sendable {
         state.withLock { s in s.owner.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
+    /// Whether a thread is attached, and the calling thread is not it.
+    public var hasOtherOwner: Bool {
+        state.withLock { s in s.owner.map { pthread_equal($0, pthread_self()) == 0 } ?? false }
+    }
+
+    /// Whether the current task prefers this executor (`withTaskExecutorPreference`).
+    public var isPreferredByCurrentTask: Bool {
+        withUnsafeCurrentTask { $0?.unownedTaskExecutor } == asUnownedTaskExecutor()
+    }
+
     /// Wakes the owner's wait without a job (a stop, a setting changed).
     public func wake() {
         signalled.store(true, ordering: .releasing)

@@ -13,9 +13,11 @@ struct GPSDSourceTests {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
         defer { try? gpsd.stop() }
         var options = GPSDSource.Options(host: "127.0.0.1", port: gpsd.port)
-        // Merging is under test, not latency: epochs end by time change, not by a quiet gap that a
-        // loaded machine could open inside an epoch.
+        // Merging is under test, not latency: epochs end by time change or on the learned cycle,
+        // not by a quiet gap that a loaded machine could open inside an epoch (before the cycle is
+        // known, and after).
         options.idleFlush = 5
+        options.fallbackFlush = 5
         let source = GPSDSource(options: options)
         let seen = try await collect(source, what: "12 fixes from gpsd") { $0.fixes.filter(\.hasPosition).count >= 12 }
         #expect(seen.events.first?.kind == .connected)
