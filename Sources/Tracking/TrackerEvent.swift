@@ -3,6 +3,7 @@ import Geo
 import Lifecycle
 import LocationService
 import Synchronization
+import SystemIO
 import Upload
 
 #if canImport(Glibc)
@@ -186,4 +187,36 @@ public struct OutputBuffer: Sendable {
 public struct OutputError: Error, CustomStringConvertible {
     public var errno: Int32
     public var description: String { "cannot write output: \(String(cString: strerror(errno)))" }
+}
+
+/// Passes every event on to `base`, and gives back the clean pages start-up touched
+/// (``CleanPages/release(smaps:)``) when the tracker settles: at its first location, and whenever
+/// the app is suspended. A long-running `keeptrack track` then keeps its working set resident,
+/// not the code that parsed its arguments and configuration.
+public final class CleanPagesSink<Base: TrackerEventSink>: TrackerEventSink {
+    public let base: Base
+    private let located = Atomic<Bool>(false)
+    /// How many times pages were given back, and how many bytes (for tests and the benchmark).
+    public let releases = Mutex<(count: Int, bytes: Int)>((0, 0))
+
+    public init(_ base: Base) { self.base = base }
+
+    public func receive(_ event: TrackerEvent) throws {
+        try base.receive(event)
+        switch event {
+        case .location(.location), .location(.significantChange):
+            if !located.load(ordering: .relaxed), !located.exchange(true, ordering: .relaxed) { release() }
+        case .lifecycle(.transition(let transition), _) where transition.to == .suspended:
+            release()
+        default:
+            break
+        }
+    }
+
+    public func flush() throws { try base.flush() }
+
+    private func release() {
+        let bytes = CleanPages.release()
+        releases.withLock { $0 = ($0.count + 1, $0.bytes + bytes) }
+    }
 }

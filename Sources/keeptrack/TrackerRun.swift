@@ -51,7 +51,7 @@ struct TrackerRun {
         let tracker: Tracker
         do {
             tracker = try Tracker(source: source, configuration: configuration(embedded: embedded),
-                                  sink: JSONLinesSink(lineBuffered: lineBuffered), releaser: releaser,
+                                  sink: CleanPagesSink(JSONLinesSink(lineBuffered: lineBuffered)), releaser: releaser,
                                   notifier: SystemdNotifier(environment: environment(["NOTIFY_SOCKET", "WATCHDOG_USEC"])),
                                   logger: Logger(label: "keeptrack.track"), now: now)
         } catch let error as TrackerError {

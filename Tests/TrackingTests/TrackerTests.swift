@@ -93,19 +93,18 @@ struct TrackerTests {
         #expect(result.firstStop == 30)
     }
 
-    @Test func simulateAndAReplayOfTheSameMotionSuspendAndWakeAlike() async throws {
-        // The synthetic commute as an NMEA log: `keeptrack simulate --fixture LOG` and `keeptrack replay
-        // --background LOG` read the same fixes.
+    /// An hour's synthetic commute as an NMEA log in a new temporary directory.
+    func commuteLog() throws -> (dir: String, log: String) {
         let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         let log = dir + "/commute.nmea"
         try MotionProfile.commute(duration: 3600).fixes.map(nmeaSentences).joined()
             .write(toFile: log, atomically: true, encoding: .utf8)
-        var fixes: [Fix] = []
-        for await element in NMEALogSource(options: .init(path: log)) { if let f = element.fix { fixes.append(f) } }
-        let profile = MotionProfile(name: log, fixes: fixes)
-        let simulated = try await BudgetSimulation(policy: .ios7, strategy: .significantChange, profile: profile).run()
+        return (dir, log)
+    }
 
+    /// `log` replayed on its own clock by an app launched in the background that monitors
+    /// significant changes only, with no background mode: it is suspended and woken.
+    func trackInTheBackground(_ log: String, sink: some TrackerEventSink) async throws {
         let source = NMEALogSource(options: .init(path: log))
         var c = Tracker.Configuration()
         c.standardUpdates = nil
@@ -116,9 +115,37 @@ struct TrackerTests {
         c.deadlineTimer = false
         c.sampleInterval = 1
         let clock = source.logClock
-        let sink = Collected()
         let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
         try await tracker.run()
+    }
+
+    @Test func cleanPagesAreGivenBackAtTheFirstLocationAndAtEverySuspension() async throws {
+        let (dir, log) = try commuteLog()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sink = CleanPagesSink(Collected())
+        try await trackInTheBackground(log, sink: sink)
+        let suspensions = sink.base.transitions.filter { $0.to == .suspended }.count
+        let locations = sink.base.locations.filter { if case .significantChange = $0 { true } else { false } }.count
+        #expect(suspensions == 8)
+        #expect(locations > 0)
+        let releases = sink.releases.withLock { $0 }
+        #expect(releases.count == 1 + suspensions)
+        // This test process's own code, shared libraries and the log's pages at least.
+        #expect(releases.bytes > 0)
+    }
+
+    @Test func simulateAndAReplayOfTheSameMotionSuspendAndWakeAlike() async throws {
+        // The synthetic commute as an NMEA log: `keeptrack simulate --fixture LOG` and `keeptrack replay
+        // --background LOG` read the same fixes.
+        let (dir, log) = try commuteLog()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var fixes: [Fix] = []
+        for await element in NMEALogSource(options: .init(path: log)) { if let f = element.fix { fixes.append(f) } }
+        let profile = MotionProfile(name: log, fixes: fixes)
+        let simulated = try await BudgetSimulation(policy: .ios7, strategy: .significantChange, profile: profile).run()
+
+        let sink = Collected()
+        try await trackInTheBackground(log, sink: sink)
 
         func stopsAndWakes(_ ts: [AppLifecycle.Transition]) -> [String] {
             ts.compactMap { t in
