@@ -161,7 +161,7 @@ let package = Package(
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.
-        .target(name: "KeepTrackTesting", path: "Sources/KeepTrackTesting"),
+        .target(name: "KeepTrackTesting", dependencies: ["SystemIO"], path: "Sources/KeepTrackTesting"),
         // Test support: a real TrackServer on a free loopback port with its own database.
         .target(name: "TrackServerTesting", dependencies: ["TrackServer", "TrackStorePostgres", "KeepTrackTesting"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),

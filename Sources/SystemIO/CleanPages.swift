@@ -14,21 +14,26 @@ import Glibc
 /// tracker still runs maps back in from the page cache at its next access.
 public enum CleanPages {
     /// One mapping of `/proc/self/smaps`.
-    struct Mapping: Equatable {
-        var start: UInt
-        var end: UInt
-        var permissions: Substring
-        var path: Substring
-        var rssKB = 0
-        var anonymousKB = 0
+    public struct Mapping: Equatable, Sendable {
+        public var start: UInt
+        public var end: UInt
+        public var permissions: Substring
+        public var path: Substring
+        public var rssKB = 0
+        public var anonymousKB = 0
 
         /// A private, read-only mapping of a file with no page of its own: every resident page is
         /// the file's, and mapping it again from the file gives the same bytes. (A page written
         /// once, such as a relocated one, is anonymous: its mapping is never touched.)
-        var isReleasable: Bool {
+        public var isReleasable: Bool {
             permissions.count == 4 && permissions.first == "r" && permissions.dropFirst().first == "-"
                 && permissions.last == "p" && path.first == "/" && anonymousKB == 0 && rssKB > 0
         }
+    }
+
+    /// This process's mappings (`/proc/self/smaps`); none when it cannot be read.
+    public static func mappings() -> [Mapping] {
+        (try? readFile("/proc/self/smaps")).map(parse) ?? []
     }
 
     /// Unmaps the resident pages of every releasable mapping (`madvise(MADV_DONTNEED)`).

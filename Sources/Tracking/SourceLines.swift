@@ -1,5 +1,6 @@
 import Formats
 import Geo
+import SystemIO
 
 /// Writes source output as JSON Lines: fixes in the `decode` schema, events as
 /// `{"event":"source","kind":...,"source":...,"message":...}`.
@@ -9,6 +10,10 @@ public struct SourceLines {
     public var includeAll: Bool
     /// Flush after every line (live sources) or in 64 KiB blocks (fast replay).
     public var lineBuffered: Bool
+    /// Give back the clean pages start-up touched (``CleanPages``) once the first position is
+    /// written: a live `track` then keeps its working set resident, not its start-up. The default
+    /// is `false`.
+    public var releasesStartupPages = false
 
     public init(includeAll: Bool = false, lineBuffered: Bool = true) {
         self.includeAll = includeAll
@@ -40,10 +45,15 @@ public struct SourceLines {
             let started = monotonicSeconds()
             var lastTick = started
             var failed = false
+            var settled = !releasesStartupPages
             for await element in source {
                 if Task.isCancelled { break }
                 if case .event(let e) = element, e.kind == .error { failed = true }
                 try write(element)
+                if !settled, element.fix?.hasPosition == true {
+                    settled = true
+                    CleanPages.release()
+                }
                 if let tick {
                     let now = monotonicSeconds()
                     if now - lastTick >= 0.25 {

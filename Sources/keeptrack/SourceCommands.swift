@@ -130,6 +130,7 @@ struct Track: AsyncParsableCommand {
     func track<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil) async throws {
         if wantsEvents { return try await trackerRun.run(source, releaser: releaser, now: wallClockSeconds) }
         var output = SourceLines(includeAll: all, lineBuffered: true)
+        output.releasesStartupPages = true
         try await output.pump(source)
     }
 }

@@ -93,47 +93,6 @@ struct TrackerTests {
         #expect(result.firstStop == 30)
     }
 
-    /// An hour's synthetic commute as an NMEA log in a new temporary directory.
-    func commuteLog() throws -> (dir: String, log: String) {
-        let dir = temporaryDirectory()
-        let log = dir + "/commute.nmea"
-        try MotionProfile.commute(duration: 3600).fixes.map(nmeaSentences).joined()
-            .write(toFile: log, atomically: true, encoding: .utf8)
-        return (dir, log)
-    }
-
-    /// `log` replayed on its own clock by an app launched in the background that monitors
-    /// significant changes only, with no background mode: it is suspended and woken.
-    func trackInTheBackground(_ log: String, sink: some TrackerEventSink) async throws {
-        let source = NMEALogSource(options: .init(path: log))
-        var c = Tracker.Configuration()
-        c.standardUpdates = nil
-        c.significantChanges = SignificantChangeMonitor()
-        c.modes = []
-        c.startInBackground = true
-        c.launchAtFirstFix = true
-        c.deadlineTimer = false
-        c.sampleInterval = 1
-        let clock = source.logClock
-        let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
-        try await tracker.run()
-    }
-
-    @Test func cleanPagesAreGivenBackAtTheFirstLocationAndAtEverySuspension() async throws {
-        let (dir, log) = try commuteLog()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let sink = CleanPagesSink(Collected())
-        try await trackInTheBackground(log, sink: sink)
-        let suspensions = sink.base.transitions.filter { $0.to == .suspended }.count
-        let locations = sink.base.locations.filter { if case .significantChange = $0 { true } else { false } }.count
-        #expect(suspensions == 8)
-        #expect(locations > 0)
-        let releases = sink.releases.withLock { $0 }
-        #expect(releases.count == 1 + suspensions)
-        // This test process's own code, shared libraries and the log's pages at least.
-        #expect(releases.bytes > 0)
-    }
-
     @Test func simulateAndAReplayOfTheSameMotionSuspendAndWakeAlike() async throws {
         // The synthetic commute as an NMEA log: `keeptrack simulate --fixture LOG` and `keeptrack replay
         // --background LOG` read the same fixes.
@@ -234,4 +193,30 @@ func nmeaSentences(_ fix: Fix) -> String {
     let knots = (fix.speed ?? 0) * 3600 / 1852
     return sentence("GPRMC,\(time),A,\(lat),\(lon),\(String(format: "%.2f", knots)),\(String(format: "%.1f", fix.course ?? 0)),\(date),,,A")
         + sentence("GPGGA,\(time),\(lat),\(lon),1,08,1.0,,M,,M,,")
+}
+
+/// An hour's synthetic commute as an NMEA log in a new temporary directory.
+func commuteLog() throws -> (dir: String, log: String) {
+    let dir = temporaryDirectory()
+    let log = dir + "/commute.nmea"
+    try MotionProfile.commute(duration: 3600).fixes.map(nmeaSentences).joined()
+        .write(toFile: log, atomically: true, encoding: .utf8)
+    return (dir, log)
+}
+
+/// `log` replayed on its own clock by an app launched in the background that monitors
+/// significant changes only, with no background mode: it is suspended and woken.
+func trackInTheBackground(_ log: String, sink: some TrackerEventSink) async throws {
+    let source = NMEALogSource(options: .init(path: log))
+    var c = Tracker.Configuration()
+    c.standardUpdates = nil
+    c.significantChanges = SignificantChangeMonitor()
+    c.modes = []
+    c.startInBackground = true
+    c.launchAtFirstFix = true
+    c.deadlineTimer = false
+    c.sampleInterval = 1
+    let clock = source.logClock
+    let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
+    try await tracker.run()
 }
