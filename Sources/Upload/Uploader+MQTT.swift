@@ -75,8 +75,12 @@ extension Uploader {
         do {
             connection = try await publisher.connection()
         } catch {
-            // Bad credentials are a setting to fix: retried at the longest backoff, as a 401 is.
-            return .retry(after: error.code == .credentials ? configuration.maxBackoff : nil, reason: error.message)
+            // Bad credentials, TLS files or a missing libmosquitto1 are settings to fix, as a 401
+            // is: a drain stops at once, a run tries again at the longest backoff.
+            switch error.code {
+            case .credentials, .configuration: return .settings(reason: error.message)
+            case .unreachable, .refused, .disconnected: return .retry(after: nil, reason: error.message)
+            }
         }
         var published: [(mid: Int32, record: TrailRecord)] = []
         var skipped: [TrailRecord] = []
