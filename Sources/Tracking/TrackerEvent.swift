@@ -190,13 +190,13 @@ public struct OutputError: Error, CustomStringConvertible {
 }
 
 /// Passes every event on to `base`, and gives back the clean pages start-up touched
-/// (``CleanPages/release(smaps:)``) when the tracker settles: at its first location, and whenever
+/// (``CleanPages/release()``) when the tracker settles: at its first location, and whenever
 /// the app is suspended. A long-running `keeptrack track` then keeps its working set resident,
 /// not the code that parsed its arguments and configuration.
 public final class CleanPagesSink<Base: TrackerEventSink>: TrackerEventSink {
     public let base: Base
     private let located = Atomic<Bool>(false)
-    /// How many times pages were given back, and how many bytes (for tests and the benchmark).
+    /// How many times pages were given back, and how many bytes.
     public let releases = Mutex<(count: Int, bytes: Int)>((0, 0))
 
     public init(_ base: Base) { self.base = base }
