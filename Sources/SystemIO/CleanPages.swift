@@ -27,8 +27,7 @@ public enum CleanPages {
         /// the file's, and mapping it again from the file gives the same bytes. (A page written
         /// once, such as a relocated one, is anonymous: its mapping is never touched.)
         public var isReleasable: Bool {
-            permissions.count == 4 && permissions.first == "r" && permissions.dropFirst().first == "-"
-                && permissions.last == "p" && path.first == "/" && anonymousKB == 0 && rssKB > 0
+            (permissions == "r-xp" || permissions == "r--p") && path.first == "/" && anonymousKB == 0 && rssKB > 0
         }
     }
 
