@@ -181,22 +181,68 @@ struct JSONScanner {
     /// A JSON number (strict grammar), as a Double.
     mutating func number() throws(Failure) -> Double {
         let start = i
-        if i < bytes.count, bytes[i] == UInt8(ascii: "-") { i += 1 }
+        // The digits as an integer and a power of ten, as long as that is exact: the usual number
+        // (a coordinate, 48.1372010) is then one correctly rounded division or multiplication
+        // (Clinger's fast path), with no String made and no strtod.
+        var mantissa: UInt64 = 0
+        var exact = true
+        var scale = 0
+        func digit(_ d: UInt8) {
+            if mantissa <= Self.mantissaLimit / 10 { mantissa = mantissa * 10 + UInt64(d - 48) } else { exact = false }
+        }
+        let negative = i < bytes.count && bytes[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
         guard i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 else { throw fail("expected a number") }
-        if bytes[i] == 48 { i += 1 } else { while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 } }
+        if bytes[i] == 48 {
+            i += 1
+        } else {
+            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 {
+                digit(bytes[i])
+                i += 1
+            }
+        }
         if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
             i += 1
             guard i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 else { throw fail("expected digits after '.'") }
-            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
+            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 {
+                digit(bytes[i])
+                scale -= 1
+                i += 1
+            }
         }
         if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
             i += 1
-            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+            var sign = 1
+            if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") {
+                if bytes[i] == UInt8(ascii: "-") { sign = -1 }
+                i += 1
+            }
             guard i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 else { throw fail("expected an exponent") }
-            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 { i += 1 }
+            var exponent = 0
+            while i < bytes.count, bytes[i] >= 48, bytes[i] <= 57 {
+                if exponent < 10_000 { exponent = exponent * 10 + Int(bytes[i] - 48) } else { exact = false }
+                i += 1
+            }
+            scale += sign * exponent
+        }
+        if exact, mantissa <= Self.mantissaLimit, scale >= -22, scale <= 22 {
+            // Both operands are exact doubles (the mantissa at most 2^53; 10^22 = 5^22 · 2^22 with
+            // 5^22 < 2^53), so the one operation rounds the exact value once, as strtod does.
+            let m = Double(mantissa)
+            let v = scale < 0 ? m / Self.powersOfTen[-scale] : m * Self.powersOfTen[scale]
+            return negative ? -v : v
         }
         guard let v = Double(String(decoding: bytes[start..<i], as: UTF8.self)) else { throw fail("a bad number") }
         return v
+    }
+
+    /// The largest integer a double holds exactly with all below it: 2^53.
+    static let mantissaLimit: UInt64 = 1 << 53
+    /// 10^0 ... 10^22, each exact as a double.
+    static let powersOfTen: [Double] = (0...22).map { e in
+        var p = 1.0
+        for _ in 0..<e { p *= 10 }
+        return p
     }
 
     /// Skips any value, nested ones included, up to ``maxDepth`` levels of arrays and objects.

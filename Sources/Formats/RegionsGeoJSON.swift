@@ -409,52 +409,9 @@ extension JSONScanner {
     /// A number, or `nil` for any other value (skipped).
     mutating func optionalNumber() throws(Failure) -> Double? {
         skipWhitespace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 48 && bytes[i] <= 57) { return try fastNumber() }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 48 && bytes[i] <= 57) { return try number() }
         if case .number(let n) = try value() { return n }
         return nil
-    }
-
-    /// A JSON number; short decimals (up to 15 significant digits, the coordinates and radii of
-    /// region files) are converted exactly without `strtod` (a quotient of two exact doubles is
-    /// correctly rounded), others by ``number()``.
-    mutating func fastNumber() throws(Failure) -> Double {
-        let start = i
-        var j = i
-        let negative = bytes[j] == UInt8(ascii: "-")
-        if negative { j += 1 }
-        var mantissa: UInt64 = 0
-        var digits = 0
-        var fraction = 0
-        while j < bytes.count, bytes[j] >= 48, bytes[j] <= 57 {
-            mantissa = mantissa &* 10 &+ UInt64(bytes[j] - 48)
-            digits += 1
-            j += 1
-        }
-        let leadingZero = digits > 1 && bytes[negative ? start + 1 : start] == 48
-        if j < bytes.count, bytes[j] == UInt8(ascii: ".") {
-            j += 1
-            while j < bytes.count, bytes[j] >= 48, bytes[j] <= 57 {
-                mantissa = mantissa &* 10 &+ UInt64(bytes[j] - 48)
-                digits += 1
-                fraction += 1
-                j += 1
-            }
-        }
-        let plain = j >= bytes.count || (bytes[j] != UInt8(ascii: "e") && bytes[j] != UInt8(ascii: "E"))
-        guard plain, digits > 0, digits <= 15, fraction <= 22, !leadingZero,
-              bytes[j - 1] != UInt8(ascii: ".")
-        else {
-            return try number()
-        }
-        i = j
-        let v = Double(mantissa) / Self.powersOfTen[fraction]
-        return negative ? -v : v
-    }
-
-    static let powersOfTen: [Double] = (0...22).map { e in
-        var p = 1.0
-        for _ in 0..<e { p *= 10 }
-        return p
     }
 
     /// `true` or `false`, or `nil` for any other value (skipped).
@@ -488,7 +445,7 @@ extension JSONScanner {
             guard bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 48 && bytes[i] <= 57) else {
                 throw fail("expected a number in coordinates")
             }
-            return .number(try fastNumber())
+            return .number(try number())
         }
         guard depth < Self.maxDepth else { throw fail("arrays nested deeper than \(Self.maxDepth) levels") }
         i += 1
