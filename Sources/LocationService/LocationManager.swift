@@ -32,7 +32,8 @@ public final class LocationManagerSwitches: Sendable {
 ///
 /// Besides locations and region events it reports, like CoreLocation, errors as events:
 /// ``LocationError/Code/locationUnknown`` once no usable fix arrived for
-/// ``Configuration/locationUnknownAfter`` seconds (again after the next usable one), and
+/// ``Configuration/locationUnknownAfter`` seconds (again after the next usable one; a fix standard
+/// updates reject as stale is none, and the message says the fixes were stale), and
 /// ``LocationError/Code/sourceUnavailable`` when the source reports a loss or an error.
 public final class LocationManager<Source: FixSource>: Sendable {
     public typealias Configuration = LocationManagerConfiguration
@@ -212,9 +213,8 @@ public struct Decisions: Sendable {
                 }
                 return out
             }
-            lastUsable = now
-            reportedUnknown = false
             var plausible = true
+            var staleBy: Double?
             if standard != nil && !isSuspended && standardUpdatesActive {
                 for outcome in standard!.process(location, now: now) {
                     switch outcome {
@@ -223,11 +223,24 @@ public struct Decisions: Sendable {
                     case .resumed(let l): out.append(.resumed(l))
                     case .reject(let reason):
                         lastRejections.append(reason)
+                        if case .stale(let age) = reason { staleBy = age }
                         if case .inaccurate = reason {} else { plausible = false }
                     case .suppress: break
                     }
                 }
             }
+            if let age = staleBy {
+                // A stale fix is no usable fix: a receiver whose times lag the clock (or a system
+                // clock that is wrong) would otherwise stop every location without a word.
+                if !reportedUnknown, now - (lastUsable ?? firstSeen!) >= locationUnknownAfter {
+                    reportedUnknown = true
+                    out.append(.error(LocationError(.locationUnknown, "no usable fix for \(Int(now - (lastUsable ?? firstSeen!))) s: "
+                        + "every fix is stale, the last \(Int(age.rounded())) s older than the clock (is the system clock right?)")))
+                }
+                return out
+            }
+            lastUsable = now
+            reportedUnknown = false
             // Outliers and stale fixes feed neither significant changes nor regions.
             guard plausible else { return out }
             if significant != nil, let l = significant!.process(location) { out.append(.significantChange(l)) }
