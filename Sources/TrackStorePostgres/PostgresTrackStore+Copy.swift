@@ -103,7 +103,7 @@ actor CopyCoalescer {
 ///
 /// The rows are written into a byte array, then handed to a `ByteBuffer` at once: written byte by
 /// byte into the `ByteBuffer` itself, each byte paid a capacity check and an exclusivity check of
-/// its storage, about a sixth of `serve`'s CPU time under load (perf, `tools/bench-pg`).
+/// its storage: about an eighth of `serve`'s CPU time under load (perf, `tools/bench-pg`).
 struct CopyRows {
     static let columns = ["key", "device", "seq", "kind", "region", "time", "position", "alt", "h_acc", "v_acc",
                           "speed", "course", "format", "received", "valid", "attributes"]
