@@ -190,6 +190,15 @@ public struct Decisions: Sendable {
         self.source = source
     }
 
+    /// Location unknown, once, when no usable fix came for ``locationUnknownAfter`` seconds (again
+    /// only after a usable one); `why` ends the message.
+    mutating func locationUnknown(now: Double, why: @autoclosure () -> String = "") -> [LocationEvent] {
+        let quiet = now - (lastUsable ?? firstSeen ?? now)
+        guard !reportedUnknown, quiet >= locationUnknownAfter else { return [] }
+        reportedUnknown = true
+        return [.error(LocationError(.locationUnknown, "no usable fix for \(Int(quiet)) s" + why()))]
+    }
+
     /// The events one source element causes at time `now`.
     public mutating func handle(_ element: SourceElement, now: Double) -> [LocationEvent] {
         switch element {
@@ -206,12 +215,7 @@ public struct Decisions: Sendable {
             if firstSeen == nil { firstSeen = now }
             guard let location = Location(fix, source: source), location.horizontalAccuracy >= 0 else {
                 lastRejections.append(fix.hasPosition ? .noAccuracy : .noPosition)
-                if !reportedUnknown, now - (lastUsable ?? firstSeen!) >= locationUnknownAfter {
-                    reportedUnknown = true
-                    out.append(.error(LocationError(
-                        .locationUnknown, "no usable fix for \(Int(now - (lastUsable ?? firstSeen!))) s")))
-                }
-                return out
+                return locationUnknown(now: now)
             }
             var plausible = true
             var staleBy: Double?
@@ -232,12 +236,8 @@ public struct Decisions: Sendable {
             if let age = staleBy {
                 // A stale fix is no usable fix: a receiver whose times lag the clock (or a system
                 // clock that is wrong) would otherwise stop every location without a word.
-                if !reportedUnknown, now - (lastUsable ?? firstSeen!) >= locationUnknownAfter {
-                    reportedUnknown = true
-                    out.append(.error(LocationError(.locationUnknown, "no usable fix for \(Int(now - (lastUsable ?? firstSeen!))) s: "
-                        + "every fix is stale, the last \(Int(age.rounded())) s older than the clock (is the system clock right?)")))
-                }
-                return out
+                return out + locationUnknown(now: now, why: ": every fix is stale, the last \(Int(age.rounded())) s "
+                    + "older than the clock (is the system clock right?)")
             }
             lastUsable = now
             reportedUnknown = false

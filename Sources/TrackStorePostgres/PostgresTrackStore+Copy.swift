@@ -140,7 +140,8 @@ struct CopyRows {
             out.append(r.valid ? UInt8(ascii: "t") : UInt8(ascii: "f"))
             out.append(UInt8(ascii: "\t"))
             if let attributes = TrailRecord.attributesJSON(r.attributes) { Self.escape(attributes, &out) } else {
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
+                out.append(UInt8(ascii: "\\"))
+                out.append(UInt8(ascii: "N"))
             }
             out.append(UInt8(ascii: "\n"))
         }
@@ -155,7 +156,9 @@ struct CopyRows {
     }
 
     static func null(_ out: inout [UInt8]) {
-        out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N"), UInt8(ascii: "\t")])
+        out.append(UInt8(ascii: "\\"))
+        out.append(UInt8(ascii: "N"))
+        out.append(UInt8(ascii: "\t"))
     }
 
     static func text(_ text: String, _ out: inout [UInt8]) {
@@ -244,7 +247,8 @@ struct CopyRows {
         digits(second / 60 % 60, 2, then: UInt8(ascii: ":"))
         digits(second % 60, 2, then: UInt8(ascii: "."))
         digits(inDay % 1_000_000, 6, then: UInt8(ascii: "+"))
-        out.append(contentsOf: [UInt8(ascii: "0"), UInt8(ascii: "0")])
+        out.append(UInt8(ascii: "0"))
+        out.append(UInt8(ascii: "0"))
         return true
     }
 }
