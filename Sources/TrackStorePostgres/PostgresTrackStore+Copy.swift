@@ -44,12 +44,23 @@ extension PostgresTrackStore {
 
 /// Batches that arrive while `COPY`s are under way go together in the next one: under load, one
 /// commit, one trigger and one statement's overhead for several batches; when idle, a batch is sent
-/// at once. At most ``maxInFlight`` run at a time, of at most ``maxRows`` rows each (whole batches).
+/// at once. At most ``limit`` run at a time, of at most ``maxRows`` rows each (whole batches).
 /// When a merged `COPY` meets a stored key, each of its batches is answered `false` and goes through
 /// the statement on its own, which tells its new records from its duplicates.
+///
+/// ``budget`` `COPY`s at a time serve the database best from one instance; from several, each taking
+/// as many, the database runs more transactions at once on the same cores, each commits fewer rows,
+/// and the commits wait on each other's WAL writes (two instances, 3 each: 145 rows a commit, and
+/// both PostgreSQL's and keeptrack's CPU a record up by a sixth). So the instances share the
+/// budget: `countInstances` says how many are loading the database (``PostgresTrackStore/instances()``),
+/// counted again under load every ``recount``, and each takes its share (``share(of:)``). It is a
+/// pace, not state: instances that count differently for a moment still store the same rows.
 actor CopyCoalescer {
-    static let maxInFlight = 3
+    /// `COPY`s in flight at once, over all the instances loading one database.
+    static let budget = 3
     static let maxRows = 1_000
+    /// How often the instances are counted again while batches arrive.
+    static let recount: Duration = .seconds(2)
 
     struct Waiting {
         var buffer: ByteBuffer
@@ -58,11 +69,33 @@ actor CopyCoalescer {
     }
 
     let run: @Sendable (ByteBuffer) async throws -> Bool
+    let countInstances: (@Sendable () async throws -> Int)?
+    let now: @Sendable () -> ContinuousClock.Instant
     var queue: [Waiting] = []
     var inFlight = 0
+    /// The `COPY`s this instance runs at once: its share of ``budget``.
+    private(set) var limit = budget
+    private(set) var instances = 1
+    private(set) var counts = 0
+    var countedAt: ContinuousClock.Instant?
+    var counting = false
 
-    init(run: @escaping @Sendable (ByteBuffer) async throws -> Bool) {
+    /// - Parameters:
+    ///   - run: one `COPY` of the rows given: `true` once committed, `false` when nothing was kept.
+    ///   - countInstances: how many instances load the database, this one included; `nil`: this
+    ///     one alone, always.
+    ///   - now: the clock the recounts are timed on.
+    init(run: @escaping @Sendable (ByteBuffer) async throws -> Bool,
+         countInstances: (@Sendable () async throws -> Int)? = nil,
+         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.run = run
+        self.countInstances = countInstances
+        self.now = now
+    }
+
+    /// This instance's share of the ``budget`` when `instances` load the database: at least one.
+    static func share(of instances: Int) -> Int {
+        max(1, budget / max(1, instances))
     }
 
     /// Copies `buffer` (`rows` rows), alone or with others: `true` once committed.
@@ -74,15 +107,40 @@ actor CopyCoalescer {
     }
 
     private func startNext() {
-        guard inFlight < Self.maxInFlight, !queue.isEmpty else { return }
-        var group = [queue.removeFirst()]
-        var rows = group[0].rows
-        while let next = queue.first, rows + next.rows <= Self.maxRows {
-            group.append(queue.removeFirst())
-            rows += next.rows
+        recountIfDue()
+        while inFlight < limit, !queue.isEmpty {
+            var group = [queue.removeFirst()]
+            var rows = group[0].rows
+            while let next = queue.first, rows + next.rows <= Self.maxRows {
+                group.append(queue.removeFirst())
+                rows += next.rows
+            }
+            inFlight += 1
+            Task { await self.flush(group) }
         }
-        inFlight += 1
-        Task { await self.flush(group) }
+    }
+
+    /// Counts the instances again when it is due, without holding up a `COPY`: the last count holds
+    /// until the new one is in.
+    private func recountIfDue() {
+        guard let countInstances, !counting else { return }
+        if let countedAt, countedAt.duration(to: now()) < Self.recount { return }
+        counting = true
+        Task {
+            let counted = try? await countInstances()
+            await self.counted(counted)
+        }
+    }
+
+    private func counted(_ count: Int?) {
+        counting = false
+        countedAt = now()
+        counts += 1
+        if let count {
+            instances = max(1, count)
+            limit = Self.share(of: instances)
+        }
+        startNext()
     }
 
     private func flush(_ group: [Waiting]) async {

@@ -22,6 +22,8 @@ import TrackServer
 /// first's uncommitted keys, then finds them).
 public final class PostgresTrackStore: TrackStore {
     public let url: PostgresURL
+    /// This instance's `application_name` on its connections: ``applicationPrefix`` and a random id.
+    public let name: String
     let client: PostgresClient
     let logger: Logger
     let runner: Task<Void, Never>
@@ -61,9 +63,14 @@ public final class PostgresTrackStore: TrackStore {
         }
         configuration.options.maximumConnections = max(1, maxConnections)
         configuration.options.minimumConnections = 0
+        // Each instance's connections carry its name, so that the instances can count each other.
+        let name = Self.applicationPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        configuration.options.additionalStartupParameters = [("application_name", name)]
+        self.name = name
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
-        coalescer = CopyCoalescer { buffer in try await Self.copy(buffer, client: client, logger: logger) }
+        coalescer = CopyCoalescer(run: { buffer in try await Self.copy(buffer, client: client, logger: logger) },
+                                  countInstances: { try await Self.instances(client: client, name: name, logger: logger) })
         runner = Task { await client.run() }
         do {
             try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
@@ -110,6 +117,34 @@ public final class PostgresTrackStore: TrackStore {
     public func close() async {
         runner.cancel()
         await runner.value
+    }
+
+    // MARK: - Instances
+
+    /// What every instance's `application_name` begins with.
+    public static let applicationPrefix = "keeptrack "
+
+    /// How long after its last statement an idle instance still counts as loading the database.
+    static let activeWithin = 10.0
+
+    /// How many instances load this database now, this one included: those whose connections are
+    /// in a statement or were within ``activeWithin`` seconds (`pg_stat_activity`). An instance
+    /// connected as another role is seen only by a role with `pg_read_all_stats` (PostgreSQL shows
+    /// others no session state), and is otherwise not counted.
+    public func instances() async throws -> Int {
+        try await Self.instances(client: client, name: name, logger: logger)
+    }
+
+    static func instances(client: PostgresClient, name: String, logger: Logger) async throws -> Int {
+        let others = try await client.query("""
+            SELECT count(DISTINCT application_name)::int8 FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name LIKE \(applicationPrefix + "%")
+              AND application_name <> \(name)
+              AND (state <> 'idle' OR state_change > clock_timestamp() - make_interval(secs => \(activeWithin)))
+            """, logger: logger)
+        var n: Int64 = 0
+        for try await count in others.decode(Int64.self) { n = count }
+        return 1 + Int(n)
     }
 
     // MARK: - Writing

@@ -2,6 +2,7 @@ import Formats
 import Foundation
 import KeepTrackTesting
 import NIOCore
+import Synchronization
 import Testing
 import TrackServer
 import TrackServerTesting
@@ -232,6 +233,28 @@ struct PostgresStoreTests {
         await a.stop()
     }
 
+    /// Instances count each other through the database: two stores open on one database, each just
+    /// used, count two; the other database's store is not counted; once one closes, the other counts
+    /// itself alone (its backends go when it closes, a moment later: asked again until then).
+    @Test func instancesOnOneDatabaseCountEachOther() async throws {
+        let cluster = try await Postgres.shared()
+        let (name, other) = try await offThePool { (try cluster.createDatabase(), try cluster.createDatabase()) }
+        let a = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
+        let b = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
+        let elsewhere = try await openTrackStore(cluster.url(other))
+        #expect(a.name.hasPrefix(PostgresTrackStore.applicationPrefix) && a.name != b.name)
+        _ = try await b.insert(walk(2, device: "van"), format: "osmand", received: 1)
+        _ = try await elsewhere.insert(walk(2, device: "van"), format: "osmand", received: 1)
+        #expect(try await a.instances() == 2)
+        #expect(try await b.instances() == 2)
+        await b.close()
+        var alone = try await a.instances()
+        for _ in 0..<10_000 where alone != 1 { alone = try await a.instances() }
+        #expect(alone == 1)
+        await a.close()
+        await elsewhere.close()
+    }
+
     /// PostgreSQL restarted in the middle of an upload (by the store itself, just before it writes
     /// the third batch: no sleep decides when): the requests it fails are retried, and every record
     /// arrives once.
@@ -372,5 +395,86 @@ struct CopyCoalescerTests {
             #expect(outcomes.filter { !$0 }.count == 4)
         }
         #expect(await gate.started == ["a\n", "b\n", "c\n", "d\ne\nf\ng\n"])
+    }
+
+    @Test func eachInstanceTakesItsShareOfTheBudget() {
+        #expect(CopyCoalescer.budget == 3)
+        #expect([1, 2, 3, 4, 10].map(CopyCoalescer.share(of:)) == [3, 1, 1, 1, 1])
+        #expect(CopyCoalescer.share(of: 0) == 3)
+    }
+
+    /// With two instances counted, one `COPY` runs at a time here, and what waits goes as one next.
+    @Test(.timeLimit(.minutes(1))) func twoInstancesCountedRunOneCopyAtATimeEach() async throws {
+        let gate = Gate()
+        let (starts, signal) = AsyncStream<Void>.makeStream()
+        await gate.watch(signal)
+        var iterator = starts.makeAsyncIterator()
+        let coalescer = CopyCoalescer(run: { await gate.run($0) }, countInstances: { 2 })
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            // The first starts at once, and has the instances counted.
+            group.addTask { try await coalescer.copy(ByteBuffer(string: "a\n"), rows: 1) }
+            await iterator.next()
+            while await coalescer.counts == 0 { try Task.checkCancellation(); await Task.yield() }
+            #expect(await coalescer.limit == 1)
+            for name in ["b", "c"] {
+                group.addTask { try await coalescer.copy(ByteBuffer(string: name + "\n"), rows: 1) }
+            }
+            // Each of them either waits or has started.
+            while await coalescer.queue.count + gate.started.count < 3 { try Task.checkCancellation(); await Task.yield() }
+            #expect(await coalescer.inFlight == 1)
+            await gate.releaseAll(true)
+            await iterator.next()
+            await gate.releaseAll(true)
+            for try await outcome in group { #expect(outcome) }
+        }
+        #expect(await gate.started == ["a\n", "b\nc\n"])
+    }
+
+    /// The instances are counted again under load once every `recount` of the clock given, not per
+    /// batch; a count that fails keeps the last one.
+    @Test(.timeLimit(.minutes(1))) func theInstancesAreCountedAgainEveryRecount() async throws {
+        let clock = ManualInstant()
+        let answers = Answers([3, nil, 1])
+        let coalescer = CopyCoalescer(run: { _ in true }, countInstances: { try await answers.next() },
+                                      now: { clock.now })
+        func copy() async throws { _ = try await coalescer.copy(ByteBuffer(string: "x\n"), rows: 1) }
+        func counted(_ n: Int) async throws {
+            while await coalescer.counts < n { try Task.checkCancellation(); await Task.yield() }
+        }
+        func share() async -> [Int] { [await coalescer.instances, await coalescer.limit] }
+        try await copy()
+        try await counted(1)
+        #expect(await share() == [3, 1])
+        try await copy()
+        clock.advance(.milliseconds(1999))
+        try await copy()
+        #expect(await coalescer.counts == 1)
+        #expect(await !coalescer.counting)
+        clock.advance(.milliseconds(1))
+        try await copy()
+        try await counted(2)
+        #expect(await share() == [3, 1])
+        clock.advance(.seconds(2))
+        try await copy()
+        try await counted(3)
+        #expect(await share() == [1, 3])
+    }
+
+    /// A clock the test moves.
+    final class ManualInstant: Sendable {
+        let start = ContinuousClock.now
+        let offset = Mutex(Duration.zero)
+        var now: ContinuousClock.Instant { start + offset.withLock { $0 } }
+        func advance(_ by: Duration) { offset.withLock { $0 += by } }
+    }
+
+    /// Counts given in turn (`nil`: the count fails).
+    actor Answers {
+        var left: [Int?]
+        init(_ answers: [Int?]) { left = answers }
+        func next() throws -> Int {
+            guard !left.isEmpty, let n = left.removeFirst() else { throw CancellationError() }
+            return n
+        }
     }
 }
