@@ -70,7 +70,8 @@ public final class PostgresTrackStore: TrackStore {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         coalescer = CopyCoalescer(run: { buffer in try await Self.copy(buffer, client: client, logger: logger) },
-                                  countInstances: { try await Self.instances(client: client, name: name, logger: logger) })
+                                  countInstances: { try await Self.instances(client: client, name: name, logger: logger) },
+                                  logger: logger)
         runner = Task { await client.run() }
         do {
             try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
