@@ -30,22 +30,29 @@ public struct SourceIterator: AsyncIteratorProtocol {
     }
 
     public mutating func next() async -> SourceElement? {
-        if !onWorkerThread {
-            // A consumer that prefers the worker's executor but began before the thread attached
-            // runs on the thread it began on, and would take what is already buffered there (a
-            // loaded machine lets the worker connect and read first): one hop moves it onto the
-            // worker thread, where every later element is taken.
-            let executor = link.executor
-            if executor.isPreferredByCurrentTask {
-                if executor.hasOtherOwner { await Task.yield() }
-                onWorkerThread = executor.isOwner
-            }
+        if !onWorkerThread { await moveToWorkerThread() }
+        if let element = await base.next() {
+            // The worker may have attached and sent this between the hop above and the buffer
+            // read (which then returned at once, on the thread the consumer was on): hop now,
+            // so that the consumer takes this element on the worker thread too.
+            if !onWorkerThread { await moveToWorkerThread() }
+            return element
         }
-        if let element = await base.next() { return element }
         // The stream ended: the worker finished, or the consumer was cancelled. Either way the
         // iteration ends when the worker is gone, its device or connection closed.
         await link.stopAndWaitForExit()
         return nil
+    }
+
+    /// A consumer that prefers the worker's executor but began before the thread attached runs on
+    /// the thread it began on, and would take what is already buffered there (a loaded machine
+    /// lets the worker connect and read first): one hop moves it onto the worker thread, where
+    /// every later element is taken.
+    private mutating func moveToWorkerThread() async {
+        let executor = link.executor
+        guard executor.isPreferredByCurrentTask else { return }
+        if executor.hasOtherOwner { await Task.yield() }
+        onWorkerThread = executor.isOwner
     }
 }
 
