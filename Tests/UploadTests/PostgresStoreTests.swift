@@ -202,6 +202,19 @@ struct PostgresStoreTests {
         let a = try await Endpoint.start(store: .postgres)
         let b = try await Endpoint.start(store: .postgres, database: a.database)
         let rawA = Raw(endpoint: a), rawB = Raw(endpoint: b)
+        do {
+            try await sendTheSameBatchesToBoth(a, b, rawA, rawB)
+        } catch {
+            // Reported as the test's failure; the clients closed first (an unclosed one crashes the run).
+            Issue.record(error)
+        }
+        await rawA.close()
+        await rawB.close()
+        await b.stop()
+        await a.stop()
+    }
+
+    func sendTheSameBatchesToBoth(_ a: Endpoint, _ b: Endpoint, _ rawA: Raw, _ rawB: Raw) async throws {
         let batches = (0..<20).map { n in
             let records = (1...50).map { i in
                 #"{"seq":\#(n * 50 + i),"kind":"location","time":"2024-05-14T09:\#(10 + n):\#(String(format: "%02d", i))Z","lat":48.1,"lon":11.5}"#
@@ -227,10 +240,6 @@ struct PostgresStoreTests {
         #expect(try await a.server.store.count() == 1000)
         #expect(try await b.server.store.devices().map(\.points) == [350, 350, 300])
         #expect(try await b.server.store.trail(device: "van-1").count == 350)
-        await rawA.close()
-        await rawB.close()
-        await b.stop()
-        await a.stop()
     }
 
     /// Instances count each other through the database: two stores open on one database, each just
