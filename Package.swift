@@ -173,6 +173,8 @@ let package = Package(
         .testTarget(name: "UploadTests", dependencies: [
             "Upload", "TrackServer", "TrackStorePostgres", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "TrackingTests", dependencies: [
             "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",

@@ -22,7 +22,7 @@ extension PostgresTrackStore {
     /// value the text form here does not write (a time outside years 1970–9999).
     func copyBatch(_ records: [TrailRecord], keys: [String], format: String, received: Double) async throws -> Bool {
         guard let rows = CopyRows(records, keys: keys, format: format, received: received) else { return false }
-        return try await coalescer.copy(rows.buffer, rows: records.count)
+        return try await coalescer.copy(rows)
     }
 
     /// One `COPY` of `buffer`'s rows on a connection of the pool: `true` once committed, `false` when
@@ -44,7 +44,8 @@ extension PostgresTrackStore {
 
 /// Batches that arrive while `COPY`s are under way go together in the next one: under load, one
 /// commit, one trigger and one statement's overhead for several batches; when idle, a batch is sent
-/// at once. At most ``limit`` run at a time, of at most ``maxRows`` rows each (whole batches).
+/// at once. At most ``limit`` run at a time, of at most ``maxRows`` rows each (whole batches, their
+/// rows merged in key order: ``CopyRows/merged(_:)``).
 /// When a merged `COPY` meets a stored key, each of its batches is answered `false` and goes through
 /// the statement on its own, which tells its new records from its duplicates.
 ///
@@ -64,8 +65,7 @@ actor CopyCoalescer {
     static let recount: Duration = .seconds(2)
 
     struct Waiting {
-        var buffer: ByteBuffer
-        var rows: Int
+        var rows: CopyRows
         var continuation: CheckedContinuation<Bool, any Error>
     }
 
@@ -102,10 +102,10 @@ actor CopyCoalescer {
         max(1, budget / max(1, instances))
     }
 
-    /// Copies `buffer` (`rows` rows), alone or with others: `true` once committed.
-    func copy(_ buffer: ByteBuffer, rows: Int) async throws -> Bool {
+    /// Copies `rows`, alone or with others: `true` once committed.
+    func copy(_ rows: CopyRows) async throws -> Bool {
         try await withCheckedThrowingContinuation { continuation in
-            queue.append(Waiting(buffer: buffer, rows: rows, continuation: continuation))
+            queue.append(Waiting(rows: rows, continuation: continuation))
             startNext()
         }
     }
@@ -114,10 +114,10 @@ actor CopyCoalescer {
         recountIfDue()
         while inFlight < limit, !queue.isEmpty {
             var group = [queue.removeFirst()]
-            var rows = group[0].rows
-            while let next = queue.first, rows + next.rows <= Self.maxRows {
+            var rows = group[0].rows.count
+            while let next = queue.first, rows + next.rows.count <= Self.maxRows {
                 group.append(queue.removeFirst())
-                rows += next.rows
+                rows += next.rows.count
             }
             inFlight += 1
             Task { await self.flush(group) }
@@ -153,8 +153,7 @@ actor CopyCoalescer {
     }
 
     private func flush(_ group: [Waiting]) async {
-        var buffer = group[0].buffer
-        for w in group.dropFirst() { buffer.writeImmutableBuffer(w.buffer) }
+        let buffer = CopyRows.merged(group.map(\.rows))
         let result: Result<Bool, any Error>
         do { result = .success(try await run(buffer)) } catch { result = .failure(error) }
         for w in group { w.continuation.resume(with: result) }
@@ -171,11 +170,32 @@ actor CopyCoalescer {
 /// The rows are written into a byte array, then handed to a `ByteBuffer` at once: written byte by
 /// byte into the `ByteBuffer` itself, each byte paid a capacity check and an exclusivity check of
 /// its storage: about an eighth of `serve`'s CPU time under load (perf, `tools/bench-pg`).
+///
+/// The rows go in by key, and so do the rows of a `COPY` that merges several batches
+/// (``merged(_:)``): every `COPY` and every statement takes its keys in one order, so no two wait
+/// on each other's keys. A merged `COPY` that took its batches one after the other could: two
+/// instances merging the same batches in another order each hold keys the other needs next, and
+/// one of them waits out `deadlock_timeout` before PostgreSQL rolls it back.
 struct CopyRows {
     static let columns = ["key", "device", "seq", "kind", "region", "time", "position", "alt", "h_acc", "v_acc",
                           "speed", "course", "format", "received", "valid", "attributes"]
 
-    var buffer: ByteBuffer
+    /// The rows' text, in key order.
+    var bytes: [UInt8]
+    /// Each row's key (UTF-8, unescaped), in the rows' order.
+    var keys: [[UInt8]]
+    /// Where each row ends in ``bytes``.
+    var ends: [Int]
+
+    var count: Int { ends.count }
+    var buffer: ByteBuffer { ByteBuffer(bytes: bytes) }
+
+    init(bytes: [UInt8], keys: [[UInt8]], ends: [Int]) {
+        precondition(keys.count == ends.count, "one key a row")
+        self.bytes = bytes
+        self.keys = keys
+        self.ends = ends
+    }
 
     /// `nil` when a time is outside what the text form here writes (years 1970–9999) or a position is
     /// not finite: the statement then stores the batch, or says what is wrong with it.
@@ -185,7 +205,11 @@ struct CopyRows {
         let sequences = format == "json"
         var out: [UInt8] = []
         out.reserveCapacity(records.count * 256)
-        for i in Self.keyOrder(keys) {
+        let utf8 = keys.map { Array($0.utf8) }
+        let order = Self.keyOrder(utf8)
+        var ends: [Int] = []
+        ends.reserveCapacity(records.count)
+        for i in order {
             let r = records[i]
             guard r.latitude.isFinite, r.longitude.isFinite else { return nil }
             Self.text(keys[i], &out)
@@ -211,15 +235,34 @@ struct CopyRows {
                 out.append(UInt8(ascii: "N"))
             }
             out.append(UInt8(ascii: "\n"))
+            ends.append(out.count)
         }
-        buffer = ByteBuffer(bytes: out)
+        self.init(bytes: out, keys: order.map { utf8[$0] }, ends: ends)
     }
 
-    /// The records' indices by key, in the byte order of the column's "C" collation: the order the
+    /// The keys' indices by key, in the byte order of the column's "C" collation: the order the
     /// statement locks keys in.
-    static func keyOrder(_ keys: [String]) -> [Int] {
-        let bytes = keys.map { Array($0.utf8) }
-        return bytes.indices.sorted { bytes[$0].lexicographicallyPrecedes(bytes[$1]) }
+    static func keyOrder(_ keys: [[UInt8]]) -> [Int] {
+        keys.indices.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }
+    }
+
+    /// The rows of `parts` (each in key order) as one `COPY`'s, all in key order.
+    static func merged(_ parts: [CopyRows]) -> ByteBuffer {
+        if parts.count == 1 { return parts[0].buffer }
+        var rows: [(part: Int, row: Int)] = []
+        rows.reserveCapacity(parts.reduce(0) { $0 + $1.count })
+        for (p, part) in parts.enumerated() {
+            for r in 0..<part.count { rows.append((p, r)) }
+        }
+        rows.sort { parts[$0.part].keys[$0.row].lexicographicallyPrecedes(parts[$1.part].keys[$1.row]) }
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(parts.reduce(0) { $0 + $1.bytes.count })
+        for (p, r) in rows {
+            let part = parts[p]
+            let start = r == 0 ? 0 : part.ends[r - 1]
+            buffer.writeBytes(part.bytes[start..<part.ends[r]])
+        }
+        return buffer
     }
 
     static func null(_ out: inout [UInt8]) {

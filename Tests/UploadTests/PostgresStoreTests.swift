@@ -1,7 +1,9 @@
 import Formats
 import Foundation
 import KeepTrackTesting
+import Logging
 import NIOCore
+import PostgresNIO
 import Synchronization
 import Testing
 import TrackServer
@@ -264,6 +266,67 @@ struct PostgresStoreTests {
         await elsewhere.close()
     }
 
+    /// Two instances merging the same two batches into one `COPY` each, in the other order, at once:
+    /// the rows go in key order in both, so the second waits on the first, then finds the keys stored
+    /// (23505) rather than each holding keys the other needs (a deadlock, 40P01). A transaction held
+    /// open on the last key lines them up: the first `COPY` stops there, the second behind it.
+    @Test(.timeLimit(.minutes(1))) func mergedCopiesOfTheSameBatchesInOtherOrdersDoNotDeadlock() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let store = try await openTrackStore(cluster.url(name))
+        func batch(_ device: String) -> CopyRows {
+            let records = walk(3, device: device).enumerated().map { i, r in
+                var r = r
+                r.sequence = Int64(i + 1)
+                return r
+            }
+            return CopyRows(records, keys: records.map { PostgresTrackStore.key($0, format: "json") }, format: "json",
+                            received: 1_715_679_100)!
+        }
+        let first = batch("van-a"), second = batch("van-b")
+        let tail = Array(second.bytes[second.ends[1]...])
+        let last = CopyRows(bytes: tail, keys: [second.keys[2]], ends: [tail.count])
+        let configuration = try PostgresTrackStore.connectionConfiguration(PostgresURL(parsing: cluster.url(name)))
+        let logger = Logger(label: "test")
+        var connections: [PostgresConnection] = []
+        for id in 0..<3 { connections.append(try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)) }
+        let (holder, one, two) = (connections[0], connections[1], connections[2])
+        func copy(_ buffer: ByteBuffer, on connection: PostgresConnection) async throws {
+            try await connection.copyFrom(table: "positions", columns: CopyRows.columns, logger: logger) {
+                try await $0.write(buffer)
+            }
+        }
+        func waitingOnLocks(_ n: Int) async throws {
+            for _ in 0..<100_000 {
+                let rows = try await holder.query("""
+                    SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                    """, logger: logger)
+                for try await count in rows.decode(Int64.self) where count == n { return }
+                try Task.checkCancellation()
+            }
+            Issue.record("never saw \(n) COPYs waiting")
+        }
+        try await holder.query("BEGIN", logger: logger)
+        try await copy(last.buffer, on: holder)
+        let byOne = Task { try await copy(CopyRows.merged([second, first]), on: one) }
+        try await waitingOnLocks(1)
+        let byTwo = Task { try await copy(CopyRows.merged([first, second]), on: two) }
+        try await waitingOnLocks(2)
+        try await holder.query("ROLLBACK", logger: logger)
+        await #expect(throws: Never.self) { try await byOne.value }
+        let state: String?
+        do {
+            try await byTwo.value
+            state = nil
+        } catch {
+            state = (error as? PSQLError)?.serverInfo?[.sqlState]
+        }
+        #expect(state == "23505", "the second COPY: unique violation, not a deadlock (40P01) or success")
+        #expect(try await store.count() == 6)
+        for connection in connections { try await connection.close() }
+        await store.close()
+    }
+
     /// PostgreSQL restarted in the middle of an upload (by the store itself, just before it writes
     /// the third batch: no sleep decides when): the requests it fails are retried, and every record
     /// arrives once.
@@ -387,12 +450,12 @@ struct CopyCoalescerTests {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The first three start at once (at most three at a time)...
             for name in ["a", "b", "c"] {
-                group.addTask { try await coalescer.copy(ByteBuffer(string: name + "\n"), rows: 1) }
+                group.addTask { try await coalescer.copy(.lines(name)) }
                 await iterator.next()
             }
             // ...the next four wait, then go as one COPY once one of those ends.
             for name in ["d", "e", "f", "g"] {
-                group.addTask { try await coalescer.copy(ByteBuffer(string: name + "\n"), rows: 1) }
+                group.addTask { try await coalescer.copy(.lines(name)) }
             }
             while await coalescer.queue.count < 4 { await Task.yield() }
             await gate.releaseAll(true)
@@ -404,6 +467,30 @@ struct CopyCoalescerTests {
             #expect(outcomes.filter { !$0 }.count == 4)
         }
         #expect(await gate.started == ["a\n", "b\n", "c\n", "d\ne\nf\ng\n"])
+    }
+
+    /// Batches merged into one `COPY` give their rows in key order over all of them, each row whole
+    /// and once, whatever order the batches came in.
+    @Test func mergedBatchesGiveTheirRowsInKeyOrder() {
+        let parts: [CopyRows] = [.lines("id:van-b:1", "id:van-b:3"), .lines("id:van-a:2", "id:van-b:2", "id:van-c:1"),
+                                 .lines("id:van-a:10")]
+        let merged = String(buffer: CopyRows.merged(parts))
+        #expect(merged == "id:van-a:10\nid:van-a:2\nid:van-b:1\nid:van-b:2\nid:van-b:3\nid:van-c:1\n")
+        #expect(String(buffer: CopyRows.merged([parts[1]])) == "id:van-a:2\nid:van-b:2\nid:van-c:1\n")
+        // A real batch's rows, split in two that interleave by key and merged again: the same text
+        // as the batch in one (whose rows go in key order).
+        let records = walk(12, device: "van").enumerated().map { i, r in
+            var r = r
+            r.sequence = Int64(i + 1)
+            return r
+        }
+        let keys = records.map { PostgresTrackStore.key($0, format: "json") }
+        let halves = [records.indices.filter { $0 % 2 == 1 }, records.indices.filter { $0 % 2 == 0 }].map { picked in
+            CopyRows(picked.map { records[$0] }, keys: picked.map { keys[$0] }, format: "json", received: 1_715_679_100)!
+        }
+        let whole = CopyRows(records, keys: keys, format: "json", received: 1_715_679_100)!
+        #expect(CopyRows.merged(halves) == whole.buffer)
+        #expect(whole.keys.map { String(decoding: $0, as: UTF8.self) }.prefix(4) == ["id:van:1", "id:van:10", "id:van:11", "id:van:12"])
     }
 
     @Test func eachInstanceTakesItsShareOfTheBudget() {
@@ -421,12 +508,12 @@ struct CopyCoalescerTests {
         let coalescer = CopyCoalescer(run: { await gate.run($0) }, countInstances: { 2 })
         try await withThrowingTaskGroup(of: Bool.self) { group in
             // The first starts at once, and has the instances counted.
-            group.addTask { try await coalescer.copy(ByteBuffer(string: "a\n"), rows: 1) }
+            group.addTask { try await coalescer.copy(.lines("a")) }
             await iterator.next()
             while await coalescer.counts == 0 { try Task.checkCancellation(); await Task.yield() }
             #expect(await coalescer.limit == 1)
             for name in ["b", "c"] {
-                group.addTask { try await coalescer.copy(ByteBuffer(string: name + "\n"), rows: 1) }
+                group.addTask { try await coalescer.copy(.lines(name)) }
             }
             // Each of them either waits or has started.
             while await coalescer.queue.count + gate.started.count < 3 { try Task.checkCancellation(); await Task.yield() }
@@ -446,7 +533,7 @@ struct CopyCoalescerTests {
         let answers = Answers([3, nil, 1])
         let coalescer = CopyCoalescer(run: { _ in true }, countInstances: { try await answers.next() },
                                       now: { clock.now })
-        func copy() async throws { _ = try await coalescer.copy(ByteBuffer(string: "x\n"), rows: 1) }
+        func copy() async throws { _ = try await coalescer.copy(.lines("x")) }
         func counted(_ n: Int) async throws {
             while await coalescer.counts < n { try Task.checkCancellation(); await Task.yield() }
         }
@@ -485,5 +572,17 @@ struct CopyCoalescerTests {
             guard !left.isEmpty, let n = left.removeFirst() else { throw CancellationError() }
             return n
         }
+    }
+}
+
+extension CopyRows {
+    /// Rows that are their keys alone, one a line: for tests of how they are merged and sent.
+    static func lines(_ keys: String...) -> CopyRows {
+        var bytes: [UInt8] = [], ends: [Int] = []
+        for key in keys {
+            bytes += Array(key.utf8) + [UInt8(ascii: "\n")]
+            ends.append(bytes.count)
+        }
+        return CopyRows(bytes: bytes, keys: keys.map { Array($0.utf8) }, ends: ends)
     }
 }
