@@ -321,11 +321,7 @@ struct EndpointLimitsTests {
     @Test(arguments: StoreKind.allCases, ["van 1", "a/b", "quote\"d", "Zürich-🚐", "100%", "a+b", "x?y#z"])
     func readsBackDeviceIdsThatNeedEscaping(kind: StoreKind, id: String) async throws {
         let endpoint = try await Endpoint.start(store: kind)
-        let records = walk(3, device: id).enumerated().map { i, r in
-            var r = r
-            r.sequence = Int64(i + 1)
-            return r
-        }
+        let records = numbered(walk(3, device: id))
         _ = try await endpoint.server.store.insert(records, format: "json", received: 0)
         let encoded = id.utf8.map { b -> String in
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D

@@ -11,11 +11,7 @@ struct ExportProgressTests {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try SQLiteTrackStore(path: dir + "/endpoint.sqlite")
-        let records = walk(2_500, device: "van").enumerated().map { i, r in
-            var r = r
-            r.sequence = Int64(i + 1)
-            return r
-        }
+        let records = numbered(walk(2_500, device: "van"))
         _ = try await store.insert(records, format: "json", received: 0)
         for format in ["gpx", "geojson", "svg"] {
             var reports: [[Int]] = []

@@ -239,11 +239,6 @@ struct FleetEndpointTests {
 struct RetentionTests {
     let t0 = 1_715_679_000.0
 
-    /// `walk`'s records numbered 0, 1, 2... (our batch's key is the device and sequence).
-    func numbered(_ records: [TrailRecord]) -> [TrailRecord] {
-        records.enumerated().map { var r = $0.element; r.sequence = Int64($0.offset); return r }
-    }
-
     /// A fresh store of `kind`, and what removes it.
     func store(_ kind: StoreKind) async throws -> (any TrackStore, @Sendable () async -> Void) {
         switch kind {
@@ -274,7 +269,7 @@ struct RetentionTests {
             mixed[i].valid = false
         }
         let fresh = walk(5, from: t0 + 20_000, device: "fresh")
-        for records in [old, mixed, fresh] { _ = try await store.insert(numbered(records), format: "json", received: t0) }
+        for records in [old, mixed, fresh] { _ = try await store.insert(numbered(records, from: 0), format: "json", received: t0) }
         let cutoff = t0 + 5000
         var batches: [Int] = []
         while true {
@@ -298,7 +293,7 @@ struct RetentionTests {
     func theServiceSweepsAtStartAndThenEveryIntervalOfItsClock(kind: StoreKind) async throws {
         let (store, remove) = try await store(kind)
         let clock = ManualClock(now: .init(secondsSince1970: t0 + 100 * 86_400))
-        _ = try await store.insert(numbered(walk(10, from: t0, device: "a")), format: "json", received: t0)
+        _ = try await store.insert(numbered(walk(10, from: t0, device: "a"), from: 0), format: "json", received: t0)
         let (sweeps, continuation) = AsyncStream.makeStream(of: Int.self)
         let service = RetentionService(store: store, retention: 90 * 86_400, interval: .seconds(3600), batch: 3,
                                        clock: clock, now: { clock.now.secondsSince1970 }, logger: Logger(label: "test"),
@@ -308,7 +303,7 @@ struct RetentionTests {
         #expect(await it.next() == 10)
         #expect(try await store.count() == 0)
         // Points 89.9 days old at the next sweep: kept; a day later, gone.
-        _ = try await store.insert(numbered(walk(4, from: t0 + 10.1 * 86_400, device: "b")), format: "json", received: t0)
+        _ = try await store.insert(numbered(walk(4, from: t0 + 10.1 * 86_400, device: "b"), from: 0), format: "json", received: t0)
         clock.advance(by: .seconds(3600))
         #expect(await it.next() == 0)
         #expect(try await store.count() == 4)

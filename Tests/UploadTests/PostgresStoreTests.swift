@@ -115,11 +115,7 @@ struct PostgresStoreTests {
             if i == 6 { r.attributes = ["note": "tab\there\\ \"quoted\"\nnewline\r", "batt": "87"] }
             return r
         }
-        records.append(contentsOf: walk(3, from: 1_715_680_000, device: "van 1").enumerated().map { i, r in
-            var r = r
-            r.sequence = Int64(100 + i)
-            return r
-        })
+        records.append(contentsOf: numbered(walk(3, from: 1_715_680_000, device: "van 1"), from: 100))
         let a = try await openTrackStore(cluster.url(copied))
         let b = try await openTrackStore(cluster.url(stated))
         #expect(try await a.insert(records, format: "json", received: 1_715_690_000.0000005) == (records.count, 0))
@@ -163,11 +159,7 @@ struct PostgresStoreTests {
         let name = try await offThePool { try cluster.createDatabase() }
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let records = walk(30, device: "van").enumerated().map { i, r in
-            var r = r
-            r.sequence = Int64(i + 1)
-            return r
-        }
+        let records = numbered(walk(30, device: "van"))
         for database in [cluster.url(name), dir + "/endpoint.sqlite"] {
             let store = try await openTrackStore(database)
             _ = try await store.insert(records, format: "json", received: 1)
@@ -275,17 +267,12 @@ struct PostgresStoreTests {
         let name = try await offThePool { try cluster.createDatabase() }
         let store = try await openTrackStore(cluster.url(name))
         func batch(_ device: String) -> CopyRows {
-            let records = walk(3, device: device).enumerated().map { i, r in
-                var r = r
-                r.sequence = Int64(i + 1)
-                return r
-            }
+            let records = numbered(walk(3, device: device))
             return CopyRows(records, keys: records.map { PostgresTrackStore.key($0, format: "json") }, format: "json",
                             received: 1_715_679_100)!
         }
         let first = batch("van-a"), second = batch("van-b")
-        let tail = Array(second.bytes[second.ends[1]...])
-        let last = CopyRows(bytes: tail, keys: [second.keys[2]], ends: [tail.count])
+        let last = ByteBuffer(bytes: second.bytes[second.ends[1]...])
         let configuration = try PostgresTrackStore.connectionConfiguration(PostgresURL(parsing: cluster.url(name)))
         let logger = Logger(label: "test")
         var connections: [PostgresConnection] = []
@@ -308,7 +295,7 @@ struct PostgresStoreTests {
         }
         do {
             try await holder.query("BEGIN", logger: logger)
-            try await copy(last.buffer, on: holder)
+            try await copy(last, on: holder)
             let byOne = Task { try await copy(CopyRows.merged([second, first]), on: one) }
             try await waitingOnLocks(1)
             let byTwo = Task { try await copy(CopyRows.merged([first, second]), on: two) }
@@ -483,11 +470,7 @@ struct CopyCoalescerTests {
         #expect(String(buffer: CopyRows.merged([parts[1]])) == "id:van-a:2\nid:van-b:2\nid:van-c:1\n")
         // A real batch's rows, split in two that interleave by key and merged again: the same text
         // as the batch in one (whose rows go in key order).
-        let records = walk(12, device: "van").enumerated().map { i, r in
-            var r = r
-            r.sequence = Int64(i + 1)
-            return r
-        }
+        let records = numbered(walk(12, device: "van"))
         let keys = records.map { PostgresTrackStore.key($0, format: "json") }
         let halves = [records.indices.filter { $0 % 2 == 1 }, records.indices.filter { $0 % 2 == 0 }].map { picked in
             CopyRows(picked.map { records[$0] }, keys: picked.map { keys[$0] }, format: "json", received: 1_715_679_100)!

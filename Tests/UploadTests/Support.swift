@@ -5,6 +5,15 @@ import TrackServer
 import TrackServerTesting
 import Upload
 
+/// `records` with sequences `first`, `first + 1`... (our batch's key is the device and sequence).
+func numbered(_ records: [TrailRecord], from first: Int64 = 1) -> [TrailRecord] {
+    records.enumerated().map { i, r in
+        var r = r
+        r.sequence = first + Int64(i)
+        return r
+    }
+}
+
 /// `n` locations of a walk north, one a second.
 func walk(_ n: Int, from t0: Double = 1_715_679_000, device: String = "") -> [TrailRecord] {
     (0..<n).map { i in
