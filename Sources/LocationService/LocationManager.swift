@@ -128,6 +128,11 @@ public final class LocationManager<Source: FixSource>: Sendable {
                                        source: manager.locationSource)
             }
 
+            /// Whether more events of the same fix are decided and wait to be returned: the last event
+            /// of a fix is returned with this `false`. An owner that commits a fix's records together
+            /// before delivering any of them (the tracker's outbox) reads events until then.
+            public var fixHasMoreEvents: Bool { head < pending.count }
+
             /// The regions and their states as they are now (for persistence). A copy: prefer
             /// ``LocationManager/withRegions(_:)`` for a large set.
             public var regionMonitor: RegionMonitor { manager.regions.withLock { $0 } }

@@ -253,8 +253,13 @@ final class TrackerCore: Sendable {
         }
         try emitLifecycle()
         var events = manager.events.makeAsyncIterator()
+        var fix: [LocationEvent] = []
         while let event = await events.next() {
-            try handle(event, regions: manager)
+            // A fix's events are recorded together, then delivered.
+            fix.append(event)
+            if events.fixHasMoreEvents { continue }
+            try handle(fix, regions: manager)
+            fix.removeAll(keepingCapacity: true)
         }
         saveRegionStates(manager, atEnd: true)
         // The input ended or a stop came: what waits is committed before the uploader's last run.
@@ -266,28 +271,48 @@ final class TrackerCore: Sendable {
         try sink.flush()
     }
 
-    /// One location event: recorded, applied to the lifecycle, reported.
-    func handle<Gate: FixSource>(_ event: LocationEvent, regions: LocationManager<Gate>) throws {
-        metrics.count(event)
-        if case .significantChange(let l) = event {
-            logger.info("significant change", metadata: coordinates(l))
-        }
-        if let outbox, let record = Recorder.record(event, device: outbox.device) {
-            // Into the outbox's group commit before anything else happens to it.
-            let (due, first) = unsaved.withLock { group in
-                let first = group.isEmpty
-                return (group.add(record, at: now()), first)
-            }
-            if due {
-                try commitRecords()
-            } else if first && configuration.deadlineTimer {
-                timer.fire()  // the timer's fallback deadline moved closer
+    /// The location events of one fix: recorded, then each applied to the lifecycle and reported.
+    ///
+    /// Durable before delivered: with commits per fix (``Tracker/UploadSettings/commitWithin`` 0,
+    /// the default), the fix's records are committed to the outbox in one transaction before any of
+    /// its events reaches the sink, so whatever was printed survives a kill -9; a failed commit
+    /// fails the tracker before anything is delivered. Grouped commits (`commitWithin` above 0) are
+    /// an explicit opt-in that delivers first and commits within that window.
+    func handle<Gate: FixSource>(_ events: [LocationEvent], regions: LocationManager<Gate>) throws {
+        for event in events {
+            metrics.count(event)
+            if case .significantChange(let l) = event {
+                logger.info("significant change", metadata: coordinates(l))
             }
         }
-        KeepAlive.apply(event, to: app)
-        try emitLifecycle()
-        try sink.receive(.location(event))
+        if let outbox { try record(events, into: outbox) }
+        for event in events {
+            KeepAlive.apply(event, to: app)
+            try emitLifecycle()
+            try sink.receive(.location(event))
+        }
         saveRegionStates(regions, atEnd: false)
+    }
+
+    /// Adds a fix's records to the waiting group and commits it when due: at once with commits per
+    /// fix, else once the group is full or old enough (the timer's fallback deadline otherwise).
+    func record(_ events: [LocationEvent], into outbox: Outbox) throws {
+        let t = now()
+        let (due, first) = unsaved.withLock { group -> (Bool, Bool) in
+            let first = group.isEmpty
+            var added = false
+            for event in events {
+                guard let record = Recorder.record(event, device: outbox.device) else { continue }
+                _ = group.add(record, at: t)
+                added = true
+            }
+            return (added && group.isDue(at: t), first && added)
+        }
+        if due {
+            try commitRecords()
+        } else if first && configuration.deadlineTimer {
+            timer.fire()  // the timer's fallback deadline moved closer
+        }
     }
 
     /// Saves the regions' states when they changed: at most once a second (a burst of transitions
