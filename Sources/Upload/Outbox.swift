@@ -16,9 +16,9 @@ import Glibc
 /// they are never reused, even after every row left.
 ///
 /// An append is cheap enough to commit every fix: it writes the table's last leaf page and
-/// nothing else (no sequence table, no index but a partial one on transitions), and a new outbox
-/// has 1 KB pages, so a commit a second writes about 1.4 KB a record to the WAL
-/// (`tools/bench-commit`).
+/// nothing else (no sequence table, no index but a partial one on transitions), and an outbox
+/// has 1 KB pages (one made with 4 KB pages is converted at open while small), so a commit a
+/// second writes about 1.5 KB a record (`tools/bench-commit`).
 ///
 /// Caps bound the outbox by count and age. What a cap evicts (the oldest first) is counted
 /// (``Stats/evicted``) and returned by the call that caused it, never dropped silently.
@@ -89,6 +89,7 @@ public final class Outbox: Sendable {
                 try db.execute(sql: "PRAGMA page_size = \(Outbox.pageSize)")
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
             }
+            try Outbox.convertPageSize(path: path)
             pool = try DatabasePool(path: path, configuration: config)
             try Outbox.migrator.migrate(pool)
             device = try pool.write { db in
@@ -116,6 +117,24 @@ public final class Outbox: Sendable {
             throw error
         } catch {
             throw UploadError(.storage, "cannot open the outbox \(path): \(error)")
+        }
+    }
+
+    /// Gives an outbox made with another page size (before v6: 4 KB) the page size of a new one,
+    /// when at most 10,000 records wait (a `VACUUM`, out of WAL mode and back: milliseconds) and no
+    /// other process has it open; otherwise it keeps its pages, and tries again at the next open.
+    static func convertPageSize(path: String) throws {
+        guard access(path, F_OK) == 0 else { return }
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in
+            guard try Int.fetchOne(db, sql: "PRAGMA page_size") != pageSize,
+                  try db.tableExists("outbox"),
+                  try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? .max <= 10_000,
+                  try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") == "delete"
+            else { return }
+            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
+            try db.execute(sql: "VACUUM")
         }
     }
 

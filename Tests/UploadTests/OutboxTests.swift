@@ -170,6 +170,9 @@ struct OutboxTests {
         try #require(p.terminationStatus == 0)
         let outbox = try Outbox(path: dir + "/outbox.sqlite", now: { 200 })  // appended 100 s ago
         #expect(outbox.device == "van-1")
+        // Converted to 1 KB pages (a VACUUM: 3 records wait), and back in WAL mode.
+        #expect(try outbox.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 1024)
+        #expect(try outbox.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
         #expect(try outbox.stats().pending == 3)
         #expect(try outbox.stats().lastSequence == 9)
         #expect(try outbox.nextBatch(maxCount: 10).map(\.sequence) == [7, 5, 6])
