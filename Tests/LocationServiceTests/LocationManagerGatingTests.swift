@@ -42,15 +42,17 @@ struct LocationManagerGatingTests {
     /// event of its fix.
     static func run(_ table: [(call: Call, delivered: Bool)], updatingLocation: Bool = true) async {
         let fixes = table.indices.map { i in
-            Fix(time: GNSSTime(nanosecondsSince1970: Int64(1_700_000_000 + 300 * i) * 1_000_000_000, fractionDigits: 0),
-                coordinate: Coordinate(latitude: 48 + 0.01 * Double(i), longitude: 11.5), mode: .threeD,
-                horizontalAccuracy: 5)
+            let nanoseconds = Int64(1_700_000_000 + 300 * i) * 1_000_000_000
+            return Fix(time: GNSSTime(nanosecondsSince1970: nanoseconds, fractionDigits: 0),
+                       coordinate: Coordinate(latitude: 48 + 0.01 * Double(i), longitude: 11.5), mode: .threeD,
+                       horizontalAccuracy: 5)
         }
         var configuration = LocationManagerConfiguration()
         configuration.significantChanges = SignificantChangeMonitor()
         let source = ListSource(fixes: fixes)
-        let manager = LocationManager(source: source, configuration: configuration, updatingLocation: updatingLocation,
-                                      now: { [clock = source.clock] in clock.seconds.withLock { $0 } })
+        let now: @Sendable () -> Double = { [clock = source.clock] in clock.seconds.withLock { $0 } }
+        let manager = LocationManager(source: source, configuration: configuration,
+                                      updatingLocation: updatingLocation, now: now)
         var events = manager.events.makeAsyncIterator()
         for (i, row) in table.enumerated() {
             switch row.call {
