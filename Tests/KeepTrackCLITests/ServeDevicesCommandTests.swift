@@ -22,8 +22,11 @@ struct ServeDevicesCommandTests {
         #expect(try keeptrack(["serve", "devices", "revoke", "van1", "--db", db]).stdout == "revoked van1\n")
         let gone = try keeptrack(["serve", "devices", "revoke", "van1", "--db", db])
         #expect(gone.status != 0 && gone.stderr.contains("device 'van1' has no token"))
+        // The verbs are subcommands: argument-parser names the one it does not know.
         let wrong = try keeptrack(["serve", "devices", "rename", "--db", db])
-        #expect(wrong.status != 0 && wrong.stderr.contains("'rename' is not add, list or revoke"))
+        #expect(wrong.status == 64 && wrong.stderr.contains("'rename'"), "\(wrong.stderr)")
+        let noID = try keeptrack(["serve", "devices", "add", "--db", db])
+        #expect(noID.status == 64 && noID.stderr.contains("Missing expected argument '<id>'"), "\(noID.stderr)")
         let missing = try keeptrack(["serve", "devices", "list", "--db", dir + "/none.sqlite"])
         #expect(missing.status != 0 && missing.stderr.contains("no endpoint database at"))
     }
