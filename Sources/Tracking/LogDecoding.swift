@@ -22,6 +22,22 @@ public struct LogDecoding {
     /// Also write epochs without a position (formats that can say so: jsonl, csv).
     public var includeAll = false
     public var options: NMEADecoder.Options
+    /// What ``run(output:warn:progress:)`` reports as it decodes.
+    public enum Warning: Sendable, CustomStringConvertible {
+        /// A bad sentence, skipped (or the one a strict decoding stopped at).
+        case badSentence(NMEAError)
+        /// ``maxWarnings`` were reported: later bad sentences are only counted, in the summary.
+        case moreFollow
+
+        /// `warning: ` and the bad sentence, or that more follow.
+        public var description: String {
+            switch self {
+            case .badSentence(let error): "warning: \(error)"
+            case .moreFollow: "warning: more bad sentences follow; see the summary"
+            }
+        }
+    }
+
     /// Bad-sentence reports passed to `warn` before they are only counted.
     public var maxWarnings = 20
 
@@ -61,7 +77,7 @@ public struct LogDecoding {
     /// four times a second (percent of the file, MB/s, ETA) and an empty one at the end.
     ///
     /// - Throws: `OutputError` when the output cannot be written; decoding problems are in the result.
-    public func run(output: OutputBuffer = OutputBuffer(), warn: @escaping (String) -> Void,
+    public func run(output: OutputBuffer = OutputBuffer(), warn: @escaping (Warning) -> Void,
                     progress: ((String) -> Void)? = nil) throws(OutputError) -> Result {
         var out = output
         let started = monotonicSeconds()
@@ -71,9 +87,9 @@ public struct LogDecoding {
         decoder.diagnosticHandler = { error in
             warnings += 1
             if warnings <= limit {
-                warn("warning: \(error)")
+                warn(.badSentence(error))
             } else if warnings == limit + 1 {
-                warn("warning: more bad sentences follow; see the summary (--max-warnings N shows more)")
+                warn(.moreFollow)
             }
         }
         // Past the notice, bad sentences are only counted: the decoder need not describe them.

@@ -71,7 +71,12 @@ struct Decode: ParsableCommand {
         job.includeAll = all
         job.maxWarnings = maxWarnings
         let progress: ((String) -> Void)? = progressWanted() && !quiet ? { printErrorInline($0) } : nil
-        let result = try job.run(warn: { printError($0) }, progress: progress)
+        let result = try job.run(warn: { warning in
+            switch warning {
+            case .badSentence: printError("\(warning)")
+            case .moreFollow: printError("\(warning) (--max-warnings N shows more)")
+            }
+        }, progress: progress)
         if !quiet { printError(result.summary(label: "\(file == "-" ? "<stdin>" : file):")) }
         if let failure = result.failure {
             let stopped = failure.code == NMEAError.Code.io ? "" : "stopped at the first bad sentence (--strict): "

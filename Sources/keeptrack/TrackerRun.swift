@@ -19,7 +19,7 @@ struct TrackerRun {
     var location: LocationOptions
     var lifecycle: LifecycleOptions
     var upload: UploadOptions
-    var dataDirectory: String
+    var dataDirectory: DataDirectory
     /// Live tracking keeps regions and their states here (unless --regions names a file).
     var store: RegionStore?
     /// The control socket (live tracking).
@@ -37,7 +37,15 @@ struct TrackerRun {
     func configuration(embedded: TrackServer?) throws -> Tracker.Configuration {
         var c = Tracker.Configuration()
         c.locationManager = location.settings.configuration
-        if let regions = location.regions { try c.addRegions(file: regions, dwell: location.dwell) } else { c.regionStore = store }
+        if let regions = location.regions {
+            do {
+                try c.addRegions(file: regions, dwell: location.dwell)
+            } catch {
+                throw ValidationError("--regions: \(error.message)")
+            }
+        } else {
+            c.regionStore = store
+        }
         c.policy = try lifecycle.policyOptions.resolved()
         (c.modes, c.startInBackground, c.sampleInterval) = (lifecycle.modes, lifecycle.background, lifecycle.sampleInterval)
         (c.launchAtFirstFix, c.deadlineTimer) = (onLogTime, !onLogTime)
