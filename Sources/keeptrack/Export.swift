@@ -28,7 +28,7 @@ struct Export: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "svg, geojson or gpx. The default is svg.")
+    @Option(help: "svg, geojson or gpx.")
     var format: String = "svg"
 
     @Option(help: ArgumentHelp("The endpoint's database, a file or postgres://... Default: endpoint.sqlite in the data directory.",
