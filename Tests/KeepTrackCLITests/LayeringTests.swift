@@ -64,13 +64,14 @@ struct LayeringTests {
 
     func sources(of target: String) throws -> [(name: String, text: String)] { try sources(under: "Sources/\(target)") }
 
-    /// The modules `files` import (`import X`, `@testable import X`, `import struct X.Y`), each with
-    /// the files that import it.
+    /// The modules `files` import (`import X`, `@testable import X`, `import struct X.Y` at the start of
+    /// a line), each with the files that import it.
     func imports(in files: [(name: String, text: String)]) -> [String: [String]] {
         let kinds: Set = ["struct", "class", "enum", "protocol", "func", "typealias", "var", "let"]
         var out: [String: [String]] = [:]
         for (name, text) in files {
-            for line in text.split(separator: "\n") where line.contains("import ") {
+            // Imports start their line; an indented "import" is another language's, in a string.
+            for line in text.split(separator: "\n") where line.contains("import ") && !line.hasPrefix(" ") {
                 var words = line.split(separator: " ").drop { $0.hasPrefix("@") }
                 guard words.first == "import" else { continue }
                 words = words.dropFirst()
@@ -123,7 +124,7 @@ struct LayeringTests {
     /// the uploader's settings hints and CA-file errors reach the user through the upload summary
     /// and the logs, not through an error the command line catches (issue 26).
     let flagLiteralsStillToMove: Set<String> = [
-        "Sources/Upload/Uploader.swift", "Sources/Upload/Uploader+MQTT.swift", "Sources/MQTT/MQTTConnection.swift",
+        "Sources/Upload/Uploader.swift", "Sources/MQTT/MQTTConnection.swift",
     ]
 
     @Test func noLibraryNamesACommandLineFlag() throws {
