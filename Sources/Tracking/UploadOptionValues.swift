@@ -43,6 +43,10 @@ public struct UploadOptionValues: Sendable {
         case unsupportedURL(String)
         /// An mqtt(s):// ``UploadOptionValues/url`` publishes OwnTracks JSON: this format does not apply.
         case formatNotPublishedOverMQTT(String)
+        /// An mqtt(s):// ``UploadOptionValues/url`` can't be used: why (``MQTTEndpoint/init(parsing:wildcards:)``).
+        case invalidMQTTURL(String)
+        /// A ``UploadOptionValues/caFile`` with an mqtt:// URL, which has no TLS.
+        case caFileWithoutTLS
         /// A header is not `Name: value`.
         case malformedHeader(String)
         /// The field must be more than 0.
@@ -63,6 +67,14 @@ public struct UploadOptionValues: Sendable {
         }
         if let url, MQTTEndpoint.isMQTT(url), !["json", "owntracks"].contains(format) {
             return .formatNotPublishedOverMQTT(format)
+        }
+        if let url, MQTTEndpoint.isMQTT(url) {
+            do {
+                let endpoint = try MQTTEndpoint(parsing: url)
+                if caFile != nil && !endpoint.tls { return .caFileWithoutTLS }
+            } catch {
+                return .invalidMQTTURL("\(error)")
+            }
         }
         for h in headers where Uploader.Configuration.header(parsing: h) == nil { return .malformedHeader(h) }
         if batchSize < 1 { return .notPositive(.batchSize) }

@@ -120,6 +120,8 @@ extension UploadOptionValues.Problem {
         case .unsupportedURL(let url): "--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got '\(url)'."
         case .formatNotPublishedOverMQTT(let format):
             "--upload mqtt(s):// publishes OwnTracks JSON: --format \(format) does not apply."
+        case .invalidMQTTURL(let why): "--upload: \(why)"
+        case .caFileWithoutTLS: "--ca-file goes with mqtts:// (TLS), not mqtt://"
         case .malformedHeader(let header): "--header takes 'Name: value', got '\(header)'."
         case .notPositive(.batchSize): "--batch-size must be 1 or more."
         case .notPositive(.outboxMaxRecords), .notPositive(.outboxMaxAge):
