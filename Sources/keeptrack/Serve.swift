@@ -203,6 +203,10 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if TrackServer.isExposed(host: host, token: token) {
+            printError("warning: serving on \(host) without --token: anyone who can reach it can read every stored "
+                + "trail and store records; pass --token or --host 127.0.0.1")
+        }
         if db == nil { makeDirectories(data.directory) }
         let database = self.database
         var logger = Logger(label: "keeptrack.serve")
@@ -215,10 +219,6 @@ struct Serve: AsyncParsableCommand {
                                      logger: logger)
         } catch {
             throw ValidationError("\(error)") // names the database (a URL without its password)
-        }
-        if TrackServer.isExposed(host: host, token: token) {
-            printError("warning: serving on \(host) without --token: anyone who can reach it can read every stored "
-                + "trail and store records; pass --token or --host 127.0.0.1")
         }
         try await server.run(signals: true) { line in
             var out = OutputBuffer()

@@ -31,6 +31,16 @@ struct ServeDevicesCommandTests {
         #expect(missing.status != 0 && missing.stderr.contains("no endpoint database at"))
     }
 
+    /// The warning comes first, before the database is opened (here it can't be, and serve stops).
+    @Test(arguments: [("0.0.0.0", nil, true), ("::", nil, true), ("127.0.0.1", nil, false), ("0.0.0.0", "s3cret", false)]
+          as [(String, String?, Bool)])
+    func warnsWhenServingBeyondLoopbackWithoutAToken(host: String, token: String?, warns: Bool) throws {
+        let r = try keeptrack(["serve", "--host", host, "--port", "0", "--db", "/nonexistent/dir/endpoint.sqlite"]
+            + (token.map { ["--token", $0] } ?? []))
+        #expect(r.status != 0, "\(r.stderr)")
+        #expect(r.stderr.contains("warning: serving on \(host) without --token") == warns, "\(r.stderr)")
+    }
+
     @Test func refusesARetentionShorterThanAnHour() throws {
         let r = try keeptrack(["serve", "--retention", "90", "--port", "0"])
         #expect(r.status != 0 && r.stderr.contains("--retention must be at least 1h"))
