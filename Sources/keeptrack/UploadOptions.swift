@@ -86,6 +86,10 @@ struct UploadOptions: ParsableArguments {
 
     func validate() throws {
         if let problem = values.problem { throw ValidationError(problem.sentence) }
+        // An HTTPS endpoint's CA file is read now: a file that is no PEM is a setting to fix.
+        if let caFile, let upload, upload.hasPrefix("http"), !Uploader.Configuration.holdsPEMCertificates(caFile) {
+            throw ValidationError("--ca-file \(caFile): no PEM certificate could be read")
+        }
     }
 }
 
