@@ -12,11 +12,6 @@ public struct TrailFile: Sendable {
     public var bytes: [UInt8]
     /// Locations in it (region events not counted).
     public var points: Int
-
-    /// The progress line of an export: `exporting: 46%  40,000 of 86,397 records read`.
-    public static func progress(_ read: Int, of total: Int) -> String {
-        "exporting: \(read * 100 / Swift.max(total, 1))%  \(grouped(read)) of \(grouped(total)) records read"
-    }
 }
 
 extension TrailFile {

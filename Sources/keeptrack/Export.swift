@@ -76,7 +76,7 @@ struct Export: AsyncParsableCommand {
                                                     to: to.flatMap(ISOTime.parse) ?? .infinity, format: format,
                                                     regions: definitions,
                                                     progress: line.map { line in
-                                                        { line.update(TrailFile.progress($0, of: $1)) }
+                                                        { line.update(Self.progress($0, of: $1)) }
                                                     })
             line?.end()
         } catch {
@@ -95,5 +95,12 @@ struct Export: AsyncParsableCommand {
             out.bytes = export.bytes
             try out.flush()
         }
+    }
+}
+
+extension Export {
+    /// The progress line of an export: `exporting: 46%  40,000 of 86,397 records read`.
+    static func progress(_ read: Int, of total: Int) -> String {
+        "exporting: \(read * 100 / Swift.max(total, 1))%  \(grouped(read)) of \(grouped(total)) records read"
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Tracking
 
 @testable import keeptrack
 
@@ -101,5 +102,23 @@ struct ProblemSentenceTests {
     ])
     func serveSaysTheFlag(arguments: [String], sentence: String) {
         #expect { _ = try Serve.parse(arguments) } throws: { error in Serve.message(for: error) == sentence }
+    }
+}
+
+/// The progress lines the command line draws from what the libraries count.
+@Suite("Progress lines said")
+struct ProgressWordsTests {
+    @Test func aRunSaysItsInputThenTheUploadOfWhatIsLeft() {
+        let input: (Double) -> String = { "\(Int($0)) s read" }
+        #expect(RunProgress.input(elapsed: 3, outboxWaiting: 46_276).line(input: input) == "3 s read  outbox 46,276")
+        #expect(RunProgress.input(elapsed: 3, outboxWaiting: nil).line(input: input) == "3 s read")
+        var reading = BacklogProgress().reading(sent: 0, waiting: 10_000, now: 100)!
+        #expect(RunProgress.upload(reading).line(input: input) == "uploading: 0 of 10,000 sent")
+        (reading.sent, reading.rate, reading.secondsLeft) = (2_000, 1_000, 8)
+        #expect(RunProgress.upload(reading).line(input: input) == "uploading: 2,000 of 10,000 sent  1,000/s  ETA 8 s")
+    }
+
+    @Test func anExportSaysItsShareOfRecordsRead() {
+        #expect(Export.progress(1_000, of: 2_500) == "exporting: 40%  1,000 of 2,500 records read")
     }
 }
