@@ -219,5 +219,7 @@ package.targets.first { $0.name == "keeptrack" }!.dependencies.append("BuildInfo
 package.targets.first { $0.name == "Tracking" }!.dependencies.append("BuildInfo")
 // The README's options tables are checked against the code's defaults, durations read as DurationText reads them.
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Formats")
-// The progress lines the command line says, from the tracker's counts.
+// The progress lines the command line says, from the counts of the tracker, the log source and the store.
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Tracking")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("GPSInput")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("TrackServer")

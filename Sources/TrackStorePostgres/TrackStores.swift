@@ -48,7 +48,8 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``TrackStoreError`` saying what is wrong with the URL or the database.
     public func open(environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
-                     progress: (@Sendable (String) -> Void)? = nil) async throws -> any TrackStore {
+                     progress: (@Sendable (SQLiteTrackStore.Upgrade?) -> Void)? = nil)
+        async throws -> any TrackStore {
         switch self {
         case .postgres(let url):
             let parsed = try PostgresURL(parsing: url, environment: environment)

@@ -70,7 +70,9 @@ struct Decode: ParsableCommand {
                               options: .init(strict: strict, referenceDay: date.flatMap(LogDecoding.parseDate)))
         job.includeAll = all
         job.maxWarnings = maxWarnings
-        let progress: ((String) -> Void)? = progressWanted() && !quiet ? { printErrorInline($0) } : nil
+        let progress: ((LogDecoding.Progress?) -> Void)? = progressWanted() && !quiet ? { p in
+            printErrorInline(p?.line ?? "")
+        } : nil
         let result = try job.run(warn: { warning in
             switch warning {
             case .badSentence: printError("\(warning)")
@@ -84,4 +86,9 @@ struct Decode: ParsableCommand {
             throw ExitCode(1)
         }
     }
+}
+
+extension LogDecoding.Progress {
+    /// The progress line `keeptrack decode` draws: `decoding 46%  210 MB/s  ETA 3 s`.
+    var line: String { "decoding \(Int(fraction * 100))%  \(Int(megabytesPerSecond)) MB/s  ETA \(secondsLeft) s" }
 }

@@ -212,9 +212,12 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = logging.logLevel
         let server: TrackServer
+        let drawUpgrade: @Sendable (SQLiteTrackStore.Upgrade?) -> Void = { upgrade in
+            printErrorInline(upgrade?.line ?? "")
+        }
         do {
             let store = try await database.open(environment: ProcessInfo.processInfo.environment,
-                                                progress: progressWanted(stdoutUsed: false) ? printErrorInline : nil)
+                                                progress: progressWanted(stdoutUsed: false) ? drawUpgrade : nil)
             server = try TrackServer(configuration: configuration(database: database.description), store: store,
                                      logger: logger)
         } catch {
@@ -242,5 +245,13 @@ extension TrackServer.Configuration.Problem {
         case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
         case .mqtt(let why): "--mqtt: \(why)."
         }
+    }
+}
+
+extension SQLiteTrackStore.Upgrade {
+    /// The line serve draws while a store's schema is upgraded.
+    var line: String {
+        let names = migrations.joined(separator: ", ")
+        return "\(path): upgrading the schema (\(names)) for \(grouped(points)) points, \(seconds) s"
     }
 }

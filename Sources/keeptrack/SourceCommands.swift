@@ -231,3 +231,14 @@ struct Replay: AsyncParsableCommand {
 }
 
 extension GPSDSource: WatchReleasing {}
+
+extension NMEALogSource.Progress {
+    /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA; the share
+    /// and the ETA from the fixes delivered, not from the bytes read ahead.
+    func line(elapsed: Double) -> String {
+        let rate = Double(fixes) / Swift.max(elapsed, 1e-9)
+        guard let fraction else { return "\(grouped(fixes)) fixes, \(Int(rate)) fixes/s" }
+        let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
+        return "\(Int(fraction * 100))%  \(grouped(fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
+    }
+}

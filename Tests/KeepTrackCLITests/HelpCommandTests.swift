@@ -1,5 +1,7 @@
 import Foundation
+import GPSInput
 import Testing
+import TrackServer
 import Tracking
 
 @testable import keeptrack
@@ -116,6 +118,25 @@ struct ProgressWordsTests {
         #expect(RunProgress.upload(reading).line(input: input) == "uploading: 0 of 10,000 sent")
         (reading.sent, reading.rate, reading.secondsLeft) = (2_000, 1_000, 8)
         #expect(RunProgress.upload(reading).line(input: input) == "uploading: 2,000 of 10,000 sent  1,000/s  ETA 8 s")
+    }
+
+    @Test func aReplaySaysItsShareFixesRateAndTimeLeft() {
+        var p = NMEALogSource.Progress()
+        (p.fixes, p.position, p.size) = (400, 250, 1_000)
+        #expect(p.line(elapsed: 2) == "25%  400 fixes  200 fixes/s  ETA 6 s")
+        p.size = nil
+        #expect(p.line(elapsed: 2) == "400 fixes, 200 fixes/s")
+    }
+
+    @Test func serveSaysTheSchemaUpgradeOfItsStore() {
+        let upgrade = SQLiteTrackStore.Upgrade(path: "/d/endpoint.sqlite", migrations: ["v4-credentials", "v5-fleet"],
+                                               points: 3_000, seconds: 2)
+        #expect(upgrade.line == "/d/endpoint.sqlite: upgrading the schema (v4-credentials, v5-fleet) for 3,000 points, 2 s")
+    }
+
+    @Test func decodeSaysItsShareSpeedAndTimeLeft() {
+        let p = LogDecoding.Progress(fraction: 0.466, megabytesPerSecond: 210.7, secondsLeft: 3)
+        #expect(p.line == "decoding 46%  210 MB/s  ETA 3 s")
     }
 
     @Test func anExportSaysItsShareOfRecordsRead() {
