@@ -58,7 +58,7 @@ let package = Package(
         // header from libmosquitto-dev; at run time libmosquitto1).
         .target(name: "CMosquitto"),
         // MQTT over libmosquitto's threaded loop: broker URLs, one connection (QoS 1 publishes in
-        // flight, PUBACKs, subscriptions), the shared backoff.
+        // flight, PUBACKs, subscriptions).
         .target(name: "MQTT", dependencies: ["CMosquitto", "Geo", "SystemIO"]),
         // The durable outbox (GRDB over SQLite, WAL) and the uploader (async-http-client, or MQTT).
         .target(

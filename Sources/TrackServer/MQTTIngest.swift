@@ -87,8 +87,8 @@ public final class MQTTIngest: Service, Sendable {
                     logger.warning("MQTT connection failed", metadata: ["reason": "\(error)"])
                 }
                 failures += 1
-                let pause = wait ?? backoff(failures: failures, initial: configuration.initialBackoff,
-                                            maximum: configuration.maxBackoff)
+                let pause = wait ?? Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
+                    .delay(failures: failures)
                 try? await Task.sleep(for: .seconds(pause))
             }
         }

@@ -262,7 +262,7 @@ public final class Uploader: Sendable {
 
     /// The wait before retry `n` (1, 2, ...): full jitter over an exponential ceiling.
     func backoff(_ n: Int) -> Double {
-        MQTT.backoff(failures: n, initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
+        Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff).delay(failures: n)
     }
 
     func record(error: String) {
