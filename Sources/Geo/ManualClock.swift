@@ -6,26 +6,7 @@ import Synchronization
 /// replays pass a `ManualClock`, so a day-long log replayed in seconds expires timers exactly as
 /// living through it would. Instants are durations since 1970-01-01T00:00:00Z.
 public final class ManualClock: Clock, Sendable {
-    public struct Instant: InstantProtocol, Hashable, Sendable {
-        /// Time since 1970-01-01T00:00:00Z.
-        public var offset: Duration
-
-        public init(offset: Duration) { self.offset = offset }
-
-        /// The instant at `seconds` since 1970.
-        public init(secondsSince1970 seconds: Double) {
-            self.offset = .nanoseconds(Int64((seconds * 1e9).rounded()))
-        }
-
-        public var secondsSince1970: Double {
-            let c = offset.components
-            return Double(c.seconds) + Double(c.attoseconds) / 1e18
-        }
-
-        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        public func duration(to other: Instant) -> Duration { other.offset - offset }
-        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
-    }
+    public typealias Instant = EpochInstant
 
     private struct Sleeper {
         var id: UInt64
