@@ -50,7 +50,7 @@ let package = Package(
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo", "Formats"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
-        .target(name: "Lifecycle"),
+        .target(name: "Lifecycle", dependencies: ["Geo"]),
         // Wire and file formats, both directions: JSON Lines, CSV, GPX, GeoJSON, our JSON batch,
         // Traccar's OsmAnd, OwnTracks JSON; gzip bodies.
         .target(name: "Formats", dependencies: ["Geo", "CZlib"]),

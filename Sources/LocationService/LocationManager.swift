@@ -43,7 +43,7 @@ public final class LocationManager<Source: FixSource>: Sendable {
     /// The monitored regions between fixes; a fix's decisions take them out and put them back, so
     /// ``regionState(for:)`` can answer from any thread without copying them.
     let regions: Mutex<RegionMonitor>
-    let now: @Sendable () -> Double
+    let clock: any EpochClock
     let locationSource: Location.Source
     let switches: LocationManagerSwitches
     let rejected: (@Sendable (RejectReason) -> Void)?
@@ -56,17 +56,17 @@ public final class LocationManager<Source: FixSource>: Sendable {
     ///   - switches: whether standard updates run and whether the app is suspended, changed while
     ///     the events are read (by the manager's own methods or by an owner such as a tracker).
     ///   - rejected: told why each fix standard updates did not take was rejected (for counting).
-    ///   - now: the current time in seconds since 1970.
+    ///   - clock: the time fixes are judged by (staleness, the significant-change rule).
     public init(source: Source, configuration: Configuration = Configuration(), regions: RegionMonitor = RegionMonitor(),
                 locationSource: Location.Source = .other, switches: LocationManagerSwitches = LocationManagerSwitches(),
-                rejected: (@Sendable (RejectReason) -> Void)? = nil, now: @escaping @Sendable () -> Double) {
+                rejected: (@Sendable (RejectReason) -> Void)? = nil, clock: any EpochClock) {
         self.source = source
         self.configuration = configuration
         self.regions = Mutex(regions)
         self.locationSource = locationSource
         self.switches = switches
         self.rejected = rejected
-        self.now = now
+        self.clock = clock
     }
 
     /// Starts standard updates (CLLocationManager's `startUpdatingLocation`); they run from the start
@@ -147,7 +147,7 @@ public final class LocationManager<Source: FixSource>: Sendable {
                     guard let element = await upstream.next(isolation: nil) else { return nil }
                     state.isSuspended = manager.isSuspended
                     state.standardUpdatesActive = manager.isUpdatingLocation
-                    let now = manager.now()
+                    let now = manager.clock.now.secondsSince1970
                     pending = manager.regions.withLock { regions in
                         swap(&regions, &state.regions)
                         defer { swap(&regions, &state.regions) }

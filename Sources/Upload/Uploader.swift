@@ -100,7 +100,7 @@ public final class Uploader: Sendable {
         public var skipped = 0
         /// Requests cancelled because the background time ran out.
         public var expired = 0
-        /// When the last request succeeded (wall clock).
+        /// When the last request succeeded (seconds since 1970, on the uploader's clock).
         public var lastSuccess: Double?
         /// The last failure, a sentence without coordinates.
         public var lastError: String?
@@ -118,7 +118,8 @@ public final class Uploader: Sendable {
     let signal = Signal()
     let state = Mutex(Stats())
     let gzipAccepted = Atomic<Bool>(false)
-    let now: @Sendable () -> Double
+    /// Batching waits, backoffs and the times of successes.
+    let clock: any EpochClock
     /// The backoff's jitter.
     let random: any RandomNumberGenerator & Sendable
     let metrics = UploadMetrics()
@@ -126,17 +127,19 @@ public final class Uploader: Sendable {
     /// - Parameters:
     ///   - application: the lifecycle the uploads run in (background tasks, suspension); `nil`
     ///     uploads whenever there is something to send.
+    ///   - clock: what batches fill and retries back off on, and the time of a success. The default
+    ///     is the wall clock.
     ///   - random: the source of the backoff's jitter (a seeded one makes retries repeatable).
     /// - Throws: ``UploadError`` when the URL or the CA file cannot be used.
     public init(outbox: Outbox, configuration: Configuration, application: Application? = nil,
                 logger: Logger = Logger(label: "keeptrack.upload"),
-                now: @escaping @Sendable () -> Double = WallClock.seconds,
+                clock: any EpochClock = WallClock(),
                 random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) throws(UploadError) {
         self.outbox = outbox
         self.configuration = configuration
         self.application = application
         self.logger = logger
-        self.now = now
+        self.clock = clock
         self.random = random
         if MQTTEndpoint.isMQTT(configuration.url) {
             transport = .mqtt(try MQTTPublisher(configuration: configuration, device: outbox.device))
@@ -210,34 +213,34 @@ public final class Uploader: Sendable {
                                                  transitionsFirst: configuration.format.transitionsFirst)
                 } catch {
                     record(error: "\(error)")
-                    action = policy.readFailed(now: instant())
+                    action = policy.readFailed(now: clock.now)
                     continue
                 }
                 // The oldest record's age matters only to a batch that is not full.
                 let oldest = batch.isEmpty || batch.count >= limit ? nil : (try? outbox.stats())?.oldestAppended
                 action = policy.batchRead(count: batch.count,
                                           oldestAppended: oldest.map(EpochInstant.init(secondsSince1970:)),
-                                          now: instant())
+                                          now: clock.now)
             case .send(let more):
                 switch await sendInBackgroundTask(batch, more: more) {
                 case .done: action = policy.acknowledged()
                 case .settings(let why):
                     reason = why
-                    action = policy.settingsProblem(now: instant())
+                    action = policy.settingsProblem(now: clock.now)
                 case .notAllowed: action = policy.notAllowed()
                 case .retry(let after, let why):
                     reason = why
-                    action = policy.failed(retryAfter: after, now: instant())
+                    action = policy.failed(retryAfter: after, now: clock.now)
                 case .tooLarge: action = policy.tooLarge()
                 }
             case .recovered(let failed):
                 logger.info("upload recovered", metadata: ["failed-attempts": "\(failed)", "records": "\(batch.count)"])
                 action = .read(limit: policy.batchLimit)
             case .waitForWake(let deadline):
-                await signal.wait(timeout: deadline.map { $0.secondsSince1970 - now() })
+                await signal.wait(until: deadline, on: clock)
                 action = policy.woke()
             case .fill(let deadline):
-                try? await Task.sleep(for: instant().duration(to: deadline))
+                try? await clock.sleep(until: deadline, tolerance: nil)
                 action = policy.woke()
             case .backOff(let deadline, let wait, let cause):
                 state.withLock {
@@ -249,7 +252,7 @@ public final class Uploader: Sendable {
                 case .transient: record(error: "\(reason); retrying in \(Int(wait.rounded())) s")
                 case .settings: record(error: "\(reason); trying again in \(Int(wait.rounded())) s")
                 }
-                try? await Task.sleep(for: instant().duration(to: deadline))
+                try? await clock.sleep(until: deadline, tolerance: nil)
                 action = policy.woke()
             case .stop(let stop):
                 switch stop {
@@ -266,9 +269,6 @@ public final class Uploader: Sendable {
             }
         }
     }
-
-    /// Now on the uploader's clock.
-    func instant() -> EpochInstant { EpochInstant(secondsSince1970: now()) }
 
     func record(error: String) {
         state.withLock { $0.lastError = error }
@@ -315,7 +315,7 @@ public final class Uploader: Sendable {
     func send(_ batch: [TrailRecord], more: Bool = false) async -> Attempt {
         // A record no server would take (a corrupt fix's speed of 1e300) is not encoded: the
         // encoders would leave the field out or the server refuse it forever, stalling the outbox.
-        let t = now()
+        let t = clock.now.secondsSince1970
         var batch = batch
         if batch.contains(where: { $0.problem(now: t) != nil }) {
             for r in batch {
@@ -514,7 +514,7 @@ public final class Uploader: Sendable {
             $0.uploaded += records.count - skipped
             $0.skipped += skipped
             $0.requests += requests
-            $0.lastSuccess = now()
+            $0.lastSuccess = clock.now.secondsSince1970
             $0.lastError = nil
         }
         metrics.uploaded.increment(by: records.count - skipped)

@@ -86,6 +86,3 @@ struct LocationOptions: ParsableArguments {
         if let problem = settings.problem { throw ValidationError(problem) }
     }
 }
-
-/// Wall-clock seconds since 1970, for live sources.
-@Sendable func wallClockSeconds() -> Double { WallClock.seconds() }
