@@ -173,6 +173,7 @@ let package = Package(
         .testTarget(name: "UploadTests", dependencies: [
             "Upload", "TrackServer", "TrackStorePostgres", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -38,6 +38,78 @@ if CommandLine.arguments.contains("--codec") {
     print("encode \((e1 - e0) / 100) per 1000 records, decode \((e2 - e1) / 100) per 1000 records, \(body.count) bytes")
     exit(0)
 }
+if CommandLine.arguments.contains("--commit-cost") {
+    // What committing costs the tracker: an hour of tracking at --rate fixes a second appended to a
+    // fresh outbox, --group records a transaction (1: each record committed as it is decided, the
+    // default; 10 at 1 Hz and 100 at 10 Hz: --commit-within 10s), the uploader's acknowledgements
+    // every 30 s of it deleting what was sent, as a tracker with a reachable endpoint does.
+    // Prints one JSON object: CPU seconds and bytes written (write(2) calls: the WAL and its
+    // checkpoints into the database) for the hour, and per record.
+    guard let dir = argument("--dir") else {
+        FileHandle.standardError.write("usage: upload-bench --commit-cost --dir DIR [--rate HZ] [--group N]\n".data(using: .utf8)!)
+        exit(64)
+    }
+    let rate = Double(argument("--rate") ?? "1")!
+    let group = Int(argument("--group") ?? "1")!
+    let seconds = Double(argument("--seconds") ?? "3600")!
+    var c = Outbox.Configuration()
+    c.device = "bench"
+    let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: c)
+    let total = Int(seconds * rate)
+    var waiting: [TrailRecord] = []
+    waiting.reserveCapacity(group)
+    var sent: [Int64] = []
+    let (cpu0, io0) = (cpuSeconds(), ioCounters())
+    var lastAck = 0.0
+    for i in 0..<total {
+        let t = Double(i) / rate
+        waiting.append(TrailRecord(device: "bench", sequence: 0, time: 1_715_679_000 + t,
+                                   latitude: 48.1 + Double(i) * 1e-6, longitude: 11.5 + Double(i) * 1e-6,
+                                   altitude: 520, horizontalAccuracy: 4.5, verticalAccuracy: 7.5, speed: 1.25,
+                                   course: 90))
+        if waiting.count >= group {
+            sent += try outbox.append(waiting).stored.map(\.sequence)
+            waiting.removeAll(keepingCapacity: true)
+        }
+        if t - lastAck >= 30 {
+            try outbox.acknowledge(sent)
+            sent.removeAll(keepingCapacity: true)
+            lastAck = t
+        }
+    }
+    if !waiting.isEmpty { sent += try outbox.append(waiting).stored.map(\.sequence) }
+    try outbox.acknowledge(sent)
+    let (cpu1, io1) = (cpuSeconds(), ioCounters())
+    let cpu = cpu1 - cpu0, written = io1.written - io0.written, writes = io1.calls - io0.calls
+    print("""
+        {"rate":\(rate),"group":\(group),"records":\(total),"seconds":\(seconds),"cpuSeconds":\(cpu),\
+        "bytesWritten":\(written),"writeCalls":\(writes),"cpuMicrosecondsPerRecord":\(cpu * 1e6 / Double(total)),\
+        "bytesPerRecord":\(Double(written) / Double(total)),"pending":\(try outbox.stats().pending)}
+        """)
+    exit(0)
+}
+
+/// This process's CPU time (user and system), in seconds.
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+/// Bytes this process passed to write(2) and its kind, and how many calls (`wchar`, `syscw` of
+/// /proc/self/io): what the outbox asks of the disk, before the page cache.
+func ioCounters() -> (written: Int, calls: Int) {
+    guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return (-1, -1) }
+    var written = -1, calls = -1
+    for line in text.split(separator: "\n") {
+        let parts = line.split(separator: " ")
+        if parts.first == "wchar:" { written = Int(parts[1]) ?? -1 }
+        if parts.first == "syscw:" { calls = Int(parts[1]) ?? -1 }
+    }
+    return (written, calls)
+}
+
 let count = Int(argument("--count") ?? "1000000")!
 let batch = Int(argument("--batch") ?? "1000")!
 // Seconds between records (OwnTracks' tst is whole seconds: an endpoint keys its records by it).

@@ -120,8 +120,11 @@ public final class GPSDSource: FixSource {
     }
 }
 
-/// The blocking libgps loop, on its own thread.
+/// The blocking libgps loop, on its own thread: performs what its ``GPSDConnectionStateMachine``
+/// decides, and tells it what happened.
 struct GPSDWorker {
+    typealias Action = GPSDConnectionStateMachine.Action
+
     let options: GPSDSource.Options
     let link: WorkerLink
     let wanted: @Sendable () -> Bool
@@ -129,109 +132,112 @@ struct GPSDWorker {
     func run() {
         let data = UnsafeMutablePointer<gps_data_t>.allocate(capacity: 1)
         defer { data.deallocate() }
-        var connected = false
-        var everConnected = false
-        var released = false
-        var backoff = 0.25
-        var reportedDown = false
-        var merger = TPVMerger()
-        var lastReport = 0.0
         let lines = ReportLines()
-
-        defer { if connected { gps_close(data) } }
-        while !link.isStopped {
-            if !wanted() {
-                if connected {
-                    merger.flush { link.yield($0) }
-                    gps_close(data)
-                    connected = false
-                }
-                if !released {
-                    released = true
-                    link.yield(.released, "watch released; gpsd may idle the receiver")
-                }
-                // Until acquireWatch() or a stop wakes it.
-                link.pause(3600)
+        var machine = GPSDConnectionStateMachine(options: options)
+        let deliver: (Fix) -> Void = { link.yield($0) }
+        var action = machine.start()
+        while true {
+            // Effects, at once.
+            switch action {
+            case .report(let kind, let notice, let then):
+                link.yield(kind, message(notice))
+                action = then
                 continue
-            }
-            if !connected {
-                memset(data, 0, MemoryLayout<gps_data_t>.size)
-                let rc = gps_open(options.host, options.port, data)
-                if rc != 0 {
-                    if !reportedDown {
-                        let reason = String(cString: gps_errstr(rc))
-                        let text = "cannot connect to gpsd at \(options.host):\(options.port) (\(reason)); "
-                            + "is gpsd running? retrying every \(formatSeconds(options.maxBackoff)) at most"
-                        link.yield(everConnected ? .disconnected : .error, text)
-                        reportedDown = true
-                    }
-                    link.pause(backoff)
-                    backoff = min(backoff * 2, options.maxBackoff)
-                    continue
-                }
+            case .close(let then):
+                gps_close(data)
+                action = then
+                continue
+            case .sendWatch:
                 var flags = UInt32(WATCH_ENABLE) | UInt32(WATCH_JSON)
                 if options.device != nil { flags |= UInt32(WATCH_DEVICE) }
                 let watchRC = options.device.map { keeptrack_gps_watch(data, flags, $0) }
                     ?? keeptrack_gps_watch(data, flags, nil)
                 if watchRC != 0 {
-                    gps_close(data)
-                    link.yield(.error, "gpsd refused the WATCH request")
-                    link.pause(backoff)
-                    continue
-                }
-                connected = true
-                everConnected = true
-                lines.reset()
-                // Another gpsd (or the same, restarted) may have another cycle: learn it again.
-                merger.forgetCycle()
-                backoff = 0.25
-                reportedDown = false
-                if released {
-                    released = false
-                    link.yield(.acquired, "watching gpsd at \(options.host):\(options.port) again")
+                    action = machine.watchRefused()
                 } else {
-                    let device = options.device.map { " for \($0)" } ?? ""
-                    link.yield(.connected, "watching gpsd at \(options.host):\(options.port)\(device)")
-                }
-            }
-            if let line = lines.next() {
-                // libgps accumulates `set` across reports: clear it to learn what this one carried.
-                data.pointee.set = 0
-                _ = gps_unpack(line, data)
-                let set = UInt64(data.pointee.set)
-                if set & keeptrack_tpv_mask() != 0 {
-                    merger.tpv(data) { link.yield($0) }
-                    lastReport = monotonicNow()
-                }
-                if set & keeptrack_sky_mask() != 0 {
-                    merger.sky(data) { link.yield($0) }
-                    lastReport = monotonicNow()
+                    lines.reset()
+                    action = machine.watchAccepted()
                 }
                 continue
+            case .exit:
+                return
+            case .connect, .waitToReconnect, .read, .waitForWatch:
+                break
             }
-            // Sleep until a report arrives, the epoch in progress is due (idle flush), or a stop or
-            // a watch release wakes the link: no busy polling on a battery, no wait outlasting a stop.
-            let quiet = merger.knowsCycle ? options.fallbackFlush : options.idleFlush
-            let waitSeconds = merger.hasPending ? max(0.001, lastReport + quiet - monotonicNow()) : -1
-            if waitForReport(data.pointee.gps_fd, seconds: waitSeconds) {
-                let problem: String? = switch lines.fill(from: data.pointee.gps_fd) {
-                case .read: nil
-                case .closed: "gpsd closed the connection"
-                case .failed(let e): "reading from gpsd failed (\(errnoText(e)))"
-                case .tooLong: "gpsd sent a line longer than \(ReportLines.capacity) bytes"
+            // Before each step that waits: a stop, or a change of the watch wanted.
+            if link.isStopped {
+                action = machine.stop(deliver: deliver)
+                continue
+            }
+            let wanted = self.wanted()
+            if wanted != machine.isWatchWanted {
+                action = wanted ? machine.watchResumed() : machine.watchReleased(deliver: deliver)
+                continue
+            }
+            switch action {
+            case .connect:
+                memset(data, 0, MemoryLayout<gps_data_t>.size)
+                let rc = gps_open(options.host, options.port, data)
+                action = rc == 0
+                    ? machine.connectionOpened() : machine.connectionFailed(reason: String(cString: gps_errstr(rc)))
+            case .waitToReconnect(let seconds):
+                link.pause(seconds)
+                action = machine.backoffElapsed()
+            case .waitForWatch:
+                // Until acquireWatch() or a stop wakes it.
+                link.pause(3600)
+            case .read(let flushAt):
+                if let line = lines.next() {
+                    // libgps accumulates `set` across reports: clear it to learn what this one carried.
+                    data.pointee.set = 0
+                    _ = gps_unpack(line, data)
+                    action = machine.reportRead(data, now: monotonicNow(), deliver: deliver)
+                    continue
                 }
-                if let problem {
-                    merger.flush { link.yield($0) }
-                    gps_close(data)
-                    connected = false
-                    link.yield(.disconnected, "\(problem); reconnecting")
-                    reportedDown = true
+                // Sleep until a report arrives, the epoch in progress is due (idle flush), or a stop
+                // or a watch release wakes the link: no busy polling on a battery, no wait outlasting
+                // a stop.
+                let waitSeconds = flushAt.map { max(0.001, $0 - monotonicNow()) } ?? -1
+                if waitForReport(data.pointee.gps_fd, seconds: waitSeconds) {
+                    switch lines.fill(from: data.pointee.gps_fd) {
+                    case .read: break  // the lines are taken on the next turn
+                    case .closed: action = machine.connectionLost(.closed, deliver: deliver)
+                    case .failed(let e): action = machine.connectionLost(.failed(errno: e), deliver: deliver)
+                    case .tooLong: action = machine.connectionLost(.lineTooLong, deliver: deliver)
+                    }
+                } else {
+                    action = machine.waitEnded(now: monotonicNow(), deliver: deliver)
                 }
-            } else if merger.hasPending && monotonicNow() - lastReport >= quiet {
-                merger.flush { link.yield($0) }
+            case .sendWatch, .report, .close, .exit:
+                preconditionFailure("performed above")
             }
         }
-        merger.flush { link.yield($0) }
+    }
+
+    /// What a source event says, in words.
+    func message(_ notice: GPSDConnectionStateMachine.Notice) -> String {
+        let address = "\(options.host):\(options.port)"
+        switch notice {
+        case .watching:
+            let device = options.device.map { " for \($0)" } ?? ""
+            return "watching gpsd at \(address)\(device)"
+        case .watchingAgain:
+            return "watching gpsd at \(address) again"
+        case .released:
+            return "watch released; gpsd may idle the receiver"
+        case .cannotConnect(let reason):
+            return "cannot connect to gpsd at \(address) (\(reason)); "
+                + "is gpsd running? retrying every \(formatSeconds(options.maxBackoff)) at most"
+        case .watchRefused:
+            return "gpsd refused the WATCH request"
+        case .lost(let loss):
+            let problem = switch loss {
+            case .closed: "gpsd closed the connection"
+            case .failed(let e): "reading from gpsd failed (\(errnoText(e)))"
+            case .lineTooLong: "gpsd sent a line longer than \(ReportLines.capacity) bytes"
+            }
+            return "\(problem); reconnecting"
+        }
     }
 
     /// Whether gpsd's socket `fd` can be read within `seconds` (negative: no limit). A wake of the

@@ -13,15 +13,6 @@ public struct LocationManagerConfiguration: Sendable {
     public init() {}
 }
 
-/// The two switches of a running ``LocationManager``: standard updates on or off
-/// (`startUpdatingLocation`), and the app suspended or not. Read before each fix is decided.
-public final class LocationManagerSwitches: Sendable {
-    public let updating: Atomic<Bool>
-    public let suspended = Atomic<Bool>(false)
-
-    public init(updating: Bool = true) { self.updating = Atomic(updating) }
-}
-
 /// The CLLocationManager of Linux: turns any ``FixSource`` into ``LocationEvent``s.
 ///
 /// The decisions live in value types (``StandardUpdateFilter``, ``SignificantChangeMonitor``,
@@ -35,6 +26,11 @@ public final class LocationManagerSwitches: Sendable {
 /// ``Configuration/locationUnknownAfter`` seconds (again after the next usable one; a fix standard
 /// updates reject as stale is none, and the message says the fixes were stale), and
 /// ``LocationError/Code/sourceUnavailable`` when the source reports a loss or an error.
+///
+/// It is driven by calls, like CLLocationManager: ``startUpdatingLocation()`` and
+/// ``stopUpdatingLocation()``, and ``setSuspended(_:)`` for the app's suspension (what iOS does to a
+/// suspended app's updates). Each is safe from any thread while the events are read, and holds from
+/// the next fix decided.
 public final class LocationManager<Source: FixSource>: Sendable {
     public typealias Configuration = LocationManagerConfiguration
 
@@ -45,7 +41,9 @@ public final class LocationManager<Source: FixSource>: Sendable {
     let regions: Mutex<RegionMonitor>
     let clock: any EpochClock
     let locationSource: Location.Source
-    let switches: LocationManagerSwitches
+    /// Whether standard updates run and whether the app is suspended: set by the calls, read before
+    /// each fix is decided.
+    private let switches: Mutex<Switches>
     let rejected: (@Sendable (RejectReason) -> Void)?
 
     /// - Parameters:
@@ -53,38 +51,45 @@ public final class LocationManager<Source: FixSource>: Sendable {
     ///   - configuration: which updates to deliver.
     ///   - regions: the regions to monitor (with their states).
     ///   - locationSource: how delivered locations are labelled.
-    ///   - switches: whether standard updates run and whether the app is suspended, changed while
-    ///     the events are read (by the manager's own methods or by an owner such as a tracker).
+    ///   - updatingLocation: whether standard updates run from the start (until
+    ///     ``stopUpdatingLocation()``). The default is `true`.
     ///   - rejected: told why each fix standard updates did not take was rejected (for counting).
     ///   - clock: the time fixes are judged by (staleness, the significant-change rule).
-    public init(source: Source, configuration: Configuration = Configuration(), regions: RegionMonitor = RegionMonitor(),
-                locationSource: Location.Source = .other, switches: LocationManagerSwitches = LocationManagerSwitches(),
+    public init(source: Source, configuration: Configuration = Configuration(),
+                regions: RegionMonitor = RegionMonitor(), locationSource: Location.Source = .other,
+                updatingLocation: Bool = true,
                 rejected: (@Sendable (RejectReason) -> Void)? = nil, clock: any EpochClock) {
         self.source = source
         self.configuration = configuration
         self.regions = Mutex(regions)
         self.locationSource = locationSource
-        self.switches = switches
+        self.switches = Mutex(Switches(updating: updatingLocation))
         self.rejected = rejected
         self.clock = clock
     }
 
+    struct Switches {
+        var updating: Bool
+        var suspended = false
+    }
+
     /// Starts standard updates (CLLocationManager's `startUpdatingLocation`); they run from the start
-    /// unless the switches say otherwise.
-    public func startUpdatingLocation() { switches.updating.store(true, ordering: .relaxed) }
+    /// unless the manager was made with `updatingLocation: false`.
+    public func startUpdatingLocation() { switches.withLock { $0.updating = true } }
 
     /// Stops standard updates; significant changes and regions go on.
-    public func stopUpdatingLocation() { switches.updating.store(false, ordering: .relaxed) }
+    public func stopUpdatingLocation() { switches.withLock { $0.updating = false } }
 
     /// Whether standard updates run.
-    public var isUpdatingLocation: Bool { switches.updating.load(ordering: .relaxed) }
+    public var isUpdatingLocation: Bool { switches.withLock { $0.updating } }
 
-    /// Whether the app is suspended: nothing is delivered by standard updates, while significant
-    /// changes and regions still run on the fixes given (the low-rate sampling that can wake it).
-    public var isSuspended: Bool {
-        get { switches.suspended.load(ordering: .relaxed) }
-        set { switches.suspended.store(newValue, ordering: .relaxed) }
-    }
+    /// Says whether the app is suspended: while it is, standard updates deliver nothing, and
+    /// significant changes and regions still run on the fixes given (the low-rate sampling that can
+    /// wake it). The app is not suspended until this says so.
+    public func setSuspended(_ suspended: Bool) { switches.withLock { $0.suspended = suspended } }
+
+    /// Whether the app is suspended (``setSuspended(_:)``).
+    public var isSuspended: Bool { switches.withLock { $0.suspended } }
 
     /// The current state of a monitored region (``RegionState/unknown`` before its first evidence),
     /// like CLLocationManager's `requestState(for:)`; `nil` when no region has that id. Safe from any
@@ -128,6 +133,11 @@ public final class LocationManager<Source: FixSource>: Sendable {
                                        source: manager.locationSource)
             }
 
+            /// Whether more events of the same fix are decided and wait to be returned: the last event
+            /// of a fix is returned with this `false`. An owner that commits a fix's records together
+            /// before delivering any of them (the tracker's outbox) reads events until then.
+            public var fixHasMoreEvents: Bool { head < pending.count }
+
             /// The regions and their states as they are now (for persistence). A copy: prefer
             /// ``LocationManager/withRegions(_:)`` for a large set.
             public var regionMonitor: RegionMonitor { manager.regions.withLock { $0 } }
@@ -145,8 +155,9 @@ public final class LocationManager<Source: FixSource>: Sendable {
                         return pending[head]
                     }
                     guard let element = await upstream.next(isolation: nil) else { return nil }
-                    state.isSuspended = manager.isSuspended
-                    state.standardUpdatesActive = manager.isUpdatingLocation
+                    let switches = manager.switches.withLock { $0 }
+                    state.isSuspended = switches.suspended
+                    state.standardUpdatesActive = switches.updating
                     let now = manager.clock.now.secondsSince1970
                     pending = manager.regions.withLock { regions in
                         swap(&regions, &state.regions)

@@ -85,11 +85,14 @@ extension Tracker {
         /// the next run, in seconds. The default is 10. At the end of a replay everything is sent.
         public var shutdownTimeout: Double = 10
         /// How long a decided record may wait in memory before it is committed to the outbox, in
-        /// seconds: records are committed in groups (one SQLite commit for up to
-        /// ``commitMaxRecords``), the waiting ones at once at the input's end and on a stop. A
-        /// kill -9 loses at most the records of this long. The default is 10; 0 commits each
-        /// record as it is decided.
-        public var commitWithin: Double = 10
+        /// seconds. The default is 0: each fix's records are committed (one transaction) before any
+        /// of its events is delivered, so a location that was printed or handed to the sink survives
+        /// a kill -9. Above 0, an opt-in for flash-wear-sensitive devices: records are delivered at
+        /// once and committed in groups (one SQLite commit for up to ``commitMaxRecords``), each
+        /// within this long, the waiting ones at once at the input's end and on a stop; a kill -9
+        /// or a crash loses the records of the last `commitWithin` seconds, delivered but not
+        /// committed.
+        public var commitWithin: Double = 0
         /// Records committed together at most (see ``commitWithin``). The default is 100.
         public var commitMaxRecords = 100
 

@@ -75,7 +75,7 @@ struct GatedSource<Upstream: FixSource>: FixSource {
                 if t - lastSample < core.configuration.sampleInterval { return nil }
                 lastSample = t
             }
-            core.switches.suspended.store(suspended, ordering: .relaxed)
+            core.manager.setSuspended(suspended)
             if let e = element.event, e.kind == .released || e.kind == .acquired {
                 try core.sink.receive(.source(e))
             }

@@ -36,7 +36,8 @@ public final class Tracker: Service, Sendable {
     public let uploadService: UploadService?
     let core: TrackerCore
     let body: @Sendable () async throws -> Void
-    let manager: LocationManagerSwitches
+    /// The location manager, gated by calls (standard updates on and off, the app suspended).
+    let manager: any LocationManagerGate
     let regionState: @Sendable (String) -> RegionState?
 
     /// - Parameters:
@@ -81,16 +82,17 @@ public final class Tracker: Service, Sendable {
                 throw TrackerError("\(error)")
             }
         }
-        let switches = LocationManagerSwitches(updating: configuration.updatesLocationAtStart)
         let core = TrackerCore(configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
-                               sink: sink, releaser: releaser, notifier: notifier, switches: switches, logger: logger,
+                               sink: sink, releaser: releaser, notifier: notifier, logger: logger,
                                clock: clock)
         let manager = LocationManager(source: GatedSource(upstream: source, core: core),
-                                      configuration: configuration.locationManager, regions: regions, switches: switches,
+                                      configuration: configuration.locationManager, regions: regions,
+                                      updatingLocation: configuration.updatesLocationAtStart,
                                       rejected: { [metrics = core.metrics] in metrics.filtered($0) }, clock: clock)
+        core.gate(manager)
         core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
         self.core = core
-        self.manager = switches
+        self.manager = manager
         self.uploadService = uploadService
         // The loop runs on the source's reading thread when it has one (gpsd): a fix goes from
         // the report to the outbox and the output without a thread hand-off.
@@ -137,13 +139,13 @@ public final class Tracker: Service, Sendable {
     /// Starts standard updates (CLLocationManager's `startUpdatingLocation`): the location keep-alive
     /// holds again while they run.
     public func startUpdatingLocation() {
-        manager.updating.store(true, ordering: .relaxed)
+        manager.startUpdatingLocation()
         if configuration.standardUpdates != nil { application.setLocationUpdates(active: true) }
     }
 
     /// Stops standard updates; significant changes and regions go on.
     public func stopUpdatingLocation() {
-        manager.updating.store(false, ordering: .relaxed)
+        manager.stopUpdatingLocation()
         application.setLocationUpdates(active: false)
     }
 
@@ -175,6 +177,16 @@ public final class Tracker: Service, Sendable {
     public var inputFinished: Bool { core.inputFinished }
 }
 
+/// The calls a tracker gates its ``LocationManager`` with, whatever the manager's source.
+protocol LocationManagerGate: AnyObject, Sendable {
+    var isUpdatingLocation: Bool { get }
+    func startUpdatingLocation()
+    func stopUpdatingLocation()
+    func setSuspended(_ suspended: Bool)
+}
+
+extension LocationManager: LocationManagerGate {}
+
 /// A tracker could not start: what was wrong, as a sentence.
 public struct TrackerError: Error, CustomStringConvertible {
     public var message: String
@@ -197,7 +209,9 @@ final class TrackerCore: Sendable {
     let sink: any TrackerEventSink
     let releaser: (any WatchReleasing)?
     let effects: LifecycleEffects
-    let switches: LocationManagerSwitches
+    /// The location manager the tracker gates, set once made (after this core, which its source
+    /// holds: weak, or the two would keep each other alive).
+    private let gated = Mutex(GatedManager())
     let metrics = TrackerMetrics()
     let logger: Logger
     let clock: any EpochClock
@@ -213,14 +227,13 @@ final class TrackerCore: Sendable {
 
     init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
          sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
-         switches: LocationManagerSwitches, logger: Logger, clock: any EpochClock) {
+         logger: Logger, clock: any EpochClock) {
         self.configuration = configuration
         self.app = app
         self.outbox = outbox
         self.uploads = uploads
         self.sink = sink
         self.releaser = releaser
-        self.switches = switches
         self.logger = logger
         self.clock = clock
         depthAlarm = Mutex(OutboxDepthAlarm(cap: outbox?.configuration.maxCount ?? 0))
@@ -235,6 +248,19 @@ final class TrackerCore: Sendable {
 
     var inputFinished: Bool { state.withLock { $0.inputFinished } }
 
+    struct GatedManager {
+        weak var manager: (any LocationManagerGate)?
+    }
+
+    /// Gates `manager`: the source's gate and the launch call it.
+    func gate(_ manager: any LocationManagerGate) { gated.withLock { $0.manager = manager } }
+
+    /// The manager gated, alive while its events are read (which is when the core calls it).
+    var manager: any LocationManagerGate {
+        guard let manager = gated.withLock({ $0.manager }) else { preconditionFailure("no location manager") }
+        return manager
+    }
+
     /// Launches the app (at start, or at the first fix of a replay).
     func launch() {
         state.withLock { $0.launched = true }
@@ -242,7 +268,7 @@ final class TrackerCore: Sendable {
         app.launch()
         _ = app.takeEvents()  // launching is not news
         if configuration.startInBackground { app.enterBackground() }
-        app.setLocationUpdates(active: configuration.standardUpdates != nil && switches.updating.load(ordering: .relaxed))
+        app.setLocationUpdates(active: configuration.standardUpdates != nil && manager.isUpdatingLocation)
     }
 
     var launched: Bool { state.withLock { $0.launched } }
@@ -257,8 +283,13 @@ final class TrackerCore: Sendable {
         }
         try emitLifecycle()
         var events = manager.events.makeAsyncIterator()
+        var fix: [LocationEvent] = []
         while let event = await events.next() {
-            try handle(event, regions: manager)
+            // A fix's events are recorded together, then delivered.
+            fix.append(event)
+            if events.fixHasMoreEvents { continue }
+            try handle(fix, regions: manager)
+            fix.removeAll(keepingCapacity: true)
         }
         saveRegionStates(manager, atEnd: true)
         // The input ended or a stop came: what waits is committed before the uploader's last run.
@@ -270,28 +301,48 @@ final class TrackerCore: Sendable {
         try sink.flush()
     }
 
-    /// One location event: recorded, applied to the lifecycle, reported.
-    func handle<Gate: FixSource>(_ event: LocationEvent, regions: LocationManager<Gate>) throws {
-        metrics.count(event)
-        if case .significantChange(let l) = event {
-            logger.info("significant change", metadata: coordinates(l))
-        }
-        if let outbox, let record = Recorder.record(event, device: outbox.device) {
-            // Into the outbox's group commit before anything else happens to it.
-            let (due, first) = unsaved.withLock { group in
-                let first = group.isEmpty
-                return (group.add(record, at: now()), first)
-            }
-            if due {
-                try commitRecords()
-            } else if first && configuration.deadlineTimer {
-                timer.fire()  // the timer's fallback deadline moved closer
+    /// The location events of one fix: recorded, then each applied to the lifecycle and reported.
+    ///
+    /// Durable before delivered: with commits per fix (``Tracker/UploadSettings/commitWithin`` 0,
+    /// the default), the fix's records are committed to the outbox in one transaction before any of
+    /// its events reaches the sink, so whatever was printed survives a kill -9; a failed commit
+    /// fails the tracker before anything is delivered. Grouped commits (`commitWithin` above 0) are
+    /// an explicit opt-in that delivers first and commits within that window.
+    func handle<Gate: FixSource>(_ events: [LocationEvent], regions: LocationManager<Gate>) throws {
+        for event in events {
+            metrics.count(event)
+            if case .significantChange(let l) = event {
+                logger.info("significant change", metadata: coordinates(l))
             }
         }
-        KeepAlive.apply(event, to: app)
-        try emitLifecycle()
-        try sink.receive(.location(event))
+        if let outbox { try record(events, into: outbox) }
+        for event in events {
+            KeepAlive.apply(event, to: app)
+            try emitLifecycle()
+            try sink.receive(.location(event))
+        }
         saveRegionStates(regions, atEnd: false)
+    }
+
+    /// Adds a fix's records to the waiting group and commits it when due: at once with commits per
+    /// fix, else once the group is full or old enough (the timer's fallback deadline otherwise).
+    func record(_ events: [LocationEvent], into outbox: Outbox) throws {
+        let t = now()
+        let (due, first) = unsaved.withLock { group -> (Bool, Bool) in
+            let first = group.isEmpty
+            var added = false
+            for event in events {
+                guard let record = Recorder.record(event, device: outbox.device) else { continue }
+                _ = group.add(record, at: t)
+                added = true
+            }
+            return (added && group.isDue(at: t), first && added)
+        }
+        if due {
+            try commitRecords()
+        } else if first && configuration.deadlineTimer {
+            timer.fire()  // the timer's fallback deadline moved closer
+        }
     }
 
     /// Saves the regions' states when they changed: at most once a second (a burst of transitions

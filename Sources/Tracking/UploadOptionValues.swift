@@ -23,8 +23,9 @@ public struct UploadOptionValues: Sendable {
     /// Seconds.
     public var outboxMaxAge = 30.0 * 86_400
     public var shutdownTimeout = 10.0
-    /// Seconds a decided record may wait for its group commit (0: each at once).
-    public var commitWithin = 10.0
+    /// Seconds a decided record may wait for its group commit (0, the default: each fix's records
+    /// committed before they are delivered).
+    public var commitWithin = 0.0
 
     public init() {}
 

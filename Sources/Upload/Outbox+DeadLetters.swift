@@ -68,6 +68,7 @@ extension Outbox {
         do {
             return try pool.write { db in
                 let filter = sequences.map { " WHERE seq IN (\($0.map { _ in "?" }.joined(separator: ",")))" } ?? ""
+                try Outbox.rememberLastSequence(db)
                 try db.execute(sql: "DELETE FROM dead_letter\(filter)", arguments: StatementArguments(sequences ?? []))
                 return db.changesCount
             }

@@ -12,7 +12,13 @@ import Glibc
 ///
 /// GRDB over SQLite in WAL mode with `synchronous=NORMAL`: a committed append survives the
 /// process being killed at any point (kill -9); a power cut may lose the last few. Sequence
-/// numbers come from `AUTOINCREMENT`, so they are never reused, even after rows leave.
+/// numbers follow the largest one stored and a high-water mark kept before any record leaves, so
+/// they are never reused, even after every row left.
+///
+/// An append is cheap enough to commit every fix: it writes the table's last leaf page and
+/// nothing else (no sequence table, no index but a partial one on transitions), and an outbox
+/// has 1 KB pages (one made with 4 KB pages is converted at open while small), so a commit a
+/// second writes about 1.5 KB a record (`tools/bench-commit`).
 ///
 /// Caps bound the outbox by count and age. What a cap evicts (the oldest first) is counted
 /// (``Stats/evicted``) and returned by the call that caused it, never dropped silently.
@@ -59,6 +65,9 @@ public final class Outbox: Sendable {
     /// How many records wait (counted at open, kept up to date after each commit).
     let pendingCount = Mutex(0)
 
+    /// The page size of a new outbox, in bytes: what one commit of a location writes.
+    static let pageSize = 1024
+
     /// How many records wait to be uploaded, without a query (``Stats/pending`` counts them).
     public var waiting: Int { pendingCount.withLock { $0 } }
 
@@ -76,8 +85,12 @@ public final class Outbox: Sendable {
         do {
             var config = GRDB.Configuration()
             config.prepareDatabase { db in
+                // Before WAL mode is set and the first table made: a new file gets 1 KB pages (an
+                // existing one keeps its own). A commit writes whole pages to the WAL.
+                try db.execute(sql: "PRAGMA page_size = \(Outbox.pageSize)")
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
             }
+            try Outbox.convertPageSize(path: path)
             pool = try DatabasePool(path: path, configuration: config)
             try Outbox.migrator.migrate(pool)
             device = try pool.write { db in
@@ -108,6 +121,24 @@ public final class Outbox: Sendable {
         }
     }
 
+    /// Gives an outbox made with another page size (before v6: 4 KB) the page size of a new one,
+    /// when at most 10,000 records wait (a `VACUUM`, out of WAL mode and back: milliseconds) and no
+    /// other process has it open; otherwise it keeps its pages, and tries again at the next open.
+    static func convertPageSize(path: String) throws {
+        guard access(path, F_OK) == 0 else { return }
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in
+            guard try Int.fetchOne(db, sql: "PRAGMA page_size") != pageSize,
+                  try db.tableExists("outbox"),
+                  try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? .max <= 10_000,
+                  try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") == "delete"
+            else { return }
+            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
+            try db.execute(sql: "VACUUM")
+        }
+    }
+
     /// Appends records in one transaction, giving each the next sequence number; returns them as
     /// stored (with their ids) and what the caps evicted to make room.
     ///
@@ -121,19 +152,23 @@ public final class Outbox: Sendable {
             let (stored, eviction) = try pool.write { db in
                 var stored: [TrailRecord] = []
                 stored.reserveCapacity(records.count)
+                // Read, not written: the last sequence given is the largest stored or the mark.
+                var sequence = try Int64.fetchOne(db.cachedStatement(sql: Outbox.lastSequenceSQL)) ?? 0
                 let insert = try db.cachedStatement(sql: """
-                    INSERT INTO outbox (kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended,
-                                        decided)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO outbox (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority,
+                                        appended, decided)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
                 for r in records {
+                    sequence += 1
                     try insert.execute(arguments: [
-                        r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy,
-                        r.verticalAccuracy, r.speed, r.course, r.kind == .location ? 1 : 0, t, r.decidedAt,
+                        sequence, r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude,
+                        r.horizontalAccuracy, r.verticalAccuracy, r.speed, r.course, r.kind == .location ? 1 : 0, t,
+                        r.decidedAt,
                     ])
                     var s = r
                     s.device = device
-                    s.sequence = db.lastInsertedRowID
+                    s.sequence = sequence
                     stored.append(s)
                 }
                 let eviction = try evict(db, now: t, pending: pendingCount.withLock { $0 } + records.count)
@@ -158,11 +193,13 @@ public final class Outbox: Sendable {
         }
         if checkAge, let oldest = try Double.fetchOne(db, sql: "SELECT appended FROM outbox ORDER BY seq LIMIT 1"),
            oldest < t - configuration.maxAge {
+            try Outbox.rememberLastSequence(db)
             try db.execute(sql: "DELETE FROM outbox WHERE appended < ?", arguments: [t - configuration.maxAge])
             e.byAge = db.changesCount
         }
         let count = pending - e.byAge
         if count > configuration.maxCount {
+            try Outbox.rememberLastSequence(db)
             try db.execute(sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
                            arguments: [count - configuration.maxCount])
             e.byCount = db.changesCount
@@ -180,10 +217,20 @@ public final class Outbox: Sendable {
         let device = self.device
         do {
             return try pool.read { db in
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided FROM outbox
-                    ORDER BY \(transitionsFirst ? "priority, seq" : "seq") LIMIT ?
-                    """, arguments: [maxCount])
+                let columns = "seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided"
+                guard transitionsFirst else {
+                    return try Row.fetchAll(db, sql: "SELECT \(columns) FROM outbox ORDER BY seq LIMIT ?",
+                                            arguments: [maxCount]).map { Outbox.record($0, device: device) }
+                }
+                // Transitions (their partial index), then locations, each by sequence.
+                var rows = try Row.fetchAll(
+                    db, sql: "SELECT \(columns) FROM outbox WHERE priority = 0 ORDER BY seq LIMIT ?",
+                    arguments: [maxCount])
+                if rows.count < maxCount {
+                    rows += try Row.fetchAll(
+                        db, sql: "SELECT \(columns) FROM outbox WHERE priority <> 0 ORDER BY seq LIMIT ?",
+                        arguments: [maxCount - rows.count])
+                }
                 return rows.map { Outbox.record($0, device: device) }
             }
         } catch {
@@ -247,6 +294,7 @@ public final class Outbox: Sendable {
     /// Deletes records by sequence: contiguous runs as ranges, the rest in chunks. Returns how many
     /// went.
     func deleteOutbox(_ db: Database, _ sequences: [Int64]) throws -> Int {
+        try Outbox.rememberLastSequence(db)
         var deleted = 0
         var singles: [Int64] = []
         let sorted = sequences.sorted()
@@ -293,8 +341,7 @@ public final class Outbox: Sendable {
                       oldestAppended: try Double.fetchOne(db, sql: "SELECT appended FROM outbox ORDER BY seq LIMIT 1"),
                       deadLetters: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dead_letter") ?? 0,
                       evicted: try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evicted'") ?? 0,
-                      lastSequence: try Int64.fetchOne(
-                          db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0)
+                      lastSequence: try Int64.fetchOne(db, sql: Outbox.lastSequenceSQL) ?? 0)
             }
         } catch {
             throw UploadError(.storage, "cannot read the outbox \(path): \(error)")

@@ -67,10 +67,13 @@ struct UploadOptions: ParsableArguments {
                                + "in the outbox). The default is 10s.", valueName: "duration"), transform: DurationText.parse)
     var shutdownTimeout = 10.0
 
-    @Option(help: ArgumentHelp("Commit decided records to the outbox together, each within this long (a kill -9 loses "
-                               + "at most this much; 0: each at once). The default is 10s.", valueName: "duration"),
+    @Option(help: ArgumentHelp("Group commits, for flash-wear-sensitive devices: print each location at once and "
+                               + "commit to the outbox together within this long (0: commit each fix before it is "
+                               + "printed); a kill -9 or a power loss loses up to this long of printed locations. "
+                               + "The default is 0.",
+                               valueName: "duration"),
             transform: DurationText.parse)
-    var commitWithin = 10.0
+    var commitWithin = 0.0
 
     var enabled: Bool { upload != nil }
 

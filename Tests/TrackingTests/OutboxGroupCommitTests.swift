@@ -45,60 +45,75 @@ struct OutboxGroupCommitTests {
     }
 
     /// Replays the walk (895 locations, 5 transitions; one fix a second of log time) with uploads,
-    /// and reads the outbox's last sequence number at every location the sink receives: the
-    /// number of distinct values is the number of commits seen.
-    static func replay(commitWithin: Double) async throws -> (commits: Int, lagging: Int, inStep: Int, stored: Int) {
+    /// and reads the outbox's last sequence number at every location and transition the sink
+    /// receives: the number of distinct values is the number of commits seen. `commitWithin` nil
+    /// keeps the default.
+    static func replay(commitWithin: Double?) async throws
+        -> (commits: Int, lagging: Int, durable: Int, delivered: Int, stored: Int) {
         let endpoint = try await Endpoint.start()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var (source, c) = try walkWithUploads(to: endpoint, outboxIn: dir)
-        c.upload!.commitWithin = commitWithin
+        if let commitWithin { c.upload!.commitWithin = commitWithin }
+        let within = c.upload!.commitWithin
         let clock = source.logClock
         let outbox = Mutex<Outbox?>(nil)
-        // (log time, records decided so far, last sequence committed) at each location.
-        let seen = Mutex<[(time: Double, decided: Int, committed: Int64)]>([])
-        let decided = Mutex(0)
+        // (log time, records delivered so far, last sequence committed) at each record's event.
+        let seen = Mutex<[(time: Double, delivered: Int, committed: Int64)]>([])
         let sink = ClosureSink { event in
-            guard case .location(let e) = event else { return }
+            guard case .location(let e) = event, let box = outbox.withLock({ $0 }) else { return }
+            let time: Double
             switch e {
-            case .location, .region(.enter, _), .region(.exit, _), .region(.dwell, _): decided.withLock { $0 += 1 }
+            case .location(let l): time = l.timestamp
+            case .region(.enter, let l), .region(.exit, let l), .region(.dwell, let l): time = l.timestamp
             default: return
             }
-            guard case .location(let l) = e, let box = outbox.withLock({ $0 }) else { return }
             let last = try box.stats().lastSequence
-            seen.withLock { $0.append((l.timestamp, decided.withLock { $0 }, last)) }
+            seen.withLock { $0.append((time, $0.count + 1, last)) }
         }
         let tracker = try Tracker(source: source, configuration: c, sink: sink, clock: clock)
         outbox.withLock { $0 = tracker.outbox }
         try await runGroup(tracker)
         let samples = seen.withLock { $0 }
-        // Records decided more than `commitWithin` (+ one fix) before a location, not committed at it.
+        // Records delivered more than `commitWithin` (+ one fix) before an event, not committed at it.
         var lagging = 0
         for s in samples {
-            let due = samples.filter { $0.time < s.time - commitWithin - 1 }.last?.decided ?? 0
+            let due = samples.filter { $0.time < s.time - within - 1 }.last?.delivered ?? 0
             if s.committed < Int64(due) { lagging += 1 }
         }
         let stored = try await endpoint.server.store.trail(device: tracker.outbox!.device).count
         await endpoint.stop()
-        let inStep = samples.filter { $0.committed == Int64($0.decided) }.count
-        return (Set(samples.map(\.committed)).count, lagging, inStep, stored)
+        // Durable when delivered: every record delivered so far, this one included, was committed.
+        let durable = samples.filter { $0.committed >= Int64($0.delivered) }.count
+        return (Set(samples.map(\.committed)).count, lagging, durable, samples.count, stored)
     }
 
-    @Test func aReplayCommitsInGroupsOfTenSecondsAndLosesNothing() async throws {
+    @Test func byDefaultEachFixsRecordsAreCommittedTogetherBeforeAnyIsDelivered() async throws {
+        let run = try await Self.replay(commitWithin: nil)
+        #expect(run.delivered == 900)
+        // Every location and transition was in the outbox when the sink got it (a kill -9 at any
+        // moment loses nothing that was printed)...
+        #expect(run.durable == 900)
+        // ... one commit a fix: each of the 5 transitions shares its fix's commit with the location.
+        #expect(run.commits == 895)
+        #expect(run.stored == 900)
+    }
+
+    @Test func groupedCommitsWithinTenSecondsDeliverFirstAndLoseNothingAtTheEnd() async throws {
         let run = try await Self.replay(commitWithin: 10)
         // 900 records decided one a second: about one commit in ten seconds, never later.
         #expect(run.commits < 100)
         #expect(run.commits > 50)
         #expect(run.lagging == 0)
+        // The opt-in's window: most records are delivered before they are committed.
+        #expect(run.durable < 200)
         #expect(run.stored == 900)
     }
 
-    @Test func commitWithinZeroCommitsEveryRecordBeforeItIsReported() async throws {
-        let run = try await Self.replay(commitWithin: 0)
-        #expect(run.commits >= 895)
-        // Every record committed by the time its location is reported.
-        #expect(run.inStep == 895)
-        #expect(run.lagging == 0)
-        #expect(run.stored == 900)
+    @Test func commitWithinZeroIsTheDefault() {
+        let settings = Tracker.UploadSettings(outboxPath: "/nonexistent/outbox.sqlite",
+                                              uploader: .init(url: "http://127.0.0.1:1/v1/locations"))
+        #expect(settings.commitWithin == 0)
+        #expect(UploadOptionValues().commitWithin == 0)
     }
 }

@@ -1,6 +1,7 @@
 import Formats
 import Foundation
 import Geo
+import GRDB
 import Synchronization
 import Testing
 import TrackServerTesting
@@ -81,6 +82,107 @@ struct OutboxTests {
         try Outbox(path: dir + "/outbox.sqlite", configuration: c).append(walk(1))
         c.device = "van-2"
         #expect(throws: UploadError.self) { try Outbox(path: dir + "/outbox.sqlite", configuration: c) }
+    }
+
+    @Test func sequenceNumbersAreNeverReusedHoweverTheLastRecordsLeft() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = Outbox.Configuration()
+        c.maxCount = 3
+        let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: c)
+        // Acknowledged, every one: the table is empty, the numbers go on.
+        try outbox.append(walk(2))
+        try outbox.acknowledge([1, 2])
+        #expect(try outbox.append(walk(1)).stored.map(\.sequence) == [3])
+        // The newest dead-lettered, then purged.
+        try outbox.deadLetter([3], status: 400, reason: "refused")
+        try outbox.purgeDeadLetters()
+        #expect(try outbox.append(walk(1)).stored.map(\.sequence) == [4])
+        // Evicted by the count cap, the newest included (a batch larger than the cap).
+        let evicting = try outbox.append(walk(5))
+        #expect(evicting.stored.map(\.sequence) == [5, 6, 7, 8, 9])
+        #expect(evicting.evicted.byCount == 3)
+        try outbox.acknowledge([7, 8, 9])
+        // Reopened with nothing left: still no number given twice.
+        let again = try Outbox(path: dir + "/outbox.sqlite")
+        #expect(try again.stats().pending == 0)
+        #expect(try again.stats().lastSequence == 9)
+        #expect(try again.append(walk(1)).stored.map(\.sequence) == [10])
+    }
+
+    @Test func aLocationsCommitWritesOnePageOfOneKilobyte() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let outbox = try Outbox(path: dir + "/outbox.sqlite")
+        try outbox.append(walk(1))
+        /// The WAL's frames written by `records`' commit, from an empty WAL.
+        func framesWritten(_ records: [TrailRecord]) throws -> Int {
+            try outbox.pool.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            try outbox.append(records)
+            return try outbox.pool.writeWithoutTransaction { db in
+                // (busy, frames in the WAL, frames checkpointed)
+                let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
+                return row?[1] ?? -1
+            }
+        }
+        #expect(try outbox.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 1024)
+        // The table's last leaf alone: no sequence table, no index for a location.
+        #expect(try framesWritten(walk(1)) == 1)
+        // A transition adds its partial index's page.
+        var transition = walk(1)
+        transition[0].kind = .enter
+        transition[0].region = "home"
+        #expect(try framesWritten(transition) == 2)
+    }
+
+    @Test func anOutboxMadeBeforeVersionSixKeepsItsRecordsOrderAndNumbers() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // As v1-v5 left it: AUTOINCREMENT (9 given, 8 and 9 acknowledged), the (priority, seq) index,
+        // 4 KB pages; a transition waiting behind two locations, a dead letter.
+        let sql = """
+            PRAGMA journal_mode = WAL;
+            CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+            INSERT INTO grdb_migrations VALUES ('v1-outbox'), ('v2-dead-letter'), ('v3-pending-count-and-age-index'),
+                ('v4-count-in-memory'), ('v5-decided-at');
+            CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, region TEXT,
+                time REAL NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL, alt REAL, hAcc REAL, vAcc REAL, speed REAL,
+                course REAL, priority INTEGER NOT NULL, appended REAL NOT NULL, decided REAL);
+            CREATE INDEX outbox_order ON outbox (priority, seq);
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value NOT NULL);
+            INSERT INTO meta (key, value) VALUES ('evicted', 0), ('uploaded', 6), ('device', 'van-1');
+            CREATE TABLE dead_letter (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, region TEXT, time REAL NOT NULL,
+                lat REAL NOT NULL, lon REAL NOT NULL, alt REAL, hAcc REAL, vAcc REAL, speed REAL, course REAL,
+                appended REAL NOT NULL, status INTEGER NOT NULL, reason TEXT NOT NULL, failed REAL NOT NULL,
+                decided REAL);
+            INSERT INTO outbox (seq, kind, region, time, lat, lon, priority, appended) VALUES
+                (5, 'location', NULL, 50, 48, 11, 1, 100), (6, 'location', NULL, 60, 48, 11, 1, 100),
+                (7, 'enter', 'home', 70, 48, 11, 0, 100);
+            INSERT INTO dead_letter (seq, kind, time, lat, lon, appended, status, reason, failed) VALUES
+                (4, 'location', 40, 48, 11, 100, 400, 'refused', 100);
+            UPDATE sqlite_sequence SET seq = 9 WHERE name = 'outbox';
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        p.arguments = [dir + "/outbox.sqlite", sql]
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        try #require(p.terminationStatus == 0)
+        let clock = ManualClock(now: .init(secondsSince1970: 200))  // appended 100 s ago
+        let outbox = try Outbox(path: dir + "/outbox.sqlite", clock: clock)
+        #expect(outbox.device == "van-1")
+        // Converted to 1 KB pages (a VACUUM: 3 records wait), and back in WAL mode.
+        #expect(try outbox.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 1024)
+        #expect(try outbox.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") } == "wal")
+        #expect(try outbox.stats().pending == 3)
+        #expect(try outbox.stats().lastSequence == 9)
+        #expect(try outbox.nextBatch(maxCount: 10).map(\.sequence) == [7, 5, 6])
+        #expect(try outbox.nextBatch(maxCount: 10).first?.region == "home")
+        #expect(try outbox.append(walk(1)).stored.map(\.sequence) == [10])
+        #expect(try outbox.retryDeadLetters(nil) == 1)
+        let all = try outbox.nextBatch(maxCount: 10, transitionsFirst: false).map(\.sequence)
+        #expect(all == [4, 5, 6, 7, 10])
     }
 
     @Test func anUnwritableFileIsNamed() {
