@@ -50,7 +50,7 @@ let package = Package(
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo", "Formats"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
-        .target(name: "Lifecycle"),
+        .target(name: "Lifecycle", dependencies: ["Geo"]),
         // Wire and file formats, both directions: JSON Lines, CSV, GPX, GeoJSON, our JSON batch,
         // Traccar's OsmAnd, OwnTracks JSON; gzip bodies.
         .target(name: "Formats", dependencies: ["Geo", "CZlib"]),
@@ -58,7 +58,7 @@ let package = Package(
         // header from libmosquitto-dev; at run time libmosquitto1).
         .target(name: "CMosquitto"),
         // MQTT over libmosquitto's threaded loop: broker URLs, one connection (QoS 1 publishes in
-        // flight, PUBACKs, subscriptions), the shared backoff.
+        // flight, PUBACKs, subscriptions).
         .target(name: "MQTT", dependencies: ["CMosquitto", "Geo", "SystemIO"]),
         // The durable outbox (GRDB over SQLite, WAL) and the uploader (async-http-client, or MQTT).
         .target(

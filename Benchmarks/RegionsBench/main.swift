@@ -150,7 +150,7 @@ let clock = source.logClock
 var configuration = LocationManager<NMEALogSource>.Configuration()
 configuration.significantChanges = SignificantChangeMonitor()
 let manager = LocationManager(source: source, configuration: configuration, regions: dayRegions,
-                              now: { clock.now.secondsSince1970 })
+                              clock: clock)
 let t0 = now()
 var count = 0
 for await _ in manager.events { count += 1 }

@@ -16,10 +16,9 @@ var uploader = Uploader.Configuration(url: arguments[2])      // our JSON batch,
 uploader.token = arguments[3]
 configuration.upload = .init(outboxPath: arguments[4], uploader: uploader)
 
-let clock = source.logClock
 let tracker = try Tracker(source: source, configuration: configuration, sink: ClosureSink { event in
     if case .location(.location(let l)) = event { print("location", l.timestamp, l.horizontalAccuracy) }
-}, now: { clock.now.secondsSince1970 })
+}, clock: source.logClock)
 // The uploader and the tracker in one group: SIGTERM stops the input, then uploads what is left.
 let group = ServiceGroup(configuration: .init(services: tracker.services, gracefulShutdownSignals: [.sigterm],
                                               logger: Logger(label: "embed-tracker")))

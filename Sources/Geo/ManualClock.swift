@@ -2,30 +2,11 @@ import Synchronization
 
 /// A clock that moves only when told to: driven by a test, or by the fix times of a replayed log.
 ///
-/// Everything time-dependent takes a `Clock`; live tracking passes `ContinuousClock`, tests and
+/// Everything time-dependent takes an ``EpochClock``; live tracking passes ``WallClock``, tests and
 /// replays pass a `ManualClock`, so a day-long log replayed in seconds expires timers exactly as
 /// living through it would. Instants are durations since 1970-01-01T00:00:00Z.
-public final class ManualClock: Clock, Sendable {
-    public struct Instant: InstantProtocol, Hashable, Sendable {
-        /// Time since 1970-01-01T00:00:00Z.
-        public var offset: Duration
-
-        public init(offset: Duration) { self.offset = offset }
-
-        /// The instant at `seconds` since 1970.
-        public init(secondsSince1970 seconds: Double) {
-            self.offset = .nanoseconds(Int64((seconds * 1e9).rounded()))
-        }
-
-        public var secondsSince1970: Double {
-            let c = offset.components
-            return Double(c.seconds) + Double(c.attoseconds) / 1e18
-        }
-
-        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        public func duration(to other: Instant) -> Duration { other.offset - offset }
-        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
-    }
+public final class ManualClock: EpochClock {
+    public typealias Instant = EpochInstant
 
     private struct Sleeper {
         var id: UInt64
@@ -33,10 +14,18 @@ public final class ManualClock: Clock, Sendable {
         var continuation: CheckedContinuation<Void, any Error>
     }
 
+    /// A task waiting for `count` sleepers.
+    private struct Watcher {
+        var id: UInt64
+        var count: Int
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
     private struct State {
         var now: Instant
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
+        var watchers: [Watcher] = []
     }
 
     private let state: Mutex<State>
@@ -69,6 +58,34 @@ public final class ManualClock: Clock, Sendable {
     /// The number of tasks sleeping on this clock (for tests that wait for a sleeper to arrive).
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// The earliest deadline a task sleeps until, or `nil` when none sleeps.
+    public var nextDeadline: Instant? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+
+    /// Returns once at least `count` tasks sleep on this clock (at once if they do already), or on
+    /// cancellation: how a test knows that the code under test waits, without polling.
+    public func sleepers(atLeast count: Int = 1) async {
+        let id = state.withLock { s -> UInt64 in
+            s.nextID += 1
+            return s.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { s -> Bool in
+                    if s.sleepers.count >= count || Task.isCancelled { return true }
+                    s.watchers.append(Watcher(id: id, count: count, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            let cancelled: Watcher? = state.withLock { s in
+                guard let i = s.watchers.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.watchers.remove(at: i)
+            }
+            cancelled?.continuation.resume()
+        }
+    }
+
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = state.withLock { s -> UInt64 in
             s.nextID += 1
@@ -78,12 +95,15 @@ public final class ManualClock: Clock, Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Cancelled before this point, the handler below found no sleeper to resume: the
                 // check under the lock keeps such a sleeper from waiting forever.
-                let outcome: Bool? = state.withLock { s in
-                    if Task.isCancelled { return false }
-                    if deadline <= s.now { return true }
+                let (outcome, watchers): (Bool?, [Watcher]) = state.withLock { s in
+                    if Task.isCancelled { return (false, []) }
+                    if deadline <= s.now { return (true, []) }
                     s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return nil
+                    let count = s.sleepers.count
+                    defer { s.watchers.removeAll { $0.count <= count } }
+                    return (nil, s.watchers.filter { $0.count <= count })
                 }
+                for watcher in watchers { watcher.continuation.resume() }
                 switch outcome {
                 case true?: continuation.resume()
                 case false?: continuation.resume(throwing: CancellationError())
@@ -97,19 +117,5 @@ public final class ManualClock: Clock, Sendable {
             }
             cancelled?.continuation.resume(throwing: CancellationError())
         }
-    }
-}
-
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// The real time, for live tracking and for timestamps of storage (the one place that reads it).
-public enum WallClock {
-    /// Seconds since 1970-01-01T00:00:00Z (CLOCK_REALTIME).
-    @Sendable public static func seconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }

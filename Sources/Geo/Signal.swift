@@ -24,17 +24,22 @@ public final class Signal: Sendable {
         waiter?.resume()
     }
 
-    /// Returns when fired (now or earlier, unconsumed), after `timeout` seconds, or on
+    /// Returns when fired (now or earlier, unconsumed), or on cancellation.
+    public func wait() async {
+        await wait(until: nil, on: ContinuousClock())
+    }
+
+    /// Returns when fired (now or earlier, unconsumed), at `deadline` on `clock`, or on
     /// cancellation.
-    public func wait(timeout: Double?) async {
+    public func wait<C: Clock>(until deadline: C.Instant?, on clock: C) async {
         if state.withLock({ s in
             defer { s.pending = false }
             return s.pending
         }) { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitFired() }
-            if let timeout {
-                group.addTask { try? await Task.sleep(for: .seconds(max(0, timeout))) }
+            if let deadline {
+                group.addTask { try? await clock.sleep(until: deadline, tolerance: nil) }
             }
             await group.next()
             group.cancelAll()

@@ -1,9 +1,10 @@
+import Geo
 import Synchronization
 
 /// The UIApplication of Linux: an ``AppLifecycle`` with a clock, expiration handlers and
 /// observers, safe to call from any thread.
 ///
-/// Inputs take the time from `now` (seconds on the owner's clock). Expiration handlers run on the
+/// Inputs take the time from ``clock`` (in seconds since 1970). Expiration handlers run on the
 /// thread that calls ``advance()`` (or the input that made them due), outside the lock, so they may
 /// end their tasks, and do so at the time they were due: ``now`` reports that time while a handler
 /// runs. Observers see every ``AppLifecycle/Event`` in order, synchronously: the place to perform
@@ -19,23 +20,24 @@ public final class Application: Sendable {
     }
 
     private let inner: Mutex<Inner>
-    private let clock: @Sendable () -> Double
+    /// The owner's clock: live, the wall clock; in a replay, the log's; in tests, a manual clock.
+    public let clock: any EpochClock
     public let policy: BackgroundPolicy
     public let modes: BackgroundModes
 
     /// - Parameters:
     ///   - policy: the background-time rules. The default is ``BackgroundPolicy/ios7``.
     ///   - modes: the declared background modes. The default is none.
-    ///   - now: the current time in seconds.
-    public init(policy: BackgroundPolicy = .ios7, modes: BackgroundModes = [], now: @escaping @Sendable () -> Double) {
+    ///   - clock: where the time comes from.
+    public init(policy: BackgroundPolicy = .ios7, modes: BackgroundModes = [], clock: any EpochClock) {
         inner = Mutex(Inner(lifecycle: AppLifecycle(policy: policy, modes: modes)))
-        clock = now
+        self.clock = clock
         self.policy = policy
         self.modes = modes
     }
 
     /// The current time: the owner's clock, or a due deadline's time while its handlers run.
-    public var now: Double { inner.withLock { $0.handlerTime } ?? clock() }
+    public var now: Double { inner.withLock { $0.handlerTime } ?? clock.now.secondsSince1970 }
 
     /// A snapshot of the state machine.
     public var lifecycle: AppLifecycle { inner.withLock { $0.lifecycle } }
@@ -121,7 +123,7 @@ public final class Application: Sendable {
 
     /// Processes the deadlines due by now, running expiration handlers between them.
     public func advance() {
-        let t = clock()
+        let t = clock.now.secondsSince1970
         while true {
             let step: (events: [AppLifecycle.Event], handlers: [@Sendable () -> Void], time: Double)? =
                 inner.withLock { s in

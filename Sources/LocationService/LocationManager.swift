@@ -39,7 +39,7 @@ public final class LocationManager<Source: FixSource>: Sendable {
     /// The monitored regions between fixes; a fix's decisions take them out and put them back, so
     /// ``regionState(for:)`` can answer from any thread without copying them.
     let regions: Mutex<RegionMonitor>
-    let now: @Sendable () -> Double
+    let clock: any EpochClock
     let locationSource: Location.Source
     /// Whether standard updates run and whether the app is suspended: set by the calls, read before
     /// each fix is decided.
@@ -54,18 +54,18 @@ public final class LocationManager<Source: FixSource>: Sendable {
     ///   - updatingLocation: whether standard updates run from the start (until
     ///     ``stopUpdatingLocation()``). The default is `true`.
     ///   - rejected: told why each fix standard updates did not take was rejected (for counting).
-    ///   - now: the current time in seconds since 1970.
+    ///   - clock: the time fixes are judged by (staleness, the significant-change rule).
     public init(source: Source, configuration: Configuration = Configuration(),
                 regions: RegionMonitor = RegionMonitor(), locationSource: Location.Source = .other,
                 updatingLocation: Bool = true,
-                rejected: (@Sendable (RejectReason) -> Void)? = nil, now: @escaping @Sendable () -> Double) {
+                rejected: (@Sendable (RejectReason) -> Void)? = nil, clock: any EpochClock) {
         self.source = source
         self.configuration = configuration
         self.regions = Mutex(regions)
         self.locationSource = locationSource
         self.switches = Mutex(Switches(updating: updatingLocation))
         self.rejected = rejected
-        self.now = now
+        self.clock = clock
     }
 
     struct Switches {
@@ -158,7 +158,7 @@ public final class LocationManager<Source: FixSource>: Sendable {
                     let switches = manager.switches.withLock { $0 }
                     state.isSuspended = switches.suspended
                     state.standardUpdatesActive = switches.updating
-                    let now = manager.now()
+                    let now = manager.clock.now.secondsSince1970
                     pending = manager.regions.withLock { regions in
                         swap(&regions, &state.regions)
                         defer { swap(&regions, &state.regions) }

@@ -235,7 +235,7 @@ public final class MQTTConnection: Sendable {
                 events.update { $0.phase = .failed(error) }
                 throw error
             }
-            await events.signal.wait(timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+            await events.signal.wait(until: deadline, on: ContinuousClock())
         }
     }
 
@@ -272,7 +272,7 @@ public final class MQTTConnection: Sendable {
             }
             let left = deadline - ContinuousClock.now
             if waiting.isEmpty || failed || left <= .zero || Task.isCancelled { return done }
-            await events.signal.wait(timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+            await events.signal.wait(until: deadline, on: ContinuousClock())
         }
     }
 
@@ -298,7 +298,7 @@ public final class MQTTConnection: Sendable {
             if left <= .zero || Task.isCancelled {
                 throw MQTTError(.unreachable, "no SUBACK from the MQTT broker \(endpoint) for '\(filter)'")
             }
-            await events.signal.wait(timeout: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+            await events.signal.wait(until: deadline, on: ContinuousClock())
         }
     }
 
@@ -307,7 +307,7 @@ public final class MQTTConnection: Sendable {
     public func lost() async -> MQTTError? {
         while !Task.isCancelled {
             if let failure { return failure }
-            await events.signal.wait(timeout: nil)
+            await events.signal.wait()
         }
         return nil
     }

@@ -130,10 +130,3 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 }
-
-/// The wait before retry `n` (1, 2, ...): full jitter over an exponential ceiling, from `initial`
-/// doubling to `maximum` seconds. The uploader (HTTP and MQTT) and the MQTT subscriber wait so.
-public func backoff(failures n: Int, initial: Double, maximum: Double) -> Double {
-    let ceiling = min(maximum, initial * Double(1 << min(max(n, 1) - 1, 30)))
-    return Double.random(in: (ceiling / 2)...max(ceiling / 2, ceiling))
-}

@@ -87,9 +87,9 @@ public final class MQTTIngest: Service, Sendable {
                     logger.warning("MQTT connection failed", metadata: ["reason": "\(error)"])
                 }
                 failures += 1
-                let pause = wait ?? backoff(failures: failures, initial: configuration.initialBackoff,
-                                            maximum: configuration.maxBackoff)
-                try? await Task.sleep(for: .seconds(pause))
+                let pause = wait ?? Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
+                    .delay(failures: failures)
+                try? await server.clock.sleep(until: server.clock.now.advanced(by: .seconds(pause)), tolerance: nil)
             }
         }
     }
@@ -141,13 +141,13 @@ extension TrackServer {
     /// Returns once the MQTT subscription is in place (at once when it is), for a caller that
     /// publishes next; waits forever without ``Configuration/mqtt``. One caller at a time.
     public func mqttSubscription() async {
-        while !mqttIsSubscribed && !Task.isCancelled { await mqttSignal.wait(timeout: nil) }
+        while !mqttIsSubscribed && !Task.isCancelled { await mqttSignal.wait() }
     }
 
     /// Returns once the MQTT side handled a message or changed state since the last call (or at
     /// once, when it did before): a caller waiting for a condition re-checks it after each return.
     public func mqttActivity() async {
-        await mqttSignal.wait(timeout: nil)
+        await mqttSignal.wait()
     }
 
     /// Whether the MQTT subscription is in place now.

@@ -59,7 +59,7 @@ public final class MetricsEndpoint: Service {
 
     /// The port it listens on, once it does.
     public func listeningPort() async -> Int {
-        while bound.load(ordering: .acquiring) < 0 && !Task.isCancelled { await ready.wait(timeout: nil) }
+        while bound.load(ordering: .acquiring) < 0 && !Task.isCancelled { await ready.wait() }
         return bound.load(ordering: .acquiring)
     }
 

@@ -1,27 +1,27 @@
+import Geo
 import Logging
 import ServiceLifecycle
 
 /// Deletes points older than ``retention`` in the background: a sweep at start, then one every
 /// ``interval`` of `clock`, each sweep a series of bounded batches (``FleetStore/deleteExpired(before:limit:)``),
-/// each in its own transaction. `now` gives the wall time the cutoff is counted from.
+/// each in its own transaction; the cutoff is counted back from the clock's now.
 ///
 /// A sweep's next one is due `interval` after the sweep began (on `clock`), so a manual clock moved
 /// on while a sweep runs is not missed.
-public struct RetentionService<C: Clock<Duration>>: Service {
+public struct RetentionService: Service {
     public let store: any TrackStore
     /// How old a point may get, in seconds.
     public let retention: Double
     public let interval: Duration
     /// Points deleted per transaction.
     public let batch: Int
-    let clock: C
-    let now: @Sendable () -> Double
+    let clock: any EpochClock
     let logger: Logger
     /// Called after each sweep with the points it deleted (tests wait for it).
     let onSweep: @Sendable (Int) async -> Void
 
     public init(store: any TrackStore, retention: Double, interval: Duration = .seconds(600), batch: Int = 1000,
-                clock: C, now: @escaping @Sendable () -> Double, logger: Logger,
+                clock: any EpochClock, logger: Logger,
                 onSweep: @escaping @Sendable (Int) async -> Void = { _ in }) {
         precondition(retention > 0 && batch > 0, "retention and its batches are positive")
         self.store = store
@@ -29,14 +29,13 @@ public struct RetentionService<C: Clock<Duration>>: Service {
         self.interval = interval
         self.batch = batch
         self.clock = clock
-        self.now = now
         self.logger = logger
         self.onSweep = onSweep
     }
 
     /// Deletes everything older than the retention, a batch at a time; returns how many points went.
     public func sweep() async throws -> Int {
-        let cutoff = now() - retention
+        let cutoff = clock.now.secondsSince1970 - retention
         var total = 0
         while !Task.isCancelled {
             let deleted = try await store.deleteExpired(before: cutoff, limit: batch)

@@ -100,38 +100,32 @@ public final class TrackServer: Sendable {
     let metrics = ServerMetrics()
     let logger: Logger
     let boundPort = Atomic<Int>(0)
-    let now: @Sendable () -> Double
-    /// The retention service of ``Configuration/retention``, on the clock given to `init`.
-    let makeRetention: @Sendable (TrackServer, Double) -> any Service
+    /// Receipt times, the retention's cutoff and sweeps, MQTT reconnections, injected delays.
+    let clock: any EpochClock
     let gate: ConnectionGate
     let bodies: BodyBudget
 
     /// A server over the SQLite store at ``Configuration/database``.
     public convenience init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
-                            now: @escaping @Sendable () -> Double = WallClock.seconds) throws {
+                            clock: any EpochClock = WallClock()) throws {
         try self.init(configuration: configuration, store: SQLiteTrackStore(path: configuration.database),
-                      logger: logger, now: now)
+                      logger: logger, clock: clock)
     }
 
     /// A server over `store` (which the caller opened and closes after the server stopped).
     ///
     /// - Parameters:
-    ///   - now: the wall time (seconds since 1970): receipt times, the retention's cutoff.
-    ///   - clock: what the retention's sweeps wait on.
-    public init<C: Clock<Duration>>(configuration: Configuration, store: any TrackStore,
-                                    logger: Logger = Logger(label: "keeptrack.serve"),
-                                    now: @escaping @Sendable () -> Double = WallClock.seconds,
-                                    clock: C = ContinuousClock()) throws {
+    ///   - clock: receipt times, the retention's cutoff and the waits (retention sweeps, MQTT
+    ///     reconnections, injected delays). The default is the wall clock.
+    public init(configuration: Configuration, store: any TrackStore, logger: Logger = Logger(label: "keeptrack.serve"),
+                clock: any EpochClock = WallClock()) throws {
         // A broker URL that cannot work is a setting to fix now, not a retry loop later.
         if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) }
         self.configuration = configuration
         self.store = store
         self.faults = Mutex(configuration.faults)
         self.logger = logger
-        self.now = now
-        self.makeRetention = { server, retention in
-            RetentionService(store: server.store, retention: retention, clock: clock, now: now, logger: logger)
-        }
+        self.clock = clock
         self.gate = ConnectionGate(limit: max(1, configuration.maxConnections), refusals: metrics.connectionsRefused)
         self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes),
                                  refusals: metrics.bodiesRefused)
@@ -155,7 +149,7 @@ public final class TrackServer: Sendable {
 
     /// The port, once the server listens (it waits until then; one caller at a time).
     public func listeningPort() async -> Int {
-        while port == 0 && !Task.isCancelled { await listening.wait(timeout: nil) }
+        while port == 0 && !Task.isCancelled { await listening.wait() }
         return port
     }
 
@@ -196,7 +190,9 @@ public final class TrackServer: Sendable {
         )
         var services: [any Service] = [app]
         if let mqtt = configuration.mqtt { services.append(try MQTTIngest(server: self, configuration: mqtt)) }
-        if let retention = configuration.retention { services.append(makeRetention(self, retention)) }
+        if let retention = configuration.retention {
+            services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))
+        }
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
         let stopNow = serviceGroup.withLock { s -> Bool in
@@ -332,13 +328,13 @@ public final class TrackServer: Sendable {
         let bytes = try await body(request, context)
         let batch: (device: String, records: [TrailRecord])
         do {
-            batch = try JSONBatch.decode(bytes, now: now())
+            batch = try JSONBatch.decode(bytes, now: clock.now.secondsSince1970)
         } catch {
             metrics.rejected(1)
             throw HTTPError(.badRequest, message: "\(error)")
         }
         try authorize(context, device: batch.device)
-        let result = try await store.insert(batch.records, format: "json", received: now())
+        let result = try await store.insert(batch.records, format: "json", received: clock.now.secondsSince1970)
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "json")
         let reply = "{\"accepted\":\(result.accepted),\"duplicates\":\(result.duplicates)}\n"
         return try respond(reply, contentType: "application/json", context: context)
@@ -353,7 +349,7 @@ public final class TrackServer: Sendable {
         if json {
             let bytes = try await body(request, context)
             do {
-                record = try OsmAnd.decodeJSON(bytes, now: now())
+                record = try OsmAnd.decodeJSON(bytes, now: clock.now.secondsSince1970)
             } catch {
                 metrics.rejected(1)
                 throw HTTPError(.badRequest, message: "\(error)")
@@ -365,7 +361,7 @@ public final class TrackServer: Sendable {
                 if !form.isEmpty { query += (query.isEmpty ? "" : "&") + form }
             }
             do {
-                record = try OsmAnd.decode(query, now: now())
+                record = try OsmAnd.decode(query, now: clock.now.secondsSince1970)
             } catch {
                 metrics.rejected(1)
                 throw HTTPError(.badRequest, message: "\(error)")
@@ -379,7 +375,7 @@ public final class TrackServer: Sendable {
         } else {
             try authorize(context, device: record.device)
         }
-        let result = try await store.insert([record], format: "osmand", received: now())
+        let result = try await store.insert([record], format: "osmand", received: clock.now.secondsSince1970)
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "osmand")
         return try respond("", contentType: "text/plain", context: context)
     }
@@ -420,7 +416,7 @@ public final class TrackServer: Sendable {
     public func ingestOwnTracks(_ bytes: [UInt8], user: String?, device: String?) async throws
         -> (accepted: Int, duplicates: Int)
     {
-        let t = now()
+        let t = clock.now.secondsSince1970
         guard let record = try OwnTracks.decode(bytes, user: user, device: device, now: t) else { return (0, 0) }
         let result = try await store.insert([record], format: "owntracks", received: t)
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "owntracks")
@@ -668,7 +664,9 @@ struct FaultMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         let (decision, faults) = server.faults.withLock { f in (f.decide(), f) }
-        if faults.delay > 0 { try await Task.sleep(for: .seconds(faults.delay)) }
+        if faults.delay > 0 {
+            try await server.clock.sleep(until: server.clock.now.advanced(by: .seconds(faults.delay)), tolerance: nil)
+        }
         server.metrics.request(decision)
         switch decision {
         case .refuse:

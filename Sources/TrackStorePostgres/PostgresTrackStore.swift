@@ -361,14 +361,14 @@ public final class PostgresTrackStore: TrackStore {
     }
 }
 
-/// Runs `work`, failing with `message` after `limit`.
-func withDeadline<T: Sendable>(_ limit: Duration, _ message: String, _ work: @escaping @Sendable () async throws -> T)
-    async throws -> T
+/// Runs `work`, failing with `message` after `limit` on `clock`.
+func withDeadline<T: Sendable>(_ limit: Duration, _ message: String, clock: some Clock<Duration> = ContinuousClock(),
+                               _ work: @escaping @Sendable () async throws -> T) async throws -> T
 {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await work() }
         group.addTask {
-            try await Task.sleep(for: limit)
+            try await clock.sleep(for: limit)
             throw TrackStoreError(message: message)
         }
         defer { group.cancelAll() }

@@ -208,7 +208,7 @@ public struct BudgetSimulation: Sendable {
         let script = Script(strategy: strategy, t0: t0)
         let tracker = try Tracker(source: SimulatedMotion(profile: profile, clock: clock, script: script),
                                   configuration: c, sink: ClosureSink { event in script.observe(event) },
-                                  now: { clock.now.secondsSince1970 })
+                                  clock: clock)
         script.tracker.withLock { $0 = tracker }
         try await tracker.run()
         let app = tracker.application

@@ -64,7 +64,7 @@ public final class ControlSocket: Service, Sendable {
         }, finished: { finished.fire() })
         try? await gracefulShutdown()
         server.stop()
-        await finished.wait(timeout: nil)
+        await finished.wait()
     }
 
     func answer(_ command: String) -> String {

@@ -41,7 +41,7 @@ extension Tracker {
         /// Launch the app at the first fix rather than when the tracker starts: a replay on the log's
         /// clock, which only starts with that fix. The default is `false`.
         public var launchAtFirstFix = false
-        /// Process the lifecycle's deadlines between fixes with a timer on the wall clock (live
+        /// Process the lifecycle's deadlines between fixes with a timer on the tracker's clock (live
         /// tracking). Off, deadlines pass as the clock passes them with the fixes (a replay on log
         /// time, a simulation). The default is `true`.
         public var deadlineTimer = true

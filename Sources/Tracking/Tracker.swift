@@ -18,13 +18,13 @@ import Upload
 ///
 /// ```swift
 /// let tracker = try Tracker(source: NMEALogSource(options: .init(path: "walk.nmea")),
-///                           configuration: configuration, sink: JSONLinesSink(), now: WallClock.seconds)
+///                           configuration: configuration, sink: JSONLinesSink(), clock: WallClock())
 /// try await ServiceGroup(configuration: .init(services: tracker.services, logger: logger)).run()
 /// ```
 ///
-/// Time comes from `now` (seconds since 1970): the wall clock live, the log's clock in a replay,
-/// a manual clock in tests and `keeptrack simulate`, so a day-long log gives the same events as
-/// living through it.
+/// Time comes from `clock`: the wall clock live, the log's clock in a replay, a manual clock in
+/// tests and `keeptrack simulate`, so a day-long log gives the same events as living through it.
+/// Uploads wait on the wall clock (their waits are the network's).
 public final class Tracker: Service, Sendable {
     public let configuration: Configuration
     /// The app whose lifecycle the tracker runs (state, background tasks, budget).
@@ -46,13 +46,13 @@ public final class Tracker: Service, Sendable {
     ///   - sink: where events go. The default discards them.
     ///   - releaser: the source's hold on the receiver, released while suspended (gpsd's watch).
     ///   - notifier: systemd's notification socket, told the state and pinged while fixes arrive.
-    ///   - now: the current time in seconds since 1970.
+    ///   - clock: the time of the lifecycle, the location service and the records.
     /// - Throws: ``TrackerError`` when the region store or the outbox can't be opened, or the
     ///   uploader's settings can't be used.
     public init<S: FixSource>(source: S, configuration: Configuration, sink: any TrackerEventSink = DiscardingSink(),
                               releaser: (any WatchReleasing)? = nil, notifier: SystemdNotifier? = nil,
                               logger: Logger = Logger(label: "keeptrack.tracker"),
-                              now: @escaping @Sendable () -> Double) throws {
+                              clock: any EpochClock) throws {
         self.configuration = configuration
         var regions = configuration.regions
         if let store = configuration.regionStore {
@@ -62,7 +62,7 @@ public final class Tracker: Service, Sendable {
                 throw TrackerError("\(error)")
             }
         }
-        let app = Application(policy: configuration.policy, modes: configuration.modes, now: now)
+        let app = Application(policy: configuration.policy, modes: configuration.modes, clock: clock)
         var outbox: Outbox?
         var uploadService: UploadService?
         if var upload = configuration.upload {
@@ -76,17 +76,19 @@ public final class Tracker: Service, Sendable {
                     makeDirectories(String(upload.outboxPath[..<slash]))
                 }
                 outbox = try Outbox(path: upload.outboxPath, configuration: upload.outbox)
-                uploadService = try UploadService(outbox: outbox!, settings: upload, application: app, logger: logger)
+                uploadService = try UploadService(outbox: outbox!, settings: upload, application: app, logger: logger,
+                                                  clock: WallClock())
             } catch {
                 throw TrackerError("\(error)")
             }
         }
         let core = TrackerCore(configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
-                               sink: sink, releaser: releaser, notifier: notifier, logger: logger, now: now)
+                               sink: sink, releaser: releaser, notifier: notifier, logger: logger,
+                               clock: clock)
         let manager = LocationManager(source: GatedSource(upstream: source, core: core),
                                       configuration: configuration.locationManager, regions: regions,
                                       updatingLocation: configuration.updatesLocationAtStart,
-                                      rejected: { [metrics = core.metrics] in metrics.filtered($0) }, now: now)
+                                      rejected: { [metrics = core.metrics] in metrics.filtered($0) }, clock: clock)
         core.gate(manager)
         core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
         self.core = core
@@ -212,7 +214,7 @@ final class TrackerCore: Sendable {
     private let gated = Mutex(GatedManager())
     let metrics = TrackerMetrics()
     let logger: Logger
-    let now: @Sendable () -> Double
+    let clock: any EpochClock
     let timer = Signal()
     let state = Mutex(State())
     /// When the regions' states were last saved (``Configuration/regionStore``).
@@ -225,7 +227,7 @@ final class TrackerCore: Sendable {
 
     init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
          sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
-         logger: Logger, now: @escaping @Sendable () -> Double) {
+         logger: Logger, clock: any EpochClock) {
         self.configuration = configuration
         self.app = app
         self.outbox = outbox
@@ -233,13 +235,16 @@ final class TrackerCore: Sendable {
         self.sink = sink
         self.releaser = releaser
         self.logger = logger
-        self.now = now
+        self.clock = clock
         depthAlarm = Mutex(OutboxDepthAlarm(cap: outbox?.configuration.maxCount ?? 0))
         let upload = configuration.upload
         unsaved = Mutex(OutboxGroupCommit(maxRecords: upload?.commitMaxRecords ?? 1, maxDelay: upload?.commitWithin ?? 0))
         effects = LifecycleEffects(app: app, notifier: notifier, releaser: releaser,
                                    sampleInterval: configuration.sampleInterval)
     }
+
+    /// Now on the tracker's clock, in seconds since 1970.
+    func now() -> Double { clock.now.secondsSince1970 }
 
     var inputFinished: Bool { state.withLock { $0.inputFinished } }
 
@@ -397,7 +402,7 @@ final class TrackerCore: Sendable {
     }
 
     /// Live tracking: the lifecycle's deadlines and the suspended sampling between fixes, on the
-    /// wall clock; woken early when a deadline moves closer.
+    /// tracker's clock; woken early when a deadline moves closer.
     func runDeadlines() async {
         while !Task.isCancelled {
             let t = app.now
@@ -417,7 +422,8 @@ final class TrackerCore: Sendable {
                     }
                 }
             }
-            await timer.wait(timeout: next.isFinite ? min(max(0, next - t), 3600) : nil)
+            let wait = next.isFinite ? min(max(0, next - t), 3600) : nil
+            await timer.wait(until: wait.map { clock.now.advanced(by: .seconds($0)) }, on: clock)
             if Task.isCancelled { return }
             app.advance()
         }

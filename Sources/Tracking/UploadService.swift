@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import Lifecycle
 import Logging
 import ServiceLifecycle
@@ -13,18 +14,22 @@ public final class UploadService: Service, Sendable {
     let settings: Tracker.UploadSettings
     let application: Application?
     let logger: Logger
+    /// What uploads wait on: batches filling, backoffs, the shutdown timeout.
+    let clock: any EpochClock
     let current = Mutex<Uploader?>(nil)
     let trackerCore = Mutex<TrackerCore?>(nil)
 
-    init(outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger) throws {
+    init(outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger,
+         clock: any EpochClock) throws {
         self.outbox = outbox
         self.settings = settings
         self.application = application
         self.logger = logger
+        self.clock = clock
         // A URL known now is checked now (a bad one is a setting to fix, not a failure later).
         if settings.endpoint == nil {
             let uploader = try Uploader(outbox: outbox, configuration: settings.uploader, application: application,
-                                        logger: logger)
+                                        logger: logger, clock: clock)
             current.withLock { $0 = uploader }
         }
     }
@@ -69,7 +74,8 @@ public final class UploadService: Service, Sendable {
         } else {
             var c = settings.uploader
             if let endpoint = settings.endpoint { c.url = try await endpoint() }
-            uploader = try Uploader(outbox: outbox, configuration: c, application: application, logger: logger)
+            uploader = try Uploader(outbox: outbox, configuration: c, application: application, logger: logger,
+                                    clock: clock)
             current.withLock { $0 = uploader }
         }
         // Until the group stops (the tracker, stopped before, appends nothing more).
@@ -80,7 +86,8 @@ public final class UploadService: Service, Sendable {
             let within = settings.shutdownTimeout
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await uploader.run(drain: true) }
-                group.addTask { try? await Task.sleep(for: .seconds(within)) }
+                let deadline = clock.now.advanced(by: .seconds(within))
+                group.addTask { [clock] in try? await clock.sleep(until: deadline, tolerance: nil) }
                 await group.next()
                 group.cancelAll()
             }

@@ -9,7 +9,7 @@ extension Outbox {
     /// - Returns: how many moved.
     @discardableResult
     public func retryDeadLetters(_ sequences: [Int64]?) throws(UploadError) -> Int {
-        let t = now()
+        let t = clock.now.secondsSince1970
         do {
             let moved = try pool.write { db -> Int in
                 let filter = sequences.map { " WHERE seq IN (\($0.map { _ in "?" }.joined(separator: ",")))" } ?? ""

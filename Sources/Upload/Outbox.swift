@@ -58,7 +58,8 @@ public final class Outbox: Sendable {
     public let configuration: Configuration
     public let device: String
     let pool: DatabasePool
-    let now: @Sendable () -> Double
+    /// The times records are appended and dead-lettered at, and their ages.
+    let clock: any EpochClock
     /// When the age cap was last applied.
     let lastAgeCheck = Mutex(-Double.infinity)
     /// How many records wait (counted at open, kept up to date after each commit).
@@ -74,13 +75,13 @@ public final class Outbox: Sendable {
     ///
     /// - Parameters:
     ///   - path: the SQLite file (its directory must exist).
-    ///   - now: the wall clock, for ages (injected in tests).
+    ///   - clock: the time records are appended at, for their ages. The default is the wall clock.
     /// - Throws: ``UploadError`` naming the file when it cannot be opened or migrated.
     public init(path: String, configuration: Configuration = Configuration(),
-                now: @escaping @Sendable () -> Double = WallClock.seconds) throws(UploadError) {
+                clock: any EpochClock = WallClock()) throws(UploadError) {
         self.path = path
         self.configuration = configuration
-        self.now = now
+        self.clock = clock
         do {
             var config = GRDB.Configuration()
             config.prepareDatabase { db in
@@ -145,7 +146,7 @@ public final class Outbox: Sendable {
     @discardableResult
     public func append(_ records: [TrailRecord]) throws(UploadError) -> (stored: [TrailRecord], evicted: Eviction) {
         guard !records.isEmpty else { return ([], Eviction()) }
-        let t = now()
+        let t = clock.now.secondsSince1970
         let device = self.device
         do {
             let (stored, eviction) = try pool.write { db in
@@ -266,7 +267,7 @@ public final class Outbox: Sendable {
     /// Moves records the endpoint rejected for good to the dead-letter table, with its answer.
     public func deadLetter(_ sequences: [Int64], status: Int, reason: String) throws(UploadError) {
         guard !sequences.isEmpty else { return }
-        let t = now()
+        let t = clock.now.secondsSince1970
         do {
             let deleted = try pool.write { db in
                 for chunk in stride(from: 0, to: sequences.count, by: 500) {

@@ -18,7 +18,7 @@ import Synchronization
 /// leaves the outbox only when its PUBACK arrived (``MQTTPublisher``). Everything else below is
 /// the same for both.
 ///
-/// The loop, in ``run(drain:)``:
+/// The loop, in ``run(drain:)``, performs what ``RetryPolicy`` decides:
 /// - waits while the app is suspended (or not allowed a background task): nothing is sent;
 /// - takes the next batch (region transitions first, then locations in order) once it is full
 ///   (``Configuration/maxBatchCount``) or its oldest record waited ``Configuration/maxWait``;
@@ -106,7 +106,7 @@ public final class Uploader: Sendable {
         public var skipped = 0
         /// Requests cancelled because the background time ran out.
         public var expired = 0
-        /// When the last request succeeded (wall clock).
+        /// When the last request succeeded (seconds since 1970, on the uploader's clock).
         public var lastSuccess: Double?
         /// The last failure, a sentence without coordinates.
         public var lastError: String?
@@ -124,21 +124,29 @@ public final class Uploader: Sendable {
     let signal = Signal()
     let state = Mutex(Stats())
     let gzipAccepted = Atomic<Bool>(false)
-    let now: @Sendable () -> Double
+    /// Batching waits, backoffs and the times of successes.
+    let clock: any EpochClock
+    /// The backoff's jitter.
+    let random: any RandomNumberGenerator & Sendable
     let metrics = UploadMetrics()
 
     /// - Parameters:
     ///   - application: the lifecycle the uploads run in (background tasks, suspension); `nil`
     ///     uploads whenever there is something to send.
+    ///   - clock: what batches fill and retries back off on, and the time of a success. The default
+    ///     is the wall clock.
+    ///   - random: the source of the backoff's jitter (a seeded one makes retries repeatable).
     /// - Throws: ``UploadError`` when the URL or the CA file cannot be used.
     public init(outbox: Outbox, configuration: Configuration, application: Application? = nil,
                 logger: Logger = Logger(label: "keeptrack.upload"),
-                now: @escaping @Sendable () -> Double = WallClock.seconds) throws(UploadError) {
+                clock: any EpochClock = WallClock(),
+                random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) throws(UploadError) {
         self.outbox = outbox
         self.configuration = configuration
         self.application = application
         self.logger = logger
-        self.now = now
+        self.clock = clock
+        self.random = random
         if MQTTEndpoint.isMQTT(configuration.url) {
             transport = .mqtt(try MQTTPublisher(configuration: configuration, device: outbox.device))
         } else {
@@ -188,87 +196,84 @@ public final class Uploader: Sendable {
     /// it runs included) or ``Configuration/drainAttempts`` attempts in a row failed. While the
     /// app is suspended nothing is sent: a drain then returns at once, leaving the records.
     public func run(drain: Bool = false) async {
-        var failures = 0
-        var batchLimit = configuration.maxBatchCount
-        while !Task.isCancelled {
-            if let app = application, !app.state.isRunning {
-                // Nothing is sent while suspended; a drain (the process is ending) leaves the
-                // records in the outbox for the next run rather than wait for a wake.
-                if drain {
-                    if ((try? outbox.stats())?.pending ?? 0) > 0 {
+        var policy = RetryPolicy(configuration: configuration, drain: drain, random: random)
+        var action = policy.start()
+        var batch: [TrailRecord] = []
+        var reason = ""
+        while true {
+            switch action {
+            case .read(let limit):
+                if Task.isCancelled {
+                    action = policy.shutdown()
+                    continue
+                }
+                if let app = application, !app.state.isRunning {
+                    action = policy.suspended()
+                    if case .stop = action, ((try? outbox.stats())?.pending ?? 0) > 0 {
                         record(error: "the app is \(app.state.rawValue): nothing is sent until it runs again")
                     }
-                    return
+                    continue
                 }
-                await signal.wait(timeout: nil)
-                continue
-            }
-            let batch: [TrailRecord]
-            do {
-                batch = try outbox.nextBatch(maxCount: batchLimit, transitionsFirst: configuration.format.transitionsFirst)
-            } catch {
-                record(error: "\(error)")
-                await signal.wait(timeout: configuration.maxBackoff)
-                continue
-            }
-            if batch.isEmpty {
-                if drain { return }
-                await signal.wait(timeout: nil)
-                continue
-            }
-            if !drain && batch.count < batchLimit, let oldest = (try? outbox.stats())?.oldestAppended,
-               now() - oldest < configuration.maxWait {
-                // Not full: let it fill until the oldest record waited maxWait. New records don't
-                // wake this wait (a tracker appends every second: that would cost a look each time).
-                try? await Task.sleep(for: .seconds(configuration.maxWait - (now() - oldest)))
-                continue
-            }
-            switch await sendInBackgroundTask(batch, more: batch.count == batchLimit) {
-            case .done:
-                if failures > 0 {
-                    logger.info("upload recovered", metadata: ["failed-attempts": "\(failures)", "records": "\(batch.count)"])
+                do {
+                    batch = try outbox.nextBatch(maxCount: limit,
+                                                 transitionsFirst: configuration.format.transitionsFirst)
+                } catch {
+                    record(error: "\(error)")
+                    action = policy.readFailed(now: clock.now)
+                    continue
                 }
-                failures = 0
-                batchLimit = configuration.maxBatchCount
-            case .settings(let reason):
-                failures += 1
-                state.withLock { $0.retries += 1 }
-                metrics.requestsFailed.increment()
-                if drain {
-                    record(error: reason)
-                    return
+                // The oldest record's age matters only to a batch that is not full.
+                let oldest = batch.isEmpty || batch.count >= limit ? nil : (try? outbox.stats())?.oldestAppended
+                action = policy.batchRead(count: batch.count,
+                                          oldestAppended: oldest.map(EpochInstant.init(secondsSince1970:)),
+                                          now: clock.now)
+            case .send(let more):
+                switch await sendInBackgroundTask(batch, more: more) {
+                case .done: action = policy.acknowledged()
+                case .settings(let why):
+                    reason = why
+                    action = policy.settingsProblem(now: clock.now)
+                case .notAllowed: action = policy.notAllowed()
+                case .retry(let after, let why):
+                    reason = why
+                    action = policy.failed(retryAfter: after, now: clock.now)
+                case .tooLarge: action = policy.tooLarge()
                 }
-                // Until the settings change, each look costs two records' requests, not a batch's.
-                batchLimit = min(2, configuration.maxBatchCount)
-                state.withLock { $0.lastRetryWait = configuration.maxBackoff }
-                record(error: "\(reason); trying again in \(Int(configuration.maxBackoff.rounded())) s")
-                try? await Task.sleep(for: .seconds(configuration.maxBackoff))
-            case .notAllowed:
-                await signal.wait(timeout: nil)
-            case .retry(let after, let reason):
-                failures += 1
-                if drain && failures >= configuration.drainAttempts {
-                    record(error: "\(reason); giving up for now after \(failures) attempts")
-                    state.withLock { $0.retries += 1 }
-                    return
-                }
-                let wait = after ?? backoff(failures)
+            case .recovered(let failed):
+                logger.info("upload recovered", metadata: ["failed-attempts": "\(failed)", "records": "\(batch.count)"])
+                action = .read(limit: policy.batchLimit)
+            case .waitForWake(let deadline):
+                await signal.wait(until: deadline, on: clock)
+                action = policy.woke()
+            case .fill(let deadline):
+                try? await clock.sleep(until: deadline, tolerance: nil)
+                action = policy.woke()
+            case .backOff(let deadline, let wait, let cause):
                 state.withLock {
                     $0.retries += 1
                     $0.lastRetryWait = wait
                 }
                 metrics.requestsFailed.increment()
-                record(error: "\(reason); retrying in \(Int(wait.rounded())) s")
-                try? await Task.sleep(for: .seconds(wait))
-            case .tooLarge:
-                batchLimit = max(1, batch.count / 2)
+                switch cause {
+                case .transient: record(error: "\(reason); retrying in \(Int(wait.rounded())) s")
+                case .settings: record(error: "\(reason); trying again in \(Int(wait.rounded())) s")
+                }
+                try? await clock.sleep(until: deadline, tolerance: nil)
+                action = policy.woke()
+            case .stop(let stop):
+                switch stop {
+                case .drained, .suspended, .shutdown: break
+                case .settings:
+                    state.withLock { $0.retries += 1 }
+                    metrics.requestsFailed.increment()
+                    record(error: reason)
+                case .gaveUp(let attempts):
+                    record(error: "\(reason); giving up for now after \(attempts) attempts")
+                    state.withLock { $0.retries += 1 }
+                }
+                return
             }
         }
-    }
-
-    /// The wait before retry `n` (1, 2, ...): full jitter over an exponential ceiling.
-    func backoff(_ n: Int) -> Double {
-        MQTT.backoff(failures: n, initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
     }
 
     func record(error: String) {
@@ -316,7 +321,7 @@ public final class Uploader: Sendable {
     func send(_ batch: [TrailRecord], more: Bool = false) async -> Attempt {
         // A record no server would take (a corrupt fix's speed of 1e300) is not encoded: the
         // encoders would leave the field out or the server refuse it forever, stalling the outbox.
-        let t = now()
+        let t = clock.now.secondsSince1970
         var batch = batch
         if batch.contains(where: { $0.problem(now: t) != nil }) {
             for r in batch {
@@ -515,7 +520,7 @@ public final class Uploader: Sendable {
             $0.uploaded += records.count - skipped
             $0.skipped += skipped
             $0.requests += requests
-            $0.lastSuccess = now()
+            $0.lastSuccess = clock.now.secondsSince1970
             $0.lastError = nil
         }
         metrics.uploaded.increment(by: records.count - skipped)

@@ -122,6 +122,3 @@ extension LocationSettings.Problem {
         }
     }
 }
-
-/// Wall-clock seconds since 1970, for live sources.
-@Sendable func wallClockSeconds() -> Double { WallClock.seconds() }

@@ -128,7 +128,7 @@ struct Track: AsyncParsableCommand {
     }
 
     func track<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil) async throws {
-        if wantsEvents { return try await trackerRun.run(source, releaser: releaser, now: wallClockSeconds) }
+        if wantsEvents { return try await trackerRun.run(source, releaser: releaser, clock: WallClock()) }
         var output = SourceLines(includeAll: all, lineBuffered: true)
         output.releasesStartupPages = true
         try await output.pump(source)
@@ -205,11 +205,10 @@ struct Replay: AsyncParsableCommand {
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".
-            let clock = source.logClock
             let run = TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
                                  onLogTime: true, lineBuffered: speed != nil, quiet: quiet,
                                  inputProgress: quiet ? nil : { @Sendable in source.progress.line(elapsed: $0) })
-            try await run.run(source, now: { clock.now.secondsSince1970 })
+            try await run.run(source, clock: source.logClock)
             if !quiet {
                 let p = source.progress
                 printError("\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences")

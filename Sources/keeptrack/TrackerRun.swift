@@ -54,14 +54,14 @@ struct TrackerRun {
     }
 
     func run<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil,
-                           now: @escaping @Sendable () -> Double) async throws {
+                           clock: any EpochClock) async throws {
         let embedded = upload.upload == "embedded" ? try TrackServer.embedded(dataDirectory: dataDirectory) : nil
         let tracker: Tracker
         do {
             tracker = try Tracker(source: source, configuration: configuration(embedded: embedded),
                                   sink: CleanPagesSink(JSONLinesSink(lineBuffered: lineBuffered)), releaser: releaser,
                                   notifier: SystemdNotifier(environment: environment(["NOTIFY_SOCKET", "WATCHDOG_USEC"])),
-                                  logger: Logger(label: "keeptrack.track"), now: now)
+                                  logger: Logger(label: "keeptrack.track"), clock: clock)
         } catch let error as TrackerError {
             throw ValidationError(error.message)
         }

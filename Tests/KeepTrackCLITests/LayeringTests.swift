@@ -204,6 +204,33 @@ struct LayeringTests {
         }
     }
 
+    /// Issue 26: time is a parameter. Everything that waits sleeps on an injected `Clock` (so a test
+    /// on a manual clock waits for nothing); the only real sleeps are a clock's own (the wall
+    /// clock's) and the sources' waits for their devices. Test support (KeepTrackTesting) is free.
+    @Test func nothingSleepsOutsideAClockOrASourcesDeviceWait() throws {
+        let allowed: Set<String> = [
+            "Geo/WallClock.swift",  // the wall clock's own sleep
+            "GPSInput/NMEALogSource.swift",  // a silent pipe polled for input
+            "GPSInput/SourceIterator.swift",  // a reading thread given time to exit
+        ]
+        let root = packageRoot.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.subpaths(atPath: root.path)).filter {
+            $0.hasSuffix(".swift") && !$0.hasPrefix("KeepTrackTesting/")
+        }
+        #expect(files.count > 100, "the sources were not found under \(root.path)")
+        var found: [String] = []
+        for file in files.sorted() where !allowed.contains(file) {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            for (i, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+                for call in ["Task.sleep", "Thread.sleep", "usleep(", "nanosleep("] where code.contains(call) {
+                    found.append("Sources/\(file):\(i + 1): \(call)")
+                }
+            }
+        }
+        #expect(found.isEmpty, "real sleeps outside a clock: \(found); sleep on the part's injected clock instead")
+    }
+
     @Test func theTrackerLibraryImportsNoInputServerOrArgumentParser() throws {
         let imported = try imports(of: "Tracking")
         for module in ["GPSInput", "TrackServer", "ArgumentParser", "Hummingbird"] {

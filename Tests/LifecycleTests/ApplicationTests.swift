@@ -11,7 +11,7 @@ import Glibc
 struct ApplicationTests {
     @Test func expirationHandlersRunAtTheirDueTimeAndTheirEndCounts() {
         let clock = ManualClock()
-        let app = Application(now: { clock.now.secondsSince1970 })
+        let app = Application(clock: clock)
         let log = Mutex<[String]>([])
         app.observe { e in
             if case .transition(let t) = e { log.withLock { $0.append("\(t.to.rawValue)@\(Int(t.time))") } }
@@ -40,7 +40,7 @@ struct ApplicationTests {
 
     @Test func withoutAHandlerTheOpenTaskTerminatesTheApp() {
         let clock = ManualClock()
-        let app = Application(policy: .ios13, now: { clock.now.secondsSince1970 })
+        let app = Application(policy: .ios13, clock: clock)
         app.launch()
         app.enterBackground()
         _ = app.beginBackgroundTask(name: "forgotten")
@@ -59,7 +59,7 @@ struct ApplicationTests {
 
     @Test func inputsProcessDueDeadlinesFirst() {
         let clock = ManualClock()
-        let app = Application(modes: .location, now: { clock.now.secondsSince1970 })
+        let app = Application(modes: .location, clock: clock)
         app.launch()
         app.enterBackground()
         clock.advance(by: .seconds(30))

@@ -11,23 +11,19 @@ import Testing
 struct LocationManagerGatingTests {
     /// Fixes from a list, one a `next()`; the time of the fix handed on is the manager's clock.
     struct ListSource: FixSource {
-        final class Clock: Sendable {
-            let seconds = Mutex<Double>(0)
-        }
-
         let fixes: [Fix]
-        let clock = Clock()
+        let clock = ManualClock()
         var name: String { "list" }
 
         func makeAsyncIterator() -> Iterator { Iterator(fixes: fixes[...], clock: clock) }
 
         struct Iterator: AsyncIteratorProtocol {
             var fixes: ArraySlice<Fix>
-            let clock: Clock
+            let clock: ManualClock
 
             mutating func next() async -> SourceElement? {
                 guard let fix = fixes.popFirst() else { return nil }
-                clock.seconds.withLock { $0 = fix.time!.secondsSince1970! }
+                clock.advance(to: EpochInstant(secondsSince1970: fix.time!.secondsSince1970!))
                 return .fix(fix)
             }
         }
@@ -50,9 +46,8 @@ struct LocationManagerGatingTests {
         var configuration = LocationManagerConfiguration()
         configuration.significantChanges = SignificantChangeMonitor()
         let source = ListSource(fixes: fixes)
-        let now: @Sendable () -> Double = { [clock = source.clock] in clock.seconds.withLock { $0 } }
         let manager = LocationManager(source: source, configuration: configuration,
-                                      updatingLocation: updatingLocation, now: now)
+                                      updatingLocation: updatingLocation, clock: source.clock)
         var events = manager.events.makeAsyncIterator()
         for (i, row) in table.enumerated() {
             switch row.call {
@@ -90,7 +85,7 @@ struct LocationManagerGatingTests {
     }
 
     @Test func theCallsAreReadBack() {
-        let manager = LocationManager(source: ListSource(fixes: []), now: { 0 })
+        let manager = LocationManager(source: ListSource(fixes: []), clock: ManualClock())
         #expect(manager.isUpdatingLocation && !manager.isSuspended)
         manager.stopUpdatingLocation()
         manager.setSuspended(true)

@@ -62,7 +62,7 @@ struct TruthTests {
         configure(&configuration)
         let logClock = source.logClock
         let manager = LocationManager(source: source, configuration: configuration, regions: regions,
-                                      now: { logClock.now.secondsSince1970 })
+                                      clock: logClock)
         var events: [LocationEvent] = []
         for await e in manager.events { events.append(e) }
         return events
@@ -171,7 +171,7 @@ struct DelegateTests {
         var configuration = LocationManager<NMEALogSource>.Configuration()
         configuration.standardUpdates?.distanceFilter = 200
         let manager = LocationManager(source: source, configuration: configuration,
-                                      regions: try TruthTests.monitor("walk-15min"), now: { clock.now.secondsSince1970 })
+                                      regions: try TruthTests.monitor("walk-15min"), clock: clock)
         let delegate = RecordingDelegate()
         await manager.run(delegate: delegate)
         #expect(delegate.calls.filter { !$0.hasPrefix("location") } == [

@@ -71,7 +71,7 @@ struct OutboxGroupCommitTests {
             let last = try box.stats().lastSequence
             seen.withLock { $0.append((time, $0.count + 1, last)) }
         }
-        let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
+        let tracker = try Tracker(source: source, configuration: c, sink: sink, clock: clock)
         outbox.withLock { $0 = tracker.outbox }
         try await runGroup(tracker)
         let samples = seen.withLock { $0 }

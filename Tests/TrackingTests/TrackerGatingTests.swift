@@ -40,7 +40,7 @@ struct TrackerGatingTests {
             }
         }
         let clock = source.logClock
-        let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
+        let tracker = try Tracker(source: source, configuration: c, sink: sink, clock: clock)
         sink.tracker.withLock { $0 = tracker }
         try await runGroup(tracker)
 

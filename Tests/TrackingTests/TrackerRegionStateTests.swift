@@ -31,7 +31,7 @@ struct TrackerRegionStateTests {
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
         let clock = source.logClock
         let sink = Collected()
-        let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
+        let tracker = try Tracker(source: source, configuration: c, sink: sink, clock: clock)
         #expect(tracker.state(ofRegion: "far7") == .unknown)
         try await runGroup(tracker)
 
@@ -77,7 +77,7 @@ struct TrackerRegionStateTests {
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
         let clock = source.logClock
         let sink = StatesFileWatch(path: dir + "/region-states.json", now: { clock.now.secondsSince1970 })
-        let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
+        let tracker = try Tracker(source: source, configuration: c, sink: sink, clock: clock)
         try await runGroup(tracker)
 
         let seen = sink.seen.withLock { $0 }

@@ -54,7 +54,7 @@ struct TrackerTests {
         let (source, c) = try walkWithUploads(to: endpoint, outboxIn: dir)
         let clock = source.logClock
         let sink = Collected()
-        let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
+        let tracker = try Tracker(source: source, configuration: c, sink: sink, clock: clock)
         try await runGroup(tracker)
 
         let delivered = sink.locations.compactMap { if case .location(let l) = $0 { l } else { nil } }
@@ -127,7 +127,7 @@ struct TrackerTests {
     func keepAliveWakesASuspendedAppOnlyForMovesAndTransitions(from: AppLifecycle.State, event: String,
                                                                to: AppLifecycle.State) {
         let clock = ManualClock(now: .init(secondsSince1970: 1000))
-        let app = Application(policy: .ios7, modes: [], now: { clock.now.secondsSince1970 })
+        let app = Application(policy: .ios7, modes: [], clock: clock)
         app.launch()
         app.enterBackground()
         clock.advance(to: .init(secondsSince1970: 1100))
@@ -217,6 +217,6 @@ func trackInTheBackground(_ log: String, sink: some TrackerEventSink) async thro
     c.deadlineTimer = false
     c.sampleInterval = 1
     let clock = source.logClock
-    let tracker = try Tracker(source: source, configuration: c, sink: sink, now: { clock.now.secondsSince1970 })
+    let tracker = try Tracker(source: source, configuration: c, sink: sink, clock: clock)
     try await tracker.run()
 }

@@ -296,7 +296,7 @@ struct RetentionTests {
         _ = try await store.insert(numbered(walk(10, from: t0, device: "a"), from: 0), format: "json", received: t0)
         let (sweeps, continuation) = AsyncStream.makeStream(of: Int.self)
         let service = RetentionService(store: store, retention: 90 * 86_400, interval: .seconds(3600), batch: 3,
-                                       clock: clock, now: { clock.now.secondsSince1970 }, logger: Logger(label: "test"),
+                                       clock: clock, logger: Logger(label: "test"),
                                        onSweep: { continuation.yield($0) })
         let task = Task { try await service.run() }
         var it = sweeps.makeAsyncIterator()

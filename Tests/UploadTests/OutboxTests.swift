@@ -1,5 +1,6 @@
 import Formats
 import Foundation
+import Geo
 import GRDB
 import Synchronization
 import Testing
@@ -43,16 +44,16 @@ struct OutboxTests {
     @Test func capsEvictTheOldestAndCountIt() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let clock = Mutex(1000.0)
+        let clock = ManualClock(now: .init(secondsSince1970: 1000))
         var c = Outbox.Configuration()
         c.maxCount = 5
         c.maxAge = 60
-        let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: c, now: { clock.withLock { $0 } })
+        let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: c, clock: clock)
         try outbox.append(walk(4))
         let more = try outbox.append(walk(3))
         #expect(more.evicted.byCount == 2)
         #expect(try outbox.nextBatch(maxCount: 10).map(\.sequence) == [3, 4, 5, 6, 7])
-        clock.withLock { $0 += 61 }
+        clock.advance(by: .seconds(61))
         let later = try outbox.append(walk(1))
         #expect(later.evicted.byAge == 5)
         let stats = try outbox.stats()
@@ -168,7 +169,8 @@ struct OutboxTests {
         try p.run()
         p.waitUntilExit()
         try #require(p.terminationStatus == 0)
-        let outbox = try Outbox(path: dir + "/outbox.sqlite", now: { 200 })  // appended 100 s ago
+        let clock = ManualClock(now: .init(secondsSince1970: 200))  // appended 100 s ago
+        let outbox = try Outbox(path: dir + "/outbox.sqlite", clock: clock)
         #expect(outbox.device == "van-1")
         // Converted to 1 KB pages (a VACUUM: 3 records wait), and back in WAL mode.
         #expect(try outbox.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 1024)

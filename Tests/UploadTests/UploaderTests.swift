@@ -21,7 +21,7 @@ func filledOutbox(_ n: Int, device: String = "van-1") throws -> (Outbox, String)
 
 func uploader(_ outbox: Outbox, _ endpoint: Endpoint, path: String = "/v1/locations", format: String = "json",
               token: String? = "secret", batch: Int = 100, application: Application? = nil,
-              now: @escaping @Sendable () -> Double = WallClock.seconds) throws -> Uploader {
+              clock: any EpochClock = WallClock()) throws -> Uploader {
     var c = Uploader.Configuration(url: endpoint.url(path))
     c.format = UploadFormats.named(format)!
     c.token = token
@@ -29,7 +29,7 @@ func uploader(_ outbox: Outbox, _ endpoint: Endpoint, path: String = "/v1/locati
     c.initialBackoff = 0.01
     c.maxBackoff = 0.05
     c.maxWait = 0
-    return try Uploader(outbox: outbox, configuration: c, application: application, now: now)
+    return try Uploader(outbox: outbox, configuration: c, application: application, clock: clock)
 }
 
 /// Runs a draining upload with a hang guard.
@@ -138,7 +138,7 @@ struct UploaderTests {
         records[13].time = ahead
         records[29].time = ahead + 1
         try outbox.append(records)
-        let u = try uploader(outbox, endpoint, now: { ahead })
+        let u = try uploader(outbox, endpoint, clock: ManualClock(now: .init(secondsSince1970: ahead)))
         try await drain(u)
         let dead = try outbox.deadLetters()
         #expect(dead.map(\.record.sequence) == [14, 30])
@@ -209,7 +209,7 @@ struct UploaderTests {
         let (outbox, dir) = try filledOutbox(10)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let clock = ManualClock(now: .init(secondsSince1970: 1000))
-        let app = Application(now: { clock.now.secondsSince1970 })
+        let app = Application(clock: clock)
         app.launch()
         app.enterBackground()
         clock.advance(by: .seconds(10))
@@ -247,7 +247,7 @@ struct UploaderTests {
         let (outbox, dir) = try filledOutbox(10)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let clock = ManualClock(now: .init(secondsSince1970: 1000))
-        let app = Application(policy: .ios13, modes: [], now: { clock.now.secondsSince1970 })
+        let app = Application(policy: .ios13, modes: [], clock: clock)
         app.launch()
         app.enterBackground()
         var c = Uploader.Configuration(url: endpoint.url())
