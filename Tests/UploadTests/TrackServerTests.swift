@@ -26,7 +26,8 @@ struct Raw {
             }
             request.body = .bytes(bytes)
         }
-        let response = try await client.execute(request, timeout: .seconds(30))
+        // A hang guard, not a figure: requests queue for the pool's connections on a loaded machine.
+        let response = try await client.execute(request, timeout: .seconds(120))
         let text = try await response.body.collect(upTo: 16 << 20)
         return (Int(response.status.code), String(buffer: text))
     }
