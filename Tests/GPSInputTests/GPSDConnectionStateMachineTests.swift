@@ -199,12 +199,4 @@ struct GPSDConnectionStateMachineTests {
         _ = released.watchReleased { _ in }
         #expect(released.stop { _ in } == .exit)
     }
-
-    @Test func aReportWhileNotWatchingIsAProgrammingError() async {
-        await #expect(processExitsWith: .failure) {
-            var m = GPSDConnectionStateMachine(maxBackoff: 1, idleFlush: 0.5, fallbackFlush: 1.5)
-            _ = m.start()
-            _ = m.waitEnded(now: 0) { _ in }
-        }
-    }
 }
