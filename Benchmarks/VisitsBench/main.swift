@@ -125,9 +125,11 @@ for _ in 0..<3 {
 let locations = samples.count * passes
 print("visit detector on \(path): \(samples.count) locations, \(passes) passes, best of 3 runs")
 print("decisions per pass: \(count.0) arrivals, \(count.1) departures, \(count.2) trips (checked in every pass)")
-print("detector: \(Int((best / Double(locations) * 1e9).rounded())) ns per location")
-print("decoding the log: \(Int((decodeSeconds / Double(samples.count) * 1e9).rounded())) ns per fix "
-    + "(the detector adds \(Int((best / Double(locations) / (decodeSeconds / Double(samples.count)) * 100).rounded())) %)")
+let detectorSeconds = best / Double(locations)
+let decodeSecondsPerFix = decodeSeconds / Double(samples.count)
+print("detector: \(Int((detectorSeconds * 1e9).rounded())) ns per location")
+print("decoding the log: \(Int((decodeSecondsPerFix * 1e9).rounded())) ns per fix "
+    + "(the detector adds \(Int((detectorSeconds / decodeSecondsPerFix * 100).rounded())) %)")
 if let allocations {
     print("allocations in the timed passes: \(allocations) (\(Double(allocations) / Double(locations)) per location)")
 }
