@@ -16,7 +16,7 @@ import LocationService
 import NMEA
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 typealias CountFunction = @convention(c) () -> UInt
@@ -77,8 +77,10 @@ var detector = VisitDetector()
 var recorded: [VisitDetector.Decision] = []
 for s in samples { recorded += detector.process(s) }
 let reference = summary(recorded, shift: 0)
-let count = (reference.filter { $0.hasPrefix("arrival") }.count, reference.filter { $0.hasPrefix("departure") }.count,
-             reference.filter { $0.hasPrefix("trip") }.count)
+let count = (
+    reference.filter { $0.hasPrefix("arrival") }.count, reference.filter { $0.hasPrefix("departure") }.count,
+    reference.filter { $0.hasPrefix("trip") }.count
+)
 if path == defaultFixture && (count.0 != 4 || count.1 != 3 || count.2 != 3) {
     print("visits-bench: \(count.0) arrivals, \(count.1) departures, \(count.2) trips; the truth has 4, 3, 3")
     exit(1)
@@ -87,8 +89,10 @@ if path == defaultFixture && (count.0 != 4 || count.1 != 3 || count.2 != 3) {
 /// The timed part: every pass through the same detector, a day later each time; decisions counted
 /// (kept in a preallocated buffer for the check).
 @inline(never)
-func timedPasses(_ detector: inout VisitDetector, _ samples: [VisitDetector.Sample], passes: Int,
-                 into kept: inout [(Int, VisitDetector.Decision)]) {
+func timedPasses(
+    _ detector: inout VisitDetector, _ samples: [VisitDetector.Sample], passes: Int,
+    into kept: inout [(Int, VisitDetector.Decision)]
+) {
     for pass in 1...passes {
         let shift = Double(pass) * 86_400 * 2
         for var s in samples {
@@ -128,8 +132,9 @@ print("decisions per pass: \(count.0) arrivals, \(count.1) departures, \(count.2
 let detectorSeconds = best / Double(locations)
 let decodeSecondsPerFix = decodeSeconds / Double(samples.count)
 print("detector: \(Int((detectorSeconds * 1e9).rounded())) ns per location")
-print("decoding the log: \(Int((decodeSecondsPerFix * 1e9).rounded())) ns per fix "
-    + "(the detector adds \(Int((detectorSeconds / decodeSecondsPerFix * 100).rounded())) %)")
+print(
+    "decoding the log: \(Int((decodeSecondsPerFix * 1e9).rounded())) ns per fix "
+        + "(the detector adds \(Int((detectorSeconds / decodeSecondsPerFix * 100).rounded())) %)")
 if let allocations {
     print("allocations in the timed passes: \(allocations) (\(Double(allocations) / Double(locations)) per location)")
 }

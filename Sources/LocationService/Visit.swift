@@ -20,8 +20,10 @@ public struct Visit: Hashable, Sendable {
     public var fixCount: Int
 
     /// Creates a visit.
-    public init(coordinate: Coordinate, horizontalAccuracy: Double, arrival: Double, departure: Double?,
-                fixCount: Int) {
+    public init(
+        coordinate: Coordinate, horizontalAccuracy: Double, arrival: Double, departure: Double?,
+        fixCount: Int
+    ) {
         self.coordinate = coordinate
         self.horizontalAccuracy = horizontalAccuracy
         self.arrival = arrival
@@ -59,8 +61,10 @@ public struct Trip: Hashable, Sendable {
     public var maximumSpeed: Double
 
     /// Creates a trip.
-    public init(start: Double, end: Double, startCoordinate: Coordinate, endCoordinate: Coordinate,
-                distance: Double, maximumSpeed: Double) {
+    public init(
+        start: Double, end: Double, startCoordinate: Coordinate, endCoordinate: Coordinate,
+        distance: Double, maximumSpeed: Double
+    ) {
         self.start = start
         self.end = end
         self.startCoordinate = startCoordinate

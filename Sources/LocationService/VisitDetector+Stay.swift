@@ -1,9 +1,9 @@
 import Geo
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 extension VisitDetector {
@@ -86,13 +86,15 @@ extension VisitDetector {
 
         var centre: Coordinate {
             let (cx, cy) = centreXY
-            return Coordinate(latitude: origin.latitude + cy / Self.metresPerDegreeLatitude,
-                              longitude: Geodesy.normalizeLongitude(origin.longitude + cx / metresPerDegreeLongitude))
+            return Coordinate(
+                latitude: origin.latitude + cy / Self.metresPerDegreeLatitude,
+                longitude: Geodesy.normalizeLongitude(origin.longitude + cx / metresPerDegreeLongitude))
         }
 
         func visit(departed: Bool) -> Visit {
-            Visit(coordinate: centre, horizontalAccuracy: spread, arrival: first,
-                  departure: departed ? lastInside : nil, fixCount: count)
+            Visit(
+                coordinate: centre, horizontalAccuracy: spread, arrival: first,
+                departure: departed ? lastInside : nil, fixCount: count)
         }
     }
 
@@ -137,8 +139,9 @@ extension VisitDetector {
         }
 
         var trip: Trip {
-            Trip(start: start, end: last, startCoordinate: startCoordinate, endCoordinate: lastCoordinate,
-                 distance: distance + Geodesy.distance(vertex, lastCoordinate), maximumSpeed: maximumSpeed)
+            Trip(
+                start: start, end: last, startCoordinate: startCoordinate, endCoordinate: lastCoordinate,
+                distance: distance + Geodesy.distance(vertex, lastCoordinate), maximumSpeed: maximumSpeed)
         }
     }
 }

@@ -91,8 +91,9 @@ public struct VisitDetector: Sendable {
 
         /// The sample a location gives.
         public init(_ location: Location) {
-            self.init(time: location.timestamp, coordinate: location.coordinate,
-                      horizontalAccuracy: location.horizontalAccuracy, speed: location.speed)
+            self.init(
+                time: location.timestamp, coordinate: location.coordinate,
+                horizontalAccuracy: location.horizontalAccuracy, speed: location.speed)
         }
     }
 

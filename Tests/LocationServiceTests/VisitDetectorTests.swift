@@ -34,8 +34,9 @@ struct SyntheticTrail {
     }
 
     static func offset(_ c: Coordinate, east: Double, north: Double) -> Coordinate {
-        Coordinate(latitude: c.latitude + north / metresPerDegree,
-                   longitude: c.longitude + east / (metresPerDegree * cos(c.latitude * .pi / 180)))
+        Coordinate(
+            latitude: c.latitude + north / metresPerDegree,
+            longitude: c.longitude + east / (metresPerDegree * cos(c.latitude * .pi / 180)))
     }
 
     /// One fix now at the true position plus the error (and `extra` metres east), then a second passes.
@@ -44,8 +45,10 @@ struct SyntheticTrail {
         let phi = 0.967  // exp(-1 / 30)
         let k = (1 - phi * phi).squareRoot()
         error = (phi * error.x + k * sigma * gaussian(), phi * error.y + k * sigma * gaussian())
-        samples.append(.init(time: time, coordinate: Self.offset(position, east: error.x + extra, north: error.y),
-                             horizontalAccuracy: accuracy, speed: speed))
+        samples.append(
+            .init(
+                time: time, coordinate: Self.offset(position, east: error.x + extra, north: error.y),
+                horizontalAccuracy: accuracy, speed: speed))
         time += 1
     }
 
@@ -350,8 +353,10 @@ struct VisitDetectorTests {
         var decisions: [VisitDetector.Decision] = []
         for i in 0..<20 {
             let c = SyntheticTrail.offset(SyntheticTrail.place, east: Double(i % 3) * 5, north: 0)
-            decisions += detector.process(.init(time: SyntheticTrail.start + Double(i) * 30, coordinate: c,
-                                                horizontalAccuracy: -1))
+            decisions += detector.process(
+                .init(
+                    time: SyntheticTrail.start + Double(i) * 30, coordinate: c,
+                    horizontalAccuracy: -1))
         }
         #expect(decisions.arrivals.map(\.arrival) == [SyntheticTrail.start])
         #expect(detector.radius(of: detector.stay!) == 50)

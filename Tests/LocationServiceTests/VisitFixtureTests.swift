@@ -47,8 +47,12 @@ struct VisitFixtureTests {
     static let file = "visits-night.nmea.gz"
 
     static func truth() throws -> Truth {
-        try JSONDecoder().decode(Truth.self, from: Data(contentsOf: URL(fileURLWithPath:
-            fixturePath("visits-night.truth.json"))))
+        try JSONDecoder().decode(
+            Truth.self,
+            from: Data(
+                contentsOf: URL(
+                    fileURLWithPath:
+                        fixturePath("visits-night.truth.json"))))
     }
 
     static func samples() async -> [VisitDetector.Sample] {
@@ -91,9 +95,10 @@ struct VisitFixtureTests {
             try #require(overlapping.count == 1, "\(stay.name): \(overlapping.count) visits")
             let visit = overlapping[0]
             let centre = Geodesy.distance(visit.coordinate, Coordinate(latitude: stay.lat, longitude: stay.lon))
-            print("visits-night \(stay.name): arrival \(visit.arrival - arrival) s, departure "
-                + "\(departure.map { "\(visit.departure! - $0) s" } ?? "open"), centre \(centre) m, "
-                + "hAcc \(visit.horizontalAccuracy) m, fixes \(visit.fixCount)")
+            print(
+                "visits-night \(stay.name): arrival \(visit.arrival - arrival) s, departure "
+                    + "\(departure.map { "\(visit.departure! - $0) s" } ?? "open"), centre \(centre) m, "
+                    + "hAcc \(visit.horizontalAccuracy) m, fixes \(visit.fixCount)")
             #expect(abs(visit.arrival - arrival) <= 120, "\(stay.name)")
             if let departure {
                 #expect(visit.departure.map { abs($0 - departure) <= 120 } == true, "\(stay.name)")
@@ -112,8 +117,9 @@ struct VisitFixtureTests {
         for stop in truth.short_stops {
             let start = Self.seconds(stop.start)
             let end = start + stop.duration_s
-            #expect(!found.visits.contains { $0.arrival < end && ($0.departure ?? .infinity) > start },
-                    "\(stop.name) at \(stop.start), \(stop.duration_s) s")
+            #expect(
+                !found.visits.contains { $0.arrival < end && ($0.departure ?? .infinity) > start },
+                "\(stop.name) at \(stop.start), \(stop.duration_s) s")
         }
     }
 
@@ -123,9 +129,10 @@ struct VisitFixtureTests {
         try #require(found.trips.count == truth.trips.count)
         for (trip, expected) in zip(found.trips, truth.trips) {
             let (start, end) = (Self.seconds(expected.start), Self.seconds(expected.end))
-            print("visits-night trip: start \(trip.start - start) s, end \(trip.end - end) s, distance "
-                + "\(trip.distance) m of \(expected.distance_m), max speed \(trip.maximumSpeed) of "
-                + "\(expected.max_speed_mps)")
+            print(
+                "visits-night trip: start \(trip.start - start) s, end \(trip.end - end) s, distance "
+                    + "\(trip.distance) m of \(expected.distance_m), max speed \(trip.maximumSpeed) of "
+                    + "\(expected.max_speed_mps)")
             #expect(abs(trip.start - start) <= 120)
             #expect(abs(trip.end - end) <= 120)
             #expect(abs(trip.distance - expected.distance_m) <= 0.15 * expected.distance_m)
