@@ -75,6 +75,7 @@ public struct VisitDetector: Sendable {
     public struct Sample: Hashable, Sendable {
         /// Seconds since 1970.
         public var time: Double
+        /// Where the fix puts the device.
         public var coordinate: Coordinate
         /// Metres; negative when unknown (see ``Configuration/unknownAccuracy``).
         public var horizontalAccuracy: Double
@@ -110,8 +111,11 @@ public struct VisitDetector: Sendable {
     /// What one call decided, in the order it happened: a departure, then a trip and the arrival that
     /// ends it. Mostly empty; no storage of its own.
     public struct Decisions: Hashable, Sendable, Sequence {
+        /// The visit left (with both times), first.
         public var departure: Visit?
+        /// The trip the arrival ends.
         public var trip: Trip?
+        /// The visit arrived at (without a departure), last.
         public var arrival: Visit?
 
         /// Creates decisions.
@@ -124,6 +128,7 @@ public struct VisitDetector: Sendable {
         /// Whether nothing was decided.
         public var isEmpty: Bool { departure == nil && trip == nil && arrival == nil }
 
+        /// The decisions one by one, in order.
         public func makeIterator() -> Iterator { Iterator(decisions: self) }
 
         /// The decisions in order.
@@ -131,6 +136,7 @@ public struct VisitDetector: Sendable {
             let decisions: Decisions
             var step = 0
 
+            /// The next decision, or `nil` after the last.
             public mutating func next() -> Decision? {
                 while step < 3 {
                     step += 1
@@ -145,6 +151,7 @@ public struct VisitDetector: Sendable {
         }
     }
 
+    /// The settings; a change holds from the next fix.
     public var configuration: Configuration
     /// The stay the fixes are in: a visit once ``hasArrived``, a candidate before.
     var stay: Stay?

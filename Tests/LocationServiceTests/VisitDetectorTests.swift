@@ -279,6 +279,35 @@ struct VisitDetectorTests {
         #expect(order == ["arrival", "departure", "trip", "arrival"])
     }
 
+    @Test func aDepartureAndTheArrivalItLeadsToComeFromOneFixInOrder() {
+        // Departing takes longer than arriving: the fix that confirms the departure from A also makes
+        // the stay at B long enough.
+        var configuration = VisitDetector.Configuration()
+        configuration.departureDuration = 300
+        var trail = SyntheticTrail()
+        trail.stay(600)
+        trail.move(600)
+        trail.stay(600)
+        var detector = VisitDetector(configuration: configuration)
+        let locations = trail.samples.map {
+            Location(coordinate: $0.coordinate, horizontalAccuracy: $0.horizontalAccuracy, speed: $0.speed,
+                     timestamp: $0.time)
+        }
+        let both = locations.map { detector.process($0) }.filter { $0.departure != nil }
+        try! #require(both.count == 1)
+        #expect(both[0].trip != nil && both[0].arrival != nil)
+        let kinds = both[0].map { decision -> String in
+            switch decision {
+            case .arrival: "arrival"
+            case .departure: "departure"
+            case .trip: "trip"
+            }
+        }
+        #expect(kinds == ["departure", "trip", "arrival"])
+        #expect(both[0].trip?.start == both[0].departure?.departure)
+        #expect(both[0].trip?.end == both[0].arrival?.arrival)
+    }
+
     @Test func aVisitAcrossMidnightIsOneVisit() {
         var trail = SyntheticTrail()
         trail.time = 1_742_082_600  // 2025-03-15 23:50 UTC
