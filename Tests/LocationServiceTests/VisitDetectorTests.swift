@@ -290,8 +290,9 @@ struct VisitDetectorTests {
         trail.stay(600)
         var detector = VisitDetector(configuration: configuration)
         let locations = trail.samples.map {
-            Location(coordinate: $0.coordinate, horizontalAccuracy: $0.horizontalAccuracy, speed: $0.speed,
-                     timestamp: $0.time)
+            Location(
+                coordinate: $0.coordinate, horizontalAccuracy: $0.horizontalAccuracy, speed: $0.speed,
+                timestamp: $0.time)
         }
         let both = locations.map { detector.process($0) }.filter { $0.departure != nil }
         try! #require(both.count == 1)
