@@ -93,6 +93,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // The endpoint's PostgreSQL + PostGIS store (postgres-nio), and the opener that picks the store a
@@ -125,7 +126,7 @@ let package = Package(
             name: "keeptrack",
             dependencies: [
                 "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
-                "TrackStorePostgres",
+                "TrackStorePostgres", "SystemIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -169,7 +170,8 @@ let package = Package(
         .target(name: "TrackServerTesting", dependencies: ["TrackServer", "TrackStorePostgres", "KeepTrackTesting"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
-        .testTarget(name: "GPSInputTests", dependencies: ["GPSInput", "NMEA", "Geo", "KeepTrackTesting"]),
+        .testTarget(name: "GPSInputTests",
+                    dependencies: ["GPSInput", "NMEA", "Geo", "SystemIO", "CGPS", "KeepTrackTesting"]),
         .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
@@ -179,10 +181,12 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
         .testTarget(name: "TrackingTests", dependencies: [
             "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
-            "KeepTrackTesting", "TrackServerTesting", "embed-tracker",
+            "KeepTrackTesting", "TrackServerTesting", "embed-tracker", "SystemIO",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -219,3 +223,7 @@ package.targets.first { $0.name == "keeptrack" }!.dependencies.append("BuildInfo
 package.targets.first { $0.name == "Tracking" }!.dependencies.append("BuildInfo")
 // The README's options tables are checked against the code's defaults, durations read as DurationText reads them.
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Formats")
+// The progress lines the command line says, from the counts of the tracker, the log source and the store.
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Tracking")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("GPSInput")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("TrackServer")

@@ -90,17 +90,18 @@ extension ConfigReader {
         return entries
     }
 
-    /// A command line with its configuration file read in: `--config FILE` (taken out of the
-    /// arguments), else `defaultPath` when `exists(defaultPath)`; the file's arguments go right
-    /// after the subcommand at `index`, so the command line, parsed later, wins.
+    /// A command line with its configuration file read in: `option FILE` (the command's option
+    /// that names the file, taken out of the arguments), else `defaultPath` when `exists(defaultPath)`;
+    /// the file's arguments go right after the subcommand at `index`, so the command line, parsed
+    /// later, wins.
     ///
     /// - Throws: ``ConfigProblem`` for an unreadable or invalid file (a missing default is no problem).
-    public func insertingFile(into arguments: [String], at index: Int, defaultPath: String,
+    public func insertingFile(into arguments: [String], at index: Int, option: String, defaultPath: String,
                               exists: (String) -> Bool) throws(ConfigProblem) -> [String] {
         var arguments = arguments
         var path = defaultPath
         var explicit = false
-        if let i = arguments.firstIndex(of: "--config"), i + 1 < arguments.count {
+        if let i = arguments.firstIndex(of: option), i + 1 < arguments.count {
             path = arguments[i + 1]
             explicit = true
             arguments.removeSubrange(i...(i + 1))

@@ -1,6 +1,7 @@
 import CGPS
 import Geo
 import Synchronization
+import SystemIO
 
 #if canImport(Glibc)
 import Glibc

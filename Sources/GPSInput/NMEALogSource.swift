@@ -49,14 +49,13 @@ public final class NMEALogSource: FixSource {
         /// Decoder counters of the current pass.
         public var statistics = NMEAStatistics()
 
-        /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA; the share
-        /// and the ETA from the fixes delivered (``position``), not from the bytes read ahead.
-        public func line(elapsed: Double) -> String {
-            let rate = Double(fixes) / Swift.max(elapsed, 1e-9)
-            guard let size, size > 0 else { return "\(grouped(fixes)) fixes, \(Int(rate)) fixes/s" }
-            let fraction = Double(position) / Double(size)
-            let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
-            return "\(Int(fraction * 100))%  \(grouped(fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
+        public init() {}
+
+        /// The share of the file the fixes delivered reach (``position``, not the bytes read ahead),
+        /// when its size is known.
+        public var fraction: Double? {
+            guard let size, size > 0 else { return nil }
+            return Double(position) / Double(size)
         }
     }
 

@@ -1,5 +1,5 @@
 import Geo
-@_exported import SystemIO
+import SystemIO
 import Synchronization
 
 #if canImport(Glibc)

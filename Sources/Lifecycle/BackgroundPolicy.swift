@@ -95,7 +95,7 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
     /// The policies `name` stands for (`all`, when `allowAll`, is every named one), each with
     /// `overrides` applied: what `--policy NAME --budget ...` means.
     ///
-    /// - Throws: a sentence naming the option: an unknown name, or numbers that can't be used.
+    /// - Throws: ``PolicyError``: an unknown name, or numbers that can't be used.
     public static func resolve(_ name: String, allowAll: Bool = false, overrides: Overrides) throws(PolicyError)
         -> [BackgroundPolicy]
     {
@@ -105,7 +105,7 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
         } else if let p = BackgroundPolicy(named: name) {
             base = [p]
         } else {
-            throw PolicyError(message: "--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(name)'.")
+            throw PolicyError(message: "no policy is named '\(name)' (ios6, ios7 or ios13\(allowAll ? " or all" : ""))")
         }
         var out: [BackgroundPolicy] = []
         for p in base { out.append(try p.applying(overrides)) }

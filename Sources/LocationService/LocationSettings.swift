@@ -19,23 +19,42 @@ public struct LocationSettings: Sendable, Hashable {
 
     public init() {}
 
-    /// What is wrong with the settings, in a sentence naming the `keeptrack` option, or nil.
-    public var problem: String? {
-        if let d = distanceFilter, !(d >= 0 && d.isFinite) { return "--distance-filter must be 0 or more metres." }
-        if let d = dwell, !(d > 0 && d.isFinite) { return "--dwell must be more than 0s." }
-        if dwell != nil && !monitorsRegions { return "--dwell applies to regions: add --regions FILE.geojson." }
-        let positive: [(String, Double?)] = [
-            ("--time-interval", timeInterval), ("--stationary-timeout", stationaryTimeout),
-            ("--significant-change-interval", significantChangeInterval), ("--max-fix-age", maxFixAge),
-            ("--stationary-radius", stationaryRadius), ("--significant-change-distance", significantChangeDistance),
+    /// A field of the settings, as a ``Problem`` names it.
+    public enum Field: String, Sendable, Hashable, CaseIterable {
+        case distanceFilter, desiredAccuracy, significantChanges, significantChangeDistance
+        case significantChangeInterval, pauseWhenStationary, stationaryRadius, stationaryTimeout
+        case timeInterval, headingChange, maxFixAge, monitorsRegions, dwell
+    }
+
+    /// What is wrong with the settings, by field.
+    public enum Problem: Error, Sendable, Hashable {
+        /// The field must be 0 or more (and finite).
+        case negative(Field)
+        /// The field must be more than 0.
+        case notPositive(Field)
+        /// ``LocationSettings/headingChange`` is not in 0 (excluded) to 180 degrees.
+        case headingChangeOutOfRange(Double)
+        /// The fields are set while `requirement` is off.
+        case requires([Field], Field)
+    }
+
+    /// What is wrong with the settings, or nil; the first problem found.
+    public var problem: Problem? {
+        if let d = distanceFilter, !(d >= 0 && d.isFinite) { return .negative(.distanceFilter) }
+        if let d = dwell, !(d > 0 && d.isFinite) { return .notPositive(.dwell) }
+        if dwell != nil && !monitorsRegions { return .requires([.dwell], .monitorsRegions) }
+        let positive: [(Field, Double?)] = [
+            (.timeInterval, timeInterval), (.stationaryTimeout, stationaryTimeout),
+            (.significantChangeInterval, significantChangeInterval), (.maxFixAge, maxFixAge),
+            (.stationaryRadius, stationaryRadius), (.significantChangeDistance, significantChangeDistance),
         ]
-        for (name, value) in positive where value.map({ !($0 > 0) }) == true { return "\(name) must be more than 0." }
-        if let h = headingChange, !(h > 0 && h <= 180) { return "--heading-change takes 1 to 180 degrees, got \(h)." }
+        for (field, value) in positive where value.map({ !($0 > 0) }) == true { return .notPositive(field) }
+        if let h = headingChange, !(h > 0 && h <= 180) { return .headingChangeOutOfRange(h) }
         if (stationaryRadius != nil || stationaryTimeout != nil) && !pauseWhenStationary {
-            return "--stationary-radius and --stationary-timeout go with --pause-when-stationary."
+            return .requires([.stationaryRadius, .stationaryTimeout], .pauseWhenStationary)
         }
         if (significantChangeDistance != nil || significantChangeInterval != nil) && !significantChanges {
-            return "--significant-change-distance and --significant-change-interval go with --significant-changes."
+            return .requires([.significantChangeDistance, .significantChangeInterval], .significantChanges)
         }
         return nil
     }

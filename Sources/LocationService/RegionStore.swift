@@ -23,14 +23,8 @@ public struct RegionStore: Sendable {
         self.directory = directory
     }
 
-    /// `$XDG_DATA_HOME/keeptrack`, else `~/.local/share/keeptrack`.
-    public static func defaultDirectory(environment: [String: String]) -> String {
-        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return xdg + "/keeptrack" }
-        return (environment["HOME"] ?? ".") + "/.local/share/keeptrack"
-    }
-
-    var regionsPath: String { directory + "/regions.json" }
-    var statesPath: String { directory + "/region-states.json" }
+    var regionsPath: String { DataDirectory(directory).regions }
+    var statesPath: String { DataDirectory(directory).regionStates }
 
     /// When the region definitions were last stored (`keeptrack regions import` or remove), in
     /// seconds since 1970, or `nil` when none are: what OwnTracks calls a waypoint's creation time.

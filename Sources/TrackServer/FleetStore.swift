@@ -156,36 +156,4 @@ public enum DeviceTokens {
         }
         return nil
     }
-
-    /// `keeptrack serve devices ACTION [ID]` on `store`: `add ID` makes a token and returns it (one
-    /// line, the only time it is shown), `list` one line per device with a token (`ID<TAB>created
-    /// ISO 8601`), `revoke ID` removes a device's token.
-    ///
-    /// - Throws: ``CredentialError`` naming what is wrong: the action, a missing id, a device that
-    ///   has a token already or none to revoke.
-    public static func command(_ action: String, device: String?, store: any TrackStore,
-                               now: Double = WallClock.seconds()) async throws -> String {
-        try check(action, device: device)
-        switch (action, device) {
-        case ("add", let id?):
-            return try await store.addCredential(device: id, now: now) + "\n"
-        case ("revoke", let id?):
-            guard try await store.revokeCredential(device: id) else {
-                throw CredentialError(description: "device '\(id)' has no token in \(store.location)")
-            }
-            return "revoked \(id)\n"
-        default:
-            return try await store.credentials().map { "\($0.device)\t\(ISOTime.string($0.created))\n" }.joined()
-        }
-    }
-
-    /// Throws unless `action` is add, list or revoke, with a device for add and revoke.
-    public static func check(_ action: String, device: String?) throws {
-        guard ["add", "list", "revoke"].contains(action) else {
-            throw CredentialError(description: "devices: '\(action)' is not add, list or revoke")
-        }
-        guard action == "list" || device != nil else {
-            throw CredentialError(description: "devices \(action) needs a device id: keeptrack serve devices \(action) ID")
-        }
-    }
 }

@@ -15,11 +15,26 @@ public final class SQLiteTrackStore: TrackStore {
 
     public var location: String { path }
 
+    /// A schema upgrade under way, as ``init(path:progress:)`` reports it.
+    public struct Upgrade: Sendable, Hashable {
+        /// The store's file.
+        public var path: String
+        /// The migrations it applies, by name.
+        public var migrations: [String]
+        /// The points stored, which the migrations go over.
+        public var points: Int
+        /// Whole seconds spent so far.
+        public var seconds: Int
+
+        public init(path: String, migrations: [String], points: Int, seconds: Int) {
+            (self.path, self.migrations, self.points, self.seconds) = (path, migrations, points, seconds)
+        }
+    }
+
     /// Opens (creating and migrating) the store at `path`. An existing store whose schema needs
-    /// migrations says so through `progress`: what it upgrades and for how many points, then the
-    /// seconds spent, redrawn every quarter second until done (one migration over millions of
-    /// points takes minutes), then `""`.
-    public init(path: String, progress: (@Sendable (String) -> Void)? = nil) throws {
+    /// migrations says so through `progress`: an ``Upgrade`` at once and every quarter second
+    /// until done (one migration over millions of points takes minutes), then `nil`.
+    public init(path: String, progress: (@Sendable (Upgrade?) -> Void)? = nil) throws {
         self.path = path
         var config = Configuration()
         config.prepareDatabase { db in
@@ -81,7 +96,7 @@ public final class SQLiteTrackStore: TrackStore {
 
     /// Applies `migrator`'s pending migrations; for a store that had points, with `progress`.
     static func migrate(_ migrator: DatabaseMigrator, _ pool: DatabasePool, path: String,
-                        progress: (@Sendable (String) -> Void)?) throws {
+                        progress: (@Sendable (Upgrade?) -> Void)?) throws {
         let (pending, points) = try pool.read { db -> ([String], Int) in
             let applied = try migrator.appliedIdentifiers(db)
             let points = try applied.contains("v2-devices-and-pages")
@@ -93,19 +108,21 @@ public final class SQLiteTrackStore: TrackStore {
             try migrator.migrate(pool)
             return
         }
-        let what = "\(path): upgrading the schema (\(pending.joined(separator: ", "))) for \(grouped(points)) points"
-        progress("\(what), 0 s")
+        let upgrade = Upgrade(path: path, migrations: pending, points: points, seconds: 0)
+        progress(upgrade)
         let started = DispatchTime.now().uptimeNanoseconds
         let queue = DispatchQueue(label: "keeptrack.store.progress")
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
         timer.setEventHandler {
-            progress("\(what), \(Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)) s")
+            var now = upgrade
+            now.seconds = Int(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+            progress(now)
         }
         timer.resume()
         defer {
             timer.cancel()
-            queue.sync { progress("") }
+            queue.sync { progress(nil) }
         }
         try migrator.migrate(pool)
     }

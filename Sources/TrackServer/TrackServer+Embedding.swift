@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import Logging
 import MQTT
 import SystemIO
@@ -8,25 +9,44 @@ import Glibc
 #endif
 
 extension TrackServer.Configuration {
-    /// What is wrong with these settings, in a sentence naming the `keeptrack serve` option, or nil.
-    public var problem: String? {
-        if !(0...65535).contains(port) { return "--port must be between 0 and 65535." }
-        if let problem = faults.problem { return "Faults: \(problem)." }
-        if !faultInjection && faults != Faults() {
-            return "The fault options need --faults (fault injection is off without it)."
-        }
-        if maxConnections < 1 { return "--max-connections must be at least 1." }
+    /// What is wrong with the settings, by field.
+    public enum Problem: Error, Sendable, Hashable {
+        /// ``TrackServer/Configuration/port`` is not 0 to 65535.
+        case portOutOfRange
+        /// ``TrackServer/Configuration/faults`` can't be used: why (``Faults/problem``).
+        case faults(String)
+        /// ``TrackServer/Configuration/faults`` are set while ``TrackServer/Configuration/faultInjection`` is off.
+        case faultsWithoutFaultInjection
+        /// ``TrackServer/Configuration/maxConnections`` is less than 1.
+        case maxConnectionsBelowOne
+        /// ``TrackServer/Configuration/idleTimeout`` or ``TrackServer/Configuration/bodyTimeout`` is not more
+        /// than 0 and at most a day.
+        case timeoutOutOfRange
+        /// ``TrackServer/Configuration/maxBodyBytes`` is less than 1,024.
+        case maxBodyBytesBelow1024
+        /// Only one of ``TrackServer/Configuration/tlsCertificate`` and ``TrackServer/Configuration/tlsKey``.
+        case tlsCertificateAndKeyApart
+        /// ``TrackServer/Configuration/retention`` is less than an hour.
+        case retentionBelowAnHour
+        /// ``TrackServer/Configuration/mqtt``'s URL can't be used: why.
+        case mqtt(String)
+    }
+
+    /// What is wrong with these settings, or nil; the first problem found.
+    public var problem: Problem? {
+        if !(0...65535).contains(port) { return .portOutOfRange }
+        if let problem = faults.problem { return .faults(problem) }
+        if !faultInjection && faults != Faults() { return .faultsWithoutFaultInjection }
+        if maxConnections < 1 { return .maxConnectionsBelowOne }
         let day = Duration.seconds(86_400)
         if !(idleTimeout > .zero && idleTimeout <= day) || !(bodyTimeout > .zero && bodyTimeout <= day) {
-            return "--idle-timeout and --body-timeout must be between 0 and 86400 seconds (not 0)."
+            return .timeoutOutOfRange
         }
-        if maxBodyBytes < 1024 { return "--max-body must be at least 1024 bytes." }
-        if (tlsCertificate == nil) != (tlsKey == nil) { return "--tls-cert and --tls-key go together." }
-        if let retention, !(retention >= 3600) {
-            return "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
-        }
+        if maxBodyBytes < 1024 { return .maxBodyBytesBelow1024 }
+        if (tlsCertificate == nil) != (tlsKey == nil) { return .tlsCertificateAndKeyApart }
+        if let retention, !(retention >= 3600) { return .retentionBelowAnHour }
         if let mqtt {
-            do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return "--mqtt: \(error)." }
+            do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt("\(error)") }
         }
         return nil
     }
@@ -73,12 +93,12 @@ extension TrackServer {
         }
     }
 
-    /// A test endpoint for one process (`--upload embedded`): the database `endpoint.sqlite` in
+    /// A test endpoint for one process (`--upload embedded`): the endpoint database of
     /// `dataDirectory`, a free loopback port, a random token, logging warnings only. Run it in
     /// the same service group as the uploader, started before it and stopped after it.
-    public static func embedded(dataDirectory: String) throws -> TrackServer {
-        makeDirectories(dataDirectory)
-        var c = Configuration(database: dataDirectory + "/endpoint.sqlite")
+    public static func embedded(dataDirectory: DataDirectory) throws -> TrackServer {
+        makeDirectories(dataDirectory.path)
+        var c = Configuration(database: dataDirectory.endpointDatabase)
         c.token = (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = .warning

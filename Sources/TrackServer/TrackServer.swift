@@ -137,14 +137,11 @@ public final class TrackServer: Sendable {
                                  refusals: metrics.bodiesRefused)
     }
 
-    /// Why listening with this configuration exposes the store, or `nil`: no token on an address
-    /// other than loopback lets anyone on the network read every trail.
-    public static func exposureWarning(host: String, token: String?) -> String? {
-        guard token == nil else { return nil }
-        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-        guard !loopback else { return nil }
-        return "warning: serving on \(host) without --token: anyone who can reach it can read every stored "
-            + "trail and store records; pass --token or --host 127.0.0.1"
+    /// Whether listening on `host` with `token` exposes the store: no token on an address other than
+    /// loopback lets anyone on the network read every trail.
+    public static func isExposed(host: String, token: String?) -> Bool {
+        guard token == nil else { return false }
+        return !(host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127."))
     }
 
     /// The port the server listens on, once it does (0 before).

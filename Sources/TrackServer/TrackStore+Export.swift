@@ -12,11 +12,6 @@ public struct TrailFile: Sendable {
     public var bytes: [UInt8]
     /// Locations in it (region events not counted).
     public var points: Int
-
-    /// The progress line of an export: `exporting: 46%  40,000 of 86,397 records read`.
-    public static func progress(_ read: Int, of total: Int) -> String {
-        "exporting: \(read * 100 / Swift.max(total, 1))%  \(grouped(read)) of \(grouped(total)) records read"
-    }
 }
 
 extension TrailFile {
@@ -28,16 +23,30 @@ extension TrailFile {
         do {
             return try RegionDefinition.parseGeoJSON(try readFile(path))
         } catch {
-            throw TrailExportError(description: "--regions \(path): \(error)")
+            throw TrailExportError(description: "\(path): \(error)")
         }
     }
 }
 
-/// Why a trail can't be exported: a sentence naming what to choose instead.
+/// Why a trail can't be exported: a sentence saying what is missing or wrong.
 public struct TrailExportError: Error, CustomStringConvertible {
+    /// What kind of problem it is, for a caller that says what to do about it.
+    public enum Code: Sendable, Hashable {
+        /// There is no database to read.
+        case noDatabase
+        /// The store holds several devices and none was named: the description lists them.
+        case severalDevices
+        /// Anything else: a device unknown, a store that can't be read.
+        case other
+    }
+
+    public var code: Code
     public var description: String
 
-    public init(description: String) { self.description = description }
+    public init(_ code: Code = .other, description: String) {
+        self.code = code
+        self.description = description
+    }
 }
 
 extension TrackStore {
@@ -65,8 +74,9 @@ extension TrackStore {
             total = summary.points
         } else {
             guard devices.count == 1 else {
-                throw TrailExportError(description: devices.isEmpty ? "\(location) holds no trail yet."
-                    : "\(location) holds several devices; choose one with --device: " + devices.map(\.id).joined(separator: ", "))
+                if devices.isEmpty { throw TrailExportError(description: "\(location) holds no trail yet.") }
+                throw TrailExportError(.severalDevices, description: "\(location) holds several devices: "
+                    + devices.map(\.id).joined(separator: ", "))
             }
             id = devices[0].id
             total = devices[0].points
@@ -85,36 +95,5 @@ extension TrackStore {
         default: TrailExport.geoJSON(device: id, records: records)
         }
         return TrailFile(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
-    }
-}
-
-extension SQLiteTrackStore {
-    /// The trail of `device` (the only one stored when nil) from the database at `path`, which must
-    /// exist, with the regions of the GeoJSON file `regions` drawn (`svg`). `progress`, when given,
-    /// hears the records read so far and the device's total as the trail is read.
-    ///
-    /// - Throws: ``TrailExportError`` saying what is missing or can't be read, and what to do.
-    public static func export(path: String, device: String?, from: Double, to: Double, format: String,
-                              regions: String?, progress: ((_ read: Int, _ total: Int) -> Void)? = nil)
-        async throws(TrailExportError) -> TrailFile {
-        guard access(path, F_OK) == 0 else {
-            throw TrailExportError(description: "no endpoint database at \(path): run `keeptrack replay --upload embedded ...` "
-                + "or name one with --db.")
-        }
-        let store: SQLiteTrackStore
-        do {
-            store = try SQLiteTrackStore(path: path)
-        } catch {
-            throw TrailExportError(description: "cannot open \(path): \(error)")
-        }
-        let definitions = try TrailFile.regions(regions)
-        do {
-            return try await store.export(device: device, from: from, to: to, format: format, regions: definitions,
-                                          progress: progress)
-        } catch let error as TrailExportError {
-            throw error
-        } catch {
-            throw TrailExportError(description: "cannot read \(path): \(error)")
-        }
     }
 }

@@ -52,8 +52,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: ``TrackStoreError`` naming the part that is wrong.
     public init(parsing text: String, environment: [String: String] = [:]) throws(TrackStoreError) {
         func fail(_ why: String) -> TrackStoreError {
-            TrackStoreError(message: "--db: \(why) (expected postgres://USER@HOST:PORT/DATABASE[?sslmode=...] "
-                + "or postgres://USER@/DATABASE?host=/SOCKET/DIR)")
+            TrackStoreError(message: "the PostgreSQL URL: \(why) "
+                + "(expected postgres://USER@HOST:PORT/DATABASE[?sslmode=...] or postgres://USER@/DATABASE?host=/SOCKET/DIR)")
         }
         func decode(_ s: Substring, _ what: String) throws(TrackStoreError) -> String {
             guard let d = PercentEncoding.decode(String(s)) else { throw fail("\(what) is not valid percent-encoded UTF-8") }

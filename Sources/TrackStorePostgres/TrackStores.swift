@@ -1,52 +1,116 @@
+import Formats
+import Geo
 import Logging
 import TrackServer
 
-/// Opens the store a `--db` value names: a `postgres://` or `postgresql://` URL (``PostgresURL``)
-/// opens a ``PostgresTrackStore``; anything else is a SQLite file (``SQLiteTrackStore``). Close it
-/// (``TrackStore/close()``) when done.
-///
-/// - Throws: ``TrackStoreError`` saying what is wrong with the URL or the database.
-///
-/// `progress` hears a SQLite store's schema upgrade as it runs (``SQLiteTrackStore/init(path:progress:)``).
-public func openTrackStore(_ database: String, environment: [String: String] = [:],
-                           logger: Logger = Logger(label: "keeptrack.store"),
-                           progress: (@Sendable (String) -> Void)? = nil) async throws -> any TrackStore {
-    if PostgresURL.isURL(database) {
-        return try await PostgresTrackStore(url: PostgresURL(parsing: database, environment: environment), logger: logger)
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The store a `--db` value names: a `postgres://` or `postgresql://` URL (``PostgresURL``) is a
+/// ``PostgresTrackStore``, anything else a SQLite file (``SQLiteTrackStore``).
+public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
+    /// A SQLite file.
+    case sqlite(path: String)
+    /// A PostgreSQL database, by its URL.
+    case postgres(url: String)
+
+    /// The database `value` names: a URL or a file.
+    public init(_ value: String) {
+        self = PostgresURL.isURL(value) ? .postgres(url: value) : .sqlite(path: value)
     }
-    do {
-        return try SQLiteTrackStore(path: database, progress: progress)
-    } catch {
-        throw TrackStoreError(message: "cannot open the database \(database): \(error)")
+
+    /// The endpoint database of `dataDirectory` (SQLite).
+    public init(dataDirectory: DataDirectory) {
+        self = .sqlite(path: dataDirectory.endpointDatabase)
+    }
+
+    /// The value it was named by: the file, or the URL.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): path
+        case .postgres(let url): url
+        }
+    }
+
+    /// Whether there is a database to open: a SQLite file that exists, or any PostgreSQL URL (the
+    /// server says whether the database exists when it is opened).
+    public var exists: Bool {
+        switch self {
+        case .sqlite(let path): access(path, F_OK) == 0
+        case .postgres: true
+        }
+    }
+
+    /// Opens the store (a SQLite file is created when missing). Close it (``TrackStore/close()``)
+    /// when done. `progress` hears a SQLite store's schema upgrade as it runs
+    /// (``SQLiteTrackStore/init(path:progress:)``).
+    ///
+    /// - Throws: ``TrackStoreError`` saying what is wrong with the URL or the database.
+    public func open(environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
+                     progress: (@Sendable (SQLiteTrackStore.Upgrade?) -> Void)? = nil)
+        async throws -> any TrackStore {
+        switch self {
+        case .postgres(let url):
+            let parsed = try PostgresURL(parsing: url, environment: environment)
+            return try await PostgresTrackStore(url: parsed, logger: logger)
+        case .sqlite(let path):
+            do {
+                return try SQLiteTrackStore(path: path, progress: progress)
+            } catch {
+                throw TrackStoreError(message: "cannot open the database \(path): \(error)")
+            }
+        }
+    }
+
+    /// Runs `body` on the store, opened with ``open(environment:logger:progress:)``, and closes it
+    /// whether `body` returns or throws.
+    public func withStore<T>(environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
+                             _ body: (any TrackStore) async throws -> T) async throws -> T {
+        let store = try await open(environment: environment, logger: logger)
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// The trail of `device` (the only one stored when nil) as
+    /// ``TrackStore/export(device:from:to:format:regions:progress:pageSize:)`` gives it, from a database
+    /// that must exist: `keeptrack export`.
+    ///
+    /// - Throws: ``TrailExportError``: no such database (``TrailExportError/Code/noDatabase``), several
+    ///   devices and none named (``TrailExportError/Code/severalDevices``), or what can't be read.
+    public func exportTrail(device: String?, from: Double, to: Double, format: String,
+                            regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil)
+        async throws(TrailExportError) -> TrailFile {
+        guard exists else {
+            throw TrailExportError(.noDatabase, description: "no endpoint database at \(self)")
+        }
+        let store: any TrackStore
+        do {
+            store = try await open()
+        } catch {
+            throw TrailExportError(description: "\(error)")
+        }
+        do {
+            let file = try await store.export(device: device, from: from, to: to, format: format, regions: regions,
+                                              progress: progress)
+            await store.close()
+            return file
+        } catch {
+            await store.close()
+            throw (error as? TrailExportError)
+                ?? TrailExportError(description: "cannot read \(store.location): \(error)")
+        }
     }
 }
 
-/// The trail of `device` (the only one stored when nil) from the store `database` names (a SQLite
-/// file, which must exist, or a `postgres://` URL), as ``SQLiteTrackStore/export(path:device:from:to:format:regions:progress:)``
-/// does for a file: `keeptrack export --db`.
-///
-/// - Throws: ``TrailExportError`` saying what is missing or can't be read, and what to do.
-public func exportTrail(database: String, device: String?, from: Double, to: Double, format: String,
-                        regions: String?, progress: ((_ read: Int, _ total: Int) -> Void)? = nil)
-    async throws(TrailExportError) -> TrailFile {
-    guard PostgresURL.isURL(database) else {
-        return try await SQLiteTrackStore.export(path: database, device: device, from: from, to: to, format: format,
-                                                 regions: regions, progress: progress)
-    }
-    let definitions = try TrailFile.regions(regions)
-    let store: any TrackStore
-    do {
-        store = try await openTrackStore(database)
-    } catch {
-        throw TrailExportError(description: "\(error)")
-    }
-    do {
-        let file = try await store.export(device: device, from: from, to: to, format: format, regions: definitions,
-                                          progress: progress)
-        await store.close()
-        return file
-    } catch {
-        await store.close()
-        throw (error as? TrailExportError) ?? TrailExportError(description: "cannot read \(store.location): \(error)")
-    }
+/// Opens the store a `--db` value names (``TrackDatabase/open(environment:logger:progress:)``).
+public func openTrackStore(_ database: String, environment: [String: String] = [:],
+                           logger: Logger = Logger(label: "keeptrack.store")) async throws -> any TrackStore {
+    try await TrackDatabase(database).open(environment: environment, logger: logger)
 }

@@ -8,7 +8,7 @@ import Glibc
 
 /// `keeptrack decode` as a library call: an NMEA log in, one record per GNSS epoch out in a
 /// ``FixFormat``, bad sentences reported through a handler (at most ``maxWarnings``, then one
-/// notice), an optional progress line, and the statistics and any failure back.
+/// notice), optional progress, and the statistics and any failure back.
 ///
 /// ```swift
 /// var job = LogDecoding(path: "walk.nmea", format: .gpx)
@@ -22,6 +22,36 @@ public struct LogDecoding {
     /// Also write epochs without a position (formats that can say so: jsonl, csv).
     public var includeAll = false
     public var options: NMEADecoder.Options
+    /// What ``run(output:warn:progress:)`` reports as it decodes.
+    public enum Warning: Sendable, CustomStringConvertible {
+        /// A bad sentence, skipped (or the one a strict decoding stopped at).
+        case badSentence(NMEAError)
+        /// ``maxWarnings`` were reported: later bad sentences are only counted, in the summary.
+        case moreFollow
+
+        /// `warning: ` and the bad sentence, or that more follow.
+        public var description: String {
+            switch self {
+            case .badSentence(let error): "warning: \(error)"
+            case .moreFollow: "warning: more bad sentences follow; see the summary"
+            }
+        }
+    }
+
+    /// How far a decoding has come, as ``run(output:warn:progress:)`` reports it.
+    public struct Progress: Sendable, Hashable {
+        /// The share of the file read, 0 to 1.
+        public var fraction: Double
+        /// Megabytes (10^6 bytes) of the file read a second so far.
+        public var megabytesPerSecond: Double
+        /// Seconds until the end of the file, at that speed.
+        public var secondsLeft: Int
+
+        public init(fraction: Double, megabytesPerSecond: Double, secondsLeft: Int) {
+            (self.fraction, self.megabytesPerSecond, self.secondsLeft) = (fraction, megabytesPerSecond, secondsLeft)
+        }
+    }
+
     /// Bad-sentence reports passed to `warn` before they are only counted.
     public var maxWarnings = 20
 
@@ -57,12 +87,13 @@ public struct LogDecoding {
         }
     }
 
-    /// Decodes the whole log into `output`. `progress`, when given, receives a status line at most
-    /// four times a second (percent of the file, MB/s, ETA) and an empty one at the end.
+    /// Decodes the whole log into `output`. `progress`, when given, hears how far it has come at most
+    /// four times a second (``Progress``: the share of the file, MB/s, seconds left) and `nil` at
+    /// the end when it heard anything.
     ///
     /// - Throws: `OutputError` when the output cannot be written; decoding problems are in the result.
-    public func run(output: OutputBuffer = OutputBuffer(), warn: @escaping (String) -> Void,
-                    progress: ((String) -> Void)? = nil) throws(OutputError) -> Result {
+    public func run(output: OutputBuffer = OutputBuffer(), warn: @escaping (Warning) -> Void,
+                    progress: ((Progress?) -> Void)? = nil) throws(OutputError) -> Result {
         var out = output
         let started = monotonicSeconds()
         var decoder = NMEADecoder(options: options)
@@ -71,9 +102,9 @@ public struct LogDecoding {
         decoder.diagnosticHandler = { error in
             warnings += 1
             if warnings <= limit {
-                warn("warning: \(error)")
+                warn(.badSentence(error))
             } else if warnings == limit + 1 {
-                warn("warning: more bad sentences follow; see the summary (--max-warnings N shows more)")
+                warn(.moreFollow)
             }
         }
         // Past the notice, bad sentences are only counted: the decoder need not describe them.
@@ -90,10 +121,10 @@ public struct LogDecoding {
                 let now = monotonicSeconds()
                 if now - lastProgress < 0.25 { return }
                 lastProgress = now
-                let pct = Double(reader.position) / Double(size) * 100
                 let mbps = Double(reader.position) / 1e6 / max(now - started, 1e-9)
                 let eta = Double(size - reader.position) / 1e6 / max(mbps, 1e-9)
-                progress("decoding \(Int(pct))%  \(Int(mbps)) MB/s  ETA \(Int(eta.rounded())) s")
+                progress(Progress(fraction: Double(reader.position) / Double(size), megabytesPerSecond: mbps,
+                                  secondsLeft: Int(eta.rounded())))
             }) { fix in
                 guard writeError == nil, includeAll || fix.hasPosition else { return }
                 writer.write(fix, into: &out.bytes)
@@ -102,7 +133,7 @@ public struct LogDecoding {
         } catch {
             failure = error
         }
-        if let progress, lastProgress != started { progress("") }
+        if let progress, lastProgress != started { progress(nil) }
         writer.end(into: &out.bytes)
         if writeError == nil {
             do throws(OutputError) { try out.flush() } catch { writeError = error }

@@ -52,7 +52,8 @@ public enum ProgressLine {
     }
 }
 
-/// The upload of a backlog as a progress line: `uploading: 3,400 of 10,000 sent  1,906/s  ETA 3 s`.
+/// The upload of a backlog, read as it goes: how many of how many were sent, how fast, how long
+/// is left (what `keeptrack` draws as `uploading: 3,400 of 10,000 sent  1,906/s  ETA 3 s`).
 ///
 /// The first reading is the start: records sent before it do not count, records appended after it
 /// (a tracker still running) join the total. Time is passed in.
@@ -63,13 +64,25 @@ public final class BacklogProgress: Sendable {
         var total: Int
     }
 
+    /// One reading of the backlog's upload.
+    public struct Reading: Hashable, Sendable {
+        /// Records sent since the first reading.
+        public var sent: Int
+        /// The backlog: what waited at the first reading and what joined it since.
+        public var total: Int
+        /// Records sent a second since the first reading, once any were sent.
+        public var rate: Double?
+        /// Seconds until what waits is sent, at that rate.
+        public var secondsLeft: Int?
+    }
+
     private let start = Mutex<Start?>(nil)
 
     public init() {}
 
-    /// The line for `sent` records acknowledged so far (the uploader's count since it started) and
-    /// `waiting` records left, at `now` (seconds); `nil` when nothing waits.
-    public func line(sent: Int, waiting: Int, now: Double) -> String? {
+    /// The reading for `sent` records acknowledged so far (the uploader's count since it started)
+    /// and `waiting` records left, at `now` (seconds); `nil` when nothing waits.
+    public func reading(sent: Int, waiting: Int, now: Double) -> Reading? {
         let s = start.withLock { state -> Start in
             guard var s = state else {
                 let first = Start(sent: sent, time: now, total: waiting)
@@ -82,13 +95,13 @@ public final class BacklogProgress: Sendable {
         }
         guard waiting > 0 else { return nil }
         let done = Swift.max(0, sent - s.sent)
-        var text = "uploading: \(grouped(done)) of \(grouped(s.total)) sent"
+        var reading = Reading(sent: done, total: s.total)
         let elapsed = now - s.time
         if done > 0 && elapsed > 0 {
             let rate = Double(done) / elapsed
-            text += "  \(grouped(Int(rate.rounded())))/s  ETA \(Int((Double(waiting) / rate).rounded())) s"
+            (reading.rate, reading.secondsLeft) = (rate, Int((Double(waiting) / rate).rounded()))
         }
-        return text
+        return reading
     }
 }
 
@@ -119,34 +132,26 @@ extension ProgressLine {
     }
 }
 
+/// How far a run has come: its input (a replay's log), then the upload of what is left.
+public enum RunProgress: Hashable, Sendable {
+    /// The input is still read: `elapsed` seconds since the run started, with the outbox's depth
+    /// when there is one.
+    case input(elapsed: Double, outboxWaiting: Int?)
+    /// The input has ended; the backlog is uploaded.
+    case upload(BacklogProgress.Reading)
+}
+
 extension Tracker {
-    /// The progress line of a run: the input's (`input` after the seconds elapsed since this call,
-    /// e.g. a replay's percentage) with the outbox's depth while the input lasts, then the upload of
-    /// what is left (``BacklogProgress``).
-    public func progressLine(input: @escaping @Sendable (Double) -> String,
-                             now: @escaping @Sendable () -> Double = monotonicSeconds) -> @Sendable () -> String? {
+    /// How far the run has come, read each time it is called: the input's elapsed time (from this
+    /// call) with the outbox's depth while the input lasts, then the upload of what is left
+    /// (``BacklogProgress``); `nil` once nothing is left.
+    public func progress(now: @escaping @Sendable () -> Double = monotonicSeconds) -> @Sendable () -> RunProgress? {
         let started = now(), backlog = BacklogProgress()
         return { [self] in
             let t = now(), waiting = outbox?.waiting
-            guard inputFinished else { return input(t - started) + (waiting.map { "  outbox \(grouped($0))" } ?? "") }
-            return waiting.flatMap { backlog.line(sent: uploadService?.stats?.uploaded ?? 0, waiting: $0, now: t) }
+            guard inputFinished else { return .input(elapsed: t - started, outboxWaiting: waiting) }
+            return waiting.flatMap { backlog.reading(sent: uploadService?.stats?.uploaded ?? 0, waiting: $0, now: t) }
+                .map(RunProgress.upload)
         }
     }
 }
-
-/// Writes a line to standard error, in one write (lines from several threads do not interleave).
-public func printError(_ message: String) {
-    var line = message
-    line += "\n"
-    line.withUTF8 { p in _ = write(2, p.baseAddress, p.count) }
-}
-
-/// Redraws a one-line status on standard error: carriage return, erase the line, the text.
-public func printErrorInline(_ message: String) {
-    var line = "\r\u{1B}[K" + message
-    line.withUTF8 { p in _ = write(2, p.baseAddress, p.count) }
-}
-
-/// Whether a command line draws a progress line: when standard error is a terminal, never into a
-/// pipe or a file, and not over output lines on the same terminal (`stdoutUsed`).
-public func progressWanted(stdoutUsed: Bool = true) -> Bool { isatty(2) != 0 && (!stdoutUsed || isatty(1) == 0) }

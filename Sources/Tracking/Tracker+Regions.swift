@@ -37,12 +37,12 @@ extension Tracker.Configuration {
         do {
             bytes = try readFile(path)
         } catch {
-            throw TrackerError("cannot read --regions \(path): \(error)")
+            throw TrackerError("cannot read \(path): \(error)")
         }
         do {
             try addRegions(geoJSON: bytes, dwell: dwell)
         } catch {
-            throw TrackerError("--regions \(path): \(error)")
+            throw TrackerError("\(path): \(error)")
         }
     }
 }

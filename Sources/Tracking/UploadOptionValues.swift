@@ -1,9 +1,10 @@
 import Formats
+import Geo
 import MQTT
 import Upload
 
 /// The upload settings as `keeptrack track|replay` options (and config keys) give them: checked
-/// together (``problem``) and turned into the tracker's ``Tracker/UploadSettings``.
+/// together (``problem``, by field) and turned into the tracker's ``Tracker/UploadSettings``.
 public struct UploadOptionValues: Sendable {
     /// `http(s)://...`, or `embedded` (an endpoint the caller starts and names through
     /// ``Tracker/UploadSettings/endpoint``).
@@ -29,30 +30,73 @@ public struct UploadOptionValues: Sendable {
 
     public init() {}
 
-    /// What is wrong, in a sentence naming the option, or nil.
-    public var problem: String? {
-        if UploadFormats.named(format) == nil { return "--format takes \(UploadFormats.names), got '\(format)'." }
+    /// A field of the values, as a ``Problem`` names it.
+    public enum Field: String, Sendable, Hashable, CaseIterable {
+        case url, format, deviceID, token, user, regionEvents, caFile, headers, batchSize, batchWait, maxBackoff
+        case outboxMaxRecords, outboxMaxAge, shutdownTimeout, commitWithin
+    }
+
+    /// What is wrong with the values, by field.
+    public enum Problem: Error, Sendable, Hashable {
+        /// ``UploadOptionValues/format`` names no ``UploadFormats`` format.
+        case unknownFormat(String)
+        /// ``UploadOptionValues/url`` is neither an http(s):// nor an mqtt(s):// URL nor `embedded`.
+        case unsupportedURL(String)
+        /// An mqtt(s):// ``UploadOptionValues/url`` publishes OwnTracks JSON: this format does not apply.
+        case formatNotPublishedOverMQTT(String)
+        /// An mqtt(s):// ``UploadOptionValues/url`` can't be used: why (``MQTTEndpoint/init(parsing:wildcards:)``).
+        case invalidMQTTURL(String)
+        /// A ``UploadOptionValues/caFile`` with an mqtt:// URL, which has no TLS.
+        case caFileWithoutTLS
+        /// A header is not `Name: value`.
+        case malformedHeader(String)
+        /// The field must be more than 0.
+        case notPositive(Field)
+        /// The field must be 0 or more.
+        case negative(Field)
+        /// The fields are set without a ``UploadOptionValues/url``.
+        case requiresURL([Field])
+        /// ``UploadOptionValues/deviceID`` is no usable device id: why (``TrailRecord/identifierProblem(_:)``).
+        case invalidDeviceID(String)
+    }
+
+    /// What is wrong with the values, or nil; the first problem found.
+    public var problem: Problem? {
+        if UploadFormats.named(format) == nil { return .unknownFormat(format) }
         if let url, url != "embedded", !(url.hasPrefix("http://") || url.hasPrefix("https://")), !MQTTEndpoint.isMQTT(url) {
-            return "--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got '\(url)'."
+            return .unsupportedURL(url)
         }
         if let url, MQTTEndpoint.isMQTT(url), !["json", "owntracks"].contains(format) {
-            return "--upload mqtt(s):// publishes OwnTracks JSON: --format \(format) does not apply."
+            return .formatNotPublishedOverMQTT(format)
         }
-        for h in headers where Uploader.Configuration.header(parsing: h) == nil {
-            return "--header takes 'Name: value', got '\(h)'."
+        if let url, MQTTEndpoint.isMQTT(url) {
+            do {
+                let endpoint = try MQTTEndpoint(parsing: url)
+                if caFile != nil && !endpoint.tls { return .caFileWithoutTLS }
+            } catch {
+                return .invalidMQTTURL("\(error)")
+            }
         }
-        if batchSize < 1 { return "--batch-size must be 1 or more." }
-        if outboxMaxRecords < 1 || !(outboxMaxAge > 0) { return "--outbox-max-records and --outbox-max-age must be positive." }
-        if !(batchWait >= 0) || !(maxBackoff > 0) { return "--max-backoff must be more than 0s." }
-        if url == nil && (deviceID != nil || token != nil || caFile != nil || !headers.isEmpty || user != nil) {
-            return "--device-id, --token, --ca-file, --header and --user go with --upload URL."
+        for h in headers where Uploader.Configuration.header(parsing: h) == nil { return .malformedHeader(h) }
+        if batchSize < 1 { return .notPositive(.batchSize) }
+        if outboxMaxRecords < 1 { return .notPositive(.outboxMaxRecords) }
+        if !(outboxMaxAge > 0) { return .notPositive(.outboxMaxAge) }
+        if !(batchWait >= 0) { return .negative(.batchWait) }
+        if !(maxBackoff > 0) { return .notPositive(.maxBackoff) }
+        if url == nil {
+            let set: [(Field, Bool)] = [
+                (.deviceID, deviceID != nil), (.token, token != nil), (.caFile, caFile != nil),
+                (.headers, !headers.isEmpty), (.user, user != nil),
+            ]
+            let fields = set.filter(\.1).map(\.0)
+            if !fields.isEmpty { return .requiresURL(fields) }
         }
-        if let deviceID, let problem = TrailRecord.identifierProblem(deviceID) { return "--device-id \(problem)." }
+        if let deviceID, let problem = TrailRecord.identifierProblem(deviceID) { return .invalidDeviceID(problem) }
         return nil
     }
 
     /// The tracker's upload settings, the outbox in `dataDirectory` (call only when ``problem`` is nil).
-    public func settings(dataDirectory: String) -> Tracker.UploadSettings {
+    public func settings(dataDirectory: DataDirectory) -> Tracker.UploadSettings {
         var c = Uploader.Configuration(url: url ?? "")
         c.format = UploadFormats.named(format)!
         c.token = token
@@ -61,7 +105,7 @@ public struct UploadOptionValues: Sendable {
         if let user { c.formatSettings.user = user }
         c.formatSettings.regionEvents = regionEvents
         (c.maxBatchCount, c.maxWait, c.maxBackoff) = (batchSize, batchWait, maxBackoff)
-        var settings = Tracker.UploadSettings(outboxPath: dataDirectory + "/outbox.sqlite", uploader: c)
+        var settings = Tracker.UploadSettings(outboxPath: dataDirectory.outbox, uploader: c)
         (settings.outbox.device, settings.outbox.maxCount, settings.outbox.maxAge) = (deviceID, outboxMaxRecords, outboxMaxAge)
         (settings.shutdownTimeout, settings.commitWithin) = (shutdownTimeout, commitWithin)
         return settings

@@ -1,35 +1,7 @@
 import Formats
 import GRDB
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension Outbox {
-    /// `keeptrack outbox ACTION` on the outbox in `directory`: `status`, `dead-letters`, `retry`
-    /// (`all` or `sequences`) or `purge` (`sequences`, or all); returns the lines to print.
-    ///
-    /// - Throws: ``UploadError`` naming what is wrong: the action, the arguments, a missing outbox.
-    public static func command(_ action: String, sequences: [Int64], all: Bool, directory: String)
-        throws(UploadError) -> [String]
-    {
-        guard ["status", "dead-letters", "retry", "purge"].contains(action) else {
-            throw UploadError(.configuration, "the action is status, dead-letters, retry or purge, got '\(action)'")
-        }
-        if action == "retry" && all == !sequences.isEmpty {
-            throw UploadError(.configuration, "retry takes --all or sequence numbers")
-        }
-        let path = directory + "/outbox.sqlite"
-        guard access(path, F_OK) == 0 else { throw UploadError(.storage, "no outbox at \(path) (see --data-dir)") }
-        let outbox = try Outbox(path: path)
-        switch action {
-        case "status": return [try outbox.statusLine()]
-        case "dead-letters": return try outbox.deadLetterLines()
-        case "retry": return ["\(try outbox.retryDeadLetters(all ? nil : sequences)) dead letters back in the outbox"]
-        default: return ["\(try outbox.purgeDeadLetters(sequences.isEmpty ? nil : sequences)) dead letters deleted"]
-        }
-    }
-
     /// Moves dead letters back into the outbox to be sent again (after the setting that got them
     /// refused was fixed), under their own sequence numbers: an endpoint that stored one after all
     /// recognises it. `nil` moves all of them.
@@ -77,17 +49,8 @@ extension Outbox {
         }
     }
 
-    /// `keeptrack outbox status`: one line, no coordinates.
-    public func statusLine() throws(UploadError) -> String {
-        let s = try stats()
-        var line = "outbox \(path): device \(device), \(s.pending) pending"
-        if let oldest = s.oldestAppended { line += " (oldest appended \(ISOTime.string(oldest)))" }
-        line += ", \(s.deadLetters) dead letters, \(s.evicted) evicted by the caps, last sequence \(s.lastSequence)"
-        return line
-    }
-
-    /// `keeptrack outbox dead-letters`: one JSON object a line (`seq`, `kind`, `region`, `time`,
-    /// the endpoint's `status` and `reason`), no coordinates.
+    /// The dead letters as JSON, one object a line (`seq`, `kind`, `region`, `time`, the endpoint's
+    /// `status` and `reason`), no coordinates.
     public func deadLetterLines() throws(UploadError) -> [String] {
         try deadLetters().map { d in
             var out: [UInt8] = []

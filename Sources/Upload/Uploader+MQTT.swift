@@ -17,10 +17,10 @@ final class MQTTPublisher: Sendable {
         do {
             endpoint = try MQTTEndpoint(parsing: configuration.url)
         } catch {
-            throw UploadError(.configuration, "--upload: \(error)")
+            throw UploadError(.configuration, "the MQTT URL: \(error)")
         }
         if configuration.caFile != nil && !endpoint.tls {
-            throw UploadError(.configuration, "--ca-file goes with mqtts:// (TLS), not mqtt://")
+            throw UploadError(.configuration, "a CA file goes with mqtts:// (TLS), not mqtt://")
         }
         var options = MQTTConnection.Options(clientID: "keeptrack-\(device)")
         options.caFile = configuration.caFile

@@ -84,6 +84,12 @@ public final class Uploader: Sendable {
             func trimmed(_ s: Substring) -> String { String(s.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
             return (trimmed(text[..<i]), trimmed(text[text.index(after: i)...]))
         }
+
+        /// Whether the file at `path` holds at least one PEM certificate, as ``caFile`` must for an
+        /// HTTPS upload (checked again when the uploader starts).
+        public static func holdsPEMCertificates(_ path: String) -> Bool {
+            (try? NIOSSLCertificate.fromPEMFile(path)).map { !$0.isEmpty } == true
+        }
     }
 
     /// What the uploader did, for status, metrics and tests.
@@ -157,8 +163,8 @@ public final class Uploader: Sendable {
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = configuration.caFile {
-            guard (try? NIOSSLCertificate.fromPEMFile(caFile)).map({ !$0.isEmpty }) == true else {
-                throw UploadError(.configuration, "--ca-file \(caFile): no PEM certificate could be read")
+            guard Configuration.holdsPEMCertificates(caFile) else {
+                throw UploadError(.configuration, "the CA file \(caFile): no PEM certificate could be read")
             }
             tls.trustRoots = .file(caFile)
         }

@@ -27,7 +27,7 @@ struct Ctl: ParsableCommand {
 
             Examples:
               keeptrack ctl status
-              keeptrack ctl background      # the budget starts counting (README, "The background budget")
+              keeptrack ctl background      # the background budget starts counting
               keeptrack ctl foreground
               keeptrack ctl status --json
             """

@@ -19,13 +19,16 @@ struct Export: AsyncParsableCommand {
             exit points, start and end, and a scale: no map tiles, nothing fetched.
 
             Examples:
-              keeptrack replay --upload embedded --regions fixtures/walk-15min.regions.geojson fixtures/walk-15min.nmea
-              keeptrack export --format svg --regions fixtures/walk-15min.regions.geojson --output walk.svg
-              keeptrack export --db endpoint.sqlite --device van-1 --from 2024-06-11T12:00:00Z --format gpx
+              keeptrack replay --upload embedded \\
+                --regions fixtures/walk-15min.regions.geojson fixtures/walk-15min.nmea
+              keeptrack export --format svg \\
+                --regions fixtures/walk-15min.regions.geojson --output walk.svg
+              keeptrack export --db endpoint.sqlite --device van-1 \\
+                --from 2024-06-11T12:00:00Z --format gpx
             """
     )
 
-    @Option(help: "svg, geojson or gpx. The default is svg.")
+    @Option(help: "svg, geojson or gpx.")
     var format: String = "svg"
 
     @Option(help: ArgumentHelp("The endpoint's database, a file or postgres://... Default: endpoint.sqlite in the data directory.",
@@ -59,16 +62,30 @@ struct Export: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let definitions: [RegionDefinition]
+        do {
+            definitions = try TrailFile.regions(regions)
+        } catch {
+            throw ValidationError("--regions \(error)")
+        }
+        let database = db.map(TrackDatabase.init) ?? TrackDatabase(dataDirectory: data.layout)
         let export: TrailFile
         let line = progressWanted(stdoutUsed: output == nil) ? ProgressLine.Throttled(draw: printErrorInline) : nil
-        do {
-            export = try await exportTrail(database: db ?? data.directory + "/endpoint.sqlite", device: device,
-                                           from: from.flatMap(ISOTime.parse) ?? -.infinity,
-                                           to: to.flatMap(ISOTime.parse) ?? .infinity, format: format, regions: regions,
-                                           progress: line.map { line in { line.update(TrailFile.progress($0, of: $1)) } })
+        do throws(TrailExportError) {
+            export = try await database.exportTrail(device: device, from: from.flatMap(ISOTime.parse) ?? -.infinity,
+                                                    to: to.flatMap(ISOTime.parse) ?? .infinity, format: format,
+                                                    regions: definitions,
+                                                    progress: line.map { line in
+                                                        { line.update(Self.progress($0, of: $1)) }
+                                                    })
             line?.end()
         } catch {
-            throw ValidationError(error.description)
+            switch error.code {
+            case .noDatabase:
+                throw ValidationError("\(error): run `keeptrack replay --upload embedded ...` or name one with --db.")
+            case .severalDevices: throw ValidationError("\(error); choose one with --device.")
+            case .other: throw ValidationError(error.description)
+            }
         }
         if let output {
             try writeFile(output, export.bytes)
@@ -78,5 +95,12 @@ struct Export: AsyncParsableCommand {
             out.bytes = export.bytes
             try out.flush()
         }
+    }
+}
+
+extension Export {
+    /// The progress line of an export: `exporting: 46%  40,000 of 86,397 records read`.
+    static func progress(_ read: Int, of total: Int) -> String {
+        "exporting: \(read * 100 / Swift.max(total, 1))%  \(grouped(read)) of \(grouped(total)) records read"
     }
 }

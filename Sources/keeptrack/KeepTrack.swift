@@ -18,7 +18,8 @@ struct KeepTrack: AsyncParsableCommand {
         // `track` reads its configuration file first; the command line wins (the last value does).
         if arguments.first == "track" {
             do {
-                arguments = try TrackConfig.reader.insertingFile(into: arguments, at: 1, defaultPath: TrackConfig.defaultPath,
+                arguments = try TrackConfig.reader.insertingFile(into: arguments, at: 1, option: "--config",
+                                                                 defaultPath: TrackConfig.defaultPath,
                                                                  exists: { access($0, F_OK) == 0 })
             } catch {
                 printError("keeptrack: \(error) (keeptrack config check \(error.path))")
@@ -44,19 +45,21 @@ struct KeepTrack: AsyncParsableCommand {
         discussion: """
             Start with a recorded log:
 
-              keeptrack decode fixtures/walk-15min.nmea          # one JSON object per fix
-              keeptrack decode --format gpx log.nmea > log.gpx    # a GPX track
+              keeptrack decode fixtures/walk-15min.nmea         # one JSON object a fix
+              keeptrack decode --format gpx log.nmea > log.gpx  # a GPX track
 
-              keeptrack replay --speed 10 fixtures/drive-1h.nmea  # paced like a live receiver
-              keeptrack track --gpsd                              # live, through gpsd
-              keeptrack track --serial /dev/ttyACM0               # live, straight from the receiver
+              keeptrack replay --speed 10 fixtures/drive-1h.nmea  # paced, as live
+              keeptrack track --gpsd                   # live, through gpsd
+              keeptrack track --serial /dev/ttyACM0    # live, from the receiver
 
             Upload a trail and look at it:
 
-              keeptrack replay --upload embedded fixtures/walk-15min.nmea   # into a test endpoint
-              keeptrack track --gpsd --upload https://host/v1/locations --token TOKEN
-              keeptrack export --format svg --output trail.svg             # the stored trail
-              keeptrack simulate                                           # how long iOS would keep it alive
+              # into a test endpoint in the same process
+              keeptrack replay --upload embedded fixtures/walk-15min.nmea
+              keeptrack track --gpsd --upload https://host/v1/locations \\
+                --token TOKEN
+              keeptrack export --format svg --output trail.svg  # the stored trail
+              keeptrack simulate         # how long iOS would keep it alive
 
             Every subcommand has its own --help.
             """,

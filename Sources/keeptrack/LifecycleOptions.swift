@@ -39,8 +39,12 @@ struct PolicyOptions: ParsableArguments {
             }
         }
         // Overrides alone customise the default generation, not all of them.
+        let name = policy ?? (isCustom ? "ios7" : name)
+        guard BackgroundPolicy(named: name) != nil || (allowAll && name == "all") else {
+            throw ValidationError("--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(name)'.")
+        }
         do {
-            return try BackgroundPolicy.resolve(policy ?? (isCustom ? "ios7" : name), allowAll: allowAll,
+            return try BackgroundPolicy.resolve(name, allowAll: allowAll,
                                                 overrides: .init(budget: budget, warningLead: warningLead,
                                                                  totalCap: totalCap, grace: grace, wakeWindow: wakeWindow))
         } catch {
@@ -55,7 +59,7 @@ struct LifecycleOptions: ParsableArguments {
     var background = false
 
     @Option(help: ArgumentHelp(
-        "Declared background modes: location, audio, fetch, processing (comma-separated), or none. The default is location.",
+        "Declared background modes: location, audio, fetch, processing (comma-separated), or none.",
         valueName: "modes"))
     var backgroundModes: String = "location"
 

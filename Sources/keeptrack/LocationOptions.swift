@@ -83,7 +83,43 @@ struct LocationOptions: ParsableArguments {
     }
 
     func validate() throws {
-        if let problem = settings.problem { throw ValidationError(problem) }
+        if let problem = settings.problem { throw ValidationError(problem.sentence) }
+    }
+}
+
+extension LocationSettings.Field {
+    /// The option that sets the field.
+    var option: String {
+        switch self {
+        case .distanceFilter: "--distance-filter"
+        case .desiredAccuracy: "--desired-accuracy"
+        case .significantChanges: "--significant-changes"
+        case .significantChangeDistance: "--significant-change-distance"
+        case .significantChangeInterval: "--significant-change-interval"
+        case .pauseWhenStationary: "--pause-when-stationary"
+        case .stationaryRadius: "--stationary-radius"
+        case .stationaryTimeout: "--stationary-timeout"
+        case .timeInterval: "--time-interval"
+        case .headingChange: "--heading-change"
+        case .maxFixAge: "--max-fix-age"
+        case .monitorsRegions: "--regions"
+        case .dwell: "--dwell"
+        }
+    }
+}
+
+extension LocationSettings.Problem {
+    /// The sentence `replay` and `track` say, naming the options.
+    var sentence: String {
+        switch self {
+        case .negative(let field): "\(field.option) must be 0 or more metres."
+        case .notPositive(.dwell): "--dwell must be more than 0s."
+        case .notPositive(let field): "\(field.option) must be more than 0."
+        case .headingChangeOutOfRange(let h): "--heading-change takes 1 to 180 degrees, got \(h)."
+        case .requires(_, .monitorsRegions): "--dwell applies to regions: add --regions FILE.geojson."
+        case .requires(let fields, let requirement):
+            "\(fields.map(\.option).joined(separator: " and ")) go with \(requirement.option)."
+        }
     }
 }
 

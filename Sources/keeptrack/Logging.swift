@@ -9,11 +9,11 @@ import Glibc
 /// `--log-level` and `--log-format` of the long-running commands. Logs go to standard error;
 /// standard output carries the data.
 struct LoggingOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. The default is warning. "
-                               + "Coordinates appear in logs only at debug and trace.", valueName: "level"))
+    @Option(help: ArgumentHelp("The least level logged; coordinates appear in logs only at debug and trace.",
+                               valueName: "level"))
     var logLevel: Logger.Level = .warning
 
-    @Option(help: ArgumentHelp("text or json (one object per line). The default is text.", valueName: "format"))
+    @Option(help: ArgumentHelp("json writes one object a line.", valueName: "format"))
     var logFormat: LogFormat = .text
 
     enum LogFormat: String, ExpressibleByArgument, CaseIterable {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Geo
 import LocationService
 import Tracking
 
@@ -13,9 +14,12 @@ struct DataDirectoryOption: ParsableArguments {
     var dataDir: String?
 
     /// The data directory: --data-dir, or $XDG_DATA_HOME/keeptrack.
-    var directory: String {
-        dataDir ?? RegionStore.defaultDirectory(environment: environment(["XDG_DATA_HOME", "HOME"]))
+    var layout: DataDirectory {
+        dataDir.map(DataDirectory.init) ?? .standard(environment: environment(["XDG_DATA_HOME", "HOME"]))
     }
+
+    /// The data directory's path.
+    var directory: String { layout.path }
 
     var store: RegionStore { RegionStore(directory: directory) }
 }

@@ -5,6 +5,7 @@ import Logging
 import TrackServer
 import TrackStorePostgres
 import FoundationEssentials
+import Geo
 import Tracking
 
 struct Serve: AsyncParsableCommand {
@@ -31,35 +32,76 @@ struct Serve: AsyncParsableCommand {
             halfway through the answer.
 
             Examples:
-              keeptrack serve                                # 127.0.0.1:5055, database in the data directory
+              # 127.0.0.1:5055, the database in the data directory
+              keeptrack serve
               keeptrack serve --port 0 --token s3cret        # a free port
-              keeptrack serve --faults --fail-rate 0.3 --fail-status 503 --retry-after 2
-              keeptrack replay --upload http://127.0.0.1:5055/v1/locations --token s3cret fixtures/walk-15min.nmea
-              keeptrack serve devices add van1               # prints van1's own token (stored hashed)
+              keeptrack serve --faults --fail-rate 0.3 --fail-status 503 \\
+                --retry-after 2
+              keeptrack replay --upload http://127.0.0.1:5055/v1/locations \\
+                --token s3cret fixtures/walk-15min.nmea
+              # van1's own token, printed once (stored hashed)
+              keeptrack serve devices add van1
             """,
         subcommands: [Devices.self]
     )
 
+    /// `keeptrack serve devices add ID | list | revoke ID`, on serve's `--db` (or the data directory's).
     struct Devices: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Device tokens in serve's --db: add ID (prints its new token), list, revoke ID. A device token writes and reads its own device.")
-        @Argument(help: "add, list or revoke.") var action: String
-        @Argument(help: "The device id (add, revoke).") var id: String?
-        @ParentCommand var serve: Serve // its --db and --data-dir
+            abstract: "Device tokens in serve's --db: a device token writes and reads its own device.",
+            discussion: """
+                Examples:
+                  keeptrack serve devices add van1     # prints van1's new token
+                  keeptrack serve devices list         # ID<TAB>created, one a line
+                  keeptrack serve devices revoke van1
+                """,
+            subcommands: [Add.self, List.self, Revoke.self])
 
-        func run() async throws {
-            do {
-                let database = serve.db ?? serve.data.directory + "/endpoint.sqlite"
-                if serve.db == nil { makeDirectories(serve.data.directory) }
-                print(try await DeviceTokens.command(action, device: id, database: database, environment: ProcessInfo.processInfo.environment), terminator: "")
-            } catch { throw ValidationError("\(error)") }
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Give a device a token and print it: the only time it is shown (it is stored hashed).")
+            @Argument(help: "The device id.") var id: String
+            @ParentCommand var serve: Serve // its --db and --data-dir
+
+            func run() async throws {
+                let token = try await serve.withDeviceTokens(creating: true) { store in
+                    try await store.addCredential(device: id, now: WallClock.seconds())
+                }
+                print(token)
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "The devices with a token, one a line: ID<TAB>created (ISO 8601).")
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let credentials = try await serve.withDeviceTokens(creating: false) { try await $0.credentials() }
+                for c in credentials { print("\(c.device)\t\(ISOTime.string(c.created))") }
+            }
+        }
+
+        struct Revoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Remove a device's token (its stored points stay).")
+            @Argument(help: "The device id.") var id: String
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let (revoked, location) = try await serve.withDeviceTokens(creating: false) { store in
+                    (try await store.revokeCredential(device: id), store.location)
+                }
+                guard revoked else { throw CommandFailure("device '\(id)' has no token in \(location)") }
+                print("revoked \(id)")
+            }
         }
     }
 
-    @Option(help: "Address to listen on. The default is 127.0.0.1 (this machine only).")
+    @Option(help: "Address to listen on (127.0.0.1: this machine only).")
     var host = "127.0.0.1"
 
-    @Option(help: "Port (0 picks a free one). The default is 5055, Traccar's OsmAnd port.")
+    @Option(help: "Port (0 picks a free one; 5055 is Traccar's OsmAnd port).")
     var port = 5055
 
     @Option(help: ArgumentHelp("The SQLite file, or PostgreSQL: postgres://USER@HOST:PORT/DB[?sslmode=...] (README). "
@@ -70,9 +112,9 @@ struct Serve: AsyncParsableCommand {
     var token: String?
 
     @Option(help: ArgumentHelp("Largest request body in bytes (after gzip). The default is 8 MiB.", valueName: "bytes"))
-    var maxBody = 8 << 20
+    var maxBody: Int?
 
-    @Option(help: ArgumentHelp("Connections served at once; more get 503. The default is 512.", valueName: "n"))
+    @Option(help: ArgumentHelp("Connections served at once; more get 503.", valueName: "n"))
     var maxConnections = 512
 
     @Option(help: ArgumentHelp("Close a connection without a complete request head for this long. The default is 30s.",
@@ -85,7 +127,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Request body bytes held in memory at once; more get 503. The default is 32 MiB.",
                                valueName: "bytes"))
-    var maxBodiesInFlight = 32 << 20
+    var maxBodiesInFlight: Int?
 
     @Flag(help: "Turn fault injection on: the fault options below and PUT /v1/faults (for tests and demos).")
     var faults = false
@@ -96,7 +138,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fault: the share of requests (0-1) that fail with --fail-status.", valueName: "share"))
     var failRate = 0.0
 
-    @Option(help: ArgumentHelp("Fault: the status of failed requests. The default is 500.", valueName: "status"))
+    @Option(help: ArgumentHelp("Fault: the status of failed requests.", valueName: "status"))
     var failStatus = 500
 
     @Option(help: ArgumentHelp("Fault: send Retry-After with failures.", valueName: "seconds"))
@@ -118,18 +160,24 @@ struct Serve: AsyncParsableCommand {
     var openRegistration = false
     @Option(help: ArgumentHelp("Delete points older than this (e.g. 90d), in the background.", valueName: "duration"),
             transform: DurationText.parse) var retention: Double?
-    @Option(help: "Also store OwnTracks from mqtt(s)://[USER[:PASS]@]HOST[:PORT][/FILTER=owntracks/+/+].") var mqtt: String?
+    @Option(help: ArgumentHelp("Also store OwnTracks from this broker: mqtt(s)://[USER[:PASS]@]HOST[:PORT], then "
+                               + "/FILTER (owntracks/+/+ when none).", valueName: "url"))
+    var mqtt: String?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
 
+    /// The store of `--db`, or the data directory's endpoint database.
+    var database: TrackDatabase { db.map(TrackDatabase.init) ?? TrackDatabase(dataDirectory: data.layout) }
+
     /// The server's settings from the options (the database's default path aside).
     func configuration(database: String) -> TrackServer.Configuration {
         var c = TrackServer.Configuration(database: database)
-        (c.host, c.port, c.token, c.maxBodyBytes, c.maxConnections) = (host, port, token, maxBody, maxConnections)
+        (c.host, c.port, c.token, c.maxConnections) = (host, port, token, maxConnections)
+        c.maxBodyBytes = maxBody ?? 8 << 20
         c.idleTimeout = TrackServer.Configuration.duration(seconds: idleTimeout)
         c.bodyTimeout = TrackServer.Configuration.duration(seconds: bodyTimeout)
-        c.maxBodyBytesInFlight = maxBodiesInFlight
+        c.maxBodyBytesInFlight = maxBodiesInFlight ?? 32 << 20
         c.faultInjection = faults
         c.faults = Faults(refuse: refuse, failRate: failRate, failStatus: failStatus, retryAfter: retryAfter,
                           delay: delay, dropRate: dropRate)
@@ -139,29 +187,71 @@ struct Serve: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if let problem = configuration(database: db ?? "").problem { throw ValidationError(problem) }
+        if let problem = configuration(database: db ?? "").problem { throw ValidationError(problem.sentence) }
+    }
+
+    /// Runs `body` on the store of `serve devices` (which must exist, unless `creating`), and closes it.
+    func withDeviceTokens<T: Sendable>(creating: Bool, _ body: (any TrackStore) async throws -> T) async throws -> T {
+        if db == nil { makeDirectories(data.directory) }
+        let database = self.database
+        guard creating || database.exists else {
+            throw CommandFailure("no endpoint database at \(database): name one with --db")
+        }
+        var logger = Logger(label: "keeptrack.store")
+        logger.logLevel = .warning
+        return try await database.withStore(environment: ProcessInfo.processInfo.environment, logger: logger, body)
     }
 
     func run() async throws {
-        let database = db ?? {
-            makeDirectories(data.directory)
-            return data.directory + "/endpoint.sqlite"
-        }()
+        if TrackServer.isExposed(host: host, token: token) {
+            printError("warning: serving on \(host) without --token: anyone who can reach it can read every stored "
+                + "trail and store records; pass --token or --host 127.0.0.1")
+        }
+        if db == nil { makeDirectories(data.directory) }
+        let database = self.database
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = logging.logLevel
         let server: TrackServer
+        let drawUpgrade: @Sendable (SQLiteTrackStore.Upgrade?) -> Void = { upgrade in
+            printErrorInline(upgrade?.line ?? "")
+        }
         do {
-            let store = try await openTrackStore(database, environment: ProcessInfo.processInfo.environment,
-                                                 progress: progressWanted(stdoutUsed: false) ? printErrorInline : nil)
-            server = try TrackServer(configuration: configuration(database: database), store: store, logger: logger)
+            let store = try await database.open(environment: ProcessInfo.processInfo.environment,
+                                                progress: progressWanted(stdoutUsed: false) ? drawUpgrade : nil)
+            server = try TrackServer(configuration: configuration(database: database.description), store: store,
+                                     logger: logger)
         } catch {
             throw ValidationError("\(error)") // names the database (a URL without its password)
         }
-        if let warning = TrackServer.exposureWarning(host: host, token: token) { printError(warning) }
         try await server.run(signals: true) { line in
             var out = OutputBuffer()
             out.bytes = line
             try? out.flush()
         }
+    }
+}
+
+extension TrackServer.Configuration.Problem {
+    /// The sentence `keeptrack serve` says, naming the option.
+    var sentence: String {
+        switch self {
+        case .portOutOfRange: "--port must be between 0 and 65535."
+        case .faults(let why): "Faults: \(why)."
+        case .faultsWithoutFaultInjection: "The fault options need --faults (fault injection is off without it)."
+        case .maxConnectionsBelowOne: "--max-connections must be at least 1."
+        case .timeoutOutOfRange: "--idle-timeout and --body-timeout must be between 0 and 86400 seconds (not 0)."
+        case .maxBodyBytesBelow1024: "--max-body must be at least 1024 bytes."
+        case .tlsCertificateAndKeyApart: "--tls-cert and --tls-key go together."
+        case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
+        case .mqtt(let why): "--mqtt: \(why)."
+        }
+    }
+}
+
+extension SQLiteTrackStore.Upgrade {
+    /// The line serve draws while a store's schema is upgraded.
+    var line: String {
+        let names = migrations.joined(separator: ", ")
+        return "\(path): upgrading the schema (\(names)) for \(grouped(points)) points, \(seconds) s"
     }
 }

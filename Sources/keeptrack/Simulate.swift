@@ -23,9 +23,10 @@ struct Simulate: AsyncParsableCommand {
             unless --fixture gives an NMEA log.
 
             Examples:
-              keeptrack simulate                                  # every strategy under every policy, 1 hour
+              keeptrack simulate          # every strategy under every policy, 1 hour
               keeptrack simulate --policy ios13 --strategy location-pulse
-              keeptrack simulate --fixture fixtures/day-24h.nmea.gz --strategy significant-change
+              keeptrack simulate --fixture fixtures/day-24h.nmea.gz \\
+                --strategy significant-change
               keeptrack simulate --budget 60 --grace 2 --json     # a custom policy
             """
     )
@@ -33,7 +34,7 @@ struct Simulate: AsyncParsableCommand {
     @OptionGroup(title: "Policy (the default here is all: ios6, ios7 and ios13)")
     var policyOptions: PolicyOptions
 
-    @Option(help: ArgumentHelp("One strategy, or all (the default).", valueName: "name"))
+    @Option(help: ArgumentHelp("One strategy, or all.", valueName: "name"))
     var strategy: String = "all"
 
     @Option(help: ArgumentHelp("How long to simulate (3600, 1h, 90m). Default: 1h, or the whole --fixture.",

@@ -111,7 +111,7 @@ struct Track: AsyncParsableCommand {
     }
 
     var trackerRun: TrackerRun {
-        TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
+        TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
                    store: data.store, control: control ?? ControlSocket.defaultPath,
                    metrics: metricsListen.flatMap(MetricsEndpoint.Address.init))
     }
@@ -152,9 +152,11 @@ struct Replay: AsyncParsableCommand {
 
             Examples:
               keeptrack replay fixtures/walk-15min.nmea
-              keeptrack replay --distance-filter 50 --regions fixtures/walk-15min.regions.geojson fixtures/walk-15min.nmea
+              keeptrack replay --distance-filter 50 \\
+                --regions fixtures/walk-15min.regions.geojson fixtures/walk-15min.nmea
               keeptrack replay --speed 10 fixtures/drive-1h.nmea
-              keeptrack replay --speed 1 --loop fixtures/walk-15min.nmea    # a receiver that never stops
+              # a receiver that never stops
+              keeptrack replay --speed 1 --loop fixtures/walk-15min.nmea
             """
     )
 
@@ -204,7 +206,7 @@ struct Replay: AsyncParsableCommand {
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".
             let clock = source.logClock
-            let run = TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.directory,
+            let run = TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
                                  onLogTime: true, lineBuffered: speed != nil, quiet: quiet,
                                  inputProgress: quiet ? nil : { @Sendable in source.progress.line(elapsed: $0) })
             try await run.run(source, now: { clock.now.secondsSince1970 })
@@ -229,3 +231,14 @@ struct Replay: AsyncParsableCommand {
 }
 
 extension GPSDSource: WatchReleasing {}
+
+extension NMEALogSource.Progress {
+    /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA; the share
+    /// and the ETA from the fixes delivered, not from the bytes read ahead.
+    func line(elapsed: Double) -> String {
+        let rate = Double(fixes) / Swift.max(elapsed, 1e-9)
+        guard let fraction else { return "\(grouped(fixes)) fixes, \(Int(rate)) fixes/s" }
+        let eta = fraction > 0 ? elapsed / fraction - elapsed : 0
+        return "\(Int(fraction * 100))%  \(grouped(fixes)) fixes  \(Int(rate)) fixes/s  ETA \(Int(eta.rounded())) s"
+    }
+}

@@ -19,7 +19,7 @@ struct TrackerRun {
     var location: LocationOptions
     var lifecycle: LifecycleOptions
     var upload: UploadOptions
-    var dataDirectory: String
+    var dataDirectory: DataDirectory
     /// Live tracking keeps regions and their states here (unless --regions names a file).
     var store: RegionStore?
     /// The control socket (live tracking).
@@ -37,7 +37,15 @@ struct TrackerRun {
     func configuration(embedded: TrackServer?) throws -> Tracker.Configuration {
         var c = Tracker.Configuration()
         c.locationManager = location.settings.configuration
-        if let regions = location.regions { try c.addRegions(file: regions, dwell: location.dwell) } else { c.regionStore = store }
+        if let regions = location.regions {
+            do {
+                try c.addRegions(file: regions, dwell: location.dwell)
+            } catch {
+                throw ValidationError("--regions: \(error.message)")
+            }
+        } else {
+            c.regionStore = store
+        }
         c.policy = try lifecycle.policyOptions.resolved()
         (c.modes, c.startInBackground, c.sampleInterval) = (lifecycle.modes, lifecycle.background, lifecycle.sampleInterval)
         (c.launchAtFirstFix, c.deadlineTimer) = (onLogTime, !onLogTime)
@@ -69,7 +77,8 @@ struct TrackerRun {
             }
             let draw: (@Sendable (String) -> Void)? =
                 inputProgress != nil && progressWanted() ? { @Sendable text in printErrorInline(text) } : nil
-            try await ProgressLine.during(draw: draw, line: tracker.progressLine(input: inputProgress ?? { _ in "" })) {
+            let progress = tracker.progress(), input = inputProgress ?? { _ in "" }
+            try await ProgressLine.during(draw: draw, line: { progress().map { $0.line(input: input) } }) {
                 try await tracker.runGroup(before: before, control: control, logger: logger)
             }
         } catch let error as TrackerError {
@@ -80,6 +89,21 @@ struct TrackerRun {
         if tracker.application.state == .terminated {
             printError("keeptrack: the app was terminated (see the \"terminated\" event)")
             throw ExitCode(1)
+        }
+    }
+}
+
+extension RunProgress {
+    /// The progress line of a run: the input's (`input` after the seconds elapsed, e.g. a replay's
+    /// percentage) with the outbox's depth, then `uploading: 3,400 of 10,000 sent  1,906/s  ETA 3 s`.
+    func line(input: (Double) -> String) -> String {
+        switch self {
+        case .input(let elapsed, let waiting):
+            return input(elapsed) + (waiting.map { "  outbox \(grouped($0))" } ?? "")
+        case .upload(let r):
+            var text = "uploading: \(grouped(r.sent)) of \(grouped(r.total)) sent"
+            if let rate = r.rate, let left = r.secondsLeft { text += "  \(grouped(Int(rate.rounded())))/s  ETA \(left) s" }
+            return text
         }
     }
 }

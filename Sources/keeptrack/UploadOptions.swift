@@ -1,5 +1,6 @@
 import ArgumentParser
 import Formats
+import Geo
 import Lifecycle
 import Logging
 import ServiceLifecycle
@@ -19,7 +20,7 @@ struct UploadOptions: ParsableArguments {
             + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process).", valueName: "url|embedded"))
     var upload: String?
 
-    @Option(help: ArgumentHelp("json (our batch), osmand (Traccar) or owntracks. The default is json.",
+    @Option(help: ArgumentHelp("json (our batch), osmand (Traccar) or owntracks.",
                                valueName: "format"))
     var format: String = "json"
 
@@ -44,7 +45,7 @@ struct UploadOptions: ParsableArguments {
                                                             valueName: "header"))
     var headers: [String] = []
 
-    @Option(help: ArgumentHelp("Records per request with --format json. The default is 500.", valueName: "n"))
+    @Option(help: ArgumentHelp("Records per request with --format json.", valueName: "n"))
     var batchSize = 500
 
     @Option(help: ArgumentHelp("How long a batch that is not full waits for more (fewer, larger requests cost less "
@@ -55,7 +56,7 @@ struct UploadOptions: ParsableArguments {
             transform: DurationText.parse)
     var maxBackoff = 300.0
 
-    @Option(help: ArgumentHelp("Most records the outbox keeps (the oldest go first, counted). The default is 1000000.",
+    @Option(help: ArgumentHelp("Most records the outbox keeps (the oldest go first, counted).",
                                valueName: "n"))
     var outboxMaxRecords = 1_000_000
 
@@ -87,14 +88,63 @@ struct UploadOptions: ParsableArguments {
     }
 
     func validate() throws {
-        if let problem = values.problem { throw ValidationError(problem) }
+        if let problem = values.problem { throw ValidationError(problem.sentence) }
+        // An HTTPS endpoint's CA file is read now: a file that is no PEM is a setting to fix.
+        if let caFile, let upload, upload.hasPrefix("http"), !Uploader.Configuration.holdsPEMCertificates(caFile) {
+            throw ValidationError("--ca-file \(caFile): no PEM certificate could be read")
+        }
+    }
+}
+
+extension UploadOptionValues.Field {
+    /// The option that sets the field.
+    var option: String {
+        switch self {
+        case .url: "--upload"
+        case .format: "--format"
+        case .deviceID: "--device-id"
+        case .token: "--token"
+        case .user: "--user"
+        case .regionEvents: "--no-region-events"
+        case .caFile: "--ca-file"
+        case .headers: "--header"
+        case .batchSize: "--batch-size"
+        case .batchWait: "--batch-wait"
+        case .maxBackoff: "--max-backoff"
+        case .outboxMaxRecords: "--outbox-max-records"
+        case .outboxMaxAge: "--outbox-max-age"
+        case .shutdownTimeout: "--shutdown-timeout"
+        case .commitWithin: "--commit-within"
+        }
+    }
+}
+
+extension UploadOptionValues.Problem {
+    /// The sentence `replay` and `track` say, naming the options.
+    var sentence: String {
+        switch self {
+        case .unknownFormat(let format): "--format takes \(UploadFormats.names), got '\(format)'."
+        case .unsupportedURL(let url): "--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got '\(url)'."
+        case .formatNotPublishedOverMQTT(let format):
+            "--upload mqtt(s):// publishes OwnTracks JSON: --format \(format) does not apply."
+        case .invalidMQTTURL(let why): "--upload: \(why)"
+        case .caFileWithoutTLS: "--ca-file goes with mqtts:// (TLS), not mqtt://"
+        case .malformedHeader(let header): "--header takes 'Name: value', got '\(header)'."
+        case .notPositive(.batchSize): "--batch-size must be 1 or more."
+        case .notPositive(.outboxMaxRecords), .notPositive(.outboxMaxAge):
+            "--outbox-max-records and --outbox-max-age must be positive."
+        case .notPositive(let field): "\(field.option) must be more than 0s."
+        case .negative(let field): "\(field.option) must be 0s or more."
+        case .requiresURL: "--device-id, --token, --ca-file, --header and --user go with --upload URL."
+        case .invalidDeviceID(let why): "--device-id \(why)."
+        }
     }
 }
 
 extension UploadOptions {
     /// The tracker's upload settings: the outbox in `dataDirectory`, the endpoint (`embedded`'s address
     /// and token once it listens).
-    func settings(dataDirectory: String, embedded: TrackServer?) -> Tracker.UploadSettings {
+    func settings(dataDirectory: DataDirectory, embedded: TrackServer?) -> Tracker.UploadSettings {
         var settings = values.settings(dataDirectory: dataDirectory)
         if let embedded {
             settings.uploader.token = embedded.configuration.token
@@ -106,12 +156,12 @@ extension UploadOptions {
 
     /// Says what the upload did (standard error): acknowledged, retried, left; for an embedded
     /// endpoint, what it stored and where the trail is.
-    func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: String, quiet: Bool) async throws {
+    func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: DataDirectory, quiet: Bool) async throws {
         guard let service = tracker.uploadService else { return }
         if !quiet { printError(service.summary) }
         guard let embedded else { return }
         let device = service.deviceOnServer
-        let trail = try await embedded.exportTrail(device: device, directory: dataDirectory + "/trails")
+        let trail = try await embedded.exportTrail(device: device, directory: dataDirectory.trails)
         if !quiet {
             let database = embedded.store.location
             printError("embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "

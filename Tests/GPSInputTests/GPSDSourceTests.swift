@@ -2,6 +2,7 @@ import KeepTrackTesting
 import Foundation
 import Geo
 import NMEA
+import SystemIO
 import Testing
 
 @testable import GPSInput

@@ -2,31 +2,202 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
-/// The module rules of docs/ARCHITECTURE.md, checked on the sources: the command line stays a thin
-/// layer of options over the libraries, and the tracker library stays embeddable.
+/// The module rules of docs/ARCHITECTURE.md, checked on the sources: the command line owns every
+/// word a user types or reads, the libraries stay embeddable, and every target says what it uses.
 @Suite("Layering")
 struct LayeringTests {
-    func sources(of target: String) throws -> [(name: String, text: String)] {
-        let dir = packageRoot.appendingPathComponent("Sources/\(target)")
-        return try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".swift") }.sorted()
-            .map { ($0, try String(contentsOf: dir.appendingPathComponent($0), encoding: .utf8)) }
+    /// A target of Package.swift: its kind (`target`, `executableTarget`, `testTarget`, ...), its
+    /// directory and the targets and products it depends on, by name.
+    struct Target {
+        var name: String
+        var kind: String
+        var path: String
+        var dependencies: Set<String>
     }
 
-    func imports(of target: String) throws -> [String: [String]] {
+    /// The targets Package.swift declares with a literal name, read from its text: each
+    /// `.KIND(name: "NAME", ...)` with its `dependencies: [...]` and `path:`, and the dependencies
+    /// appended later (`package.targets.first { $0.name == "NAME" }!.dependencies.append("X")`).
+    func packageTargets() throws -> [String: Target] {
+        let text = try String(contentsOf: packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        var targets: [String: Target] = [:]
+        let declaration = /\.(target|executableTarget|testTarget|systemLibrary|plugin)\(\s*name:\s*"([^"]+)"/
+        for match in text.matches(of: declaration) {
+            let (kind, name) = (String(match.output.1), String(match.output.2))
+            // The declaration's own parentheses.
+            var depth = 1
+            var end = match.range.upperBound
+            while end < text.endIndex, depth > 0 {
+                if text[end] == "(" { depth += 1 } else if text[end] == ")" { depth -= 1 }
+                end = text.index(after: end)
+            }
+            let body = String(text[match.range.upperBound..<end])
+            var dependencies = Set<String>()
+            if let list = body.firstMatch(of: /dependencies:\s*\[/) {
+                var depth = 1
+                var close = list.range.upperBound
+                while close < body.endIndex, depth > 0 {
+                    if body[close] == "[" { depth += 1 } else if body[close] == "]" { depth -= 1 }
+                    close = body.index(after: close)
+                }
+                let items = body[list.range.upperBound..<close].replacing(/package:\s*"[^"]*"/, with: "")
+                for quoted in items.matches(of: /"([^"]+)"/) { dependencies.insert(String(quoted.output.1)) }
+            }
+            let path = body.firstMatch(of: /path:\s*"([^"]+)"/).map { String($0.output.1) }
+                ?? (kind == "testTarget" ? "Tests/\(name)" : "Sources/\(name)")
+            targets[name] = Target(name: name, kind: kind, path: path, dependencies: dependencies)
+        }
+        for appended in text.matches(of: /\$0\.name == "([^"]+)" \}!\.dependencies\.append\("([^"]+)"\)/) {
+            targets[String(appended.output.1)]?.dependencies.insert(String(appended.output.2))
+        }
+        return targets
+    }
+
+    /// The Swift files under `path` (relative to the package root), recursively, with their text.
+    func sources(under path: String) throws -> [(name: String, text: String)] {
+        let dir = packageRoot.appendingPathComponent(path)
+        guard let files = FileManager.default.enumerator(atPath: dir.path)?.allObjects as? [String] else { return [] }
+        return try files.filter { $0.hasSuffix(".swift") }.sorted().map {
+            ("\(path)/\($0)", try String(contentsOf: dir.appendingPathComponent($0), encoding: .utf8))
+        }
+    }
+
+    func sources(of target: String) throws -> [(name: String, text: String)] { try sources(under: "Sources/\(target)") }
+
+    /// The modules `files` import (`import X`, `@testable import X`, `import struct X.Y` at the start of
+    /// a line), each with the files that import it.
+    func imports(in files: [(name: String, text: String)]) -> [String: [String]] {
+        let kinds: Set = ["struct", "class", "enum", "protocol", "func", "typealias", "var", "let"]
         var out: [String: [String]] = [:]
-        for (name, text) in try sources(of: target) {
-            for line in text.split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
-                out[String(line.split(separator: " ").last!), default: []].append(name)
+        for (name, text) in files {
+            // Imports start their line; an indented "import" is another language's, in a string.
+            for line in text.split(separator: "\n") where line.contains("import ") && !line.hasPrefix(" ") {
+                var words = line.split(separator: " ").drop { $0.hasPrefix("@") }
+                guard words.first == "import" else { continue }
+                words = words.dropFirst()
+                if let kind = words.first, kinds.contains(String(kind)) { words = words.dropFirst() }
+                guard let module = words.first?.split(separator: ".").first else { continue }
+                out[String(module), default: []].append(name)
             }
         }
         return out
     }
 
-    /// Issue 12: options, commands and their wiring only; whatever a program embedding a
-    /// tracker would need lives in a library.
-    @Test func theCommandLineIsUnder1500LinesAndImportsNoServerOrStorageModule() throws {
-        let lines = try sources(of: "keeptrack").reduce(0) { $0 + $1.text.split(separator: "\n", omittingEmptySubsequences: false).count - 1 }
-        #expect(lines < 1500, "Sources/keeptrack has \(lines) lines: move logic into a library target")
+    func imports(of target: String) throws -> [String: [String]] { imports(in: try sources(of: target)) }
+
+    /// The library targets: what a program embeds (test support excepted, which may print).
+    func libraries() throws -> [Target] {
+        try packageTargets().values
+            .filter { $0.kind == "target" && !["KeepTrackTesting", "TrackServerTesting"].contains($0.name) }
+            .sorted { $0.name < $1.name }
+    }
+
+    /// The code of a Swift file without its comments: whole-line `//` comments dropped, so that a
+    /// doc comment may name the option a value stands for.
+    func code(_ text: String) -> [(line: Int, text: Substring)] {
+        text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { i, line in
+            line.trimmingPrefix(while: \.isWhitespace).hasPrefix("//") ? nil : (i + 1, line)
+        }
+    }
+
+    /// The string literals of `text` that hold a command-line flag (`--name`), with their lines;
+    /// the lines of multi-line literals count as literals.
+    func flagLiterals(_ text: String) -> [(line: Int, text: String)] {
+        let flag = /(?:^|[^\w-])--[a-z]/
+        var out: [(Int, String)] = []
+        var inMultiline = false
+        for (number, line) in code(text) where line.contains("--") || line.contains("\"\"\"") || inMultiline {
+            let delimiters = line.ranges(of: "\"\"\"").count
+            if inMultiline || delimiters > 0 {
+                if line.contains(flag) { out.append((number, String(line))) }
+                if delimiters % 2 == 1 { inMultiline.toggle() }
+                continue
+            }
+            for literal in line.matches(of: /"(?:[^"\\]|\\.)*"/) where literal.output.contains(flag) {
+                out.append((number, String(line)))
+            }
+        }
+        return out
+    }
+
+    /// The library files whose literals still name flags, while they move to the command line:
+    /// the uploader's settings hints and CA-file errors reach the user through the upload summary
+    /// and the logs, not through an error the command line catches (issue 26).
+    let flagLiteralsStillToMove: Set<String> = [
+        "Sources/Upload/Uploader.swift", "Sources/MQTT/MQTTConnection.swift",
+    ]
+
+    @Test func noLibraryNamesACommandLineFlag() throws {
+        for library in try libraries() {
+            for (name, text) in try sources(under: library.path) where !flagLiteralsStillToMove.contains(name) {
+                for (line, found) in flagLiterals(text) {
+                    let found = found.trimmingCharacters(in: .whitespaces)
+                    let why = "a library names the field of its settings; Sources/keeptrack says the flag"
+                    Issue.record("\(name):\(line) names a flag: \(found) (\(why))")
+                }
+            }
+        }
+    }
+
+    @Test func theFlagRuleFindsFlagsInLiteralsOnly() {
+        #expect(flagLiterals(#"    return "--port must be between 0 and 65535.""#).count == 1)
+        #expect(flagLiterals(#"    hint += " and --device-id""#).count == 1)
+        #expect(flagLiterals("    let s = \"\"\"\n    use --faults\n    \"\"\"").map(\.line) == [2])
+        #expect(flagLiterals("    /// `--regions FILE` sets it").isEmpty)
+        #expect(flagLiterals(#"    (permissions == "r-xp" || permissions == "r--p")"#).isEmpty)
+    }
+
+    @Test func noLibraryWritesToTheTerminal() throws {
+        let output = /(?:^|[^\w.])print\(|FileHandle\.standard(?:Error|Output)|\bwrite\((?:1|2),|\bfputs\(|\bputs\(/
+        for library in try libraries() {
+            for (name, text) in try sources(under: library.path) {
+                for (line, code) in code(text) where code.contains("(") && code.contains(output) {
+                    let code = code.trimmingCharacters(in: .whitespaces)
+                    let why = "libraries hand lines and progress to the caller"
+                    Issue.record("\(name):\(line) writes to the terminal: \(code) (\(why))")
+                }
+            }
+        }
+    }
+
+    @Test func onlyTheCommandLineImportsArgumentParser() throws {
+        let targets = try packageTargets().values.filter { $0.name != "keeptrack" && $0.kind != "testTarget" }
+        for target in targets {
+            let imported = imports(in: try sources(under: target.path))
+            let files = imported["ArgumentParser"] ?? []
+            #expect(files.isEmpty, "\(target.path) imports ArgumentParser in \(files)")
+        }
+    }
+
+    /// A module imported only because another dependency happens to bring it in breaks when that
+    /// dependency changes: every target declares what it imports.
+    @Test func everyTargetDeclaresWhatItImports() throws {
+        let system: Set<String> = [
+            "Glibc", "Musl", "Darwin", "Foundation", "FoundationEssentials", "FoundationNetworking", "Dispatch",
+            "Synchronization", "Testing", "XCTest", "_Concurrency", "PackagePlugin",
+        ]
+        let targets = try packageTargets()
+        #expect(targets.count >= 20, "Package.swift's targets were not found: \(targets.keys.sorted())")
+        for target in targets.values where target.kind != "systemLibrary" && target.kind != "plugin" {
+            for (module, files) in imports(in: try sources(under: target.path)).sorted(by: { $0.key < $1.key }) {
+                if system.contains(module) || module == target.name || target.dependencies.contains(module) { continue }
+                let files = files.joined(separator: ", ")
+                Issue.record("\(target.name) imports \(module) (\(files)) without declaring it in Package.swift")
+            }
+        }
+    }
+
+    @Test func nothingIsReExported() throws {
+        for dir in ["Sources", "Tests", "Examples", "Benchmarks"] {
+            for (name, text) in try sources(under: dir) where text.split(separator: "\n").contains(where: {
+                $0.trimmingPrefix(while: \.isWhitespace).hasPrefix("@_exported")
+            }) {
+                Issue.record("\(name) re-exports a module (@_exported): import it where it is used")
+            }
+        }
+    }
+
+    @Test func theCommandLineImportsNoServerOrStorageModule() throws {
         let imported = try imports(of: "keeptrack")
         for module in ["GRDB", "AsyncHTTPClient", "Hummingbird", "HummingbirdCore", "NIO", "NIOCore", "NIOPosix", "NIOHTTP1"] {
             #expect(imported[module] == nil, "Sources/keeptrack imports \(module) in \(imported[module] ?? [])")

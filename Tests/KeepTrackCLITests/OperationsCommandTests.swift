@@ -406,7 +406,10 @@ struct ReadmeOptionsTests {
         #expect(rows.count >= 20)
         for row in rows {
             let option = try #require(options[row.option], "README lists --\(row.option), which `track --help` does not have")
-            if let stated = statedDefault(option.abstract) {
+            // The help states a default once: in its text, or as argument-parser's "(default: ...)".
+            #expect(statedDefault(option.abstract) == nil || option.defaultValue == nil,
+                    "--\(row.option) states its default twice")
+            if let stated = statedDefault(option.abstract) ?? option.defaultValue {
                 #expect(row.value == stated, "--\(row.option): README says '\(row.value)', --help says '\(stated)'")
             } else {
                 #expect(["off", "none"].contains(row.value),

@@ -22,10 +22,23 @@ struct ServeDevicesCommandTests {
         #expect(try keeptrack(["serve", "devices", "revoke", "van1", "--db", db]).stdout == "revoked van1\n")
         let gone = try keeptrack(["serve", "devices", "revoke", "van1", "--db", db])
         #expect(gone.status != 0 && gone.stderr.contains("device 'van1' has no token"))
+        // The verbs are subcommands: argument-parser names the one it does not know.
         let wrong = try keeptrack(["serve", "devices", "rename", "--db", db])
-        #expect(wrong.status != 0 && wrong.stderr.contains("'rename' is not add, list or revoke"))
+        #expect(wrong.status == 64 && wrong.stderr.contains("'rename'"), "\(wrong.stderr)")
+        let noID = try keeptrack(["serve", "devices", "add", "--db", db])
+        #expect(noID.status == 64 && noID.stderr.contains("Missing expected argument '<id>'"), "\(noID.stderr)")
         let missing = try keeptrack(["serve", "devices", "list", "--db", dir + "/none.sqlite"])
         #expect(missing.status != 0 && missing.stderr.contains("no endpoint database at"))
+    }
+
+    /// The warning comes first, before the database is opened (here it can't be, and serve stops).
+    @Test(arguments: [("0.0.0.0", nil, true), ("::", nil, true), ("127.0.0.1", nil, false), ("0.0.0.0", "s3cret", false)]
+          as [(String, String?, Bool)])
+    func warnsWhenServingBeyondLoopbackWithoutAToken(host: String, token: String?, warns: Bool) throws {
+        let r = try keeptrack(["serve", "--host", host, "--port", "0", "--db", "/nonexistent/dir/endpoint.sqlite"]
+            + (token.map { ["--token", $0] } ?? []))
+        #expect(r.status != 0, "\(r.stderr)")
+        #expect(r.stderr.contains("warning: serving on \(host) without --token") == warns, "\(r.stderr)")
     }
 
     @Test func refusesARetentionShorterThanAnHour() throws {

@@ -22,7 +22,7 @@ struct LogDecodingTests {
         var job = LogDecoding(path: input, format: format, options: .init(strict: strict))
         job.maxWarnings = maxWarnings
         let warnings = Warnings()
-        let result = try job.run(output: OutputBuffer(fd: fd), warn: { warnings.append($0) })
+        let result = try job.run(output: OutputBuffer(fd: fd), warn: { warnings.append("\($0)") })
         return (try String(contentsOfFile: output, encoding: .utf8), result, warnings.all)
     }
 

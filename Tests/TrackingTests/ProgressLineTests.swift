@@ -6,14 +6,17 @@ import Testing
 /// Progress lines for long work (issue 14, item 6): what they say, and that they are erased.
 @Suite("Progress lines")
 struct ProgressLineTests {
-    @Test func theBacklogLineCountsFromItsFirstReadingAndGivesRateAndETA() {
+    @Test func theBacklogCountsFromItsFirstReadingAndGivesRateAndTimeLeft() {
         let progress = BacklogProgress()
+        typealias Reading = BacklogProgress.Reading
         // 200 were sent before the backlog was first seen: they are not part of it.
-        #expect(progress.line(sent: 200, waiting: 10_000, now: 100) == "uploading: 0 of 10,000 sent")
-        #expect(progress.line(sent: 2_200, waiting: 8_000, now: 102) == "uploading: 2,000 of 10,000 sent  1,000/s  ETA 8 s")
+        #expect(progress.reading(sent: 200, waiting: 10_000, now: 100) == Reading(sent: 0, total: 10_000))
+        #expect(progress.reading(sent: 2_200, waiting: 8_000, now: 102)
+            == Reading(sent: 2_000, total: 10_000, rate: 1_000, secondsLeft: 8))
         // Records appended meanwhile (a tracker still running) join the total.
-        #expect(progress.line(sent: 4_200, waiting: 7_000, now: 104) == "uploading: 4,000 of 11,000 sent  1,000/s  ETA 7 s")
-        #expect(progress.line(sent: 15_200, waiting: 0, now: 110) == nil)
+        #expect(progress.reading(sent: 4_200, waiting: 7_000, now: 104)
+            == Reading(sent: 4_000, total: 11_000, rate: 1_000, secondsLeft: 7))
+        #expect(progress.reading(sent: 15_200, waiting: 0, now: 110) == nil)
     }
 
     @Test func linesAreDrawnWhileTheWorkRunsAndErasedAfter() async throws {

@@ -22,6 +22,5 @@ struct ExportProgressTests {
             #expect(paged.points == 2_500)
             #expect(reports == [[1_000, 2_500], [2_000, 2_500], [2_500, 2_500]], "\(format)")
         }
-        #expect(TrailFile.progress(1_000, of: 2_500) == "exporting: 40%  1,000 of 2,500 records read")
     }
 }

@@ -166,15 +166,15 @@ struct PostgresStoreTests {
             await store.close()
         }
         for format in ["gpx", "geojson", "svg"] {
-            let pg = try await exportTrail(database: cluster.url(name), device: nil, from: -.infinity, to: .infinity,
-                                           format: format, regions: nil)
-            let lite = try await exportTrail(database: dir + "/endpoint.sqlite", device: nil, from: -.infinity,
-                                             to: .infinity, format: format, regions: nil)
+            let pg = try await TrackDatabase(cluster.url(name)).exportTrail(device: nil, from: -.infinity,
+                                                                            to: .infinity, format: format)
+            let lite = try await TrackDatabase(dir + "/endpoint.sqlite").exportTrail(device: nil, from: -.infinity,
+                                                                                     to: .infinity, format: format)
             #expect(pg.bytes == lite.bytes, "\(format)")
             #expect(pg.points == 30)
         }
-        await #expect { _ = try await exportTrail(database: cluster.url(name), device: "bike", from: 0, to: 1,
-                                                  format: "gpx", regions: nil) }
+        await #expect { _ = try await TrackDatabase(cluster.url(name)).exportTrail(device: "bike", from: 0, to: 1,
+                                                                                   format: "gpx") }
             throws: { "\($0)".contains("no device 'bike' in postgres://kt@127.0.0.1:") && "\($0)".contains("it has: van") }
         try await offThePool { try cluster.dropDatabase(name) }
     }

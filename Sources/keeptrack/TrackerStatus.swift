@@ -4,9 +4,9 @@ import Geo
 /// A running tracker's state and metrics as lines a person reads (`keeptrack ctl status`, `keeptrack
 /// status`), from the control socket's `status` answer (``Tracker/statusJSON()``) and its `metrics`
 /// (Prometheus text).
-public enum TrackerStatus {
+enum TrackerStatus {
     /// The status reply as lines a person reads.
-    public static func describe(_ reply: String) -> String {
+    static func describe(_ reply: String) -> String {
         func value(_ key: String) -> String? {
             guard let r = reply.firstRange(of: "\"\(key)\":") else { return nil }
             var rest = reply[r.upperBound...]
@@ -32,7 +32,7 @@ public enum TrackerStatus {
     }
 
     /// `name{labels}` → value, from Prometheus text.
-    public static func parse(_ text: String) -> [String: Double] {
+    static func parse(_ text: String) -> [String: Double] {
         var out: [String: Double] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             guard let space = line.lastIndex(of: " "), let v = Double(line[line.index(after: space)...]) else { continue }
@@ -41,7 +41,7 @@ public enum TrackerStatus {
         return out
     }
 
-    public static func summary(status: String, metrics: String) -> String {
+    static func summary(status: String, metrics: String) -> String {
         let m = parse(metrics)
         func n(_ key: String) -> Int { Int(m[key] ?? 0) }
         let human = describe(status)

@@ -9,22 +9,22 @@ import Glibc
 /// Logs for journald, Loki and other collectors (`--log-format json`): one JSON object per record
 /// on standard error, `{"time":"...","level":"warning","label":"keeptrack.upload","message":"...",
 /// "metadata":{...}}`.
-public struct JSONLogHandler: LogHandler {
-    public let label: String
-    public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
 
-    public init(label: String, logLevel: Logger.Level) {
+    init(label: String, logLevel: Logger.Level) {
         self.label = label
         self.logLevel = logLevel
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    func log(event: LogEvent) {
         let level = event.level, message = event.message, explicit = event.metadata
         var out: [UInt8] = []
         ByteWriting.appendStatic("{\"time\":\"", to: &out)
@@ -55,7 +55,7 @@ public struct JSONLogHandler: LogHandler {
 extension JSONLogHandler {
     /// Bootstraps swift-log for the process: every logger writes to standard error (standard
     /// output carries the data), as text or as one JSON object per line, from `level` up.
-    public static func bootstrapStandardError(level: Logger.Level, json: Bool) {
+    static func bootstrapStandardError(level: Logger.Level, json: Bool) {
         LoggingSystem.bootstrap { label in
             if json { return JSONLogHandler(label: label, logLevel: level) }
             var handler = StreamLogHandler.standardError(label: label)
