@@ -157,6 +157,9 @@ let package = Package(
         // Region monitoring cost by region count (not a test).
         .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
                           path: "Benchmarks/RegionsBench"),
+        // The visit detector's cost per location (not a test).
+        .executableTarget(name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
+                          path: "Benchmarks/VisitsBench"),
         // Outbox appends and upload throughput for tools/bench-upload (not a test).
         .executableTarget(name: "upload-bench", dependencies: ["Upload", "Formats"], path: "Benchmarks/UploadBench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz

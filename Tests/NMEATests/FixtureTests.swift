@@ -23,6 +23,7 @@ struct FixtureTests {
     }
 
     struct Truth: Decodable {
+        var file: String
         var epochs_total: Int
         var epochs_with_valid_position: Int
     }
@@ -60,13 +61,13 @@ struct FixtureTests {
         #expect(r.statistics.skippedBytes > 1500)
     }
 
-    @Test(arguments: ["walk-15min", "drive-1h", "drive-10hz", "midnight", "nodate"])
+    @Test(arguments: ["walk-15min", "drive-1h", "drive-10hz", "midnight", "nodate", "visits-night"])
     func decodesEveryEpochOfACleanFixture(_ name: String) throws {
         let truth = try JSONDecoder().decode(
             Truth.self, from: Data(contentsOf: URL(fileURLWithPath: fixturePath("\(name).truth.json"))))
         var decoder = NMEADecoder(options: .init(strict: true))
         var fixes: [Fix] = []
-        try decoder.decodeFile(fixturePath("\(name).nmea")) { fixes.append($0) }
+        try decoder.decodeFile(fixturePath(truth.file)) { fixes.append($0) }
         #expect(fixes.count == truth.epochs_total)
         #expect(fixes.filter(\.hasPosition).count == truth.epochs_with_valid_position)
         #expect(decoder.statistics.rejected == 0)
