@@ -127,7 +127,8 @@ for _ in 0..<3 {
 }
 
 let locations = samples.count * passes
-print("visit detector on \(path): \(samples.count) locations, \(passes) passes, best of 3 runs")
+print("visit detector over every location of the log: \(samples.count), \(passes) passes, best of 3 runs")
+print("log: \(path)")
 print("decisions per pass: \(count.0) arrivals, \(count.1) departures, \(count.2) trips (checked in every pass)")
 let detectorSeconds = best / Double(locations)
 let decodeSecondsPerFix = decodeSeconds / Double(samples.count)
