@@ -41,17 +41,19 @@ struct VisitsCommandTests {
         #expect(r.status == 0, "\(r.stderr)")
         var visits: [[String: Any]] = [], trips: [[String: Any]] = []
         var order: [String] = []
-        for line in r.stdout.split(separator: "\n") where line.hasPrefix("{\"event\":\"visit\"") ||
-            line.hasPrefix("{\"event\":\"trip\"")
-        {
+        for line in r.stdout.split(separator: "\n")
+        where line.hasPrefix("{\"event\":\"visit\"") || line.hasPrefix("{\"event\":\"trip\"") {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             let event = try #require(object["event"] as? String)
             if event == "visit" { visits.append(object) } else { trips.append(object) }
             order.append(event == "trip" ? "trip" : object["departure"] is NSNull ? "arrival" : "departure")
         }
         // 4 arrivals, 3 departures, 3 trips; the last visit still open at the end of the log.
-        #expect(order == ["arrival", "departure", "trip", "arrival", "departure", "trip", "arrival", "departure",
-                          "trip", "arrival"])
+        #expect(
+            order == [
+                "arrival", "departure", "trip", "arrival", "departure", "trip", "arrival", "departure",
+                "trip", "arrival",
+            ])
         try #require(truth.visits.count == 4 && truth.trips.count == 3)
         let arrivals = visits.filter { $0["departure"] is NSNull }
         let departures = visits.filter { !($0["departure"] is NSNull) }

@@ -18,8 +18,10 @@ struct LocationManagerVisitTests {
         var travelled = 0.0
         func fix(speed: Double) {
             let c = Geodesy.destination(from: home, bearing: 90, distance: travelled)
-            fixes.append(Fix(time: GNSSTime(nanosecondsSince1970: Int64(t) * 1_000_000_000, fractionDigits: 0),
-                             coordinate: c, speed: speed, course: 90, mode: .threeD, horizontalAccuracy: 5))
+            fixes.append(
+                Fix(
+                    time: GNSSTime(nanosecondsSince1970: Int64(t) * 1_000_000_000, fractionDigits: 0),
+                    coordinate: c, speed: speed, course: 90, mode: .threeD, horizontalAccuracy: 5))
             t += 1
         }
         for _ in 0..<600 { fix(speed: 0) }
@@ -60,7 +62,7 @@ struct LocationManagerVisitTests {
         let events = await Self.visitEvents(mode)
         try #require(events.count == 4)
         guard case .visit(let arrived, _) = events[0].event, case .visit(let left, _) = events[1].event,
-              case .trip(let trip, _) = events[2].event, case .visit(let next, _) = events[3].event
+            case .trip(let trip, _) = events[2].event, case .visit(let next, _) = events[3].event
         else {
             Issue.record("not arrival, departure, trip, arrival: \(events.map(\.event))")
             return
@@ -80,7 +82,8 @@ struct LocationManagerVisitTests {
         #expect(events[2].at == events[3].at && events[3].at == next.arrival + 180)
         // The input ends at the second place: the visit is still open.
         #expect(next.departure == nil)
-        #expect(Geodesy.distance(next.coordinate, Geodesy.destination(from: Self.home, bearing: 90, distance: 3_000)) < 1)
+        #expect(
+            Geodesy.distance(next.coordinate, Geodesy.destination(from: Self.home, bearing: 90, distance: 3_000)) < 1)
     }
 
     @Test func withoutVisitMonitoringThereAreNoVisitsOrTrips() async {

@@ -62,13 +62,17 @@ struct TrackerVisitTests {
         #expect(app.state == .suspended)
         let here = Coordinate(latitude: 1, longitude: 1)
         let l = Location(coordinate: here, horizontalAccuracy: 5, timestamp: 1100)
-        let e: LocationEvent = switch event {
-        case "visit":
-            .visit(Visit(coordinate: here, horizontalAccuracy: 3, arrival: 900, departure: nil, fixCount: 200), at: l)
-        default:
-            .trip(Trip(start: 500, end: 900, startCoordinate: here, endCoordinate: here, distance: 0, maximumSpeed: 0),
-                  at: l)
-        }
+        let e: LocationEvent =
+            switch event {
+            case "visit":
+                .visit(
+                    Visit(coordinate: here, horizontalAccuracy: 3, arrival: 900, departure: nil, fixCount: 200), at: l)
+            default:
+                .trip(
+                    Trip(
+                        start: 500, end: 900, startCoordinate: here, endCoordinate: here, distance: 0, maximumSpeed: 0),
+                    at: l)
+            }
         KeepAlive.apply(e, to: app)
         #expect(app.state == to)
     }
