@@ -90,6 +90,63 @@ public enum EventJSON {
         ByteWriting.appendStatic("}\n", to: &out)
     }
 
+    /// `{"event":"visit","time":...,"arrival":...,"departure":...|null,"lat":...,"lon":...,"hAcc":...}`:
+    /// a visit (`LocationService`'s `Visit`) at arrival (`departure` null: still there) or at departure,
+    /// decided at `time`; `hAcc` is how far its fixes spread, in metres.
+    public static func appendVisit(time: Double, arrival: Double, departure: Double?, coordinate: Coordinate,
+                                   horizontalAccuracy: Double, to out: inout [UInt8]) {
+        ByteWriting.appendStatic("{\"event\":\"visit\",\"time\":\"", to: &out)
+        ISOTime.append(time, to: &out)
+        ByteWriting.appendStatic("\",\"arrival\":\"", to: &out)
+        ISOTime.append(arrival, to: &out)
+        ByteWriting.appendStatic("\",\"departure\":", to: &out)
+        if let departure {
+            out.append(UInt8(ascii: "\""))
+            ISOTime.append(departure, to: &out)
+            out.append(UInt8(ascii: "\""))
+        } else {
+            ByteWriting.appendStatic("null", to: &out)
+        }
+        ByteWriting.appendStatic(",\"lat\":", to: &out)
+        ByteWriting.appendFixed(coordinate.latitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic(",\"lon\":", to: &out)
+        ByteWriting.appendFixed(coordinate.longitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic(",\"hAcc\":", to: &out)
+        ByteWriting.appendFixed(horizontalAccuracy, decimals: 2, to: &out)
+        ByteWriting.appendStatic("}\n", to: &out)
+    }
+
+    /// `{"event":"trip","start":...,"end":...,"distance":M,"duration":S,"avgSpeed":M/S,"maxSpeed":M/S,
+    /// "startLat":...,"startLon":...,"endLat":...,"endLon":...}`: the trip (`LocationService`'s `Trip`)
+    /// an arrival ended, from `start` to `end` (seconds since 1970), `distance` metres long, its
+    /// highest speed `maximumSpeed` m/s.
+    public static func appendTrip(start: Double, end: Double, distance: Double, maximumSpeed: Double,
+                                  from startCoordinate: Coordinate, to endCoordinate: Coordinate,
+                                  to out: inout [UInt8]) {
+        let duration = end - start
+        ByteWriting.appendStatic("{\"event\":\"trip\",\"start\":\"", to: &out)
+        ISOTime.append(start, to: &out)
+        ByteWriting.appendStatic("\",\"end\":\"", to: &out)
+        ISOTime.append(end, to: &out)
+        ByteWriting.appendStatic("\",\"distance\":", to: &out)
+        ByteWriting.appendFixed(distance, decimals: 1, to: &out)
+        ByteWriting.appendStatic(",\"duration\":", to: &out)
+        ByteWriting.appendFixed(duration, decimals: 3, to: &out)
+        ByteWriting.appendStatic(",\"avgSpeed\":", to: &out)
+        ByteWriting.appendFixed(duration > 0 ? distance / duration : 0, decimals: 3, to: &out)
+        ByteWriting.appendStatic(",\"maxSpeed\":", to: &out)
+        ByteWriting.appendFixed(maximumSpeed, decimals: 3, to: &out)
+        ByteWriting.appendStatic(",\"startLat\":", to: &out)
+        ByteWriting.appendFixed(startCoordinate.latitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic(",\"startLon\":", to: &out)
+        ByteWriting.appendFixed(startCoordinate.longitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic(",\"endLat\":", to: &out)
+        ByteWriting.appendFixed(endCoordinate.latitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic(",\"endLon\":", to: &out)
+        ByteWriting.appendFixed(endCoordinate.longitude, decimals: 9, to: &out)
+        ByteWriting.appendStatic("}\n", to: &out)
+    }
+
     /// `{"event":"expiring","task":NAME,"time":...}`: a background task's expiration handler ran.
     public static func appendExpiring(task: String, time: Double, to out: inout [UInt8]) {
         ByteWriting.appendStatic("{\"event\":\"expiring\",\"task\":", to: &out)

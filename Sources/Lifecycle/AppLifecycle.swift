@@ -72,6 +72,8 @@ public struct AppLifecycle: Sendable {
         case significantChange
         /// A region entry, exit or dwell, with the region's identifier.
         case region(String)
+        /// A visit's arrival or departure (`startMonitoringVisits`).
+        case visit
         /// A background fetch (the `fetch` mode).
         case fetch
 
@@ -79,6 +81,7 @@ public struct AppLifecycle: Sendable {
             switch self {
             case .significantChange: "significant change"
             case .region(let id): "region event (\(id))"
+            case .visit: "visit"
             case .fetch: "background fetch"
             }
         }
@@ -309,7 +312,7 @@ public struct AppLifecycle: Sendable {
         return [.refreshed(time: now, until: budgetEnd)]
     }
 
-    /// A significant change, region event or fetch: wakes a suspended app (rule 8). A running app
+    /// A significant change, region event, visit or fetch: wakes a suspended app (rule 8). A running app
     /// in the background gets at least the wake window to handle it.
     public mutating func wake(_ reason: WakeReason, at now: Double) -> [Event] {
         switch state {

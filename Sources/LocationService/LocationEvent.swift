@@ -53,6 +53,12 @@ public enum LocationEvent: Hashable, Sendable {
     /// A region transition or a region's first state, with the location that decided it (the
     /// position a server stores with the transition).
     case region(RegionMonitor.Event, at: Location)
+    /// A visit (CLLocationManagerDelegate's `didVisit`): at arrival with no departure (the device is
+    /// still there), again at departure with both times; with the location that decided it.
+    case visit(Visit, at: Location)
+    /// The trip between two visits, when the arrival at the second ends it; with the location that
+    /// decided it.
+    case trip(Trip, at: Location)
     /// An error, like CoreLocation's: location unknown, source unavailable, region monitoring failed.
     case error(LocationError)
 }

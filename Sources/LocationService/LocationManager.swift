@@ -7,6 +7,13 @@ public struct LocationManagerConfiguration: Sendable {
     public var standardUpdates: StandardUpdateFilter.Configuration? = .init()
     /// Significant-change monitoring (500 m / 5 min); `nil` (the default) turns it off.
     public var significantChanges: SignificantChangeMonitor?
+    /// Visit monitoring (CLLocationManager's `startMonitoringVisits`): visits and the trips between
+    /// them; `nil` (the default) turns it off. It takes the fixes significant changes and regions
+    /// take: every fix with a position and an accuracy, while suspended too, except those standard
+    /// updates reject as stale or as an impossible jump (the detector's own
+    /// ``VisitDetector/Configuration/maximumAccuracy`` judges the rest). At the end of the input an
+    /// open visit stays open: the device is still there.
+    public var visits: VisitDetector.Configuration?
     /// Seconds without a usable fix before a location-unknown error. The default is 30.
     public var locationUnknownAfter: Double = 30
 
@@ -16,7 +23,7 @@ public struct LocationManagerConfiguration: Sendable {
 /// The CLLocationManager of Linux: turns any ``FixSource`` into ``LocationEvent``s.
 ///
 /// The decisions live in value types (``StandardUpdateFilter``, ``SignificantChangeMonitor``,
-/// ``RegionMonitor``); the manager owns the stream and the clock. It reads the source as its
+/// ``RegionMonitor``, ``VisitDetector``); the manager owns the stream and the clock. It reads the source as its
 /// ``events`` are consumed (no buffering, no dropped fixes in a fast replay) and asks `now` for the
 /// current time (seconds since 1970): the wall clock when live, the log's clock in a replay, a
 /// manual clock in tests.
@@ -178,9 +185,11 @@ public struct Decisions: Sendable {
     public var standard: StandardUpdateFilter?
     public var significant: SignificantChangeMonitor?
     public var regions: RegionMonitor
+    /// Visits and trips, when monitored (``LocationManagerConfiguration/visits``).
+    public var visits: VisitDetector?
     public let locationUnknownAfter: Double
     /// Whether the app is suspended: standard updates stop (nothing is delivered to a suspended
-    /// app), while significant changes and regions still run on the fixes given — the low-rate
+    /// app), while significant changes, regions and visits still run on the fixes given — the low-rate
     /// sampling that can wake it. The default is `false`.
     public var isSuspended = false
     /// Whether standard updates run (CLLocationManager's `startUpdatingLocation`). The default is
@@ -197,6 +206,7 @@ public struct Decisions: Sendable {
         standard = configuration.standardUpdates.map { StandardUpdateFilter(configuration: $0) }
         significant = configuration.significantChanges
         self.regions = regions
+        visits = configuration.visits.map { VisitDetector(configuration: $0) }
         locationUnknownAfter = configuration.locationUnknownAfter
         self.source = source
     }
@@ -252,10 +262,18 @@ public struct Decisions: Sendable {
             }
             lastUsable = now
             reportedUnknown = false
-            // Outliers and stale fixes feed neither significant changes nor regions.
+            // Outliers and stale fixes feed neither significant changes, regions nor visits.
             guard plausible else { return out }
             if significant != nil, let l = significant!.process(location) { out.append(.significantChange(l)) }
             for e in regions.process(location) { out.append(.region(e, at: location)) }
+            if visits != nil {
+                for decision in visits!.process(location) {
+                    switch decision {
+                    case .arrival(let v), .departure(let v): out.append(.visit(v, at: location))
+                    case .trip(let t): out.append(.trip(t, at: location))
+                    }
+                }
+            }
             return out
         }
     }
@@ -273,6 +291,8 @@ public protocol LocationManagerDelegate: AnyObject {
     func didPauseUpdates(at location: Location)
     func didResumeUpdates(at location: Location)
     func didFail(with error: LocationError)
+    func didVisit(_ visit: Visit)
+    func didEndTrip(_ trip: Trip)
 }
 
 extension LocationManagerDelegate {
@@ -285,6 +305,8 @@ extension LocationManagerDelegate {
     public func didPauseUpdates(at location: Location) {}
     public func didResumeUpdates(at location: Location) {}
     public func didFail(with error: LocationError) {}
+    public func didVisit(_ visit: Visit) {}
+    public func didEndTrip(_ trip: Trip) {}
 }
 
 extension LocationManager {
@@ -297,6 +319,8 @@ extension LocationManager {
             case .paused(let l): delegate.didPauseUpdates(at: l)
             case .resumed(let l): delegate.didResumeUpdates(at: l)
             case .error(let e): delegate.didFail(with: e)
+            case .visit(let v, _): delegate.didVisit(v)
+            case .trip(let t, _): delegate.didEndTrip(t)
             case .region(let e, _):
                 switch e {
                 case .enter(let id, let t): delegate.didEnterRegion(id, at: t)

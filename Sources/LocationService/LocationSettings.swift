@@ -13,6 +13,14 @@ public struct LocationSettings: Sendable, Hashable {
     public var timeInterval: Double?
     public var headingChange: Double?
     public var maxFixAge: Double?
+    /// Visit monitoring (``LocationManagerConfiguration/visits``).
+    public var visits = false
+    /// Seconds a stay must span to be a visit (``VisitDetector/Configuration/minimumDuration``).
+    public var visitMinimumDuration: Double?
+    /// A fixed visit radius in metres; unset adapts it (``VisitDetector/Configuration/radius``).
+    public var visitRadius: Double?
+    /// A hole longer than this many seconds ends a visit (``VisitDetector/Configuration/maximumGap``).
+    public var visitGap: Double?
     /// Regions are monitored (their dwell is checked here, the file elsewhere).
     public var monitorsRegions = false
     public var dwell: Double?
@@ -24,6 +32,7 @@ public struct LocationSettings: Sendable, Hashable {
         case distanceFilter, desiredAccuracy, significantChanges, significantChangeDistance
         case significantChangeInterval, pauseWhenStationary, stationaryRadius, stationaryTimeout
         case timeInterval, headingChange, maxFixAge, monitorsRegions, dwell
+        case visits, visitMinimumDuration, visitRadius, visitGap
     }
 
     /// What is wrong with the settings, by field.
@@ -47,6 +56,7 @@ public struct LocationSettings: Sendable, Hashable {
             (.timeInterval, timeInterval), (.stationaryTimeout, stationaryTimeout),
             (.significantChangeInterval, significantChangeInterval), (.maxFixAge, maxFixAge),
             (.stationaryRadius, stationaryRadius), (.significantChangeDistance, significantChangeDistance),
+            (.visitMinimumDuration, visitMinimumDuration), (.visitRadius, visitRadius), (.visitGap, visitGap),
         ]
         for (field, value) in positive where value.map({ !($0 > 0) }) == true { return .notPositive(field) }
         if let h = headingChange, !(h > 0 && h <= 180) { return .headingChangeOutOfRange(h) }
@@ -56,11 +66,17 @@ public struct LocationSettings: Sendable, Hashable {
         if (significantChangeDistance != nil || significantChangeInterval != nil) && !significantChanges {
             return .requires([.significantChangeDistance, .significantChangeInterval], .significantChanges)
         }
+        let visitFields: [(Field, Double?)] = [
+            (.visitMinimumDuration, visitMinimumDuration), (.visitRadius, visitRadius), (.visitGap, visitGap),
+        ]
+        if !visits, visitFields.contains(where: { $0.1 != nil }) {
+            return .requires(visitFields.filter { $0.1 != nil }.map(\.0), .visits)
+        }
         return nil
     }
 
     /// The manager's configuration: standard updates with these settings over the defaults, and
-    /// significant changes when asked for.
+    /// significant changes and visits when asked for.
     public var configuration: LocationManagerConfiguration {
         var c = LocationManagerConfiguration()
         var s = StandardUpdateFilter.Configuration()
@@ -76,6 +92,13 @@ public struct LocationSettings: Sendable, Hashable {
         if significantChanges {
             c.significantChanges = SignificantChangeMonitor(distance: significantChangeDistance ?? 500,
                                                             minimumInterval: significantChangeInterval ?? 300)
+        }
+        if visits {
+            var v = VisitDetector.Configuration()
+            if let visitMinimumDuration { v.minimumDuration = visitMinimumDuration }
+            v.radius = visitRadius
+            if let visitGap { v.maximumGap = visitGap }
+            c.visits = v
         }
         return c
     }

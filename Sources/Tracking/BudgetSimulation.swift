@@ -21,6 +21,9 @@ public enum Strategy: String, CaseIterable, Sendable {
     /// Significant-change monitoring: suspended, woken by each ≥ 500 m move; each wake uploads
     /// inside a 2 s task.
     case significantChange = "significant-change"
+    /// Visit monitoring alone: suspended, woken by each visit's arrival and departure; each wake
+    /// uploads inside a 2 s task.
+    case visits
     /// The `audio` mode with continuous playback.
     case audio
 
@@ -63,7 +66,8 @@ public struct SimulationResult: Sendable, Hashable {
         }
         if wakes > 0 {
             let perWake = Int(((ran - firstStop) / Double(wakes)).rounded())
-            return "suspended between moves: woken \(grouped(wakes)) times by significant changes, ~\(perWake) s each"
+            let by = strategy == .visits ? "arrivals and departures" : "significant changes"
+            return "suspended between moves: woken \(grouped(wakes)) times by \(by), ~\(perWake) s each"
         }
         return "\(firstStopReason)"
     }
@@ -195,7 +199,7 @@ public struct BudgetSimulation: Sendable {
         c.modes = strategy.modes
         c.startInBackground = true
         c.deadlineTimer = false
-        // The system's significant-change service sees every fix, whatever the app's state.
+        // The system's significant-change and visit services see every fix, whatever the app's state.
         c.sampleInterval = 0
         switch strategy {
         case .location: break
@@ -203,6 +207,9 @@ public struct BudgetSimulation: Sendable {
         case .significantChange:
             c.standardUpdates = nil
             c.significantChanges = SignificantChangeMonitor()
+        case .visits:
+            c.standardUpdates = nil
+            c.visits = VisitDetector.Configuration()
         default: c.standardUpdates = nil
         }
         let script = Script(strategy: strategy, t0: t0)
@@ -307,11 +314,18 @@ public struct BudgetSimulation: Sendable {
             case .location(.location):
                 state.withLock { $0.refreshes += 1 }
             case .location(.significantChange(let l)) where strategy == .significantChange && l.timestamp > t0:
-                guard let app = tracker.withLock({ $0 })?.application, app.state.isRunning else { return }
-                let id = app.beginBackgroundTask(name: "upload")
-                if id != .invalid { state.withLock { $0.pendingEnds.append((l.timestamp + 2, id)) } }
+                upload(at: l.timestamp)
+            case .location(.visit(_, let l)) where strategy == .visits:
+                upload(at: l.timestamp)
             default: break
             }
+        }
+
+        /// A wake's upload: a 2 s background task begun at `t`.
+        func upload(at t: Double) {
+            guard let app = tracker.withLock({ $0 })?.application, app.state.isRunning else { return }
+            let id = app.beginBackgroundTask(name: "upload")
+            if id != .invalid { state.withLock { $0.pendingEnds.append((t + 2, id)) } }
         }
 
         static func beginEndingInHandler(_ app: Application, name: String) {

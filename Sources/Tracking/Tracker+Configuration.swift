@@ -16,6 +16,10 @@ extension Tracker {
         public var updatesLocationAtStart = true
         /// Significant-change monitoring (500 m / 5 min); `nil` (the default) turns it off.
         public var significantChanges: SignificantChangeMonitor?
+        /// Visit monitoring (visits and the trips between them, see
+        /// ``LocationManagerConfiguration/visits``); `nil` (the default) turns it off. Like significant
+        /// changes, a visit's arrival or departure wakes a suspended app.
+        public var visits: VisitDetector.Configuration?
         /// Seconds without a usable fix before a location-unknown error. The default is 30.
         public var locationUnknownAfter: Double = 30
         /// The regions to monitor, with their states. The default is none.
@@ -35,7 +39,8 @@ extension Tracker {
         public var modes: BackgroundModes = .location
         /// Start in the background: the budget counts from the start. The default is `false`.
         public var startInBackground = false
-        /// While suspended, take one fix this often (seconds) for significant changes and regions.
+        /// While suspended, take one fix this often (seconds) for significant changes, regions and
+        /// visits.
         /// The default is 60.
         public var sampleInterval: Double = 60
         /// Launch the app at the first fix rather than when the tracker starts: a replay on the log's
@@ -53,18 +58,19 @@ extension Tracker {
 
         public init() {}
 
-        /// The location manager's part: standard updates, significant changes and the
+        /// The location manager's part: standard updates, significant changes, visits and the
         /// location-unknown delay (``LocationSettings/configuration`` builds one from options).
         public var locationManager: LocationManagerConfiguration {
             get {
                 var c = LocationManagerConfiguration()
-                (c.standardUpdates, c.significantChanges, c.locationUnknownAfter) =
-                    (standardUpdates, significantChanges, locationUnknownAfter)
+                (c.standardUpdates, c.significantChanges, c.visits, c.locationUnknownAfter) =
+                    (standardUpdates, significantChanges, visits, locationUnknownAfter)
                 return c
             }
             set {
-                (standardUpdates, significantChanges, locationUnknownAfter) =
-                    (newValue.standardUpdates, newValue.significantChanges, newValue.locationUnknownAfter)
+                (standardUpdates, significantChanges, visits, locationUnknownAfter) =
+                    (newValue.standardUpdates, newValue.significantChanges, newValue.visits,
+                     newValue.locationUnknownAfter)
             }
         }
     }

@@ -38,6 +38,7 @@ extension TrackerCore {
             "version": "\(BuildInfo.line)",
             "standard-updates": "\(configuration.standardUpdates != nil)",
             "significant-changes": "\(configuration.significantChanges != nil)",
+            "visits": "\(configuration.visits != nil)",
             "regions": "\(configuration.regions.count)",
             "policy": "\(configuration.policy.name)",
             "start-in-background": "\(configuration.startInBackground)",

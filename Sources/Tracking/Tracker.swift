@@ -311,8 +311,13 @@ final class TrackerCore: Sendable {
     func handle<Gate: FixSource>(_ events: [LocationEvent], regions: LocationManager<Gate>) throws {
         for event in events {
             metrics.count(event)
-            if case .significantChange(let l) = event {
+            switch event {
+            case .significantChange(let l):
                 logger.info("significant change", metadata: coordinates(l))
+            case .visit(let v, let l):
+                logger.info(v.departure == nil ? "visit arrival" : "visit departure", metadata: coordinates(l))
+            default:
+                break
             }
         }
         if let outbox { try record(events, into: outbox) }

@@ -105,6 +105,12 @@ public final class JSONLinesSink: TrackerEventSink {
                 case .state(let id, let state):
                     EventJSON.appendStringObject(["event": "state", "region": id, "state": state.rawValue], to: &out)
                 }
+            case .visit(let v, let at):
+                EventJSON.appendVisit(time: at.timestamp, arrival: v.arrival, departure: v.departure,
+                                      coordinate: v.coordinate, horizontalAccuracy: v.horizontalAccuracy, to: &out)
+            case .trip(let t, _):
+                EventJSON.appendTrip(start: t.start, end: t.end, distance: t.distance, maximumSpeed: t.maximumSpeed,
+                                     from: t.startCoordinate, to: t.endCoordinate, to: &out)
             case .error(let error):
                 EventJSON.appendStringObject(["event": "error", "code": error.code.rawValue, "reason": error.reason],
                                              to: &out)

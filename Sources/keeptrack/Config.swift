@@ -37,6 +37,7 @@ enum TrackConfig {
         "log-level": .option, "log-format": .option, "time-interval": .option, "heading-change": .option,
         "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
         "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
+        "visits": .flag, "visit-min-duration": .option, "visit-radius": .option, "visit-gap": .option,
     ]
 
     static let reader = ConfigReader(schema: keys)

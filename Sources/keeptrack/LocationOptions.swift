@@ -67,9 +67,25 @@ struct LocationOptions: ParsableArguments {
             transform: { $0 == "none" ? .infinity : try DurationText.parse($0) })
     var maxFixAge: Double?
 
+    @Flag(help: "Also report visits (a stay of 3 minutes or more, at arrival and at departure) and trips between.")
+    var visits = false
+
+    @Option(help: ArgumentHelp("With --visits: a stay this long is a visit. The default is 3m.", valueName: "duration"),
+            transform: DurationText.parse)
+    var visitMinDuration: Double?
+
+    @Option(help: ArgumentHelp("With --visits: a visit's radius, unless 2 × its fixes' accuracy and at least 50. "
+                               + "The default is adaptive.", valueName: "metres"))
+    var visitRadius: Double?
+
+    @Option(help: ArgumentHelp("With --visits: a hole without fixes longer than this ends a visit. The default is 1h.",
+                               valueName: "duration"), transform: DurationText.parse)
+    var visitGap: Double?
+
     var wantsEvents: Bool {
         distanceFilter != nil || desiredAccuracy != nil || significantChanges || regions != nil || dwell != nil
-            || pauseWhenStationary || timeInterval != nil || headingChange != nil || maxFixAge != nil
+            || pauseWhenStationary || timeInterval != nil || headingChange != nil || maxFixAge != nil || visits
+            || visitMinDuration != nil || visitRadius != nil || visitGap != nil
     }
 
     var settings: LocationSettings {
@@ -79,6 +95,8 @@ struct LocationOptions: ParsableArguments {
             (significantChanges, significantChangeDistance, significantChangeInterval)
         (s.pauseWhenStationary, s.stationaryRadius, s.stationaryTimeout) = (pauseWhenStationary, stationaryRadius, stationaryTimeout)
         (s.maxFixAge, s.monitorsRegions, s.dwell) = (maxFixAge, regions != nil, dwell)
+        (s.visits, s.visitMinimumDuration, s.visitRadius, s.visitGap) =
+            (visits, visitMinDuration, visitRadius, visitGap)
         return s
     }
 
@@ -104,6 +122,10 @@ extension LocationSettings.Field {
         case .maxFixAge: "--max-fix-age"
         case .monitorsRegions: "--regions"
         case .dwell: "--dwell"
+        case .visits: "--visits"
+        case .visitMinimumDuration: "--visit-min-duration"
+        case .visitRadius: "--visit-radius"
+        case .visitGap: "--visit-gap"
         }
     }
 }
@@ -114,11 +136,14 @@ extension LocationSettings.Problem {
         switch self {
         case .negative(let field): "\(field.option) must be 0 or more metres."
         case .notPositive(.dwell): "--dwell must be more than 0s."
+        case .notPositive(.visitMinimumDuration): "--visit-min-duration must be more than 0s."
+        case .notPositive(.visitGap): "--visit-gap must be more than 0s."
         case .notPositive(let field): "\(field.option) must be more than 0."
         case .headingChangeOutOfRange(let h): "--heading-change takes 1 to 180 degrees, got \(h)."
         case .requires(_, .monitorsRegions): "--dwell applies to regions: add --regions FILE.geojson."
         case .requires(let fields, let requirement):
-            "\(fields.map(\.option).joined(separator: " and ")) go with \(requirement.option)."
+            "\(fields.map(\.option).joined(separator: " and ")) \(fields.count == 1 ? "goes" : "go") with "
+                + "\(requirement.option)."
         }
     }
 }

@@ -17,7 +17,8 @@ struct Simulate: AsyncParsableCommand {
             task-restart (a new task begun in every expiration handler); unended-task (a task never \
             ended); location (standard updates with the location mode); location-pulse (location mode, \
             a task, location on 1 s every 60 s); significant-change (suspended, woken by each ≥ 500 m \
-            move, an upload in a 2 s task per wake); audio (continuous playback).
+            move, an upload in a 2 s task per wake); visits (suspended, woken by each visit's arrival \
+            and departure, an upload in a 2 s task per wake); audio (continuous playback).
 
             The motion is a synthetic commute (10 minutes still, 5 minutes at 10 m/s, repeated) \
             unless --fixture gives an NMEA log.

@@ -32,8 +32,8 @@ struct Track: AsyncParsableCommand {
             With location events the tracker runs the background budget (README, "The background \
             budget"): `keeptrack ctl background|foreground|status` (or SIGUSR1/SIGUSR2) moves it \
             between foreground and background; suspended, it releases the gpsd watch and samples \
-            one fix a minute until a significant change or a region event wakes it. Under systemd \
-            it reports READY, STATUS and WATCHDOG (tools/keeptrack.service).
+            one fix a minute until a significant change, a region event or a visit wakes it. Under \
+            systemd it reports READY, STATUS and WATCHDOG (tools/keeptrack.service).
               keeptrack track --gpsd --significant-changes --background
               keeptrack ctl status
             """

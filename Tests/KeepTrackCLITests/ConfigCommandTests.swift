@@ -24,6 +24,9 @@ struct ConfigCommandTests {
         ("- a list\n", ":1: expected keys and values (a mapping)"),
         ("serial: /dev/ttyACM0\nserial: /dev/ttyUSB0\n", ":2: 'serial' is set twice"),
         ("significant-changes: true\n", ": Choose one input"),
+        ("serial: /dev/ttyACM0\nvisit-gap: 2h\n", ":2: visit-gap: --visit-gap goes with --visits."),
+        ("serial: /dev/ttyACM0\nvisits: true\nvisit-radius: 0\n",
+         ":3: visit-radius: --visit-radius must be more than 0."),
     ])
     func checkNamesTheKeyAndTheLine(text: String, message: String) throws {
         let path = try file(text)
@@ -46,6 +49,14 @@ struct ConfigCommandTests {
         let r = try keeptrack(["config", "check", path])
         #expect(r.status == 0)
         #expect(r.stdout == "\(path): ok, 6 settings: gpsd, significant-changes, background, upload, header, shutdown-timeout\n")
+    }
+
+    @Test func visitKeysCheckOut() throws {
+        let path = try file(
+            "serial: /dev/ttyACM0\nvisits: true\nvisit-min-duration: 5m\nvisit-radius: 40\nvisit-gap: 2h\n")
+        let r = try keeptrack(["config", "check", path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout == "\(path): ok, 5 settings: serial, visits, visit-min-duration, visit-radius, visit-gap\n")
     }
 
     @Test func theCommandLineWinsOverTheFile() throws {

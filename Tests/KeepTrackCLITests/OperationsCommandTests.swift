@@ -429,13 +429,16 @@ struct ReadmeOptionsTests {
 
     @Test func theTablesDurationsAndNumbersAreTheCodesDefaults() throws {
         let rows = Dictionary(try readmeRows().map { ($0.option, $0.value) }, uniquingKeysWith: { a, _ in a })
-        let t = try Track.parse(["--gpsd", "h", "--pause-when-stationary", "--significant-changes"])
+        let t = try Track.parse(["--gpsd", "h", "--pause-when-stationary", "--significant-changes", "--visits"])
         let s = try #require(t.location.settings.configuration.standardUpdates)
         let sc = try #require(t.location.settings.configuration.significantChanges)
+        let visits = try #require(t.location.settings.configuration.visits)
+        #expect(visits.radius == nil && rows["visit-radius"] == "adaptive")
         let durations: [String: Double] = [
             "batch-wait": t.upload.batchWait, "max-backoff": t.upload.maxBackoff, "shutdown-timeout": t.upload.shutdownTimeout,
             "outbox-max-age": t.upload.outboxMaxAge, "max-fix-age": s.maxAge, "stationary-timeout": s.stopTimeout,
-            "significant-change-interval": sc.minimumInterval,
+            "significant-change-interval": sc.minimumInterval, "visit-min-duration": visits.minimumDuration,
+            "visit-gap": visits.maximumGap,
         ]
         for (option, value) in durations {
             let text = try #require(rows[option], "--\(option) missing from the README")

@@ -22,7 +22,7 @@ struct SimulateCommandTests {
             let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             rows["\(o["policy"]!)/\(o["strategy"]!)"] = o
         }
-        #expect(rows.count == 24)
+        #expect(rows.count == 27)
         for policy in ["ios6", "ios7", "ios13"] {
             let budget = ["ios6": 600, "ios7": 180, "ios13": 30][policy]!
             // None: suspended within seconds.
@@ -40,6 +40,10 @@ struct SimulateCommandTests {
             let sc = try #require(rows["\(policy)/significant-change"])
             #expect(sc["finalState"] as? String == "suspended")
             #expect((sc["wakes"] as? Int ?? 0) >= 4)
+            // Visits alone: suspended too, woken at each arrival and departure (4 of each in the hour).
+            let visits = try #require(rows["\(policy)/visits"])
+            #expect(visits["finalState"] as? String == "suspended")
+            #expect(visits["wakes"] as? Int == 8)
         }
         // The pulse works while 60 s is within the budget; iOS 13's 30 s is not.
         #expect(rows["ios7/location-pulse"]?["ran"] as? Int == 3600)
