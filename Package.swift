@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version: 6.2
 import PackageDescription
 
 let package = Package(
@@ -227,3 +227,11 @@ package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("F
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Tracking")
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("GPSInput")
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("TrackServer")
+
+// No warnings in the project's own code: every target this package defines (libraries, executables,
+// benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
+// are. System library targets have no sources, and a plugin target takes no Swift settings (the
+// C target CMosquitto has none to apply). Keep this last, so that targets appended above get it too.
+for target in package.targets where target.type != .system && target.type != .plugin {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.treatAllWarnings(as: .error)]
+}

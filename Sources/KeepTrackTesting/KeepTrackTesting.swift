@@ -66,8 +66,11 @@ public final class Tool: @unchecked Sendable {
         }
         process.currentDirectoryURL = packageRoot
         process.standardOutput = out
-        FileManager.default.createFile(atPath: errorPath, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: errorPath) ?? FileHandle.nullDevice
+        // Without the file (a temporary directory that refuses it), the tool's errors go nowhere and
+        // `errors()` reads "".
+        let errorFile = FileManager.default.createFile(atPath: errorPath, contents: nil)
+            ? FileHandle(forWritingAtPath: errorPath) : nil
+        process.standardError = errorFile ?? FileHandle.nullDevice
         try process.run()
     }
 

@@ -48,7 +48,7 @@ public struct RetentionService: Service {
     }
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let started = clock.now
                 do {

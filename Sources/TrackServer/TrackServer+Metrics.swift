@@ -19,25 +19,32 @@ final class ServerMetrics: Sendable {
     init() {
         let r = registry
         requests = Dictionary(uniqueKeysWithValues: ["dropped", "failed", "garbage", "refused", "served"].map {
-            ($0, r.makeCounter(name: "keeptrack_serve_requests_total", labels: [("outcome", $0)],
-                               help: "Ingest requests by what the fault injection did."))
+            ($0, r.makeCounter(descriptor: Self.serve("requests", "total",
+                                                      "Ingest requests by what the fault injection did."),
+                               labels: [("outcome", $0)]))
         })
         accepted = Dictionary(uniqueKeysWithValues: ["json", "osmand", "owntracks"].map {
-            ($0, r.makeCounter(name: "keeptrack_serve_records_accepted_total", labels: [("format", $0)],
-                               help: "Records stored, by format."))
+            ($0, r.makeCounter(descriptor: Self.serve("records_accepted", "total", "Records stored, by format."),
+                               labels: [("format", $0)]))
         })
-        duplicates = r.makeCounter(name: "keeptrack_serve_records_duplicate_total",
-                                   help: "Records received again and not stored twice.")
-        rejected = r.makeCounter(name: "keeptrack_serve_requests_rejected_total", help: "Requests answered 400.")
-        gzipRequests = r.makeCounter(name: "keeptrack_serve_gzip_requests_total", help: "Requests with a gzip body.")
-        stored = r.makeGauge(name: "keeptrack_serve_records_stored", help: "Records in the store.")
-        connections = r.makeGauge(name: "keeptrack_serve_connections", help: "Connections being served.")
-        connectionsRefused = r.makeCounter(name: "keeptrack_serve_connections_refused_total",
-                                           help: "Connections answered 503 at the connection cap.")
-        bodyBytesInFlight = r.makeGauge(name: "keeptrack_serve_body_bytes_in_flight",
-                                        help: "Request body bytes reserved in memory.")
-        bodiesRefused = r.makeCounter(name: "keeptrack_serve_bodies_refused_total",
-                                      help: "Requests answered 503 over the bodies-in-flight budget.")
+        duplicates = r.makeCounter(descriptor: Self.serve("records_duplicate", "total",
+                                                          "Records received again and not stored twice."))
+        rejected = r.makeCounter(descriptor: Self.serve("requests_rejected", "total", "Requests answered 400."))
+        gzipRequests = r.makeCounter(descriptor: Self.serve("gzip_requests", "total", "Requests with a gzip body."))
+        stored = r.makeGauge(descriptor: Self.serve("records_stored", "", "Records in the store."))
+        connections = r.makeGauge(descriptor: Self.serve("connections", "", "Connections being served."))
+        connectionsRefused = r.makeCounter(descriptor: Self.serve("connections_refused", "total",
+                                                                  "Connections answered 503 at the connection cap."))
+        bodyBytesInFlight = r.makeGauge(descriptor: Self.serve("body_bytes_in_flight", "",
+                                                               "Request body bytes reserved in memory."))
+        bodiesRefused = r.makeCounter(descriptor: Self.serve("bodies_refused", "total",
+                                                             "Requests answered 503 over the bodies-in-flight budget."))
+    }
+
+    /// `keeptrack_serve_NAME_UNIT` (no `_UNIT` when `unit` is empty), with its `# HELP` text.
+    private static func serve(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "keeptrack", subsystem: "serve", metricName: name, unitName: unit,
+                             helpText: help)
     }
 
     func request(_ d: Faults.Decision) {

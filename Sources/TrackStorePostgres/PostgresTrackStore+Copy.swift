@@ -132,7 +132,7 @@ actor CopyCoalescer {
         counting = true
         Task {
             let counted = try? await countInstances()
-            await self.counted(counted)
+            self.counted(counted)
         }
     }
 

@@ -46,7 +46,7 @@ struct GPSDSourceTests {
         let executor = try #require(source.preferredExecutor as? ThreadExecutor)
         // Each element is taken on the thread that read it from gpsd: no hand-off to another thread.
         let (fixes, elsewhere) = try await withTimeout(180, "6 fixes on the reading thread") {
-            try await withTaskExecutorPreference(source.preferredExecutor) {
+            await withTaskExecutorPreference(source.preferredExecutor) {
                 var fixes = 0
                 var elsewhere = 0
                 for await element in source {

@@ -80,8 +80,9 @@ struct PostgresStoreTests {
         let cluster = try await Postgres.shared()
         let name = "kt_plain_\(getpid())"
         _ = try await offThePool {
-            try cluster.psql("CREATE DATABASE \(name) TEMPLATE template0", database: "postgres")
-            try cluster.psql("CREATE ROLE clerk LOGIN", database: "postgres")
+            // psql -q prints nothing for these statements.
+            _ = try cluster.psql("CREATE DATABASE \(name) TEMPLATE template0", database: "postgres")
+            _ = try cluster.psql("CREATE ROLE clerk LOGIN", database: "postgres")
         }
         await #expect {
             _ = try await openTrackStore("postgres://clerk@127.0.0.1:\(cluster.port)/\(name)?sslmode=disable")
@@ -90,7 +91,7 @@ struct PostgresStoreTests {
         }
         _ = try await offThePool {
             try cluster.dropDatabase(name)
-            try cluster.psql("DROP ROLE clerk", database: "postgres")
+            _ = try cluster.psql("DROP ROLE clerk", database: "postgres")  // prints nothing (-q)
         }
     }
 
