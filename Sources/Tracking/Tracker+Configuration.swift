@@ -69,8 +69,10 @@ extension Tracker {
             }
             set {
                 (standardUpdates, significantChanges, visits, locationUnknownAfter) =
-                    (newValue.standardUpdates, newValue.significantChanges, newValue.visits,
-                     newValue.locationUnknownAfter)
+                    (
+                        newValue.standardUpdates, newValue.significantChanges, newValue.visits,
+                        newValue.locationUnknownAfter
+                    )
             }
         }
     }
