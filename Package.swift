@@ -221,6 +221,7 @@ package.targets += [
 ]
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("BuildInfo")
 package.targets.first { $0.name == "Tracking" }!.dependencies.append("BuildInfo")
+package.targets.first { $0.name == "TrackServer" }!.dependencies.append("BuildInfo")
 // The README's options tables are checked against the code's defaults, durations read as DurationText reads them.
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Formats")
 // The progress lines the command line says, from the counts of the tracker, the log source and the store.

@@ -30,6 +30,8 @@ extension TrackServer.Configuration {
         case retentionBelowAnHour
         /// ``TrackServer/Configuration/mqtt``'s URL can't be used: why.
         case mqtt(String)
+        /// An origin of ``TrackServer/Configuration/corsOrigins`` can't be one: why.
+        case corsOrigin(String)
     }
 
     /// What is wrong with these settings, or nil; the first problem found.
@@ -48,6 +50,7 @@ extension TrackServer.Configuration {
         if let mqtt {
             do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt("\(error)") }
         }
+        for origin in corsOrigins { if let why = Self.corsOriginProblem(origin) { return .corsOrigin(why) } }
         return nil
     }
 

@@ -48,6 +48,9 @@ public final class TrackServer: Sendable {
         public var database: String
         /// The token devices must present; `nil` (the default) accepts anyone.
         public var token: String?
+        /// The origins whose web pages may call the API (`https://owntracks.example.org`, or `*`): CORS
+        /// headers and preflight answers (``CORSMiddleware``). The default is none.
+        public var corsOrigins: [String] = []
         /// The largest request body, after decompression. The default is 8 MiB.
         public var maxBodyBytes = 8 << 20
         /// Whether faults are injected (``faults`` and `PUT /v1/faults`); off, the route does not
@@ -233,6 +236,7 @@ public final class TrackServer: Sendable {
 
     func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
+        if !configuration.corsOrigins.isEmpty { router.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
         router.add(middleware: EarlyLimitMiddleware(maxBodyBytes: configuration.maxBodyBytes))
         if configuration.faultInjection { router.add(middleware: FaultMiddleware(server: self)) }
         router.add(middleware: AccessMiddleware(server: self))
@@ -260,6 +264,7 @@ public final class TrackServer: Sendable {
             }
         }
         router.get("/map") { request, context in try await self.mapPage(request, context) }
+        addRecorderRoutes(to: router)
         return router
     }
 

@@ -163,6 +163,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Also store OwnTracks from this broker: mqtt(s)://[USER[:PASS]@]HOST[:PORT], then "
                                + "/FILTER (owntracks/+/+ when none).", valueName: "url"))
     var mqtt: String?
+    @Option(help: ArgumentHelp("Let web pages from this origin call the API (CORS), e.g. the OwnTracks Frontend's "
+                               + "https://owntracks.example.org, or *. Repeatable.", valueName: "origin"))
+    var corsOrigin: [String] = []
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -183,6 +186,7 @@ struct Serve: AsyncParsableCommand {
                           delay: delay, dropRate: dropRate)
         (c.tlsCertificate, c.tlsKey, c.mqtt) = (tlsCert, tlsKey, mqtt.map { .init(url: $0) })
         (c.openRegistration, c.retention) = (openRegistration, retention)
+        c.corsOrigins = corsOrigin
         return c
     }
 
@@ -244,6 +248,7 @@ extension TrackServer.Configuration.Problem {
         case .tlsCertificateAndKeyApart: "--tls-cert and --tls-key go together."
         case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
         case .mqtt(let why): "--mqtt: \(why)."
+        case .corsOrigin(let why): "--cors-origin: \(why)."
         }
     }
 }
