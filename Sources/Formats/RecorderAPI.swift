@@ -21,8 +21,9 @@ public enum RecorderAPI {
     /// The stored device ids a Recorder request for `user`'s `device` may mean, the likeliest first:
     /// `user/device`; `user` alone when both are the same name; then the same in lower case (the
     /// Recorder lowercases what it is asked). ``names(of:)`` of each gives back `user` and `device`
-    /// (up to case).
+    /// (up to case). None holds a NUL (no stored id does, and databases refuse them in queries).
     public static func deviceIDs(user: String, device: String) -> [String] {
+        guard !user.utf8.contains(0), !device.utf8.contains(0) else { return [] }
         var ids: [String] = []
         for (u, d) in [(user, device), (user.lowercased(), device.lowercased())] {
             for id in [u + "/" + d] + (u == d ? [u] : []) where !ids.contains(id) && names(of: id) == (u, d) {
