@@ -208,7 +208,7 @@ package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("C
 // swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld
 package.targets += [
     ("JSONBatchFuzz", "Formats"), ("OsmAndFuzz", "Formats"), ("OwnTracksFuzz", "Formats"), ("ISOTimeFuzz", "Formats"),
-    ("RegionsGeoJSONFuzz", "Formats"), ("ConfigFileFuzz", "ConfigFile"),
+    ("RegionsGeoJSONFuzz", "Formats"), ("ConfigFileFuzz", "ConfigFile"), ("RecorderTimeFuzz", "Formats"),
 ].map { name, library in
     .executableTarget(name: name, dependencies: [.target(name: library)], path: "Sources/Fuzz/\(name)")
 }
