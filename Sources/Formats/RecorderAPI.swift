@@ -107,7 +107,8 @@ public enum RecorderAPI {
     }
 
     /// `2019-09-18T21:10:29Z`: the Recorder's `isotst` (whole seconds, UTC).
-    public static func appendISOTime(_ seconds: Double, to out: inout [UInt8], separator: UInt8 = 84, zone: Bool = true) {
+    public static func appendISOTime(_ seconds: Double, to out: inout [UInt8], separator: UInt8 = 84, zone: Bool = true)
+    {
         guard ISOTime.representable.contains(seconds) else {
             out.append(contentsOf: "\(seconds)".utf8)
             return
@@ -182,8 +183,10 @@ public enum RecorderAPI {
     /// (the record's own, or ``OwnTracks/trackerID(_:)``), the attributes the sender gave (`batt`,
     /// `conn`, ...), `topic`, `username`, `device`, `ghash`, `isotst`, `disptst`, and `isorcv`
     /// with `received`. With `fields`, only the members it names (the Recorder's `fields=`).
-    public static func appendLocation(_ r: TrailRecord, received: Bool = true, fields: Set<String>? = nil,
-                                      to out: inout [UInt8]) {
+    public static func appendLocation(
+        _ r: TrailRecord, received: Bool = true, fields: Set<String>? = nil,
+        to out: inout [UInt8]
+    ) {
         var first = true
         func key(_ name: String) -> Bool {
             if let fields, !fields.contains(name) { return false }

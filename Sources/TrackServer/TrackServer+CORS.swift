@@ -17,7 +17,8 @@ struct CORSMiddleware: RouterMiddleware {
     let origins: [String]
 
     static let allowMethods = "GET, HEAD, POST, PUT, OPTIONS"
-    static let allowHeaders = "Authorization, Content-Type, Content-Encoding, X-Limit-U, X-Limit-D, X-Limit-User, "
+    static let allowHeaders =
+        "Authorization, Content-Type, Content-Encoding, X-Limit-U, X-Limit-D, X-Limit-User, "
         + "X-Limit-Device, X-Limit-From, X-Limit-To, X-Limit-Fields"
     static let exposeHeaders = "Link, Retry-After"
 
@@ -34,8 +35,10 @@ struct CORSMiddleware: RouterMiddleware {
         return headers
     }
 
-    func handle(_ request: Request, context: ServerContext,
-                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: ServerContext,
+        next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
         guard let origin = request.headers[.origin] else { return try await next(request, context) }
         let value = allowed(origin)
         if request.method == .options, request.headers[.accessControlRequestMethod] != nil {

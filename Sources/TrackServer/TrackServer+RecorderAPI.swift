@@ -42,8 +42,9 @@ extension TrackServer {
 
     /// The JSON answer with the Recorder's content type.
     static func recorderJSON(_ bytes: [UInt8]) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     static func recorderVersion() -> Response {
@@ -132,8 +133,9 @@ extension TrackServer {
         var out: [UInt8] = [UInt8(ascii: "[")]
         for (i, position) in positions.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            RecorderAPI.appendLocation(try await store.latestRecord(position), received: false, fields: fields,
-                                       to: &out)
+            RecorderAPI.appendLocation(
+                try await store.latestRecord(position), received: false, fields: fields,
+                to: &out)
         }
         ByteWriting.appendStatic("]\n", to: &out)
         return Self.recorderJSON(out)
@@ -155,8 +157,10 @@ extension TrackServer {
         switch p["format"] ?? "json" {
         case "json", "": break
         case let format where ["geojson", "geojsonpoi", "linestring", "csv", "xml", "gpx"].contains(format):
-            throw HTTPError(.badRequest, message: "format: '\(format)' is not served here: use format=json, or "
-                + "/v1/devices/ID/trail?format=geojson|gpx")
+            throw HTTPError(
+                .badRequest,
+                message: "format: '\(format)' is not served here: use format=json, or "
+                    + "/v1/devices/ID/trail?format=geojson|gpx")
         case let format:
             throw HTTPError(.badRequest, message: "unrecognized format '\(format.prefix(64))'")
         }
@@ -164,8 +168,11 @@ extension TrackServer {
         func time(_ name: String, _ fallback: Double) throws -> Double {
             guard let text = p[name], !text.isEmpty else { return fallback }
             guard let t = RecorderAPI.parseTime(text) else {
-                throw Self.recorderRefusal(.rangeNotSatisfiable, "impossible date/time ranges: \(name) '\(text.prefix(64))' "
-                    + "is not a UTC time YYYY-MM-DDTHH:MM:SS (or YYYY-MM-DDTHH:MM, YYYY-MM-DDTHH, YYYY-MM-DD, YYYY-MM)")
+                throw Self.recorderRefusal(
+                    .rangeNotSatisfiable,
+                    "impossible date/time ranges: \(name) '\(text.prefix(64))' is not a UTC time "
+                        + "YYYY-MM-DDTHH:MM:SS (or YYYY-MM-DDTHH:MM, YYYY-MM-DDTHH, YYYY-MM-DD, YYYY-MM)"
+                )
             }
             return t
         }
@@ -176,8 +183,10 @@ extension TrackServer {
         var limit = 0
         if let text = p["limit"], !text.isEmpty {
             guard let n = Int(text), n >= 0, n <= configuration.maxPageSize else {
-                throw HTTPError(.badRequest, message: "limit: '\(text.prefix(64))' is not a number from 0 to "
-                    + "\(configuration.maxPageSize)")
+                throw HTTPError(
+                    .badRequest,
+                    message: "limit: '\(text.prefix(64))' is not a number from 0 to "
+                        + "\(configuration.maxPageSize)")
             }
             limit = n
         }
@@ -199,51 +208,54 @@ extension TrackServer {
         let pageSize = max(1, configuration.defaultPageSize)
         let store = self.store
         let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
-        return Response(status: .ok, headers: headers, body: .init { [id] writer in
-            var count = 0
-            var out: [UInt8] = []
-            ByteWriting.appendStatic("{\"data\":[", to: &out)
-            func add(_ r: TrailRecord) {
-                if count > 0 { out.append(UInt8(ascii: ",")) }
-                RecorderAPI.appendLocation(r, fields: fields, to: &out)
-                count += 1
-            }
-            if let id {
-                var cursor: TrailCursor?
-                // With a limit, the last `limit` locations, kept in a ring as the pages go by.
-                var ring: [TrailRecord] = []
-                var next = 0
-                repeat {
-                    let page = try await store.trail(device: id, from: from, to: to, after: cursor, limit: pageSize,
-                                                     includeInvalid: false)
-                    for r in page.records where r.kind == .location {
-                        if last == 0 {
-                            add(r)
-                        } else if ring.count < last {
-                            ring.append(r)
-                        } else {
-                            ring[next] = r
-                            next = (next + 1) % last
-                        }
-                    }
-                    if out.count >= 256 << 10 {
-                        try await writer.write(ByteBuffer(bytes: out))
-                        out.removeAll(keepingCapacity: true)
-                    }
-                    cursor = page.next
-                } while cursor != nil
-                if last > 0 {
-                    for k in 0..<ring.count { add(ring[(next + ring.count - 1 - k) % ring.count]) }
+        return Response(
+            status: .ok, headers: headers,
+            body: .init { [id] writer in
+                var count = 0
+                var out: [UInt8] = []
+                ByteWriting.appendStatic("{\"data\":[", to: &out)
+                func add(_ r: TrailRecord) {
+                    if count > 0 { out.append(UInt8(ascii: ",")) }
+                    RecorderAPI.appendLocation(r, fields: fields, to: &out)
+                    count += 1
                 }
-            }
-            ByteWriting.appendStatic("],\"count\":", to: &out)
-            ByteWriting.appendInt(Int64(count), to: &out)
-            ByteWriting.appendStatic(",\"status\":200,\"version\":", to: &out)
-            ByteWriting.appendJSONString(BuildInfo.version, to: &out)
-            ByteWriting.appendStatic("}\n", to: &out)
-            try await writer.write(ByteBuffer(bytes: out))
-            try await writer.finish(nil)
-        })
+                if let id {
+                    var cursor: TrailCursor?
+                    // With a limit, the last `limit` locations, kept in a ring as the pages go by.
+                    var ring: [TrailRecord] = []
+                    var next = 0
+                    repeat {
+                        let page = try await store.trail(
+                            device: id, from: from, to: to, after: cursor, limit: pageSize,
+                            includeInvalid: false)
+                        for r in page.records where r.kind == .location {
+                            if last == 0 {
+                                add(r)
+                            } else if ring.count < last {
+                                ring.append(r)
+                            } else {
+                                ring[next] = r
+                                next = (next + 1) % last
+                            }
+                        }
+                        if out.count >= 256 << 10 {
+                            try await writer.write(ByteBuffer(bytes: out))
+                            out.removeAll(keepingCapacity: true)
+                        }
+                        cursor = page.next
+                    } while cursor != nil
+                    if last > 0 {
+                        for k in 0..<ring.count { add(ring[(next + ring.count - 1 - k) % ring.count]) }
+                    }
+                }
+                ByteWriting.appendStatic("],\"count\":", to: &out)
+                ByteWriting.appendInt(Int64(count), to: &out)
+                ByteWriting.appendStatic(",\"status\":200,\"version\":", to: &out)
+                ByteWriting.appendJSONString(BuildInfo.version, to: &out)
+                ByteWriting.appendStatic("}\n", to: &out)
+                try await writer.write(ByteBuffer(bytes: out))
+                try await writer.finish(nil)
+            })
     }
 }
 
@@ -267,8 +279,10 @@ struct RecorderParameters: Sendable {
             let name = try decode(parts[0])
             let value = parts.count > 1 ? try decode(parts[1]) : ""
             guard value.utf8.count <= TrackServer.recorderMaxValueBytes else {
-                throw HTTPError(.badRequest, message: "\(name.prefix(64)): longer than "
-                    + "\(TrackServer.recorderMaxValueBytes) bytes")
+                throw HTTPError(
+                    .badRequest,
+                    message: "\(name.prefix(64)): longer than "
+                        + "\(TrackServer.recorderMaxValueBytes) bytes")
             }
             if values[name] == nil { values[name] = value }
         }

@@ -15,7 +15,9 @@ struct Serve: AsyncParsableCommand {
             Ingests our JSON batch (POST /v1/locations), Traccar's OsmAnd (GET or POST /) and OwnTracks \
             (POST /owntracks, device USER/DEVICE from X-Limit-U/X-Limit-D), stores every record once (sent twice, \
             stored once), and serves GET /v1/devices, GET /v1/devices/ID/trail?from=&to=&format=geojson|gpx|json, \
-            GET /healthz and GET /metrics (Prometheus). With --token, devices must send \
+            GET /healthz and GET /metrics (Prometheus), and the OwnTracks Recorder's read API for its \
+            Frontend (GET /api/0/list, /api/0/last, /api/0/locations, /api/0/version; --cors-origin lets a page \
+            from another origin call the API). With --token, devices must send \
             Authorization: Bearer TOKEN (or Basic with it as password, or ?token=). Prints {"event":"listening","url":...} once it \
             listens; stops on Ctrl-C or SIGTERM.
 

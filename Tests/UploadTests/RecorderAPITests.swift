@@ -18,8 +18,10 @@ struct RecorderAPITests {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let endpoint: Endpoint
 
-        func send(_ method: HTTPMethod = .GET, _ path: String, body: String? = nil, headers: [(String, String)] = [],
-                  token: String? = "secret") async throws -> (status: Int, headers: HTTPHeaders, body: String) {
+        func send(
+            _ method: HTTPMethod = .GET, _ path: String, body: String? = nil, headers: [(String, String)] = [],
+            token: String? = "secret"
+        ) async throws -> (status: Int, headers: HTTPHeaders, body: String) {
             var request = HTTPClientRequest(url: endpoint.url(path))
             request.method = method
             if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -58,11 +60,13 @@ struct RecorderAPITests {
             ("bob", "tablet", day + 8 * 3600, 52.5, 13.4),
         ]
         for (user, device, tst, lat, lon) in points {
-            let r = try await c.send(.POST, "/owntracks", body: ownTracks(tst: tst, lat: lat, lon: lon),
-                                     headers: [("X-Limit-U", user), ("X-Limit-D", device)])
+            let r = try await c.send(
+                .POST, "/owntracks", body: ownTracks(tst: tst, lat: lat, lon: lon),
+                headers: [("X-Limit-U", user), ("X-Limit-D", device)])
             #expect(r.status == 200, "\(r.body)")
         }
-        let batch = #"{"device":"van-1","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","#
+        let batch =
+            #"{"device":"van-1","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","#
             + #""lat":48.2,"lon":11.6},{"seq":2,"kind":"location","#
             + #""time":"2024-05-14T09:31:00Z","lat":48.21,"lon":11.61,"hAcc":5.4,"speed":10}]}"#
         #expect(try await c.send(.POST, "/v1/locations", body: batch).status == 200)
@@ -114,8 +118,11 @@ struct RecorderAPITests {
         let one = try await c.json("/api/0/last?user=anna&device=phone") as? [[String: Any]]
         #expect(one?.count == 1 && one?.first?["device"] as? String == "phone")
         #expect((try await c.json("/api/0/last?user=anna") as? [[String: Any]])?.count == 1)
-        let history = try await c.json(
-            "/api/0/locations?from=2024-05-14T00%3A00%3A00&to=2024-05-14T23%3A59%3A59&user=anna&device=phone&format=json")
+        let history =
+            try await c.json(
+                "/api/0/locations?from=2024-05-14T00%3A00%3A00&to=2024-05-14T23%3A59%3A59"
+                    + "&user=anna&device=phone&format=json"
+            )
             as? [String: Any]
         let data = history?["data"] as? [[String: Any]] ?? []
         #expect(history?["count"] as? Int == 3 && history?["status"] as? Int == 200)
@@ -123,8 +130,10 @@ struct RecorderAPITests {
         #expect(data.map { $0["lat"] as? Double } == [48.11, 48.12, 48.13])
         #expect(data.allSatisfy { $0["_type"] as? String == "location" && $0["acc"] as? Int == 12 })
         #expect(data.first?["isorcv"] as? String == "2024-05-14T09:00:00Z")
-        let vanDay = try await c.json("/api/0/locations?from=2024-05-14T00:00:00&to=2024-05-14T23:59:59"
-            + "&user=van-1&device=van-1&format=json") as? [String: Any]
+        let vanDay =
+            try await c.json(
+                "/api/0/locations?from=2024-05-14T00:00:00&to=2024-05-14T23:59:59"
+                    + "&user=van-1&device=van-1&format=json") as? [String: Any]
         #expect((vanDay?["data"] as? [[String: Any]])?.count == 2)
         await c.close()
         await endpoint.stop()
@@ -139,8 +148,9 @@ struct RecorderAPITests {
         try await Self.seed(c)
         let base = "/api/0/locations?user=anna&device=phone"
         func tsts(_ path: String, _ body: String? = nil, headers: [(String, String)] = []) async throws -> [Int] {
-            let r = try await c.send(body == nil ? .GET : .POST, path, body: body,
-                                     headers: headers + (body == nil ? [] : [("Content-Type", "application/x-www-form-urlencoded")]))
+            let r = try await c.send(
+                body == nil ? .GET : .POST, path, body: body,
+                headers: headers + (body == nil ? [] : [("Content-Type", "application/x-www-form-urlencoded")]))
             #expect(r.status == 200, "\(path): \(r.body)")
             let object = try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any]
             let data = object?["data"] as? [[String: Any]] ?? []
@@ -155,8 +165,10 @@ struct RecorderAPITests {
         #expect(try await tsts(base + "&from=2024-05-01&to=2024-06-01&limit=2") == [all[3], all[2]])
         #expect(try await tsts(base + "&from=2024-05-01&to=2024-06-01&limit=9") == all.reversed())
         #expect(try await tsts("/api/0/locations", "user=anna&device=phone&from=2024-05-01&to=2024-06-01") == all)
-        #expect(try await tsts("/api/0/locations?user=bob&device=tablet&from=2024-05-01&to=2024-06-01",
-                               headers: [("X-Limit-User", "anna"), ("X-Limit-Device", "phone")]) == all)
+        #expect(
+            try await tsts(
+                "/api/0/locations?user=bob&device=tablet&from=2024-05-01&to=2024-06-01",
+                headers: [("X-Limit-User", "anna"), ("X-Limit-Device", "phone")]) == all)
         // The Recorder lowercases user and device.
         #expect(try await tsts("/api/0/locations?user=Anna&device=PHONE&from=2024-05-01&to=2024-06-01") == all)
         let fields = try await c.json(base + "&from=2024-05-01&to=2024-06-01&fields=tst,lat,%20batt") as? [String: Any]
@@ -178,12 +190,15 @@ struct RecorderAPITests {
         try await Self.seed(c)
         let token = try await endpoint.server.store.addCredential(device: "anna/phone", now: 1_715_679_000)
         #expect((try await c.json("/api/0/list", token: token) as? [String: Any])?["results"] as? [String] == ["anna"])
-        #expect((try await c.json("/api/0/list?user=bob", token: token) as? [String: Any])?["results"] as? [String] == [])
+        #expect(
+            (try await c.json("/api/0/list?user=bob", token: token) as? [String: Any])?["results"] as? [String] == [])
         let last = try await c.json("/api/0/last", token: token) as? [[String: Any]]
         #expect(last?.map { $0["username"] as? String } == ["anna"])
         #expect((try await c.json("/api/0/last?user=bob&device=tablet", token: token) as? [Any])?.isEmpty == true)
-        let mine = try await c.json("/api/0/locations?user=anna&device=phone&from=2024-05-01&to=2024-06-01",
-                                    token: token) as? [String: Any]
+        let mine =
+            try await c.json(
+                "/api/0/locations?user=anna&device=phone&from=2024-05-01&to=2024-06-01",
+                token: token) as? [String: Any]
         #expect(mine?["count"] as? Int == 4)
         for path in ["bob&device=tablet", "nobody&device=nothing"] {
             let r = try await c.send(.GET, "/api/0/locations?user=\(path)&from=2024-05-01", token: token)
@@ -205,20 +220,26 @@ struct RecorderAPITests {
         async throws
     {
         let frontend = "http://127.0.0.1:8080"
-        let endpoint = try await Endpoint.start(store: kind) { $0.corsOrigins = [frontend, "https://maps.example.org"] }
+        let endpoint = try await Endpoint.start(store: kind) {
+            $0.corsOrigins = [frontend, "https://maps.example.org"]
+        }
         let c = Client(endpoint: endpoint)
         try await Self.seed(c)
-        let preflight = try await c.send(.OPTIONS, "/api/0/last?user=anna", headers: [
-            ("Origin", frontend), ("Access-Control-Request-Method", "GET"),
-            ("Access-Control-Request-Headers", "authorization"),
-        ], token: nil)
+        let preflight = try await c.send(
+            .OPTIONS, "/api/0/last?user=anna",
+            headers: [
+                ("Origin", frontend), ("Access-Control-Request-Method", "GET"),
+                ("Access-Control-Request-Headers", "authorization"),
+            ], token: nil)
         #expect(preflight.status == 204)
         #expect(preflight.headers.first(name: "Access-Control-Allow-Origin") == frontend)
         #expect(preflight.headers.first(name: "Access-Control-Allow-Methods")?.contains("GET") == true)
         #expect(preflight.headers.first(name: "Access-Control-Allow-Headers")?.contains("Authorization") == true)
         #expect(preflight.headers.first(name: "Access-Control-Allow-Credentials") == "true")
-        for path in ["/api/0/last", "/api/0/list", "/api/0/version", "/v1/devices", "/healthz",
-                     "/api/0/locations?user=anna&device=phone&from=2024-05-14"] {
+        for path in [
+            "/api/0/last", "/api/0/list", "/api/0/version", "/v1/devices", "/healthz",
+            "/api/0/locations?user=anna&device=phone&from=2024-05-14",
+        ] {
             let r = try await c.send(.GET, path, headers: [("Origin", frontend)])
             #expect(r.status == 200, "\(path)")
             #expect(r.headers.first(name: "Access-Control-Allow-Origin") == frontend, "\(path)")
@@ -229,9 +250,11 @@ struct RecorderAPITests {
         #expect(refused.headers.first(name: "Access-Control-Allow-Origin") == frontend)
         let other = try await c.send(.GET, "/api/0/last", headers: [("Origin", "http://evil.example")])
         #expect(other.status == 200 && other.headers.first(name: "Access-Control-Allow-Origin") == nil)
-        let otherPreflight = try await c.send(.OPTIONS, "/api/0/last", headers: [
-            ("Origin", "http://evil.example"), ("Access-Control-Request-Method", "GET"),
-        ], token: nil)
+        let otherPreflight = try await c.send(
+            .OPTIONS, "/api/0/last",
+            headers: [
+                ("Origin", "http://evil.example"), ("Access-Control-Request-Method", "GET"),
+            ], token: nil)
         #expect(otherPreflight.status == 204)
         #expect(otherPreflight.headers.first(name: "Access-Control-Allow-Origin") == nil)
         await c.close()
@@ -279,10 +302,13 @@ struct RecorderAPITests {
         #expect(backwards.status == 416 && backwards.body.contains("from is after to"))
         let everything = try await c.json(base + "&from=0001-01-01T00:00:00&to=9999-12-31T23:59:59") as? [String: Any]
         #expect(everything?["count"] as? Int == 4)
-        for (user, device) in [("nobody", "nothing"), ("anna", "tablet"), ("%27%20OR%201%3D1%20--", "x"),
-                               ("..%2F..%2Fetc", "passwd"), ("%3Cscript%3E", "%22%7D%5D"), ("anna%00", "phone"),
-                               ("anna%2Fphone", "phone"), ("anna", "phone%2F..")] {
-            let r = try await c.json("/api/0/locations?user=\(user)&device=\(device)&from=2024-01-01")
+        for (user, device) in [
+            ("nobody", "nothing"), ("anna", "tablet"), ("%27%20OR%201%3D1%20--", "x"),
+            ("..%2F..%2Fetc", "passwd"), ("%3Cscript%3E", "%22%7D%5D"), ("anna%00", "phone"),
+            ("anna%2Fphone", "phone"), ("anna", "phone%2F.."),
+        ] {
+            let r =
+                try await c.json("/api/0/locations?user=\(user)&device=\(device)&from=2024-01-01")
                 as? [String: Any]
             #expect(r?["count"] as? Int == 0 && (r?["data"] as? [Any])?.isEmpty == true, "\(user)/\(device)")
             #expect((try await c.json("/api/0/last?user=\(user)&device=\(device)") as? [Any])?.isEmpty == true)
@@ -344,8 +370,10 @@ struct RecorderAPIFormatTests {
         #expect(RecorderAPI.parseTime("2024-05-14T09:30:00Z") == t)
         #expect(RecorderAPI.parseTime("0001-01-01T00:00:00") == ISOTime.representable.lowerBound)
         #expect(RecorderAPI.parseTime("2024-02-29") != nil && RecorderAPI.parseTime("2023-02-29") == nil)
-        for bad in ["", "2024", "2024-", "2024-05-", "24-05-14", "2024-05-14 09:30", "2024-05-14T09:30:00+02:00",
-                    "2024-05-14T123", "2024-05-14T09:30:00.", " 2024-05-14", "2024-05-14\u{0}", "２０２４-05-14"] {
+        for bad in [
+            "", "2024", "2024-", "2024-05-", "24-05-14", "2024-05-14 09:30", "2024-05-14T09:30:00+02:00",
+            "2024-05-14T123", "2024-05-14T09:30:00.", " 2024-05-14", "2024-05-14\u{0}", "２０２４-05-14",
+        ] {
             #expect(RecorderAPI.parseTime(bad) == nil, "\(bad)")
         }
     }
