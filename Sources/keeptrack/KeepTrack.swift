@@ -26,6 +26,12 @@ struct KeepTrack: AsyncParsableCommand {
                 Glibc.exit(64)
             }
         }
+        do {
+            arguments = try ServeConfig.insertingFile(into: arguments)
+        } catch {
+            printError("keeptrack: \(error)")
+            Glibc.exit(64)
+        }
         arguments = TrackConfig.reader.insertingFallbacks(into: arguments)
         do {
             var command = try parseAsRoot(arguments)

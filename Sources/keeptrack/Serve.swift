@@ -168,6 +168,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Let web pages from this origin call the API (CORS), e.g. the OwnTracks Frontend's "
                                + "https://owntracks.example.org, or *. Repeatable.", valueName: "origin"))
     var corsOrigin: [String] = []
+    @Option(help: ArgumentHelp("Read settings from this YAML file, one key per option (default: serve.yaml beside "
+                               + "track's config.yaml, when it exists); the command line wins.", valueName: "file"))
+    var config: String?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption

@@ -1,3 +1,5 @@
+import ConfigFile
+import Foundation
 import Testing
 import TrackServer
 
@@ -28,5 +30,47 @@ struct ServeCORSCommandTests {
     ])
     func refusesAnOriginABrowserNeverSends(origin: String, sentence: String) {
         #expect { _ = try Serve.parse(["--cors-origin", origin]) } throws: { Serve.message(for: $0) == sentence }
+    }
+
+    /// The origins can live in serve's configuration file (a list), beside every other option;
+    /// the command line wins; a key serve has no option for is refused with its line.
+    @Test func readsTheOriginsFromServesConfigurationFile() throws {
+        var template = Array("/tmp/keeptrack-serve-config-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/serve.yaml"
+        try """
+        port: 0
+        token: s3cret
+        cors-origin:
+          - https://owntracks.example.org
+          - http://127.0.0.1:8080
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        let arguments = try ServeConfig.insertingFile(into: ["serve", "--config", file, "--port", "6000"])
+        let serve = try Serve.parse(Array(arguments.dropFirst()))
+        let c = serve.configuration(database: "x")
+        #expect(c.corsOrigins == ["https://owntracks.example.org", "http://127.0.0.1:8080"])
+        #expect(c.port == 6000 && c.token == "s3cret")
+        try "cors-origins: https://x.example\n".write(toFile: file, atomically: true, encoding: .utf8)
+        #expect { _ = try ServeConfig.insertingFile(into: ["serve", "--config", file]) } throws: {
+            "\($0)".contains("cors-origins") && "\($0)".contains("serve.yaml:1:")
+        }
+        // `serve devices` reads no file.
+        #expect(try ServeConfig.insertingFile(into: ["serve", "devices", "list"]) == ["serve", "devices", "list"])
+    }
+
+    /// Every long option of serve is a key of its file, and every key an option.
+    @Test func everyServeOptionIsAConfigurationKey() {
+        let help = Serve.helpMessage(columns: 400)
+        var names = Set<String>()
+        // The options' lines, in every section (OPTIONS, LOGS...): `  --port <port>`, `  -h, --help`.
+        for line in help.split(separator: "\n") where line.trimmingCharacters(in: .whitespaces).hasPrefix("-") {
+            for word in line.split(separator: " ") where word.hasPrefix("--") {
+                names.insert(String(word.dropFirst(2).prefix { $0.isLetter || $0.isNumber || $0 == "-" }))
+            }
+        }
+        names.subtract(["help", "version", "config", ""])
+        #expect(
+            names == Set(ServeConfig.keys.keys), "options without a key: \(names.subtracting(ServeConfig.keys.keys))")
     }
 }

@@ -1,0 +1,44 @@
+import ConfigFile
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The configuration file of `keeptrack serve`: YAML, one key per long option (as `track`'s,
+/// ``TrackConfig``), read from `--config FILE` or, when it exists, `serve.yaml` beside `track`'s
+/// `config.yaml`. Command-line options win over the file.
+///
+/// ```yaml
+/// port: 5055
+/// db: postgres://keeptrack@db/keeptrack
+/// token: s3cret
+/// cors-origin:                # repeatable options take a list
+///   - https://owntracks.example.org
+/// ```
+enum ServeConfig {
+    /// Every long option of `serve` (a test keeps this in step with the command).
+    static let keys: [String: ConfigKind] = [
+        "host": .option, "port": .option, "db": .option, "token": .option, "max-body": .option,
+        "max-connections": .option, "idle-timeout": .option, "body-timeout": .option, "max-bodies-in-flight": .option,
+        "faults": .flag, "refuse": .flag, "fail-rate": .option, "fail-status": .option, "retry-after": .option,
+        "delay": .option, "drop-rate": .option, "tls-cert": .option, "tls-key": .option, "open-registration": .flag,
+        "retention": .option, "mqtt": .option, "cors-origin": .list, "log-level": .option, "log-format": .option,
+        "data-dir": .option,
+    ]
+
+    static let reader = ConfigReader(schema: keys)
+
+    /// The default file: `$XDG_CONFIG_HOME/keeptrack/serve.yaml` (`~/.config/keeptrack/serve.yaml`).
+    static var defaultPath: String {
+        let trackFile = TrackConfig.defaultPath
+        return String(trackFile.dropLast("config.yaml".count)) + "serve.yaml"
+    }
+
+    /// `serve`'s arguments with its file read in (not for `serve devices`, whose store is `--db`'s).
+    static func insertingFile(into arguments: [String]) throws(ConfigProblem) -> [String] {
+        guard arguments.first == "serve", arguments.dropFirst().first != "devices" else { return arguments }
+        return try reader.insertingFile(
+            into: arguments, at: 1, option: "--config", defaultPath: defaultPath,
+            exists: { access($0, F_OK) == 0 })
+    }
+}
