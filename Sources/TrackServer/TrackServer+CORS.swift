@@ -12,7 +12,7 @@ import NIOCore
 /// authentication (browsers send it without credentials): 204 with the methods and headers the
 /// API takes. An origin that is not listed gets no CORS header (the browser then refuses the page
 /// the answer); its preflight a 204 without one.
-struct CORSMiddleware: RouterMiddleware {
+struct CrossOriginMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let origins: [String]
 

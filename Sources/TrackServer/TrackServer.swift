@@ -49,7 +49,7 @@ public final class TrackServer: Sendable {
         /// The token devices must present; `nil` (the default) accepts anyone.
         public var token: String?
         /// The origins whose web pages may call the API (`https://owntracks.example.org`, or `*`): CORS
-        /// headers and preflight answers (``CORSMiddleware``). The default is none.
+        /// headers and preflight answers (``CrossOriginMiddleware``). The default is none.
         public var corsOrigins: [String] = []
         /// The largest request body, after decompression. The default is 8 MiB.
         public var maxBodyBytes = 8 << 20
@@ -236,7 +236,8 @@ public final class TrackServer: Sendable {
 
     func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
-        if !configuration.corsOrigins.isEmpty { router.add(middleware: CORSMiddleware(origins: configuration.corsOrigins)) }
+        let origins = configuration.corsOrigins
+        if !origins.isEmpty { router.add(middleware: CrossOriginMiddleware(origins: origins)) }
         router.add(middleware: EarlyLimitMiddleware(maxBodyBytes: configuration.maxBodyBytes))
         if configuration.faultInjection { router.add(middleware: FaultMiddleware(server: self)) }
         router.add(middleware: AccessMiddleware(server: self))
