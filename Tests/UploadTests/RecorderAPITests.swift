@@ -182,6 +182,34 @@ struct RecorderAPITests {
         await endpoint.stop()
     }
 
+    /// A day of 5,001 locations read a page of 1,000 at a time: every one, in order, counted; the
+    /// last 1,500 newest first across pages; the transitions of the day left out, as the Recorder does.
+    @Test(arguments: StoreKind.allCases) func writesALongDayAcrossManyStorePages(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind) { $0.defaultPageSize = 1_000 }
+        let c = Client(endpoint: endpoint)
+        var records: [TrailRecord] = []
+        for i in 0..<5_001 {
+            let time = Double(Self.day + i * 10), latitude = 48 + Double(i) * 1e-5
+            records.append(
+                TrailRecord(
+                    device: "anna/phone", sequence: Int64(i + 1), time: time, latitude: latitude, longitude: 11.5))
+        }
+        records.append(
+            TrailRecord(
+                device: "anna/phone", sequence: 5_002, kind: .enter, region: "home",
+                time: Double(Self.day + 5), latitude: 48, longitude: 11.5))
+        _ = try await endpoint.server.store.insert(records, format: "json", received: Double(Self.day + 60_000))
+        let base = "/api/0/locations?user=anna&device=phone&from=2024-05-14&to=2024-05-15"
+        let all = try await c.json(base) as? [String: Any]
+        let tsts = (all?["data"] as? [[String: Any]])?.compactMap { $0["tst"] as? Int } ?? []
+        #expect(all?["count"] as? Int == 5_001 && tsts == (0..<5_001).map { Self.day + $0 * 10 })
+        let last = try await c.json(base + "&limit=1500") as? [String: Any]
+        let newest = (last?["data"] as? [[String: Any]])?.compactMap { $0["tst"] as? Int } ?? []
+        #expect(newest == (3_501..<5_001).reversed().map { Self.day + $0 * 10 })
+        await c.close()
+        await endpoint.stop()
+    }
+
     /// A device token sees its own device only: listed alone, its last location alone, another's
     /// locations a 403 (without telling whether it exists); no credential is a 401; the admin sees all.
     @Test(arguments: StoreKind.allCases) func aDeviceTokenSeesItsOwnDeviceOnly(kind: StoreKind) async throws {
