@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The process's limit on open file descriptors (`RLIMIT_NOFILE`): a server's sockets, files and

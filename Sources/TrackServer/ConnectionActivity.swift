@@ -73,6 +73,7 @@ struct ConnectionSweeper: Service {
 /// refusals are there).
 final class ConnectionMetrics: Sendable {
     let cap: Prometheus.Gauge
+    let descriptorLimit: Prometheus.Gauge
     let shedAwaitingHead: Prometheus.Counter
     let shedIdle: Prometheus.Counter
     let firstRequestTimeouts: Prometheus.Counter
@@ -84,6 +85,8 @@ final class ConnectionMetrics: Sendable {
         }
         cap = registry.makeGauge(
             descriptor: name("connections_max", "", "The connection cap (sized from the descriptor limit by default)."))
+        descriptorLimit = registry.makeGauge(
+            descriptor: name("descriptor_limit", "", "The soft descriptor limit (RLIMIT_NOFILE) the server runs with."))
         let shed = name(
             "connections_shed", "total",
             "Connections closed at the cap to make room, by state: no complete request head yet, or idle.")
@@ -129,6 +132,7 @@ extension TrackServer {
         let soft = limits?.after.soft ?? 1024
         let cap = configuration.maxConnections ?? Configuration.connectionCap(descriptors: soft)
         gate.configure(cap: cap)
+        gate.metrics.descriptorLimit.set(Int64(min(soft, Int(Int64.max))))
         func text(_ n: Int?) -> Logger.MetadataValue { n.map { $0 == Int.max ? "unlimited" : "\($0)" } ?? "unknown" }
         logger.info(
             "descriptor limit",

@@ -1,7 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Geo
 import KeepTrackTesting
-import SystemIO
 import Testing
 import TrackServer
 import TrackServerTesting
@@ -73,7 +75,8 @@ struct ConnectionFloodTests {
     static let shedIdle = "keeptrack_serve_connections_shed_total{state=\"idle\"}"
     static let timeouts = "keeptrack_serve_first_request_timeouts_total"
 
-    static let batch = #"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":48.1,"lon":11.5}]}"#
+    static let batch =
+        #"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":48.1,"lon":11.5}]}"#
 
     @Test func answersARealClientWhileIdleConnectionsAndASlowlorisHoldTheCap() async throws {
         let e = try await ClockedEndpoint.start { $0.maxConnections = 20 }
@@ -157,8 +160,9 @@ struct ConnectionFloodTests {
         var busy: [RawSocket] = []
         for _ in 0..<2 {
             let s = try RawSocket(port: e.port)
-            s.send("POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-                + "Content-Length: \(Self.batch.utf8.count)\r\n\r\n" + Self.batch.prefix(10))
+            s.send(
+                "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                    + "Content-Length: \(Self.batch.utf8.count)\r\n\r\n" + Self.batch.prefix(10))
             busy.append(s)
         }
         // Both heads read: their bodies' declared lengths are reserved.
@@ -176,11 +180,15 @@ struct ConnectionFloodTests {
         await e.stop()
     }
 
-    @Test func raisesTheSoftDescriptorLimitToTheHardOne() throws {
-        let limits = try #require(DescriptorLimit.raiseSoftToHard())
-        #expect(limits.after.soft >= limits.before.soft)
-        #expect(limits.after.hard == limits.before.hard)
-        #expect(DescriptorLimit.current() == limits.after)
-        if limits.before.hard <= 1 << 20 { #expect(limits.after.soft == limits.after.hard) }
+    @Test func raisesTheSoftDescriptorLimitToTheHardOneAtStart() async throws {
+        let e = try await ClockedEndpoint.start { _ in }
+        var limit = rlimit()
+        try #require(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        #expect(await e.metric("keeptrack_serve_descriptor_limit") == Int(limit.rlim_cur))
+        // Linux caps the soft limit at fs.nr_open: an unlimited or larger hard limit is not reached.
+        if limit.rlim_max <= 1 << 20 { #expect(limit.rlim_cur == limit.rlim_max) }
+        let cap = TrackServer.Configuration.connectionCap(descriptors: Int(limit.rlim_cur))
+        #expect(await e.metric("keeptrack_serve_connections_max") == cap)
+        await e.stop()
     }
 }

@@ -168,7 +168,8 @@ struct ConnectionShedderTests {
         s.requestHead(real)
         var shed: [Shedder.ID] = []
         for i in 0..<(10 * cap) {
-            guard case .admit(let id, let victim?, .awaitingFirstHead?, _) = s.opened(at: Self.at(2 + Double(i) * 0.001))
+            guard
+                case .admit(let id, let victim?, .awaitingFirstHead?, _) = s.opened(at: Self.at(2 + Double(i) * 0.001))
             else {
                 Issue.record("each newcomer sheds a connection without a head")
                 return
