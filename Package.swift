@@ -185,6 +185,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            // ConnectionActivityHandlerTests: the pipeline fed byte by byte.
+            .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "TrackingTests", dependencies: [
             "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
