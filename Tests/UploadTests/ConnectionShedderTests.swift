@@ -194,6 +194,95 @@ struct ConnectionShedderTests {
         #expect(s.opened(at: Self.at(203)) == .admit(id: 5, shed: a, reason: .idle, armTimer: true))
     }
 
+    /// A naive model of the rules, checked against the shedder over random event sequences: the cap
+    /// holds, only connections without a head or idle ones are shed (those without a head first,
+    /// oldest first), a newcomer is refused only when nothing can be shed, and exactly the
+    /// connections whose first-request deadline passed expire.
+    @Test(arguments: [1, 2, 7, 50] as [UInt64])
+    func agreesWithANaiveModelOverRandomEvents(seed: UInt64) {
+        struct Model {
+            var phase: Shedder.Phase
+            var opened: Int  // milliseconds
+            var since: Int  // the order it became sheddable in
+        }
+        var random = SeededRandom(seed: seed)
+        let cap = Int(seed % 5) + 2
+        var s = Self.shedder(cap: cap, timeout: .seconds(10))
+        var model: [Shedder.ID: Model] = [:]
+        var now = 0  // milliseconds
+        var order = 0
+        for _ in 0..<20_000 {
+            now += Int(random.next() % 1000)
+            order += 1
+            let ids = model.keys.sorted()
+            let pick = ids.isEmpty ? nil : ids[Int(random.next() % UInt64(ids.count))]
+            switch random.next() % 7 {
+            case 0, 1:
+                let awaiting = model.filter { $0.value.phase == .awaitingFirstHead }
+                let idle = model.filter { if case .idle = $0.value.phase { true } else { false } }
+                let action = s.opened(at: Self.t0.advanced(by: .milliseconds(now)))
+                if model.count < cap {
+                    guard case .admit(let id, nil, nil, _) = action else {
+                        Issue.record("below the cap: \(action)")
+                        return
+                    }
+                    model[id] = Model(phase: .awaitingFirstHead, opened: now, since: order)
+                } else if let oldest = awaiting.min(by: { $0.value.since < $1.value.since }) {
+                    guard case .admit(let id, oldest.key?, .awaitingFirstHead?, _) = action else {
+                        Issue.record("expected \(oldest.key) shed (no head yet): \(action)")
+                        return
+                    }
+                    model[oldest.key] = nil
+                    model[id] = Model(phase: .awaitingFirstHead, opened: now, since: order)
+                } else if let oldest = idle.min(by: { $0.value.since < $1.value.since }) {
+                    guard case .admit(let id, oldest.key?, .idle?, _) = action else {
+                        Issue.record("expected \(oldest.key) shed (idle): \(action)")
+                        return
+                    }
+                    model[oldest.key] = nil
+                    model[id] = Model(phase: .awaitingFirstHead, opened: now, since: order)
+                } else {
+                    #expect(action == .refuse)
+                }
+            case 2:
+                guard let id = pick else { continue }
+                s.requestHead(id)
+                switch model[id]!.phase {
+                case .awaitingFirstHead, .idle: model[id]!.phase = .busy(requests: 1)
+                case .busy(let n): model[id]!.phase = .busy(requests: n + 1)
+                case .upgraded: break
+                }
+            case 3, 4:
+                guard let id = pick else { continue }
+                s.answered(id, at: Self.t0.advanced(by: .milliseconds(now)))
+                if case .busy(let n) = model[id]!.phase {
+                    if n > 1 {
+                        model[id]!.phase = .busy(requests: n - 1)
+                    } else {
+                        model[id]!.phase = .idle(since: Self.t0.advanced(by: .milliseconds(now)))
+                        model[id]!.since = order
+                    }
+                }
+            case 5:
+                guard let id = pick else { continue }
+                if random.next() % 4 == 0 {
+                    s.upgraded(id)
+                    model[id]!.phase = .upgraded
+                } else {
+                    s.closed(id)
+                    model[id] = nil
+                }
+            default:
+                let due = model.filter { $0.value.phase == .awaitingFirstHead && $0.value.opened + 10_000 <= now }
+                #expect(Set(s.expire(at: Self.t0.advanced(by: .milliseconds(now)))) == Set(due.keys))
+                for id in due.keys { model[id] = nil }
+            }
+            #expect(s.count == model.count)
+            #expect(s.count <= cap)
+            #expect(s.entries.mapValues(\.phase) == model.mapValues(\.phase))
+        }
+    }
+
     @Test(arguments: [(1024, 716), (20_000, 15_897), (1_048_576, 16_384), (Int.max, 16_384), (300, 108), (100, 1)])
     func sizesTheCapFromTheDescriptorLimit(descriptors: Int, cap: Int) {
         #expect(TrackServer.Configuration.connectionCap(descriptors: descriptors) == cap)
