@@ -202,11 +202,11 @@ public final class TrackServer: Sendable {
             logger: logger
         )
         var services: [any Service] = [app]
-        services.insert(ConnectionSweeper(gate: gate), at: 0) // stopped after the server
         if let mqtt = configuration.mqtt { services.append(try MQTTIngest(server: self, configuration: mqtt)) }
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))
         }
+        services.insert(ConnectionSweeper(gate: gate), at: 0) // stopped after the server
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
         let stopNow = serviceGroup.withLock { s -> Bool in
