@@ -23,7 +23,8 @@ struct Serve: AsyncParsableCommand {
             request head are closed to make room, oldest first; a 503 when all are busy), \
             --first-request-timeout (a new connection without a complete request head that long is \
             closed), --idle-timeout (a keep-alive connection idle that long is closed), --body-timeout (a \
-            body slower than that is answered 408), --max-body (413, at once when Content-Length says so), --max-bodies-in-flight \
+            body slower than that is answered 408), --max-body (413, at once when Content-Length says so), \
+            --max-bodies-in-flight \
             (request bodies held in memory at once; 503 past it). Trails and /map are paginated (limit, \
             cursor). Without --token on an address other than loopback, a warning goes to standard error.
 
@@ -127,8 +128,8 @@ struct Serve: AsyncParsableCommand {
                                + "The default is 10s.", valueName: "duration"), transform: DurationText.parse)
     var firstRequestTimeout = 10.0
 
-    @Option(help: ArgumentHelp("Close a connection idle between requests (keep-alive) for this long. The default is 30s.",
-                               valueName: "duration"), transform: DurationText.parse)
+    @Option(help: ArgumentHelp("Close a connection idle between requests (keep-alive) for this long. "
+                               + "The default is 30s.", valueName: "duration"), transform: DurationText.parse)
     var idleTimeout = 30.0
 
     @Option(help: ArgumentHelp("Answer 408 when a request body takes longer than this. The default is 1m.",
