@@ -22,6 +22,8 @@ extension TrackServer.Configuration {
         /// ``TrackServer/Configuration/idleTimeout`` or ``TrackServer/Configuration/bodyTimeout`` is not more
         /// than 0 and at most a day.
         case timeoutOutOfRange
+        /// ``TrackServer/Configuration/firstRequestTimeout`` is not more than 0 and at most a day.
+        case firstRequestTimeoutOutOfRange
         /// ``TrackServer/Configuration/maxBodyBytes`` is less than 1,024.
         case maxBodyBytesBelow1024
         /// Only one of ``TrackServer/Configuration/tlsCertificate`` and ``TrackServer/Configuration/tlsKey``.
@@ -39,11 +41,12 @@ extension TrackServer.Configuration {
         if !(0...65535).contains(port) { return .portOutOfRange }
         if let problem = faults.problem { return .faults(problem) }
         if !faultInjection && faults != Faults() { return .faultsWithoutFaultInjection }
-        if maxConnections < 1 { return .maxConnectionsBelowOne }
+        if let maxConnections, maxConnections < 1 { return .maxConnectionsBelowOne }
         let day = Duration.seconds(86_400)
         if !(idleTimeout > .zero && idleTimeout <= day) || !(bodyTimeout > .zero && bodyTimeout <= day) {
             return .timeoutOutOfRange
         }
+        if !(firstRequestTimeout > .zero && firstRequestTimeout <= day) { return .firstRequestTimeoutOutOfRange }
         if maxBodyBytes < 1024 { return .maxBodyBytesBelow1024 }
         if (tlsCertificate == nil) != (tlsKey == nil) { return .tlsCertificateAndKeyApart }
         if let retention, !(retention >= 3600) { return .retentionBelowAnHour }

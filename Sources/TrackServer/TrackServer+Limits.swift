@@ -1,43 +1,112 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import Geo
 import Logging
 import NIOCore
 import Prometheus
 import NIOHTTPTypes
 import Synchronization
 
-/// How many connections are being served: at most ``limit``, the rest get a 503 and are closed.
+/// The connections being served, and which to close at the cap: the owner of a
+/// ``ConnectionShedder`` (the decision) that performs its actions on the channels. At the cap a new
+/// connection takes the place of the oldest one without a complete request head, else of the one
+/// idle the longest; only when every connection is busy (or upgraded) is it answered 503. A
+/// connection without a complete first request head within the first-request timeout is closed by
+/// ``sweep()``, on the server's clock.
 final class ConnectionGate: Sendable {
-    let limit: Int
-    let served = Atomic<Int>(0)
-    let refused = Atomic<Int>(0)
+    struct State {
+        var shedder: ConnectionShedder
+        var channels: [ConnectionShedder.ID: any Channel] = [:]
+    }
+
+    let state: Mutex<State>
+    let clock: any EpochClock
+    let metrics: ConnectionMetrics
     let refusals: Prometheus.Counter
+    /// Fired when the earliest first-request deadline appears (``sweep()`` waits for it).
+    let wake = Signal()
 
-    init(limit: Int, refusals: Prometheus.Counter) {
-        self.limit = limit
-        self.refusals = refusals
+    init(settings: ConnectionShedder.Settings, clock: any EpochClock, metrics: ServerMetrics) {
+        self.state = Mutex(State(shedder: ConnectionShedder(settings: settings)))
+        self.clock = clock
+        self.metrics = ConnectionMetrics(registry: metrics.registry)
+        self.refusals = metrics.connectionsRefused
     }
 
-    /// Takes a place if one is free.
-    func admit() -> Bool {
-        var current = served.load(ordering: .relaxed)
-        while current < limit {
-            let (exchanged, original) = served.compareExchange(
-                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = original
+    /// The cap: the most connections kept at once.
+    var limit: Int { state.withLock { $0.shedder.settings.cap } }
+
+    /// The connections open now.
+    var served: Int { state.withLock { $0.shedder.count } }
+
+    /// Sets the cap (before the server listens: it is sized from the descriptor limit then).
+    func configure(cap: Int) {
+        state.withLock { $0.shedder.settings.cap = max(1, cap) }
+        metrics.cap.set(Int64(max(1, cap)))
+    }
+
+    /// Takes a place for `channel`, closing a connection to make room at the cap; nil: refuse it.
+    func admit(_ channel: any Channel) -> ConnectionShedder.ID? {
+        let now = clock.now
+        let (action, shed) = state.withLock { s -> (ConnectionShedder.OpenAction, (any Channel)?) in
+            let action = s.shedder.opened(at: now)
+            guard case .admit(let id, let shedID, _, _) = action else { return (action, nil) }
+            s.channels[id] = channel
+            return (action, shedID.flatMap { s.channels.removeValue(forKey: $0) })
         }
-        refused.add(1, ordering: .relaxed)
-        refusals.increment()
-        return false
+        switch action {
+        case .admit(let id, _, let reason, let armTimer):
+            if let shed {
+                shed.close(promise: nil)
+                (reason == .idle ? metrics.shedIdle : metrics.shedAwaitingHead).increment()
+            }
+            if armTimer { wake.fire() }
+            return id
+        case .refuse:
+            refusals.increment()
+            return nil
+        }
     }
 
-    func release() { served.subtract(1, ordering: .acquiringAndReleasing) }
+    func requestHead(_ id: ConnectionShedder.ID) { state.withLock { $0.shedder.requestHead(id) } }
+
+    func answered(_ id: ConnectionShedder.ID) {
+        let now = clock.now
+        state.withLock { $0.shedder.answered(id, at: now) }
+    }
+
+    func upgraded(_ id: ConnectionShedder.ID) { state.withLock { $0.shedder.upgraded(id) } }
+
+    func closed(_ id: ConnectionShedder.ID) {
+        state.withLock { s in
+            s.shedder.closed(id)
+            s.channels[id] = nil
+        }
+    }
+
+    /// Closes the connections whose first-request timeout ran out, as they run out, until cancelled.
+    func sweep() async {
+        while !Task.isCancelled {
+            let deadline = state.withLock { $0.shedder.nextDeadline() }
+            await wait(until: deadline, on: clock)
+            let now = clock.now
+            let expired = state.withLock { s in
+                s.shedder.expire(at: now).compactMap { s.channels.removeValue(forKey: $0) }
+            }
+            for channel in expired { channel.close(promise: nil) }
+            if !expired.isEmpty { metrics.firstRequestTimeouts.increment(by: Int64(expired.count)) }
+        }
+    }
+
+    private func wait<C: EpochClock>(until deadline: EpochInstant?, on clock: C) async {
+        await wake.wait(until: deadline, on: clock)
+    }
 }
 
-/// A child channel that serves at most ``ConnectionGate/limit`` connections at once with `Base`; a
-/// connection over the cap gets `503 Service Unavailable` with `Retry-After` (plain HTTP) or is
+/// A child channel that serves at most ``ConnectionGate/limit`` connections at once with `Base`
+/// (shedding idle ones and ones without a complete request head to make room); a connection over the
+/// cap with nothing to shed gets `503 Service Unavailable` with `Retry-After` (plain HTTP) or is
 /// closed at once (TLS: there is no one to answer in clear), and never reaches Hummingbird.
 struct CappedChannel<Base: ServerChildChannel>: ServerChildChannel {
     enum Value: ServerChildChannelValue {
@@ -57,10 +126,13 @@ struct CappedChannel<Base: ServerChildChannel>: ServerChildChannel {
     let answerInClear: Bool
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        if gate.admit() {
+        if let id = gate.admit(channel) {
             let gate = self.gate
-            channel.closeFuture.whenComplete { _ in gate.release() }
-            return base.setup(channel: channel, logger: logger).map { .served($0) }
+            channel.closeFuture.whenComplete { _ in gate.closed(id) }
+            return base.setup(channel: channel, logger: logger).map { value in
+                ConnectionActivityHandler.add(to: channel, id: id, gate: gate)
+                return .served(value)
+            }
         }
         logger.debug("connection refused: at the connection cap", metadata: ["serve.connections": "\(gate.limit)"])
         return channel.eventLoop.makeCompletedFuture {

@@ -58,11 +58,20 @@ public final class TrackServer: Sendable {
         public var faultInjection = false
         /// The faults injected from the start, when ``faultInjection`` is on.
         public var faults = Faults()
-        /// The most connections served at once; one more gets `503` with `Retry-After` and is
-        /// closed (over TLS: closed). The default is 512.
-        public var maxConnections = 512
-        /// How long a connection may stay without a complete request head: when idle between
-        /// requests, and from its opening (or its last answer) to the end of the next head. Then it is
+        /// The most connections served at once. At the cap, a new connection takes the place of the
+        /// oldest one without a complete request head, else of the one idle the longest between
+        /// requests (that one is closed); when every connection is busy, it gets `503` with
+        /// `Retry-After` and is closed (over TLS: closed). The default, nil, sizes it from the soft
+        /// descriptor limit (``connectionCap(descriptors:)``: 716 for 1,024 descriptors).
+        public var maxConnections: Int?
+        /// How long a new connection has to send its first complete request head; then it is closed.
+        /// The default is 10 seconds.
+        public var firstRequestTimeout: Duration = .seconds(10)
+        /// Whether ``TrackServer/run(signals:onReady:)`` raises the process's soft descriptor limit
+        /// (`RLIMIT_NOFILE`) to its hard limit first, as servers do. The default is true.
+        public var raiseDescriptorLimit = true
+        /// How long a connection may stay without a complete request head when idle between
+        /// requests (and from its opening, when longer than ``firstRequestTimeout``). Then it is
         /// closed. The default is 30 seconds.
         public var idleTimeout: Duration = .seconds(30)
         /// How long a request's body may take to arrive, from the end of its head; past it the
@@ -129,7 +138,10 @@ public final class TrackServer: Sendable {
         self.faults = Mutex(configuration.faults)
         self.logger = logger
         self.clock = clock
-        self.gate = ConnectionGate(limit: max(1, configuration.maxConnections), refusals: metrics.connectionsRefused)
+        self.gate = ConnectionGate(
+            settings: .init(cap: max(1, configuration.maxConnections ?? 512),
+                            firstRequestTimeout: configuration.firstRequestTimeout),
+            clock: clock, metrics: metrics)
         self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes),
                                  refusals: metrics.bodiesRefused)
     }
@@ -163,6 +175,7 @@ public final class TrackServer: Sendable {
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [BodyTimeoutHandler(timeout: bodyTimeout)],
             idleTimeout: TimeAmount(configuration.idleTimeout))
+        _ = prepareConnectionLimits()
         let gate = self.gate
         var server = HTTPServerBuilder { responder in
             CappedChannel(base: HTTP1Channel(responder: responder, configuration: http1), gate: gate, answerInClear: true)
@@ -196,6 +209,7 @@ public final class TrackServer: Sendable {
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))
         }
+        services.insert(ConnectionSweeper(gate: gate), at: 0) // stopped after the server
         let group = ServiceGroup(configuration: .init(
             services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
         let stopNow = serviceGroup.withLock { s -> Bool in
@@ -224,7 +238,7 @@ public final class TrackServer: Sendable {
 
     /// What `GET /metrics` shows (Prometheus text).
     public func metricsText() async -> String {
-        metrics.prometheus(stored: (try? await store.count()) ?? -1, connections: gate.served.load(ordering: .relaxed),
+        metrics.prometheus(stored: (try? await store.count()) ?? -1, connections: gate.served,
                            bodyBytesInFlight: bodies.inUse)
     }
 

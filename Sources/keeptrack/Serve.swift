@@ -21,9 +21,12 @@ struct Serve: AsyncParsableCommand {
             Authorization: Bearer TOKEN (or Basic with it as password, or ?token=). Prints {"event":"listening","url":...} once it \
             listens; stops on Ctrl-C or SIGTERM.
 
-            Limits under load: --max-connections (a 503 past it), --idle-timeout (a connection without \
-            a complete request head that long is closed), --body-timeout (a body slower than that is \
-            answered 408), --max-body (413, at once when Content-Length says so), --max-bodies-in-flight \
+            Limits under load: --max-connections (at the cap, connections idle or without a complete \
+            request head are closed to make room, oldest first; a 503 when all are busy), \
+            --first-request-timeout (a new connection without a complete request head that long is \
+            closed), --idle-timeout (a keep-alive connection idle that long is closed), --body-timeout (a \
+            body slower than that is answered 408), --max-body (413, at once when Content-Length says so), \
+            --max-bodies-in-flight \
             (request bodies held in memory at once; 503 past it). Trails and /map are paginated (limit, \
             cursor). Without --token on an address other than loopback, a warning goes to standard error.
 
@@ -116,11 +119,19 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Largest request body in bytes (after gzip). The default is 8 MiB.", valueName: "bytes"))
     var maxBody: Int?
 
-    @Option(help: ArgumentHelp("Connections served at once; more get 503.", valueName: "n"))
-    var maxConnections = 512
+    @Option(help: ArgumentHelp("Connections served at once. At the cap, the oldest connection without a complete "
+                               + "request head, else the one idle the longest, is closed to make room; when all are "
+                               + "busy, a new one gets 503. The default is sized from the descriptor limit, which "
+                               + "serve raises to its hard limit (716 for 1,024 descriptors, at most 16,384).",
+                               valueName: "n"))
+    var maxConnections: Int?
 
-    @Option(help: ArgumentHelp("Close a connection without a complete request head for this long. The default is 30s.",
-                               valueName: "duration"), transform: DurationText.parse)
+    @Option(help: ArgumentHelp("Close a new connection that has not sent a complete request head within this. "
+                               + "The default is 10s.", valueName: "duration"), transform: DurationText.parse)
+    var firstRequestTimeout = 10.0
+
+    @Option(help: ArgumentHelp("Close a connection idle between requests (keep-alive) for this long. "
+                               + "The default is 30s.", valueName: "duration"), transform: DurationText.parse)
     var idleTimeout = 30.0
 
     @Option(help: ArgumentHelp("Answer 408 when a request body takes longer than this. The default is 1m.",
@@ -184,6 +195,7 @@ struct Serve: AsyncParsableCommand {
         (c.host, c.port, c.token, c.maxConnections) = (host, port, token, maxConnections)
         c.maxBodyBytes = maxBody ?? 8 << 20
         c.idleTimeout = TrackServer.Configuration.duration(seconds: idleTimeout)
+        c.firstRequestTimeout = TrackServer.Configuration.duration(seconds: firstRequestTimeout)
         c.bodyTimeout = TrackServer.Configuration.duration(seconds: bodyTimeout)
         c.maxBodyBytesInFlight = maxBodiesInFlight ?? 32 << 20
         c.faultInjection = faults
@@ -249,6 +261,7 @@ extension TrackServer.Configuration.Problem {
         case .faultsWithoutFaultInjection: "The fault options need --faults (fault injection is off without it)."
         case .maxConnectionsBelowOne: "--max-connections must be at least 1."
         case .timeoutOutOfRange: "--idle-timeout and --body-timeout must be between 0 and 86400 seconds (not 0)."
+        case .firstRequestTimeoutOutOfRange: "--first-request-timeout must be between 0 and 86400 seconds (not 0)."
         case .maxBodyBytesBelow1024: "--max-body must be at least 1024 bytes."
         case .tlsCertificateAndKeyApart: "--tls-cert and --tls-key go together."
         case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."

@@ -99,6 +99,7 @@ struct ProblemSentenceTests {
         (["--max-body", "10"], "--max-body must be at least 1024 bytes."),
         (["--tls-cert", "cert.pem"], "--tls-cert and --tls-key go together."),
         (["--max-connections", "0"], "--max-connections must be at least 1."),
+        (["--first-request-timeout", "0"], "--first-request-timeout must be between 0 and 86400 seconds (not 0)."),
         (["--fail-rate", "0.5"], "The fault options need --faults (fault injection is off without it)."),
         (["--retention", "60"], "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."),
     ])

@@ -78,6 +78,11 @@ struct DurationOptionTests {
         #expect(try Track.parse(["--gpsd", "h", "--outbox-max-age", "30"]).upload.outboxMaxAge == 2_592_000)
         #expect(try Simulate.parse(["--duration", "2h"]).duration == 7200)
         #expect(try Serve.parse(["--idle-timeout", "1m", "--body-timeout", "90s"]).bodyTimeout == 90)
+        // Issue 25: the first-request timeout, and a cap sized from the descriptor limit unless given.
+        let serve = try Serve.parse(["--first-request-timeout", "5s"]).configuration(database: "d")
+        #expect(serve.firstRequestTimeout == .seconds(5) && serve.maxConnections == nil)
+        #expect(try Serve.parse([]).configuration(database: "d").firstRequestTimeout == .seconds(10))
+        #expect(try Serve.parse(["--max-connections", "64"]).configuration(database: "d").maxConnections == 64)
     }
 
     @Test func aBadDurationNamesTheOptionWhatWasGivenAndWhatIsAccepted() throws {

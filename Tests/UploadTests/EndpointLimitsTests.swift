@@ -1,6 +1,7 @@
 import Foundation
 import Formats
 import Geo
+import KeepTrackTesting
 import Synchronization
 import Testing
 import TrackServer
@@ -83,13 +84,17 @@ struct EndpointLimitsTests {
 
     @Test func refusesConnectionsOverTheCapWithA503() async throws {
         let endpoint = try await Endpoint.start { $0.maxConnections = 3 }
-        // Three connections, each served once and then left open and idle.
+        // Three connections, each busy with a request whose body is on its way (idle ones, and ones
+        // without a complete head, would be shed to make room: ConnectionFloodTests).
         var held: [RawSocket] = []
         for _ in 0..<3 {
             let s = try RawSocket(port: endpoint.port)
-            s.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            #expect(status(await s.readResponse()) == 200)
+            s.send("POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                + "Content-Length: 1000\r\n\r\n{")
             held.append(s)
+        }
+        try await withTimeout(30, "three bodies in flight") {
+            while await endpoint.metric("keeptrack_serve_body_bytes_in_flight") != 3000 { await Task.yield() }
         }
         let refused = try await get(endpoint, "/healthz")
         #expect(status(refused) == 503, "\(refused)")
