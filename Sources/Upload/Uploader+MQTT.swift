@@ -86,7 +86,7 @@ extension Uploader {
         var skipped: [TrailRecord] = []
         var failure: String?
         for r in batch {
-            let format = OwnTracksFormat()
+            let format = configuration.mqttFormat
             guard let body = format.request(for: [r], device: outbox.device, settings: configuration.formatSettings)?.body
             else {
                 skipped.append(r)

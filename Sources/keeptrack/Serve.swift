@@ -12,8 +12,9 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the test endpoint: a real HTTP server that stores the trails trackers upload.",
         discussion: """
-            Ingests our JSON batch (POST /v1/locations), Traccar's OsmAnd (GET or POST /) and OwnTracks \
-            (POST /owntracks, device USER/DEVICE from X-Limit-U/X-Limit-D), stores every record once (sent twice, \
+            Ingests our JSON batch (POST /v1/locations), Traccar's OsmAnd (GET or POST /), OwnTracks \
+            (POST /owntracks, device USER/DEVICE from X-Limit-U/X-Limit-D; encrypted payloads with a device \
+            secret) and Overland (POST /api/v1/overland/batches, Dawarich's path), stores every record once (sent twice, \
             stored once), and serves GET /v1/devices, GET /v1/devices/ID/trail?from=&to=&format=geojson|gpx|json, \
             GET /healthz and GET /metrics (Prometheus). With --token, devices must send \
             Authorization: Bearer TOKEN (or Basic with it as password, or ?token=). Prints {"event":"listening","url":...} once it \
@@ -54,8 +55,9 @@ struct Serve: AsyncParsableCommand {
                   keeptrack serve devices add van1     # prints van1's new token
                   keeptrack serve devices list         # ID<TAB>created, one a line
                   keeptrack serve devices revoke van1
+                  keeptrack serve devices secret anna/phone < secret.txt  # OwnTracks encryption
                 """,
-            subcommands: [Add.self, List.self, Revoke.self])
+            subcommands: [Add.self, List.self, Revoke.self, Secret.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
