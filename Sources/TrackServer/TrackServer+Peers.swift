@@ -15,25 +15,27 @@ extension TrackServer {
     ///   for an encrypted message from a device without a secret. Each is counted in
     ///   `keeptrack_serve_encrypted_total` by outcome.
     func openOwnTracks(_ bytes: [UInt8], device: String) async throws -> (plain: [UInt8], secret: OwnTracksSecret?) {
-        let data: [UInt8]
+        let data: Result<[UInt8], OwnTracksCryptoError>
         do {
             guard let d = try OwnTracksCrypto.envelopeData(bytes) else { return (bytes, nil) }
-            data = d
+            data = .success(d)
         } catch {
-            metrics.encrypted("malformed")
-            throw error
+            data = .failure(error)
         }
+        // Encrypted: without a secret for the device, whatever the envelope holds, it can't be read.
         guard let secret = try await (store as? any DeviceSecretStore)?.secret(device: device) else {
             metrics.encrypted("no_secret")
-            throw WireFormatError("_type: encrypted, and device '\(device)' has no secret here: give it one with "
-                + "`keeptrack serve devices secret \(device)`, or turn encryption off in the app", code: .unsupported)
+            throw WireFormatError("_type: encrypted payloads are not supported for device '\(device)': it has no "
+                + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app",
+                                  code: .unsupported)
         }
         do {
+            let data = try data.get()
             let plain = try OwnTracksCrypto.open(data, with: secret)
             metrics.encrypted("decrypted")
             return (plain, secret)
         } catch {
-            metrics.encrypted("not_authentic")
+            metrics.encrypted(error.code == .notAuthentic ? "not_authentic" : "malformed")
             throw error
         }
     }

@@ -12,7 +12,8 @@ import Testing
     @Test func thePublishedTestVectorDecrypts() throws {
         let secret = try OwnTracksSecret(passphrase: "s3cr1t")
         let plain = try #require(try OwnTracksCrypto.decrypt(Self.envelope(Self.vector), with: secret))
-        #expect(String(decoding: plain, as: UTF8.self) == "Hello from C, how are you?")
+        // The C example sealed the string with its terminating NUL.
+        #expect(plain == Array("Hello from C, how are you?".utf8) + [0])
     }
 
     @Test func theKeyIsThePassphrasesBytesCutAndPaddedTo32() throws {
@@ -101,8 +102,11 @@ import Testing
         let error = #expect(throws: OwnTracksCryptoError.self) { try OwnTracksCrypto.decrypt(Self.envelope(data), with: secret) }
         #expect(error?.code == .tooLarge)
         // Deep nesting beside the data is refused, not recursed into.
-        let deep = "{\"x\":" + String(repeating: "[", count: 100_000) + "}"
+        let deep = "{\"_type\":\"encrypted\",\"x\":" + String(repeating: "[", count: 100_000) + "}"
         #expect(throws: OwnTracksCryptoError.self) { try OwnTracksCrypto.decrypt(Array(deep.utf8), with: secret) }
+        // Before an encrypted `_type`: not an envelope (the plain reader refuses it the same way).
+        let plainDeep = "{\"x\":" + String(repeating: "[", count: 100_000) + "}"
+        #expect(try OwnTracksCrypto.decrypt(Array(plainDeep.utf8), with: secret) == nil)
     }
 
     @Test func base64RoundTripsEveryLengthAndRefusesWhatIsNot() {
