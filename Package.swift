@@ -240,9 +240,12 @@ package.targets += [
                       path: "Sources/Fuzz/OwnTracksEnvelopeFuzz"),
     .executableTarget(name: "OverlandFuzz", dependencies: ["Formats"], path: "Sources/Fuzz/OverlandFuzz"),
 ]
-for name in ["Upload", "TrackServer", "TrackStorePostgres", "keeptrack", "UploadTests", "KeepTrackCLITests"] {
-    package.targets.first { $0.name == name }!.dependencies.append("OwnTracksCrypto")
-}
+package.targets.first { $0.name == "Upload" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "TrackServer" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "TrackStorePostgres" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "keeptrack" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "UploadTests" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("OwnTracksCrypto")
 
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
