@@ -26,7 +26,8 @@ public enum Overland {
         for r in records where r.kind == .location {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            ByteWriting.appendStatic("{\"type\":\"Feature\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[", to: &out)
+            ByteWriting.appendStatic(
+                "{\"type\":\"Feature\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[", to: &out)
             ByteWriting.appendFixed(r.longitude, decimals: 7, to: &out)
             out.append(UInt8(ascii: ","))
             ByteWriting.appendFixed(r.latitude, decimals: 7, to: &out)
@@ -102,8 +103,9 @@ public enum Overland {
                     if !s.take(UInt8(ascii: "]")) {
                         repeat {
                             guard records.count < maxLocations else {
-                                throw WireFormatError("locations: more than \(maxLocations) in one batch",
-                                                      code: .tooLarge)
+                                throw WireFormatError(
+                                    "locations: more than \(maxLocations) in one batch",
+                                    code: .tooLarge)
                             }
                             records.append(try feature(&s, index: records.count, device: device, now: now))
                         } while s.take(UInt8(ascii: ","))
@@ -173,10 +175,11 @@ public enum Overland {
                             }
                         default:
                             guard attributes.count < TrailRecord.maxAttributes,
-                                  TrailRecord.identifierProblem(name) == nil
+                                TrailRecord.identifierProblem(name) == nil
                             else { break }
                             switch v {
-                            case .string(let t) where t.utf8.count <= TrailRecord.maxAttributeBytes
+                            case .string(let t)
+                            where t.utf8.count <= TrailRecord.maxAttributeBytes
                                 && !t.unicodeScalars.contains(where: { $0.value == 0 }):
                                 attributes[name] = t
                             case .number(let d):
@@ -201,12 +204,14 @@ public enum Overland {
         }
         func valid(_ name: String) -> Double? { numbers[name].flatMap { $0 < 0 ? nil : $0 } }
         let verticalAccuracy = numbers["vertical_accuracy"]
-        let altitude = verticalAccuracy.map { $0 < 0 } == true ? nil : numbers["altitude"] ?? coordinates.dropFirst(2).first
+        let altitude =
+            verticalAccuracy.map { $0 < 0 } == true ? nil : numbers["altitude"] ?? coordinates.dropFirst(2).first
         let owner = deviceID.flatMap { $0.isEmpty ? nil : $0 } ?? device
-        var r = TrailRecord(device: owner, sequence: 1, time: time, latitude: coordinates[1], longitude: coordinates[0],
-                            altitude: altitude, horizontalAccuracy: valid("horizontal_accuracy"),
-                            verticalAccuracy: valid("vertical_accuracy"), speed: valid("speed"),
-                            course: valid("course"))
+        var r = TrailRecord(
+            device: owner, sequence: 1, time: time, latitude: coordinates[1], longitude: coordinates[0],
+            altitude: altitude, horizontalAccuracy: valid("horizontal_accuracy"),
+            verticalAccuracy: valid("vertical_accuracy"), speed: valid("speed"),
+            course: valid("course"))
         r.attributes = attributes
         if let problem = r.problem(now: now) { throw WireFormatError("\(at): \(problem)") }
         return r
@@ -223,7 +228,9 @@ public enum Overland {
                 try s.expect(UInt8(ascii: ":"))
                 switch key {
                 case "type":
-                    guard case .string(let t) = try s.value() else { throw WireFormatError("\(at).type: expected a string") }
+                    guard case .string(let t) = try s.value() else {
+                        throw WireFormatError("\(at).type: expected a string")
+                    }
                     type = t
                 case "coordinates":
                     var values: [Double] = []
@@ -231,7 +238,8 @@ public enum Overland {
                     if !s.take(UInt8(ascii: "]")) {
                         repeat {
                             guard case .number(let d) = try s.value(), values.count < 3 else {
-                                throw WireFormatError("\(at).coordinates: expected [longitude, latitude] or with altitude")
+                                throw WireFormatError(
+                                    "\(at).coordinates: expected [longitude, latitude] or with altitude")
                             }
                             values.append(d)
                         } while s.take(UInt8(ascii: ","))

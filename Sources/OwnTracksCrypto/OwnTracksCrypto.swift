@@ -21,8 +21,9 @@ public enum OwnTracksCrypto {
             // A byte more than the plaintext, so that an empty one is a buffer too.
             return (plaintext + [0]).withUnsafeBufferPointer { p in
                 secret.key.withUnsafeBufferPointer { k in
-                    crypto_secretbox_easy(o.baseAddress! + nonceBytes, p.baseAddress!, UInt64(plaintext.count),
-                                          o.baseAddress!, k.baseAddress!)
+                    crypto_secretbox_easy(
+                        o.baseAddress! + nonceBytes, p.baseAddress!, UInt64(plaintext.count),
+                        o.baseAddress!, k.baseAddress!)
                 }
             }
         }
@@ -38,8 +39,10 @@ public enum OwnTracksCrypto {
     public static func open(_ data: [UInt8], with secret: OwnTracksSecret) throws(OwnTracksCryptoError) -> [UInt8] {
         guard ready else { throw OwnTracksCryptoError(.library, "libsodium could not be initialised") }
         guard data.count >= nonceBytes + macBytes else {
-            throw OwnTracksCryptoError(.malformed, "the encrypted data is \(data.count) bytes, fewer than a nonce "
-                + "and a MAC (\(nonceBytes + macBytes))")
+            throw OwnTracksCryptoError(
+                .malformed,
+                "the encrypted data is \(data.count) bytes, fewer than a nonce "
+                    + "and a MAC (\(nonceBytes + macBytes))")
         }
         let length = data.count - nonceBytes - macBytes
         // One byte more than the plaintext: an empty one still has a buffer to be written to.
@@ -47,15 +50,18 @@ public enum OwnTracksCrypto {
         let status = out.withUnsafeMutableBufferPointer { o in
             data.withUnsafeBufferPointer { d in
                 secret.key.withUnsafeBufferPointer { k in
-                    crypto_secretbox_open_easy(o.baseAddress!, d.baseAddress! + nonceBytes,
-                                               UInt64(data.count - nonceBytes), d.baseAddress!, k.baseAddress!)
+                    crypto_secretbox_open_easy(
+                        o.baseAddress!, d.baseAddress! + nonceBytes,
+                        UInt64(data.count - nonceBytes), d.baseAddress!, k.baseAddress!)
                 }
             }
         }
         out.removeLast()
         guard status == 0 else {
-            throw OwnTracksCryptoError(.notAuthentic, "the encrypted message does not authenticate with this "
-                + "device's secret (another secret, or changed on the way)")
+            throw OwnTracksCryptoError(
+                .notAuthentic,
+                "the encrypted message does not authenticate with this "
+                    + "device's secret (another secret, or changed on the way)")
         }
         return out
     }
@@ -87,8 +93,9 @@ public enum OwnTracksCrypto {
         do {
             return try OwnTracksEnvelope.data(in: message)
         } catch {
-            throw OwnTracksCryptoError(error.code == .tooLarge ? .tooLarge : .malformed,
-                                       "an encrypted OwnTracks message: \(error.message)", underlying: error)
+            throw OwnTracksCryptoError(
+                error.code == .tooLarge ? .tooLarge : .malformed,
+                "an encrypted OwnTracks message: \(error.message)", underlying: error)
         }
     }
 }

@@ -55,7 +55,8 @@ public enum DeviceSecrets {
     public static func ownTracksDevice(_ id: String) -> String? {
         let parts = id.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
-              DeviceTokens.problem(device: id) == nil else { return nil }
+            DeviceTokens.problem(device: id) == nil
+        else { return nil }
         return OwnTracks.deviceID(user: String(parts[0]), device: String(parts[1]))
     }
 }

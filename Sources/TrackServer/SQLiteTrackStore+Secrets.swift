@@ -5,20 +5,22 @@ import OwnTracksCrypto
 extension SQLiteTrackStore: DeviceSecretStore {
     static func registerSecretMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("v6-device-secrets") { db in
-            try db.execute(sql: """
-                CREATE TABLE device_secrets (
-                    device TEXT PRIMARY KEY,
-                    key TEXT NOT NULL,
-                    created REAL NOT NULL
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE device_secrets (
+                        device TEXT PRIMARY KEY,
+                        key TEXT NOT NULL,
+                        created REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
         }
     }
 
     public func setSecret(device: String, secret: OwnTracksSecret, now: Double) async throws {
         try await pool.write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO device_secrets (device, key, created) VALUES (?, ?, ?)",
-                           arguments: [device, DeviceSecrets.hex(secret), now])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO device_secrets (device, key, created) VALUES (?, ?, ?)",
+                arguments: [device, DeviceSecrets.hex(secret), now])
         }
     }
 

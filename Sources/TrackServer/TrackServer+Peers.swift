@@ -25,9 +25,10 @@ extension TrackServer {
         // Encrypted: without a secret for the device, whatever the envelope holds, it can't be read.
         guard let secret = try await (store as? any DeviceSecretStore)?.secret(device: device) else {
             metrics.encrypted("no_secret")
-            throw WireFormatError("_type: encrypted payloads are not supported for device '\(device)': it has no "
-                + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app",
-                                  code: .unsupported)
+            throw WireFormatError(
+                "_type: encrypted payloads are not supported for device '\(device)': it has no "
+                    + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app",
+                code: .unsupported)
         }
         do {
             let data = try data.get()
@@ -54,17 +55,20 @@ extension TrackServer {
             _ = try await ingestOwnTracks(opened.plain, user: user, device: device)
         } catch let error as OwnTracksCryptoError {
             metrics.rejected(1)
-            let status: HTTPResponse.Status = switch error.code {
-            case .notAuthentic: .forbidden
-            case .tooLarge: .contentTooLarge
-            default: .badRequest
-            }
+            let status: HTTPResponse.Status =
+                switch error.code {
+                case .notAuthentic: .forbidden
+                case .tooLarge: .contentTooLarge
+                default: .badRequest
+                }
             throw HTTPError(status, message: error.message)
         } catch let error as WireFormatError {
             metrics.rejected(1)
             throw HTTPError(error.code == .unsupported ? .unsupportedMediaType : .badRequest, message: "\(error)")
         }
-        guard let secret = opened.secret else { return try respond("[]", contentType: "application/json", context: context) }
+        guard let secret = opened.secret else {
+            return try respond("[]", contentType: "application/json", context: context)
+        }
         let answer = OwnTracksCrypto.encrypt(Array("[]".utf8), with: secret)
         return try respond(String(decoding: answer, as: UTF8.self), contentType: "application/json", context: context)
     }

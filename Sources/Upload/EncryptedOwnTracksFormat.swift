@@ -32,7 +32,7 @@ public struct EncryptedOwnTracksFormat: UploadFormat {
         do {
             _ = try OwnTracksCrypto.decrypt(body, with: secret)
             return nil
-        } catch where error.code == .notAuthentic {
+        } catch  where error.code == .notAuthentic {
             return "an encrypted answer that does not open with our secret (the server holds another key for "
                 + "this device, so it could not read the record either)"
         } catch {

@@ -13,8 +13,9 @@ public struct OverlandFormat: UploadFormat {
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
         guard records.contains(where: { $0.kind == .location }) else { return nil }
-        return UploadRequest(body: Overland.encode(device: device, records: records),
-                             headers: [("Content-Type", "application/json")], compressible: true)
+        return UploadRequest(
+            body: Overland.encode(device: device, records: records),
+            headers: [("Content-Type", "application/json")], compressible: true)
     }
 
     public func problemWithAcknowledgement(_ body: [UInt8]) -> String? {

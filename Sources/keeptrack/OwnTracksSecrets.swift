@@ -6,7 +6,7 @@ import TrackServer
 import Upload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `--secret-file FILE`: OwnTracks' payload encryption for `track` and `replay` (docs/owntracks-encryption.md).
@@ -88,8 +88,9 @@ extension Serve.Devices {
             do {
                 secret = try OwnTracksSecret(bytes: OwnTracksSecret.passphrase(inFile: Array(line)))
             } catch {
-                throw CommandFailure("no secret on standard input: give the passphrase set in the app, e.g. "
-                    + "keeptrack serve devices secret \(device) < FILE")
+                throw CommandFailure(
+                    "no secret on standard input: give the passphrase set in the app, e.g. "
+                        + "keeptrack serve devices secret \(device) < FILE")
             }
             let location = try await serve.withDeviceTokens(creating: true) { store in
                 try await Self.secrets(store).setSecret(device: device, secret: secret, now: WallClock.seconds())

@@ -5,7 +5,7 @@ import Testing
 import TrackServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `--secret-file`, `keeptrack serve devices secret` and `--format overland`, as a user runs them:
@@ -19,8 +19,9 @@ struct PeersCommandTests {
 
     /// `keeptrack serve` on a free port over `db`; its URL once it listens.
     func serve(_ db: String) throws -> (Tool, String) {
-        let server = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
-                              ["serve", "--port", "0", "--db", db, "--token", "t0ken"])
+        let server = try Tool(
+            executable: productsDirectory.appendingPathComponent("keeptrack"),
+            ["serve", "--port", "0", "--db", db, "--token", "t0ken"])
         server.guardAgainstHang(seconds: 240)
         var seen: [String] = []
         let line = try #require(server.readLine(containing: "\"listening\"", seen: &seen), "\(server.errors())")
@@ -50,18 +51,23 @@ struct PeersCommandTests {
         #expect(notOwnTracks.status == 64 && notOwnTracks.stderr.contains("the device is USER/DEVICE"))
     }
 
-    @Test(arguments: [
-        (["--upload", "http://127.0.0.1:9/owntracks", "--format", "json"], "secret", "it goes with --format owntracks"),
-        (["--format", "owntracks"], "secret", "--secret-file goes with --upload URL."),
-        (["--upload", "http://127.0.0.1:9/owntracks", "--format", "owntracks"], "", "is empty"),
-        (["--upload", "http://127.0.0.1:9/owntracks", "--format", "owntracks"], nil, "No such file"),
-    ] as [([String], String?, String)])
+    @Test(
+        arguments: [
+            (
+                ["--upload", "http://127.0.0.1:9/owntracks", "--format", "json"], "secret",
+                "it goes with --format owntracks"
+            ),
+            (["--format", "owntracks"], "secret", "--secret-file goes with --upload URL."),
+            (["--upload", "http://127.0.0.1:9/owntracks", "--format", "owntracks"], "", "is empty"),
+            (["--upload", "http://127.0.0.1:9/owntracks", "--format", "owntracks"], nil, "No such file"),
+        ] as [([String], String?, String)])
     func refusesASecretFileThatCannotBeUsed(options: [String], content: String?, message: String) throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/secret"
         if let content { _ = FileManager.default.createFile(atPath: file, contents: Data(content.utf8)) }
-        let r = try keeptrack(["replay"] + options + ["--secret-file", file, "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        let r = try keeptrack(
+            ["replay"] + options + ["--secret-file", file, "--data-dir", dir, "fixtures/walk-15min.nmea"])
         #expect(r.status == 64, "\(r.stderr)")
         #expect(r.stderr.contains(message), "\(r.stderr)")
     }
@@ -79,21 +85,32 @@ struct PeersCommandTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let db = dir + "/endpoint.sqlite"
         for device in ["anna/phone", "anna/tablet"] {
-            #expect(try keeptrack(["serve", "devices", "secret", device, "--db", db],
-                                  stdin: Data("correct horse\n".utf8)).status == 0)
+            #expect(
+                try keeptrack(
+                    ["serve", "devices", "secret", device, "--db", db],
+                    stdin: Data("correct horse\n".utf8)
+                ).status == 0)
         }
         _ = FileManager.default.createFile(atPath: dir + "/secret", contents: Data("correct horse\n".utf8))
         _ = FileManager.default.createFile(atPath: dir + "/wrong", contents: Data("battery staple".utf8))
         let (server, url) = try serve(db)
-        let upload = ["--upload", url + "/owntracks", "--format", "owntracks", "--user", "anna", "--token", "t0ken",
-                      "--max-backoff", "0.01"]
-        let r = try keeptrack(["replay"] + upload + ["--device-id", "phone", "--secret-file", dir + "/secret",
-                                                     "--data-dir", dir + "/a", "fixtures/walk-15min.nmea"])
+        let upload = [
+            "--upload", url + "/owntracks", "--format", "owntracks", "--user", "anna", "--token", "t0ken",
+            "--max-backoff", "0.01",
+        ]
+        let r = try keeptrack(
+            ["replay"] + upload + [
+                "--device-id", "phone", "--secret-file", dir + "/secret",
+                "--data-dir", dir + "/a", "fixtures/walk-15min.nmea",
+            ])
         #expect(r.status == 0, "\(r.stderr)")
         let sent = try #require(acknowledged(r.stderr), "\(r.stderr)")
         #expect(sent > 800)
-        let wrong = try keeptrack(["replay"] + upload + ["--device-id", "tablet", "--secret-file", dir + "/wrong",
-                                                         "--data-dir", dir + "/b", "fixtures/walk-15min.nmea"])
+        let wrong = try keeptrack(
+            ["replay"] + upload + [
+                "--device-id", "tablet", "--secret-file", dir + "/wrong",
+                "--data-dir", dir + "/b", "fixtures/walk-15min.nmea",
+            ])
         #expect(wrong.stderr.contains("does not authenticate"), "\(wrong.stderr)")
         #expect(acknowledged(wrong.stderr) ?? 0 == 0, "\(wrong.stderr)")
         server.terminate()
@@ -110,13 +127,17 @@ struct PeersCommandTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (server, url) = try serve(dir + "/endpoint.sqlite")
-        let r = try keeptrack(["replay", "--upload", url + "/api/v1/overland/batches?api_key=t0ken", "--format", "overland",
-                               "--device-id", "anna", "--data-dir", dir + "/a", "fixtures/walk-15min.nmea"])
+        let r = try keeptrack([
+            "replay", "--upload", url + "/api/v1/overland/batches?api_key=t0ken", "--format", "overland",
+            "--device-id", "anna", "--data-dir", dir + "/a", "fixtures/walk-15min.nmea",
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         let sent = try #require(acknowledged(r.stderr), "\(r.stderr)")
-        let again = try keeptrack(["replay", "--upload", url + "/api/v1/overland/batches", "--token", "t0ken",
-                                   "--format", "overland", "--device-id", "anna", "--data-dir", dir + "/b",
-                                   "fixtures/walk-15min.nmea"])
+        let again = try keeptrack([
+            "replay", "--upload", url + "/api/v1/overland/batches", "--token", "t0ken",
+            "--format", "overland", "--device-id", "anna", "--data-dir", dir + "/b",
+            "fixtures/walk-15min.nmea",
+        ])
         #expect(acknowledged(again.stderr) == sent, "\(again.stderr)")
         server.terminate()
         server.drain()

@@ -17,7 +17,8 @@ import Testing
     }
 
     @Test func theKeyIsThePassphrasesBytesCutAndPaddedTo32() throws {
-        #expect(try OwnTracksSecret(passphrase: "s3cr1t").key == Array("s3cr1t".utf8) + [UInt8](repeating: 0, count: 26))
+        #expect(
+            try OwnTracksSecret(passphrase: "s3cr1t").key == Array("s3cr1t".utf8) + [UInt8](repeating: 0, count: 26))
         let long = String(repeating: "x", count: 40)
         #expect(try OwnTracksSecret(passphrase: long).key == [UInt8](repeating: UInt8(ascii: "x"), count: 32))
         #expect(try OwnTracksSecret(passphrase: "é").key.prefix(3) == [0xC3, 0xA9, 0])
@@ -64,7 +65,9 @@ import Testing
     ])
     func refusesHostileEnvelopes(body: String, code: OwnTracksCryptoError.Code) throws {
         let secret = try OwnTracksSecret(passphrase: "s3cr1t")
-        let error = #expect(throws: OwnTracksCryptoError.self) { try OwnTracksCrypto.decrypt(Array(body.utf8), with: secret) }
+        let error = #expect(throws: OwnTracksCryptoError.self) {
+            try OwnTracksCrypto.decrypt(Array(body.utf8), with: secret)
+        }
         #expect(error?.code == code)
         #expect(error?.message.isEmpty == false)
     }
@@ -91,7 +94,9 @@ import Testing
             if n < typeRead {
                 #expect(try OwnTracksCrypto.decrypt(Array(whole.prefix(n)), with: secret) == nil)
             } else {
-                #expect(throws: OwnTracksCryptoError.self) { try OwnTracksCrypto.decrypt(Array(whole.prefix(n)), with: secret) }
+                #expect(throws: OwnTracksCryptoError.self) {
+                    try OwnTracksCrypto.decrypt(Array(whole.prefix(n)), with: secret)
+                }
             }
         }
     }
@@ -99,7 +104,9 @@ import Testing
     @Test func refusesAHugeEnvelopeAsTooLarge() throws {
         let secret = try OwnTracksSecret(passphrase: "s3cr1t")
         let data = String(repeating: "A", count: (OwnTracksEnvelope.maxDataBytes / 3 + 8) * 4)
-        let error = #expect(throws: OwnTracksCryptoError.self) { try OwnTracksCrypto.decrypt(Self.envelope(data), with: secret) }
+        let error = #expect(throws: OwnTracksCryptoError.self) {
+            try OwnTracksCrypto.decrypt(Self.envelope(data), with: secret)
+        }
         #expect(error?.code == .tooLarge)
         // Deep nesting beside the data is refused, not recursed into.
         let deep = "{\"_type\":\"encrypted\",\"x\":" + String(repeating: "[", count: 100_000) + "}"

@@ -20,7 +20,9 @@ struct PeerEncryptionOverlandTests {
         try await store.setSecret(device: device, secret: secret, now: 1_715_679_000)
     }
 
-    func encryptedUploader(_ outbox: Outbox, _ endpoint: Endpoint, secret: OwnTracksSecret = Self.secret) throws -> Uploader {
+    func encryptedUploader(_ outbox: Outbox, _ endpoint: Endpoint, secret: OwnTracksSecret = Self.secret) throws
+        -> Uploader
+    {
         var c = Uploader.Configuration(url: endpoint.url("/owntracks"))
         c.format = EncryptedOwnTracksFormat(secret: secret)
         c.token = "secret"
@@ -30,7 +32,9 @@ struct PeerEncryptionOverlandTests {
 
     /// Every record goes encrypted, is decrypted with the device's secret and stored once; the
     /// answer is `[]` encrypted under the same secret.
-    @Test(arguments: StoreKind.allCases) func encryptedUploadsAreDecryptedStoredAndAnsweredEncrypted(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func encryptedUploadsAreDecryptedStoredAndAnsweredEncrypted(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         try await setSecret(endpoint, "keeptrack/van-1")
         let (outbox, dir) = try filledOutbox(12)
@@ -43,16 +47,19 @@ struct PeerEncryptionOverlandTests {
         #expect(await endpoint.metric("keeptrack_serve_encrypted_total{outcome=\"decrypted\"}") == 12)
         // What went over the wire, by hand: an envelope; and what came back.
         let raw = Raw(endpoint: endpoint)
-        let body = OwnTracksCrypto.encrypt(Array(#"{"_type":"location","tst":1715680000,"lat":48.2,"lon":11.6}"#.utf8),
-                                           with: Self.secret)
-        let r = try await raw.send(.POST, "/owntracks", body: String(decoding: body, as: UTF8.self),
-                                   headers: [("X-Limit-U", "keeptrack"), ("X-Limit-D", "van-1")])
+        let body = OwnTracksCrypto.encrypt(
+            Array(#"{"_type":"location","tst":1715680000,"lat":48.2,"lon":11.6}"#.utf8),
+            with: Self.secret)
+        let r = try await raw.send(
+            .POST, "/owntracks", body: String(decoding: body, as: UTF8.self),
+            headers: [("X-Limit-U", "keeptrack"), ("X-Limit-D", "van-1")])
         #expect(r.status == 200)
         #expect(r.body.hasPrefix(#"{"_type":"encrypted","data":""#))
         #expect(try OwnTracksCrypto.decrypt(Array(r.body.utf8), with: Self.secret) == Array("[]".utf8))
         // A plain message from the same device is still taken, and answered in the clear.
-        let plain = try await raw.send(.POST, "/owntracks", body: #"{"_type":"location","tst":1715680001,"lat":48.2,"lon":11.6}"#,
-                                       headers: [("X-Limit-U", "keeptrack"), ("X-Limit-D", "van-1")])
+        let plain = try await raw.send(
+            .POST, "/owntracks", body: #"{"_type":"location","tst":1715680001,"lat":48.2,"lon":11.6}"#,
+            headers: [("X-Limit-U", "keeptrack"), ("X-Limit-D", "van-1")])
         #expect(plain.status == 200 && plain.body == "[]")
         #expect(try await endpoint.server.store.device("keeptrack/van-1")?.points == 14)
         await raw.close()
@@ -72,12 +79,15 @@ struct PeerEncryptionOverlandTests {
         let refused = try await raw.send(.POST, "/owntracks", body: wrong, headers: headers)
         #expect(refused.status == 403)
         #expect(refused.body.contains("does not authenticate"))
-        let short = try await raw.send(.POST, "/owntracks", body: #"{"_type":"encrypted","data":"bm90IGEga2V5"}"#,
-                                       headers: headers)
+        let short = try await raw.send(
+            .POST, "/owntracks", body: #"{"_type":"encrypted","data":"bm90IGEga2V5"}"#,
+            headers: headers)
         #expect(short.status == 400)
-        let notBase64 = try await raw.send(.POST, "/owntracks", body: #"{"_type":"encrypted","data":"!!"}"#, headers: headers)
+        let notBase64 = try await raw.send(
+            .POST, "/owntracks", body: #"{"_type":"encrypted","data":"!!"}"#, headers: headers)
         #expect(notBase64.status == 400)
-        let noSecret = try await raw.send(.POST, "/owntracks", body: wrong, headers: [("X-Limit-U", "bob"), ("X-Limit-D", "tab")])
+        let noSecret = try await raw.send(
+            .POST, "/owntracks", body: wrong, headers: [("X-Limit-U", "bob"), ("X-Limit-D", "tab")])
         #expect(noSecret.status == 415)
         #expect(try await endpoint.server.store.count() == 0)
         #expect(await endpoint.metric("keeptrack_serve_encrypted_total{outcome=\"not_authentic\"}") == 1)
@@ -147,7 +157,9 @@ struct PeerEncryptionOverlandTests {
 
     /// `--format overland` into `serve`'s Dawarich path: every location once, acknowledged by
     /// `{"result":"ok"}`; the same locations sent again are not stored twice.
-    @Test(arguments: StoreKind.allCases) func overlandBatchesRoundTripAndAResentBatchIsStoredOnce(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func overlandBatchesRoundTripAndAResentBatchIsStoredOnce(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(250)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -194,15 +206,16 @@ struct PeerEncryptionOverlandTests {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         let body = String(decoding: try fixtureBytes("fuzz/overland/readme.json"), as: UTF8.self)
-        let r = try await raw.send(.POST, "/api/v1/overland/batches", body: body, headers: [("Content-Type", "application/json")])
+        let r = try await raw.send(
+            .POST, "/api/v1/overland/batches", body: body, headers: [("Content-Type", "application/json")])
         #expect(r.status == 200)
         #expect(r.body == #"{"result":"ok"}"#)
         let trail = try await endpoint.server.store.trail(device: "overland")
         #expect(trail.count == 1)
         let p = try #require(trail.first)
-        #expect(p.time == 1_443_711_600) // 2015-10-01T08:00:00-0700
+        #expect(p.time == 1_443_711_600)  // 2015-10-01T08:00:00-0700
         #expect(p.latitude == 37.3318 && p.longitude == -122.030581)
-        #expect(p.altitude == nil) // vertical_accuracy -1: no altitude
+        #expect(p.altitude == nil)  // vertical_accuracy -1: no altitude
         #expect(p.speed == 4 && p.horizontalAccuracy == 30 && p.verticalAccuracy == nil)
         #expect(p.attributes["battery_state"] == "charging" && p.attributes["battery_level"] == "0.89")
         #expect(p.attributes["motion"] == nil)
