@@ -230,4 +230,29 @@ struct PeerEncryptionOverlandTests {
         await raw.close()
         await endpoint.stop()
     }
+
+    /// Huge bodies within the request limit: an envelope whose data is over 1 MiB, an Overland batch
+    /// of more locations than the limit: 413, nothing stored, counted.
+    @Test func hugeEnvelopesAndBatchesAreRefusedAsTooLarge() async throws {
+        let endpoint = try await Endpoint.start()
+        try await setSecret(endpoint, "anna/phone")
+        let raw = Raw(endpoint: endpoint)
+        let data = String(repeating: "A", count: 2 << 20)
+        let huge = #"{"_type":"encrypted","data":""# + data + #""}"#
+        let headers = [("X-Limit-U", "anna"), ("X-Limit-D", "phone")]
+        let envelope = try await raw.send(.POST, "/owntracks", body: huge, headers: headers)
+        #expect(envelope.status == 413)
+        let small =
+            #"{"geometry":{"type":"Point","coordinates":[1,2]},"#
+            + #""properties":{"timestamp":"2024-05-14T09:30:00Z"}}"#
+        let many = Array(repeating: small, count: Overland.maxLocations + 1)
+        let batch = #"{"locations":["# + many.joined(separator: ",") + "]}"
+        let overland = try await raw.send(.POST, "/api/v1/overland/batches", body: batch)
+        #expect(overland.status == 413)
+        #expect(try await endpoint.server.store.count() == 0)
+        #expect(await endpoint.metric("keeptrack_serve_encrypted_total{outcome=\"malformed\"}") == 1)
+        #expect(await endpoint.metric("keeptrack_serve_requests_rejected_total") == 2)
+        await raw.close()
+        await endpoint.stop()
+    }
 }
