@@ -3,6 +3,7 @@ import Geo
 import OwnTracksCrypto
 import SystemIO
 import TrackServer
+import Tracking
 import Upload
 
 #if canImport(Glibc)
@@ -105,5 +106,16 @@ extension Serve.Devices {
             }
             return secrets
         }
+    }
+}
+
+extension UploadOptions {
+    /// With `--upload embedded --secret-file`: the embedded endpoint holds the device's secret, as a
+    /// Recorder given the key does, so that what is sent encrypted is stored.
+    func shareSecret(with embedded: TrackServer?, tracker: Tracker) async throws {
+        guard let embedded, let secretFile, let device = tracker.uploadService?.deviceOnServer,
+            let store = embedded.store as? any DeviceSecretStore
+        else { return }
+        try await store.setSecret(device: device, secret: try SecretFile.read(secretFile), now: WallClock.seconds())
     }
 }

@@ -145,4 +145,19 @@ struct PeersCommandTests {
         #expect(try await store.device("anna")?.points == sent)
         await store.close()
     }
+
+    /// `--upload embedded` with a secret file: the embedded endpoint is given the device's secret,
+    /// so the encrypted walk is decrypted and stored.
+    @Test func theEmbeddedEndpointHoldsTheSecretOfTheSecretFile() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = FileManager.default.createFile(atPath: dir + "/secret", contents: Data("correct horse\n".utf8))
+        let r = try keeptrack([
+            "replay", "--upload", "embedded", "--format", "owntracks", "--secret-file", dir + "/secret",
+            "--data-dir", dir, "fixtures/walk-15min.nmea",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let sent = try #require(acknowledged(r.stderr), "\(r.stderr)")
+        #expect(r.stderr.contains("embedded endpoint: \(sent) points"), "\(r.stderr)")
+    }
 }
