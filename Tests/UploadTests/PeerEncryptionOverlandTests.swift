@@ -255,4 +255,25 @@ struct PeerEncryptionOverlandTests {
         await raw.close()
         await endpoint.stop()
     }
+
+    /// Both stores keep one secret a device: set, replaced, listed, removed.
+    @Test(arguments: StoreKind.allCases) func bothStoresKeepOneSecretADevice(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
+        let store = try #require(endpoint.server.store as? any DeviceSecretStore)
+        #expect(try await store.secret(device: "anna/phone") == nil)
+        try await store.setSecret(device: "anna/phone", secret: Self.secret, now: 1_715_679_000)
+        try await store.setSecret(device: "bob/tab", secret: Self.secret, now: 1_715_679_000)
+        try await store.setSecret(device: "anna/phone", secret: Self.other, now: 1_715_679_100)
+        #expect(try await store.secret(device: "anna/phone") == Self.other)
+        #expect(try await store.secretDevices() == ["anna/phone", "bob/tab"])
+        #expect(try await store.removeSecret(device: "anna/phone"))
+        #expect(try await !store.removeSecret(device: "anna/phone"))
+        #expect(try await store.secret(device: "anna/phone") == nil)
+        #expect(try await store.secret(device: "nul\u{0}") == nil)
+        #expect(DeviceSecrets.secret(hex: DeviceSecrets.hex(Self.secret)) == Self.secret)
+        #expect(DeviceSecrets.secret(hex: "zz") == nil)
+        #expect(DeviceSecrets.ownTracksDevice("Anna/Phone") == "anna/phone")
+        #expect(DeviceSecrets.ownTracksDevice("anna") == nil && DeviceSecrets.ownTracksDevice("a/b/c") == nil)
+        await endpoint.stop()
+    }
 }
