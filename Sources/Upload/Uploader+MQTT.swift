@@ -67,7 +67,7 @@ final class MQTTPublisher: Sendable {
 
 extension Uploader {
     /// One batch over MQTT: every record published at QoS 1 as OwnTracks JSON (``OwnTracksFormat``'s
-    /// body; dwells, which OwnTracks has no form for, and transitions the settings leave out are
+    /// body, or ``EncryptedOwnTracksFormat``'s with a secret; dwells, which OwnTracks has no form for, and transitions the settings leave out are
     /// acknowledged as skipped), the ones whose PUBACK arrived acknowledged in the outbox, the
     /// rest kept for the next attempt.
     func publish(_ batch: [TrailRecord], via publisher: MQTTPublisher) async -> Attempt {
