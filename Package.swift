@@ -233,6 +233,25 @@ package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("T
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("GPSInput")
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("TrackServer")
 
+// OwnTracks' payload encryption (issue 29): libsodium's crypto_secretbox (XSalsa20-Poly1305) through a
+// system library target (Debian libsodium-dev; at run time libsodium23), and the encrypted form over it,
+// which the uploader (--secret-file) and the endpoint (per-device secrets) use. Its parsers' fuzz targets:
+// the encrypted envelope, and Overland's batch (Dawarich).
+package.targets += [
+    .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+    .target(name: "OwnTracksCrypto", dependencies: ["CSodium", "Formats"]),
+    .testTarget(name: "OwnTracksCryptoTests", dependencies: ["OwnTracksCrypto", "Formats"]),
+    .executableTarget(name: "OwnTracksEnvelopeFuzz", dependencies: ["OwnTracksCrypto", "Formats"],
+                      path: "Sources/Fuzz/OwnTracksEnvelopeFuzz"),
+    .executableTarget(name: "OverlandFuzz", dependencies: ["Formats"], path: "Sources/Fuzz/OverlandFuzz"),
+]
+package.targets.first { $0.name == "Upload" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "TrackServer" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "TrackStorePostgres" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "keeptrack" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "UploadTests" }!.dependencies.append("OwnTracksCrypto")
+package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("OwnTracksCrypto")
+
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
 // are. System library targets have no sources, and a plugin target takes no Swift settings (the

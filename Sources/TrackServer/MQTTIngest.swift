@@ -2,6 +2,7 @@ import Formats
 import Geo
 import Logging
 import MQTT
+import OwnTracksCrypto
 import ServiceLifecycle
 import Synchronization
 import Dispatch
@@ -110,6 +111,10 @@ public final class MQTTIngest: Service, Sendable {
             let server = self.server
             let (user, device) = (String(levels[1]), String(levels[2]))
             _ = try waitFor { try await server.ingestOwnTracks(payload, user: user, device: device) }
+        } catch let error as OwnTracksCryptoError {
+            // Counted by outcome (keeptrack_serve_encrypted_total); nothing stored.
+            server.metrics.rejected(1)
+            logger.warning("MQTT message refused: encrypted", metadata: ["topic": "\(topic)", "code": "\(error.code)"])
         } catch let error as WireFormatError {
             server.metrics.rejected(1)
             // The reason may quote a coordinate: only at debug level.

@@ -91,6 +91,7 @@ public final class SQLiteTrackStore: TrackStore {
         }
         Self.registerCredentialMigrations(&m)
         Self.registerFleetMigrations(&m)
+        Self.registerSecretMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 

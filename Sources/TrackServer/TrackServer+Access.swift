@@ -46,7 +46,8 @@ struct AccessMiddleware: RouterMiddleware {
         let authorization = request.headers[.authorization]
         let bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let basic = authorization.flatMap { $0.hasPrefix("Basic ") ? Self.basicCredential(String($0.dropFirst(6))) : nil }
-        let query = request.uri.queryParameters["token"].map(String.init)
+        // Dawarich's clients put their key in `api_key`.
+        let query = (request.uri.queryParameters["token"] ?? request.uri.queryParameters["api_key"]).map(String.init)
         var c = context
         c.basicUser = basic?.user
         let presented = [bearer, basic?.password, query].compactMap { $0 }.filter { !$0.isEmpty }

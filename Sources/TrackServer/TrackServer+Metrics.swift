@@ -15,6 +15,8 @@ final class ServerMetrics: Sendable {
     let connectionsRefused: Counter
     let bodyBytesInFlight: Gauge
     let bodiesRefused: Counter
+    /// OwnTracks encrypted messages by outcome (decrypted, malformed, no_secret, not_authentic).
+    let encrypted: [String: Counter]
 
     init() {
         let r = registry
@@ -23,7 +25,7 @@ final class ServerMetrics: Sendable {
                                                       "Ingest requests by what the fault injection did."),
                                labels: [("outcome", $0)]))
         })
-        accepted = Dictionary(uniqueKeysWithValues: ["json", "osmand", "owntracks"].map {
+        accepted = Dictionary(uniqueKeysWithValues: ["json", "osmand", "owntracks", "overland"].map {
             ($0, r.makeCounter(descriptor: Self.serve("records_accepted", "total", "Records stored, by format."),
                                labels: [("format", $0)]))
         })
@@ -39,7 +41,15 @@ final class ServerMetrics: Sendable {
                                                                "Request body bytes reserved in memory."))
         bodiesRefused = r.makeCounter(descriptor: Self.serve("bodies_refused", "total",
                                                              "Requests answered 503 over the bodies-in-flight budget."))
+        encrypted = Dictionary(uniqueKeysWithValues: ["decrypted", "malformed", "no_secret", "not_authentic"].map {
+            ($0, r.makeCounter(descriptor: Self.serve("encrypted", "total",
+                                                      "OwnTracks encrypted messages, by outcome (all but decrypted "
+                                                          + "refused, nothing stored)."),
+                               labels: [("outcome", $0)]))
+        })
     }
+
+    func encrypted(_ outcome: String) { encrypted[outcome]?.increment() }
 
     /// `keeptrack_serve_NAME_UNIT` (no `_UNIT` when `unit` is empty), with its `# HELP` text.
     private static func serve(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {

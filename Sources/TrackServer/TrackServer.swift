@@ -25,7 +25,11 @@ import Glibc
 ///   `{"accepted":N,"duplicates":M}`.
 /// - `GET /` or `POST /` (query or form): Traccar's OsmAnd (``OsmAnd``); answers 200.
 /// - `POST /owntracks`: OwnTracks JSON (``OwnTracks``) from `X-Limit-U`/`X-Limit-D` (or `?u=`/`?d=`),
-///   stored as device `user/device`; answers `[]` (415 for an encrypted payload).
+///   stored as device `user/device`; answers `[]`. An encrypted payload is decrypted with the
+///   device's secret and answered `[]` encrypted (403 when it does not authenticate, 415 when the
+///   device has no secret).
+/// - `POST /api/v1/overland/batches`: Overland's batch (``Overland``, Dawarich's path); answers
+///   `{"result":"ok"}`.
 /// - With ``Configuration/mqtt``: OwnTracks JSON from a broker, subscribed to `owntracks/+/+`
 ///   (``MQTTIngest``), stored exactly as the HTTP route stores it.
 ///
@@ -259,6 +263,7 @@ public final class TrackServer: Sendable {
         router.get("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/owntracks") { request, context in try await self.ingestOwnTracks(request, context) }
+        router.post("/api/v1/overland/batches") { request, context in try await self.ingestOverland(request, context) }
         router.get("/v1/devices") { _, context in try await self.devicesResponse(context) }
         router.get("/v1/devices/latest") { _, context in try await self.latestResponse(context) }
         router.get("/v1/positions") { request, context in try await self.positionsResponse(request, context) }
@@ -414,14 +419,7 @@ public final class TrackServer: Sendable {
                 throw HTTPError(.forbidden, message: "the Basic user '\(basic)' is not the user of device '\(id)'")
             }
         }
-        let bytes = try await body(request, context)
-        do {
-            _ = try await ingestOwnTracks(bytes, user: user, device: device)
-        } catch let error as WireFormatError {
-            metrics.rejected(1)
-            throw HTTPError(error.code == .unsupported ? .unsupportedMediaType : .badRequest, message: "\(error)")
-        }
-        return try respond("[]", contentType: "application/json", context: context)
+        return try await ingestOwnTracksBody(try await body(request, context), user: user, device: device, context: context)
     }
 
     /// Stores one OwnTracks message (``OwnTracks``) from `user`'s `device`: what `POST /owntracks`
@@ -431,12 +429,17 @@ public final class TrackServer: Sendable {
     /// (an empty body, `lwt`, `card`, `waypoint`...) store nothing.
     ///
     /// - Returns: how many records were new and how many already stored (0 and 0 for nothing).
+    /// An encrypted message (`_type: encrypted`) is decrypted with the device's secret
+    /// (``DeviceSecretStore``) first.
+    ///
     /// - Throws: ``WireFormatError`` for a message that can't be read (``WireFormatError/Code/unsupported``
-    ///   for an encrypted one), or the store's error.
+    ///   for an encrypted one from a device without a secret), ``OwnTracksCryptoError`` for an encrypted
+    ///   one that can't be read or does not authenticate, or the store's error.
     public func ingestOwnTracks(_ bytes: [UInt8], user: String?, device: String?) async throws
         -> (accepted: Int, duplicates: Int)
     {
         let t = clock.now.secondsSince1970
+        let bytes = try await openOwnTracks(bytes, device: OwnTracks.deviceID(user: user, device: device)).plain
         guard let record = try OwnTracks.decode(bytes, user: user, device: device, now: t) else { return (0, 0) }
         let result = try await store.insert([record], format: "owntracks", received: t)
         metrics.stored(result.accepted, duplicates: result.duplicates, format: "owntracks")

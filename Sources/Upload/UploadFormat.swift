@@ -74,7 +74,7 @@ public struct UploadRequest: Sendable {
 
 /// Every format the uploader speaks.
 public enum UploadFormats {
-    public static let all: [any UploadFormat] = [JSONBatchFormat(), OsmAndFormat(), OwnTracksFormat()]
+    public static let all: [any UploadFormat] = [JSONBatchFormat(), OsmAndFormat(), OwnTracksFormat(), OverlandFormat()]
 
     /// The format named `name`, or `nil`.
     public static func named(_ name: String) -> (any UploadFormat)? { all.first { $0.name == name } }

@@ -67,7 +67,7 @@ final class MQTTPublisher: Sendable {
 
 extension Uploader {
     /// One batch over MQTT: every record published at QoS 1 as OwnTracks JSON (``OwnTracksFormat``'s
-    /// body; dwells, which OwnTracks has no form for, and transitions the settings leave out are
+    /// body, or ``EncryptedOwnTracksFormat``'s with a secret; dwells, which OwnTracks has no form for, and transitions the settings leave out are
     /// acknowledged as skipped), the ones whose PUBACK arrived acknowledged in the outbox, the
     /// rest kept for the next attempt.
     func publish(_ batch: [TrailRecord], via publisher: MQTTPublisher) async -> Attempt {
@@ -86,7 +86,7 @@ extension Uploader {
         var skipped: [TrailRecord] = []
         var failure: String?
         for r in batch {
-            let format = OwnTracksFormat()
+            let format = configuration.mqttFormat
             guard let body = format.request(for: [r], device: outbox.device, settings: configuration.formatSettings)?.body
             else {
                 skipped.append(r)

@@ -30,7 +30,7 @@ enum TrackConfig {
         "background-modes": .option, "policy": .option, "budget": .option, "warning-lead": .option,
         "total-cap": .option, "grace": .option, "wake-window": .option, "sample-interval": .option,
         "control": .option, "upload": .option, "format": .option, "device-id": .option, "token": .option,
-        "user": .option, "no-region-events": .flag,
+        "user": .option, "no-region-events": .flag, "secret-file": .option,
         "ca-file": .option, "header": .list, "batch-size": .option, "batch-wait": .option, "max-backoff": .option,
         "outbox-max-records": .option, "outbox-max-age": .option, "shutdown-timeout": .option, "data-dir": .option,
         "commit-within": .option,

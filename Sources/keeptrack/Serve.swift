@@ -12,8 +12,9 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the test endpoint: a real HTTP server that stores the trails trackers upload.",
         discussion: """
-            Ingests our JSON batch (POST /v1/locations), Traccar's OsmAnd (GET or POST /) and OwnTracks \
-            (POST /owntracks, device USER/DEVICE from X-Limit-U/X-Limit-D), stores every record once (sent twice, \
+            Ingests our JSON batch (POST /v1/locations), Traccar's OsmAnd (GET or POST /), OwnTracks \
+            (POST /owntracks, device USER/DEVICE from X-Limit-U/X-Limit-D; encrypted payloads with a device \
+            secret) and Overland (POST /api/v1/overland/batches, Dawarich's path), stores every record once (sent twice, \
             stored once), and serves GET /v1/devices, GET /v1/devices/ID/trail?from=&to=&format=geojson|gpx|json, \
             GET /healthz and GET /metrics (Prometheus), and the OwnTracks Recorder's read API for its \
             Frontend (GET /api/0/list, /api/0/last, /api/0/locations, /api/0/version; --cors-origin lets a page \
@@ -59,8 +60,9 @@ struct Serve: AsyncParsableCommand {
                   keeptrack serve devices add van1     # prints van1's new token
                   keeptrack serve devices list         # ID<TAB>created, one a line
                   keeptrack serve devices revoke van1
+                  keeptrack serve devices secret anna/phone < secret.txt  # OwnTracks encryption
                 """,
-            subcommands: [Add.self, List.self, Revoke.self])
+            subcommands: [Add.self, List.self, Revoke.self, Secret.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(

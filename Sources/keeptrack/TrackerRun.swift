@@ -65,6 +65,7 @@ struct TrackerRun {
         } catch let error as TrackerError {
             throw ValidationError(error.message)
         }
+        try await upload.shareSecret(with: embedded, tracker: tracker)
         // Started in this order, stopped in reverse: the control socket and the input first, then
         // the upload of what is left, then the endpoint that takes it.
         var logger = Logger(label: "keeptrack.lifecycle")

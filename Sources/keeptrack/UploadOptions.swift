@@ -20,7 +20,7 @@ struct UploadOptions: ParsableArguments {
             + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process).", valueName: "url|embedded"))
     var upload: String?
 
-    @Option(help: ArgumentHelp("json (our batch), osmand (Traccar) or owntracks.",
+    @Option(help: ArgumentHelp("json (our batch), osmand (Traccar), owntracks or overland (Overland, Dawarich).",
                                valueName: "format"))
     var format: String = "json"
 
@@ -34,6 +34,10 @@ struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("With --format owntracks: the user the Recorder files the device under (X-Limit-U). "
                                + "The default is keeptrack.", valueName: "user"))
     var user: String?
+
+    @Option(help: ArgumentHelp("With --format owntracks: encrypt each payload as the OwnTracks apps do, with the "
+                               + "passphrase in this file (docs/owntracks-encryption.md).", valueName: "file"))
+    var secretFile: String?
 
     @Flag(help: "With --format osmand or owntracks: don't send region transitions.")
     var noRegionEvents = false
@@ -89,6 +93,7 @@ struct UploadOptions: ParsableArguments {
 
     func validate() throws {
         if let problem = values.problem { throw ValidationError(problem.sentence) }
+        try SecretFile.validate(secretFile, upload: upload, format: format)
         // An HTTPS endpoint's CA file is read now: a file that is no PEM is a setting to fix.
         if let caFile, let upload, upload.hasPrefix("http"), !Uploader.Configuration.holdsPEMCertificates(caFile) {
             throw ValidationError("--ca-file \(caFile): no PEM certificate could be read")
@@ -146,6 +151,9 @@ extension UploadOptions {
     /// and token once it listens).
     func settings(dataDirectory: DataDirectory, embedded: TrackServer?) -> Tracker.UploadSettings {
         var settings = values.settings(dataDirectory: dataDirectory)
+        if let secretFile, let secret = try? SecretFile.read(secretFile) {
+            settings.uploader.format = EncryptedOwnTracksFormat(secret: secret)
+        }
         if let embedded {
             settings.uploader.token = embedded.configuration.token
             let path = settings.uploader.format.serverPath

@@ -1,0 +1,261 @@
+/// Overland's batch (aaronpk/Overland-iOS, "API"), which Dawarich takes at
+/// `POST /api/v1/overland/batches`: `{"locations":[FEATURE,...]}`, each a GeoJSON Point feature
+/// `{"type":"Feature","geometry":{"type":"Point","coordinates":[LON,LAT]},"properties":{...}}` with
+/// `timestamp` (ISO 8601, any offset), `altitude`, `speed` (m/s), `horizontal_accuracy`,
+/// `vertical_accuracy`, `course` (degrees), `device_id` and more (`battery_level`, `motion`,
+/// `wifi`...). The server answers `{"result":"ok"}`; anything else leaves the batch on the device.
+///
+/// Read as the app writes it: negative accuracies, speeds and courses are CoreLocation's "invalid"
+/// and become absent (a negative `vertical_accuracy` makes the altitude absent too); `current` and
+/// `trip` beside `locations` are skipped; properties other than the ones above are kept as
+/// attributes when they are strings, numbers or booleans.
+public enum Overland {
+    /// The most locations one body may carry (the app sends 50 to 1,000). More is refused
+    /// (``WireFormatError/Code/tooLarge``) before any record is made.
+    public static let maxLocations = 10_000
+
+    /// The answer that acknowledges a batch.
+    public static let acknowledgement = "{\"result\":\"ok\"}"
+
+    /// The body for `records` of `device` (locations; region transitions and dwells have no form).
+    public static func encode(device: String, records: [TrailRecord]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + records.count * 300)
+        ByteWriting.appendStatic("{\"locations\":[", to: &out)
+        var first = true
+        for r in records where r.kind == .location {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            ByteWriting.appendStatic(
+                "{\"type\":\"Feature\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[", to: &out)
+            ByteWriting.appendFixed(r.longitude, decimals: 7, to: &out)
+            out.append(UInt8(ascii: ","))
+            ByteWriting.appendFixed(r.latitude, decimals: 7, to: &out)
+            ByteWriting.appendStatic("]},\"properties\":{\"timestamp\":\"", to: &out)
+            ISOTime.append(r.time, to: &out)
+            out.append(UInt8(ascii: "\""))
+            func number(_ key: StaticString, _ v: Double?, _ decimals: Int) {
+                guard let v, v.isFinite else { return }
+                ByteWriting.appendStatic(key, to: &out)
+                ByteWriting.appendFixed(v, decimals: decimals, to: &out)
+            }
+            number(",\"altitude\":", r.altitude, 2)
+            number(",\"speed\":", r.speed, 2)
+            number(",\"horizontal_accuracy\":", r.horizontalAccuracy, 2)
+            number(",\"vertical_accuracy\":", r.verticalAccuracy, 2)
+            number(",\"course\":", r.course, 2)
+            ByteWriting.appendStatic(",\"device_id\":", to: &out)
+            ByteWriting.appendJSONString(device, to: &out)
+            out.append(UInt8(ascii: "}"))
+            out.append(UInt8(ascii: "}"))
+        }
+        ByteWriting.appendStatic("]}", to: &out)
+        return out
+    }
+
+    /// Whether `body` is the answer that acknowledges a batch: a JSON object whose `result` is `ok`
+    /// (other members allowed).
+    public static func isAcknowledgement(_ body: [UInt8]) -> Bool {
+        var s = JSONScanner(body)
+        var ok = false
+        do {
+            try s.expect(UInt8(ascii: "{"))
+            if s.take(UInt8(ascii: "}")) { return false }
+            repeat {
+                let key = try s.string()
+                try s.expect(UInt8(ascii: ":"))
+                if key == "result" {
+                    guard case .string(let v) = try s.value() else { return false }
+                    ok = v == "ok"
+                } else {
+                    try s.skipValue()
+                }
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
+            return ok && s.atEnd
+        } catch {
+            return false
+        }
+    }
+
+    /// The records of an Overland body received at `now`, each filed under its `device_id`, or
+    /// `device` when it has none (or an empty one).
+    ///
+    /// - Throws: ``WireFormatError`` naming the location and field (`locations[3].properties.timestamp:
+    ///   missing`); ``WireFormatError/Code/tooLarge`` past ``maxLocations``.
+    public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(WireFormatError) -> [TrailRecord] {
+        var s = JSONScanner(bytes)
+        var records: [TrailRecord] = []
+        var sawLocations = false
+        do {
+            try s.expect(UInt8(ascii: "{"))
+            if !s.take(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.string()
+                    try s.expect(UInt8(ascii: ":"))
+                    guard key == "locations" else {
+                        try s.skipValue()
+                        continue
+                    }
+                    guard !sawLocations else { throw WireFormatError("locations: given twice") }
+                    sawLocations = true
+                    try s.expect(UInt8(ascii: "["))
+                    if !s.take(UInt8(ascii: "]")) {
+                        repeat {
+                            guard records.count < maxLocations else {
+                                throw WireFormatError(
+                                    "locations: more than \(maxLocations) in one batch",
+                                    code: .tooLarge)
+                            }
+                            records.append(try feature(&s, index: records.count, device: device, now: now))
+                        } while s.take(UInt8(ascii: ","))
+                        try s.expect(UInt8(ascii: "]"))
+                    }
+                } while s.take(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            }
+            guard s.atEnd else { throw s.fail("text after the object") }
+        } catch let f as JSONScanner.Failure {
+            throw WireFormatError(f.message)
+        } catch let e as WireFormatError {
+            throw e
+        } catch {
+            throw WireFormatError("\(error)")
+        }
+        guard sawLocations else { throw WireFormatError("locations: missing") }
+        return records
+    }
+
+    /// One feature of `locations`.
+    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws -> TrailRecord {
+        let at = "locations[\(index)]"
+        var coordinates: [Double]?
+        var sawProperties = false
+        var timestamp: String?
+        var numbers: [String: Double] = [:]
+        var deviceID: String?
+        var attributes: [String: String] = [:]
+        try s.expect(UInt8(ascii: "{"))
+        if !s.take(UInt8(ascii: "}")) {
+            repeat {
+                let key = try s.string()
+                try s.expect(UInt8(ascii: ":"))
+                switch key {
+                case "type":
+                    guard case .string(let t) = try s.value(), t == "Feature" else {
+                        throw WireFormatError("\(at).type: expected \"Feature\"")
+                    }
+                case "geometry":
+                    coordinates = try point(&s, at: "\(at).geometry")
+                case "properties":
+                    sawProperties = true
+                    try s.expect(UInt8(ascii: "{"))
+                    if s.take(UInt8(ascii: "}")) { continue }
+                    repeat {
+                        let name = try s.string()
+                        try s.expect(UInt8(ascii: ":"))
+                        let v = try s.value()
+                        switch name {
+                        case "timestamp":
+                            guard case .string(let t) = v else {
+                                throw WireFormatError("\(at).properties.timestamp: expected an ISO 8601 string")
+                            }
+                            timestamp = t
+                        case "altitude", "speed", "horizontal_accuracy", "vertical_accuracy", "course":
+                            switch v {
+                            case .number(let d): numbers[name] = d
+                            case .null: break
+                            default: throw WireFormatError("\(at).properties.\(name): expected a number")
+                            }
+                        case "device_id":
+                            switch v {
+                            case .string(let t): deviceID = t
+                            case .null: break
+                            default: throw WireFormatError("\(at).properties.device_id: expected a string")
+                            }
+                        default:
+                            guard attributes.count < TrailRecord.maxAttributes,
+                                TrailRecord.identifierProblem(name) == nil
+                            else { break }
+                            switch v {
+                            case .string(let t)
+                            where t.utf8.count <= TrailRecord.maxAttributeBytes
+                                && !t.unicodeScalars.contains(where: { $0.value == 0 }):
+                                attributes[name] = t
+                            case .number(let d):
+                                attributes[name] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
+                            case .bool(let b): attributes[name] = b ? "true" : "false"
+                            default: break
+                            }
+                        }
+                    } while s.take(UInt8(ascii: ","))
+                    try s.expect(UInt8(ascii: "}"))
+                default:
+                    try s.skipValue()
+                }
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
+        }
+        guard let coordinates else { throw WireFormatError("\(at).geometry: missing") }
+        guard sawProperties else { throw WireFormatError("\(at).properties: missing") }
+        guard let timestamp else { throw WireFormatError("\(at).properties.timestamp: missing") }
+        guard let time = ISOTime.parse(timestamp, anyOffset: true) else {
+            throw WireFormatError("\(at).properties.timestamp: '\(timestamp.prefix(40))' is not ISO 8601")
+        }
+        func valid(_ name: String) -> Double? { numbers[name].flatMap { $0 < 0 ? nil : $0 } }
+        let verticalAccuracy = numbers["vertical_accuracy"]
+        let altitude =
+            verticalAccuracy.map { $0 < 0 } == true ? nil : numbers["altitude"] ?? coordinates.dropFirst(2).first
+        let owner = deviceID.flatMap { $0.isEmpty ? nil : $0 } ?? device
+        var r = TrailRecord(
+            device: owner, sequence: 1, time: time, latitude: coordinates[1], longitude: coordinates[0],
+            altitude: altitude, horizontalAccuracy: valid("horizontal_accuracy"),
+            verticalAccuracy: valid("vertical_accuracy"), speed: valid("speed"),
+            course: valid("course"))
+        r.attributes = attributes
+        if let problem = r.problem(now: now) { throw WireFormatError("\(at): \(problem)") }
+        return r
+    }
+
+    /// A Point geometry's coordinates: longitude, latitude and maybe altitude.
+    static func point(_ s: inout JSONScanner, at: String) throws -> [Double] {
+        var coordinates: [Double]?
+        var type: String?
+        try s.expect(UInt8(ascii: "{"))
+        if !s.take(UInt8(ascii: "}")) {
+            repeat {
+                let key = try s.string()
+                try s.expect(UInt8(ascii: ":"))
+                switch key {
+                case "type":
+                    guard case .string(let t) = try s.value() else {
+                        throw WireFormatError("\(at).type: expected a string")
+                    }
+                    type = t
+                case "coordinates":
+                    var values: [Double] = []
+                    try s.expect(UInt8(ascii: "["))
+                    if !s.take(UInt8(ascii: "]")) {
+                        repeat {
+                            guard case .number(let d) = try s.value(), values.count < 3 else {
+                                throw WireFormatError(
+                                    "\(at).coordinates: expected [longitude, latitude] or with altitude")
+                            }
+                            values.append(d)
+                        } while s.take(UInt8(ascii: ","))
+                        try s.expect(UInt8(ascii: "]"))
+                    }
+                    coordinates = values
+                default:
+                    try s.skipValue()
+                }
+            } while s.take(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
+        }
+        guard type == "Point" else { throw WireFormatError("\(at).type: expected \"Point\"") }
+        guard let coordinates, coordinates.count >= 2 else {
+            throw WireFormatError("\(at).coordinates: expected [longitude, latitude]")
+        }
+        return coordinates
+    }
+}
