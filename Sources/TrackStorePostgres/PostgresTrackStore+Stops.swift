@@ -24,17 +24,22 @@ extension PostgresTrackStore: StopsStreaming {
         guard !device.utf8.contains(0) else { return accumulator }
         var binds = PostgresBindings()
         binds.append(device)
-        binds.append(from.isFinite ? from : -1e12)
-        binds.append(to.isFinite ? to : 1e12)
-        let query = PostgresQuery(
-            unsafeSQL: """
-                SELECT extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry), h_acc,
-                       speed
-                FROM positions
-                WHERE device = $1 AND time >= to_timestamp($2) AND time <= to_timestamp($3) AND kind = 'location'
-                      AND valid
-                ORDER BY time
-                """, binds: binds)
+        var sql = """
+            SELECT extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry), h_acc, speed
+            FROM positions WHERE device = $1 AND kind = 'location' AND valid
+            """
+        // Bounds beyond ±1e11 s (years -1200 and 5100) are none: stored times lie between 1980 and a day
+        // ahead, and to_timestamp takes no time beyond PostgreSQL's range.
+        if from > -1e11 {
+            binds.append(from)
+            sql += " AND time >= to_timestamp($\(binds.count))"
+        }
+        if to < 1e11 {
+            binds.append(to)
+            sql += " AND time <= to_timestamp($\(binds.count))"
+        }
+        sql += " ORDER BY time"
+        let query = PostgresQuery(unsafeSQL: sql, binds: binds)
         let rows = try await client.query(query, logger: logger)
         for try await (time, lat, lon, hAcc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {
             accumulator.add(time: time, latitude: lat, longitude: lon, accuracy: hAcc, speed: speed)
