@@ -104,3 +104,37 @@ extension TrackStore {
         try await trail(device: device, from: trip.start, to: trip.end).filter { $0.kind == .location }
     }
 }
+
+extension StopsReport {
+    /// The stops and trips of a trail already read (its locations, by time), as
+    /// ``TrackStore/stops(device:from:to:configuration:)`` finds them in the store.
+    public init(records: [TrailRecord], configuration: VisitDetector.Configuration = VisitDetector.Configuration()) {
+        var accumulator = StopsAccumulator(configuration: configuration)
+        for r in records where r.kind == .location && r.valid {
+            accumulator.add(time: r.time, latitude: r.latitude, longitude: r.longitude,
+                            accuracy: r.horizontalAccuracy, speed: r.speed)
+        }
+        self = accumulator.finish(at: records.last?.time ?? 0)
+    }
+
+    /// The visits and trips as an SVG draws them.
+    public var marks: TrailSVG.Marks {
+        TrailSVG.Marks(
+            visits: stops.map {
+                TrailSVG.Marks.Visit(center: $0.coordinate, radius: $0.horizontalAccuracy, arrival: $0.arrival,
+                                     departure: $0.departure)
+            },
+            trips: trips.map { TrailSVG.Marks.Trip(start: $0.start, end: $0.end, distance: $0.distance) })
+    }
+
+    /// GPX with one track per trip, cut from `records` (the trail the report was found in).
+    public func tripsGPX(device: String, records: [TrailRecord]) -> [UInt8] {
+        let locations = records.filter { $0.kind == .location && $0.valid }
+        let tracks = trips.map { trip in
+            TrailExport.TripTrack(
+                start: trip.start, end: trip.end, distance: trip.distance,
+                locations: locations.filter { $0.time >= trip.start && $0.time <= trip.end })
+        }
+        return TrailExport.gpx(device: device, trips: tracks)
+    }
+}

@@ -114,4 +114,34 @@ struct VisitRecordTests {
                          as: UTF8.self)
         #expect(geo.contains(#""event":"visit""#) && !geo.contains(#""event":"trip""#))
     }
+
+    /// The picture marks visits (times, duration, a disc of their radius) and colours each trip's
+    /// part of the track; the old stops are not drawn then.
+    @Test func thePictureMarksVisitsAndColoursTrips() {
+        func latitude(_ i: Int) -> Double {
+            if i < 40 { return 48.1 }
+            if i < 60 { return 48.1 + Double(i - 40) * 1e-3 }
+            return 48.12
+        }
+        let trail: [TrailRecord] = (0..<100).map { (i: Int) -> TrailRecord in
+            TrailRecord(device: "d", sequence: Int64(i + 1), time: 1_715_679_000 + Double(i) * 60,
+                        latitude: latitude(i), longitude: 11.5)
+        }
+        let marks = TrailSVG.Marks(
+            visits: [
+                .init(center: Coordinate(latitude: 48.1, longitude: 11.5), radius: 4, arrival: 1_715_679_000,
+                      departure: 1_715_681_340),
+                .init(center: Coordinate(latitude: 48.12, longitude: 11.5), radius: 5, arrival: 1_715_682_600,
+                      departure: nil),
+            ],
+            trips: [.init(start: 1_715_681_340, end: 1_715_682_600, distance: 2_224)])
+        let svg = TrailSVG.render(title: "d", records: trail, marks: marks)
+        #expect(svg.contains(#"<circle class="visit" data-arrival="2024-05-14T09:30:00.000Z" data-departure="2024-05-14T10:09:00.000Z""#))
+        #expect(svg.contains(">09:30–10:09 UTC · 39 min</text>"))
+        #expect(svg.contains(">from 10:30 UTC, still there</text>"))
+        #expect(svg.contains(#"<polyline class="trip" data-start="2024-05-14T10:09:00.000Z""#))
+        #expect(svg.contains(">trip 1: 2.2 km, 21 min</text>"))
+        #expect(!svg.contains("class=\"stop\""))
+        #expect(TrailSVG.render(title: "d", records: trail).contains("class=\"stop\""))
+    }
 }
