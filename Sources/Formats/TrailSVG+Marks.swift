@@ -65,15 +65,19 @@ extension TrailSVG {
             let colour = tripColours[n % tripColours.count]
             let along = drawn.filter { locations[$0].time >= trip.start && locations[$0].time <= trip.end }
             guard along.count >= 2 else { continue }
-            let points = along.map { px(Coordinate(latitude: locations[$0].latitude, longitude: locations[$0].longitude)) }
+            let points = along.map {
+                px(Coordinate(latitude: locations[$0].latitude, longitude: locations[$0].longitude))
+            }
             let line = points.map { "\(f($0.0)),\(f($0.1))" }.joined(separator: " ")
-            svg += "<polyline class=\"trip\" data-start=\"\(ISOTime.string(trip.start))\" "
+            svg +=
+                "<polyline class=\"trip\" data-start=\"\(ISOTime.string(trip.start))\" "
                 + "data-end=\"\(ISOTime.string(trip.end))\" points=\"\(line)\" fill=\"none\" stroke=\"\(colour)\" "
                 + "stroke-width=\"4\" stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n"
             let (x, y) = points[points.count / 2]
             let km = trip.distance / 1000
             let length = km >= 10 ? "\(Int(km.rounded())) km" : "\(f(km)) km"
-            svg += "<text class=\"trip-label\" x=\"\(f(x + 8))\" y=\"\(f(y + 14))\" fill=\"\(colour)\">trip \(n + 1): "
+            svg +=
+                "<text class=\"trip-label\" x=\"\(f(x + 8))\" y=\"\(f(y + 14))\" fill=\"\(colour)\">trip \(n + 1): "
                 + "\(length), \(span(trip.end - trip.start))</text>\n"
         }
         for visit in marks.visits {
@@ -86,7 +90,8 @@ extension TrailSVG {
                 times = "from \(clock(visit.arrival)) UTC, still there"
             }
             let departure = visit.departure.map { " data-departure=\"\(ISOTime.string($0))\"" } ?? ""
-            svg += "<circle class=\"visit\" data-arrival=\"\(ISOTime.string(visit.arrival))\"\(departure) "
+            svg +=
+                "<circle class=\"visit\" data-arrival=\"\(ISOTime.string(visit.arrival))\"\(departure) "
                 + "cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"\(f(r))\" fill=\"#333\" fill-opacity=\"0.25\" stroke=\"#333\" "
                 + "stroke-width=\"2\"/>\n"
             svg += "<text class=\"visit-label\" x=\"\(f(x + r + 4))\" y=\"\(f(y + 4))\" fill=\"#222\">\(times)</text>\n"

@@ -56,7 +56,8 @@ extension TrackServer {
             }
             bytes = try await offLoop { [tracks] in TrailExport.gpx(device: device, trips: tracks) }
         } else {
-            bytes = trips ? StopsJSON.trips(device: device, report.trips) : StopsJSON.stops(device: device, report.stops)
+            bytes =
+                trips ? StopsJSON.trips(device: device, report.trips) : StopsJSON.stops(device: device, report.stops)
         }
         return Response(
             status: .ok, headers: [.contentType: format == "gpx" ? "application/gpx+xml" : "application/json"],

@@ -75,8 +75,10 @@ extension TrackStore {
     ///
     /// - Complexity: O(n) in the points of the range, O(1) memory besides the answer: the points
     ///   are streamed from the store.
-    public func stops(device: String, from: Double = -.infinity, to: Double = .infinity,
-                      configuration: VisitDetector.Configuration = VisitDetector.Configuration()) async throws
+    public func stops(
+        device: String, from: Double = -.infinity, to: Double = .infinity,
+        configuration: VisitDetector.Configuration = VisitDetector.Configuration()
+    ) async throws
         -> StopsReport
     {
         var accumulator = StopsAccumulator(configuration: configuration)
@@ -87,8 +89,9 @@ extension TrackStore {
             repeat {
                 let page = try await trail(device: device, from: from, to: to, after: cursor, limit: 10_000)
                 for r in page.records where r.kind == .location {
-                    accumulator.add(time: r.time, latitude: r.latitude, longitude: r.longitude,
-                                    accuracy: r.horizontalAccuracy, speed: r.speed)
+                    accumulator.add(
+                        time: r.time, latitude: r.latitude, longitude: r.longitude,
+                        accuracy: r.horizontalAccuracy, speed: r.speed)
                 }
                 cursor = page.next
             } while cursor != nil
@@ -111,8 +114,9 @@ extension StopsReport {
     public init(records: [TrailRecord], configuration: VisitDetector.Configuration = VisitDetector.Configuration()) {
         var accumulator = StopsAccumulator(configuration: configuration)
         for r in records where r.kind == .location && r.valid {
-            accumulator.add(time: r.time, latitude: r.latitude, longitude: r.longitude,
-                            accuracy: r.horizontalAccuracy, speed: r.speed)
+            accumulator.add(
+                time: r.time, latitude: r.latitude, longitude: r.longitude,
+                accuracy: r.horizontalAccuracy, speed: r.speed)
         }
         self = accumulator.finish(at: records.last?.time ?? 0)
     }
@@ -121,8 +125,9 @@ extension StopsReport {
     public var marks: TrailSVG.Marks {
         TrailSVG.Marks(
             visits: stops.map {
-                TrailSVG.Marks.Visit(center: $0.coordinate, radius: $0.horizontalAccuracy, arrival: $0.arrival,
-                                     departure: $0.departure)
+                TrailSVG.Marks.Visit(
+                    center: $0.coordinate, radius: $0.horizontalAccuracy, arrival: $0.arrival,
+                    departure: $0.departure)
             },
             trips: trips.map { TrailSVG.Marks.Trip(start: $0.start, end: $0.end, distance: $0.distance) })
     }

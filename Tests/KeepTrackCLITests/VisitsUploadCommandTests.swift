@@ -18,8 +18,10 @@ struct VisitsUploadCommandTests {
     @Test func theNightsVisitsAndTripsAreStoredDrawnAndExported() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try keeptrack(["replay", "--visits", "--upload", "embedded", "--data-dir", dir,
-                               "fixtures/visits-night.nmea.gz"])
+        let r = try keeptrack([
+            "replay", "--visits", "--upload", "embedded", "--data-dir", dir,
+            "fixtures/visits-night.nmea.gz",
+        ])
         #expect(r.status == 0)
         // 4 arrivals, 3 departures, 3 trips: 10 records besides the points.
         #expect(r.stderr.contains("0 region events, 10 visit and trip records stored for device"))
@@ -38,7 +40,8 @@ struct VisitsUploadCommandTests {
         let gpx = try keeptrack(["export", "--data-dir", dir, "--trips"])
         #expect(gpx.status == 0)
         #expect(gpx.stdout.components(separatedBy: "<trk>").count - 1 == 3)
-        #expect(gpx.stdout.contains("trip 2025-03-14T21:15:08.000Z – 2025-03-14T21:25:50.000Z</name><desc>5.19 km</desc>"))
+        #expect(
+            gpx.stdout.contains("trip 2025-03-14T21:15:08.000Z – 2025-03-14T21:25:50.000Z</name><desc>5.19 km</desc>"))
         let refused = try keeptrack(["export", "--data-dir", dir, "--trips", "--format", "geojson"])
         #expect(refused.status != 0 && refused.stderr.contains("--trips writes GPX"))
     }

@@ -10,18 +10,21 @@ import TrackServerTesting
 @Suite("Outbox: visits and trips")
 struct OutboxVisitTests {
     static func visit(departure: Double?) -> TrailRecord {
-        var r = TrailRecord(device: "", sequence: 0, kind: .visit, time: 1_715_679_000, latitude: 48.1,
-                            longitude: 11.5, horizontalAccuracy: 6.5)
+        var r = TrailRecord(
+            device: "", sequence: 0, kind: .visit, time: 1_715_679_000, latitude: 48.1,
+            longitude: 11.5, horizontalAccuracy: 6.5)
         r.span = TrailRecord.Span(end: departure)
         r.decidedAt = 1_715_679_180
         return r
     }
 
     static let trip: TrailRecord = {
-        var r = TrailRecord(device: "", sequence: 0, kind: .trip, time: 1_715_679_600, latitude: 48.1,
-                            longitude: 11.5)
-        r.span = TrailRecord.Span(end: 1_715_680_000, endLatitude: 48.2, endLongitude: 11.6, distance: 12_400,
-                                  maximumSpeed: 16.5)
+        var r = TrailRecord(
+            device: "", sequence: 0, kind: .trip, time: 1_715_679_600, latitude: 48.1,
+            longitude: 11.5)
+        r.span = TrailRecord.Span(
+            end: 1_715_680_000, endLatitude: 48.2, endLongitude: 11.6, distance: 12_400,
+            maximumSpeed: 16.5)
         r.decidedAt = 1_715_680_180
         return r
     }()
@@ -32,8 +35,11 @@ struct OutboxVisitTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let outbox = try Outbox(path: dir + "/outbox.sqlite")
-        try outbox.append(walk(3) + [Self.visit(departure: nil)] + walk(2) + [Self.visit(departure: 1_715_679_500),
-                                                                              Self.trip])
+        try outbox.append(
+            walk(3) + [Self.visit(departure: nil)] + walk(2) + [
+                Self.visit(departure: 1_715_679_500),
+                Self.trip,
+            ])
         let batch = try outbox.nextBatch(maxCount: 10)
         #expect(batch.map(\.sequence) == [4, 7, 8, 1, 2, 3, 5, 6])
         #expect(batch[0].span == TrailRecord.Span(end: nil) && batch[0].decidedAt == 1_715_679_180)

@@ -25,7 +25,8 @@ struct StopsEndpointTests {
                 longitude: c.longitude + (Double.random(in: 0..<1, using: &rng) - 0.5) * metres / 74_000)
         }
         for s in 0..<600 {
-            let c = (300..<304).contains(s) ? wander(Coordinate(latitude: 48.13736, longitude: 11.575), 4) : wander(cafe, 6)
+            let c =
+                (300..<304).contains(s) ? wander(Coordinate(latitude: 48.13736, longitude: 11.575), 4) : wander(cafe, 6)
             out.append((t0 + Double(s), c.latitude, c.longitude, 5))
         }
         for s in 0..<240 {
@@ -73,14 +74,17 @@ struct StopsEndpointTests {
 
     /// Stops and trips as the detector finds them on the same points, for a device that sent our
     /// batch and for one whose points came as OsmAnd; `from`/`to` limit the points used.
-    @Test(arguments: StoreKind.allCases) func stopsAndTripsAreTheDetectorsOnTheStoredPoints(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func stopsAndTripsAreTheDetectorsOnTheStoredPoints(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         do {
             #expect(try await raw.send(.POST, "/v1/locations", body: Self.batch("van1")).status == 200)
             let osmand = Self.points.enumerated().map { i, p in
-                TrailRecord(device: "phone", sequence: Int64(i + 1), time: p.time, latitude: p.lat, longitude: p.lon,
-                            horizontalAccuracy: p.acc)
+                TrailRecord(
+                    device: "phone", sequence: Int64(i + 1), time: p.time, latitude: p.lat, longitude: p.lon,
+                    horizontalAccuracy: p.acc)
             }
             _ = try await endpoint.server.store.insert(osmand, format: "osmand", received: Self.points.last!.time)
             let e = Self.expected()
@@ -189,7 +193,8 @@ struct StopsEndpointTests {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         do {
-            let body = #"{"device":"van1","records":["#
+            let body =
+                #"{"device":"van1","records":["#
                 + #"{"seq":1,"kind":"visit","time":"2024-05-14T09:00:00.000Z","departure":null,"lat":48.1,"lon":11.5,"hAcc":4.5},"#
                 + #"{"seq":2,"kind":"visit","time":"2024-05-14T09:00:00.000Z","departure":"2024-05-14T09:40:00.000Z","lat":48.1,"lon":11.5,"hAcc":5},"#
                 + #"{"seq":3,"kind":"trip","time":"2024-05-14T09:40:00.000Z","end":"2024-05-14T09:50:00.000Z","lat":48.1,"lon":11.5,"#
@@ -197,13 +202,22 @@ struct StopsEndpointTests {
             let sent = try await raw.send(.POST, "/v1/locations", body: body)
             #expect(sent.status == 200 && sent.body.contains("\"accepted\":3"))
             let trail = try await raw.send(.GET, "/v1/devices/van1/trail?format=json").body
-            #expect(trail.contains(#""kind":"visit","time":"2024-05-14T09:00:00.000Z","lat":48.100000000,"lon":11.500000000,"alt":null,"hAcc":4.50,"vAcc":null,"speed":null,"course":null,"departure":null}"#))
+            #expect(
+                trail.contains(
+                    #""kind":"visit","time":"2024-05-14T09:00:00.000Z","lat":48.100000000,"lon":11.500000000,"alt":null,"hAcc":4.50,"vAcc":null,"speed":null,"course":null,"departure":null}"#
+                ))
             #expect(trail.contains(#""departure":"2024-05-14T09:40:00.000Z"}"#))
-            #expect(trail.contains(#""end":"2024-05-14T09:50:00.000Z","endLat":48.200000000,"endLon":11.600000000,"distance":13400.5,"duration":600.000,"avgSpeed":22.334,"maxSpeed":19.500}"#))
+            #expect(
+                trail.contains(
+                    #""end":"2024-05-14T09:50:00.000Z","endLat":48.200000000,"endLon":11.600000000,"distance":13400.5,"duration":600.000,"avgSpeed":22.334,"maxSpeed":19.500}"#
+                ))
             let records = try await endpoint.server.store.trail(device: "van1")
             #expect(records.map(\.kind) == [.visit, .visit, .trip])
-            #expect(records[2].span == TrailRecord.Span(end: 1_715_680_200, endLatitude: 48.2, endLongitude: 11.6,
-                                                        distance: 13400.5, maximumSpeed: 19.5))
+            #expect(
+                records[2].span
+                    == TrailRecord.Span(
+                        end: 1_715_680_200, endLatitude: 48.2, endLongitude: 11.6,
+                        distance: 13400.5, maximumSpeed: 19.5))
             let stops = try Self.json(try await raw.send(.GET, "/v1/devices/van1/stops").body)
             #expect((stops["stops"] as? [Any])?.isEmpty == true)
         } catch {
