@@ -42,7 +42,7 @@ public enum TrailExport {
             }
             ByteWriting.appendStatic("]}}", to: &out)
         }
-        // Trips are the track between visits (`export --trips`), not points.
+        // Trips are the track between visits (exported on their own as GPX), not points.
         for r in records where r.kind != .location && r.kind != .trip {
             ByteWriting.appendStatic(",{\"type\":\"Feature\",\"properties\":{\"event\":\"", to: &out)
             out.append(contentsOf: r.kind.rawValue.utf8)

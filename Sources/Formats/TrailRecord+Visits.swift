@@ -97,16 +97,20 @@ extension JSONBatch {
             }
         case .trip:
             let span = r.span ?? TrailRecord.Span()
-            let end = span.end ?? r.time
+            // Duration and speed from the values as written (times to the millisecond, the distance to
+            // a decimal): a trip read back writes the same bytes.
+            func ms(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
+            let start = ms(r.time)
+            let end = ms(span.end ?? r.time)
             ByteWriting.appendStatic(",\"end\":\"", to: &out)
             ISOTime.append(end, to: &out)
             out.append(UInt8(ascii: "\""))
             optional(",\"endLat\":", span.endLatitude, 9, &out)
             optional(",\"endLon\":", span.endLongitude, 9, &out)
             optional(",\"distance\":", span.distance, 1, &out)
-            optional(",\"duration\":", end - r.time, 3, &out)
-            let distance = span.distance ?? 0
-            optional(",\"avgSpeed\":", end > r.time ? distance / (end - r.time) : 0, 3, &out)
+            optional(",\"duration\":", end - start, 3, &out)
+            let distance = ((span.distance ?? 0) * 10).rounded() / 10
+            optional(",\"avgSpeed\":", end > start ? distance / (end - start) : 0, 3, &out)
             optional(",\"maxSpeed\":", span.maximumSpeed, 3, &out)
         default:
             break
