@@ -115,6 +115,18 @@ struct VisitRecordTests {
         #expect(throws: WireFormatError(message)) { try JSONBatch.decode(Array(body.utf8), now: 1_800_000_000) }
     }
 
+    /// The fuzz target's property: a trip with times finer than a millisecond, written, read back and
+    /// written again, gives the same bytes (duration and speed come from the values as written).
+    @Test func aTripWrittenTwiceGivesTheSameBytes() throws {
+        var trip = Self.trip
+        trip.time += 0.0004
+        trip.span?.end = 1_715_682_000.0006
+        trip.span?.distance = 5187.84
+        let first = JSONBatch.encode(device: "van-1", records: [trip])
+        let again = JSONBatch.encode(device: "van-1", records: try JSONBatch.decode(first, now: 1_800_000_000).records)
+        #expect(String(decoding: again, as: UTF8.self) == String(decoding: first, as: UTF8.self))
+    }
+
     /// A batch of a visit cut at every byte: never a crash, and only the whole one decodes.
     @Test func aVisitCutAtEveryByteIsRefusedNotTrappedOn() {
         let body = JSONBatch.encode(device: "van-1", records: [Self.departure, Self.trip])
