@@ -53,7 +53,7 @@ extension TrailSVG {
     /// there`). Each element has `class` and `data-*` times, for people and tools.
     static func marks(
         _ marks: Marks, locations: [TrailRecord], drawn: [Int], px: (Coordinate) -> (Double, Double),
-        metresToPixels s: Double
+        metresToPixels s: Double, width: Double
     ) -> String {
         func f(_ v: Double) -> String {
             var out: [UInt8] = []
@@ -61,6 +61,17 @@ extension TrailSVG {
             return String(decoding: out, as: UTF8.self)
         }
         var svg = ""
+        // Labels already placed: a label that would overlap one (a place visited twice, a walk back
+        // along the way out) goes a line lower; one near the right edge ends at its point.
+        var placed: [(x: Double, y: Double)] = []
+        func place(_ x: Double, _ y: Double, _ text: String) -> (x: Double, y: Double, anchor: String) {
+            let length = Double(text.count) * 7
+            let rightAligned = x + length > width - 10
+            var y = y
+            while placed.contains(where: { abs($0.x - x) < length && abs($0.y - y) < 14 }) { y += 16 }
+            placed.append((x, y))
+            return (rightAligned ? x - 16 : x, y, rightAligned ? " text-anchor=\"end\"" : "")
+        }
         for (n, trip) in marks.trips.enumerated() {
             let colour = tripColours[n % tripColours.count]
             let along = drawn.filter { locations[$0].time >= trip.start && locations[$0].time <= trip.end }
@@ -76,9 +87,11 @@ extension TrailSVG {
             let (x, y) = points[points.count / 2]
             let km = trip.distance / 1000
             let length = km >= 10 ? "\(Int(km.rounded())) km" : "\(f(km)) km"
+            let label = "trip \(n + 1): \(length), \(span(trip.end - trip.start))"
+            let at = place(x + 8, y + 14, label)
             svg +=
-                "<text class=\"trip-label\" x=\"\(f(x + 8))\" y=\"\(f(y + 14))\" fill=\"\(colour)\">trip \(n + 1): "
-                + "\(length), \(span(trip.end - trip.start))</text>\n"
+                "<text class=\"trip-label\" x=\"\(f(at.x))\" y=\"\(f(at.y))\"\(at.anchor) fill=\"\(colour)\">"
+                + "\(label)</text>\n"
         }
         for visit in marks.visits {
             let (x, y) = px(visit.center)
@@ -94,7 +107,10 @@ extension TrailSVG {
                 "<circle class=\"visit\" data-arrival=\"\(ISOTime.string(visit.arrival))\"\(departure) "
                 + "cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"\(f(r))\" fill=\"#333\" fill-opacity=\"0.25\" stroke=\"#333\" "
                 + "stroke-width=\"2\"/>\n"
-            svg += "<text class=\"visit-label\" x=\"\(f(x + r + 4))\" y=\"\(f(y + 4))\" fill=\"#222\">\(times)</text>\n"
+            let at = place(x + r + 4, y + 4, times)
+            svg +=
+                "<text class=\"visit-label\" x=\"\(f(at.x))\" y=\"\(f(at.y))\"\(at.anchor) fill=\"#222\">"
+                + "\(times)</text>\n"
         }
         return svg
     }

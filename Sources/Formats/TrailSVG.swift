@@ -212,7 +212,7 @@ public enum TrailSVG {
             svg += "<polyline class=\"track\" points=\"\(points)\" fill=\"none\" stroke=\"#d6452f\" stroke-width=\"3\" stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n"
         }
         if let marks {
-            svg += self.marks(marks, locations: locations, drawn: drawn, px: px, metresToPixels: s)
+            svg += self.marks(marks, locations: locations, drawn: drawn, px: px, metresToPixels: s, width: width)
         }
         // Stops.
         for stop in marks == nil ? stops(records) : [] {
