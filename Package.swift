@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "TrackServer",
             dependencies: [
-                "Geo", "Formats", "SystemIO", "MQTT",
+                "Geo", "Formats", "SystemIO", "MQTT", "LocationService",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "TrackStorePostgres",
             dependencies: [
-                "TrackServer", "Formats", "Geo",
+                "TrackServer", "Formats", "Geo", "LocationService",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -179,6 +179,7 @@ let package = Package(
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         .testTarget(name: "UploadTests", dependencies: [
             "Upload", "TrackServer", "TrackStorePostgres", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
+            "LocationService",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -8,7 +8,8 @@
 /// ```
 ///
 /// `id` is `device:seq` and makes storage idempotent. `kind` is `location`, `enter`, `exit` or
-/// `dwell` (the last three with `region`); `alt`, `hAcc`, `vAcc`, `speed` (m/s) and `course` (°)
+/// `dwell` (the last three with `region`), `visit` or `trip` (with their members, see
+/// ``appendSpan(_:to:)``); `alt`, `hAcc`, `vAcc`, `speed` (m/s) and `course` (°)
 /// may be null or absent. The endpoint answers `{"accepted":N,"duplicates":M}`. Trails read back
 /// from the endpoint add `"valid":false` to records their sender marked invalid (asked for with
 /// `invalid=true`) and `"attributes":{...}` (strings) to records that came with any.
@@ -54,6 +55,7 @@ public enum JSONBatch {
         optional(",\"vAcc\":", r.verticalAccuracy, 2, &out)
         optional(",\"speed\":", r.speed, 3, &out)
         optional(",\"course\":", r.course, 2, &out)
+        appendSpan(r, to: &out)
         // What a trail read back from a store may carry (never sent by the uploader).
         if !r.valid { ByteWriting.appendStatic(",\"valid\":false", to: &out) }
         if !r.attributes.isEmpty {
@@ -138,6 +140,7 @@ public enum JSONBatch {
         var time: Double?
         var lat: Double?, lon: Double?
         var alt: Double?, hAcc: Double?, vAcc: Double?, speed: Double?, course: Double?
+        var span = TrailRecord.Span()
         func number(_ v: JSONScanner.Value, _ key: String) throws(WireFormatError) -> Double? {
             switch v {
             case .number(let d): return d
@@ -163,7 +166,7 @@ public enum JSONBatch {
                 case "kind":
                     guard case .string(let k) = v else { throw WireFormatError("records[\(index)].kind: expected a string") }
                     guard let parsed = TrailRecord.Kind(rawValue: k) else {
-                        throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit or dwell")
+                        throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit or trip")
                     }
                     kind = parsed
                 case "region":
@@ -185,7 +188,7 @@ public enum JSONBatch {
                 case "vAcc": vAcc = try number(v, key)
                 case "speed": speed = try number(v, key)
                 case "course": course = try number(v, key)
-                default: break
+                default: _ = try readSpan(key, v, into: &span, index: index)
                 }
             } while s.take(UInt8(ascii: ","))
             try s.expect(UInt8(ascii: "}"))
@@ -196,8 +199,12 @@ public enum JSONBatch {
         guard let time else { throw missing("time") }
         guard let lat else { throw missing("lat") }
         guard let lon else { throw missing("lon") }
-        return (TrailRecord(device: "", sequence: seq, kind: kind, region: region, time: time, latitude: lat, longitude: lon,
-                            altitude: alt, horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course), id)
+        var record = TrailRecord(device: "", sequence: seq, kind: kind, region: region, time: time, latitude: lat,
+                                 longitude: lon, altitude: alt, horizontalAccuracy: hAcc, verticalAccuracy: vAcc,
+                                 speed: speed, course: course)
+        // Only visits and trips have a span: for other kinds its keys are unknown keys, ignored.
+        if kind.isVisitOrTrip { record.span = span }
+        return (record, id)
     }
 }
 

@@ -30,6 +30,9 @@ public enum OsmAnd {
         case .exit: "geofenceExit"
         case .dwell: "geofenceDwell"
         case .location: "location"
+        // Never sent: OsmAnd carries positions only (Traccar computes its own trips and stops).
+        case .visit: "visit"
+        case .trip: "trip"
         }
     }
 

@@ -5,8 +5,10 @@
 /// "cog":...,"tid":"VA"}` (`tst` Unix seconds, `acc` and `alt` metres, `vel` km/h, `cog` degrees,
 /// all integers as OwnTracks sends them; no `t`, which marks pings, manual and region-triggered
 /// reports). Region crossings are `{"_type":"transition","event":"enter"|"leave","desc":REGION,
-/// "tst":CROSSING,"wtst":WAYPOINT_CREATED,"lat":...,"lon":...,"acc":...,"t":"c","tid":...}`. Dwells
-/// have no OwnTracks form and are not sent.
+/// "tst":CROSSING,"wtst":WAYPOINT_CREATED,"lat":...,"lon":...,"acc":...,"t":"c","tid":...}`. A visit
+/// goes as the iOS app reports one: a location with `"t":"v"` (the booklet's "Frequent Locations
+/// monitoring"), at the visit's centre with its spread as `acc`, `tst` the arrival (at arrival) or
+/// the departure (at departure). Dwells and trips have no OwnTracks form and are not sent.
 ///
 /// Read as the Recorder reads them: the sender is `USER/DEVICE` (``deviceID(user:device:)``),
 /// numbers may come as strings, a missing `tst` is the time of receipt, transitions may come
@@ -48,7 +50,7 @@ public enum OwnTracks {
         return 978_307_200 + Double(h % 631_152_000)
     }
 
-    /// The request body for `r`, or `nil` for a dwell.
+    /// The request body for `r`, or `nil` for a dwell or a trip.
     ///
     /// - Parameter waypointCreated: when the region of a transition was defined (its `wtst`); the
     ///   default is ``stableWaypointTime(_:)``.
@@ -70,10 +72,14 @@ public enum OwnTracks {
             ByteWriting.appendJSONString(r.region ?? "", to: &out)
             int(",\"wtst\":", (waypointCreated ?? stableWaypointTime(r.region ?? "")).rounded(.down))
             ByteWriting.appendStatic(",\"t\":\"c\"", to: &out)
-        case .dwell:
+        case .dwell, .trip:
             return nil
+        case .visit:
+            // As the iOS app reports a visit (`didVisit`): its own location message, trigger `v`.
+            ByteWriting.appendStatic("{\"_type\":\"location\",\"t\":\"v\"", to: &out)
         }
-        int(",\"tst\":", r.time.rounded(.down))
+        // A visit at its arrival, and once left at its departure.
+        int(",\"tst\":", (r.kind == .visit ? r.span?.end ?? r.time : r.time).rounded(.down))
         ByteWriting.appendStatic(",\"lat\":", to: &out)
         ByteWriting.appendFixed(r.latitude, decimals: 7, to: &out)
         ByteWriting.appendStatic(",\"lon\":", to: &out)

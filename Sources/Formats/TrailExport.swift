@@ -42,7 +42,8 @@ public enum TrailExport {
             }
             ByteWriting.appendStatic("]}}", to: &out)
         }
-        for r in records where r.kind != .location {
+        // Trips are the track between visits (exported on their own as GPX), not points.
+        for r in records where r.kind != .location && r.kind != .trip {
             ByteWriting.appendStatic(",{\"type\":\"Feature\",\"properties\":{\"event\":\"", to: &out)
             out.append(contentsOf: r.kind.rawValue.utf8)
             ByteWriting.appendStatic("\",\"region\":", to: &out)
@@ -77,7 +78,7 @@ public enum TrailExport {
             <gpx version="1.1" creator="keeptrack" xmlns="http://www.topografix.com/GPX/1/1">
 
             """, to: &out)
-        for r in records where r.kind != .location {
+        for r in records where r.kind != .location && r.kind != .trip {
             point("wpt", r, indent: "  ", &out)
         }
         ByteWriting.appendStatic("  <trk><name>", to: &out)
@@ -110,8 +111,10 @@ public enum TrailExport {
         if r.kind != .location {
             ByteWriting.appendStatic("<name>", to: &out)
             out.append(contentsOf: r.kind.rawValue.utf8)
-            out.append(UInt8(ascii: " "))
-            ByteWriting.appendXMLEscaped(r.region ?? "", to: &out)
+            if let region = r.region {
+                out.append(UInt8(ascii: " "))
+                ByteWriting.appendXMLEscaped(region, to: &out)
+            }
             ByteWriting.appendStatic("</name>", to: &out)
         }
         ByteWriting.appendStatic("</", to: &out)

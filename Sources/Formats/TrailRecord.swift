@@ -12,6 +12,10 @@ public struct TrailRecord: Hashable, Sendable {
         case enter
         case exit
         case dwell
+        /// A visit (``span`` holds its departure) and a trip (``span`` holds its end): see
+        /// `TrailRecord+Visits.swift`.
+        case visit
+        case trip
     }
 
     public var device: String
@@ -43,6 +47,8 @@ public struct TrailRecord: Hashable, Sendable {
     /// What else the sender said about the record, by the sender's own names (OsmAnd's `hdop`,
     /// `batt`, `driverUniqueId`, Traccar Client's `battery.level`): kept and returned, not interpreted.
     public var attributes: [String: String] = [:]
+    /// For a visit or a trip, what it carries besides its first position and time.
+    public var span: Span?
 
     public init(device: String, sequence: Int64, kind: Kind = .location, region: String? = nil, time: Double,
                 latitude: Double, longitude: Double, altitude: Double? = nil, horizontalAccuracy: Double? = nil,
@@ -88,7 +94,8 @@ public struct TrailRecord: Hashable, Sendable {
             let shown = ISOTime.representable.contains(time) ? ISOTime.string(time) : "\(time) s since 1970"
             return "time \(shown) is impossible (before 1980-01-06 or more than a day ahead)"
         }
-        if kind != .location && (region ?? "").isEmpty { return "a \(kind.rawValue) record needs a region" }
+        if kind.isRegionEvent && (region ?? "").isEmpty { return "a \(kind.rawValue) record needs a region" }
+        if let p = spanProblem(now: now) { return p }
         if let region, let p = Self.identifierProblem(region) { return "region \(p)" }
         if let a = horizontalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return "hAcc must be 0 to 10,000,000 metres" }
         if let a = verticalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return "vAcc must be 0 to 10,000,000 metres" }

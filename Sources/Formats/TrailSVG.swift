@@ -140,8 +140,11 @@ public enum TrailSVG {
     ///   - maxPoints: the most locations the track's line is drawn through: more are thinned out
     ///     evenly (first and last kept) and the subtitle says "N of M points drawn". Stops and bounds
     ///     use every location. The default draws them all.
+    ///   - marks: visits and trips to draw (``Marks``): each visit where it was, with its times and
+    ///     duration, each trip's part of the track in a colour of its own. `nil` (the default) draws
+    ///     the stops ``stops(_:radius:minimumDuration:)`` finds instead.
     public static func render(title: String, records: [TrailRecord], regions: [RegionDefinition] = [],
-                              width: Double = 1000, maxPoints: Int = .max) -> String {
+                              width: Double = 1000, maxPoints: Int = .max, marks: Marks? = nil) -> String {
         let locations = records.filter { $0.kind == .location }
         let drawn = decimatedIndices(count: locations.count, limit: max(2, maxPoints))
         // Bounds: the trail and the regions, in Web Mercator metres.
@@ -208,8 +211,11 @@ public enum TrailSVG {
                 .map { "\(f($0.0)),\(f($0.1))" }.joined(separator: " ")
             svg += "<polyline class=\"track\" points=\"\(points)\" fill=\"none\" stroke=\"#d6452f\" stroke-width=\"3\" stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n"
         }
+        if let marks {
+            svg += self.marks(marks, locations: locations, drawn: drawn, px: px, metresToPixels: s, width: width)
+        }
         // Stops.
-        for stop in stops(records) {
+        for stop in marks == nil ? stops(records) : [] {
             let (x, y) = px(stop.center)
             let minutes = Int(((stop.end - stop.start) / 60).rounded())
             svg += "<rect class=\"stop\" x=\"\(f(x - 6))\" y=\"\(f(y - 6))\" width=\"12\" height=\"12\" fill=\"#333\"/>\n"

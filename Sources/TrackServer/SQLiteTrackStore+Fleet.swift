@@ -20,7 +20,7 @@ extension SQLiteTrackStore {
     static let cellsListedAtMost = 4_096
     static let positionColumns = """
         p.seq, p.kind, p.region, p.time, p.lat, p.lon, p.alt, p.hAcc, p.vAcc, p.speed, p.course, p.valid,
-            p.attributes, p.key, p.device
+            p.attributes, p.key, p.device, p.span
         """
 
     static func registerFleetMigrations(_ m: inout DatabaseMigrator) {

@@ -92,6 +92,7 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerCredentialMigrations(&m)
         Self.registerFleetMigrations(&m)
         Self.registerSecretMigrations(&m)
+        Self.registerStopsMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
@@ -135,8 +136,8 @@ public final class SQLiteTrackStore: TrackStore {
             let statement = try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO points
                 (key, device, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, format, received,
-                 valid, attributes)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 valid, attributes, span)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             var accepted = 0
             var added: [String: (points: Int, first: Double, last: Double)] = [:]
@@ -152,6 +153,7 @@ public final class SQLiteTrackStore: TrackStore {
                     Self.key(r, format: format), r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,
                     r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.verticalAccuracy,
                     r.speed, r.course, format, received, r.valid, TrailRecord.attributesJSON(r.attributes),
+                    TrailRecord.spanJSON(r),
                 ])
                 guard db.changesCount > 0 else { continue }
                 accepted += 1
@@ -197,7 +199,8 @@ public final class SQLiteTrackStore: TrackStore {
     {
         precondition(limit > 0, "a page holds at least one record")
         var sql = """
-            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key FROM points
+            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span
+            FROM points
             WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")
             """
         var arguments: StatementArguments = [device, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18]
@@ -237,13 +240,14 @@ public final class SQLiteTrackStore: TrackStore {
     }
 
     /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
-    /// valid, attributes`.
+    /// valid, attributes` (and a column `span`).
     static func record(_ row: Row, device: String) -> TrailRecord {
         var r = TrailRecord(device: device, sequence: row[0] ?? 0, kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
                             region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
                             horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
         r.valid = row[11]
         r.attributes = TrailRecord.attributes(fromJSON: row[12])
+        if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: row["span"]) }
         return r
     }
 

@@ -116,6 +116,8 @@ extension TrackServer {
         public var path: String
         public var points: Int
         public var regionEvents: Int
+        /// Visit and trip records (a visit counts twice: at arrival and at departure).
+        public var visitsAndTrips = 0
     }
 
     /// Writes the stored trail of `device` as GeoJSON to `directory/DEVICE.geojson`.
@@ -126,6 +128,8 @@ extension TrackServer {
         // An OwnTracks device is user/device: one file name.
         let path = directory + "/\(device.replacing("/", with: "_")).geojson"
         try writeFile(path, TrailExport.geoJSON(device: device, records: records))
-        return ExportedTrail(path: path, points: points, regionEvents: records.count - points)
+        let visits = records.filter { $0.kind.isVisitOrTrip }.count
+        return ExportedTrail(path: path, points: points, regionEvents: records.count - points - visits,
+                             visitsAndTrips: visits)
     }
 }

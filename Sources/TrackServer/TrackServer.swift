@@ -34,7 +34,7 @@ import Glibc
 ///   (``MQTTIngest``), stored exactly as the HTTP route stores it.
 ///
 /// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true`
-/// (paginated), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
+/// (paginated), `GET /v1/devices/{id}/stops|trips?from=&to=` (``addStopsRoutes(to:)``), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
 /// ``Faults`` when ``Configuration/faultInjection`` is on.
 ///
 /// Bad requests get a 400 whose body names the problem (`records[3].lat: 95 is out of range
@@ -268,6 +268,7 @@ public final class TrackServer: Sendable {
         router.get("/v1/devices/latest") { _, context in try await self.latestResponse(context) }
         router.get("/v1/positions") { request, context in try await self.positionsResponse(request, context) }
         router.get("/v1/devices/{id}/trail") { request, context in try await self.trailResponse(request, context) }
+        addStopsRoutes(to: router)
         router.get("/healthz") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"],
                      body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))

@@ -5,7 +5,8 @@ import SystemIO
 import Glibc
 #endif
 
-/// A stored trail as a file: `svg` (with `regions` drawn), `gpx` or `geojson`.
+/// A stored trail as a file: `svg` (with `regions` drawn), `gpx`, `geojson`, or `trips` (GPX, one track
+/// per trip).
 public struct TrailFile: Sendable {
     /// The device whose trail it is.
     public var device: String
@@ -53,7 +54,8 @@ extension TrackStore {
     public typealias Export = TrailFile
     public typealias ExportError = TrailExportError
 
-    /// `device`'s trail between `from` and `to` (seconds since 1970) in `format`; with no `device`,
+    /// `device`'s trail between `from` and `to` (seconds since 1970) in `format` (`svg`, `gpx`, `geojson`,
+    /// or `trips`: GPX with one track per trip, as `/trips?format=gpx`); with no `device`,
     /// the only one stored. The trail is read in pages of `pageSize`; `progress`, when given, hears
     /// the records read so far and the device's total after each.
     ///
@@ -90,8 +92,12 @@ extension TrackStore {
             progress?(records.count, Swift.max(total, records.count))
         } while cursor != nil
         let bytes: [UInt8] = switch format {
-        case "svg": Array(TrailSVG.render(title: id, records: records, regions: regions).utf8)
+        case "svg":
+            // Visits and trips marked as the endpoint's stops and trips find them (issue 27).
+            Array(TrailSVG.render(title: id, records: records, regions: regions,
+                                  marks: StopsReport(records: records).marks).utf8)
         case "gpx": TrailExport.gpx(device: id, records: records)
+        case "trips": StopsReport(records: records).tripsGPX(device: id, records: records)
         default: TrailExport.geoJSON(device: id, records: records)
         }
         return TrailFile(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)

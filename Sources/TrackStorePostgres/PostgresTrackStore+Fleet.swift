@@ -144,7 +144,8 @@ extension PostgresTrackStore {
             + "\(parameter(min(90, b.north + pad))), 4326), 0.1)::geography"
         var sql = """
             SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry) AS lat,
-                   ST_X(position::geometry) AS lon, alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device
+                   ST_X(position::geometry) AS lon, alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device,
+                   span
             FROM positions WHERE position && \(envelope) AND valid
             """
         sql += " AND ST_Y(position::geometry) BETWEEN \(parameter(b.south)) AND \(parameter(b.north))"

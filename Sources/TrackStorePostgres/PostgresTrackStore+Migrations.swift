@@ -46,6 +46,7 @@ extension PostgresTrackStore {
         ("v2-fleet", fleetMigration),
         ("v3-devices-trigger", devicesTriggerMigration),
         ("v4-device-secrets", secretsMigration),
+        ("v5-visits-and-trips", visitsMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -159,10 +159,13 @@ public final class PostgresTrackStore: TrackStore {
             throw TrackStoreError(message: "refusing to store an id with a NUL byte")
         }
         let keys = records.map { Self.key($0, format: format) }
-        if try await copyBatch(records, keys: keys, format: format, received: received) {
+        // Visits and trips (rare) go through the statement: the COPY's rows have no span.
+        if !records.contains(where: { $0.span != nil }),
+            try await copyBatch(records, keys: keys, format: format, received: received)
+        {
             return (records.count, 0)
         }
-        var binds = PostgresBindings(capacity: 17)
+        var binds = PostgresBindings(capacity: 18)
         binds.append(PostgresArray.texts(keys))
         binds.append(PostgresArray.texts(records.map(\.device)))
         binds.append(PostgresArray.integers(records.map { format == "json" ? $0.sequence : nil }))
@@ -180,6 +183,7 @@ public final class PostgresTrackStore: TrackStore {
         binds.append(PostgresArray.texts(records.map { TrailRecord.attributesJSON($0.attributes) }))
         binds.append(format)
         binds.append(received)
+        binds.append(PostgresArray.texts(records.map { TrailRecord.spanJSON($0) }))
         // Prepared once per connection (postgres-nio keeps it by name): no parse or plan per batch.
         let statement = InsertBatch(bindings: binds)
         let accepted = try await retryingConflicts {
@@ -193,7 +197,7 @@ public final class PostgresTrackStore: TrackStore {
     /// A batch's insert, as a statement prepared once per connection.
     struct InsertBatch: PostgresPreparedStatement {
         typealias Row = Int64
-        static let name = "keeptrack_insert_batch_v2"
+        static let name = "keeptrack_insert_batch_v3"
         static var sql: String { PostgresTrackStore.insertSQL }
         let bindings: PostgresBindings
         func makeBindings() -> PostgresBindings { bindings }
@@ -218,14 +222,15 @@ public final class PostgresTrackStore: TrackStore {
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::float8[], $7::float8[],
                                  $8::float8[], $9::float8[], $10::float8[], $11::float8[], $12::float8[], $13::float8[],
-                                 $14::bool[], $15::text[])
-                AS t(key, device, seq, kind, region, time, lat, lon, alt, h_acc, v_acc, speed, course, valid, attributes)
+                                 $14::bool[], $15::text[], $18::text[])
+                AS t(key, device, seq, kind, region, time, lat, lon, alt, h_acc, v_acc, speed, course, valid, attributes,
+                     span)
         ), new AS (
             INSERT INTO positions (key, device, seq, kind, region, time, position, alt, h_acc, v_acc, speed, course,
-                                   format, received, valid, attributes)
+                                   format, received, valid, attributes, span)
             SELECT key, device, seq, kind, region, to_timestamp(time),
                    ST_SetSRID(ST_MakePoint(lon, lat), 4326)::geography, alt, h_acc, v_acc, speed, course,
-                   $16, to_timestamp($17), valid, attributes::jsonb
+                   $16, to_timestamp($17), valid, attributes::jsonb, span
             FROM input ORDER BY key
             ON CONFLICT (key) DO NOTHING
             RETURNING 1
@@ -284,7 +289,7 @@ public final class PostgresTrackStore: TrackStore {
         var bound = 1
         var sql = """
             SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry),
-                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device
+                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device, span
             FROM positions WHERE device = $1
             """
         func parameter(_ value: some PostgresNonThrowingEncodable) -> String {
@@ -311,7 +316,7 @@ public final class PostgresTrackStore: TrackStore {
     }
 
     /// Runs a query for `limit + 1` rows of (seq, kind, region, time, lat, lon, alt, h_acc, v_acc,
-    /// speed, course, valid, attributes, key, device) and returns the first `limit` as records, and
+    /// speed, course, valid, attributes, key, device, span) and returns the first `limit` as records, and
     /// where the next page starts (the last record's time, key and, with `cursorSequence`, sequence)
     /// when there are more: the page reader of trails and of fleet positions.
     func page(_ query: PostgresQuery, limit: Int, cursorSequence: Bool) async throws
@@ -325,14 +330,15 @@ public final class PostgresTrackStore: TrackStore {
                 more = true
                 continue
             }
-            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device) =
+            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device, span) =
                 try row.decode((Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
-                                Double?, Bool, String?, String, String).self)
+                                Double?, Bool, String?, String, String, String?).self)
             var r = TrailRecord(device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
                                 region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
                                 horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
             r.valid = valid
             r.attributes = TrailRecord.attributes(fromJSON: attributes)
+            if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
             records.append(r)
             last = TrailCursor(time: time, sequence: cursorSequence ? seq : nil, key: key)
         }

@@ -16,9 +16,10 @@ extension Outbox {
                 let arguments = StatementArguments(sequences ?? [])
                 try db.execute(sql: """
                     INSERT OR IGNORE INTO outbox
-                    (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended, decided)
+                    (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended, decided,
+                     \(Outbox.spanColumns))
                     SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
-                           CASE kind WHEN 'location' THEN 1 ELSE 0 END, ?, decided
+                           CASE kind WHEN 'location' THEN 1 ELSE 0 END, ?, decided, \(Outbox.spanColumns)
                     FROM dead_letter\(filter)
                     """, arguments: [t] + arguments)
                 let moved = db.changesCount

@@ -94,6 +94,7 @@ extension Outbox {
                 CREATE INDEX outbox_transitions ON outbox (seq) WHERE priority = 0;
                 """)
         }
+        registerVisitMigrations(&m)
         return m
     }
 

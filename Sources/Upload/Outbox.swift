@@ -156,8 +156,8 @@ public final class Outbox: Sendable {
                 var sequence = try Int64.fetchOne(db.cachedStatement(sql: Outbox.lastSequenceSQL)) ?? 0
                 let insert = try db.cachedStatement(sql: """
                     INSERT INTO outbox (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority,
-                                        appended, decided)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                        appended, decided, \(Outbox.spanColumns))
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """)
                 for r in records {
                     sequence += 1
@@ -165,7 +165,7 @@ public final class Outbox: Sendable {
                         sequence, r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude,
                         r.horizontalAccuracy, r.verticalAccuracy, r.speed, r.course, r.kind == .location ? 1 : 0, t,
                         r.decidedAt,
-                    ])
+                    ] + Outbox.spanArguments(r))
                     var s = r
                     s.device = device
                     s.sequence = sequence
@@ -217,7 +217,8 @@ public final class Outbox: Sendable {
         let device = self.device
         do {
             return try pool.read { db in
-                let columns = "seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided"
+                let columns = "seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, "
+                    + Outbox.spanColumns
                 guard transitionsFirst else {
                     return try Row.fetchAll(db, sql: "SELECT \(columns) FROM outbox ORDER BY seq LIMIT ?",
                                             arguments: [maxCount]).map { Outbox.record($0, device: device) }
@@ -239,12 +240,13 @@ public final class Outbox: Sendable {
     }
 
     /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
-    /// decided`.
+    /// decided`, then ``spanColumns``.
     static func record(_ row: Row, device: String) -> TrailRecord {
         var r = TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
                             region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
                             horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
         r.decidedAt = row[11]
+        if r.kind.isVisitOrTrip { r.span = Outbox.span(row, at: 12) }
         return r
     }
 
@@ -276,9 +278,9 @@ public final class Outbox: Sendable {
                     try db.execute(sql: """
                         INSERT OR REPLACE INTO dead_letter
                         (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, status, reason,
-                         failed, decided)
+                         failed, decided, \(Outbox.spanColumns))
                         SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, ?, ?, ?,
-                               decided
+                               decided, \(Outbox.spanColumns)
                         FROM outbox WHERE seq IN (\(marks))
                         """, arguments: StatementArguments([status, reason, t] as [(any DatabaseValueConvertible)?])
                             + StatementArguments(part))
@@ -325,9 +327,10 @@ public final class Outbox: Sendable {
         do {
             return try pool.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, status, reason
+                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, \(Outbox.spanColumns),
+                           status, reason
                     FROM dead_letter ORDER BY seq
-                    """).map { row in (Outbox.record(row, device: device), row[12], row[13]) }
+                    """).map { row in (Outbox.record(row, device: device), row[17], row[18]) }
             }
         } catch {
             throw UploadError(.storage, "cannot read the dead letters of \(path): \(error)")

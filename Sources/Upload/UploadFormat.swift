@@ -100,7 +100,8 @@ public struct JSONBatchFormat: UploadFormat {
     }
 }
 
-/// Traccar's OsmAnd: one form POST per position at `/`; any 2xx acknowledges it. A region
+/// Traccar's OsmAnd: one form POST per position at `/`; any 2xx acknowledges it. Visits and trips
+/// have no OsmAnd form (Traccar computes its own trips and stops): they are skipped. A region
 /// transition goes as event attributes on the position that decided it (one request for the
 /// location and its transitions), never as a position of its own; records are read in sequence
 /// order for that. Traccar orders positions by their time, so several requests go at once.
@@ -117,7 +118,7 @@ public struct OsmAndFormat: UploadFormat {
     public func requests(_ batch: [TrailRecord], settings: UploadFormatSettings, more: Bool) -> [[TrailRecord]] {
         var out: [[TrailRecord]] = []
         for r in batch {
-            if r.kind != .location, settings.regionEvents, let last = out.last?.first, last.kind == .location,
+            if r.kind.isRegionEvent, settings.regionEvents, let last = out.last?.first, last.kind == .location,
                (r.decidedAt ?? r.time) == last.time, r.latitude == last.latitude, r.longitude == last.longitude {
                 out[out.count - 1].append(r)
             } else {
@@ -131,8 +132,9 @@ public struct OsmAndFormat: UploadFormat {
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
         let position = records[0]
-        if position.kind != .location && !settings.regionEvents { return nil }
-        let events = settings.regionEvents ? records.filter { $0.kind != .location } : []
+        // Positions only: visits and trips are Traccar's own to compute.
+        if position.kind.isVisitOrTrip || (position.kind != .location && !settings.regionEvents) { return nil }
+        let events = settings.regionEvents ? records.filter { $0.kind.isRegionEvent } : []
         return UploadRequest(body: Array(OsmAnd.parameters(position, events: events).utf8),
                              headers: [("Content-Type", "application/x-www-form-urlencoded")])
     }
@@ -141,7 +143,8 @@ public struct OsmAndFormat: UploadFormat {
 }
 
 /// OwnTracks' HTTP JSON: one POST per record at `/owntracks` (a Recorder's `/pub`), the user and
-/// device in `X-Limit-U` and `X-Limit-D`; any 2xx acknowledges it. Dwells have no OwnTracks form.
+/// device in `X-Limit-U` and `X-Limit-D`; any 2xx acknowledges it. Visits go as the app's own
+/// location with trigger `v`; dwells and trips have no OwnTracks form.
 /// One request at a time: the Recorder files records in the order they arrive.
 public struct OwnTracksFormat: UploadFormat {
     public init() {}
@@ -154,7 +157,7 @@ public struct OwnTracksFormat: UploadFormat {
     }
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
-        if records[0].kind != .location && !settings.regionEvents { return nil }
+        if records[0].kind.isRegionEvent && !settings.regionEvents { return nil }
         guard let body = OwnTracks.encode(records[0], waypointCreated: settings.regionsDefinedAt) else { return nil }
         return UploadRequest(body: body, headers: [("Content-Type", "application/json"), ("X-Limit-U", settings.user),
                                                    ("X-Limit-D", device)])

@@ -15,8 +15,10 @@ struct Export: AsyncParsableCommand {
         discussion: """
             Reads a trail from the endpoint's database (the embedded endpoint's, in the data \
             directory, by default) and writes it to standard output or --output. The SVG draws the \
-            track, the regions of --regions, the stops (5 minutes within 50 m), region enter and \
-            exit points, start and end, and a scale: no map tiles, nothing fetched.
+            track, the regions of --regions, the visits (a stay of 3 minutes or more, with its \
+            times and duration) and each trip between them in a colour of its own, region enter \
+            and exit points, start and end, and a scale: no map tiles, nothing fetched. --trips \
+            writes GPX with one track per trip (as GET /v1/devices/ID/trips?format=gpx).
 
             Examples:
               keeptrack replay --upload embedded \\
@@ -25,6 +27,7 @@ struct Export: AsyncParsableCommand {
                 --regions fixtures/walk-15min.regions.geojson --output walk.svg
               keeptrack export --db endpoint.sqlite --device van-1 \\
                 --from 2024-06-11T12:00:00Z --format gpx
+              keeptrack export --trips --output trips.gpx
             """
     )
 
@@ -50,10 +53,16 @@ struct Export: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write here instead of standard output.", valueName: "file"))
     var output: String?
 
+    @Flag(help: "Write the trips between visits: GPX, one track per trip (instead of --format).")
+    var trips = false
+
     @OptionGroup var data: DataDirectoryOption
 
     func validate() throws {
         if !["svg", "geojson", "gpx"].contains(format) { throw ValidationError("--format must be svg, geojson or gpx.") }
+        if trips && format == "geojson" {
+            throw ValidationError("--trips writes GPX (one track per trip): leave out --format geojson.")
+        }
         for (name, value) in [("--from", from), ("--to", to)] {
             if let value, ISOTime.parse(value) == nil {
                 throw ValidationError("\(name) takes an ISO 8601 UTC time (2024-06-11T12:00:00Z), got '\(value)'.")
@@ -73,7 +82,8 @@ struct Export: AsyncParsableCommand {
         let line = progressWanted(stdoutUsed: output == nil) ? ProgressLine.Throttled(draw: printErrorInline) : nil
         do throws(TrailExportError) {
             export = try await database.exportTrail(device: device, from: from.flatMap(ISOTime.parse) ?? -.infinity,
-                                                    to: to.flatMap(ISOTime.parse) ?? .infinity, format: format,
+                                                    to: to.flatMap(ISOTime.parse) ?? .infinity,
+                                                    format: trips ? "trips" : format,
                                                     regions: definitions,
                                                     progress: line.map { line in
                                                         { line.update(Self.progress($0, of: $1)) }
@@ -89,7 +99,7 @@ struct Export: AsyncParsableCommand {
         }
         if let output {
             try writeFile(output, export.bytes)
-            printError("\(output): \(export.points) points of \(export.device)")
+            printError(trips ? "\(output): the trips of \(export.device)" : "\(output): \(export.points) points of \(export.device)")
         } else {
             var out = OutputBuffer()
             out.bytes = export.bytes

@@ -172,8 +172,9 @@ extension UploadOptions {
         let trail = try await embedded.exportTrail(device: device, directory: dataDirectory.trails)
         if !quiet {
             let database = embedded.store.location
+            let visits = trail.visitsAndTrips > 0 ? ", \(grouped(trail.visitsAndTrips)) visit and trip records" : ""
             printError("embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "
-                + "events stored for device \(device) in \(database)")
+                + "events\(visits) stored for device \(device) in \(database)")
             printError("the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "
                 + "GET /v1/devices/\(device.replacing("/", with: "%2F"))/trail?format=geojson)")
         }

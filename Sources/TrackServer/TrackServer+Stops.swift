@@ -1,0 +1,143 @@
+import Formats
+import Hummingbird
+import LocationService
+import NIOCore
+
+/// `GET /v1/devices/{id}/stops` and `GET /v1/devices/{id}/trips` (issue 27): a device's stops and the
+/// trips between them over `from`-`to`, found by the device's own ``VisitDetector`` in its stored
+/// locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT). Nothing is kept between
+/// queries: every instance on one database gives the same answer (README, "What did my day look
+/// like?", for the cost).
+///
+/// - `stops`: `{"device":ID,"stops":[{"start":ISO,"end":ISO|null,"duration":S|null,"lat":..,"lon":..,
+///   "radius":M,"fixes":N}]}` (`end` null: still there at the last point).
+/// - `trips`: `{"device":ID,"trips":[{"start":ISO,"end":ISO,"duration":S,"distance":M,"avgSpeed":..,
+///   "maxSpeed":..,"startLat":..,"startLon":..,"endLat":..,"endLon":..}]}`; `format=gpx`: GPX with one
+///   `<trk>` per trip, its locations.
+///
+/// A device token reads only its own device; an unknown device is 404.
+extension TrackServer {
+    func addStopsRoutes(to router: Router<ServerContext>) {
+        router.get("/v1/devices/{id}/stops") { request, context in
+            try await self.stopsResponse(request, context, trips: false)
+        }
+        router.get("/v1/devices/{id}/trips") { request, context in
+            try await self.stopsResponse(request, context, trips: true)
+        }
+    }
+
+    func stopsResponse(_ request: Request, _ context: ServerContext, trips: Bool) async throws -> Response {
+        let device = try Self.deviceID(context)
+        try authorize(context, device: device)
+        let q = request.uri.queryParameters
+        func time(_ key: String) throws -> Double? {
+            guard let text = q[key[...]].map(String.init), !text.isEmpty else { return nil }
+            if let t = ISOTime.parse(text) ?? Double(text), t.isFinite { return t }
+            throw HTTPError(.badRequest, message: "\(key): '\(text)' is neither ISO 8601 UTC nor Unix seconds")
+        }
+        let from = try time("from") ?? -.infinity
+        let to = try time("to") ?? .infinity
+        let format = q["format"].map(String.init) ?? "json"
+        guard format == "json" || (trips && format == "gpx") else {
+            throw HTTPError(.badRequest, message: "format: '\(format)' is not \(trips ? "json or gpx" : "json")")
+        }
+        guard try await store.device(device) != nil else {
+            throw HTTPError(.notFound, message: "no device '\(device)'")
+        }
+        let report = try await store.stops(device: device, from: from, to: to)
+        let bytes: [UInt8]
+        if format == "gpx" {
+            var tracks: [TrailExport.TripTrack] = []
+            for trip in report.trips {
+                tracks.append(
+                    TrailExport.TripTrack(
+                        start: trip.start, end: trip.end, distance: trip.distance,
+                        locations: try await store.track(device: device, of: trip)))
+            }
+            bytes = try await offLoop { [tracks] in TrailExport.gpx(device: device, trips: tracks) }
+        } else {
+            bytes =
+                trips ? StopsJSON.trips(device: device, report.trips) : StopsJSON.stops(device: device, report.stops)
+        }
+        return Response(
+            status: .ok, headers: [.contentType: format == "gpx" ? "application/gpx+xml" : "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+/// The JSON of the stops and trips routes.
+public enum StopsJSON {
+    /// `{"device":ID,"stops":[...]}`.
+    public static func stops(device: String, _ visits: [Visit]) -> [UInt8] {
+        var out: [UInt8] = []
+        ByteWriting.appendStatic("{\"device\":", to: &out)
+        ByteWriting.appendJSONString(device, to: &out)
+        ByteWriting.appendStatic(",\"stops\":[", to: &out)
+        for (i, v) in visits.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            ByteWriting.appendStatic("{\"start\":\"", to: &out)
+            ISOTime.append(v.arrival, to: &out)
+            ByteWriting.appendStatic("\",\"end\":", to: &out)
+            time(v.departure, &out)
+            ByteWriting.appendStatic(",\"duration\":", to: &out)
+            number(v.duration, 3, &out)
+            ByteWriting.appendStatic(",\"lat\":", to: &out)
+            ByteWriting.appendFixed(v.coordinate.latitude, decimals: 7, to: &out)
+            ByteWriting.appendStatic(",\"lon\":", to: &out)
+            ByteWriting.appendFixed(v.coordinate.longitude, decimals: 7, to: &out)
+            ByteWriting.appendStatic(",\"radius\":", to: &out)
+            ByteWriting.appendFixed(v.horizontalAccuracy, decimals: 1, to: &out)
+            ByteWriting.appendStatic(",\"fixes\":", to: &out)
+            ByteWriting.appendInt(Int64(v.fixCount), to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        ByteWriting.appendStatic("]}\n", to: &out)
+        return out
+    }
+
+    /// `{"device":ID,"trips":[...]}`.
+    public static func trips(device: String, _ trips: [Trip]) -> [UInt8] {
+        var out: [UInt8] = []
+        ByteWriting.appendStatic("{\"device\":", to: &out)
+        ByteWriting.appendJSONString(device, to: &out)
+        ByteWriting.appendStatic(",\"trips\":[", to: &out)
+        for (i, t) in trips.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            ByteWriting.appendStatic("{\"start\":\"", to: &out)
+            ISOTime.append(t.start, to: &out)
+            ByteWriting.appendStatic("\",\"end\":\"", to: &out)
+            ISOTime.append(t.end, to: &out)
+            ByteWriting.appendStatic("\",\"duration\":", to: &out)
+            number(t.duration, 3, &out)
+            ByteWriting.appendStatic(",\"distance\":", to: &out)
+            number(t.distance, 1, &out)
+            ByteWriting.appendStatic(",\"avgSpeed\":", to: &out)
+            number(t.averageSpeed, 3, &out)
+            ByteWriting.appendStatic(",\"maxSpeed\":", to: &out)
+            number(t.maximumSpeed, 3, &out)
+            ByteWriting.appendStatic(",\"startLat\":", to: &out)
+            ByteWriting.appendFixed(t.startCoordinate.latitude, decimals: 7, to: &out)
+            ByteWriting.appendStatic(",\"startLon\":", to: &out)
+            ByteWriting.appendFixed(t.startCoordinate.longitude, decimals: 7, to: &out)
+            ByteWriting.appendStatic(",\"endLat\":", to: &out)
+            ByteWriting.appendFixed(t.endCoordinate.latitude, decimals: 7, to: &out)
+            ByteWriting.appendStatic(",\"endLon\":", to: &out)
+            ByteWriting.appendFixed(t.endCoordinate.longitude, decimals: 7, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        ByteWriting.appendStatic("]}\n", to: &out)
+        return out
+    }
+
+    static func time(_ t: Double?, _ out: inout [UInt8]) {
+        guard let t else { return ByteWriting.appendStatic("null", to: &out) }
+        out.append(UInt8(ascii: "\""))
+        ISOTime.append(t, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    static func number(_ v: Double?, _ decimals: Int, _ out: inout [UInt8]) {
+        guard let v, v.isFinite else { return ByteWriting.appendStatic("null", to: &out) }
+        ByteWriting.appendFixed(v, decimals: decimals, to: &out)
+    }
+}
