@@ -19,17 +19,19 @@ struct HeartbeatState {
 extension TrackerCore {
     /// A fix goes to the location service (``GatedSource``).
     func heartbeatFixAdmitted() {
-        heartbeat.withLock { if $0.schedule != nil { ($0.fixPending, $0.fixRejected) = (true, false) } }
+        guard configuration.heartbeat != nil else { return }
+        heartbeat.withLock { ($0.fixPending, $0.fixRejected) = (true, false) }
     }
 
     /// Standard updates rejected the fix being decided.
     func heartbeatFixRejected() {
-        heartbeat.withLock { if $0.schedule != nil { $0.fixRejected = true } }
+        guard configuration.heartbeat != nil else { return }
+        heartbeat.withLock { $0.fixRejected = true }
     }
 
     /// A fix's events: delivered locations restart the interval, a pause sets the location repeated.
     func heartbeatObserve(_ events: [LocationEvent]) {
-        guard heartbeat.withLock({ $0.schedule != nil }) else { return }
+        guard configuration.heartbeat != nil else { return }
         let t = now()
         heartbeat.withLock { h in
             for event in events {
@@ -46,14 +48,16 @@ extension TrackerCore {
     /// latest location is recorded again at the time now (durable before delivered, as a fix's
     /// records are) and reported.
     func heartbeatAfterFix() throws {
+        // Off (the default): nothing on the hot path but this test.
+        guard configuration.heartbeat != nil else { return }
+        let held = heartbeat.withLock { h -> Bool in
+            defer { h.fixPending = false }
+            return h.fixPending && !h.fixRejected
+        }
+        guard held else { return }
         let updating = app.state != .suspended && manager.isUpdatingLocation && configuration.standardUpdates != nil
         let t = now()
-        let action = heartbeat.withLock { h -> Heartbeat.Action in
-            guard h.fixPending, h.schedule != nil else { return .none }
-            h.fixPending = false
-            if h.fixRejected { return .none }
-            return h.schedule!.event(.heldBack(now: t, updating: updating))
-        }
+        let action = heartbeat.withLock { $0.schedule!.event(.heldBack(now: t, updating: updating)) }
         guard case .beat(var location) = action else { return }
         location.timestamp = t
         metrics.heartbeats.increment()
