@@ -75,4 +75,16 @@ struct HeartbeatCommandTests {
         let help = try keeptrack(["replay", "--help"])
         #expect(help.stdout.contains("--heartbeat <duration>"))
     }
+
+    @Test func theConfigFileTakesAHeartbeatAndNamesTheLineOfABadOne() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "gpsd: localhost:2947\nheartbeat: 90s\n".write(toFile: dir + "/ok.yaml", atomically: true, encoding: .utf8)
+        try "gpsd: localhost:2947\nheartbeat: 0\n".write(toFile: dir + "/bad.yaml", atomically: true, encoding: .utf8)
+        let ok = try keeptrack(["config", "check", dir + "/ok.yaml"])
+        #expect(ok.status == 0 && ok.stdout.contains("heartbeat"), "\(ok.stdout)\(ok.stderr)")
+        let bad = try keeptrack(["config", "check", dir + "/bad.yaml"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("bad.yaml:2: heartbeat: --heartbeat must be more than 0s."), "\(bad.stderr)")
+    }
 }
