@@ -8,7 +8,7 @@
 /// ```
 ///
 /// `id` is `device:seq` and makes storage idempotent. `kind` is `location`, `enter`, `exit` or
-/// `dwell` (the last three with `region`), `visit` or `trip` (with their members, see
+/// `dwell` (the last three with `region`), `heartbeat` (a location again), `visit` or `trip` (with their members, see
 /// ``appendSpan(_:to:)``); `alt`, `hAcc`, `vAcc`, `speed` (m/s) and `course` (°)
 /// may be null or absent. The endpoint answers `{"accepted":N,"duplicates":M}`. Trails read back
 /// from the endpoint add `"valid":false` to records their sender marked invalid (asked for with
@@ -166,7 +166,7 @@ public enum JSONBatch {
                 case "kind":
                     guard case .string(let k) = v else { throw WireFormatError("records[\(index)].kind: expected a string") }
                     guard let parsed = TrailRecord.Kind(rawValue: k) else {
-                        throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit or trip")
+                        throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit, trip or heartbeat")
                     }
                     kind = parsed
                 case "region":

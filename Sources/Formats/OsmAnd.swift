@@ -20,7 +20,7 @@ public enum OsmAnd {
 
     /// The parameters of one record, percent-encoded: `id=van-1&timestamp=...`.
     public static func parameters(_ r: TrailRecord) -> String {
-        r.kind == .location ? parameters(r, events: []) : parameters(r, events: [r])
+        r.kind.isPosition ? parameters(r, events: []) : parameters(r, events: [r])
     }
 
     /// Traccar's name for a transition (an attribute: Traccar raises its own geofence events).
@@ -29,7 +29,7 @@ public enum OsmAnd {
         case .enter: "geofenceEnter"
         case .exit: "geofenceExit"
         case .dwell: "geofenceDwell"
-        case .location: "location"
+        case .location, .heartbeat: "location"
         // Never sent: OsmAnd carries positions only (Traccar computes its own trips and stops).
         case .visit: "visit"
         case .trip: "trip"
@@ -41,7 +41,7 @@ public enum OsmAnd {
     /// time (``TrailRecord/decidedAt``), never the (earlier) time of the crossing.
     public static func parameters(_ r: TrailRecord, events: [TrailRecord]) -> String {
         var pairs: [(String, String)] = [("id", r.device)]
-        let time = r.kind == .location ? r.time : (r.decidedAt ?? r.time)
+        let time = r.kind.isPosition ? r.time : (r.decidedAt ?? r.time)
         let ms = (time * 1000).rounded()
         if ms.isFinite && abs(ms) < 9e15 {
             let whole = ms.truncatingRemainder(dividingBy: 1000) == 0

@@ -8,7 +8,8 @@
 /// "tst":CROSSING,"wtst":WAYPOINT_CREATED,"lat":...,"lon":...,"acc":...,"t":"c","tid":...}`. A visit
 /// goes as the iOS app reports one: a location with `"t":"v"` (the booklet's "Frequent Locations
 /// monitoring"), at the visit's centre with its spread as `acc`, `tst` the arrival (at arrival) or
-/// the departure (at departure). Dwells and trips have no OwnTracks form and are not sent.
+/// the departure (at departure). A heartbeat is a location with `"t":"p"` (a ping) at the time it
+/// was recorded again. Dwells and trips have no OwnTracks form and are not sent.
 ///
 /// Read as the Recorder reads them: the sender is `USER/DEVICE` (``deviceID(user:device:)``),
 /// numbers may come as strings, a missing `tst` is the time of receipt, transitions may come
@@ -77,6 +78,9 @@ public enum OwnTracks {
         case .visit:
             // As the iOS app reports a visit (`didVisit`): its own location message, trigger `v`.
             ByteWriting.appendStatic("{\"_type\":\"location\",\"t\":\"v\"", to: &out)
+        case .heartbeat:
+            // As the apps report a ping (the Android app's periodic one): trigger `p`.
+            ByteWriting.appendStatic("{\"_type\":\"location\",\"t\":\"p\"", to: &out)
         }
         // A visit at its arrival, and once left at its departure.
         int(",\"tst\":", (r.kind == .visit ? r.span?.end ?? r.time : r.time).rounded(.down))
@@ -85,8 +89,8 @@ public enum OwnTracks {
         ByteWriting.appendStatic(",\"lon\":", to: &out)
         ByteWriting.appendFixed(r.longitude, decimals: 7, to: &out)
         // Transitions require acc: 0 when the fix had none.
-        int(",\"acc\":", r.horizontalAccuracy ?? (r.kind == .location ? nil : 0))
-        if r.kind == .location {
+        int(",\"acc\":", r.horizontalAccuracy ?? (r.kind.isPosition ? nil : 0))
+        if r.kind.isPosition {
             int(",\"alt\":", r.altitude)
             int(",\"vac\":", r.verticalAccuracy)
             int(",\"vel\":", r.speed.map { $0 * 3.6 })

@@ -16,6 +16,9 @@ public struct TrailRecord: Hashable, Sendable {
         /// `TrailRecord+Visits.swift`.
         case visit
         case trip
+        /// A location recorded again at a later time while the device does not move (see
+        /// `TrailRecord+Heartbeat.swift`).
+        case heartbeat
     }
 
     public var device: String

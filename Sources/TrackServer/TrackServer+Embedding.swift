@@ -118,6 +118,8 @@ extension TrackServer {
         public var regionEvents: Int
         /// Visit and trip records (a visit counts twice: at arrival and at departure).
         public var visitsAndTrips = 0
+        /// Heartbeat records (the latest location again while the device did not move).
+        public var heartbeats = 0
     }
 
     /// Writes the stored trail of `device` as GeoJSON to `directory/DEVICE.geojson`.
@@ -129,7 +131,8 @@ extension TrackServer {
         let path = directory + "/\(device.replacing("/", with: "_")).geojson"
         try writeFile(path, TrailExport.geoJSON(device: device, records: records))
         let visits = records.filter { $0.kind.isVisitOrTrip }.count
-        return ExportedTrail(path: path, points: points, regionEvents: records.count - points - visits,
-                             visitsAndTrips: visits)
+        let heartbeats = records.filter { $0.kind == .heartbeat }.count
+        return ExportedTrail(path: path, points: points, regionEvents: records.count - points - visits - heartbeats,
+                             visitsAndTrips: visits, heartbeats: heartbeats)
     }
 }

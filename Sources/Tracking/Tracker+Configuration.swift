@@ -22,6 +22,11 @@ extension Tracker {
         public var visits: VisitDetector.Configuration?
         /// Seconds without a usable fix before a location-unknown error. The default is 30.
         public var locationUnknownAfter: Double = 30
+        /// While fixes are held back because the device does not move (the distance filter, a pause
+        /// at a stop), the latest location is recorded again this often (seconds, more than 0), at
+        /// the time on the tracker's clock: a ``TrackerEvent/heartbeat(_:)`` and a record of kind
+        /// `heartbeat` (see ``Heartbeat``). Not while suspended. The default is `nil` (off).
+        public var heartbeat: Double?
         /// The regions to monitor, with their states. The default is none.
         public var regions = RegionMonitor()
         /// Regions that could not be monitored, reported as `region-monitoring-failure` errors at

@@ -35,6 +35,12 @@ struct GatedSource<Upstream: FixSource>: FixSource {
 
         mutating func next() async -> SourceElement? {
             settleLast()
+            do {
+                try core.heartbeatAfterFix()
+            } catch {
+                core.fail(error)
+                return nil
+            }
             while true {
                 // A graceful shutdown cancels the loop; a replay's source doesn't watch for it.
                 if Task.isCancelled { return nil }
@@ -80,6 +86,7 @@ struct GatedSource<Upstream: FixSource>: FixSource {
                 try core.sink.receive(.source(e))
             }
             if suspended, element.fix != nil { sampledAt = t }
+            if element.fix != nil { core.heartbeatFixAdmitted() }
             return element
         }
 

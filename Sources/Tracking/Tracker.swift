@@ -88,7 +88,10 @@ public final class Tracker: Service, Sendable {
         let manager = LocationManager(source: GatedSource(upstream: source, core: core),
                                       configuration: configuration.locationManager, regions: regions,
                                       updatingLocation: configuration.updatesLocationAtStart,
-                                      rejected: { [metrics = core.metrics] in metrics.filtered($0) }, clock: clock)
+                                      rejected: { [metrics = core.metrics, core] in
+                                          metrics.filtered($0)
+                                          core.heartbeatFixRejected()
+                                      }, clock: clock)
         core.gate(manager)
         core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
         self.core = core
@@ -224,6 +227,8 @@ final class TrackerCore: Sendable {
     /// The records decided and not yet committed (held while a group commits, so that groups
     /// commit in order).
     let unsaved: Mutex<OutboxGroupCommit>
+    /// When a stationary device's latest location is recorded again (``Configuration/heartbeat``).
+    let heartbeat: Mutex<HeartbeatState>
 
     init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
          sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
@@ -238,6 +243,7 @@ final class TrackerCore: Sendable {
         self.clock = clock
         depthAlarm = Mutex(OutboxDepthAlarm(cap: outbox?.configuration.maxCount ?? 0))
         let upload = configuration.upload
+        heartbeat = Mutex(HeartbeatState(interval: configuration.heartbeat))
         unsaved = Mutex(OutboxGroupCommit(maxRecords: upload?.commitMaxRecords ?? 1, maxDelay: upload?.commitWithin ?? 0))
         effects = LifecycleEffects(app: app, notifier: notifier, releaser: releaser,
                                    sampleInterval: configuration.sampleInterval)
@@ -321,6 +327,7 @@ final class TrackerCore: Sendable {
             }
         }
         if let outbox { try record(events, into: outbox) }
+        heartbeatObserve(events)
         for event in events {
             KeepAlive.apply(event, to: app)
             try emitLifecycle()

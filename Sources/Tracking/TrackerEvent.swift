@@ -22,6 +22,9 @@ public enum TrackerEvent: Sendable {
     case source(SourceEvent)
     /// The outbox's count or age cap removed records to make room.
     case outboxEvicted(Outbox.Eviction)
+    /// The latest location recorded again while the device does not move, its timestamp the time
+    /// now (``Tracker/Configuration/heartbeat``).
+    case heartbeat(Location)
 }
 
 /// Where a tracker's events go: standard output as JSON Lines (``JSONLinesSink``), a test's array,
@@ -140,6 +143,8 @@ public final class JSONLinesSink: TrackerEventSink {
                                           "message": e.message], to: &out)
         case .outboxEvicted(let e):
             EventJSON.appendOutboxEvicted(count: e.total, byCount: e.byCount, byAge: e.byAge, to: &out)
+        case .heartbeat(let l):
+            EventJSON.appendLocation("heartbeat", l, to: &out)
         }
         return true
     }

@@ -9,6 +9,7 @@ final class TrackerMetrics: Sendable {
     let fixes = Counter(label: "keeptrack_fixes_total")
     let locations = Counter(label: "keeptrack_locations_delivered_total")
     let significantChanges = Counter(label: "keeptrack_significant_changes_total")
+    let heartbeats = Counter(label: "keeptrack_heartbeats_total")
     let budget = Gauge(label: "keeptrack_background_time_remaining_seconds")
     let outboxDepth = Gauge(label: "keeptrack_outbox_records")
     let outboxOldest = Gauge(label: "keeptrack_outbox_oldest_age_seconds")

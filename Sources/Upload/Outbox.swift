@@ -163,7 +163,7 @@ public final class Outbox: Sendable {
                     sequence += 1
                     try insert.execute(arguments: [
                         sequence, r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude,
-                        r.horizontalAccuracy, r.verticalAccuracy, r.speed, r.course, r.kind == .location ? 1 : 0, t,
+                        r.horizontalAccuracy, r.verticalAccuracy, r.speed, r.course, r.kind.isPosition ? 1 : 0, t,
                         r.decidedAt,
                     ] + Outbox.spanArguments(r))
                     var s = r

@@ -133,7 +133,7 @@ public struct OsmAndFormat: UploadFormat {
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
         let position = records[0]
         // Positions only: visits and trips are Traccar's own to compute.
-        if position.kind.isVisitOrTrip || (position.kind != .location && !settings.regionEvents) { return nil }
+        if position.kind.isVisitOrTrip || (!position.kind.isPosition && !settings.regionEvents) { return nil }
         let events = settings.regionEvents ? records.filter { $0.kind.isRegionEvent } : []
         return UploadRequest(body: Array(OsmAnd.parameters(position, events: events).utf8),
                              headers: [("Content-Type", "application/x-www-form-urlencoded")])

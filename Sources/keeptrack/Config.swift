@@ -38,6 +38,7 @@ enum TrackConfig {
         "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
         "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
         "visits": .flag, "visit-min-duration": .option, "visit-radius": .option, "visit-gap": .option,
+        "heartbeat": .option,
     ]
 
     static let reader = ConfigReader(schema: keys)

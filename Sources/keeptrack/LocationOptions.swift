@@ -82,10 +82,15 @@ struct LocationOptions: ParsableArguments {
                                valueName: "duration"), transform: DurationText.parse)
     var visitGap: Double?
 
+    @Option(help: ArgumentHelp("While the device does not move (fixes held back by the distance filter or a pause), "
+                               + "record the latest location again this often, as a heartbeat (60s, 5m). "
+                               + "The default is off.", valueName: "duration"), transform: DurationText.parse)
+    var heartbeat: Double?
+
     var wantsEvents: Bool {
         distanceFilter != nil || desiredAccuracy != nil || significantChanges || regions != nil || dwell != nil
             || pauseWhenStationary || timeInterval != nil || headingChange != nil || maxFixAge != nil || visits
-            || visitMinDuration != nil || visitRadius != nil || visitGap != nil
+            || visitMinDuration != nil || visitRadius != nil || visitGap != nil || heartbeat != nil
     }
 
     var settings: LocationSettings {
@@ -102,6 +107,9 @@ struct LocationOptions: ParsableArguments {
 
     func validate() throws {
         if let problem = settings.problem { throw ValidationError(problem.sentence) }
+        if let heartbeat, !(heartbeat > 0 && heartbeat.isFinite) {
+            throw ValidationError("--heartbeat must be more than 0s.")
+        }
     }
 }
 

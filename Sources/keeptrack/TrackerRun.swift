@@ -37,6 +37,7 @@ struct TrackerRun {
     func configuration(embedded: TrackServer?) throws -> Tracker.Configuration {
         var c = Tracker.Configuration()
         c.locationManager = location.settings.configuration
+        c.heartbeat = location.heartbeat
         if let regions = location.regions {
             do {
                 try c.addRegions(file: regions, dwell: location.dwell)

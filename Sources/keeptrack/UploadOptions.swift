@@ -172,7 +172,8 @@ extension UploadOptions {
         let trail = try await embedded.exportTrail(device: device, directory: dataDirectory.trails)
         if !quiet {
             let database = embedded.store.location
-            let visits = trail.visitsAndTrips > 0 ? ", \(grouped(trail.visitsAndTrips)) visit and trip records" : ""
+            var visits = trail.visitsAndTrips > 0 ? ", \(grouped(trail.visitsAndTrips)) visit and trip records" : ""
+            if trail.heartbeats > 0 { visits += ", \(grouped(trail.heartbeats)) heartbeats" }
             printError("embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "
                 + "events\(visits) stored for device \(device) in \(database)")
             printError("the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "

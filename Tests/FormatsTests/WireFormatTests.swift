@@ -29,7 +29,7 @@ struct WireFormatTests {
         (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lon":1}]}"#,
          "records[0].lat: missing"),
         (#"{"device":"d","records":[{"seq":1,"kind":"teleport","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#,
-         "records[0].kind: 'teleport' is not location, enter, exit, dwell, visit or trip"),
+         "records[0].kind: 'teleport' is not location, enter, exit, dwell, visit, trip or heartbeat"),
         (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"yesterday","lat":1,"lon":1}]}"#,
          "records[0].time: 'yesterday' is not an ISO 8601 UTC time"),
         (#"{"device":"d","records":[{"seq":1,"kind":"location","time":"1970-01-01T00:00:00Z","lat":1,"lon":1}]}"#,
