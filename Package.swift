@@ -239,6 +239,7 @@ package.targets += [
 }
 package.targets.first { $0.name == "GPSInput" }!.dependencies.append("TrackFiles")
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("TrackFiles")
+package.targets.first { $0.name == "GPSInputTests" }!.dependencies.append("TrackFiles")
 
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they

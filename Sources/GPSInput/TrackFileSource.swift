@@ -9,18 +9,23 @@ import TrackFiles
 /// It replays as ``NMEALogSource`` does: as fast as possible, or paced by the fixes' times with
 /// ``Options/speed``; ``logClock`` follows the fix times, so that the location service, visits and
 /// the outbox run on the file's time; ``Options/loop`` starts again with times shifted forward.
-/// The file is read in 256 KiB chunks as the fixes are consumed, by a streaming reader: memory does
-/// not grow with the file. A malformed file ends the replay with an ``SourceEvent/Kind/error`` event
-/// naming the file, the line and the byte, after every fix before the problem.
+/// The file (a file: a pipe would block the consumer's task) is read in 256 KiB chunks as the
+/// fixes are consumed, by a streaming reader: memory does not grow with the file. A malformed file
+/// ends the replay with an ``SourceEvent/Kind/error`` event naming the file, the line and the
+/// byte, after every fix before the problem.
 public final class TrackFileSource: FixSource {
     public struct Options: Sendable {
         public var path: String
-        /// The file's format, as ``TrackFiles/TrackFileFormat/sniff(path:)`` found it (not ``TrackFiles/TrackFileFormat/nmea``).
+        /// The file's format, as ``TrackFiles/TrackFileFormat/sniff(path:)`` found it (not NMEA).
         public var format: TrackFileFormat
         /// Time factor: `nil` (the default) replays as fast as possible.
         public var speed: Double?
         /// Start again at the end. The default is `false`.
         public var loop: Bool = false
+        /// The horizontal accuracy, in metres, given to a fix whose file states none (nor a DOP): the
+        /// location service takes no fix without one, and most GPX, GeoJSON and CSV files have none.
+        /// `nil` leaves such fixes without one. The default is 10 m.
+        public var assumedAccuracy: Double? = 10
 
         public init(path: String, format: TrackFileFormat, speed: Double? = nil, loop: Bool = false) {
             precondition(format != .nmea, "NMEA logs are NMEALogSource's")
@@ -127,6 +132,9 @@ public final class TrackFileSource: FixSource {
         /// Paces, shifts for looping, advances the log clock, counts.
         mutating func deliver(_ original: Fix) async -> SourceElement {
             var fix = original
+            if fix.horizontalAccuracy == nil, let assumed = source.options.assumedAccuracy {
+                fix.horizontalAccuracy = assumed
+            }
             if firstLogNanos == nil { firstLogNanos = original.time?.nanosecondsSince1970 }
             if shift != 0, let t = fix.time, let n = t.nanosecondsSince1970 {
                 fix.time = GNSSTime(nanosecondsSince1970: n + shift, fractionDigits: t.fractionDigits)
@@ -172,13 +180,6 @@ public final class TrackFileSource: FixSource {
                 finished = true
                 return
             }
-            while !file.isReadable() {
-                if Task.isCancelled {
-                    finished = true
-                    return
-                }
-                try? await Task.sleep(for: .milliseconds(50))
-            }
             var collected: [SourceElement] = []
             swap(&collected, &queue)
             defer { swap(&collected, &queue) }
@@ -205,9 +206,15 @@ public final class TrackFileSource: FixSource {
                     return
                 }
                 try reader.finish { collected.append(.fix($0)) }
-                chunk = (start: chunk.end, end: chunk.end, fixes: collected.count, delivered: 0)
+                // The end of the file: every byte was read (a gzip trailer included).
+                chunk = (start: chunk.end, end: file.position, fixes: collected.count, delivered: 0)
                 let stats = reader.statistics
-                source.progressState.withLock { $0.statistics = stats }
+                let c = chunk
+                source.progressState.withLock {
+                    $0.statistics = stats
+                    $0.read = c.end
+                    if c.fixes == 0 { $0.position = c.end }
+                }
                 endOfPass(&collected)
             } catch {
                 var e = error

@@ -70,7 +70,13 @@ public struct CSVReader: TrackReader {
         for c in line {
             if c == 0x22 { quoted.toggle() }
             if quoted { continue }
-            if c == 0x2C { counts.comma += 1 } else if c == 0x3B { counts.semicolon += 1 } else if c == 0x09 { counts.tab += 1 }
+            if c == 0x2C {
+                counts.comma += 1
+            } else if c == 0x3B {
+                counts.semicolon += 1
+            } else if c == 0x09 {
+                counts.tab += 1
+            }
         }
         if counts.tab > counts.comma && counts.tab >= counts.semicolon { return 0x09 }
         if counts.semicolon > counts.comma { return 0x3B }

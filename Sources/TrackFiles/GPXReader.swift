@@ -51,7 +51,8 @@ public struct GPXReader: TrackReader {
         init() { text.reserveCapacity(64) }
 
         static func equal(_ b: UnsafeRawBufferPointer, _ s: StaticString) -> Bool {
-            b.count == s.utf8CodeUnitCount && b.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: b.count))
+            b.count == s.utf8CodeUnitCount
+                && b.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: b.count))
         }
 
         mutating func start(
@@ -83,15 +84,15 @@ public struct GPXReader: TrackReader {
             guard field == .none else { return }
             let child = depth == pointDepth + 1
             let f: Field =
-                if child && Self.equal(name, "ele") { .ele }
-                else if child && Self.equal(name, "time") { .time }
-                else if Self.equal(name, "speed") { .speed }
-                else if Self.equal(name, "course") { .course }
-                else if child && Self.equal(name, "hdop") { .hdop }
-                else if child && Self.equal(name, "vdop") { .vdop }
-                else if child && Self.equal(name, "pdop") { .pdop }
-                else if child && Self.equal(name, "sat") { .sat }
-                else { .none }
+                if child && Self.equal(name, "ele") { .ele } else if child && Self.equal(name, "time") {
+                    .time
+                } else if Self.equal(name, "speed") { .speed } else if Self.equal(name, "course") {
+                    .course
+                } else if child && Self.equal(name, "hdop") { .hdop } else if child && Self.equal(name, "vdop") {
+                    .vdop
+                } else if child && Self.equal(name, "pdop") { .pdop } else if child && Self.equal(name, "sat") {
+                    .sat
+                } else { .none }
             if f != .none {
                 field = f
                 fieldDepth = depth

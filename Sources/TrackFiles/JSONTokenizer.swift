@@ -84,7 +84,9 @@ struct JSONTokenizer {
                         continue
                     }
                     if c == 0x22 {
-                        guard highSurrogate == 0 else { throw error(.malformed, "an unpaired surrogate", at: base + Int64(i)) }
+                        guard highSurrogate == 0 else {
+                            throw error(.malformed, "an unpaired surrogate", at: base + Int64(i))
+                        }
                         try token.withBytes { t throws(TrackFileError) in
                             if stringIsKey {
                                 consumer.key(t, depth: depth)
@@ -151,7 +153,9 @@ struct JSONTokenizer {
                     }
                 case .number:
                     if (c >= 0x30 && c <= 0x39) || c == 0x2E || c == 0x65 || c == 0x45 || c == 0x2B || c == 0x2D {
-                        guard token.count < 64 else { throw error(.tooLarge, "a number longer than 64 bytes", at: base + Int64(i)) }
+                        guard token.count < 64 else {
+                            throw error(.tooLarge, "a number longer than 64 bytes", at: base + Int64(i))
+                        }
                         token.append(c)
                     } else {
                         try endNumber(&consumer, emit, at: base + Int64(i))
@@ -163,7 +167,8 @@ struct JSONTokenizer {
                     }
                     literalMatched += 1
                     if literalMatched == literal.utf8CodeUnitCount {
-                        try consumer.scalar(literalKind, UnsafeRawBufferPointer(start: nil, count: 0), depth: depth, emit)
+                        try consumer.scalar(
+                            literalKind, UnsafeRawBufferPointer(start: nil, count: 0), depth: depth, emit)
                         state = depth == 0 ? .done : .afterValue
                     }
                 case .value, .firstValue:
@@ -176,8 +181,9 @@ struct JSONTokenizer {
                         state = .string
                     } else if c == 0x7B || c == 0x5B {
                         guard stack.count < Self.maxDepth else {
-                            throw error(.tooLarge, "arrays and objects nested deeper than \(Self.maxDepth) levels",
-                                        at: base + Int64(i))
+                            throw error(
+                                .tooLarge, "arrays and objects nested deeper than \(Self.maxDepth) levels",
+                                at: base + Int64(i))
                         }
                         try consumer.begin(object: c == 0x7B, depth: depth)
                         stack.append(c == 0x7B ? 1 : 0)
@@ -208,8 +214,9 @@ struct JSONTokenizer {
                     } else if c == 0x5D && stack.last == 0 {
                         try close(object: false, &consumer, emit, at: base + Int64(i))
                     } else {
-                        throw error(.malformed, stack.last == 1 ? "expected ',' or '}'" : "expected ',' or ']'",
-                                    at: base + Int64(i))
+                        throw error(
+                            .malformed, stack.last == 1 ? "expected ',' or '}'" : "expected ',' or ']'",
+                            at: base + Int64(i))
                     }
                 case .key, .firstKey:
                     if c == 0x0A {
@@ -309,7 +316,8 @@ struct JSONTokenizer {
         guard state == .done else {
             throw error(
                 .malformed,
-                position.offset == 0 ? "no JSON value" : "the JSON ends early (\(depth) arrays or objects open): truncated?",
+                position.offset == 0
+                    ? "no JSON value" : "the JSON ends early (\(depth) arrays or objects open): truncated?",
                 at: position.offset)
         }
     }

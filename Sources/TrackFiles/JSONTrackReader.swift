@@ -90,7 +90,8 @@ public struct JSONTrackReader: TrackReader {
 
         static func classify(_ b: UnsafeRawBufferPointer) -> Key {
             func eq(_ s: StaticString) -> Bool {
-                b.count == s.utf8CodeUnitCount && b.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: b.count))
+                b.count == s.utf8CodeUnitCount
+                    && b.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: b.count))
             }
             switch b.count {
             case 3:
@@ -264,8 +265,9 @@ public struct JSONTrackReader: TrackReader {
                     bytes.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
                 }
                 // A feature's own "type" is "Feature": only a geometry's type counts.
-                if depth == geometryDepth || isTrack || isTrackGeometry == nil && !bytes.elementsEqual("Feature".utf8)
-                    && !bytes.elementsEqual("FeatureCollection".utf8)
+                if depth == geometryDepth || isTrack
+                    || isTrackGeometry == nil && !bytes.elementsEqual("Feature".utf8)
+                        && !bytes.elementsEqual("FeatureCollection".utf8)
                 {
                     isTrackGeometry = isTrack
                 }

@@ -32,17 +32,28 @@ struct PointFields {
         guard longitude.isFinite, abs(longitude) <= 180 else { return .failure(ProblemBox(.longitude)) }
         guard let time else { return .failure(ProblemBox(.untimed)) }
         let finite: (Double?) -> Double? = { v in v.flatMap { $0.isFinite ? $0 : nil } }
-        let accuracy = finite(horizontalAccuracy).flatMap { $0 >= 0 ? $0 : nil }
-        let vertical = finite(verticalAccuracy).flatMap { $0 >= 0 ? $0 : nil }
+        var accuracy = finite(horizontalAccuracy).flatMap { $0 >= 0 ? $0 : nil }
+        var vertical = finite(verticalAccuracy).flatMap { $0 >= 0 ? $0 : nil }
+        var source: Fix.AccuracySource? = accuracy == nil && vertical == nil ? nil : .receiver
+        // Without a stated accuracy, dilution of precision gives one as NMEA's does: DOP × UERE.
+        if accuracy == nil && vertical == nil, let h = finite(hdop), h >= 0 {
+            accuracy = h * Fix.uere
+            vertical = finite(vdop).flatMap { $0 >= 0 ? $0 * Fix.uere : nil }
+            source = .dopEstimate
+        }
         var c = finite(course)
-        if let v = c { c = v >= 0 && v < 360 ? v : (v.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360) }
+        if let v = c {
+            c =
+                v >= 0 && v < 360
+                ? v : (v.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
+        }
         return .success(
             Fix(
                 time: time, coordinate: Coordinate(latitude: latitude, longitude: longitude),
                 altitudeMSL: finite(altitude), speed: finite(speed).flatMap { $0 >= 0 ? $0 : nil }, course: c,
                 mode: finite(altitude) == nil ? .twoD : .threeD, quality: .gps, satellitesUsed: satellites,
                 hdop: finite(hdop), vdop: finite(vdop), pdop: finite(pdop), horizontalAccuracy: accuracy,
-                verticalAccuracy: vertical, accuracySource: accuracy == nil && vertical == nil ? nil : .receiver,
+                verticalAccuracy: vertical, accuracySource: source,
                 lines: line > 0 ? line...max(line, lastLine) : nil))
     }
 

@@ -164,19 +164,15 @@ public struct RecReader: TrackReader {
                 return
             }
             func eq(_ s: StaticString) -> Bool {
-                b.count == s.utf8CodeUnitCount && b.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: b.count))
+                b.count == s.utf8CodeUnitCount
+                    && b.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: b.count))
             }
             key =
-                if eq("_type") { .type }
-                else if eq("lat") { .lat }
-                else if eq("lon") { .lon }
-                else if eq("tst") { .tst }
-                else if eq("acc") { .acc }
-                else if eq("alt") { .alt }
-                else if eq("vac") { .vac }
-                else if eq("vel") { .vel }
-                else if eq("cog") { .cog }
-                else { .other }
+                if eq("_type") { .type } else if eq("lat") { .lat } else if eq("lon") { .lon } else if eq("tst") {
+                    .tst
+                } else if eq("acc") { .acc } else if eq("alt") { .alt } else if eq("vac") { .vac } else if eq("vel") {
+                    .vel
+                } else if eq("cog") { .cog } else { .other }
         }
 
         mutating func scalar(
@@ -223,9 +219,11 @@ public struct RecReader: TrackReader {
                 switch box.problem {
                 case .untimed, .noPosition: statistics.untimed += 1
                 case .latitude:
-                    throw TrackFileError(.invalidValue, "a latitude outside -90...90", format: .owntracksRec, line: line)
+                    throw TrackFileError(
+                        .invalidValue, "a latitude outside -90...90", format: .owntracksRec, line: line)
                 case .longitude:
-                    throw TrackFileError(.invalidValue, "a longitude outside -180...180", format: .owntracksRec, line: line)
+                    throw TrackFileError(
+                        .invalidValue, "a longitude outside -180...180", format: .owntracksRec, line: line)
                 }
             }
         }

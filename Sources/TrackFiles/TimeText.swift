@@ -22,7 +22,8 @@ public enum TimeText {
             return v
         }
         guard let year = digits(s, 4), s + 16 <= n, b[s + 4] == 0x2D, let month = digits(s + 5, 2), b[s + 7] == 0x2D,
-            let day = digits(s + 8, 2), b[s + 10] == UInt8(ascii: "T") || b[s + 10] == 0x20
+            let day = digits(s + 8, 2),
+            b[s + 10] == UInt8(ascii: "T") || b[s + 10] == 0x20
                 || b[s + 10] == UInt8(ascii: "t"),
             let hour = digits(s + 11, 2), b[s + 13] == 0x3A, let minute = digits(s + 14, 2),
             (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month), hour < 24, minute < 60
@@ -71,7 +72,8 @@ public enum TimeText {
             }
         }
         let days = Int64(GNSSTime.daysFromCivil(year: year, month: month, day: day))
-        let total = days * GNSSTime.nanosecondsPerDay
+        let total =
+            days * GNSSTime.nanosecondsPerDay
             + Int64(hour * 3600 + minute * 60 + second - offset) * 1_000_000_000 + nanos
         return GNSSTime(nanosecondsSince1970: total, fractionDigits: fractionDigits)
     }

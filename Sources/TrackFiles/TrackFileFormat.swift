@@ -49,7 +49,9 @@ public enum TrackFileFormat: String, Hashable, Sendable, CaseIterable, CustomStr
         guard lineEnd != nil || isWholeFile else { return .nmea }
         let line = UnsafeRawBufferPointer(rebasing: rest[..<(lineEnd ?? rest.endIndex)])
         if RecReader.isRecLine(line) { return .owntracksRec }
-        if line.first != UInt8(ascii: "$") && line.first != UInt8(ascii: "!") && CSVReader.isHeader(line) { return .csv }
+        if line.first != UInt8(ascii: "$") && line.first != UInt8(ascii: "!") && CSVReader.isHeader(line) {
+            return .csv
+        }
         return .nmea
     }
 
@@ -58,7 +60,9 @@ public enum TrackFileFormat: String, Hashable, Sendable, CaseIterable, CustomStr
         guard bytes.count >= needle.count else { return false }
         var k = 0
         while k <= bytes.count - needle.count {
-            if bytes[k] == needle[0] && needle.elementsEqual(UnsafeRawBufferPointer(rebasing: bytes[k..<k + needle.count])) {
+            if bytes[k] == needle[0]
+                && needle.elementsEqual(UnsafeRawBufferPointer(rebasing: bytes[k..<k + needle.count]))
+            {
                 return true
             }
             k += 1

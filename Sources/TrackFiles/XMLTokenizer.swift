@@ -167,7 +167,8 @@ struct XMLTokenizer {
                 case .startName:
                     if Self.isNameByte(c) {
                         guard name.count < Self.maxName else {
-                            throw error(.tooLarge, "an element name longer than \(Self.maxName) bytes", at: base + Int64(i))
+                            throw error(
+                                .tooLarge, "an element name longer than \(Self.maxName) bytes", at: base + Int64(i))
                         }
                         name.append(c)
                     } else if Self.isSpace(c) {
@@ -198,7 +199,8 @@ struct XMLTokenizer {
                 case .attrName:
                     if Self.isNameByte(c) {
                         guard attributeBytes.count - attributeStart < Self.maxName else {
-                            throw error(.tooLarge, "an attribute name longer than \(Self.maxName) bytes", at: base + Int64(i))
+                            throw error(
+                                .tooLarge, "an attribute name longer than \(Self.maxName) bytes", at: base + Int64(i))
                         }
                         try appendAttributeByte(c, at: base + Int64(i))
                     } else if c == 0x3D {
@@ -217,7 +219,8 @@ struct XMLTokenizer {
                 case .attrQuote:
                     if c == 0x22 || c == 0x27 {
                         quote = c
-                        attributes.append((attributeStart..<attributeBytes.count, attributeBytes.count..<attributeBytes.count))
+                        attributes.append(
+                            (attributeStart..<attributeBytes.count, attributeBytes.count..<attributeBytes.count))
                         state = .attrValue
                     } else if !Self.isSpace(c) {
                         throw error(.malformed, "expected a quoted attribute value", at: base + Int64(i))
@@ -243,7 +246,8 @@ struct XMLTokenizer {
                 case .endName:
                     if Self.isNameByte(c) && (name.count > 0 || Self.isNameStart(c)) {
                         guard name.count < Self.maxName else {
-                            throw error(.tooLarge, "an element name longer than \(Self.maxName) bytes", at: base + Int64(i))
+                            throw error(
+                                .tooLarge, "an element name longer than \(Self.maxName) bytes", at: base + Int64(i))
                         }
                         name.append(c)
                     } else if Self.isSpace(c) && !name.isEmpty {
@@ -265,12 +269,15 @@ struct XMLTokenizer {
                     if c == 0x2D {
                         state = .bangDash
                     } else if c == 0x5B {
-                        guard depth > 0 else { throw error(.malformed, "CDATA outside the root element", at: base + Int64(i)) }
+                        guard depth > 0 else {
+                            throw error(.malformed, "CDATA outside the root element", at: base + Int64(i))
+                        }
                         cdataMatched = 0
                         state = .cdataHead
                     } else if c == UInt8(ascii: "D") {
                         throw error(
-                            .doctype, "a document type declaration (<!DOCTYPE): refused, as its entities could expand "
+                            .doctype,
+                            "a document type declaration (<!DOCTYPE): refused, as its entities could expand "
                                 + "without bound", at: base + Int64(i) - 2)
                     } else {
                         throw error(.malformed, "an unknown '<!' declaration", at: base + Int64(i))

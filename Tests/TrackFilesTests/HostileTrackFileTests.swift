@@ -118,7 +118,8 @@ struct HostileTrackFileTests {
     @Test func aRecLineWithoutATimeIsNamedByLine() {
         var reader = RecReader()
         let r = Self.feed(
-            &reader, "2024-01-01T00:00:00Z\t*\t{\"_type\":\"location\",\"lat\":1,\"lon\":2,\"tst\":1704067200}\nnot a line\t\n")
+            &reader,
+            "2024-01-01T00:00:00Z\t*\t{\"_type\":\"location\",\"lat\":1,\"lon\":2,\"tst\":1704067200}\nnot a line\t\n")
         #expect(r.fixes.count == 1)
         #expect(r.error?.code == .malformed && r.error?.line == 2)
     }
@@ -129,7 +130,8 @@ struct SniffingTests {
     @Test(arguments: [
         ("tracks/walk-2min.gpx", TrackFileFormat.gpx), ("tracks/walk-2min.gpx.gz", .gpx),
         ("tracks/walk-2min.gpx10.gpx", .gpx), ("tracks/walk-2min.geojson", .geojson),
-        ("tracks/walk-2min.points.geojson", .geojson), ("tracks/walk-2min.csv", .csv), ("tracks/walk-2min.ms.csv", .csv),
+        ("tracks/walk-2min.points.geojson", .geojson), ("tracks/walk-2min.csv", .csv),
+        ("tracks/walk-2min.ms.csv", .csv),
         ("tracks/walk-2min.rec", .owntracksRec), ("tracks/walk-2min.takeout.json", .takeout),
         ("tracks/billion-laughs.gpx", .gpx), ("walk-15min.nmea", .nmea), ("corrupted.nmea", .nmea),
         ("day-24h.nmea.gz", .nmea), ("walk-15min.regions.geojson", .geojson),
@@ -140,7 +142,8 @@ struct SniffingTests {
 
     @Test(arguments: [
         ("\u{FEFF}lat;lng;fixTime\n", TrackFileFormat.csv), ("  \n<?xml version='1.0'?><gpx/>", .gpx),
-        ("[]", .geojson), ("$GPGGA,lat,lon\n", .nmea), ("latitude,longitude,time", .csv), ("hello\n", .nmea), ("", .nmea),
+        ("[]", .geojson), ("$GPGGA,lat,lon\n", .nmea), ("latitude,longitude,time", .csv), ("hello\n", .nmea),
+        ("", .nmea),
     ])
     func sniffingInMemory(_ text: String, _ format: TrackFileFormat) {
         let bytes = Array(text.utf8)
@@ -154,10 +157,12 @@ struct SniffingTests {
     @Test(arguments: [
         ("2024-05-14T09:30:00Z", 1_715_679_000_000_000_000 as Int64?),
         ("2024-05-14T09:30:00.250Z", 1_715_679_000_250_000_000), ("2024-05-14 09:30:00", 1_715_679_000_000_000_000),
-        ("2024-05-14T11:30:00+02:00", 1_715_679_000_000_000_000), ("2024-05-14T04:00:00-0530", 1_715_679_000_000_000_000),
+        ("2024-05-14T11:30:00+02:00", 1_715_679_000_000_000_000),
+        ("2024-05-14T04:00:00-0530", 1_715_679_000_000_000_000),
         ("2024-05-14T09:30Z", 1_715_679_000_000_000_000), ("2024-02-30T00:00:00Z", nil), ("2024-05-14T24:00:00Z", nil),
         ("2024-05-14T09:30:00Zjunk", nil), ("1715679000", 1_715_679_000_000_000_000),
-        ("1715679000123", 1_715_679_000_123_000_000), ("1715679000.5", 1_715_679_000_500_000_000), ("-1", nil), ("", nil),
+        ("1715679000123", 1_715_679_000_123_000_000), ("1715679000.5", 1_715_679_000_500_000_000), ("-1", nil),
+        ("", nil),
     ])
     func timesAreISO8601OrEpochSecondsOrMilliseconds(_ text: String, _ nanos: Int64?) {
         let bytes = Array(text.utf8)
