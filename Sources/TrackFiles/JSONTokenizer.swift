@@ -175,6 +175,8 @@ struct JSONTokenizer {
                     if c == 0x0A {
                         position.line += 1
                     } else if Self.isSpace(c) {
+                    } else if base + Int64(i) < 3 && c == [0xEF, 0xBB, 0xBF][Int(base) + i] {
+                        // A UTF-8 byte order mark before the document.
                     } else if c == 0x22 {
                         token.removeAll(keepingCapacity: true)
                         stringIsKey = false

@@ -113,7 +113,10 @@ struct XMLTokenizer {
                 consumer.text(run)
             } else {
                 for k in 0..<run.count where !Self.isSpace(run[k]) {
-                    throw error(.malformed, "text outside the root element", at: base + Int64(runStart + k))
+                    // A UTF-8 byte order mark may open the document.
+                    let offset = base + Int64(runStart + k)
+                    if offset < 3 && run[k] == [0xEF, 0xBB, 0xBF][Int(offset)] { continue }
+                    throw error(.malformed, "text outside the root element", at: offset)
                 }
             }
         }

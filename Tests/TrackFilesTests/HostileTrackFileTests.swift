@@ -97,6 +97,34 @@ struct HostileTrackFileTests {
         #expect(Self.feed(&reader, text).error?.code == code)
     }
 
+    @Test func aByteOrderMarkMayOpenAGPXOrAJSONFile() {
+        var gpx = GPXReader()
+        let a = Self.feed(&gpx, "\u{FEFF}<gpx><wpt lat='1' lon='2'><time>2024-01-01T00:00:00Z</time></wpt></gpx>")
+        #expect(a.error == nil && a.fixes.count == 1)
+        var json = JSONTrackReader()
+        let b = Self.feed(
+            &json,
+            "\u{FEFF}{\"type\":\"Feature\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[2,1]},"
+                + "\"properties\":{\"time\":\"2024-01-01T00:00:00Z\"}}")
+        #expect(b.error == nil && b.fixes.count == 1)
+        var late = GPXReader()
+        #expect(Self.feed(&late, "<gpx/>\u{FEFF}").error?.code == .malformed)
+    }
+
+    @Test func overlandsBatchIsGeoJSON() {
+        var reader = JSONTrackReader()
+        let body = #"""
+            {"locations":[{"type":"Feature","geometry":{"type":"Point","coordinates":[-122.030581,37.3318]},
+            "properties":{"timestamp":"2015-10-01T08:00:00-0700","altitude":0,"speed":4,"horizontal_accuracy":30,
+            "vertical_accuracy":-1,"motion":["driving","stationary"],"battery_level":0.89,"device_id":""}}]}
+            """#
+        let r = Self.feed(&reader, body)
+        #expect(r.error == nil)
+        let fix = r.fixes.first
+        #expect(fix?.time?.iso8601 == "2015-10-01T15:00:00Z")
+        #expect(fix?.speed == 4 && fix?.horizontalAccuracy == 30 && fix?.verticalAccuracy == nil)
+    }
+
     @Test func takeoutCoordinatesPastTheRangeAre32BitOverflows() {
         var reader = JSONTrackReader(format: .takeout)
         let r = Self.feed(
