@@ -60,6 +60,39 @@ struct ReplayTrackFileCommandTests {
         #expect(Array(events(nmea.stdout).prefix(got.count)) == got)
     }
 
+    /// The night of visits, written out as a CSV of the log's own fixes (every field the location
+    /// service reads), gives the same visits, trips and events as the log.
+    @Test func visitsOnAnImportedHistoryAreTheLogsVisits() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fixes = try keeptrack(["replay", "fixtures/visits-night.nmea.gz"])
+        #expect(fixes.status == 0)
+        var csv = "time,lat,lon,altitude,speed,course,accuracy\n"
+        for line in fixes.stdout.split(separator: "\n") where line.hasPrefix("{\"time\":") {
+            let f = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let cells = ["time", "lat", "lon", "alt", "speed", "course", "hAcc"].map { key -> String in
+                guard let v = f[key], !(v is NSNull) else { return "" }
+                return key == "time" ? "\(v)" : "\((v as? NSNumber)?.stringValue ?? "")"
+            }
+            csv += cells.joined(separator: ",") + "\n"
+        }
+        let path = dir + "/night.csv"
+        try csv.write(toFile: path, atomically: true, encoding: .utf8)
+        let log = try keeptrack(["replay", "--visits", "fixtures/visits-night.nmea.gz"])
+        let file = try keeptrack(["replay", "--visits", path])
+        #expect(file.status == 0)
+        // Visits and trips, coordinates to 7 decimals (the CSV holds the decode schema's 9, rounded). The
+        // log's epochs without a position (a tunnel) also give a location-unknown error: a file has none.
+        func events(_ out: String) -> [String] {
+            out.split(separator: "\n")
+                .filter { $0.hasPrefix("{\"event\":\"visit\"") || $0.hasPrefix("{\"event\":\"trip\"") }
+                .map { String($0).replacing(#/(\.\d{7})\d\d/#) { String($0.output.1) } }
+        }
+        let expected = events(log.stdout)
+        #expect(expected.filter { $0.hasPrefix("{\"event\":\"visit\"") }.count >= 4)
+        #expect(events(file.stdout) == expected)
+    }
+
     @Test func aBillionLaughsGPXIsRefusedNamingFileLineAndByte() throws {
         let r = try keeptrack(["replay", "fixtures/tracks/billion-laughs.gpx"])
         #expect(r.status == 1)
