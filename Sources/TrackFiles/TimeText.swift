@@ -71,10 +71,13 @@ public enum TimeText {
                 return nil
             }
         }
+        // Nanoseconds since 1970 in an Int64 reach 2262: later (and earlier than 1970) is no track's time.
+        guard (1970...2261).contains(year) else { return nil }
         let days = Int64(GNSSTime.daysFromCivil(year: year, month: month, day: day))
         let total =
             days * GNSSTime.nanosecondsPerDay
             + Int64(hour * 3600 + minute * 60 + second - offset) * 1_000_000_000 + nanos
+        guard total >= 0 else { return nil }
         return GNSSTime(nanosecondsSince1970: total, fractionDigits: fractionDigits)
     }
 
@@ -87,7 +90,8 @@ public enum TimeText {
     /// Parses an epoch number: seconds, or milliseconds when it is 100,000,000,000 or more
     /// (after 1973-03-03 in milliseconds, past the year 5138 in seconds); a fraction is allowed.
     ///
-    /// - Returns: the time, or `nil` when the text is not a non-negative number below the year 9999.
+    /// - Returns: the time, or `nil` when the text is not a non-negative number before 2262 (the
+    ///   last year nanoseconds since 1970 hold in 64 bits).
     public static func epoch(_ b: UnsafeRawBufferPointer) -> GNSSTime? {
         var n = b.count
         var i = 0
@@ -119,10 +123,11 @@ public enum TimeText {
         let nanos: Int64
         if whole >= 100_000_000_000 {
             // Milliseconds (a fraction of a millisecond is kept).
-            guard whole < 253_402_300_800_000 else { return nil }
+            guard whole < 9_200_000_000_000 else { return nil }
             nanos = whole * 1_000_000 + fraction / 1000
             return GNSSTime(nanosecondsSince1970: nanos, fractionDigits: 3)
         }
+        guard whole < 9_200_000_000 else { return nil }
         nanos = whole * 1_000_000_000 + fraction
         return GNSSTime(nanosecondsSince1970: nanos, fractionDigits: fractionDigits)
     }
