@@ -254,7 +254,7 @@ struct JSONTokenizer {
         } catch {
             var e = error
             if e.line == 0 { e.line = position.line }
-            if e.byteOffset == 0 { e.byteOffset = base + Int64(min(i, n)) }
+            if e.byteOffset < 0 { e.byteOffset = base + Int64(min(i, n)) }
             throw e
         }
     }

@@ -117,7 +117,13 @@ public struct RecReader: TrackReader {
         } catch {
             throw error.in(.owntracksRec)
         }
-        try consumer.endLine(lineTime: lineTime, line: position.line, emit)
+        do {
+            try consumer.endLine(lineTime: lineTime, line: position.line, emit)
+        } catch {
+            var e = error
+            e.byteOffset = lineStart
+            throw e
+        }
         newLine()
     }
 

@@ -36,14 +36,14 @@ public struct TrackFileError: Error, Sendable, CustomStringConvertible {
     public var file: String?
     /// 1-based line of the problem, 0 when it has none.
     public var line: Int
-    /// 0-based byte offset of the problem (in the decompressed bytes of a gzip file).
+    /// 0-based byte offset of the problem (in the decompressed bytes of a gzip file), -1 when it has none.
     public var byteOffset: Int64
     /// The cause, when another module's error led to this one (a read error).
     public var underlying: (any Error & Sendable)?
 
     public init(
         _ code: Code, _ message: String, format: TrackFileFormat? = nil, file: String? = nil, line: Int = 0,
-        byteOffset: Int64 = 0, underlying: (any Error & Sendable)? = nil
+        byteOffset: Int64 = -1, underlying: (any Error & Sendable)? = nil
     ) {
         self.code = code
         self.message = message
@@ -58,7 +58,8 @@ public struct TrackFileError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         var s = file ?? "<input>"
         if line > 0 { s += ":\(line)" }
-        s += ": byte \(byteOffset): \(code)"
+        if byteOffset >= 0 { s += ": byte \(byteOffset)" }
+        s += ": \(code)"
         if let format { s += ": \(format)" }
         s += ": \(message)"
         if let underlying { s += " (\(underlying))" }

@@ -116,7 +116,10 @@ struct XMLTokenizer {
                     // A UTF-8 byte order mark may open the document.
                     let offset = base + Int64(runStart + k)
                     if offset < 3 && run[k] == [0xEF, 0xBB, 0xBF][Int(offset)] { continue }
-                    throw error(.malformed, "text outside the root element", at: offset)
+                    // The line of that byte: the line counted so far, less the line ends after it.
+                    var e = error(.malformed, "text outside the root element", at: offset)
+                    e.line -= run[k...].count(where: { $0 == 0x0A })
+                    throw e
                 }
             }
         }
@@ -351,7 +354,7 @@ struct XMLTokenizer {
         } catch {
             var e = error
             if e.line == 0 { e.line = position.line }
-            if e.byteOffset == 0 { e.byteOffset = base + Int64(min(i, n)) }
+            if e.byteOffset < 0 { e.byteOffset = base + Int64(min(i, n)) }
             throw e
         }
     }
