@@ -11,11 +11,15 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let split = size == 0 ? 0 : Int(bytes[0]) * size / 256
     let halves = run(bytes, pieces: [split, size - split])
     precondition(whole.fixes == halves.fixes, "a split at \(split) changed the fixes")
-    precondition(whole.error == halves.error, "a split at \(split) changed the error: \(whole.error ?? "none") vs \(halves.error ?? "none")")
+    precondition(
+        whole.error == halves.error,
+        "a split at \(split) changed the error: \(whole.error ?? "none") vs \(halves.error ?? "none")")
     if size <= 512 {
         let single = run(bytes, pieces: Array(repeating: 1, count: size))
         precondition(whole.fixes == single.fixes, "byte by byte changed the fixes")
-        precondition(whole.error == single.error, "byte by byte changed the error: \(whole.error ?? "none") vs \(single.error ?? "none")")
+        precondition(
+            whole.error == single.error,
+            "byte by byte changed the error: \(whole.error ?? "none") vs \(single.error ?? "none")")
     }
     return 0
 }
