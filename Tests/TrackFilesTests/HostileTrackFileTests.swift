@@ -97,6 +97,30 @@ struct HostileTrackFileTests {
         #expect(Self.feed(&reader, text).error?.code == code)
     }
 
+    /// Fuzz findings: an error at byte 0 kept its offset only when fed whole; text outside the root
+    /// was named on the line where the chunk ended.
+    @Test(arguments: ["\u{5}?ml~", "<?xml version=\"1.0\"?>\n\n  junk\n<gpx/>"])
+    func anErrorIsNamedAtItsByteAndLineWhateverTheChunks(_ text: String) throws {
+        var errors: [String] = []
+        for size in [1, 2, 5, 1000] {
+            var reader = GPXReader()
+            let bytes = Array(text.utf8)
+            var failure: TrackFileError?
+            var start = 0
+            while start < bytes.count, failure == nil {
+                let piece = Array(bytes[start..<min(start + size, bytes.count)])
+                failure = piece.withUnsafeBytes { b in
+                    do throws(TrackFileError) { try reader.feed(b) { _ in } } catch { return error }
+                    return nil
+                }
+                start += size
+            }
+            errors.append(failure.map(\.description) ?? "none")
+        }
+        #expect(Set(errors).count == 1)
+        #expect(errors[0].contains(text.hasPrefix("<") ? "<input>:3: byte 25:" : "<input>:1: byte 0:"))
+    }
+
     @Test func aByteOrderMarkMayOpenAGPXOrAJSONFile() {
         var gpx = GPXReader()
         let a = Self.feed(&gpx, "\u{FEFF}<gpx><wpt lat='1' lon='2'><time>2024-01-01T00:00:00Z</time></wpt></gpx>")
