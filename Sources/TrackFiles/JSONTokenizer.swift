@@ -25,6 +25,9 @@ enum JSONScalar: UInt8 {
 struct JSONTokenizer {
     enum State: UInt8 {
         case value, firstValue, afterValue, key, firstKey, colon, string, escape, unicode, number, literal, done
+
+        /// Whether blanks are skipped here (between tokens, not inside one).
+        var isBetweenTokens: Bool { rawValue <= State.colon.rawValue || self == .done }
     }
 
     static let maxDepth = 128
@@ -66,6 +69,12 @@ struct JSONTokenizer {
         do throws(TrackFileError) {
             while i < n {
                 let c = bytes[i]
+                // Indentation between tokens, a run at a time (pretty-printed files are mostly blanks).
+                if c == 0x20 && state.isBetweenTokens {
+                    i += 1
+                    while i < n && bytes[i] == 0x20 { i += 1 }
+                    continue
+                }
                 switch state {
                 case .string:
                     // The fast path: a run of plain bytes.
