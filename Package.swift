@@ -252,6 +252,18 @@ package.targets.first { $0.name == "TrackStorePostgres" }!.dependencies.append("
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("OwnTracksCrypto")
 package.targets.first { $0.name == "UploadTests" }!.dependencies.append("OwnTracksCrypto")
 package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("OwnTracksCrypto")
+// Track files as input (GPX, GeoJSON, CSV, OwnTracks .rec, Google Takeout): streaming byte readers
+// giving fixes, below GPSInput, whose TrackFileSource replays them (docs/input-files.md).
+package.targets += [
+    .target(name: "TrackFiles", dependencies: ["Geo", "NMEA"]),
+    .testTarget(name: "TrackFilesTests", dependencies: ["TrackFiles", "NMEA", "Geo", "KeepTrackTesting"]),
+] + ["GPXReaderFuzz", "JSONTrackReaderFuzz", "CSVReaderFuzz", "RecReaderFuzz"].map { name in
+    // libFuzzer targets, one per reader (.ci/run).
+    .executableTarget(name: name, dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/\(name)")
+}
+package.targets.first { $0.name == "GPSInput" }!.dependencies.append("TrackFiles")
+package.targets.first { $0.name == "keeptrack" }!.dependencies.append("TrackFiles")
+package.targets.first { $0.name == "GPSInputTests" }!.dependencies.append("TrackFiles")
 
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they

@@ -3,6 +3,7 @@ import Formats
 import GPSInput
 import Geo
 import NMEA
+import TrackFiles
 import TrackServer
 import Tracking
 
@@ -137,8 +138,10 @@ struct Track: AsyncParsableCommand {
 
 struct Replay: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replay a recorded NMEA log as a live source would deliver it.",
+        abstract: "Replay a recorded NMEA log or track file as a live source would deliver it.",
         discussion: """
+            Reads NMEA, GPX, GeoJSON, CSV, OwnTracks .rec and Google Takeout files, told apart by \
+            content (gzip too; docs/input-files.md); standard input is read as NMEA. \
             Prints fixes (the `keeptrack decode` schema) and source events as JSON Lines, as fast as \
             possible or paced by the fixes' timestamps (--speed 1 is real time, 60 a minute per \
             second). A progress line (percent, fixes/s, ETA) is drawn on standard error when it is \
@@ -160,7 +163,7 @@ struct Replay: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The NMEA log ('-' for standard input; .gz files are decompressed).")
+    @Argument(help: "The NMEA log or track file ('-' for NMEA on standard input; .gz files are decompressed).")
     var file: String
 
     @Option(help: "Pace by fix time: 1 is real time, 10 ten times faster. Default: as fast as possible.")
@@ -202,6 +205,10 @@ struct Replay: AsyncParsableCommand {
     }
 
     func replay() async throws {
+        // A file is read by content: NMEA here, any other track file by replayTrackFile.
+        if file != "-", let format = try? TrackFileFormat.sniff(path: file), format != .nmea {
+            return try await replayTrackFile(format: format)
+        }
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".

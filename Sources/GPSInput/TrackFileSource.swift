@@ -1,0 +1,271 @@
+import Geo
+import NMEA
+import Synchronization
+import TrackFiles
+
+/// Fixes from a track file that is not NMEA: GPX, GeoJSON, CSV, an OwnTracks `.rec` file or
+/// Google Takeout location history (``TrackFiles/TrackFileFormat``), gzip-compressed or not.
+///
+/// It replays as ``NMEALogSource`` does: as fast as possible, or paced by the fixes' times with
+/// ``Options/speed``; ``logClock`` follows the fix times, so that the location service, visits and
+/// the outbox run on the file's time; ``Options/loop`` starts again with times shifted forward.
+/// The file (a file: a pipe would block the consumer's task) is read in 256 KiB chunks as the
+/// fixes are consumed, by a streaming reader: memory does not grow with the file. A malformed file
+/// ends the replay with an ``SourceEvent/Kind/error`` event naming the file, the line and the
+/// byte, after every fix before the problem.
+public final class TrackFileSource: FixSource {
+    public struct Options: Sendable {
+        public var path: String
+        /// The file's format, as ``TrackFiles/TrackFileFormat/sniff(path:)`` found it (not NMEA).
+        public var format: TrackFileFormat
+        /// Time factor: `nil` (the default) replays as fast as possible.
+        public var speed: Double?
+        /// Start again at the end. The default is `false`.
+        public var loop: Bool = false
+        /// The horizontal accuracy, in metres, given to a fix whose file states none (nor a DOP): the
+        /// location service takes no fix without one, and most GPX, GeoJSON and CSV files have none.
+        /// `nil` leaves such fixes without one. The default is 10 m.
+        public var assumedAccuracy: Double? = 10
+
+        public init(path: String, format: TrackFileFormat, speed: Double? = nil, loop: Bool = false) {
+            precondition(format != .nmea, "NMEA logs are NMEALogSource's")
+            self.path = path
+            self.format = format
+            self.speed = speed
+            self.loop = loop
+        }
+    }
+
+    /// How far the replay has got, for progress lines.
+    public struct Progress: Sendable, Hashable {
+        /// How far into the file the fixes delivered so far reach, in bytes of the file (compressed
+        /// bytes for gzip).
+        public var position: Int64 = 0
+        /// Bytes read from the file so far.
+        public var read: Int64 = 0
+        /// The file's size, when known.
+        public var size: Int64?
+        public var fixes: Int = 0
+        /// Completed passes over the file (loops).
+        public var passes: Int = 0
+        /// The reader's counters of the current pass.
+        public var statistics = TrackFileStatistics()
+
+        public init() {}
+
+        /// The share of the file the fixes delivered reach, when its size is known.
+        public var fraction: Double? {
+            guard let size, size > 0 else { return nil }
+            return Double(position) / Double(size)
+        }
+    }
+
+    public let options: Options
+    /// The clock that follows the file's fix times.
+    public let logClock: ManualClock
+    private let pacer: Pacer
+    private let progressState = Mutex(Progress())
+
+    /// - Parameters:
+    ///   - options: what to replay and how.
+    ///   - clock: the clock pacing measures real time on (tests pass a ``ManualClock``).
+    public init<C: Clock>(options: Options, clock: C = ContinuousClock()) where C.Duration == Duration {
+        self.options = options
+        self.logClock = ManualClock()
+        self.pacer = Pacer(clock: clock)
+    }
+
+    public var name: String { "\(options.format) \(options.path == "-" ? "<stdin>" : options.path)" }
+
+    /// Progress so far.
+    public var progress: Progress { progressState.withLock { $0 } }
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(source: self)
+    }
+
+    /// Reads the file chunk by chunk as fixes are requested.
+    public struct Iterator: AsyncIteratorProtocol {
+        public typealias Element = SourceElement
+        public typealias Failure = Never
+
+        let source: TrackFileSource
+        var file: NMEAFileReader?
+        var reader: any TrackReader
+        var queue: [SourceElement] = []
+        var head = 0
+        var finished = false
+        var started = false
+        let buffer: ReadBuffer
+        var firstFixNanos: Int64?
+        var paceStart: Duration?
+        var shift: Int64 = 0
+        var lastNanos: Int64?
+        var firstLogNanos: Int64?
+        var chunk = (start: Int64(0), end: Int64(0), fixes: 0, delivered: 0)
+
+        init(source: TrackFileSource) {
+            self.source = source
+            self.reader = source.options.format.makeReader()!
+            self.buffer = ReadBuffer(size: 256 * 1024)
+        }
+
+        public mutating func next() async -> SourceElement? {
+            while true {
+                if head < queue.count {
+                    let element = queue[head]
+                    head += 1
+                    if head == queue.count {
+                        queue.removeAll(keepingCapacity: true)
+                        head = 0
+                    }
+                    if case .fix(let fix) = element {
+                        return await deliver(fix)
+                    }
+                    return element
+                }
+                if finished || Task.isCancelled { return nil }
+                await fill()
+            }
+        }
+
+        /// Paces, shifts for looping, advances the log clock, counts.
+        mutating func deliver(_ original: Fix) async -> SourceElement {
+            var fix = original
+            if fix.horizontalAccuracy == nil, let assumed = source.options.assumedAccuracy {
+                fix.horizontalAccuracy = assumed
+            }
+            if firstLogNanos == nil { firstLogNanos = original.time?.nanosecondsSince1970 }
+            if shift != 0, let t = fix.time, let n = t.nanosecondsSince1970 {
+                fix.time = GNSSTime(nanosecondsSince1970: n + shift, fractionDigits: t.fractionDigits)
+            }
+            if let n = fix.time?.nanosecondsSince1970 {
+                if let speed = source.options.speed, speed > 0 {
+                    if firstFixNanos == nil {
+                        firstFixNanos = n
+                        paceStart = source.pacer.elapsed()
+                    }
+                    let logElapsed = Double(n - firstFixNanos!) / 1e9 / speed
+                    let due = paceStart! + .nanoseconds(Int64(logElapsed * 1e9))
+                    let wait = due - source.pacer.elapsed()
+                    if wait > .zero { try? await source.pacer.sleep(wait) }
+                }
+                // A track file's times may go back (a waypoint before its track): the clock only advances.
+                if n > (lastNanos ?? Int64.min) {
+                    source.logClock.advance(to: ManualClock.Instant(offset: .nanoseconds(n)))
+                    lastNanos = n
+                }
+            }
+            chunk.delivered += 1
+            let c = chunk
+            source.progressState.withLock {
+                $0.fixes += 1
+                $0.position =
+                    c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
+            }
+            return .fix(fix)
+        }
+
+        mutating func fill() async {
+            await Task.yield()
+            if !started {
+                started = true
+                if source.progress.passes > 0, let last = lastNanos, let first = firstLogNanos {
+                    shift = last + 1_000_000_000 - first
+                }
+                open()
+                if finished { return }
+            }
+            guard let file else {
+                finished = true
+                return
+            }
+            var collected: [SourceElement] = []
+            swap(&collected, &queue)
+            defer { swap(&collected, &queue) }
+            do throws(TrackFileError) {
+                let n: Int
+                do {
+                    n = try buffer.read(from: file)
+                } catch {
+                    throw TrackFileError(.io, "cannot read", byteOffset: error.byteOffset, underlying: error)
+                }
+                if n > 0 {
+                    try reader.feed(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<n])) {
+                        collected.append(.fix($0))
+                    }
+                    let stats = reader.statistics
+                    let fixes = collected.count
+                    chunk = (start: chunk.end, end: file.position, fixes: fixes, delivered: 0)
+                    let c = chunk
+                    source.progressState.withLock {
+                        if fixes == 0 { $0.position = c.end }
+                        $0.read = c.end
+                        $0.statistics = stats
+                    }
+                    return
+                }
+                try reader.finish { collected.append(.fix($0)) }
+                // The end of the file: every byte was read (a gzip trailer included).
+                chunk = (start: chunk.end, end: file.position, fixes: collected.count, delivered: 0)
+                let stats = reader.statistics
+                let c = chunk
+                source.progressState.withLock {
+                    $0.statistics = stats
+                    $0.read = c.end
+                    if c.fixes == 0 { $0.position = c.end }
+                }
+                endOfPass(&collected)
+            } catch {
+                var e = error
+                e.file = source.options.path
+                collected.append(.event(SourceEvent(.error, source: source.name, message: "\(e)")))
+                let stats = reader.statistics
+                source.progressState.withLock { $0.statistics = stats }
+                finished = true
+            }
+        }
+
+        mutating func open() {
+            do {
+                let f = try NMEAFileReader(path: source.options.path)
+                file = f
+                reader = source.options.format.makeReader()!
+                chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
+                source.progressState.withLock {
+                    $0.size = f.size
+                    $0.position = 0
+                    $0.read = 0
+                }
+                if source.progress.passes == 0 {
+                    queue.append(
+                        .event(
+                            SourceEvent(
+                                .connected, source: source.name,
+                                message: "replaying \(f.name)"
+                                    + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
+                }
+            } catch {
+                let e = TrackFileError(.io, "cannot open", file: source.options.path, underlying: error)
+                queue.append(.event(SourceEvent(.error, source: source.name, message: "\(e)")))
+                finished = true
+            }
+        }
+
+        mutating func endOfPass(_ collected: inout [SourceElement]) {
+            let passes = source.progressState.withLock { p -> Int in
+                p.passes += 1
+                return p.passes
+            }
+            collected.append(
+                .event(SourceEvent(.endOfInput, source: source.name, message: "end of file after pass \(passes)")))
+            guard source.options.loop, source.options.path != "-" else {
+                finished = true
+                file = nil
+                return
+            }
+            file = nil
+            started = false
+        }
+    }
+}

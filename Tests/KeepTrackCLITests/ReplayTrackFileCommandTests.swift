@@ -1,0 +1,108 @@
+import Foundation
+import KeepTrackTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("keeptrack replay of track files")
+struct ReplayTrackFileCommandTests {
+    func temporaryDirectory() -> String {
+        var template = Array("/tmp/keeptrack-cli-XXXXXX".utf8CString)
+        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+    }
+
+    @Test(arguments: [
+        ("walk-2min.gpx", "gpx", 121), ("walk-2min.gpx.gz", "gpx", 121), ("walk-2min.gpx10.gpx", "gpx", 120),
+        ("walk-2min.geojson", "geojson", 120), ("walk-2min.points.geojson", "geojson", 120),
+        ("walk-2min.csv", "csv", 120), ("walk-2min.ms.csv", "csv", 120), ("walk-2min.rec", "owntracks-rec", 120),
+        ("walk-2min.takeout.json", "takeout", 120),
+    ])
+    func replayReadsEachFormatByContentAndPrintsItsFixes(_ name: String, _ format: String, _ fixes: Int) throws {
+        let r = try keeptrack(["replay", "fixtures/tracks/" + name])
+        #expect(r.status == 0)
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("{\"time\":") }.count == fixes)
+        #expect(lines.first?.contains("\"source\":\"\(format) fixtures/tracks/\(name)\"") == true)
+        #expect(r.stderr.contains(": \(fixes) fixes"))
+    }
+
+    /// The whole pipeline on an imported history: every point of the file stored once.
+    @Test(arguments: ["walk-2min.gpx", "walk-2min.geojson", "walk-2min.csv", "walk-2min.rec", "walk-2min.takeout.json"])
+    func anImportThroughTheEmbeddedEndpointStoresEveryPointOnce(_ name: String) throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try keeptrack(["replay", "--upload", "embedded", "--data-dir", dir, "fixtures/tracks/" + name])
+        #expect(r.status == 0)
+        // The GPX's timed waypoint is its first track point again: the location service takes it once.
+        #expect(r.stderr.contains("upload: 120 records acknowledged"))
+        #expect(r.stderr.contains("embedded endpoint: 120 points and 0 region events stored"))
+        #expect(r.stdout.split(separator: "\n").filter { $0.hasPrefix("{\"event\":\"location\"") }.count == 120)
+    }
+
+    @Test func regionsWorkOnAnImportedHistoryAsOnTheNMEALog() throws {
+        let args = ["replay", "--regions", "fixtures/walk-15min.regions.geojson"]
+        let nmea = try keeptrack(args + ["fixtures/walk-15min.nmea"])
+        let gpx = try keeptrack(args + ["fixtures/tracks/walk-2min.gpx"])
+        #expect(gpx.status == 0)
+        // Region events without their times (the accuracies differ: GST sigmas in the log, HDOP in the GPX).
+        func events(_ out: String) -> [String] {
+            out.split(separator: "\n").filter {
+                !$0.hasPrefix("{\"event\":\"location\"") && $0.hasPrefix("{\"event\":")
+            }
+            .map { line in String(line.split(separator: ",\"time\"").first ?? line) }
+        }
+        let got = events(gpx.stdout)
+        // The first two minutes: the initial states and leaving Marienplatz.
+        #expect(got.count == 4)
+        #expect(got.last == "{\"event\":\"exit\",\"region\":\"marienplatz\"")
+        #expect(Array(events(nmea.stdout).prefix(got.count)) == got)
+    }
+
+    /// The night of visits, written out as a CSV of the log's own fixes (every field the location
+    /// service reads), gives the same visits, trips and events as the log.
+    @Test func visitsOnAnImportedHistoryAreTheLogsVisits() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fixes = try keeptrack(["replay", "fixtures/visits-night.nmea.gz"])
+        #expect(fixes.status == 0)
+        var csv = "time,lat,lon,altitude,speed,course,accuracy\n"
+        for line in fixes.stdout.split(separator: "\n") where line.hasPrefix("{\"time\":") {
+            let f = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let cells = ["time", "lat", "lon", "alt", "speed", "course", "hAcc"].map { key -> String in
+                guard let v = f[key], !(v is NSNull) else { return "" }
+                return key == "time" ? "\(v)" : "\((v as? NSNumber)?.stringValue ?? "")"
+            }
+            csv += cells.joined(separator: ",") + "\n"
+        }
+        let path = dir + "/night.csv"
+        try csv.write(toFile: path, atomically: true, encoding: .utf8)
+        let log = try keeptrack(["replay", "--visits", "fixtures/visits-night.nmea.gz"])
+        let file = try keeptrack(["replay", "--visits", path])
+        #expect(file.status == 0)
+        // Visits and trips, coordinates to 7 decimals (the CSV holds the decode schema's 9, rounded). The
+        // log's epochs without a position (a tunnel) also give a location-unknown error: a file has none.
+        func events(_ out: String) -> [String] {
+            out.split(separator: "\n")
+                .filter { $0.hasPrefix("{\"event\":\"visit\"") || $0.hasPrefix("{\"event\":\"trip\"") }
+                .map { String($0).replacing(#/(\.\d{7})\d\d/#) { String($0.output.1) } }
+        }
+        let expected = events(log.stdout)
+        #expect(expected.filter { $0.hasPrefix("{\"event\":\"visit\"") }.count >= 4)
+        #expect(events(file.stdout) == expected)
+    }
+
+    @Test func aBillionLaughsGPXIsRefusedNamingFileLineAndByte() throws {
+        let r = try keeptrack(["replay", "fixtures/tracks/billion-laughs.gpx"])
+        #expect(r.status == 1)
+        #expect(r.stdout.contains("fixtures/tracks/billion-laughs.gpx:2: byte 22: doctype"))
+    }
+
+    @Test func aMalformedFileKeepsWhatCameBeforeTheError() throws {
+        let r = try keeptrack(["replay", "fixtures/tracks/bad-cell.csv"])
+        #expect(r.status == 1)
+        #expect(r.stdout.split(separator: "\n").filter { $0.hasPrefix("{\"time\":") }.count == 5)
+        #expect(r.stdout.contains("bad-cell.csv:7: byte 254: invalid-value: csv: a latitude cell that is not a number"))
+    }
+}
