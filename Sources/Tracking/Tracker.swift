@@ -360,8 +360,8 @@ final class TrackerCore: Sendable {
             atEnd ? $0.shouldSaveAtEnd(version: version) : $0.shouldSave(version: version, at: t)
         }
         guard due else { return }
-        let failure = manager.withRegions { regions -> RegionStore.Failure? in
-            do throws(RegionStore.Failure) {
+        let failure = manager.withRegions { regions -> LocationError? in
+            do throws(LocationError) {
                 try store.saveStates(of: regions)
                 return nil
             } catch {
