@@ -35,8 +35,9 @@ extension PostgresTrackStore {
                 }
             }
             return true
-        } catch where ["23505", "40P01", "40001"].contains((error as? PSQLError)?.serverInfo?[.sqlState]) {
-            // A key stored already (23505), or two batches waiting on each other's keys: rolled back.
+        } catch let error as PSQLError
+            where [.uniqueViolation, .deadlockDetected, .serializationFailure].contains(error.condition) {
+            // A key stored already, or two batches waiting on each other's keys: rolled back.
             return false
         }
     }
