@@ -221,7 +221,8 @@ struct Serve: AsyncParsableCommand {
             server = try TrackServer(configuration: configuration(database: database.description), store: store,
                                      logger: logger)
         } catch {
-            throw ValidationError("\(error)") // names the database (a URL without its password)
+            // A database that can't be opened is a failure at run time, not a usage error: no usage text.
+            throw CommandFailure("\(error)") // names the database (a URL without its password)
         }
         try await server.run(signals: true) { line in
             var out = OutputBuffer()
