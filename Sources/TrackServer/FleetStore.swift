@@ -42,6 +42,12 @@ public protocol FleetStore: AnyObject, Sendable {
 }
 
 extension FleetStore {
+    /// ``addCredential(device:now:)`` with the token's creation time read from `clock`, as the
+    /// endpoint reads its receipt times.
+    public func addCredential(device: String, clock: any EpochClock) async throws -> String {
+        try await addCredential(device: device, now: clock.now.secondsSince1970)
+    }
+
     public func latest() async throws -> [LatestPosition] { try await latest(device: nil) }
 
     public func positions(in area: PositionArea, from: Double = -.infinity, to: Double = .infinity,

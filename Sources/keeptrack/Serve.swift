@@ -65,7 +65,7 @@ struct Serve: AsyncParsableCommand {
 
             func run() async throws {
                 let token = try await serve.withDeviceTokens(creating: true) { store in
-                    try await store.addCredential(device: id, now: WallClock.seconds())
+                    try await store.addCredential(device: id, clock: WallClock())
                 }
                 print(token)
             }
