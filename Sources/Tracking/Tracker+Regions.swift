@@ -37,12 +37,12 @@ extension Tracker.Configuration {
         do {
             bytes = try readFile(path)
         } catch {
-            throw TrackerError("cannot read \(path): \(error)")
+            throw TrackerError("cannot read \(path)", code: .regionsFile, path: path, underlying: error)
         }
         do {
             try addRegions(geoJSON: bytes, dwell: dwell)
         } catch {
-            throw TrackerError("\(path): \(error)")
+            throw TrackerError(path, code: .regionsFile, path: path, underlying: error)
         }
     }
 }
