@@ -1,5 +1,7 @@
 import ArgumentParser
 import LocationService
+import Tracking
+import Upload
 
 // The sentences the libraries' typed errors become, and which of them are about an argument the
 // user gave (a `ValidationError`: usage, exit status 64) rather than a failure at run time (a
@@ -22,6 +24,19 @@ extension LocationError {
         case .unknownRegion, .invalidFile, .invalidRegion: ValidationError(sentence)
         case .unreadable where path == file: ValidationError(sentence)
         default: CommandFailure(sentence)
+        }
+    }
+}
+
+extension TrackerError {
+    /// A `CommandFailure` when the outbox or the region store can't be read or written (a full
+    /// disk, permissions); a `ValidationError` for what the options name (a regions file, the
+    /// uploader's settings, the control socket's path).
+    var commandError: any Error {
+        switch code {
+        case .regionStore: return CommandFailure(description)
+        case .upload where (underlying as? UploadError)?.code == .storage: return CommandFailure(description)
+        default: return ValidationError(description)
         }
     }
 }
