@@ -208,6 +208,8 @@ public struct TrackerError: Error, CustomStringConvertible {
         public static let source = Code(rawValue: "source")
         /// A source gave fewer than two usable fixes (a motion profile needs two).
         public static let tooFewFixes = Code(rawValue: "too-few-fixes")
+        /// Output could not be written (a closed pipe, a full disk; ``TrackerError/errno`` says why).
+        public static let output = Code(rawValue: "output")
         /// Anything else.
         public static let other = Code(rawValue: "other")
     }
@@ -219,12 +221,20 @@ public struct TrackerError: Error, CustomStringConvertible {
     public var path: String?
     /// The error this one comes from, when there is one.
     public var underlying: (any Error)?
+    /// The system's error number, for ``Code/output``.
+    public var errno: Int32?
 
     public init(_ message: String, code: Code = .other, path: String? = nil, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.path = path
         self.underlying = underlying
+    }
+
+    /// Output could not be written: ``Code/output`` with the system's error number.
+    public init(errno: Int32) {
+        self.init("cannot write output: \(errnoText(errno))", code: .output)
+        self.errno = errno
     }
 
     /// The message, then the cause's own description.
