@@ -43,17 +43,17 @@ public struct ConfigReader: Sendable {
 
     /// Reads and checks the file at `path`.
     ///
-    /// - Throws: ``ConfigProblem`` naming the path and, when known, the line.
+    /// - Throws: ``ConfigFileError`` naming the path and, when known, the line.
     /// - Complexity: O(n) in the file's size.
-    public func read(path: String) throws(ConfigProblem) -> [ConfigSetting] {
+    public func read(path: String) throws(ConfigFileError) -> [ConfigSetting] {
         try parse(try readFile(path, limit: limits.maxBytes), name: path)
     }
 
     /// Checks `bytes` as a configuration file called `name`.
     ///
-    /// - Throws: ``ConfigProblem`` naming `name` and, when known, the line.
+    /// - Throws: ``ConfigFileError`` naming `name` and, when known, the line.
     /// - Complexity: O(n) in the size of `bytes`.
-    public func parse(_ bytes: [UInt8], name: String) throws(ConfigProblem) -> [ConfigSetting] {
+    public func parse(_ bytes: [UInt8], name: String) throws(ConfigFileError) -> [ConfigSetting] {
         var statistics = ConfigStatistics()
         return try parse(bytes, name: name, statistics: &statistics)
     }
@@ -61,10 +61,10 @@ public struct ConfigReader: Sendable {
     /// Checks `bytes` as a configuration file called `name`, counting the work done in
     /// `statistics` (for tests that watch the complexity).
     public func parse(_ bytes: [UInt8], name: String, statistics stats: inout ConfigStatistics)
-        throws(ConfigProblem) -> [ConfigSetting]
+        throws(ConfigFileError) -> [ConfigSetting]
     {
         if bytes.count > limits.maxBytes {
-            throw ConfigProblem(.tooLarge, name, line: nil,
+            throw ConfigFileError(.tooLarge, name, line: nil,
                                 "\(bytes.count) bytes is too large for a configuration file (the limit is \(limits.maxBytes))")
         }
         try Self.checkText(bytes, name: name)
@@ -74,13 +74,14 @@ public struct ConfigReader: Sendable {
         do {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
-            throw ConfigProblem(.notYAML, name, line: Self.yamlLine(error), "not valid YAML: \(Self.yamlProblem(error))")
+            throw ConfigFileError(.notYAML, name, line: Self.yamlLine(error), "not valid YAML: \(Self.yamlProblem(error))",
+                                  underlying: error)
         } catch {
-            throw ConfigProblem(.notYAML, name, line: nil, "not valid YAML: \(error)")
+            throw ConfigFileError(.notYAML, name, line: nil, "not valid YAML: \(error)", underlying: error)
         }
         guard let root else { return [] }
         guard let mapping = root.mapping else {
-            throw ConfigProblem(.notAMapping, name, line: root.mark?.line, "expected keys and values (a mapping)")
+            throw ConfigFileError(.notAMapping, name, line: root.mark?.line, "expected keys and values (a mapping)")
         }
         var settings: [ConfigSetting] = []
         var seen: Set<String> = []
@@ -88,21 +89,21 @@ public struct ConfigReader: Sendable {
             stats.values += 1
             let line = keyNode.mark?.line ?? 0
             guard let key = keyNode.scalar?.string else {
-                throw ConfigProblem(.badKey, name, line: line, "a key must be a plain name")
+                throw ConfigFileError(.badKey, name, line: line, "a key must be a plain name")
             }
             guard let kind = schema[key] else {
                 let hint = suggestion(for: key).map { " (did you mean '\($0)'?)" } ?? ""
-                throw ConfigProblem(.unknownKey, name, line: line, "unknown key '\(Self.printable(key))'\(hint)")
+                throw ConfigFileError(.unknownKey, name, line: line, "unknown key '\(Self.printable(key))'\(hint)")
             }
             guard seen.insert(key).inserted else {
-                throw ConfigProblem(.duplicateKey, name, line: line, "'\(key)' is set twice")
+                throw ConfigFileError(.duplicateKey, name, line: line, "'\(key)' is set twice")
             }
             let setting: ConfigSetting.Value
             switch kind {
             case .flag:
                 guard let b = value.bool else {
                     let got = value.scalar.map { Self.printable($0.string) } ?? "a list"
-                    throw ConfigProblem(.badValue, name, line: line, "\(key): expected true or false, got '\(got)'")
+                    throw ConfigFileError(.badValue, name, line: line, "\(key): expected true or false, got '\(got)'")
                 }
                 setting = .flag(b)
             case .option, .optionalValue:
@@ -111,7 +112,7 @@ public struct ConfigReader: Sendable {
                     break
                 }
                 guard let scalar = value.scalar?.string, !scalar.isEmpty else {
-                    throw ConfigProblem(.badValue, name, line: line, "\(key): expected a single value")
+                    throw ConfigFileError(.badValue, name, line: line, "\(key): expected a single value")
                 }
                 setting = .option(scalar)
             case .list:
@@ -121,14 +122,14 @@ public struct ConfigReader: Sendable {
                     for item in sequence {
                         stats.values += 1
                         guard let scalar = item.scalar?.string else {
-                            throw ConfigProblem(.badValue, name, line: item.mark?.line ?? line,
+                            throw ConfigFileError(.badValue, name, line: item.mark?.line ?? line,
                                                 "\(key): expected a list of values")
                         }
                         items.append(.init(value: scalar, line: item.mark?.line ?? line))
                     }
                 } else {
                     guard let scalar = value.scalar?.string else {
-                        throw ConfigProblem(.badValue, name, line: line, "\(key): expected a list of values")
+                        throw ConfigFileError(.badValue, name, line: line, "\(key): expected a list of values")
                     }
                     items.append(.init(value: scalar, line: value.mark?.line ?? line))
                 }
@@ -260,8 +261,9 @@ public struct ConfigStatistics: Sendable, Hashable {
     public init() {}
 }
 
-/// A problem in a configuration file: what, and where.
-public struct ConfigProblem: Error, Sendable, Hashable, CustomStringConvertible {
+/// ConfigFile's error: a problem in a configuration file, what (``code``, ``message``) and where
+/// (``path``, ``line``), with the cause (``underlying``: the YAML parser's error) when there is one.
+public struct ConfigFileError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of problem.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public let rawValue: String
@@ -296,12 +298,27 @@ public struct ConfigProblem: Error, Sendable, Hashable, CustomStringConvertible 
     public var line: Int?
     /// What is wrong, in a sentence.
     public var message: String
+    /// The error this one comes from (Yams' `YamlError` for ``Code/notYAML``), when there is one.
+    public var underlying: (any Error)?
 
-    public init(_ code: Code, _ path: String, line: Int?, _ message: String) {
+    public init(_ code: Code, _ path: String, line: Int?, _ message: String, underlying: (any Error)? = nil) {
         self.code = code
         self.path = path
         self.line = line
         self.message = message
+        self.underlying = underlying
+    }
+
+    /// Equal when they say the same thing at the same place (the cause is not compared).
+    public static func == (a: Self, b: Self) -> Bool {
+        a.code == b.code && a.path == b.path && a.line == b.line && a.message == b.message
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(path)
+        hasher.combine(line)
+        hasher.combine(message)
     }
 
     /// `config.yaml:3: unknown key 'distance_filter' (did you mean 'distance-filter'?)`
@@ -312,10 +329,10 @@ public struct ConfigProblem: Error, Sendable, Hashable, CustomStringConvertible 
 
 extension ConfigReader {
     /// The file's bytes, refusing more than `limit` (reading at most one byte past it).
-    func readFile(_ path: String, limit: Int) throws(ConfigProblem) -> [UInt8] {
+    func readFile(_ path: String, limit: Int) throws(ConfigFileError) -> [UInt8] {
         let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
         if fd < 0 {
-            throw ConfigProblem(.unreadable, path, line: nil, "cannot read: \(String(cString: strerror(errno)))")
+            throw ConfigFileError(.unreadable, path, line: nil, "cannot read: \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         var out: [UInt8] = []
@@ -324,7 +341,7 @@ extension ConfigReader {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ConfigProblem(.unreadable, path, line: nil, "cannot read: \(String(cString: strerror(errno)))")
+                throw ConfigFileError(.unreadable, path, line: nil, "cannot read: \(String(cString: strerror(errno)))")
             }
             if n == 0 { break }
             out += chunk[0..<n]
@@ -333,11 +350,11 @@ extension ConfigReader {
     }
 
     /// Refuses bytes that are not text: invalid UTF-8, or control characters YAML does not allow.
-    static func checkText(_ bytes: [UInt8], name: String) throws(ConfigProblem) {
+    static func checkText(_ bytes: [UInt8], name: String) throws(ConfigFileError) {
         var line = 1
         var i = 0
-        func refuse(_ what: String) throws(ConfigProblem) -> Never {
-            throw ConfigProblem(.notYAML, name, line: line,
+        func refuse(_ what: String) throws(ConfigFileError) -> Never {
+            throw ConfigFileError(.notYAML, name, line: line,
                                 "not YAML (a binary file?): \(what) at byte \(i) is not text")
         }
         func hex(_ b: UInt8) -> String {
@@ -384,7 +401,7 @@ extension ConfigReader {
 
     /// One linear pass over libyaml's events, before Yams composes a tree: bounds nesting and
     /// alias expansion, refuses lists and mappings as keys, finds a top-level key set twice.
-    func prepass(_ bytes: [UInt8], name: String, stats: inout ConfigStatistics) throws(ConfigProblem) {
+    func prepass(_ bytes: [UInt8], name: String, stats: inout ConfigStatistics) throws(ConfigFileError) {
         struct Frame {
             var isMapping: Bool
             var anchor: String?
@@ -401,10 +418,10 @@ extension ConfigReader {
         let limits = self.limits
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else {
-            throw ConfigProblem(.notYAML, name, line: nil, "cannot start the YAML parser (out of memory)")
+            throw ConfigFileError(.notYAML, name, line: nil, "cannot start the YAML parser (out of memory)")
         }
         defer { yaml_parser_delete(&parser) }
-        var failure: ConfigProblem?
+        var failure: ConfigFileError?
         bytes.withUnsafeBufferPointer { input in
             yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
             yaml_parser_set_input_string(&parser, input.baseAddress, input.count)
@@ -421,11 +438,11 @@ extension ConfigReader {
                 }
                 return String(cString: UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self))
             }
-            func problem(_ code: ConfigProblem.Code, _ mark: yaml_mark_t, _ message: String) -> ConfigProblem {
-                ConfigProblem(code, name, line: Int(mark.line) + 1, message)
+            func problem(_ code: ConfigFileError.Code, _ mark: yaml_mark_t, _ message: String) -> ConfigFileError {
+                ConfigFileError(code, name, line: Int(mark.line) + 1, message)
             }
             /// A node of `size` (aliases expanded) at `mark`; `scalar` when it is one.
-            func node(size: Int, isCollectionKey: Bool, scalar: String?, mark: yaml_mark_t) -> ConfigProblem? {
+            func node(size: Int, isCollectionKey: Bool, scalar: String?, mark: yaml_mark_t) -> ConfigFileError? {
                 total = min(total + size, Int.max / 2)
                 stats.expandedNodes = total
                 if total > limits.maxNodes {
@@ -454,10 +471,10 @@ extension ConfigReader {
                     let mark = parser.error == YAML_READER_ERROR ? nil : Int(parser.problem_mark.line) + 1
                     if text.hasPrefix("Maximum nesting level") {
                         // libyaml's own bound (1000), met while it looks ahead.
-                        failure = ConfigProblem(.tooComplex, name, line: mark, "lists and mappings nested too deeply "
+                        failure = ConfigFileError(.tooComplex, name, line: mark, "lists and mappings nested too deeply "
                             + "(more than \(limits.maxDepth) levels)")
                     } else {
-                        failure = ConfigProblem(.notYAML, name, line: mark, "not valid YAML: \(text)")
+                        failure = ConfigFileError(.notYAML, name, line: mark, "not valid YAML: \(text)")
                     }
                     break
                 }

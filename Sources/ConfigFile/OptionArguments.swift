@@ -31,7 +31,7 @@ public struct OptionArguments: Sendable, Hashable {
 
 extension ConfigReader {
     /// The file's settings as command-line arguments, key by key.
-    public func optionArguments(path: String) throws(ConfigProblem) -> [OptionArguments] {
+    public func optionArguments(path: String) throws(ConfigFileError) -> [OptionArguments] {
         try read(path: path).map(OptionArguments.init)
     }
 
@@ -43,46 +43,66 @@ extension ConfigReader {
 
     /// Checks the file as the command would read it, naming the key and line of any problem.
     ///
+    /// A problem is put on the one key that explains it: the key without which the file is
+    /// accepted (or, when several keys are wrong, without which the rest has a problem of its own
+    /// that one other key explains). A problem no single key explains (no input chosen, two inputs
+    /// chosen) is reported without a line. Nothing is read from the problem's text.
+    ///
     /// - Parameters:
     ///   - parses: incremented for every call of `parse`.
-    ///   - unattributed: message prefixes that are about several keys at once (such as "choose
-    ///     one input"), reported without a line.
     ///   - parse: parses a command line and returns its error message, or nil when it is accepted.
-    /// - Complexity: O(n) in the file's size: lists are parsed in slices of ``sliceSize`` items
-    ///   along with every other key, so cross-key rules still apply to each item.
-    public func check(path: String, parses: inout Int, unattributed: [String] = [],
-                      parse: ([String]) -> String?) throws(ConfigProblem) -> [OptionArguments] {
+    /// - Complexity: O(n) in the file's size for a file that is accepted: lists are parsed in
+    ///   slices of ``sliceSize`` items along with every other key, so cross-key rules still apply to
+    ///   each item. Finding the key of a problem takes a few parses per key.
+    public func check(path: String, parses: inout Int,
+                      parse: ([String]) -> String?) throws(ConfigFileError) -> [OptionArguments] {
         let entries = try optionArguments(path: path)
         let single = entries.filter(\.items.isEmpty)
-        let base = single.flatMap(\.arguments)
         let lists = entries.filter { !$0.items.isEmpty }
-        func check(_ arguments: [String], culprits: [(key: String, line: Int)]) throws(ConfigProblem) {
+        typealias Part = (key: String, line: Int, arguments: [String])
+        let base: [Part] = single.map { ($0.key, $0.line, $0.arguments) }
+        func parsing(_ parts: [Part]) -> String? {
             parses += 1
-            guard let message = parse(arguments) else { return }
-            // Find the key the message is about.
-            let culprit = culprits.first { message.contains("--\($0.key)") || message.contains("'\($0.key)'") }
-            if let culprit, !unattributed.contains(where: { message.hasPrefix($0) }) {
-                throw ConfigProblem(.badValue, path, line: culprit.line, "\(culprit.key): \(message)")
-            }
-            throw ConfigProblem(.badValue, path, line: nil, message)
+            return parse(parts.flatMap(\.arguments))
         }
-        let baseCulprits = single.map { (key: $0.key, line: $0.line) }
+        /// The part whose removal from `parts` ends the problem `message`: the file is accepted
+        /// without it, or what is left has another problem that `depth` more removals explain.
+        func culprit(of message: String, in parts: [Part], depth: Int) -> Part? {
+            var found: [Part] = []
+            for i in parts.indices {
+                var rest = parts
+                let part = rest.remove(at: i)
+                guard let other = parsing(rest) else {
+                    found.append(part)
+                    continue
+                }
+                if depth > 0, other != message, culprit(of: other, in: rest, depth: depth - 1) != nil {
+                    found.append(part)
+                }
+            }
+            return found.count == 1 ? found[0] : nil
+        }
+        func check(_ parts: [Part]) throws(ConfigFileError) {
+            guard let message = parsing(parts) else { return }
+            if let part = culprit(of: message, in: parts, depth: 2) {
+                throw ConfigFileError(.badValue, path, line: part.line, "\(part.key): \(message)")
+            }
+            throw ConfigFileError(.badValue, path, line: nil, message)
+        }
         if lists.isEmpty {
-            try check(base, culprits: baseCulprits)
+            try check(base)
             return entries
         }
         for list in lists {
             var start = 0
             while start < list.items.count {
                 let slice = list.items[start..<min(start + Self.sliceSize, list.items.count)]
-                do throws(ConfigProblem) {
-                    try check(base + slice.flatMap(\.arguments), culprits: baseCulprits + [(list.key, list.line)])
-                } catch {
+                if parsing(base + [(list.key, list.line, slice.flatMap(\.arguments))]) != nil {
                     // Name the item: check the slice's items one by one.
                     for item in slice {
-                        try check(base + item.arguments, culprits: baseCulprits + [(list.key, item.line)])
+                        try check(base + [(list.key, item.line, item.arguments)])
                     }
-                    throw error
+                    try check(base + [(list.key, list.line, slice.flatMap(\.arguments))])
                 }
                 start += Self.sliceSize
             }
@@ -95,9 +115,9 @@ extension ConfigReader {
     /// the file's arguments go right after the subcommand at `index`, so the command line, parsed
     /// later, wins.
     ///
-    /// - Throws: ``ConfigProblem`` for an unreadable or invalid file (a missing default is no problem).
+    /// - Throws: ``ConfigFileError`` for an unreadable or invalid file (a missing default is no problem).
     public func insertingFile(into arguments: [String], at index: Int, option: String, defaultPath: String,
-                              exists: (String) -> Bool) throws(ConfigProblem) -> [String] {
+                              exists: (String) -> Bool) throws(ConfigFileError) -> [String] {
         var arguments = arguments
         var path = defaultPath
         var explicit = false

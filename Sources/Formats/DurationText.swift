@@ -1,16 +1,12 @@
 /// Durations as people write them: `90` (seconds), `90s`, `5m`, `2h`, `30d`, decimals allowed
 /// (`1.5h`). The one parser of every duration option and configuration key.
 public enum DurationText {
-    /// A text that is not a duration, with what was given and what is accepted.
-    public struct Problem: Error, CustomStringConvertible, Sendable, Equatable {
-        /// The text as given.
-        public var text: String
-        /// What a bare number means (`seconds` or `days`).
-        public var bareUnit: Unit
-        public var description: String {
-            "'\(text)' is not a duration: write a number of \(bareUnit.name) (\(bareUnit == .days ? "30" : "90")) "
-                + "or a number with s, m, h or d (90s, 5m, 2h, 30d)"
-        }
+    /// A text that is not a duration (``FormatsError/Code/notADuration``), with what was given
+    /// (``FormatsError/text``) and what is accepted.
+    static func problem(_ text: String, bareUnit: Unit) -> FormatsError {
+        let message = "'\(text)' is not a duration: write a number of \(bareUnit.name) "
+            + "(\(bareUnit == .days ? "30" : "90")) or a number with s, m, h or d (90s, 5m, 2h, 30d)"
+        return FormatsError(message, code: .notADuration, text: text)
     }
 
     /// The unit of a number written without one.
@@ -28,8 +24,8 @@ public enum DurationText {
     ///   - text: digits with at most one decimal point, then optionally `s`, `m`, `h` or `d`;
     ///     spaces around it are ignored.
     ///   - bareUnit: what a number without a unit counts. The default is seconds.
-    /// - Throws: ``Problem`` for anything else (empty, negative, `5x`, `inf`, `1e3`, `5 m s`).
-    public static func seconds(_ text: String, bareUnit: Unit = .seconds) throws(Problem) -> Double {
+    /// - Throws: ``FormatsError`` (``FormatsError/Code/notADuration``) for anything else (empty, negative, `5x`, `inf`, `1e3`, `5 m s`).
+    public static func seconds(_ text: String, bareUnit: Unit = .seconds) throws(FormatsError) -> Double {
         var bytes = Array(text.utf8)[...]
         while let b = bytes.first, b == UInt8(ascii: " ") { bytes.removeFirst() }
         while let b = bytes.last, b == UInt8(ascii: " ") { bytes.removeLast() }
@@ -48,11 +44,11 @@ public enum DurationText {
             } else if b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") {
                 digits += 1
             } else {
-                throw Problem(text: text, bareUnit: bareUnit)
+                throw problem(text, bareUnit: bareUnit)
             }
         }
         guard digits > 0, dots <= 1, digits <= 15, let value = Double(String(decoding: bytes, as: UTF8.self)) else {
-            throw Problem(text: text, bareUnit: bareUnit)
+            throw problem(text, bareUnit: bareUnit)
         }
         return value * scale
     }

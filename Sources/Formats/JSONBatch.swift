@@ -111,12 +111,6 @@ public enum JSONBatch {
                 try s.expect(UInt8(ascii: "}"))
             }
             guard s.atEnd else { throw s.fail("text after the object") }
-        } catch let f as JSONScanner.Failure {
-            throw WireFormatError(f.message)
-        } catch let e as WireFormatError {
-            throw e
-        } catch {
-            throw WireFormatError("\(error)")
         }
         guard let device else { throw WireFormatError("device: missing") }
         guard sawRecords else { throw WireFormatError("records: missing") }
@@ -132,7 +126,7 @@ public enum JSONBatch {
     }
 
     /// One record object; the device is filled in by the caller.
-    static func record(_ s: inout JSONScanner, index: Int) throws -> (TrailRecord, String?) {
+    static func record(_ s: inout JSONScanner, index: Int) throws(FormatsError) -> (TrailRecord, String?) {
         var id: String?
         var seq: Int64?
         var kind: TrailRecord.Kind?

@@ -11,12 +11,12 @@ struct JSONScanner {
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    struct Failure: Error {
-        var message: String
-    }
+    /// The scanner's error: every reader of JSON in this module throws it as it is (``FormatsError/Code/malformedJSON``).
+    typealias Failure = FormatsError
 
     func fail(_ what: String) -> Failure {
-        Failure(message: i < bytes.count ? "malformed JSON at byte \(i): \(what)" : "malformed JSON: the body ends early")
+        guard i < bytes.count else { return FormatsError("malformed JSON: the body ends early", code: .malformedJSON) }
+        return FormatsError("malformed JSON at byte \(i): \(what)", code: .malformedJSON, byteOffset: i)
     }
 
     mutating func skipWhitespace() {

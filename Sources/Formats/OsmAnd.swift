@@ -169,11 +169,9 @@ public enum OsmAnd {
             } while s.take(UInt8(ascii: ","))
             try s.expect(UInt8(ascii: "}"))
         }
-        do throws(JSONScanner.Failure) {
+        do {
             try object("", depth: 0)
             guard s.atEnd else { throw s.fail("text after the object") }
-        } catch {
-            throw WireFormatError(error.message)
         }
         func number(_ key: String) throws(WireFormatError) -> Double? {
             switch values[key] {

@@ -27,14 +27,8 @@ public struct RegionDefinition: Hashable, Sendable {
         self.notifyOnExit = notifyOnExit
     }
 
-    /// A problem in a GeoJSON file, naming the feature.
-    public struct ParseError: Error, CustomStringConvertible, Sendable {
-        public var message: String
-        public var description: String { message }
-    }
-
     /// Parses a FeatureCollection (or a single Feature).
-    public static func parseGeoJSON(_ data: [UInt8]) throws(ParseError) -> [RegionDefinition] {
+    public static func parseGeoJSON(_ data: [UInt8]) throws(FormatsError) -> [RegionDefinition] {
         var out: [RegionDefinition] = []
         try parseGeoJSON(data) { out.append($0) }
         return out
@@ -43,11 +37,11 @@ public struct RegionDefinition: Hashable, Sendable {
     /// Parses a FeatureCollection (or a single Feature), handing each region to `body` as it is
     /// read (nothing is kept).
     ///
-    /// - Throws: ``ParseError`` naming the feature (its position and id) or the byte offset.
+    /// - Throws: ``FormatsError`` naming the feature (its position and id) or the byte offset.
     /// - Complexity: O(bytes).
-    public static func parseGeoJSON(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(ParseError) {
+    public static func parseGeoJSON(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(FormatsError) {
         var scanner = JSONScanner(data)
-        do {
+        do throws(FormatsError) {
             var root = Feature()
             var count = 0
             try scanner.expect(UInt8(ascii: "{"))
@@ -57,7 +51,7 @@ public struct RegionDefinition: Hashable, Sendable {
                     try scanner.expect(UInt8(ascii: ":"))
                     if key == "features" {
                         guard scanner.peek == UInt8(ascii: "[") else {
-                            throw ParseError(message: "FeatureCollection without features")
+                            throw FormatsError("FeatureCollection without features")
                         }
                         try scanner.expect(UInt8(ascii: "["))
                         if !scanner.take(UInt8(ascii: "]")) {
@@ -79,18 +73,14 @@ public struct RegionDefinition: Hashable, Sendable {
             guard scanner.atEnd else { throw scanner.fail("data after the document") }
             switch root.type {
             case "FeatureCollection":
-                guard root.hasFeatures else { throw ParseError(message: "FeatureCollection without features") }
+                guard root.hasFeatures else { throw FormatsError("FeatureCollection without features") }
             case "Feature":
                 body(try root.definition(name: "feature 1"))
             default:
-                throw ParseError(message: "expected a GeoJSON FeatureCollection or Feature")
+                throw FormatsError("expected a GeoJSON FeatureCollection or Feature")
             }
-        } catch let failure as JSONScanner.Failure {
-            throw ParseError(message: "not valid JSON: \(failure.message)")
-        } catch let error as ParseError {
-            throw error
-        } catch {
-            throw ParseError(message: "\(error)")
+        } catch where error.code == .malformedJSON {
+            throw FormatsError("not valid JSON: \(error.message)", code: .malformedJSON, byteOffset: error.byteOffset)
         }
     }
 
@@ -190,7 +180,7 @@ public struct RegionDefinition: Hashable, Sendable {
             }
         }
 
-        func definition(name: String) throws(ParseError) -> RegionDefinition {
+        func definition(name: String) throws(FormatsError) -> RegionDefinition {
             let id: String
             func text(_ v: IDValue?) -> String? {
                 switch v {
@@ -208,48 +198,48 @@ public struct RegionDefinition: Hashable, Sendable {
             } else if let s = text(self.id) ?? text(propertyID) {
                 id = s
             } else {
-                throw ParseError(message: "\(name): no id (set the feature's \"id\" or properties.id to a non-empty string or a number)")
+                throw FormatsError("\(name): no id (set the feature's \"id\" or properties.id to a non-empty string or a number)")
             }
             guard geometryPresent, let type = geometryType else {
-                throw ParseError(message: "\(name) (\(id)): no geometry")
+                throw FormatsError("\(name) (\(id)): no geometry")
             }
             let shape: Shape
             switch type {
             case "Point":
                 guard let c = coordinates?.numbers, c.count >= 2 else {
-                    throw ParseError(message: "\(name) (\(id)): a Point needs [lon, lat] coordinates")
+                    throw FormatsError("\(name) (\(id)): a Point needs [lon, lat] coordinates")
                 }
                 guard let radius else {
-                    throw ParseError(message: "\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
+                    throw FormatsError("\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
                 }
                 guard c[0].isFinite, c[1].isFinite else {
-                    throw ParseError(message: "\(name) (\(id)): a Point's coordinates overflow a number")
+                    throw FormatsError("\(name) (\(id)): a Point's coordinates overflow a number")
                 }
                 guard radius.isFinite else {
-                    throw ParseError(message: "\(name) (\(id)): properties.radius overflows a number")
+                    throw FormatsError("\(name) (\(id)): properties.radius overflows a number")
                 }
                 shape = .circle(center: Coordinate(latitude: c[1], longitude: c[0]), radius: radius)
             case "Polygon":
                 guard let rings = coordinates?.list, let outer = rings.first?.list else {
-                    throw ParseError(message: "\(name) (\(id)): a Polygon needs coordinates [[[lon, lat], ...]]")
+                    throw FormatsError("\(name) (\(id)): a Polygon needs coordinates [[[lon, lat], ...]]")
                 }
                 var ring: [Coordinate] = []
                 ring.reserveCapacity(outer.count)
                 for (k, p) in outer.enumerated() {
                     guard let pair = p.numbers, pair.count >= 2 else {
-                        throw ParseError(message: "\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
+                        throw FormatsError("\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
                     }
                     guard pair[0].isFinite, pair[1].isFinite else {
-                        throw ParseError(message: "\(name) (\(id)): vertex \(k + 1) overflows a number")
+                        throw FormatsError("\(name) (\(id)): vertex \(k + 1) overflows a number")
                     }
                     ring.append(Coordinate(latitude: pair[1], longitude: pair[0]))
                 }
                 shape = .polygon(ring)
             default:
-                throw ParseError(message: "\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
+                throw FormatsError("\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
             }
             if let dwell, !dwell.isFinite {
-                throw ParseError(message: "\(name) (\(id)): properties.dwell overflows a number")
+                throw FormatsError("\(name) (\(id)): properties.dwell overflows a number")
             }
             return RegionDefinition(id: id, shape: shape, dwell: dwell, notifyOnEntry: notifyOnEntry ?? true,
                                     notifyOnExit: notifyOnExit ?? true)
@@ -264,9 +254,9 @@ extension RegionDefinition {
     /// "radius"}` (circles) or `{"id", "ring": [[lat, lon], ...]}` (polygons), with optional
     /// `notifyOnEntry`, `notifyOnExit` (default true) and `dwell`, in any key order.
     ///
-    /// - Throws: ``ParseError`` naming the record or the byte offset.
+    /// - Throws: ``FormatsError`` naming the record or the byte offset.
     /// - Complexity: O(bytes).
-    public static func parseStoreRecords(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(ParseError) {
+    public static func parseStoreRecords(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(FormatsError) {
         var s = JSONScanner(data)
         do {
             try s.expect(UInt8(ascii: "["))
@@ -296,13 +286,13 @@ extension RegionDefinition {
                         } while s.take(UInt8(ascii: ","))
                         try s.expect(UInt8(ascii: "}"))
                     }
-                    guard let id, !id.isEmpty else { throw ParseError(message: "record \(n) has no id") }
+                    guard let id, !id.isEmpty else { throw FormatsError("record \(n) has no id") }
                     let shape: Shape
                     if let ring {
                         var vertices: [Coordinate] = []
                         for (k, p) in (ring.list ?? []).enumerated() {
                             guard let pair = p.numbers, pair.count == 2 else {
-                                throw ParseError(message: "region \(id): vertex \(k + 1) is not [lat, lon]")
+                                throw FormatsError("region \(id): vertex \(k + 1) is not [lat, lon]")
                             }
                             vertices.append(Coordinate(latitude: pair[0], longitude: pair[1]))
                         }
@@ -310,19 +300,13 @@ extension RegionDefinition {
                     } else if let lat, let lon, let radius {
                         shape = .circle(center: Coordinate(latitude: lat, longitude: lon), radius: radius)
                     } else {
-                        throw ParseError(message: "region \(id) has neither a centre and radius nor a ring")
+                        throw FormatsError("region \(id) has neither a centre and radius nor a ring")
                     }
                     body(RegionDefinition(id: id, shape: shape, dwell: dwell, notifyOnEntry: onEntry, notifyOnExit: onExit))
                 } while s.take(UInt8(ascii: ","))
                 try s.expect(UInt8(ascii: "]"))
             }
             guard s.atEnd else { throw s.fail("data after the array") }
-        } catch let failure as JSONScanner.Failure {
-            throw ParseError(message: failure.message)
-        } catch let error as ParseError {
-            throw error
-        } catch {
-            throw ParseError(message: "\(error)")
         }
     }
 
@@ -461,7 +445,7 @@ extension JSONScanner {
 
 extension RegionDefinition {
     /// Reads `region-states.json`: `{"inside": [{"id", "enteredAt"?, "dwellReported"}, ...]}`.
-    public static func parseSavedStates(_ data: [UInt8]) throws(ParseError)
+    public static func parseSavedStates(_ data: [UInt8]) throws(FormatsError)
         -> [(id: String, enteredAt: Double?, dwellReported: Bool)]
     {
         var s = JSONScanner(data)
@@ -494,7 +478,7 @@ extension RegionDefinition {
                             } while s.take(UInt8(ascii: ","))
                             try s.expect(UInt8(ascii: "}"))
                         }
-                        guard let id else { throw ParseError(message: "an inside region without an id") }
+                        guard let id else { throw FormatsError("an inside region without an id") }
                         out.append((id, enteredAt, dwell))
                     } while s.take(UInt8(ascii: ","))
                     try s.expect(UInt8(ascii: "]"))
@@ -502,12 +486,6 @@ extension RegionDefinition {
                 try s.expect(UInt8(ascii: "}"))
             }
             guard s.atEnd else { throw s.fail("data after the object") }
-        } catch let failure as JSONScanner.Failure {
-            throw ParseError(message: failure.message)
-        } catch let error as ParseError {
-            throw error
-        } catch {
-            throw ParseError(message: "\(error)")
         }
         return out
     }

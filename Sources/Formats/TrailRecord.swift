@@ -187,29 +187,6 @@ public struct TrailRecord: Hashable, Sendable {
     }
 }
 
-/// A wire or file format problem: what was wrong, and where (`records[3].lat`).
-public struct WireFormatError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// What kind of problem: most are ``Code/invalid``; a body that only grows past its limit when
-    /// inflated is ``Code/tooLarge`` (an HTTP server answers it 413, like a body too large as sent).
-    public struct Code: RawRepresentable, Hashable, Sendable {
-        public var rawValue: Int
-        public init(rawValue: Int) { self.rawValue = rawValue }
-        public static let invalid = Code(rawValue: 1)
-        public static let tooLarge = Code(rawValue: 2)
-        /// Well-formed, but of a kind this reader does not handle (an encrypted OwnTracks payload):
-        /// an HTTP server answers it 415.
-        public static let unsupported = Code(rawValue: 3)
-    }
-
-    public var message: String
-    public var code: Code
-    public init(_ message: String, code: Code = .invalid) {
-        self.message = message
-        self.code = code
-    }
-    public var description: String { message }
-}
-
 /// ISO 8601 times on the wire: `2024-05-14T09:30:00.000Z`.
 public enum ISOTime {
     /// The time with milliseconds.

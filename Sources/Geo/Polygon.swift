@@ -9,34 +9,19 @@ public struct Polygon: Hashable, Sendable {
     /// Whether the ring crosses the antimeridian (longitudes were unwrapped).
     let unwrapped: [Coordinate]
 
-    /// Why a ring is not a usable polygon.
-    public enum Problem: Error, Hashable, Sendable, CustomStringConvertible {
-        case tooFewVertices(Int)
-        case invalidCoordinate(index: Int)
-        case selfIntersecting(edge: Int, otherEdge: Int)
-
-        public var description: String {
-            switch self {
-            case .tooFewVertices(let n): "a polygon needs at least 3 distinct vertices, got \(n)"
-            case .invalidCoordinate(let i): "vertex \(i) is not a valid coordinate (lat -90...90, lon -180...180)"
-            case .selfIntersecting(let e, let o): "the polygon intersects itself (edge \(e) crosses edge \(o))"
-            }
-        }
-    }
-
     /// Validates and creates a polygon. A repeated closing vertex is dropped.
     ///
-    /// - Throws: ``Problem`` when the ring has fewer than 3 vertices, an invalid coordinate, or
+    /// - Throws: ``GeoError`` when the ring has fewer than 3 vertices, an invalid coordinate, or
     ///   crosses itself.
     /// - Complexity: O(n²) for the self-intersection check.
-    public init(_ ring: [Coordinate]) throws(Problem) {
+    public init(_ ring: [Coordinate]) throws(GeoError) {
         var ring = ring
         if ring.count > 1, ring.first == ring.last { ring.removeLast() }
-        for (i, c) in ring.enumerated() where !c.isValid { throw .invalidCoordinate(index: i) }
-        guard ring.count >= 3 else { throw .tooFewVertices(ring.count) }
+        for (i, c) in ring.enumerated() where !c.isValid { throw GeoError(.invalidCoordinate, index: i) }
+        guard ring.count >= 3 else { throw GeoError(.tooFewVertices, count: ring.count) }
         self.vertices = ring
         self.unwrapped = Polygon.unwrap(ring)
-        if let (e, o) = Polygon.firstSelfIntersection(unwrapped) { throw .selfIntersecting(edge: e, otherEdge: o) }
+        if let (e, o) = Polygon.firstSelfIntersection(unwrapped) { throw GeoError(.selfIntersecting, index: e, otherIndex: o) }
     }
 
     static func unwrap(_ ring: [Coordinate]) -> [Coordinate] {

@@ -78,8 +78,8 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
 
     /// This policy with `overrides` applied (named `custom` when there are any).
     ///
-    /// - Throws: a sentence saying which number can't be used (``problem``).
-    public func applying(_ overrides: Overrides) throws(PolicyError) -> BackgroundPolicy {
+    /// - Throws: ``LifecycleError`` saying which number can't be used (``problem``).
+    public func applying(_ overrides: Overrides) throws(LifecycleError) -> BackgroundPolicy {
         guard !overrides.isEmpty else { return self }
         var p = self
         p.name = "custom"
@@ -88,15 +88,15 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
         if let v = overrides.totalCap { p.totalCap = v }
         if let v = overrides.grace { p.grace = v }
         if let v = overrides.wakeWindow { p.wakeWindow = v }
-        if let problem = p.problem { throw PolicyError(message: "Custom policy: \(problem).") }
+        if let problem = p.problem { throw problem }
         return p
     }
 
     /// The policies `name` stands for (`all`, when `allowAll`, is every named one), each with
     /// `overrides` applied: what `--policy NAME --budget ...` means.
     ///
-    /// - Throws: ``PolicyError``: an unknown name, or numbers that can't be used.
-    public static func resolve(_ name: String, allowAll: Bool = false, overrides: Overrides) throws(PolicyError)
+    /// - Throws: ``LifecycleError``: an unknown name, or numbers that can't be used.
+    public static func resolve(_ name: String, allowAll: Bool = false, overrides: Overrides) throws(LifecycleError)
         -> [BackgroundPolicy]
     {
         let base: [BackgroundPolicy]
@@ -105,29 +105,26 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
         } else if let p = BackgroundPolicy(named: name) {
             base = [p]
         } else {
-            throw PolicyError(message: "no policy is named '\(name)' (ios6, ios7 or ios13\(allowAll ? " or all" : ""))")
+            throw LifecycleError(.unknownPolicy, policy: name, names: ["ios6", "ios7", "ios13"] + (allowAll ? ["all"] : []))
         }
         var out: [BackgroundPolicy] = []
         for p in base { out.append(try p.applying(overrides)) }
         return out
     }
 
-    /// A policy whose numbers can't be used.
-    public struct PolicyError: Error, CustomStringConvertible {
-        public var message: String
-        public var description: String { message }
-    }
-
-    /// Why the numbers can't be used, or `nil` when they can.
-    public var problem: String? {
+    /// Why the numbers can't be used (``LifecycleError/Code/invalidPolicy``, naming the field), or
+    /// `nil` when they can.
+    public var problem: LifecycleError? {
         func bad(_ v: Double) -> Bool { !(v >= 0 && v.isFinite) }
-        if bad(budget) || budget == 0 { return "the budget must be a positive number of seconds" }
-        if bad(warningLead) || warningLead >= budget { return "the warning lead must be at least 0 and less than the budget" }
-        if let cap = totalCap, bad(cap) || cap < budget { return "the total cap must be at least the budget" }
-        if bad(grace) { return "the grace period must be 0 or more seconds" }
-        if bad(wakeWindow) || wakeWindow == 0 { return "the wake window must be a positive number of seconds" }
-        if bad(fetchInterval) || fetchInterval == 0 { return "the fetch interval must be a positive number of seconds" }
-        return nil
+        let field: LifecycleError.Field? =
+            if bad(budget) || budget == 0 { .budget }
+            else if bad(warningLead) || warningLead >= budget { .warningLead }
+            else if let cap = totalCap, bad(cap) || cap < budget { .totalCap }
+            else if bad(grace) { .grace }
+            else if bad(wakeWindow) || wakeWindow == 0 { .wakeWindow }
+            else if bad(fetchInterval) || fetchInterval == 0 { .fetchInterval }
+            else { nil }
+        return field.map { LifecycleError(.invalidPolicy, policy: name, field: $0) }
     }
 
     public var description: String {

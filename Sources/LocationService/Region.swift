@@ -8,13 +8,6 @@ public struct Region: Hashable, Sendable {
         case polygon(Polygon)
     }
 
-    /// Why a region cannot be monitored.
-    public struct Invalid: Error, Hashable, Sendable, CustomStringConvertible {
-        public var id: String
-        public var reason: String
-        public var description: String { "region \(id): \(reason)" }
-    }
-
     public let id: String
     public let shape: Shape
     /// Report entries. The default is `true`.
@@ -26,15 +19,17 @@ public struct Region: Hashable, Sendable {
 
     /// A circular region.
     ///
-    /// - Throws: ``Invalid`` for an empty id, a radius that is not positive and finite, or a centre
-    ///   off the globe.
-    public init(id: String, center: Coordinate, radius: Double) throws(Invalid) {
-        guard !id.isEmpty else { throw Invalid(id: id, reason: "the id is empty") }
+    /// - Throws: ``LocationError`` (`invalidRegion`) for an empty id, a radius that is not positive
+    ///   and finite, or a centre off the globe.
+    public init(id: String, center: Coordinate, radius: Double) throws(LocationError) {
+        guard !id.isEmpty else { throw LocationError(.invalidRegion, "the id is empty", region: id) }
         guard radius > 0, radius.isFinite else {
-            throw Invalid(id: id, reason: "the radius must be a positive number of metres, got \(radius)")
+            let reason = "the radius must be a positive number of metres, got \(radius)"
+            throw LocationError(.invalidRegion, reason, region: id)
         }
         guard center.isValid else {
-            throw Invalid(id: id, reason: "the centre is not a valid coordinate (lat -90...90, lon -180...180)")
+            let reason = "the centre is not a valid coordinate (lat -90...90, lon -180...180)"
+            throw LocationError(.invalidRegion, reason, region: id)
         }
         self.id = id
         self.shape = .circle(center: center, radius: radius)
@@ -42,14 +37,14 @@ public struct Region: Hashable, Sendable {
 
     /// A polygonal region.
     ///
-    /// - Throws: ``Invalid`` for an empty id, fewer than 3 vertices, an invalid vertex, or a ring
-    ///   that crosses itself.
-    public init(id: String, ring: [Coordinate]) throws(Invalid) {
-        guard !id.isEmpty else { throw Invalid(id: id, reason: "the id is empty") }
-        do {
+    /// - Throws: ``LocationError`` (`invalidRegion`) for an empty id, fewer than 3 vertices, an
+    ///   invalid vertex, or a ring that crosses itself.
+    public init(id: String, ring: [Coordinate]) throws(LocationError) {
+        guard !id.isEmpty else { throw LocationError(.invalidRegion, "the id is empty", region: id) }
+        do throws(GeoError) {
             self.shape = .polygon(try Polygon(ring))
         } catch {
-            throw Invalid(id: id, reason: "\(error)")
+            throw LocationError(.invalidRegion, region: id, underlying: error)
         }
         self.id = id
     }

@@ -19,30 +19,28 @@ extension RegionStore {
     /// Definitions go straight from the bytes to the store's file: no monitor, no index (a million
     /// regions in a few seconds).
     ///
-    /// - Throws: ``Failure`` naming the file and every invalid region; nothing is imported then.
-    public func importGeoJSON(file: String) throws(Failure) -> ImportResult {
+    /// - Throws: ``LocationError`` naming the file and every invalid region; nothing is imported then.
+    public func importGeoJSON(file: String) throws(LocationError) -> ImportResult {
         let bytes: [UInt8]
-        do {
+        do throws(LocationError) {
             bytes = try RegionStore.readWholeFile(file)
         } catch {
-            throw Failure(description: "cannot read \(file): \(error)")
+            throw LocationError(.unreadable, path: file, errno: error.errno, underlying: error)
         }
         var incoming: [Region] = []
-        var failures: [String] = []
-        do {
+        var failures: [LocationError] = []
+        do throws(FormatsError) {
             try RegionDefinition.parseGeoJSON(bytes) { d in
-                do {
+                do throws(LocationError) {
                     incoming.append(try Region(d))
                 } catch {
-                    failures.append("\(error)")
+                    failures.append(error)
                 }
             }
         } catch {
-            throw Failure(description: "\(file): \(error)")
+            throw LocationError(.invalidFile, path: file, underlying: error)
         }
-        if !failures.isEmpty {
-            throw Failure(description: "\(file): " + failures.joined(separator: "; ") + " (nothing imported)")
-        }
+        if !failures.isEmpty { throw LocationError(.invalidFile, path: file, failures: failures) }
         var merged = try loadRegions()
         let before = merged.count
         var position: [String: Int] = [:]
@@ -60,14 +58,13 @@ extension RegionStore {
 
     /// Stops monitoring `ids`; returns how many regions remain.
     ///
-    /// - Throws: ``Failure`` naming the ids the store does not have (nothing is removed then).
-    public func remove(ids: [String]) throws(Failure) -> Int {
+    /// - Throws: ``LocationError`` naming the ids the store does not have (nothing is removed then).
+    public func remove(ids: [String]) throws(LocationError) -> Int {
         var regions = try loadRegions()
         let stored = Set(regions.map(\.id))
         let unknown = ids.filter { !stored.contains($0) }
         if !unknown.isEmpty {
-            throw Failure(description: "no monitored region with id \(unknown.joined(separator: ", ")); "
-                + "see keeptrack regions list")
+            throw LocationError(.unknownRegion, regions: unknown)
         }
         let removed = Set(ids)
         regions.removeAll { removed.contains($0.id) }
@@ -111,10 +108,10 @@ extension RegionStore {
 
     /// A stored region's saved state as one JSON line, `{"region":ID,"state":"inside"}`.
     ///
-    /// - Throws: ``Failure`` when the store has no region `id`.
-    public func stateLine(of id: String) throws(Failure) -> [UInt8] {
+    /// - Throws: ``LocationError`` when the store has no region `id`.
+    public func stateLine(of id: String) throws(LocationError) -> [UInt8] {
         guard let state = try savedState(of: id) else {
-            throw Failure(description: "no monitored region with id \(id); see keeptrack regions list")
+            throw LocationError(.unknownRegion, regions: [id])
         }
         var out: [UInt8] = []
         ByteWriting.appendStatic("{\"region\":", to: &out)

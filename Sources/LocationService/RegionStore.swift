@@ -13,10 +13,6 @@ import Geo
 /// (write, then rename), and both are read and written in one pass over their bytes (a million
 /// regions load in about a second).
 public struct RegionStore: Sendable {
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public var description: String
-    }
-
     public let directory: String
 
     public init(directory: String) {
@@ -35,7 +31,7 @@ public struct RegionStore: Sendable {
     }
 
     /// The stored regions (none when nothing was stored yet), in stored order.
-    public func loadRegions() throws(Failure) -> [Region] {
+    public func loadRegions() throws(LocationError) -> [Region] {
         var out: [Region] = []
         try forEachRegion { out.append($0) }
         return out
@@ -43,32 +39,32 @@ public struct RegionStore: Sendable {
 
     /// Hands each stored region to `body`, in stored order, without keeping them.
     ///
-    /// - Throws: ``Failure`` naming the file and the record when it can't be read.
-    public func forEachRegion(_ body: (Region) -> Void) throws(Failure) {
+    /// - Throws: ``LocationError`` naming the file and the record when it can't be read.
+    public func forEachRegion(_ body: (Region) -> Void) throws(LocationError) {
         guard let bytes = try Self.readBytes(regionsPath) else { return }
         try forEachRegion(in: bytes, body)
     }
 
-    private func forEachRegion(in bytes: [UInt8], _ body: (Region) -> Void) throws(Failure) {
-        var invalid: Region.Invalid?
-        do {
+    private func forEachRegion(in bytes: [UInt8], _ body: (Region) -> Void) throws(LocationError) {
+        var invalid: LocationError?
+        do throws(FormatsError) {
             try RegionDefinition.parseStoreRecords(bytes) { d in
                 guard invalid == nil else { return }
-                do throws(Region.Invalid) {
+                do throws(LocationError) {
                     body(try Region(d))
                 } catch {
                     invalid = error
                 }
             }
         } catch {
-            throw Failure(description: "\(regionsPath): \(error)")
+            throw LocationError(.invalidFile, path: regionsPath, underlying: error)
         }
-        if let invalid { throw Failure(description: "\(regionsPath): \(invalid)") }
+        if let invalid { throw LocationError(.invalidFile, path: regionsPath, underlying: invalid) }
     }
 
     /// Replaces the stored regions (kept in the order given).
-    public func saveRegions(_ regions: [Region]) throws(Failure) {
-        try writeFile(regionsPath) { out, flush throws(Failure) in
+    public func saveRegions(_ regions: [Region]) throws(LocationError) {
+        try writeFile(regionsPath) { out, flush throws(LocationError) in
             out.append(UInt8(ascii: "["))
             for (k, r) in regions.enumerated() {
                 out.append(contentsOf: k == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A])
@@ -80,7 +76,7 @@ public struct RegionStore: Sendable {
     }
 
     /// A monitor with the stored regions and their saved states.
-    public func loadMonitor() throws(Failure) -> RegionMonitor {
+    public func loadMonitor() throws(LocationError) -> RegionMonitor {
         var monitor = RegionMonitor()
         if let bytes = try Self.readBytes(regionsPath) {
             // saveRegions writes one record a line: the line count sizes the monitor at once.
@@ -92,12 +88,12 @@ public struct RegionStore: Sendable {
     }
 
     /// The saved inside set (`nil` when no states were saved).
-    func loadInside() throws(Failure) -> [(id: String, enteredAt: Double?, dwellReported: Bool)]? {
+    func loadInside() throws(LocationError) -> [(id: String, enteredAt: Double?, dwellReported: Bool)]? {
         guard let bytes = try Self.readBytes(statesPath) else { return nil }
-        do {
+        do throws(FormatsError) {
             return try RegionDefinition.parseSavedStates(bytes)
         } catch {
-            throw Failure(description: "cannot read \(statesPath): \(error)")
+            throw LocationError(.unreadable, path: statesPath, underlying: error)
         }
     }
 
@@ -105,7 +101,7 @@ public struct RegionStore: Sendable {
     /// a tracker that is not running, or at most a second behind one that is): `inside` when the
     /// saved states list it, `outside` when they don't, `unknown` when no states were saved; `nil`
     /// when no stored region has that id.
-    public func savedState(of id: String) throws(Failure) -> RegionState? {
+    public func savedState(of id: String) throws(LocationError) -> RegionState? {
         var found = false
         try forEachRegion { if $0.id == id { found = true } }
         guard found else { return nil }
@@ -117,24 +113,24 @@ public struct RegionStore: Sendable {
     /// ``RegionStateSaving`` for how often).
     ///
     /// - Complexity: O(regions inside, pending or unknown): never O(all regions).
-    public func saveStates(of monitor: borrowing RegionMonitor) throws(Failure) {
+    public func saveStates(of monitor: borrowing RegionMonitor) throws(LocationError) {
         let inside = monitor.insideRegions.sorted { $0.id < $1.id }
-        try writeFile(statesPath) { out, _ throws(Failure) in
+        try writeFile(statesPath) { out, _ throws(LocationError) in
             RegionDefinition.appendSavedStates(inside, to: &out)
         }
     }
 
     /// The whole file, or `nil` when it does not exist.
-    static func readBytes(_ path: String) throws(Failure) -> [UInt8]? {
+    static func readBytes(_ path: String) throws(LocationError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw LocationError(.unreadable, path: path, errno: errno)
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw LocationError(.unreadable, path: path, errno: errno)
         }
         // Exactly the file's size: no growth slack for a file of a million regions.
         var out = [UInt8](repeating: 0, count: Int(info.st_size))
@@ -144,7 +140,7 @@ public struct RegionStore: Sendable {
             let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw Failure(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+                throw LocationError(.unreadable, path: path, errno: errno)
             }
             if n == 0 { break }
             done += n
@@ -157,19 +153,19 @@ public struct RegionStore: Sendable {
     /// buffer and may call `flush` to write what it holds.
     private func writeFile(
         _ path: String,
-        _ produce: (inout [UInt8], (inout [UInt8]) throws(Failure) -> Void) throws(Failure) -> Void
-    ) throws(Failure) {
+        _ produce: (inout [UInt8], (inout [UInt8]) throws(LocationError) -> Void) throws(LocationError) -> Void
+    ) throws(LocationError) {
         makeDirectories(directory)
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))") }
-        func flush(_ bytes: inout [UInt8]) throws(Failure) {
+        guard fd >= 0 else { throw LocationError(.unwritable, path: path, errno: errno) }
+        func flush(_ bytes: inout [UInt8]) throws(LocationError) {
             var done = 0
             while done < bytes.count {
                 let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+                    throw LocationError(.unwritable, path: path, errno: errno)
                 }
                 done += n
             }
@@ -186,7 +182,7 @@ public struct RegionStore: Sendable {
         }
         close(fd)
         guard rename(temporary, path) == 0 else {
-            throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+            throw LocationError(.unwritable, path: path, errno: errno)
         }
     }
 
@@ -203,8 +199,8 @@ public struct RegionStore: Sendable {
 extension Region {
     /// A region from a definition (a GeoJSON feature or a stored record).
     ///
-    /// - Throws: ``Invalid`` when it can't be monitored (see the shapes' initializers).
-    public init(_ d: RegionDefinition) throws(Invalid) {
+    /// - Throws: ``LocationError`` when it can't be monitored (see the shapes' initializers).
+    public init(_ d: RegionDefinition) throws(LocationError) {
         switch d.shape {
         case .circle(let center, let radius): self = try Region(id: d.id, center: center, radius: radius)
         case .polygon(let ring): self = try Region(id: d.id, ring: ring)
@@ -230,9 +226,9 @@ extension RegionDefinition {
 extension RegionStore {
     /// The whole file at `path`, read into exactly its size (a 154 MB GeoJSON file takes 154 MB,
     /// not the doubling of a growing buffer).
-    public static func readWholeFile(_ path: String) throws(Failure) -> [UInt8] {
+    public static func readWholeFile(_ path: String) throws(LocationError) -> [UInt8] {
         guard let bytes = try readBytes(path) else {
-            throw Failure(description: "\(String(cString: strerror(ENOENT)))")
+            throw LocationError(.unreadable, path: path, errno: ENOENT)
         }
         return bytes
     }

@@ -138,9 +138,10 @@ public final class MQTTConnection: Sendable {
         handle = Handle(raw: raw)
         // From here on every stored property is set: a throw runs `deinit`, whose `closeNow`
         // destroys the handle (destroying it here too was a double free: `--ca-file` missing).
-        func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+        func check(_ rc: Int32, _ what: String, caFile: String? = nil) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-                throw MQTTError(.configuration, "\(what): \(String(cString: keeptrack_mosquitto_strerror(rc)))")
+                let reason = String(cString: keeptrack_mosquitto_strerror(rc))
+                throw MQTTError(.configuration, "\(what): \(reason)", caFile: caFile)
             }
         }
         try check(keeptrack_mosquitto_int_option(raw, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: max(1, min(65535, options.maxInflight)))),
@@ -154,11 +155,13 @@ public final class MQTTConnection: Sendable {
         if endpoint.tls {
             if let ca = options.caFile {
                 guard access(ca, R_OK) == 0 else {
-                    throw MQTTError(.configuration, "--ca-file \(ca): \(errnoText(errno))")
+                    let e = errno
+                    throw MQTTError(.configuration, "the CA file \(ca): \(errnoText(e))", caFile: ca, errno: e)
                 }
             }
             try check(keeptrack_mosquitto_tls_set(raw, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil),
-                      "--ca-file \(options.caFile ?? "(system trust store)")")
+                      "the CA file \(options.caFile ?? "(system trust store)")",
+                      caFile: options.caFile ?? "/etc/ssl/certs")
         }
         keeptrack_mosquitto_connect_callback_set(raw) { _, obj, rc in Events.from(obj).connected(rc) }
         keeptrack_mosquitto_disconnect_callback_set(raw) { _, obj, rc in

@@ -105,7 +105,8 @@ public struct MQTTEndpoint: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// An MQTT error: a code, and a sentence naming the broker and what went wrong.
+/// MQTT's error: a code, a sentence naming the broker and what went wrong, and where: the CA
+/// file (``caFile``) and the system's reason (``errno``) when a file is the problem.
 public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
     public enum Code: String, Hashable, Sendable {
         /// The URL, TLS files or options cannot be used.
@@ -122,10 +123,16 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var code: Code
     public var message: String
+    /// The CA file that can't be used, for ``Code/configuration``.
+    public var caFile: String?
+    /// The system's error number, when the system said why.
+    public var errno: Int32?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, caFile: String? = nil, errno: Int32? = nil) {
         self.code = code
         self.message = message
+        self.caFile = caFile
+        self.errno = errno
     }
 
     public var description: String { message }

@@ -28,9 +28,9 @@ public final class LineServer: Sendable {
         self.path = path
         let parent = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !parent.isEmpty { mkdir(parent, 0o700) }
-        guard var address = unixAddress(path) else { throw FileError("the path is too long for a Unix socket: \(path)") }
+        guard var address = unixAddress(path) else { throw FileError(.socketPathTooLong, path: path) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw FileError("cannot create a Unix socket: \(errnoText(errno))") }
+        guard fd >= 0 else { throw FileError(.socket, path: path, errno: errno) }
         if LineClient.connect(path) == nil { unlink(path) }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
@@ -38,8 +38,7 @@ public final class LineServer: Sendable {
         guard bound == 0, listen(fd, 8) == 0 else {
             let e = errno
             close(fd)
-            throw FileError("cannot listen on \(path): \(errnoText(e))"
-                + (e == EADDRINUSE ? " (is another process serving it?)" : ""))
+            throw FileError(.listen, path: path, errno: e)
         }
         chmod(path, 0o600)
         listener = fd
@@ -120,7 +119,7 @@ public enum LineClient {
     ///
     /// - Throws: ``FileError`` with the system's reason when nobody answers at `path`.
     public static func request(_ line: String, at path: String) throws(FileError) -> String {
-        guard let fd = connect(path) else { throw FileError(errnoText(errno)) }
+        guard let fd = connect(path) else { throw FileError(.connect, path: path, errno: errno) }
         defer { close(fd) }
         let bytes = Array((line + "\n").utf8)
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -52,13 +52,20 @@ public struct Faults: Hashable, Sendable, Codable {
         garbageNext = try c.decodeIfPresent(Int.self, forKey: .garbageNext) ?? 0
     }
 
-    /// Why these faults can't be used, or `nil`.
-    public var problem: String? {
-        if !(0...1).contains(failRate) { return "failRate must be between 0 and 1" }
-        if !(0...1).contains(dropRate) { return "dropRate must be between 0 and 1" }
-        if !(400...599).contains(failStatus) { return "failStatus must be an HTTP error status (400-599)" }
-        if !(delay >= 0 && delay <= 600) { return "delay must be between 0 and 600 seconds" }
-        if failNext < 0 || dropNext < 0 || garbageNext < 0 { return "failNext, dropNext and garbageNext must be 0 or more" }
+    /// Why these faults can't be used (``TrackServerError/Code/invalidFaults``, naming the key), or `nil`.
+    public var problem: TrackServerError? {
+        func invalid(_ field: String, _ why: String) -> TrackServerError {
+            TrackServerError(.invalidFaults, "\(field) \(why)", field: field)
+        }
+        if !(0...1).contains(failRate) { return invalid("failRate", "must be between 0 and 1") }
+        if !(0...1).contains(dropRate) { return invalid("dropRate", "must be between 0 and 1") }
+        if !(400...599).contains(failStatus) { return invalid("failStatus", "must be an HTTP error status (400-599)") }
+        if !(delay >= 0 && delay <= 600) { return invalid("delay", "must be between 0 and 600 seconds") }
+        if failNext < 0 || dropNext < 0 || garbageNext < 0 {
+            let field = failNext < 0 ? "failNext" : dropNext < 0 ? "dropNext" : "garbageNext"
+            let why = "failNext, dropNext and garbageNext must be 0 or more"
+            return TrackServerError(.invalidFaults, why, field: field)
+        }
         return nil
     }
 

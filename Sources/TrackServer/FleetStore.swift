@@ -42,6 +42,12 @@ public protocol FleetStore: AnyObject, Sendable {
 }
 
 extension FleetStore {
+    /// ``addCredential(device:now:)`` with the token's creation time read from `clock`, as the
+    /// endpoint reads its receipt times.
+    public func addCredential(device: String, clock: any EpochClock) async throws -> String {
+        try await addCredential(device: device, now: clock.now.secondsSince1970)
+    }
+
     public func latest() async throws -> [LatestPosition] { try await latest(device: nil) }
 
     public func positions(in area: PositionArea, from: Double = -.infinity, to: Double = .infinity,
@@ -68,13 +74,6 @@ public struct DeviceCredential: Hashable, Sendable {
         self.device = device
         self.created = created
     }
-}
-
-/// Why a credential can't be added, listed or revoked: a sentence naming what to do.
-public struct CredentialError: Error, CustomStringConvertible {
-    public var description: String
-
-    public init(description: String) { self.description = description }
 }
 
 /// A device's latest valid position.
@@ -147,12 +146,14 @@ public enum DeviceTokens {
         return Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 
-    /// What is wrong with `device` as an id to give a token to, or `nil`.
-    public static func problem(device: String) -> String? {
-        if device.isEmpty { return "the device id is empty" }
-        if device.utf8.count > 200 { return "the device id is longer than 200 bytes" }
+    /// What is wrong with `device` as an id to give a token to (``TrackServerError/Code/invalidDeviceID``),
+    /// or `nil`.
+    public static func problem(device: String) -> TrackServerError? {
+        func invalid(_ why: String) -> TrackServerError { TrackServerError(.invalidDeviceID, why, device: device) }
+        if device.isEmpty { return invalid("the device id is empty") }
+        if device.utf8.count > 200 { return invalid("the device id is longer than 200 bytes") }
         if device.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return "the device id contains a control character"
+            return invalid("the device id contains a control character")
         }
         return nil
     }

@@ -23,12 +23,13 @@ extension SQLiteTrackStore {
     /// - Throws: ``CredentialError`` when the id is not usable or the device has a token already
     ///   (revoke it first).
     public func addCredential(device: String, now: Double) async throws -> String {
-        if let problem = DeviceTokens.problem(device: device) { throw CredentialError(description: problem) }
+        if let problem = DeviceTokens.problem(device: device) { throw problem }
         let token = DeviceTokens.newToken()
         try await pool.write { db in
             if try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM credentials WHERE device = ?)",
                                  arguments: [device]) == true {
-                throw CredentialError(description: "device '\(device)' has a token already; revoke it first")
+                let why = "device '\(device)' has a token already; revoke it first"
+                throw TrackServerError(.tokenExists, why, device: device)
             }
             try db.execute(sql: "INSERT INTO credentials (device, digest, created) VALUES (?, ?, ?)",
                            arguments: [device, DeviceTokens.digest(token: token), now])

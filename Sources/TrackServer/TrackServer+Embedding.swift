@@ -14,7 +14,7 @@ extension TrackServer.Configuration {
         /// ``TrackServer/Configuration/port`` is not 0 to 65535.
         case portOutOfRange
         /// ``TrackServer/Configuration/faults`` can't be used: why (``Faults/problem``).
-        case faults(String)
+        case faults(TrackServerError)
         /// ``TrackServer/Configuration/faults`` are set while ``TrackServer/Configuration/faultInjection`` is off.
         case faultsWithoutFaultInjection
         /// ``TrackServer/Configuration/maxConnections`` is less than 1.
@@ -31,7 +31,7 @@ extension TrackServer.Configuration {
         /// ``TrackServer/Configuration/retention`` is less than an hour.
         case retentionBelowAnHour
         /// ``TrackServer/Configuration/mqtt``'s URL can't be used: why.
-        case mqtt(String)
+        case mqtt(MQTTError)
         /// An origin of ``TrackServer/Configuration/corsOrigins`` can't be one: why.
         case corsOrigin(String)
     }
@@ -51,7 +51,7 @@ extension TrackServer.Configuration {
         if (tlsCertificate == nil) != (tlsKey == nil) { return .tlsCertificateAndKeyApart }
         if let retention, !(retention >= 3600) { return .retentionBelowAnHour }
         if let mqtt {
-            do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt("\(error)") }
+            do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt(error) }
         }
         for origin in corsOrigins { if let why = Self.corsOriginProblem(origin) { return .corsOrigin(why) } }
         return nil

@@ -24,7 +24,7 @@ extension TrailFile {
         do {
             return try RegionDefinition.parseGeoJSON(try readFile(path))
         } catch {
-            throw TrailExportError(description: "\(path): \(error)")
+            throw TrailExportError(description: path, underlying: error)
         }
     }
 }
@@ -42,11 +42,21 @@ public struct TrailExportError: Error, CustomStringConvertible {
     }
 
     public var code: Code
-    public var description: String
+    /// What is missing or wrong, and where, without the cause.
+    public var message: String
+    /// The error this one comes from (the store's, the regions file's), when there is one.
+    public var underlying: (any Error)?
 
-    public init(_ code: Code = .other, description: String) {
+    /// - Parameter description: the sentence (the cause, when given, follows it).
+    public init(_ code: Code = .other, description: String, underlying: (any Error)? = nil) {
         self.code = code
-        self.description = description
+        self.message = description
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        guard let underlying else { return message }
+        return message.isEmpty ? "\(underlying)" : "\(message): \(underlying)"
     }
 }
 

@@ -146,12 +146,26 @@ public struct TrailCursor: Hashable, Sendable {
     }
 }
 
-/// A record the store refuses to write.
+/// A store's error: what failed, and where (the database), with the cause (GRDB's or PostgreSQL's
+/// error) kept in ``underlying``.
 public struct TrackStoreError: Error, CustomStringConvertible {
+    /// What failed and where, without the cause.
     public var message: String
-    public var description: String { message }
+    /// The error this one comes from, when there is one.
+    public var underlying: (any Error)?
+    /// The cause in words, when its own description hides them (PostgreSQL's message and hint).
+    public var reason: String?
+    /// The message, then the cause: its words, or its own description.
+    public var description: String {
+        if let reason { return "\(message): \(reason)" }
+        return underlying.map { "\(message): \($0)" } ?? message
+    }
 
-    public init(message: String) { self.message = message }
+    public init(message: String, reason: String? = nil, underlying: (any Error)? = nil) {
+        self.message = message
+        self.reason = reason
+        self.underlying = underlying
+    }
 }
 
 /// base64url without padding (RFC 4648 section 5).

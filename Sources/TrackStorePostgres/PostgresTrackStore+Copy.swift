@@ -35,8 +35,9 @@ extension PostgresTrackStore {
                 }
             }
             return true
-        } catch where ["23505", "40P01", "40001"].contains((error as? PSQLError)?.serverInfo?[.sqlState]) {
-            // A key stored already (23505), or two batches waiting on each other's keys: rolled back.
+        } catch let error as PSQLError
+            where [.uniqueViolation, .deadlockDetected, .serializationFailure].contains(error.condition) {
+            // A key stored already, or two batches waiting on each other's keys: rolled back.
             return false
         }
     }
@@ -71,7 +72,8 @@ actor CopyCoalescer {
 
     let run: @Sendable (ByteBuffer) async throws -> Bool
     let countInstances: (@Sendable () async throws -> Int)?
-    let now: @Sendable () -> ContinuousClock.Instant
+    /// The clock the recounts are timed on.
+    let clock: any EpochClock
     let logger: Logger?
     var queue: [Waiting] = []
     var inFlight = 0
@@ -79,21 +81,21 @@ actor CopyCoalescer {
     private(set) var limit = budget
     private(set) var instances = 1
     private(set) var counts = 0
-    var countedAt: ContinuousClock.Instant?
+    var countedAt: EpochInstant?
     var counting = false
 
     /// - Parameters:
     ///   - run: one `COPY` of the rows given: `true` once committed, `false` when nothing was kept.
     ///   - countInstances: how many instances load the database, this one included; `nil`: this
     ///     one alone, always.
-    ///   - now: the clock the recounts are timed on.
+    ///   - clock: the clock the recounts are timed on. The default is the wall clock.
     ///   - logger: hears when the share changes.
     init(run: @escaping @Sendable (ByteBuffer) async throws -> Bool,
          countInstances: (@Sendable () async throws -> Int)? = nil,
-         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, logger: Logger? = nil) {
+         clock: any EpochClock = WallClock(), logger: Logger? = nil) {
         self.run = run
         self.countInstances = countInstances
-        self.now = now
+        self.clock = clock
         self.logger = logger
     }
 
@@ -128,7 +130,7 @@ actor CopyCoalescer {
     /// until the new one is in.
     private func recountIfDue() {
         guard let countInstances, !counting else { return }
-        if let countedAt, countedAt.duration(to: now()) < Self.recount { return }
+        if let countedAt, countedAt.duration(to: clock.now) < Self.recount { return }
         counting = true
         Task {
             let counted = try? await countInstances()
@@ -138,7 +140,7 @@ actor CopyCoalescer {
 
     private func counted(_ count: Int?) {
         counting = false
-        countedAt = now()
+        countedAt = clock.now
         counts += 1
         if let count {
             instances = max(1, count)

@@ -38,7 +38,7 @@ extension PostgresTrackStore {
     // MARK: - Credentials
 
     public func addCredential(device: String, now: Double) async throws -> String {
-        if let problem = DeviceTokens.problem(device: device) { throw CredentialError(description: problem) }
+        if let problem = DeviceTokens.problem(device: device) { throw problem }
         let token = DeviceTokens.newToken()
         let digest = DeviceTokens.digest(token: token)
         let rows = try await client.query("""
@@ -47,7 +47,10 @@ extension PostgresTrackStore {
             """, logger: logger)
         var added = false
         for try await _ in rows { added = true }
-        guard added else { throw CredentialError(description: "device '\(device)' has a token already; revoke it first") }
+        guard added else {
+            let why = "device '\(device)' has a token already; revoke it first"
+            throw TrackServerError(.tokenExists, why, device: device)
+        }
         return token
     }
 

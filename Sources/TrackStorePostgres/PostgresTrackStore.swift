@@ -246,7 +246,7 @@ public final class PostgresTrackStore: TrackStore {
             do {
                 return try await work()
             } catch let error as PSQLError where attempt < 5
-                && ["40P01", "40001"].contains(error.serverInfo?[.sqlState] ?? "") {
+                && [.deadlockDetected, .serializationFailure].contains(error.condition) {
                 attempt += 1
             }
         }
@@ -359,12 +359,18 @@ public final class PostgresTrackStore: TrackStore {
         if let e = error as? PSQLError {
             if let message = e.serverInfo?[.message] {
                 let hint = e.serverInfo?[.hint].map { " (\($0))" } ?? ""
-                return TrackStoreError(message: "\(what): \(message)\(hint)")
+                return TrackStoreError(message: what, reason: "\(message)\(hint)", underlying: e)
             }
-            return TrackStoreError(message: "\(what): \(e.code)" + (e.underlying.map { ": \($0)" } ?? ""))
+            return TrackStoreError(message: what, reason: "\(e.code)" + (e.underlying.map { ": \($0)" } ?? ""), underlying: e)
         }
-        return TrackStoreError(message: "\(what): \(error)")
+        return TrackStoreError(message: what, underlying: error)
     }
+}
+
+extension PSQLError {
+    /// The condition PostgreSQL reported (its SQLSTATE as postgres-nio names it: `.uniqueViolation`),
+    /// or nil when the server sent none.
+    var condition: PostgresError.Code? { serverInfo?[.sqlState].map(PostgresError.Code.init(raw:)) }
 }
 
 /// Runs `work`, failing with `message` after `limit` on `clock`.

@@ -58,7 +58,7 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
             do {
                 return try SQLiteTrackStore(path: path, progress: progress)
             } catch {
-                throw TrackStoreError(message: "cannot open the database \(path): \(error)")
+                throw TrackStoreError(message: "cannot open the database \(path)", underlying: error)
             }
         }
     }
@@ -94,7 +94,7 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
         do {
             store = try await open()
         } catch {
-            throw TrailExportError(description: "\(error)")
+            throw TrailExportError(description: "", underlying: error) // the store's error names the database
         }
         do {
             let file = try await store.export(device: device, from: from, to: to, format: format, regions: regions,
@@ -104,7 +104,7 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
         } catch {
             await store.close()
             throw (error as? TrailExportError)
-                ?? TrailExportError(description: "cannot read \(store.location): \(error)")
+                ?? TrailExportError(description: "cannot read \(store.location)", underlying: error)
         }
     }
 }

@@ -163,11 +163,11 @@ public struct MotionProfile: Sendable {
                 last = l.timestamp
                 fixes.append(fix)
             case .event(let e) where e.kind == .error:
-                throw TrackerError(e.message)
+                throw TrackerError(e.message, code: .source)
             default: break
             }
         }
-        guard fixes.count >= 2 else { throw TrackerError("fewer than two usable fixes") }
+        guard fixes.count >= 2 else { throw TrackerError("fewer than two usable fixes", code: .tooFewFixes) }
         return MotionProfile(name: name, fixes: fixes)
     }
 

@@ -107,22 +107,25 @@ public final class BacklogProgress: Sendable {
 
 extension ProgressLine {
     /// A progress line for synchronous work that reports as it goes (an export reading pages):
-    /// drawn at most every quarter second of `now`, erased by ``end()``.
+    /// drawn at most every quarter second of `clock`, erased by ``end()``.
     public final class Throttled {
         private let draw: (String) -> Void
-        private let now: () -> Double
-        private var last = -Double.infinity
+        /// The time on the clock since the line was made.
+        private let elapsed: () -> Duration
+        private var last: Duration?
         private var drawn = false
 
-        public init(now: @escaping () -> Double = monotonicSeconds, draw: @escaping (String) -> Void) {
-            self.now = now
+        /// - Parameter clock: the clock the quarter seconds are on. The default is `ContinuousClock`.
+        public init(clock: some Clock<Duration> = ContinuousClock(), draw: @escaping (String) -> Void) {
+            let start = clock.now
+            self.elapsed = { start.duration(to: clock.now) }
             self.draw = draw
         }
 
         /// Draws `text` unless a line was drawn less than a quarter second ago.
         public func update(_ text: @autoclosure () -> String) {
-            let t = now()
-            guard t - last >= 0.25 else { return }
+            let t = elapsed()
+            if let last, t - last < .milliseconds(250) { return }
             (last, drawn) = (t, true)
             draw(text())
         }

@@ -9,8 +9,8 @@ extension Tracker.Configuration {
     /// monitoringDidFail.
     ///
     /// - Parameter dwell: seconds inside before a dwell, for regions that don't set their own.
-    /// - Throws: `RegionDefinition.ParseError` naming the feature when the file is not such GeoJSON.
-    public mutating func addRegions(geoJSON bytes: [UInt8], dwell: Double? = nil) throws(RegionDefinition.ParseError) {
+    /// - Throws: `FormatsError` naming the feature when the file is not such GeoJSON.
+    public mutating func addRegions(geoJSON bytes: [UInt8], dwell: Double? = nil) throws(FormatsError) {
         // Straight from the bytes into the monitor, one feature at a time: no document tree and no
         // list of definitions (a million regions: about a second, memory only for the monitor).
         var monitor = regions
@@ -37,12 +37,12 @@ extension Tracker.Configuration {
         do {
             bytes = try readFile(path)
         } catch {
-            throw TrackerError("cannot read \(path): \(error)")
+            throw TrackerError("cannot read \(path)", code: .regionsFile, path: path, underlying: error)
         }
         do {
             try addRegions(geoJSON: bytes, dwell: dwell)
         } catch {
-            throw TrackerError("\(path): \(error)")
+            throw TrackerError(path, code: .regionsFile, path: path, underlying: error)
         }
     }
 }

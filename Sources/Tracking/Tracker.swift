@@ -59,7 +59,7 @@ public final class Tracker: Service, Sendable {
             do {
                 regions = try store.loadMonitor()
             } catch {
-                throw TrackerError("\(error)")
+                throw TrackerError("", code: .regionStore, underlying: error)
             }
         }
         let app = Application(policy: configuration.policy, modes: configuration.modes, clock: clock)
@@ -79,7 +79,7 @@ public final class Tracker: Service, Sendable {
                 uploadService = try UploadService(outbox: outbox!, settings: upload, application: app, logger: logger,
                                                   clock: WallClock())
             } catch {
-                throw TrackerError("\(error)")
+                throw TrackerError("", code: .upload, underlying: error)
             }
         }
         let core = TrackerCore(configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
@@ -190,11 +190,61 @@ protocol LocationManagerGate: AnyObject, Sendable {
 
 extension LocationManager: LocationManagerGate {}
 
-/// A tracker could not start: what was wrong, as a sentence.
+/// Tracking's error: a tracker could not start or run. What (``code``), where (``path``), and the
+/// cause (``underlying``: the region store's `LocationError`, the outbox's `UploadError`, ...).
 public struct TrackerError: Error, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The stored regions can't be read (``TrackerError/underlying`` is the `LocationError`).
+        public static let regionStore = Code(rawValue: "region-store")
+        /// A regions file can't be read or is not GeoJSON regions (``TrackerError/path``).
+        public static let regionsFile = Code(rawValue: "regions-file")
+        /// The outbox can't be opened or the uploader's settings can't be used (the `UploadError`).
+        public static let upload = Code(rawValue: "upload")
+        /// The control socket can't be served (``TrackerError/path``; the `FileError`).
+        public static let controlSocket = Code(rawValue: "control-socket")
+        /// The fix source reported an error.
+        public static let source = Code(rawValue: "source")
+        /// A source gave fewer than two usable fixes (a motion profile needs two).
+        public static let tooFewFixes = Code(rawValue: "too-few-fixes")
+        /// Output could not be written (a closed pipe, a full disk; ``TrackerError/errno`` says why).
+        public static let output = Code(rawValue: "output")
+        /// Anything else.
+        public static let other = Code(rawValue: "other")
+    }
+
+    public var code: Code
+    /// What failed and where, without the cause (empty when the cause says it all).
     public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+    /// The file or socket, when one is the problem.
+    public var path: String?
+    /// The error this one comes from, when there is one.
+    public var underlying: (any Error)?
+    /// The system's error number, for ``Code/output``.
+    public var errno: Int32?
+
+    public init(_ message: String, code: Code = .other, path: String? = nil, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.underlying = underlying
+    }
+
+    /// Output could not be written: ``Code/output`` with the system's error number.
+    public init(errno: Int32) {
+        self.init("cannot write output: \(errnoText(errno))", code: .output)
+        self.errno = errno
+    }
+
+    /// The message, then the cause's own description.
+    public var description: String {
+        guard let underlying else { return message }
+        return message.isEmpty ? "\(underlying)" : "\(message): \(underlying)"
+    }
 }
 
 /// The runtime behind a ``Tracker``: what its loop, its source gate, its timer and its uploader share.
@@ -367,8 +417,8 @@ final class TrackerCore: Sendable {
             atEnd ? $0.shouldSaveAtEnd(version: version) : $0.shouldSave(version: version, at: t)
         }
         guard due else { return }
-        let failure = manager.withRegions { regions -> RegionStore.Failure? in
-            do throws(RegionStore.Failure) {
+        let failure = manager.withRegions { regions -> LocationError? in
+            do throws(LocationError) {
                 try store.saveStates(of: regions)
                 return nil
             } catch {

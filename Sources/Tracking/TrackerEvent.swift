@@ -194,11 +194,9 @@ public struct OutputBuffer: Sendable {
     }
 }
 
-/// Output could not be written (a closed pipe, a full disk).
-public struct OutputError: Error, CustomStringConvertible {
-    public var errno: Int32
-    public var description: String { "cannot write output: \(String(cString: strerror(errno)))" }
-}
+/// Output could not be written (a closed pipe, a full disk): a ``TrackerError`` with the code
+/// ``TrackerError/Code/output`` and the system's error number; its former name.
+public typealias OutputError = TrackerError
 
 /// Passes every event on to `base`, and gives back the clean pages start-up touched
 /// (``CleanPages/release()``) when the tracker settles: at its first location, and whenever

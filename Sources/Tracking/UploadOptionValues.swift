@@ -44,8 +44,8 @@ public struct UploadOptionValues: Sendable {
         case unsupportedURL(String)
         /// An mqtt(s):// ``UploadOptionValues/url`` publishes OwnTracks JSON: this format does not apply.
         case formatNotPublishedOverMQTT(String)
-        /// An mqtt(s):// ``UploadOptionValues/url`` can't be used: why (``MQTTEndpoint/init(parsing:wildcards:)``).
-        case invalidMQTTURL(String)
+        /// An mqtt(s):// ``UploadOptionValues/url`` can't be used: the parser's error, saying why.
+        case invalidMQTTURL(MQTTError)
         /// A ``UploadOptionValues/caFile`` with an mqtt:// URL, which has no TLS.
         case caFileWithoutTLS
         /// A header is not `Name: value`.
@@ -74,7 +74,7 @@ public struct UploadOptionValues: Sendable {
                 let endpoint = try MQTTEndpoint(parsing: url)
                 if caFile != nil && !endpoint.tls { return .caFileWithoutTLS }
             } catch {
-                return .invalidMQTTURL("\(error)")
+                return .invalidMQTTURL(error)
             }
         }
         for h in headers where Uploader.Configuration.header(parsing: h) == nil { return .malformedHeader(h) }

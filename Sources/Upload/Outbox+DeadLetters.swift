@@ -29,7 +29,7 @@ extension Outbox {
             pendingCount.withLock { $0 += moved }
             return moved
         } catch {
-            throw UploadError(.storage, "cannot move dead letters back in \(path): \(error)")
+            throw UploadError(.storage, "cannot move dead letters back in \(path)", path: path, underlying: error)
         }
     }
 
@@ -46,7 +46,7 @@ extension Outbox {
                 return db.changesCount
             }
         } catch {
-            throw UploadError(.storage, "cannot delete dead letters in \(path): \(error)")
+            throw UploadError(.storage, "cannot delete dead letters in \(path)", path: path, underlying: error)
         }
     }
 

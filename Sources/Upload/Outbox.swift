@@ -117,7 +117,7 @@ public final class Outbox: Sendable {
         } catch let error as UploadError {
             throw error
         } catch {
-            throw UploadError(.storage, "cannot open the outbox \(path): \(error)")
+            throw UploadError(.storage, "cannot open the outbox \(path)", path: path, underlying: error)
         }
     }
 
@@ -178,7 +178,7 @@ public final class Outbox: Sendable {
             pendingCount.withLock { $0 += records.count - eviction.total }
             return (stored, eviction)
         } catch {
-            throw UploadError(.storage, "cannot append to the outbox \(path): \(error)")
+            throw UploadError(.storage, "cannot append to the outbox \(path)", path: path, underlying: error)
         }
     }
 
@@ -235,7 +235,7 @@ public final class Outbox: Sendable {
                 return rows.map { Outbox.record($0, device: device) }
             }
         } catch {
-            throw UploadError(.storage, "cannot read the outbox \(path): \(error)")
+            throw UploadError(.storage, "cannot read the outbox \(path)", path: path, underlying: error)
         }
     }
 
@@ -262,7 +262,7 @@ public final class Outbox: Sendable {
             }
             pendingCount.withLock { $0 -= deleted }
         } catch {
-            throw UploadError(.storage, "cannot acknowledge in the outbox \(path): \(error)")
+            throw UploadError(.storage, "cannot acknowledge in the outbox \(path)", path: path, underlying: error)
         }
     }
 
@@ -289,7 +289,7 @@ public final class Outbox: Sendable {
             }
             pendingCount.withLock { $0 -= deleted }
         } catch {
-            throw UploadError(.storage, "cannot dead-letter in the outbox \(path): \(error)")
+            throw UploadError(.storage, "cannot dead-letter in the outbox \(path)", path: path, underlying: error)
         }
     }
 
@@ -333,7 +333,7 @@ public final class Outbox: Sendable {
                     """).map { row in (Outbox.record(row, device: device), row[17], row[18]) }
             }
         } catch {
-            throw UploadError(.storage, "cannot read the dead letters of \(path): \(error)")
+            throw UploadError(.storage, "cannot read the dead letters of \(path)", path: path, underlying: error)
         }
     }
 
@@ -347,7 +347,7 @@ public final class Outbox: Sendable {
                       lastSequence: try Int64.fetchOne(db, sql: Outbox.lastSequenceSQL) ?? 0)
             }
         } catch {
-            throw UploadError(.storage, "cannot read the outbox \(path): \(error)")
+            throw UploadError(.storage, "cannot read the outbox \(path)", path: path, underlying: error)
         }
     }
 }

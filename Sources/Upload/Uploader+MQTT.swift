@@ -17,7 +17,7 @@ final class MQTTPublisher: Sendable {
         do {
             endpoint = try MQTTEndpoint(parsing: configuration.url)
         } catch {
-            throw UploadError(.configuration, "the MQTT URL: \(error)")
+            throw UploadError(.configuration, "the MQTT URL", underlying: error)
         }
         if configuration.caFile != nil && !endpoint.tls {
             throw UploadError(.configuration, "a CA file goes with mqtts:// (TLS), not mqtt://")
@@ -78,7 +78,8 @@ extension Uploader {
             // Bad credentials, TLS files or a missing libmosquitto1 are settings to fix, as a 401
             // is: a drain stops at once, a run tries again at the longest backoff.
             switch error.code {
-            case .credentials, .configuration: return .settings(reason: error.message)
+            case .credentials, .configuration:
+                return .settings(reason: error.message, check: error.caFile != nil ? [.caFile] : [.url])
             case .unreachable, .refused, .disconnected: return .retry(after: nil, reason: error.message)
             }
         }

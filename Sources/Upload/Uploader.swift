@@ -110,6 +110,9 @@ public final class Uploader: Sendable {
         public var lastSuccess: Double?
         /// The last failure, a sentence without coordinates.
         public var lastError: String?
+        /// The settings the last failure says to check (a settings problem, not the records), for
+        /// the caller to name as its options; empty once an upload succeeds.
+        public var settingsToCheck: [UploadError.Setting] = []
         /// How long the last retry waited, in seconds (the backoff, or the server's Retry-After).
         public var lastRetryWait: Double?
 
@@ -230,8 +233,9 @@ public final class Uploader: Sendable {
             case .send(let more):
                 switch await sendInBackgroundTask(batch, more: more) {
                 case .done: action = policy.acknowledged()
-                case .settings(let why):
+                case .settings(let why, let check):
                     reason = why
+                    state.withLock { $0.settingsToCheck = check }
                     action = policy.settingsProblem(now: clock.now)
                 case .notAllowed: action = policy.notAllowed()
                 case .retry(let after, let why):
@@ -287,7 +291,7 @@ public final class Uploader: Sendable {
         case retry(after: Double?, reason: String)
         /// Not the records but the settings (URL, credentials, device): nothing is dead-lettered;
         /// a drain stops at once, a run retries at the longest backoff.
-        case settings(reason: String)
+        case settings(reason: String, check: [UploadError.Setting])
         case tooLarge
     }
 
@@ -454,15 +458,17 @@ public final class Uploader: Sendable {
     /// says what to fix.
     func settingsProblem(_ records: [TrailRecord], status: Int, text: String) -> Attempt {
         let format = configuration.format
-        var hint = "check --upload (\(format.name) goes to \(format.serverPath) on a server that speaks it), --format"
+        var hint = "check the upload URL (\(format.name) goes to \(format.serverPath) on a server that speaks it), "
+            + "the format"
         if format is OsmAndFormat {
-            hint += " and --device-id (Traccar answers 400 to a device it does not know: add one with identifier "
+            hint += " and the device id (Traccar answers 400 to a device it does not know: add one with identifier "
                 + "'\(outbox.device)' in Traccar first)"
         } else {
-            hint += " and --device-id"
+            hint += " and the device id"
         }
         return .settings(reason: "the endpoint answered \(status) to every one of \(records.count) records alike "
-            + "(\(snippet(text))): a settings problem, not the records; \(hint); the records stay in the outbox")
+            + "(\(snippet(text))): a settings problem, not the records; \(hint); the records stay in the outbox",
+                         check: [.url, .format, .deviceID])
     }
 
     /// One request for `records`.
@@ -492,10 +498,10 @@ public final class Uploader: Sendable {
                 return .failed(.retry(after: retryAfter, reason: "the endpoint answered \(status) (\(snippet(text)))"))
             case 401, 403:
                 return .failed(.settings(reason: "the endpoint refuses our credentials (\(status): \(snippet(text))): "
-                    + "check --token"))
+                    + "check the token", check: [.token]))
             case 404:
                 return .failed(.settings(reason: "the endpoint has no \(configuration.url) (404: \(snippet(text))): "
-                    + "check --upload; the records stay in the outbox"))
+                    + "check the upload URL; the records stay in the outbox", check: [.url]))
             case 413:
                 return records.count > 1 ? .failed(.tooLarge) : .rejected(status: status, text: text)
             default:
@@ -522,6 +528,7 @@ public final class Uploader: Sendable {
             $0.requests += requests
             $0.lastSuccess = clock.now.secondsSince1970
             $0.lastError = nil
+            $0.settingsToCheck = []
         }
         metrics.uploaded.increment(by: records.count - skipped)
         metrics.requestsOK.increment(by: requests)

@@ -47,8 +47,8 @@ enum TrackConfig {
     static var defaultPath: String { ConfigReader.defaultPath(of: "keeptrack", environment: environment(["XDG_CONFIG_HOME", "HOME"])) }
 
     /// Checks the file as `track` would read it, naming the key and line of any problem.
-    static func check(_ path: String, parses: inout Int) throws(ConfigProblem) -> [OptionArguments] {
-        try reader.check(path: path, parses: &parses, unattributed: ["Choose one input"]) { arguments in
+    static func check(_ path: String, parses: inout Int) throws(ConfigFileError) -> [OptionArguments] {
+        try reader.check(path: path, parses: &parses) { arguments in
             do {
                 _ = try Track.parse(arguments)
                 return nil

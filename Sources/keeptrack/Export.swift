@@ -94,7 +94,7 @@ struct Export: AsyncParsableCommand {
             case .noDatabase:
                 throw ValidationError("\(error): run `keeptrack replay --upload embedded ...` or name one with --db.")
             case .severalDevices: throw ValidationError("\(error); choose one with --device.")
-            case .other: throw ValidationError(error.description)
+            case .other: throw CommandFailure(error.description)
             }
         }
         if let output {

@@ -48,7 +48,7 @@ struct PolicyOptions: ParsableArguments {
                                                 overrides: .init(budget: budget, warningLead: warningLead,
                                                                  totalCap: totalCap, grace: grace, wakeWindow: wakeWindow))
         } catch {
-            throw ValidationError(error.message)
+            throw ValidationError(error.description)
         }
     }
 }

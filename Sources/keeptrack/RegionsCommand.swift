@@ -54,7 +54,7 @@ struct Regions: ParsableCommand {
             do {
                 result = try store.importGeoJSON(file: file)
             } catch {
-                throw ValidationError("\(error)")
+                throw error.commandError(argument: file)
             }
             print("imported \(result.imported) regions (\(result.added) new); \(result.total) monitored in \(store.directory)")
         }
@@ -89,7 +89,7 @@ struct Regions: ParsableCommand {
             do {
                 out.bytes = try data.store.stateLine(of: id)
             } catch {
-                throw ValidationError("\(error)")
+                throw error.commandError()
             }
             try out.flush()
         }
@@ -108,8 +108,8 @@ struct Regions: ParsableCommand {
                     out.bytes = bytes
                     try out.flush()
                 }
-            } catch let error as RegionStore.Failure {
-                throw ValidationError("\(error)")
+            } catch let error as LocationError {
+                throw error.commandError()
             }
         }
     }
@@ -125,7 +125,7 @@ struct Regions: ParsableCommand {
             do {
                 remaining = try data.store.remove(ids: ids)
             } catch {
-                throw ValidationError("\(error)")
+                throw error.commandError()
             }
             print("removed \(ids.count); \(remaining) monitored")
         }

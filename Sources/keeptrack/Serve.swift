@@ -72,7 +72,7 @@ struct Serve: AsyncParsableCommand {
 
             func run() async throws {
                 let token = try await serve.withDeviceTokens(creating: true) { store in
-                    try await store.addCredential(device: id, now: WallClock.seconds())
+                    try await store.addCredential(device: id, clock: WallClock())
                 }
                 print(token)
             }
@@ -244,7 +244,8 @@ struct Serve: AsyncParsableCommand {
             server = try TrackServer(configuration: configuration(database: database.description), store: store,
                                      logger: logger)
         } catch {
-            throw ValidationError("\(error)") // names the database (a URL without its password)
+            // A database that can't be opened is a failure at run time, not a usage error: no usage text.
+            throw CommandFailure("\(error)") // names the database (a URL without its password)
         }
         try await server.run(signals: true) { line in
             var out = OutputBuffer()

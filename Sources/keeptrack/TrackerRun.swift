@@ -42,7 +42,7 @@ struct TrackerRun {
             do {
                 try c.addRegions(file: regions, dwell: location.dwell)
             } catch {
-                throw ValidationError("--regions: \(error.message)")
+                throw ValidationError("--regions: \(error)")
             }
         } else {
             c.regionStore = store
@@ -64,7 +64,7 @@ struct TrackerRun {
                                   notifier: SystemdNotifier(environment: environment(["NOTIFY_SOCKET", "WATCHDOG_USEC"])),
                                   logger: Logger(label: "keeptrack.track"), clock: clock)
         } catch let error as TrackerError {
-            throw ValidationError(error.message)
+            throw error.commandError
         }
         try await upload.shareSecret(with: embedded, tracker: tracker)
         // Started in this order, stopped in reverse: the control socket and the input first, then
@@ -84,7 +84,7 @@ struct TrackerRun {
                 try await tracker.runGroup(before: before, control: control, logger: logger)
             }
         } catch let error as TrackerError {
-            throw ValidationError(error.message)
+            throw error.commandError
         }
         let interrupted = !tracker.inputFinished
         try await upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)

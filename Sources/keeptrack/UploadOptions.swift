@@ -124,6 +124,24 @@ extension UploadOptionValues.Field {
     }
 }
 
+extension UploadOptions {
+    /// What the user checks when the upload stopped on a settings problem: `; check --upload,
+    /// --format and --device-id`, or nothing.
+    static func settingsHint(_ settings: [UploadError.Setting]) -> String {
+        let options = settings.map { setting in
+            switch setting {
+            case .url: "--upload"
+            case .format: "--format"
+            case .deviceID: "--device-id"
+            case .token: "--token"
+            case .caFile: "--ca-file"
+            }
+        }
+        guard let last = options.last else { return "" }
+        return "; check " + (options.count > 1 ? options.dropLast().joined(separator: ", ") + " and " : "") + last
+    }
+}
+
 extension UploadOptionValues.Problem {
     /// The sentence `replay` and `track` say, naming the options.
     var sentence: String {
@@ -166,7 +184,7 @@ extension UploadOptions {
     /// endpoint, what it stored and where the trail is.
     func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: DataDirectory, quiet: Bool) async throws {
         guard let service = tracker.uploadService else { return }
-        if !quiet { printError(service.summary) }
+        if !quiet { printError(service.summary + Self.settingsHint(service.stats?.settingsToCheck ?? [])) }
         guard let embedded else { return }
         let device = service.deviceOnServer
         let trail = try await embedded.exportTrail(device: device, directory: dataDirectory.trails)

@@ -8,12 +8,12 @@ struct ConfigReaderTests {
         "distance-filter": .option,
     ])
 
-    func problem(_ text: String) -> ConfigProblem? {
+    func problem(_ text: String) -> ConfigFileError? {
         problem(Array(text.utf8))
     }
 
-    func problem(_ bytes: [UInt8]) -> ConfigProblem? {
-        do throws(ConfigProblem) {
+    func problem(_ bytes: [UInt8]) -> ConfigFileError? {
+        do throws(ConfigFileError) {
             _ = try reader.parse(bytes, name: "c.yaml")
             return nil
         } catch {
@@ -78,7 +78,7 @@ struct ConfigReaderTests {
     @Test func refusesTheBillionLaughsWithAliasesAsKeysAtOnce() throws {
         #expect(Self.aliasBomb.utf8.count == 358)
         var statistics = ConfigStatistics()
-        #expect(throws: ConfigProblem.self) {
+        #expect(throws: ConfigFileError.self) {
             _ = try reader.parse(Array(Self.aliasBomb.utf8), name: "bomb.yaml", statistics: &statistics)
         }
         let p = try #require(problem(Self.aliasBomb))

@@ -18,7 +18,7 @@ struct DurationTextTests {
 
     @Test(arguments: ["", "5x", "s", "-5", "inf", "nan", "1e3", "5 m", "1.2.3", "5mm", "0x10", "5ms", "９0"])
     func refusesAnythingElseSayingWhatIsAccepted(text: String) {
-        #expect(throws: DurationText.Problem.self) { try DurationText.seconds(text) }
+        #expect(throws: FormatsError.self) { try DurationText.seconds(text) }
         do {
             _ = try DurationText.seconds(text)
         } catch {

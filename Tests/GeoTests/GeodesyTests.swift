@@ -131,7 +131,7 @@ struct PolygonTests {
 
     @Test func rejectsSelfIntersectingRings() {
         // A bow tie.
-        #expect(throws: Polygon.Problem.selfIntersecting(edge: 0, otherEdge: 2)) {
+        #expect(throws: GeoError(.selfIntersecting, index: 0, otherIndex: 2)) {
             try Polygon([
                 Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 1, longitude: 1),
                 Coordinate(latitude: 1, longitude: 0), Coordinate(latitude: 0, longitude: 1),
@@ -140,10 +140,10 @@ struct PolygonTests {
     }
 
     @Test func rejectsTooFewVerticesAndBadCoordinates() {
-        #expect(throws: Polygon.Problem.tooFewVertices(2)) {
+        #expect(throws: GeoError(.tooFewVertices, count: 2)) {
             try Polygon([Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 1, longitude: 1)])
         }
-        #expect(throws: Polygon.Problem.invalidCoordinate(index: 1)) {
+        #expect(throws: GeoError(.invalidCoordinate, index: 1)) {
             try Polygon([
                 Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 91, longitude: 1),
                 Coordinate(latitude: 1, longitude: 0),

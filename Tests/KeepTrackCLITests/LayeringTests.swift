@@ -120,16 +120,9 @@ struct LayeringTests {
         return out
     }
 
-    /// The library files whose literals still name flags, while they move to the command line:
-    /// the uploader's settings hints and CA-file errors reach the user through the upload summary
-    /// and the logs, not through an error the command line catches (issue 26).
-    let flagLiteralsStillToMove: Set<String> = [
-        "Sources/Upload/Uploader.swift", "Sources/MQTT/MQTTConnection.swift",
-    ]
-
     @Test func noLibraryNamesACommandLineFlag() throws {
         for library in try libraries() {
-            for (name, text) in try sources(under: library.path) where !flagLiteralsStillToMove.contains(name) {
+            for (name, text) in try sources(under: library.path) {
                 for (line, found) in flagLiterals(text) {
                     let found = found.trimmingCharacters(in: .whitespaces)
                     let why = "a library names the field of its settings; Sources/keeptrack says the flag"

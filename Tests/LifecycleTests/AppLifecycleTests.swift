@@ -291,7 +291,7 @@ struct PolicyTests {
         (BackgroundPolicy(budget: 10, grace: -1), "the grace period must be 0 or more seconds"),
     ])
     func invalidCustomPoliciesSayWhy(policy: BackgroundPolicy, problem: String) {
-        #expect(policy.problem == problem)
+        #expect(policy.problem?.requirement == problem)
     }
 
     @Test func modesParseFromAList() {

@@ -96,9 +96,9 @@ struct RegionMonitorTests {
     }
 
     @Test func rejectsInvalidRegionsWithAReason() {
-        #expect(throws: Region.Invalid.self) { try Region(id: "a", center: origin, radius: 0) }
-        #expect(throws: Region.Invalid.self) { try Region(id: "b", center: Coordinate(latitude: 91, longitude: 0), radius: 5) }
-        #expect(throws: Region.Invalid.self) { try Region(id: "", center: origin, radius: 5) }
+        #expect(throws: LocationError.self) { try Region(id: "a", center: origin, radius: 0) }
+        #expect(throws: LocationError.self) { try Region(id: "b", center: Coordinate(latitude: 91, longitude: 0), radius: 5) }
+        #expect(throws: LocationError.self) { try Region(id: "", center: origin, radius: 5) }
         do {
             _ = try Region(id: "bow", ring: [
                 Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 1, longitude: 1),

@@ -33,9 +33,9 @@ struct RegionStoreEditingTests {
 
     @Test func anInvalidRegionImportsNothingAndIsNamed() throws {
         _ = try store.importGeoJSON(file: geoJSON([("a", 100)]))
-        #expect(throws: RegionStore.Failure.self) { try store.importGeoJSON(file: geoJSON([("b", 10), ("bad", -5)])) }
+        #expect(throws: LocationError.self) { try store.importGeoJSON(file: geoJSON([("b", 10), ("bad", -5)])) }
         let path = try geoJSON([("bad", -5)])
-        do throws(RegionStore.Failure) {
+        do throws(LocationError) {
             _ = try store.importGeoJSON(file: path)
             Issue.record("imported an invalid region")
         } catch {
@@ -46,7 +46,7 @@ struct RegionStoreEditingTests {
 
     @Test func removingAnUnknownIdRemovesNothing() throws {
         _ = try store.importGeoJSON(file: geoJSON([("a", 100), ("b", 200)]))
-        do throws(RegionStore.Failure) {
+        do throws(LocationError) {
             _ = try store.remove(ids: ["a", "zz"])
             Issue.record("removed despite an unknown id")
         } catch {
@@ -65,6 +65,6 @@ struct RegionStoreEditingTests {
         #expect(lines[0].hasPrefix(#"{"region":"a","shape":"circle","lat":48.130000000,"#), "\(lines[0])")
         #expect(lines[0].hasSuffix(#","radius":100.0,"state":"unknown"}"#), "\(lines[0])")
         #expect(String(decoding: try store.stateLine(of: "b"), as: UTF8.self) == #"{"region":"b","state":"unknown"}"# + "\n")
-        #expect(throws: RegionStore.Failure.self) { try store.stateLine(of: "nope") }
+        #expect(throws: LocationError.self) { try store.stateLine(of: "nope") }
     }
 }

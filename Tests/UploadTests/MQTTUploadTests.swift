@@ -95,8 +95,8 @@ struct MQTTUploadTests {
             _ = try mqttUploader(outbox, url: url)
             Issue.record("\(url) was accepted")
         } catch let error as UploadError {
-            #expect(error.message.contains(problem), "\(error)")
-            #expect(!error.message.contains("secret"))
+            #expect(error.description.contains(problem), "\(error)")
+            #expect(!error.description.contains("secret"))
         }
     }
 

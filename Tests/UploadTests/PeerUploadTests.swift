@@ -22,7 +22,7 @@ struct PeerUploadTests {
         #expect(try outbox.stats().pending == 40)
         #expect(try outbox.deadLetters().isEmpty)
         #expect(u.stats.deadLettered == 0)
-        #expect(u.stats.lastError?.contains("a settings problem, not the records; check --upload") == true)
+        #expect(u.stats.lastError?.contains("a settings problem, not the records; check the upload URL") == true)
         // (OsmAnd keeps a full batch's last location for the next, in case its transitions follow.)
         #expect(u.stats.lastError?.contains("answered 400 to every one of \(format == "json" ? 20 : 19) records alike") == true)
         #expect(try await endpoint.server.store.count() == 0)

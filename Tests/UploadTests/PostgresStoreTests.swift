@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import Foundation
 import KeepTrackTesting
 import Logging
@@ -517,10 +518,10 @@ struct CopyCoalescerTests {
     /// The instances are counted again under load once every `recount` of the clock given, not per
     /// batch; a count that fails keeps the last one.
     @Test(.timeLimit(.minutes(1))) func theInstancesAreCountedAgainEveryRecount() async throws {
-        let clock = ManualInstant()
+        let clock = ManualClock()
         let answers = Answers([3, nil, 1])
         let coalescer = CopyCoalescer(run: { _ in true }, countInstances: { try await answers.next() },
-                                      now: { clock.now })
+                                      clock: clock)
         func copy() async throws { _ = try await coalescer.copy(.lines("x")) }
         func counted(_ n: Int) async throws {
             while await coalescer.counts < n { try Task.checkCancellation(); await Task.yield() }
@@ -530,26 +531,18 @@ struct CopyCoalescerTests {
         try await counted(1)
         #expect(await share() == [3, 1])
         try await copy()
-        clock.advance(.milliseconds(1999))
+        clock.advance(by: .milliseconds(1999))
         try await copy()
         #expect(await coalescer.counts == 1)
         #expect(await !coalescer.counting)
-        clock.advance(.milliseconds(1))
+        clock.advance(by: .milliseconds(1))
         try await copy()
         try await counted(2)
         #expect(await share() == [3, 1])
-        clock.advance(.seconds(2))
+        clock.advance(by: .seconds(2))
         try await copy()
         try await counted(3)
         #expect(await share() == [1, 3])
-    }
-
-    /// A clock the test moves.
-    final class ManualInstant: Sendable {
-        let start = ContinuousClock.now
-        let offset = Mutex(Duration.zero)
-        var now: ContinuousClock.Instant { start + offset.withLock { $0 } }
-        func advance(_ by: Duration) { offset.withLock { $0 += by } }
     }
 
     /// Counts given in turn (`nil`: the count fails).

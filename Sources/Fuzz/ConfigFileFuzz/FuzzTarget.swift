@@ -7,13 +7,13 @@ let reader = ConfigReader(schema: [
 ])
 
 /// `ConfigReader.parse` on any bytes: never a crash (no deep recursion, no alias blow-up), a
-/// rejection is a `ConfigProblem` with a message; settings it accepts survive the encoder:
+/// rejection is a `ConfigFileError` with a message; settings it accepts survive the encoder:
 /// parse → yaml → parse gives the same keys and values.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let settings: [ConfigSetting]
-    do throws(ConfigProblem) {
+    do throws(ConfigFileError) {
         settings = try reader.parse(bytes, name: "fuzz.yaml")
     } catch {
         precondition(!error.message.isEmpty, "a rejection without a message")
@@ -21,7 +21,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     let yaml = ConfigReader.yaml(settings)
     let again: [ConfigSetting]
-    do throws(ConfigProblem) {
+    do throws(ConfigFileError) {
         again = try reader.parse(Array(yaml.utf8), name: "again.yaml")
     } catch {
         preconditionFailure("accepted settings, written as YAML, are refused: \(error)\n\(yaml)")

@@ -1,13 +1,13 @@
 import Formats
 
-/// `RegionDefinition.parseGeoJSON` on any bytes: never a crash, a rejection is a `ParseError`
+/// `RegionDefinition.parseGeoJSON` on any bytes: never a crash, a rejection is a `FormatsError`
 /// with a message; what it accepts is well-formed (named regions, finite shapes) and parsing is
 /// deterministic.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let regions: [RegionDefinition]
-    do throws(RegionDefinition.ParseError) {
+    do throws(FormatsError) {
         regions = try RegionDefinition.parseGeoJSON(bytes)
     } catch {
         precondition(!error.message.isEmpty, "a rejection without a message")

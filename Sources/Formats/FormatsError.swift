@@ -1,0 +1,46 @@
+/// Formats' error: bytes or text that a format does not accept, what was wrong (``code``,
+/// ``message``) and where (``byteOffset``, the key path at the start of ``message``:
+/// `records[3].lat`).
+///
+/// The message names keys and values the reader could not use, never a position it read.
+public struct FormatsError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of problem.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Well-formed, but a value is missing or not what the format allows (the default).
+        public static let invalid = Code(rawValue: "invalid")
+        /// The bytes are not JSON (``FormatsError/byteOffset`` says where; nil when they end early).
+        public static let malformedJSON = Code(rawValue: "malformed-json")
+        /// A body that only grows past its limit when inflated: an HTTP server answers it 413, like
+        /// a body too large as sent.
+        public static let tooLarge = Code(rawValue: "too-large")
+        /// Well-formed, but of a kind this reader does not handle (an encrypted OwnTracks payload):
+        /// an HTTP server answers it 415.
+        public static let unsupported = Code(rawValue: "unsupported")
+        /// A text that is not a duration (``DurationText``; ``FormatsError/text`` holds it).
+        public static let notADuration = Code(rawValue: "not-a-duration")
+    }
+
+    /// What was wrong, starting with where (`records[0].lat: missing`).
+    public var message: String
+    public var code: Code
+    /// The 0-based byte offset of the problem in the input, when known.
+    public var byteOffset: Int?
+    /// The offending text as given, when the problem is one value (a duration).
+    public var text: String?
+
+    public init(_ message: String, code: Code = .invalid, byteOffset: Int? = nil, text: String? = nil) {
+        self.message = message
+        self.code = code
+        self.byteOffset = byteOffset
+        self.text = text
+    }
+
+    public var description: String { message }
+}
+
+/// The former name of ``FormatsError``, kept for the wire readers' code; new code says `FormatsError`.
+public typealias WireFormatError = FormatsError

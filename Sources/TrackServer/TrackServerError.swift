@@ -1,0 +1,43 @@
+/// TrackServer's error for settings and credentials: what (``code``, ``message``) and which
+/// (``field`` of ``Faults``, ``device``). The stores' own failures are ``TrackStoreError``, an
+/// export's ``TrailExportError``; an HTTP answer is an `HTTPError`.
+public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of problem.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A value of ``Faults`` can't be used (``TrackServerError/field`` names it).
+        public static let invalidFaults = Code(rawValue: "invalid-faults")
+        /// A device id can't be given a token (empty, too long, a control character).
+        public static let invalidDeviceID = Code(rawValue: "invalid-device-id")
+        /// The device has a token already.
+        public static let tokenExists = Code(rawValue: "token-exists")
+        /// Another problem with a credential.
+        public static let credential = Code(rawValue: "credential")
+    }
+
+    public var code: Code
+    /// What is wrong, in a sentence.
+    public var message: String
+    /// The key of ``Faults`` that is wrong (`failRate`), for ``Code/invalidFaults``.
+    public var field: String?
+    /// The device id, for the credentials' codes.
+    public var device: String?
+
+    public init(_ code: Code, _ message: String, field: String? = nil, device: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+        self.device = device
+    }
+
+    /// A credential problem in a sentence (``Code/credential``).
+    public init(description: String) { self.init(.credential, description) }
+
+    public var description: String { message }
+}
+
+/// The former name of ``TrackServerError`` for the credentials' problems.
+public typealias CredentialError = TrackServerError
