@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A port on 127.0.0.1 that nobody listens on, kept bound by this process until ``release()``, so

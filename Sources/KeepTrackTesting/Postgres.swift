@@ -66,9 +66,14 @@ public final class Postgres: @unchecked Sendable {
         chmod(directory, 0o700)
         _ = try asOwner("\(bin)/initdb", ["-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8",
                                            "--locale=C.UTF-8", "--no-sync"])
-        self.port = try LoopbackPorts.retrying(port: port) { candidate in
-            try start(on: candidate)
-            return candidate
+        do {
+            self.port = try LoopbackPorts.retrying(port: port) { candidate in
+                try start(on: candidate)
+                return candidate
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
         }
         // Stops the cluster once this process is gone (kill -0 can't see a root process from another user).
         let watchdog = "exec </dev/null >/dev/null 2>&1; while [ -d /proc/\(getpid()) ]; do sleep 1; done; "

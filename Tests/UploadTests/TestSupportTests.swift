@@ -3,7 +3,7 @@ import KeepTrackTesting
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The test support every suite relies on: directories that go away, ports nobody else takes, and
@@ -73,13 +73,22 @@ struct TestSupportTests {
             try LoopbackPorts.retrying(port: 1234) { throw LoopbackPorts.AddressInUse(port: $0, said: "in use") }
         }
         #expect {
-            try LoopbackPorts.retrying(port: nil, attempts: 2) { throw LoopbackPorts.AddressInUse(port: $0, said: "in use") }
+            try LoopbackPorts.retrying(port: nil, attempts: 2) {
+                throw LoopbackPorts.AddressInUse(port: $0, said: "in use")
+            }
         } throws: { ($0 as? PortError)?.code == .inUse && "\($0)".contains("every port tried") }
     }
 
     @Test func mosquittoOnATakenPortSaysSo() throws {
         let taken = try ReservedPort()
         #expect(throws: LoopbackPorts.AddressInUse.self) { _ = try Broker(port: taken.number) }
+    }
+
+    @Test func postgresOnATakenPortSaysSo() async throws {
+        let taken = try ReservedPort()
+        await #expect(throws: LoopbackPorts.AddressInUse.self) {
+            _ = try await offThePool { try Postgres(port: taken.number) }
+        }
     }
 
     @Test func missingProgramsNameTheirDebianPackage() throws {
