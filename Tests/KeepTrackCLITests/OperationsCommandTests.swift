@@ -37,7 +37,7 @@ struct VersionTests {
     }
 
     @Test func saysUnknownOutsideAGitCheckoutUnlessTold() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-buildinfo-\(UUID())")
+        let dir = try TemporaryDirectory("keeptrack-buildinfo").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try "9.8.7\n".write(to: dir.appendingPathComponent("VERSION"), atomically: true, encoding: .utf8)
@@ -88,7 +88,7 @@ struct DurationOptionTests {
     }
 
     @Test func theConfigFileTakesDurationsAndNamesTheLineOfABadOne() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-durations-\(UUID())")
+        let dir = try TemporaryDirectory("keeptrack-durations").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let good = dir.appendingPathComponent("good.yaml").path
