@@ -38,9 +38,12 @@ public final class Broker: @unchecked Sendable {
             (self.port, tool) = try LoopbackPorts.retrying(port: port) { candidate in
                 var lines = ["listener \(candidate) 127.0.0.1", "persistence false", "log_dest stderr", "log_type all",
                              "user \(user)"]
-                if !configuration.contains(where: { $0.hasPrefix("allow_anonymous") }) { lines.append("allow_anonymous true") }
+                if !configuration.contains(where: { $0.hasPrefix("allow_anonymous") }) {
+                    lines.append("allow_anonymous true")
+                }
                 lines += configuration
-                try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+                try (lines.joined(separator: "\n") + "\n")
+                    .write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
                 return (candidate, try Self.launch(executable, directory: directory, port: candidate))
             }
         } catch {

@@ -99,7 +99,8 @@ public final class Postgres: @unchecked Sendable {
             _ = try asOwner("\(binDirectory)/pg_ctl", ["-D", directory + "/data", "-l", log, "-w", "-t", "60",
                                                       "-o", options, "start"])
         } catch {
-            let said = FileManager.default.contents(atPath: log).map { String(decoding: $0.dropFirst(logged), as: UTF8.self) }
+            let said = FileManager.default.contents(atPath: log)
+                .map { String(decoding: $0.dropFirst(logged), as: UTF8.self) }
             if let said, said.contains("Address already in use") {
                 throw LoopbackPorts.AddressInUse(port: port, said: said)
             }
