@@ -7,17 +7,38 @@ import os, shutil, signal, socket, subprocess, tempfile, time
 BIN = "/usr/lib/postgresql/15/bin"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+PACKAGES = "postgresql-15 postgresql-15-postgis-3"
+
+
+def free_port(attempt=0):
+    """A port nobody has bound right now, from a block of 64 below the kernel's ephemeral range chosen
+    by this process's pid, so that parallel runs rarely draw the same one (start() retries if they do)."""
+    blocks = (32768 - 20000) // 64
+    for n in range(attempt, attempt + 64 * blocks):
+        port = 20000 + (os.getpid() + 37 + n // 64) % blocks * 64 + n % 64
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError("no free port on 127.0.0.1")
+
+
+class MissingTool(Exception):
+    """PostgreSQL 15 (or PostGIS) is not installed: says which Debian packages to install."""
 
 
 class Cluster:
     def __init__(self, settings=(), user="kt"):
         self.user = user
+        for tool in ("initdb", "pg_ctl"):
+            if not os.access(f"{BIN}/{tool}", os.X_OK):
+                raise MissingTool(f"{BIN}/{tool} is not installed: install the Debian packages {PACKAGES} "
+                                  f"(apt-get install {PACKAGES}), or run tools/setup")
         self.dir = tempfile.mkdtemp(prefix="keeptrack-pg-", dir="/tmp")
         self.port = free_port()
+        self.fixed_port = False
         self.settings = ["listen_addresses=127.0.0.1", f"unix_socket_directories={self.dir}",
                          "max_connections=400", "shared_buffers=256MB", *settings]
         if os.getuid() == 0:
@@ -36,9 +57,28 @@ class Cluster:
                               stdin=subprocess.DEVNULL, cwd="/tmp")
 
     def start(self):
-        options = " ".join(f"-c {s}" for s in self.settings) + f" -p {self.port}"
-        self.owner(f"{BIN}/pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/log", "-w", "-t", "120",
-                   "-o", options, "start")
+        """pg_ctl start; while the log says the port was taken (another program bound it after
+        free_port() drew it), on another port, up to 10 times; the first start only: a restart keeps
+        the port its clients know."""
+        for attempt in range(10):
+            try:
+                logged = os.path.getsize(f"{self.dir}/log")
+            except OSError:
+                logged = 0
+            options = " ".join(f"-c {s}" for s in self.settings) + f" -p {self.port}"
+            try:
+                self.owner(f"{BIN}/pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/log", "-w", "-t", "120",
+                           "-o", options, "start")
+                self.fixed_port = True
+                return
+            except subprocess.CalledProcessError:
+                with open(f"{self.dir}/log", errors="replace") as f:
+                    f.seek(logged)
+                    said = f.read()
+                if self.fixed_port or "Address already in use" not in said:
+                    raise
+                self.port = free_port(attempt + 1)
+        raise OSError(f"PostgreSQL found every port tried in use; its log is {self.dir}/log")
 
     def stop(self, mode="fast"):
         self.owner(f"{BIN}/pg_ctl", "-D", f"{self.dir}/data", "-m", mode, "-w", "stop", check=False)

@@ -115,12 +115,6 @@ public enum Overland {
                 try s.expect(UInt8(ascii: "}"))
             }
             guard s.atEnd else { throw s.fail("text after the object") }
-        } catch let f as JSONScanner.Failure {
-            throw WireFormatError(f.message)
-        } catch let e as WireFormatError {
-            throw e
-        } catch {
-            throw WireFormatError("\(error)")
         }
         guard sawLocations else { throw WireFormatError("locations: missing") }
         return records

@@ -45,7 +45,7 @@ public enum OwnTracksEnvelope {
             // Not read as far as an encrypted `_type`: not an encrypted message (the plain reader
             // says what is wrong with it).
             guard type == "encrypted" else { return nil }
-            throw (error as? JSONScanner.Failure).map { WireFormatError($0.message) } ?? WireFormatError("\(error)")
+            throw error
         }
         guard type == "encrypted" else { return nil }
         guard sawData else { throw WireFormatError("data: missing from an encrypted message") }

@@ -4,21 +4,12 @@ import Foundation
 import Glibc
 #endif
 
-/// A free TCP port on 127.0.0.1 (bound, read and released: a server started next takes it).
+/// A TCP port on 127.0.0.1 that nobody had bound when asked, from this process's block of
+/// ``LoopbackPorts`` (rarely one another test process draws). Not a reservation: a server of our own
+/// binds port 0 instead, a port nobody may listen on is a ``ReservedPort``, and a program that takes
+/// its port on the command line starts with ``LoopbackPorts/retrying(port:attempts:_:)``.
 public func freeLoopbackPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-            bind(fd, p, length)
-            return getsockname(fd, p, &length)
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
+    LoopbackPorts.candidate()
 }
 
 /// A real mosquitto broker (Debian's `mosquitto`) on a free loopback port, with its own
@@ -29,32 +20,58 @@ public final class Broker: @unchecked Sendable {
     public let directory: String
     private var tool: Tool?
 
+    /// Where Debian's `mosquitto` package puts the broker.
+    public static let executable = "/usr/sbin/mosquitto"
+    private let executable: String
+
     /// Starts one; `configuration` lines are added to the file (`allow_anonymous false`,
-    /// `password_file ...`, a TLS listener's files). Returns once it says it runs.
-    public init(configuration: [String] = [], port: Int? = nil) throws {
-        var template = Array("/tmp/keeptrack-broker-XXXXXX".utf8CString)
-        directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-        self.port = port ?? freeLoopbackPort()
+    /// `password_file ...`, a TLS listener's files). Returns once it says it runs. Without `port`, it
+    /// starts on a candidate port and tries another while the one it got is taken.
+    /// - Throws: ``MissingTool`` when `executable` is not installed, ``PortError`` when every port
+    ///   tried was taken, ``TimedOut`` when it did not run.
+    public init(configuration: [String] = [], port: Int? = nil, executable: String = Broker.executable) throws {
+        try MissingTool.check(executable, packages: "mosquitto")
+        let temporary = try TemporaryDirectory("keeptrack-broker")
+        let directory = temporary.path
         let user = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "root"
-        var lines = ["listener \(self.port) 127.0.0.1", "persistence false", "log_dest stderr", "log_type all",
-                     "user \(user)"]
-        if !configuration.contains(where: { $0.hasPrefix("allow_anonymous") }) { lines.append("allow_anonymous true") }
-        lines += configuration
-        try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
-        try start()
+        do {
+            (self.port, tool) = try LoopbackPorts.retrying(port: port) { candidate in
+                var lines = ["listener \(candidate) 127.0.0.1", "persistence false", "log_dest stderr", "log_type all",
+                             "user \(user)"]
+                if !configuration.contains(where: { $0.hasPrefix("allow_anonymous") }) {
+                    lines.append("allow_anonymous true")
+                }
+                lines += configuration
+                try (lines.joined(separator: "\n") + "\n")
+                    .write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
+                return (candidate, try Self.launch(executable, directory: directory, port: candidate))
+            }
+        } catch {
+            temporary.remove()
+            throw error
+        }
+        self.directory = directory
+        self.executable = executable
+    }
+
+    /// Starts mosquitto on the configuration in `directory`; returns once it says it runs.
+    private static func launch(_ executable: String, directory: String, port: Int) throws -> Tool {
+        // Its log on standard error (unbuffered, unlike its standard output), read through the pipe.
+        let tool = try Tool(executable: URL(fileURLWithPath: "/bin/sh"),
+                            ["-c", "exec \"$1\" -c \"$0\" 2>&1", directory + "/mosquitto.conf", executable])
+        var seen: [String] = []
+        guard tool.readLine(containing: " running", seen: &seen) != nil else {
+            let said = seen.joined(separator: " | ")
+            if said.contains("Address already in use") { throw LoopbackPorts.AddressInUse(port: port, said: said) }
+            throw TimedOut(what: "mosquitto to run on port \(port): \(said)")
+        }
+        // Its log goes on to a pipe nobody reads: read it away so that it never blocks the broker.
+        Thread.detachNewThread { tool.drain() }
+        return tool
     }
 
     private func start() throws {
-        // Its log on standard error (unbuffered, unlike its standard output), read through the pipe.
-        let tool = try Tool(executable: URL(fileURLWithPath: "/bin/sh"),
-                            ["-c", "exec /usr/sbin/mosquitto -c \"$0\" 2>&1", directory + "/mosquitto.conf"])
-        var seen: [String] = []
-        guard tool.readLine(containing: " running", seen: &seen) != nil else {
-            throw TimedOut(what: "mosquitto to run on port \(port): \(seen.joined(separator: " | "))")
-        }
-        self.tool = tool
-        // Its log goes on to a pipe nobody reads: read it away so that it never blocks the broker.
-        Thread.detachNewThread { tool.drain() }
+        tool = try Self.launch(executable, directory: directory, port: port)
     }
 
     public var pid: Int32 { tool?.process.processIdentifier ?? 0 }
@@ -102,6 +119,7 @@ public final class Subscriber: @unchecked Sendable {
         var args = ["-h", "127.0.0.1", "-p", String(port), "-t", topic, "-q", "1", "-d", "-F", "MESSAGE %q %t %p"]
         if let count { args += ["-C", String(count)] }
         // Line-buffered: its standard output to a pipe is block-buffered (the SUBACK line would wait).
+        try MissingTool.check("/usr/bin/mosquitto_sub", packages: "mosquitto-clients")
         tool = try Tool(executable: URL(fileURLWithPath: "/usr/bin/stdbuf"), ["-oL", "/usr/bin/mosquitto_sub"] + args)
         tool.guardAgainstHang(seconds: 300)
         var seen: [String] = []

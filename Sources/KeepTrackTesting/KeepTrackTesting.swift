@@ -138,8 +138,16 @@ public struct GPSFake: Sendable {
     public let pid: String
     public let dir: String
 
-    /// Starts gpsd on `log` (a fixture name), on `port` or a free one.
-    public static func start(_ log: String, port: String? = nil) throws -> GPSFake {
+    /// Where Debian puts gpsfake (`gpsd-clients`) and gpsd (`gpsd`).
+    public static let gpsfake = "/usr/bin/gpsfake", gpsd = "/usr/sbin/gpsd"
+
+    /// Starts gpsd on `log` (a fixture name), on `port` or a free one (`tools/gpsfake-run` tries
+    /// other ports while the one it got is taken).
+    /// - Throws: ``MissingTool`` when `gpsfake` or `gpsd` is not installed.
+    public static func start(_ log: String, port: String? = nil, gpsfake: String = GPSFake.gpsfake,
+                             gpsd: String = GPSFake.gpsd) throws -> GPSFake {
+        try MissingTool.check(gpsfake, packages: "gpsd gpsd-clients")
+        try MissingTool.check(gpsd, packages: "gpsd")
         var args = ["start", fixturePath(log), "0.05"]
         if let port { args.append(port) }
         let tool = try Tool("tools/gpsfake-run", args)

@@ -17,7 +17,10 @@ import Glibc
 /// starts its own.
 public final class Postgres: @unchecked Sendable {
     public static let bin = "/usr/lib/postgresql/15/bin"
-    public let port: Int
+    /// The directory of `initdb`, `pg_ctl` and `postgres` this cluster runs (``bin`` unless told).
+    public let binDirectory: String
+    /// The server's port: the one asked for, or the first candidate that was not taken.
+    public private(set) var port: Int
     /// The cluster's directory: `data/`, `log`, and the Unix socket `.s.PGSQL.PORT`.
     public let directory: String
     /// The superuser (trust authentication on loopback and the socket).
@@ -40,12 +43,19 @@ public final class Postgres: @unchecked Sendable {
         }
     }
 
-    /// Creates and starts a cluster; `settings` are `postgres -c` settings (`fsync=off`...).
+    /// Creates and starts a cluster; `settings` are `postgres -c` settings (`fsync=off`...). Without
+    /// `port`, it starts on a candidate port and tries another while the one it got is taken.
     /// Returns once it accepts connections and the template database has PostGIS.
-    public init(settings: [String] = [], port: Int? = nil) throws {
-        var template = Array("/tmp/keeptrack-pg-XXXXXX".utf8CString)
-        directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-        self.port = port ?? freeLoopbackPort()
+    /// - Throws: ``MissingTool`` when `bin` has no `initdb` or `pg_ctl` (PostgreSQL 15 is not
+    ///   installed), ``PortError`` when every port tried was taken, ``CommandFailed``.
+    public init(settings: [String] = [], port: Int? = nil, bin: String = Postgres.bin) throws {
+        let packages = "postgresql-15 postgresql-15-postgis-3"
+        try MissingTool.check(bin + "/initdb", packages: packages)
+        try MissingTool.check(bin + "/pg_ctl", packages: packages)
+        binDirectory = bin
+        // Removed by destroy() or the watchdog, once the server has stopped (not while it runs).
+        directory = try TemporaryDirectory("keeptrack-pg", removedAtExit: false).path
+        self.port = port ?? 0
         self.settings = ["listen_addresses=127.0.0.1", "unix_socket_directories=\(directory)", "max_connections=400",
                          "shared_buffers=64MB"] + settings
         if getuid() == 0 {
@@ -54,12 +64,20 @@ public final class Postgres: @unchecked Sendable {
             chown(directory, uid_t(pw) ?? 0, gid_t(gid) ?? 0)
         }
         chmod(directory, 0o700)
-        _ = try asOwner("\(Self.bin)/initdb", ["-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8",
-                                                "--locale=C.UTF-8", "--no-sync"])
-        try start()
+        _ = try asOwner("\(bin)/initdb", ["-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8",
+                                           "--locale=C.UTF-8", "--no-sync"])
+        do {
+            self.port = try LoopbackPorts.retrying(port: port) { candidate in
+                try start(on: candidate)
+                return candidate
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
         // Stops the cluster once this process is gone (kill -0 can't see a root process from another user).
         let watchdog = "exec </dev/null >/dev/null 2>&1; while [ -d /proc/\(getpid()) ]; do sleep 1; done; "
-            + "\(Self.bin)/pg_ctl -D '\(directory)/data' -m immediate stop; rm -rf '\(directory)'"
+            + "\(bin)/pg_ctl -D '\(directory)/data' -m immediate stop; rm -rf '\(directory)'"
         _ = try asOwner("/usr/bin/setsid", ["-f", "/bin/sh", "-c", watchdog])
         _ = try psql("CREATE DATABASE kt_template", database: "postgres")
         _ = try psql("CREATE EXTENSION postgis", database: "kt_template")
@@ -69,14 +87,30 @@ public final class Postgres: @unchecked Sendable {
 
     /// `pg_ctl start`, waiting until it accepts connections.
     public func start() throws {
+        try start(on: port)
+    }
+
+    /// `pg_ctl start` on `port`; ``LoopbackPorts/AddressInUse`` when its log says the port is taken.
+    private func start(on port: Int) throws {
+        let log = directory + "/log"
+        let logged = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
         let options = settings.map { "-c \($0)" }.joined(separator: " ") + " -p \(port)"
-        _ = try asOwner("\(Self.bin)/pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-w", "-t", "60",
-                                                "-o", options, "start"])
+        do {
+            _ = try asOwner("\(binDirectory)/pg_ctl", ["-D", directory + "/data", "-l", log, "-w", "-t", "60",
+                                                      "-o", options, "start"])
+        } catch {
+            let said = FileManager.default.contents(atPath: log)
+                .map { String(decoding: $0.dropFirst(logged), as: UTF8.self) }
+            if let said, said.contains("Address already in use") {
+                throw LoopbackPorts.AddressInUse(port: port, said: said)
+            }
+            throw error
+        }
     }
 
     /// `pg_ctl stop -m fast` (connections closed, a clean shutdown), waiting until it has stopped.
     public func stop() throws {
-        _ = try asOwner("\(Self.bin)/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
+        _ = try asOwner("\(binDirectory)/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "stop"])
     }
 
     /// Stops and starts it again on the same port.
@@ -103,7 +137,7 @@ public final class Postgres: @unchecked Sendable {
 
     /// Stops it at once (`pg_ctl stop -m immediate`) and removes its directory.
     public func destroy() {
-        _ = try? asOwner("\(Self.bin)/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+        _ = try? asOwner("\(binDirectory)/pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -14,10 +14,10 @@ public enum StoreKind: String, Sendable, CaseIterable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
-/// A fresh temporary directory (each SQLite test gets its own).
+/// A fresh temporary directory (each SQLite test gets its own): a ``TemporaryDirectory``'s path,
+/// removed at the latest when the test process exits.
 public func temporaryDirectory() -> String {
-    var template = Array("/tmp/keeptrack-test-XXXXXX".utf8CString)
-    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+    do { return try TemporaryDirectory().path } catch { preconditionFailure("\(error)") }
 }
 
 /// A real endpoint on 127.0.0.1, on a free port, with its own database.

@@ -63,7 +63,9 @@ struct GPSDSourceTests {
 
     @Test func saysGPSDIsNotRunningAndConnectsWhenItStarts() async throws {
         // A port nobody listens on, then a gpsd started on it.
-        let port = try freePort()
+        // Kept bound (connecting is refused) until gpsd is started on it.
+        let reserved = try ReservedPort()
+        let port = String(reserved.number)
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: port))
         let started = Flag()
         let task = Task {
@@ -75,6 +77,7 @@ struct GPSDSourceTests {
             }
         }
         await waitUntil { started.isSet }
+        reserved.release()
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
         defer { try? gpsd.stop() }
         let seen = try await task.value

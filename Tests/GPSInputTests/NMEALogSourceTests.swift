@@ -131,7 +131,7 @@ struct NMEALogSourceTests {
 
     @Test func stopsWhenTheConsumerIsCancelledWhileAPipeIsSilent() async throws {
         // A FIFO whose writer sends two epochs and then nothing (a receiver piped in, gone quiet).
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-fifo-\(UUID().uuidString)")
+        let dir = try TemporaryDirectory("keeptrack-fifo").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let path = dir.appendingPathComponent("receiver").path
         #expect(mkfifo(path, 0o600) == 0)

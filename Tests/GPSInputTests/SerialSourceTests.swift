@@ -11,7 +11,7 @@ import Testing
 struct SerialSourceTests {
     /// Starts tools/fake-receiver behind a symlink in a private directory.
     func receiver(_ args: [String]) async throws -> (Tool, String) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-serial-\(UUID().uuidString)")
+        let dir = try TemporaryDirectory("keeptrack-serial").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let link = dir.appendingPathComponent("ttyGPS").path
         let tool = try Tool("tools/fake-receiver", args + ["--link", link])

@@ -62,7 +62,7 @@ func gzip(_ bytes: [UInt8]) throws -> [UInt8] {
 
 /// Writes `bytes` to a new file in a private temporary directory; returns its path.
 func temporaryFile(_ bytes: [UInt8], name: String) throws -> String {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-input-\(UUID().uuidString)")
+    let dir = try TemporaryDirectory("keeptrack-input").url
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     let url = dir.appendingPathComponent(name)
     try Data(bytes).write(to: url)

@@ -8,8 +8,7 @@ import Testing
 @Suite("keeptrack config")
 struct ConfigCommandTests {
     func file(_ text: String) throws -> String {
-        var template = Array("/tmp/keeptrack-config-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-config").path
         let path = dir + "/config.yaml"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
@@ -91,8 +90,7 @@ struct ConfigCommandTests {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 56)
         }
-        var template = Array("/tmp/keeptrack-config-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-config").path
         let path = dir + "/random.bin"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let r = try keeptrack(["config", "check", path])

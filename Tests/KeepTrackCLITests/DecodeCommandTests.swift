@@ -180,7 +180,7 @@ fileprivate func filtered(_ input: Data, through executable: String, _ arguments
 
 /// Writes `bytes` to a new file in a private temporary directory; returns its path.
 fileprivate func temporaryFile(_ bytes: Data, name: String) throws -> String {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-cli-\(UUID().uuidString)")
+    let dir = try TemporaryDirectory("keeptrack-cli").url
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     let url = dir.appendingPathComponent(name)
     try bytes.write(to: url)

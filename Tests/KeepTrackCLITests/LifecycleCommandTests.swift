@@ -138,8 +138,7 @@ struct LifecycleReplayTests {
     /// systemd's notify protocol, on a real datagram socket: READY first, the state in STATUS,
     /// watchdog pings while fixes arrive.
     @Test func notifiesSystemdThroughNotifySocket() throws {
-        var template = Array("/tmp/keeptrack-notify-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-notify").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/notify"
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -176,8 +175,7 @@ struct LifecycleTrackTests {
     @Test func suspensionReleasesTheGPSDWatchAndCtlBringsItBack() async throws {
         let gpsd = try GPSFake.start("walk-15min.nmea")
         defer { try? gpsd.stop() }
-        var template = Array("/tmp/keeptrack-ctl-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-ctl").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let control = dir + "/control.sock"
         let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),

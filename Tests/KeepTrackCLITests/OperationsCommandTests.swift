@@ -37,7 +37,7 @@ struct VersionTests {
     }
 
     @Test func saysUnknownOutsideAGitCheckoutUnlessTold() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-buildinfo-\(UUID())")
+        let dir = try TemporaryDirectory("keeptrack-buildinfo").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try "9.8.7\n".write(to: dir.appendingPathComponent("VERSION"), atomically: true, encoding: .utf8)
@@ -93,7 +93,7 @@ struct DurationOptionTests {
     }
 
     @Test func theConfigFileTakesDurationsAndNamesTheLineOfABadOne() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("keeptrack-durations-\(UUID())")
+        let dir = try TemporaryDirectory("keeptrack-durations").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let good = dir.appendingPathComponent("good.yaml").path
@@ -146,8 +146,7 @@ struct LocationSettingsTests {
         let (status, line, seen) = try await offThePool { () throws -> (String, String?, [String]) in
             let gpsd = try GPSFake.start("walk-15min.nmea")
             defer { try? gpsd.stop() }
-            var template = Array("/tmp/keeptrack-fixage-XXXXXX".utf8CString)
-            let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+            let dir = try TemporaryDirectory("keeptrack-fixage").path
             defer { try? FileManager.default.removeItem(atPath: dir) }
 
             // The default: fixes arrive and are all filtered as stale.
@@ -209,17 +208,24 @@ struct MetricsListenTests {
             () throws -> (String?, [String], (status: Int, type: String, body: String), Int) in
             let gpsd = try GPSFake.start("walk-15min.nmea")
             defer { try? gpsd.stop() }
-            var template = Array("/tmp/keeptrack-metrics-XXXXXX".utf8CString)
-            let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+            let dir = try TemporaryDirectory("keeptrack-metrics").path
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let port = freeLoopbackPort()
+            // Port 0: the endpoint says the port it got in its log.
             let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
                                  ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--max-fix-age", "none",
-                                  "--metrics-listen", "127.0.0.1:\(port)", "--control", dir + "/control.sock", "--data-dir", dir])
+                                  "--metrics-listen", "127.0.0.1:0", "--log-level", "notice",
+                                  "--control", dir + "/control.sock", "--data-dir", dir])
             track.guardAgainstHang(seconds: 60)
             defer { track.terminate() }
             var seen: [String] = []
             let line = track.readLine(containing: "\"event\":\"location\"", seen: &seen)
+            while !track.errors(limit: 100_000).contains("metrics endpoint listening"), let next = track.readLine() {
+                seen.append(next)
+            }
+            let said = track.errors(limit: 100_000)
+            guard let match = said.firstMatch(of: /127\.0\.0\.1:(\d+)\/metrics/), let port = Int(match.1) else {
+                throw TimedOut(what: "the metrics endpoint to say its port: \(said)")
+            }
             return (line, seen, try get("http://127.0.0.1:\(port)/metrics"), try get("http://127.0.0.1:\(port)/").status)
         }
         #expect(line != nil, "\(seen)")
@@ -245,8 +251,7 @@ struct MetricsListenTests {
 @Suite("Valid output: GPX read back by gpsbabel, GeoJSON checked by a validator")
 struct ValidOutputTests {
     func temporaryDirectory() -> String {
-        var template = Array("/tmp/keeptrack-valid-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        do { return try TemporaryDirectory("keeptrack-valid").path } catch { preconditionFailure("\(error)") }
     }
 
     /// The track points gpsbabel reads from a GPX file (Debian's gpsbabel: `-t` reads tracks).
@@ -349,8 +354,7 @@ struct OperationalLogTests {
 
     @Test func uploadFailuresRecoveriesAndOutboxDepthAreLogged() async throws {
         // An endpoint that is not there: every attempt fails, the outbox fills past a tenth of its cap.
-        var template = Array("/tmp/keeptrack-logs-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-logs").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = try await offThePool {
             try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--outbox-max-records", "1000",

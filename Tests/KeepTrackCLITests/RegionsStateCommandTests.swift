@@ -1,10 +1,11 @@
 import Foundation
+import KeepTrackTesting
 import Testing
 
 @Suite("keeptrack regions state")
 struct RegionsStateCommandTests {
     @Test func answersAStoredRegionsStateByID() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-data-\(UUID().uuidString)").path
+        let dir = try TemporaryDirectory("kt-data").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let imported = try keeptrack(["regions", "import", "fixtures/walk-15min.regions.geojson", "--data-dir", dir])
         #expect(imported.status == 0)
@@ -25,7 +26,7 @@ struct RegionsStateCommandTests {
     }
 
     @Test func importKeepsTheFileOrderAndReplacesByID() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-data-\(UUID().uuidString)").path
+        let dir = try TemporaryDirectory("kt-data").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try keeptrack(["regions", "import", "fixtures/walk-15min.regions.geojson", "--data-dir", dir])
         let again = try keeptrack(["regions", "import", "fixtures/walk-15min.regions.geojson", "--data-dir", dir])

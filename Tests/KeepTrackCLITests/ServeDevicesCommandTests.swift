@@ -1,11 +1,12 @@
 import Foundation
+import KeepTrackTesting
 import Testing
 
 /// `keeptrack serve devices add|list|revoke` and the fleet options, as a user runs them.
 @Suite("keeptrack serve devices")
 struct ServeDevicesCommandTests {
     @Test func addsListsAndRevokesDeviceTokensInTheDatabaseOfDb() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-devices-\(UInt32.random(in: 0...UInt32.max))").path
+        let dir = try TemporaryDirectory("kt-devices").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let db = dir + "/endpoint.sqlite"

@@ -1,4 +1,5 @@
 import Foundation
+import KeepTrackTesting
 import Testing
 
 @Suite("keeptrack replay and track")
@@ -76,7 +77,7 @@ struct LocationEventCommandTests {
     }
 
     @Test func explainsABadRegionsFile() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-regions-\(UUID().uuidString)")
+        let dir = try TemporaryDirectory("kt-regions").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("bad.geojson")
         try Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[11.5,48.1]},"properties":{"radius":-5}}]}"#.utf8).write(to: file)
@@ -86,7 +87,7 @@ struct LocationEventCommandTests {
         #expect(r.stdout.hasPrefix(#"{"event":"error","code":"region-monitoring-failure","reason":"region a: the radius must be a positive number of metres, got -5.0"}"#))
         #expect(r.stdout.contains(#"{"event":"location""#))
         // Importing it into the persisted set is refused whole.
-        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-data-\(UUID().uuidString)").path
+        let dataDir = try TemporaryDirectory("kt-data").path
         let imported = try keeptrack(["regions", "import", file.path, "--data-dir", dataDir])
         #expect(imported.status == 64)
         #expect(imported.stderr.contains("nothing imported"))
@@ -101,7 +102,7 @@ struct LocationEventCommandTests {
 @Suite("keeptrack regions")
 struct RegionsCommandTests {
     @Test func importsListsAndRemovesRegions() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-data-\(UUID().uuidString)").path
+        let dir = try TemporaryDirectory("kt-data").path
         let imported = try keeptrack(["regions", "import", "fixtures/walk-15min.regions.geojson", "--data-dir", dir])
         #expect(imported.status == 0)
         #expect(imported.stdout.contains("imported 3 regions (3 new); 3 monitored"))

@@ -9,8 +9,7 @@ import Glibc
 @Suite("keeptrack replay --upload, keeptrack serve")
 struct UploadCommandTests {
     func temporaryDirectory() -> String {
-        var template = Array("/tmp/keeptrack-cli-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        do { return try TemporaryDirectory("keeptrack-cli").path } catch { preconditionFailure("\(error)") }
     }
 
     /// README's first command: the bundled walk through the whole pipeline into the embedded
@@ -173,8 +172,7 @@ struct GracefulShutdownTests {
     /// SIGTERM stops the receiver, uploads what the outbox holds (nothing was uploaded before:
     /// batches wait an hour), stops the endpoint and removes the control socket.
     @Test func sigtermUploadsTheOutboxBeforeExiting() throws {
-        var template = Array("/tmp/keeptrack-term-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-term").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let receiver = try Tool("tools/fake-receiver", ["fixtures/walk-15min.nmea", "--now", "--baud", "38400",
                                                         "--rate", "4", "--link", dir + "/ttyGPS"])

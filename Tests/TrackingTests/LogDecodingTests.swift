@@ -12,7 +12,7 @@ struct LogDecodingTests {
     func decode(_ text: String, format: FixFormat = .jsonl, strict: Bool = false, maxWarnings: Int = 20)
         throws -> (output: String, result: LogDecoding.Result, warnings: [String])
     {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-decode-\(UUID().uuidString)")
+        let dir = try TemporaryDirectory("kt-decode").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let input = dir.appendingPathComponent("in.nmea").path
         let output = dir.appendingPathComponent("out").path

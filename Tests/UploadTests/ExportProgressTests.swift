@@ -1,4 +1,5 @@
 import Foundation
+import KeepTrackTesting
 import Testing
 import TrackServer
 
@@ -7,7 +8,7 @@ import TrackServer
 @Suite("Export progress")
 struct ExportProgressTests {
     @Test func aPagedExportReportsEachPageAndWritesTheSameFile() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-export-\(UUID().uuidString)").path
+        let dir = try TemporaryDirectory("kt-export").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try SQLiteTrackStore(path: dir + "/endpoint.sqlite")

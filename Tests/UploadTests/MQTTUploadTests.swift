@@ -102,7 +102,7 @@ struct MQTTUploadTests {
 
     /// Nobody listens: the records stay, and the error names the broker and the refusal.
     @Test func aRefusedConnectionIsNamedAndTheRecordsStay() async throws {
-        let port = freeLoopbackPort()
+        let port = try ReservedPort()
         let (outbox, dir) = try filledOutbox(10)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(port)", attempts: 1)

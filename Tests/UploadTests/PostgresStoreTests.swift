@@ -187,7 +187,7 @@ struct PostgresStoreTests {
         let cluster = try await Postgres.shared()
         await #expect { _ = try await openTrackStore("postgres://kt:hunter2@127.0.0.1:\(cluster.port)/kt_missing?sslmode=disable") }
             throws: { "\($0)".contains(#"database "kt_missing" does not exist"#) && !"\($0)".contains("hunter2") }
-        let closed = freeLoopbackPort()
+        let closed = try ReservedPort()
         await #expect { _ = try await openTrackStore("postgres://kt@127.0.0.1:\(closed)/x?sslmode=disable") }
             throws: { "\($0)".contains("cannot connect to postgres://kt@127.0.0.1:\(closed)/x") && "\($0)".contains("refused") }
     }
