@@ -121,7 +121,7 @@ public enum Overland {
     }
 
     /// One feature of `locations`.
-    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws -> TrailRecord {
+    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws(WireFormatError) -> TrailRecord {
         let at = "locations[\(index)]"
         var coordinates: [Double]?
         var sawProperties = false
@@ -212,7 +212,7 @@ public enum Overland {
     }
 
     /// A Point geometry's coordinates: longitude, latitude and maybe altitude.
-    static func point(_ s: inout JSONScanner, at: String) throws -> [Double] {
+    static func point(_ s: inout JSONScanner, at: String) throws(WireFormatError) -> [Double] {
         var coordinates: [Double]?
         var type: String?
         try s.expect(UInt8(ascii: "{"))

@@ -22,7 +22,7 @@ public enum OwnTracksEnvelope {
         var type: String?
         var text: String?
         var sawData = false
-        do {
+        do throws(WireFormatError) {
             try s.expect(UInt8(ascii: "{"))
             if !s.take(UInt8(ascii: "}")) {
                 repeat {

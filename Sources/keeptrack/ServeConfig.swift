@@ -35,7 +35,7 @@ enum ServeConfig {
     }
 
     /// `serve`'s arguments with its file read in (not for `serve devices`, whose store is `--db`'s).
-    static func insertingFile(into arguments: [String]) throws(ConfigProblem) -> [String] {
+    static func insertingFile(into arguments: [String]) throws(ConfigFileError) -> [String] {
         guard arguments.first == "serve", arguments.dropFirst().first != "devices" else { return arguments }
         return try reader.insertingFile(
             into: arguments, at: 1, option: "--config", defaultPath: defaultPath,
