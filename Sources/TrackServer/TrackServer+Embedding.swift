@@ -30,6 +30,8 @@ extension TrackServer.Configuration {
         case retentionBelowAnHour
         /// ``TrackServer/Configuration/mqtt``'s URL can't be used: why.
         case mqtt(String)
+        /// ``TrackServer/StreamSettings/maxClients`` is less than 1.
+        case maxStreamsBelowOne
     }
 
     /// What is wrong with these settings, or nil; the first problem found.
@@ -45,6 +47,7 @@ extension TrackServer.Configuration {
         if maxBodyBytes < 1024 { return .maxBodyBytesBelow1024 }
         if (tlsCertificate == nil) != (tlsKey == nil) { return .tlsCertificateAndKeyApart }
         if let retention, !(retention >= 3600) { return .retentionBelowAnHour }
+        if stream.maxClients < 1 { return .maxStreamsBelowOne }
         if let mqtt {
             do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt("\(error)") }
         }

@@ -45,6 +45,7 @@ extension PostgresTrackStore {
         ]),
         ("v2-fleet", fleetMigration),
         ("v3-devices-trigger", devicesTriggerMigration),
+        ("v4-stream-notify", streamMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points
