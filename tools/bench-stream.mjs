@@ -98,8 +98,11 @@ if (idle > 0) {
 const latencies = [];
 const perClient = [];
 let opened = 0;
-await new Promise((resolve, reject) => {
-  for (let c = 0; c < clients; c++) {
+// In waves of 100: connections not yet upgraded count against the server's connection cap.
+for (let wave = 0; wave < clients; wave += 100) {
+ await new Promise((resolve, reject) => {
+  let waiting = Math.min(100, clients - wave);
+  for (let c = wave; c < Math.min(clients, wave + 100); c++) {
     const device = c === 0 ? null : "d" + (c % devices);
     const state = { device, seqs: [], inOrder: true };
     perClient.push(state);
@@ -107,7 +110,8 @@ await new Promise((resolve, reject) => {
     ws.onmessage = (e) => {
       const m = JSON.parse(e.data);
       if (m.type === "snapshot") {
-        if (++opened === clients) resolve();
+        opened += 1;
+        if (--waiting === 0) resolve();
         return;
       }
       const s = m.record.seq;
@@ -119,7 +123,9 @@ await new Promise((resolve, reject) => {
     ws.onerror = () => reject(new Error("a stream client failed to connect"));
     state.ws = ws;
   }
-});
+ });
+}
+console.error(`bench-stream: ${opened} clients connected`);
 const before = stat(server.pid);
 const started = performance.now();
 const perTick = Math.max(1, Math.round(rate / 10));

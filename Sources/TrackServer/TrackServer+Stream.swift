@@ -81,8 +81,10 @@ extension TrackServer {
         }
         if let own = identity.onlyDevice {
             if let wanted, wanted != own {
+                // A close reason holds at most 123 bytes.
+                let shown = String(decoding: wanted.utf8.prefix(40), as: UTF8.self)
                 return .failure(
-                    StreamRefusal(code: .policyViolation, reason: "forbidden: this token may not read '\(wanted)'"))
+                    StreamRefusal(code: .policyViolation, reason: "forbidden: this token may not read '\(shown)'"))
             }
             return .success(own)
         }

@@ -184,8 +184,9 @@ public final class TrackServer: Sendable {
             }
         }
         // Past the cap plus this many refusals in progress, connections wait in the kernel's
-        // backlog instead of taking descriptors.
-        let accepting = MaximumAvailableConnections(gate.limit + max(64, gate.limit / 4), logger: logger)
+        // backlog instead of taking descriptors. Live streams, which leave the cap, have their own.
+        let accepting = MaximumAvailableConnections(
+            gate.limit + max(64, gate.limit / 4) + streamHub.limits.maxClients, logger: logger)
         let app = Hummingbird.Application(
             router: router(),
             server: server,
