@@ -70,13 +70,23 @@ final class StreamHub: Sendable {
     func publish(_ records: [TrailRecord]) {
         let all = clients.withLock { Array($0.values) }
         guard !all.isEmpty else { return }
-        var encoded: [StreamEncoding: [(device: String, frame: Frame)]] = [:]
+        // Each record encoded once per kind of client, its frames by device: a client takes its
+        // device's (a dictionary lookup) or all of them.
+        var encoded: [StreamEncoding: (all: [Frame], byDevice: [String: [Frame]])] = [:]
         for client in all {
             if encoded[client.encoding] == nil {
-                encoded[client.encoding] = records.compactMap { r in client.encoding.encode(r).map { (r.device, $0) } }
+                var frames: [Frame] = []
+                var byDevice: [String: [Frame]] = [:]
+                for r in records {
+                    guard let frame = client.encoding.encode(r) else { continue }
+                    frames.append(frame)
+                    byDevice[r.device, default: []].append(frame)
+                }
+                encoded[client.encoding] = (frames, byDevice)
             }
-            let frames = encoded[client.encoding]!.filter { client.device == nil || client.device == $0.device }
-            if !frames.isEmpty { client.push(frames.map(\.frame)) }
+            let batch = encoded[client.encoding]!
+            let frames = client.device.map { batch.byDevice[$0] ?? [] } ?? batch.all
+            if !frames.isEmpty { client.push(frames) }
         }
     }
 

@@ -103,7 +103,8 @@ extension TrackServer {
             let device: String?
             switch access {
             case .failure(let refusal):
-                try await outbound.close(refusal.code, reason: refusal.reason)
+                // Said and closed at once: no close handshake is waited for with a refused client.
+                Self.closeNow(channel, code: refusal.code, reason: refusal.reason)
                 return
             case .success(let d): device = d
             }
@@ -113,8 +114,8 @@ extension TrackServer {
                 let client = streamHub.register(
                     device: device, onOverflow: { if $0 { Self.closeOverflowed(channel, reason: reason) } })
             else {
-                try await outbound.close(
-                    .init(codeNumber: 1013),
+                Self.closeNow(
+                    channel, code: .init(codeNumber: 1013),
                     reason: "the server serves its maximum of \(streamHub.limits.maxClients) streams")
                 return
             }
@@ -149,8 +150,14 @@ extension TrackServer {
     /// Closes a stream whose queue overflowed: a close frame (1008, with the reason) and the
     /// connection, without waiting for a writer the client does not let through.
     static func closeOverflowed(_ channel: any Channel, reason: String) {
-        var data = channel.allocator.buffer(capacity: 96)
-        data.write(webSocketErrorCode: .policyViolation)
+        closeNow(channel, code: .policyViolation, reason: reason)
+    }
+
+    /// Writes a close frame (`code`, `reason`) straight to the connection and closes it once written
+    /// (or after 2 s, when the client does not read).
+    static func closeNow(_ channel: any Channel, code: WebSocketErrorCode, reason: String) {
+        var data = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+        data.write(webSocketErrorCode: code)
         data.writeString(reason)
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
         channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }

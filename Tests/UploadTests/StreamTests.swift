@@ -205,6 +205,26 @@ struct StreamTests {
         }
     }
 
+    /// An upgrade whose head arrives byte by byte is upgraded (the head guard finds its end across
+    /// reads); bytes that are no WebSocket frame close that connection only.
+    @Test func anUpgradeWrittenByteByByteIsUpgradedAndGarbageClosesItAlone() async throws {
+        let endpoint = try await Endpoint.start()
+        defer { Task { await endpoint.stop() } }
+        let head =
+            "GET /v1/stream?token=secret HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        let socket = try RawSocket(port: endpoint.port)
+        for byte in head.utf8 { socket.send([byte]) }
+        let answer = await socket.readResponse()
+        #expect(answer.hasPrefix("HTTP/1.1 101"), "\(answer.prefix(200))")
+        socket.send([0x8f, 0x80, 0, 0, 0, 0])  // a whole frame with a reserved opcode (0xF)
+        #expect(await socket.readToEnd().eof)
+        socket.close()
+        let reader = StreamReader(ws(endpoint, "?token=secret"))
+        #expect(try await reader.next()["type"] as? String == "snapshot")
+        reader.stop()
+    }
+
     /// Plain `GET /v1/stream` is 426; a client message larger than a frame may be closes that client
     /// only; the map page is served without a token and holds none; HEAD answers wherever GET does.
     @Test func hostileAndPlainRequests() async throws {
