@@ -44,6 +44,8 @@ extension TrackServer {
         router.get("/map/leaflet/images/{name}") { _, context in try self.leafletFile(context, images: true) }
         // HEAD answers as GET does, without the body.
         router.head("/map") { _, _ in try await Self.head(self.mapShell()) }
+        // HEAD / never stores (GET / is OsmAnd's ingest): the head of what a browser gets there.
+        router.head("/") { _, _ in try await Self.head(self.mapShell()) }
         router.head("/map/app.js") { _, _ in
             try await Self.head(Self.asset(Array(MapScript.source.utf8), type: "text/javascript; charset=utf-8"))
         }

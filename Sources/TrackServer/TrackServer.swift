@@ -30,7 +30,8 @@ import Glibc
 ///   (``MQTTIngest``), stored exactly as the HTTP route stores it.
 ///
 /// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true`
-/// (paginated), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
+/// (paginated), `GET /map` (the live map, docs/live.md) and `GET /map/svg` (trails as SVG), `GET /v1/stream`
+/// (the live stream, a WebSocket: ``StreamHub``), `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
 /// ``Faults`` when ``Configuration/faultInjection`` is on.
 ///
 /// Bad requests get a 400 whose body names the problem (`records[3].lat: 95 is out of range
