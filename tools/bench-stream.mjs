@@ -85,6 +85,7 @@ if (idle > 0) {
   await new Promise((resolve, reject) => {
     const ws = new WebSocket(wsURL + "&device=idle-check");
     ws.onerror = () => reject(new Error("the reading client failed to connect"));
+    ws.onclose = (e) => console.error(`bench-stream: the reading client was closed (${e.code} ${e.reason})`);
     ws.onmessage = (e) => {
       const m = JSON.parse(e.data);
       if (m.type === "snapshot") resolve();

@@ -97,6 +97,9 @@ extension TrackServer {
         guard head.method == .get, URI(head.path ?? "/").path == Self.streamPath else { return .dontUpgrade }
         let access = try await streamAccess(head)
         return .upgrade([:]) { [self] inbound, outbound, _ in
+            // The kernel's send buffer kept small (it grows to megabytes on its own): a client that does not
+            // read holds up its writer, and overflows its bounded queue, after 64 KiB instead.
+            _ = channel.setOption(.socketOption(.so_sndbuf), value: 1 << 16)
             // A stream is not an HTTP connection any more: it leaves the connection cap for the stream's own.
             gate.release()
             defer { gate.served.add(1, ordering: .relaxed) }
