@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // The live stream's WebSocket upgrade on `serve` (`GET /v1/stream`).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // SHA-256 of device tokens (TrackServer); already built for swift-nio-extras and swift-certificates.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -96,6 +98,8 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         // The endpoint's PostgreSQL + PostGIS store (postgres-nio), and the opener that picks the store a
@@ -180,6 +184,8 @@ let package = Package(
         .testTarget(name: "UploadTests", dependencies: [
             "Upload", "TrackServer", "TrackStorePostgres", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
             "LocationService",
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),

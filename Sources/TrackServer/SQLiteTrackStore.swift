@@ -12,6 +12,8 @@ import GRDB
 public final class SQLiteTrackStore: TrackStore {
     public let path: String
     let pool: DatabasePool
+    /// What this store stored, batch by batch in commit order (the live stream's source).
+    public let storedRecords = RecordFeed()
 
     public var location: String { path }
 
@@ -140,6 +142,8 @@ public final class SQLiteTrackStore: TrackStore {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             var accepted = 0
+            let feed = storedRecords.hasSubscribers ? storedRecords : nil
+            var stored: [TrailRecord] = []
             var added: [String: (points: Int, first: Double, last: Double)] = [:]
             var latest: [String: TrailRecord] = [:]
             for r in records {
@@ -157,6 +161,7 @@ public final class SQLiteTrackStore: TrackStore {
                 ])
                 guard db.changesCount > 0 else { continue }
                 accepted += 1
+                if feed != nil { stored.append(Self.asStored(r, format: format)) }
                 if r.valid, latest[r.device].map({ $0.time <= r.time }) ?? true { latest[r.device] = r }
                 if let d = added[r.device] {
                     added[r.device] = (d.points + 1, min(d.first, r.time), max(d.last, r.time))
@@ -173,6 +178,8 @@ public final class SQLiteTrackStore: TrackStore {
                 try device.execute(arguments: [id, d.points, d.first, d.last, received])
                 if let r = latest[id] { try Self.noteLatest(db, r) }
             }
+            // On the writer, after the commit: batches reach the feed in the order they were stored.
+            if let feed, !stored.isEmpty { db.afterNextTransaction { [stored] _ in feed.publish(stored) } }
             return (accepted, records.count - accepted)
         }
     }
@@ -256,3 +263,14 @@ public final class SQLiteTrackStore: TrackStore {
     }
 }
 
+extension SQLiteTrackStore: StoredRecordsSource {
+    /// One process writes a SQLite store: its feed is complete without following anything.
+    public func followStored() async throws {}
+
+    /// `r` as a trail reads it back: a sequence only for our JSON batch.
+    static func asStored(_ r: TrailRecord, format: String) -> TrailRecord {
+        var r = r
+        if format != "json" { r.sequence = 0 }
+        return r
+    }
+}

@@ -41,7 +41,9 @@ struct AccessMiddleware: RouterMiddleware {
         // /map?token=TOKEN) needs a credential once one exists.
         let path = request.uri.path
         let token = server.configuration.token
-        guard path != "/healthz", path != "/metrics" else { return try await next(request, context) }
+        guard path != "/healthz", path != "/metrics", !MapScript.isPublic(path) else {
+            return try await next(request, context)
+        }
         if token == nil, try await !server.store.hasCredentials() { return try await next(request, context) }
         let authorization = request.headers[.authorization]
         let bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }

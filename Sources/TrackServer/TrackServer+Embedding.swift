@@ -34,6 +34,8 @@ extension TrackServer.Configuration {
         case mqtt(MQTTError)
         /// An origin of ``TrackServer/Configuration/corsOrigins`` can't be one: why.
         case corsOrigin(String)
+        /// ``TrackServer/StreamSettings/maxClients`` is less than 1.
+        case maxStreamsBelowOne
     }
 
     /// What is wrong with these settings, or nil; the first problem found.
@@ -50,6 +52,7 @@ extension TrackServer.Configuration {
         if maxBodyBytes < 1024 { return .maxBodyBytesBelow1024 }
         if (tlsCertificate == nil) != (tlsKey == nil) { return .tlsCertificateAndKeyApart }
         if let retention, !(retention >= 3600) { return .retentionBelowAnHour }
+        if stream.maxClients < 1 { return .maxStreamsBelowOne }
         if let mqtt {
             do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt(error) }
         }

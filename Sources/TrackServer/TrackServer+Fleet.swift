@@ -194,7 +194,7 @@ extension TrackServer {
             let x = (d.longitude - west) / (east - west) * width
             let y = (north - d.latitude) / (north - south) * height
             let isSelected = d.device == selected
-            let href = text("/map?device=\(PercentEncoding.encode(d.device))\(tokenQuery)")
+            let href = text("/map/svg?device=\(PercentEncoding.encode(d.device))\(tokenQuery)")
             svg += "<a href=\"\(href)\"><circle class=\"device\" cx=\"\(formatFixed(x, 1))\" cy=\"\(formatFixed(y, 1))\" "
                 + "r=\"\(isSelected ? 7 : 4)\" fill=\"\(isSelected ? "#d62728" : "#1f77b4")\">"
                 + "<title>\(text(d.device)) \(ISOTime.string(d.time))</title></circle></a>\n"

@@ -34,7 +34,10 @@ import Glibc
 ///   (``MQTTIngest``), stored exactly as the HTTP route stores it.
 ///
 /// Queries: `GET /v1/devices`, `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true`
-/// (paginated), `GET /v1/devices/{id}/stops|trips?from=&to=` (``addStopsRoutes(to:)``), `GET /map`, `GET /healthz`, `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
+/// (paginated), `GET /v1/devices/{id}/stops|trips?from=&to=` (``addStopsRoutes(to:)``), `GET /map` (the live
+/// map, docs/live.md) and `GET /map/svg` (trails as SVG), `GET /v1/stream` (the live stream, a WebSocket:
+/// ``StreamHub``), the OwnTracks Recorder's `/api/0/...` (``addRecorderRoutes(to:)``), `GET /healthz`,
+/// `GET /metrics` (Prometheus text). `PUT /v1/faults` sets
 /// ``Faults`` when ``Configuration/faultInjection`` is on.
 ///
 /// Bad requests get a 400 whose body names the problem (`records[3].lat: 95 is out of range
@@ -106,6 +109,10 @@ public final class TrackServer: Sendable {
         /// How old a point may get, in seconds, before ``RetentionService`` deletes it. The default
         /// is nil: points are kept.
         public var retention: Double?
+        /// The live stream's limits (`GET /v1/stream`).
+        public var stream = StreamSettings()
+        /// The map page's base map and library (`/map`).
+        public var map = MapSettings()
 
         public init(database: String) { self.database = database }
     }
@@ -120,6 +127,8 @@ public final class TrackServer: Sendable {
     let clock: any EpochClock
     let gate: ConnectionGate
     let bodies: BodyBudget
+    /// The live stream's clients (``StreamHub``).
+    let streamHub: StreamHub
 
     /// A server over the SQLite store at ``Configuration/database``.
     public convenience init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
@@ -148,6 +157,11 @@ public final class TrackServer: Sendable {
             clock: clock, metrics: metrics)
         self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes),
                                  refusals: metrics.bodiesRefused)
+        let stream = configuration.stream
+        self.streamHub = StreamHub(limits: .init(maxClients: max(1, stream.maxClients),
+                                                 maxMessages: max(1, stream.maxQueuedMessages),
+                                                 maxBytes: max(1, stream.maxQueuedBytes)),
+                                   metrics: StreamMetrics(registry: metrics.registry))
     }
 
     /// Whether listening on `host` with `token` exposes the store: no token on an address other than
@@ -182,19 +196,20 @@ public final class TrackServer: Sendable {
         _ = prepareConnectionLimits()
         let gate = self.gate
         var server = HTTPServerBuilder { responder in
-            CappedChannel(base: HTTP1Channel(responder: responder, configuration: http1), gate: gate, answerInClear: true)
+            CappedChannel(base: self.httpChannel(responder, http1), gate: gate, answerInClear: true)
         }
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
             let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
             server = HTTPServerBuilder { responder in
-                CappedChannel(base: try TLSChannel(HTTP1Channel(responder: responder, configuration: http1), tlsConfiguration: tls),
+                CappedChannel(base: try TLSChannel(self.httpChannel(responder, http1), tlsConfiguration: tls),
                               gate: gate, answerInClear: false)
             }
         }
         // Past the cap plus this many refusals in progress, connections wait in the kernel's
-        // backlog instead of taking descriptors.
-        let accepting = MaximumAvailableConnections(gate.limit + max(64, gate.limit / 4), logger: logger)
+        // backlog instead of taking descriptors. Live streams, which leave the cap, have their own.
+        let accepting = MaximumAvailableConnections(
+            gate.limit + max(64, gate.limit / 4) + streamHub.limits.maxClients, logger: logger)
         let app = Hummingbird.Application(
             router: router(),
             server: server,
@@ -208,7 +223,7 @@ public final class TrackServer: Sendable {
             },
             logger: logger
         )
-        var services: [any Service] = [app]
+        var services: [any Service] = [app, StreamService(server: self)]
         if let mqtt = configuration.mqtt { services.append(try MQTTIngest(server: self, configuration: mqtt)) }
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))
@@ -260,7 +275,10 @@ public final class TrackServer: Sendable {
         if configuration.faultInjection { router.add(middleware: FaultMiddleware(server: self)) }
         router.add(middleware: AccessMiddleware(server: self))
         router.post("/v1/locations") { request, context in try await self.ingestBatch(request, context) }
-        router.get("/") { request, context in try await self.ingestOsmAnd(request, context) }
+        router.get("/") { request, context in
+            if Self.wantsMapPage(request) { return self.mapShell() }
+            return try await self.ingestOsmAnd(request, context)
+        }
         router.post("/") { request, context in try await self.ingestOsmAnd(request, context) }
         router.post("/owntracks") { request, context in try await self.ingestOwnTracks(request, context) }
         router.post("/api/v1/overland/batches") { request, context in try await self.ingestOverland(request, context) }
@@ -284,7 +302,9 @@ public final class TrackServer: Sendable {
                 return try await self.setFaults(request, context)
             }
         }
-        router.get("/map") { request, context in try await self.mapPage(request, context) }
+        router.get("/map/svg") { request, context in try await self.mapPage(request, context) }
+        router.get("/v1/stream") { _, _ in Self.streamWithoutUpgrade() }
+        addMapRoutes(router)
         addRecorderRoutes(to: router)
         return router
     }
@@ -361,7 +381,7 @@ public final class TrackServer: Sendable {
         }
         try authorize(context, device: batch.device)
         let result = try await store.insert(batch.records, format: "json", received: clock.now.secondsSince1970)
-        metrics.stored(result.accepted, duplicates: result.duplicates, format: "json")
+        noteStored(batch.records, result, format: "json")
         let reply = "{\"accepted\":\(result.accepted),\"duplicates\":\(result.duplicates)}\n"
         return try respond(reply, contentType: "application/json", context: context)
     }
@@ -402,7 +422,7 @@ public final class TrackServer: Sendable {
             try authorize(context, device: record.device)
         }
         let result = try await store.insert([record], format: "osmand", received: clock.now.secondsSince1970)
-        metrics.stored(result.accepted, duplicates: result.duplicates, format: "osmand")
+        noteStored([record], result, format: "osmand")
         return try respond("", contentType: "text/plain", context: context)
     }
 
@@ -443,7 +463,7 @@ public final class TrackServer: Sendable {
         let bytes = try await openOwnTracks(bytes, device: OwnTracks.deviceID(user: user, device: device)).plain
         guard let record = try OwnTracks.decode(bytes, user: user, device: device, now: t) else { return (0, 0) }
         let result = try await store.insert([record], format: "owntracks", received: t)
-        metrics.stored(result.accepted, duplicates: result.duplicates, format: "owntracks")
+        noteStored([record], result, format: "owntracks")
         return result
     }
 
@@ -615,7 +635,7 @@ public final class TrackServer: Sendable {
         }
         if devices.isEmpty { html += wanted == nil ? "<p>No trail stored yet.</p>\n" : "<p>No such device.</p>\n" }
         for (n, d) in devices.enumerated() {
-            let href = text("/map?device=\(PercentEncoding.encode(d.id))\(tokenQuery)")
+            let href = text("/map/svg?device=\(PercentEncoding.encode(d.id))\(tokenQuery)")
             guard n < configuration.maxDevicesDrawn else {
                 if n == configuration.maxDevicesDrawn {
                     html += "<p>\(devices.count - n) more devices, not drawn here (at most \(n) a page):</p>\n"
@@ -631,7 +651,7 @@ public final class TrackServer: Sendable {
             let maxPoints = configuration.maxPointsDrawn
             html += try await offLoop { TrailSVG.render(title: d.id, records: records, width: 900, maxPoints: maxPoints) }
             if let next {
-                let nextHref = text("/map?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)")
+                let nextHref = text("/map/svg?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)")
                 html += "<p><a rel=\"next\" href=\"\(nextHref)\">next page</a></p>\n"
             }
             html += "</section>\n"

@@ -47,6 +47,7 @@ extension PostgresTrackStore {
         ("v3-devices-trigger", devicesTriggerMigration),
         ("v4-device-secrets", secretsMigration),
         ("v5-visits-and-trips", visitsMigration),
+        ("v6-stream-notify", streamMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

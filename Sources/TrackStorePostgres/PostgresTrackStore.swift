@@ -28,6 +28,8 @@ public final class PostgresTrackStore: TrackStore {
     let logger: Logger
     let runner: Task<Void, Never>
     let coalescer: CopyCoalescer
+    /// What any instance stored, batch by batch in commit order (``followStored()``).
+    public let storedRecords = RecordFeed()
 
     public var location: String { url.description }
 

@@ -184,6 +184,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Read settings from this YAML file, one key per option (default: serve.yaml beside "
                                + "track's config.yaml, when it exists); the command line wins.", valueName: "file"))
     var config: String?
+    @Option(help: ArgumentHelp("The map page's base map: a tile URL template ({z}/{x}/{y}), or none for a plain "
+                               + "background. The default is OpenStreetMap's standard tiles.", valueName: "url"))
+    var tiles: String?
+    @Option(help: ArgumentHelp("Live stream clients (GET /v1/stream) at once, apart from --max-connections. "
+                               + "The default is 4096.", valueName: "n"))
+    var maxStreams: Int?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -206,6 +212,8 @@ struct Serve: AsyncParsableCommand {
         (c.tlsCertificate, c.tlsKey, c.mqtt) = (tlsCert, tlsKey, mqtt.map { .init(url: $0) })
         (c.openRegistration, c.retention) = (openRegistration, retention)
         c.corsOrigins = corsOrigin
+        if let tiles { c.map.tiles = tiles == "none" ? nil : tiles }
+        if let maxStreams { c.stream.maxClients = maxStreams }
         return c
     }
 
@@ -268,6 +276,7 @@ extension TrackServer.Configuration.Problem {
         case .maxBodyBytesBelow1024: "--max-body must be at least 1024 bytes."
         case .tlsCertificateAndKeyApart: "--tls-cert and --tls-key go together."
         case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
+        case .maxStreamsBelowOne: "--max-streams must be at least 1."
         case .mqtt(let why): "--mqtt: \(why)."
         case .corsOrigin(let why): "--cors-origin: \(why)."
         }

@@ -23,7 +23,7 @@ enum ServeConfig {
         "faults": .flag, "refuse": .flag, "fail-rate": .option, "fail-status": .option, "retry-after": .option,
         "delay": .option, "drop-rate": .option, "tls-cert": .option, "tls-key": .option, "open-registration": .flag,
         "retention": .option, "mqtt": .option, "cors-origin": .list, "log-level": .option, "log-format": .option,
-        "data-dir": .option,
+        "data-dir": .option, "first-request-timeout": .option, "tiles": .option, "max-streams": .option,
     ]
 
     static let reader = ConfigReader(schema: keys)

@@ -337,7 +337,7 @@ struct EndpointLimitsTests {
         let page = try JSONBatch.decode(Array(body(r).utf8), now: 2e9)
         #expect(page.device == id)
         #expect(page.records.count == 3)
-        let map = try await get(endpoint, "/map?device=\(encoded)")
+        let map = try await get(endpoint, "/map/svg?device=\(encoded)")
         #expect(status(map) == 200)
         #expect(body(map).contains("3 points"))
         await endpoint.stop()

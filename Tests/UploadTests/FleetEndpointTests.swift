@@ -41,7 +41,7 @@ struct FleetEndpointTests {
         let positions = try await raw.send(.GET, "/v1/positions?bbox=11,48,12,49", token: van)
         #expect(positions.body.contains("\"van1\"") && !positions.body.contains("van2"))
         #expect(try await raw.send(.GET, "/v1/positions?bbox=11,48,12,49&device=van2", token: van).status == 403)
-        #expect(try await raw.send(.GET, "/map?device=van2", token: van).status == 403)
+        #expect(try await raw.send(.GET, "/map/svg?device=van2", token: van).status == 403)
         #expect(try await raw.send(.PUT, "/v1/faults", body: "{}", token: van).status == 403)
         #expect(try await raw.send(.GET, "/v1/devices", token: "guess").status == 401)
         // Revoked: the token is no longer anyone's.
@@ -140,7 +140,7 @@ struct FleetEndpointTests {
         let body = try await raw.send(.GET, "/v1/devices/latest").body
         #expect(body.contains(#"{"id":"a","time":"2024-05-14T10:00:00.000Z","lat":48.2000000,"lon":11.5000000,"points":3"#))
         #expect(body.contains(#"{"id":"b","time":"2024-05-14T09:30:00.000Z","lat":47.5000000,"lon":10.2500000"#))
-        let map = try await raw.send(.GET, "/map").body
+        let map = try await raw.send(.GET, "/map/svg").body
         #expect(map.contains("Latest positions (2 devices)"))
         #expect(map.components(separatedBy: "<circle class=\"device\"").count == 3)
         await raw.close()

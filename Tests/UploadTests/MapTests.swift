@@ -100,11 +100,11 @@ struct MapTests {
                         longitude: 11.5 + Double.random(in: -1e-4...1e-4, using: &rng))
         }
         _ = try await endpoint.server.store.insert(cluster, format: "json", received: t0)
-        let map = try await get(endpoint, "/map?device=parked&limit=100000", guardSeconds: 240)
+        let map = try await get(endpoint, "/map/svg?device=parked&limit=100000", guardSeconds: 240)
         #expect(status(map) == 200)
         #expect(body(map).contains("5000 of 60000 points drawn"))
         #expect(body(map).components(separatedBy: "<rect class=\"stop\"").count == 1, "stayed under 300 s: no stop")
-        let paged = try await get(endpoint, "/map?device=parked", guardSeconds: 240)
+        let paged = try await get(endpoint, "/map/svg?device=parked", guardSeconds: 240)
         #expect(body(paged).contains("5000 of 10000 points drawn"))
         #expect(body(paged).contains("rel=\"next\""))
         await endpoint.stop()
