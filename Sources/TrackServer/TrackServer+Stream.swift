@@ -100,9 +100,8 @@ extension TrackServer {
             // The kernel's send buffer kept small (it grows to megabytes on its own): a client that does not
             // read holds up its writer, and overflows its bounded queue, after 64 KiB instead.
             _ = channel.setOption(.socketOption(.so_sndbuf), value: 1 << 16)
-            // A stream is not an HTTP connection any more: it leaves the connection cap for the stream's own.
-            gate.release()
-            defer { gate.served.add(1, ordering: .relaxed) }
+            // The connection stays on the connection cap (ConnectionGate: upgraded, so never shed nor timed
+            // out as an HTTP connection) until it closes; the streams have their cap besides (--max-streams).
             let device: String?
             switch access {
             case .failure(let refusal):
