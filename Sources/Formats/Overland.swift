@@ -121,7 +121,9 @@ public enum Overland {
     }
 
     /// One feature of `locations`.
-    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws(WireFormatError) -> TrailRecord {
+    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws(WireFormatError)
+        -> TrailRecord
+    {
         let at = "locations[\(index)]"
         var coordinates: [Double]?
         var sawProperties = false

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Geo
 
@@ -115,9 +115,11 @@ public struct LocationError: Error, Hashable, Sendable, CustomStringConvertible 
     /// The invalid regions of a file, for ``Code/invalidFile`` when several are.
     public var failures: [LocationError] = []
 
-    public init(_ code: Code, _ reason: String = "", region: String? = nil, regions: [String] = [],
-                path: String? = nil, errno: Int32? = nil, underlying: (any Error)? = nil,
-                failures: [LocationError] = []) {
+    public init(
+        _ code: Code, _ reason: String = "", region: String? = nil, regions: [String] = [],
+        path: String? = nil, errno: Int32? = nil, underlying: (any Error)? = nil,
+        failures: [LocationError] = []
+    ) {
         self.code = code
         self.reason = reason
         self.region = region

@@ -55,7 +55,7 @@ extension PostgresTrackStore: StoredRecordsSource {
                         unsafeSQL: """
                             SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
                                    ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
-                                   key, device
+                                   key, device, span
                             FROM positions WHERE stored BETWEEN $1 AND $2 AND xmin::text = $3 ORDER BY stored
                             """, binds: binds)
                     let (records, _) = try await page(query, limit: Int.max - 1, cursorSequence: false)
