@@ -49,7 +49,7 @@ final class ConnectionActivityHandler: ChannelDuplexHandler, RemovableChannelHan
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if let part = unwrapOutboundIn(data) as? HTTPServerResponsePart {
             switch part {
-            case .head(let head) where head.status == .switchingProtocols: gate.upgraded(id)
+            case .head(let head) where head.status == .switchingProtocols: gate.leftForStream(id)
             case .end: gate.answered(id)
             case .head, .body: break
             }

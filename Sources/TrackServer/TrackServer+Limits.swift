@@ -78,6 +78,16 @@ final class ConnectionGate: Sendable {
 
     func upgraded(_ id: ConnectionShedder.ID) { state.withLock { $0.shedder.upgraded(id) } }
 
+    /// `id` answered its upgrade (101): a WebSocket now, it leaves the HTTP connection cap for the
+    /// streams' own (``StreamHub``, `maxClients`), so that streams can never fill the cap that plain
+    /// requests and `/healthz` need. Its close (``closed(_:)``) then finds nothing to forget.
+    func leftForStream(_ id: ConnectionShedder.ID) {
+        state.withLock { s in
+            s.shedder.closed(id)
+            s.channels[id] = nil
+        }
+    }
+
     func closed(_ id: ConnectionShedder.ID) {
         state.withLock { s in
             s.shedder.closed(id)

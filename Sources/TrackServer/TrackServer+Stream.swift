@@ -100,8 +100,8 @@ extension TrackServer {
             // The kernel's send buffer kept small (it grows to megabytes on its own): a client that does not
             // read holds up its writer, and overflows its bounded queue, after 64 KiB instead.
             _ = channel.setOption(.socketOption(.so_sndbuf), value: 1 << 16)
-            // The connection stays on the connection cap (ConnectionGate: upgraded, so never shed nor timed
-            // out as an HTTP connection) until it closes; the streams have their cap besides (--max-streams).
+            // The connection left the HTTP connection cap at its 101 (ConnectionGate.leftForStream): the
+            // streams have a cap of their own (StreamHub).
             let device: String?
             switch access {
             case .failure(let refusal):

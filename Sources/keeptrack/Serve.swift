@@ -187,7 +187,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The map page's base map: a tile URL template ({z}/{x}/{y}), or none for a plain "
                                + "background. The default is OpenStreetMap's standard tiles.", valueName: "url"))
     var tiles: String?
-    @Option(help: ArgumentHelp("Live stream clients (GET /v1/stream) at once; each is a connection of --max-connections too. "
+    @Option(help: ArgumentHelp("Live stream clients (GET /v1/stream) at once, apart from --max-connections. "
                                + "The default is 4096.", valueName: "n"))
     var maxStreams: Int?
     @OptionGroup(title: "Logs") var logging: LoggingOptions

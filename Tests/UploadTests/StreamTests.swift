@@ -224,6 +224,31 @@ struct StreamTests {
         }
     }
 
+    /// Streams leave the HTTP connection cap at their 101 and count against their own: more streams
+    /// than `maxConnections` are served, and a plain request and `/healthz` are still answered (issue 25,
+    /// item 2: a flood of WebSocket clients cannot take the connections that requests need).
+    @Test func streamsDoNotTakeTheConnectionCap() async throws {
+        let endpoint = try await Endpoint.start { $0.maxConnections = 2 }
+        defer { Task { await endpoint.stop() } }
+        var readers: [StreamReader] = []
+        for _ in 0..<3 {  // one after the other: a handshake under way still holds its place on the cap
+            let reader = StreamReader(ws(endpoint, "?token=secret"))
+            #expect(try await reader.next()["type"] as? String == "snapshot")
+            readers.append(reader)
+        }
+        let raw = Raw(endpoint: endpoint)
+        let health = try? await raw.send(.GET, "/healthz").status
+        let stored = try? await raw.send(.POST, "/v1/locations", body: batch("c", seqs: 1...1)).status
+        await raw.close()
+        #expect(health == 200)
+        #expect(stored == 200)
+        for reader in readers {
+            #expect((try await reader.next()["raw"] as? String)?.contains(#""device":"c""#) == true)
+            reader.stop()
+        }
+        #expect(await endpoint.metric("keeptrack_serve_connections_refused_total") == 0)
+    }
+
     /// An upgrade whose head arrives byte by byte is upgraded (the head guard finds its end across
     /// reads); bytes that are no WebSocket frame close that connection only.
     @Test func anUpgradeWrittenByteByByteIsUpgradedAndGarbageClosesItAlone() async throws {
