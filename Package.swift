@@ -265,8 +265,11 @@ package.targets += [
     .testTarget(name: "TrackFilesTests", dependencies: ["TrackFiles", "NMEA", "Geo", "KeepTrackTesting"]),
 ] + ["GPXReaderFuzz", "JSONTrackReaderFuzz", "CSVReaderFuzz", "RecReaderFuzz"].map { name in
     // libFuzzer targets, one per reader (.ci/run).
-    .executableTarget(name: name, dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/\(name)")
-}
+    .executableTarget(name: name, dependencies: ["TrackReaderFuzzing", "TrackFiles"], path: "Sources/Fuzz/\(name)")
+} + [
+    // The property they all check, once.
+    .target(name: "TrackReaderFuzzing", dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/TrackReaderFuzzing"),
+]
 package.targets.first { $0.name == "GPSInput" }!.dependencies.append("TrackFiles")
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("TrackFiles")
 package.targets.first { $0.name == "GPSInputTests" }!.dependencies.append("TrackFiles")

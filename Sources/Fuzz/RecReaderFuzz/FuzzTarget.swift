@@ -1,46 +1,11 @@
-import Geo
 import TrackFiles
+import TrackReaderFuzzing
 
-/// `RecReader` on any bytes: never a crash, a rejection is a `TrackFileError` with a message and an
-/// offset inside the input; fed in two pieces split anywhere (the split taken from the input), or
-/// byte by byte, it delivers the same fixes and the same error as fed whole.
+/// `RecReader` on any bytes: the property every track reader's target checks
+/// (`checkTrackReader`: no crash; a rejection with a message and an offset inside the input; the same
+/// fixes and error whether fed whole, in two pieces split anywhere, or byte by byte).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let bytes = UnsafeRawBufferPointer(start: data, count: size)
-    let whole = run(bytes, pieces: [size])
-    let split = size == 0 ? 0 : Int(bytes[0]) * size / 256
-    let halves = run(bytes, pieces: [split, size - split])
-    precondition(whole.fixes == halves.fixes, "a split at \(split) changed the fixes")
-    precondition(
-        whole.error == halves.error,
-        "a split at \(split) changed the error: \(whole.error ?? "none") vs \(halves.error ?? "none")")
-    if size <= 512 {
-        let single = run(bytes, pieces: Array(repeating: 1, count: size))
-        precondition(whole.fixes == single.fixes, "byte by byte changed the fixes")
-        precondition(
-            whole.error == single.error,
-            "byte by byte changed the error: \(whole.error ?? "none") vs \(single.error ?? "none")")
-    }
+    checkTrackReader({ RecReader() }, data, size)
     return 0
-}
-
-func run(_ bytes: UnsafeRawBufferPointer, pieces: [Int]) -> (fixes: [Fix], error: String?) {
-    var reader = RecReader()
-    var fixes: [Fix] = []
-    var start = 0
-    do throws(TrackFileError) {
-        for n in pieces {
-            try reader.feed(UnsafeRawBufferPointer(rebasing: bytes[start..<start + n])) { fixes.append($0) }
-            start += n
-        }
-        try reader.finish { fixes.append($0) }
-    } catch {
-        precondition(!error.message.isEmpty, "a rejection without a message")
-        precondition(error.byteOffset >= 0 && error.byteOffset <= Int64(bytes.count), "an offset outside the input")
-        for fix in fixes {
-            precondition(fix.coordinate.map { abs($0.latitude) <= 90 && abs($0.longitude) <= 180 } ?? false)
-        }
-        return (fixes, "\(error.code) \(error.line) \(error.byteOffset) \(error.message)")
-    }
-    return (fixes, nil)
 }
