@@ -21,6 +21,8 @@ public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
         case token
         /// The CA file trusted for TLS.
         case caFile
+        /// The secret OwnTracks payloads are encrypted with.
+        case secret
     }
 
     public var code: Code

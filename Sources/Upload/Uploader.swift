@@ -497,8 +497,11 @@ public final class Uploader: Sendable {
             case 408, 429, 500...599:
                 return .failed(.retry(after: retryAfter, reason: "the endpoint answered \(status) (\(snippet(text)))"))
             case 401, 403:
+                // An encrypted payload that does not open on the server is refused as unauthentic too.
+                let encrypted = configuration.format is EncryptedOwnTracksFormat
                 return .failed(.settings(reason: "the endpoint refuses our credentials (\(status): \(snippet(text))): "
-                    + "check the token", check: [.token]))
+                    + (encrypted ? "check the token and the secret" : "check the token"),
+                    check: encrypted ? [.token, .secret] : [.token]))
             case 404:
                 return .failed(.settings(reason: "the endpoint has no \(configuration.url) (404: \(snippet(text))): "
                     + "check the upload URL; the records stay in the outbox", check: [.url]))

@@ -135,6 +135,7 @@ extension UploadOptions {
             case .deviceID: "--device-id"
             case .token: "--token"
             case .caFile: "--ca-file"
+            case .secret: "--secret-file"
             }
         }
         guard let last = options.last else { return "" }

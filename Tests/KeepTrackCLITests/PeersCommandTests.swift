@@ -112,6 +112,7 @@ struct PeersCommandTests {
                 "--data-dir", dir + "/b", "fixtures/walk-15min.nmea",
             ])
         #expect(wrong.stderr.contains("does not authenticate"), "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("check --token and --secret-file"), "\(wrong.stderr)")
         #expect(acknowledged(wrong.stderr) ?? 0 == 0, "\(wrong.stderr)")
         server.terminate()
         server.drain()
