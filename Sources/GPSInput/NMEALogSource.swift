@@ -33,31 +33,8 @@ public final class NMEALogSource: FixSource {
         }
     }
 
-    /// How far the replay has got, for progress lines.
-    public struct Progress: Sendable, Hashable {
-        /// How far into the file the fixes delivered so far reach, in bytes of the file (compressed
-        /// bytes for gzip): within a chunk read ahead, in proportion to its fixes delivered, so a
-        /// progress line follows the fixes, not the reader's read-ahead.
-        public var position: Int64 = 0
-        /// Bytes read from the file so far (ahead of ``position`` by up to one 256 KiB chunk).
-        public var read: Int64 = 0
-        /// The file's size, when known.
-        public var size: Int64?
-        public var fixes: Int = 0
-        /// Completed passes over the log (loops).
-        public var passes: Int = 0
-        /// Decoder counters of the current pass.
-        public var statistics = NMEAStatistics()
-
-        public init() {}
-
-        /// The share of the file the fixes delivered reach (``position``, not the bytes read ahead),
-        /// when its size is known.
-        public var fraction: Double? {
-            guard let size, size > 0 else { return nil }
-            return Double(position) / Double(size)
-        }
-    }
+    /// How far the replay has got, for progress lines, with the decoder counters.
+    public typealias Progress = ReplayProgress<NMEAStatistics>
 
     public let options: Options
     /// The clock that follows the log's fix times.

@@ -36,29 +36,8 @@ public final class TrackFileSource: FixSource {
         }
     }
 
-    /// How far the replay has got, for progress lines.
-    public struct Progress: Sendable, Hashable {
-        /// How far into the file the fixes delivered so far reach, in bytes of the file (compressed
-        /// bytes for gzip).
-        public var position: Int64 = 0
-        /// Bytes read from the file so far.
-        public var read: Int64 = 0
-        /// The file's size, when known.
-        public var size: Int64?
-        public var fixes: Int = 0
-        /// Completed passes over the file (loops).
-        public var passes: Int = 0
-        /// The reader's counters of the current pass.
-        public var statistics = TrackFileStatistics()
-
-        public init() {}
-
-        /// The share of the file the fixes delivered reach, when its size is known.
-        public var fraction: Double? {
-            guard let size, size > 0 else { return nil }
-            return Double(position) / Double(size)
-        }
-    }
+    /// How far the replay has got, for progress lines, with the reader counters.
+    public typealias Progress = ReplayProgress<TrackFileStatistics>
 
     public let options: Options
     /// The clock that follows the file's fix times.
