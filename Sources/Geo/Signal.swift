@@ -1,11 +1,16 @@
 import Synchronization
 
-/// A wake-up one task waits for with a timeout, fired from anywhere (new records, a lifecycle
-/// change). A fire with nobody waiting is kept for the next wait.
+/// A wake-up tasks wait for with a timeout, fired from anywhere (new records, a lifecycle change).
+/// A fire wakes every task waiting then; a fire with nobody waiting is kept for the next wait.
+///
+/// Several tasks may wait at once (a connection's loss watcher and a publisher waiting for its
+/// acknowledgements share one): each waiter is kept under its own number, so a fire, a deadline or
+/// a cancellation resumes exactly the waiters it concerns and never drops another's continuation.
 public final class Signal: Sendable {
     private struct State {
         var pending = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var next = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -13,15 +18,15 @@ public final class Signal: Sendable {
     public init() {}
 
     public func fire() {
-        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if let w = s.waiter {
-                s.waiter = nil
-                return w
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            if s.waiters.isEmpty {
+                s.pending = true
+                return []
             }
-            s.pending = true
-            return nil
+            defer { s.waiters.removeAll() }
+            return Array(s.waiters.values)
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Returns when fired (now or earlier, unconsumed), or on cancellation.
@@ -36,18 +41,22 @@ public final class Signal: Sendable {
             defer { s.pending = false }
             return s.pending
         }) { return }
+        let id = state.withLock { s -> Int in
+            defer { s.next &+= 1 }
+            return s.next
+        }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitFired() }
+            group.addTask { await self.waitFired(id) }
             if let deadline {
                 group.addTask { try? await clock.sleep(until: deadline, tolerance: nil) }
             }
             await group.next()
             group.cancelAll()
-            releaseWaiter()
+            release(id)
         }
     }
 
-    private func waitFired() async {
+    private func waitFired(_ id: Int) async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s -> Bool in
@@ -57,20 +66,21 @@ public final class Signal: Sendable {
                         s.pending = false
                         return true
                     }
-                    s.waiter = c
+                    s.waiters[id] = c
                     return false
                 }
                 if now { c.resume() }
             }
         } onCancel: {
-            releaseWaiter()
+            release(id)
         }
     }
 
-    private func releaseWaiter() {
-        state.withLock { s -> CheckedContinuation<Void, Never>? in
-            defer { s.waiter = nil }
-            return s.waiter
-        }?.resume()
+    /// How many tasks wait now (for tests).
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// Resumes waiter `id` if it still waits (its deadline came, or it was cancelled).
+    private func release(_ id: Int) {
+        state.withLock { s in s.waiters.removeValue(forKey: id) }?.resume()
     }
 }

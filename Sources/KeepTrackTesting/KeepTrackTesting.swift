@@ -1,6 +1,7 @@
 // Test support shared by the test targets (and usable by anyone testing against KeepTrack):
 // where the package and its fixtures are, running the project's tools, and a hang guard.
 import Foundation
+import Synchronization
 
 /// The package root, found by walking up from this file to `Package.swift`.
 public let packageRoot: URL = {
@@ -29,18 +30,52 @@ public struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// Runs `body`, failing with ``TimedOut`` after `seconds`: a guard against hangs, not a synchronisation.
+///
+/// At the timeout `body` is cancelled and the caller gets ``TimedOut`` at once, without waiting for
+/// `body` to end: a body that ignores cancellation (the very hang this guards against) fails the
+/// test that waited on it, naming `what`, instead of holding the whole run until CI's own limit.
 public func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T)
     async throws -> T
 {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TimedOut(what: what)
+    let outcome = FirstOutcome<T>()
+    let work = Task {
+        do { outcome.finish(.success(try await body())) } catch { outcome.finish(.failure(error)) }
+    }
+    let timer = Task {
+        try? await Task.sleep(for: .seconds(seconds))
+        if !Task.isCancelled { outcome.finish(.failure(TimedOut(what: what))) }
+    }
+    defer {
+        work.cancel()
+        timer.cancel()
+    }
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { outcome.wait($0) }
+    } onCancel: {
+        work.cancel()
+    }
+}
+
+/// The first of several results, handed to one waiting caller whenever it comes.
+private final class FirstOutcome<T: Sendable>: Sendable {
+    private let state = Mutex<(waiter: CheckedContinuation<T, any Error>?, result: Result<T, any Error>?)>((nil, nil))
+
+    func finish(_ result: Result<T, any Error>) {
+        let waiter = state.withLock { s -> CheckedContinuation<T, any Error>? in
+            guard s.result == nil else { return nil }
+            s.result = result
+            defer { s.waiter = nil }
+            return s.waiter
         }
-        let result = try await group.next()!
-        group.cancelAll()
-        return result
+        waiter?.resume(with: result)
+    }
+
+    func wait(_ c: CheckedContinuation<T, any Error>) {
+        let done = state.withLock { s -> Result<T, any Error>? in
+            if s.result == nil { s.waiter = c }
+            return s.result
+        }
+        if let done { c.resume(with: done) }
     }
 }
 

@@ -9,7 +9,15 @@ import TrackServer
 
 /// Raw HTTP against the endpoint, as any client would speak to it.
 struct Raw {
-    let client = HTTPClient(eventLoopGroupProvider: .singleton)
+    /// Tests send up to 40 requests at once: each gets a connection of its own rather than queueing
+    /// for the pool's 8, where the wait counts against the connect timeout
+    /// (`HTTPClientError.getConnectionFromPoolTimeout` after 10 s on a loaded machine, the request
+    /// never sent). The same 120 s hang guard as the request's.
+    let client = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: .init(
+            timeout: .init(connect: .seconds(120)),
+            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)))
     let endpoint: Endpoint
 
     func send(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = [],
