@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL 15 + PostGIS cluster for the tools (tools/bench-pg, tools/crash-test
+"""A throwaway PostgreSQL 15 + PostGIS cluster for the tools (tools/bench-pg.py, tools/crash-test.py
 --postgres), as KeepTrackTesting.Postgres starts one for the tests: initdb into a temporary directory,
 the server on a free loopback port and a Unix socket in that directory, never the system service;
 run as the `postgres` user when root (initdb refuses root); fsync stays on unless asked."""

@@ -5,7 +5,7 @@
 //   nmea-bench jsonl FILE      decode and format every fix as `keeptrack decode`'s JSON Lines, written
 //                              to /dev/null in 1 MiB chunks: the decoder plus the output writer
 //
-// Prints one JSON object. When run with tools/bench's malloc-counting preload library, it also
+// Prints one JSON object. When run with tools/bench.py's malloc-counting preload library, it also
 // reports the allocations made while decoding everything after the first 8 MiB (steady state).
 
 import Formats

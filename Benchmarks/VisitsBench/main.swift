@@ -7,7 +7,7 @@
 // locations later each time (a day apart, so that each pass starts afresh after the maximum gap).
 // It checks its own output before printing a figure: every pass must decide the same visits and trips
 // as the first, and on the default fixture those are its truth's (4 arrivals, 3 departures, 3 trips).
-// Run under tools/bench's malloc-counting preload library
+// Run under tools/bench.py's malloc-counting preload library
 // (`LD_PRELOAD=malloc-count.so visits-bench`), it also prints the allocations of the timed passes.
 
 import GPSInput

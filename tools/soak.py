@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Soak: `keeptrack track` as a user runs it, for a long time, through gpsd and endpoint restarts.
 
-    tools/soak [--minutes 30] [--restart-every 300] [--binary BUILD]
+    tools/soak.py [--minutes 30] [--restart-every 300] [--binary BUILD]
 
-A receiver plays fixtures/walk-15min.nmea in a loop at 1 Hz on a pty (tools/fake-receiver --now
+A receiver plays fixtures/walk-15min.nmea in a loop at 1 Hz on a pty (tools/fake-receiver.py --now
 --loop: times moved to the present, so fixes are live), a real gpsd reads it, and
 `keeptrack track --gpsd ... --significant-changes --upload URL` (release build) tracks it and
 uploads to `keeptrack serve`. (gpsfake cannot move a log's times to the present, and the location
@@ -42,7 +42,7 @@ def main():
     keeptrack = args.binary or keeptrack_tools.build()
     work = tempfile.mkdtemp(prefix="keeptrack-soak-")
     link = os.path.join(work, "ttyGPS")
-    receiver = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver"), os.path.join(ROOT, "fixtures", "walk-15min.nmea"),
+    receiver = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver.py"), os.path.join(ROOT, "fixtures", "walk-15min.nmea"),
                                  "--now", "--loop", "--rate", "1", "--baud", "9600", "--link", link],
                                 stdout=subprocess.PIPE, text=True)
     receiver.stdout.readline()

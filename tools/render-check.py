@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check that trail pictures render in a real browser: headless Chromium (Debian's `chromium`).
 
-    tools/render-check [--out docs/walk.png]
+    tools/render-check.py [--out docs/walk.png]
 
 Replays fixtures/walk-15min.nmea with its regions into the embedded endpoint (a temporary data
 directory), exports the trail as SVG (`keeptrack export --format svg`), serves the same database

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decoder speed and memory, side by side with gpsd's gpsdecode, in one run.
 
-    tools/bench [--size-mb 200] [--runs 3] [--skip-peer]
+    tools/bench.py [--size-mb 200] [--runs 3] [--skip-peer]
 
 Builds a >= 200 MB NMEA file from the fixtures (and ../shared/corpus when present), then
 measures on it, each run repeated (--runs, default 7) and the best run reported with the median

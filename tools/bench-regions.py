@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regions at scale through the product: import, replay and live tracking with 1,000,000 circles.
 
-    tools/bench-regions [--regions 1000000] [--window-seconds 30] [--rate 10] [--binary PATH] [--keep]
+    tools/bench-regions.py [--regions 1000000] [--window-seconds 30] [--rate 10] [--binary PATH] [--keep]
 
 Generates a GeoJSON FeatureCollection of N circles (1,000 within 10 km of the walk fixture's start
 in Munich, the rest uniform over the globe; radius 50..500 m; fixed seed) and one of the 10 circles
@@ -12,7 +12,7 @@ every run bounded):
 2. `keeptrack replay --regions FILE fixtures/walk-15min.nmea`: time to the first location line and
    peak RSS then, and to the end of the log.
 3. `keeptrack track --serial PTY --baud 115200 --desired-accuracy best-for-navigation` with the
-   regions stored (imported in 1), while tools/fake-receiver plays the walk at --rate epochs/s
+   regions stored (imported in 1), while tools/fake-receiver.py plays the walk at --rate epochs/s
    (--now): after the first location, for --window-seconds, the locations delivered against the
    epochs the receiver wrote (its --stamp file), the tracker's CPU per fix (/proc/PID/task/*/schedstat),
    its resident memory (VmRSS) and peak (VmHWM), the `state` lines it printed, a control-socket
@@ -162,7 +162,7 @@ def replay(binary, geojson):
 def track(binary, data_dir, runtime, window, rate, probe_id):
     stamp = os.path.join(runtime, "stamps")
     open(stamp, "w").close()
-    fake = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "fake-receiver"), WALK, "--baud", "115200",
+    fake = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "fake-receiver.py"), WALK, "--baud", "115200",
                              "--rate", str(rate), "--now", "--stamp", stamp], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, cwd=ROOT)
     try:

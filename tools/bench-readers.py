@@ -3,7 +3,7 @@
 Records.json, beside the NMEA reader on logs of the same fixes and gpsbabel reading the same GPX, in the
 same run (issue 29, item 5: bounded memory whatever the file's size).
 
-    tools/bench-readers [--gpx-mb 100] [--takeout-mb 1000] [--binary BUILD] [--keep DIR]
+    tools/bench-readers.py [--gpx-mb 100] [--takeout-mb 1000] [--binary BUILD] [--keep DIR]
 
 The files are written to a temporary directory (removed at the end unless --keep): a walk at 1 Hz, as
 GPX 1.1 track points (ele, time), as Takeout records (Google's layout: latitudeE7, accuracy, activity,
@@ -59,7 +59,7 @@ def write_nmea(path, n):
 def write_gpx(path, megabytes):
     n = 0
     with open(path, "w", buffering=1 << 20) as f:
-        f.write('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="tools/bench-readers" '
+        f.write('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="tools/bench-readers.py" '
                 'xmlns="http://www.topografix.com/GPX/1/1">\n <trk><name>walk</name><trkseg>\n')
         size, limit = 0, megabytes * 1_000_000
         for t, lat, lon, alt in walk(10**9):

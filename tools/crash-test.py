@@ -2,7 +2,7 @@
 """Nothing lost, nothing stored twice: kill the uploader with SIGKILL at random moments while the
 endpoint is down, failing, slow or dropping answers, and check what the endpoint holds at the end.
 
-    tools/crash-test [--kills 100] [--seed N] [--speed 60] [--keep]
+    tools/crash-test.py [--kills 100] [--seed N] [--speed 60] [--keep]
 
 A real `keeptrack serve` runs on a loopback port with its own SQLite database. Again and again,
 `keeptrack replay --upload URL` replays fixtures/walk-15min.nmea (paced --speed times real time)
@@ -27,14 +27,14 @@ Run k replays the walk moved k days forward, so that every printed location name
 It prints the counts: kills, endpoint restarts, phases, retries (requests the endpoint failed,
 dropped or refused, from its metrics), duplicates it recognised, records. Exit status 0 on success.
 
-    tools/crash-test --postgres [--kills 100] [--seed N] [--speed 60] [--keep]
+    tools/crash-test.py --postgres [--kills 100] [--seed N] [--speed 60] [--keep]
 
 The same, with the endpoint on PostgreSQL (a throwaway cluster, tools/pgcluster.py, fsync on) and
 two more phases: PostgreSQL restarted (a fast shutdown and a start) or killed (SIGKILL to the
 postmaster, then a start that recovers from the WAL) at a random moment of the run; the uploader
 retries what the endpoint could not store. The check reads the `positions` table.
 
-    tools/crash-test --mqtt [--kills 100] [--seed N] [--speed 60] [--keep]
+    tools/crash-test.py --mqtt [--kills 100] [--seed N] [--speed 60] [--keep]
 
 The same over MQTT: a private mosquitto (its own config on a free loopback port, persistence on so
 that a restart keeps the endpoint's session and the messages queued for it) between

@@ -3,7 +3,7 @@
 for 10,000 devices and a box query over 10 million positions, each under 50 ms), beside the same
 queries run by the database alone, in one run.
 
-    tools/bench-fleet [--devices 10000] [--per-device 1000] [--runs 30] [--postgres] [--keeptrack BIN]
+    tools/bench-fleet.py [--devices 10000] [--per-device 1000] [--runs 30] [--postgres] [--keeptrack BIN]
                       [--sqlite-dir DIR]
 
 1. A store of --devices × --per-device positions, made by `keeptrack serve --db` (so the schema is its

@@ -2,7 +2,7 @@
 """The endpoint under hostile load (issue 11, items 4-6): what heavy queries and idle connections cost
 a release `keeptrack serve`, on loopback, with bounded loops.
 
-    tools/bench-serve [--rows 1000000] [--devices 100] [--clustered 60000] [--idle 1100] [--keeptrack BIN]
+    tools/bench-serve.py [--rows 1000000] [--devices 100] [--clustered 60000] [--idle 1100] [--keeptrack BIN]
 
 1. A database as the first version of the endpoint left it (the points table only), built with
    SQLite directly: --rows points over --devices devices, plus --clustered points of one device

@@ -3,7 +3,7 @@
 (issue 27's target: `GET /v1/devices/{id}/stops` and `/trips` under 1 s on both stores, in bounded
 memory), beside the database alone reading the same points, in one run.
 
-    tools/bench-stops [--days 30] [--runs 5] [--postgres] [--keeptrack BIN] [--sqlite-dir DIR]
+    tools/bench-stops.py [--days 30] [--runs 5] [--postgres] [--keeptrack BIN] [--sqlite-dir DIR]
 
 1. A store of --days × 86,400 positions of one device, made by `keeptrack serve --db` (its own schema,
    migrated), then filled with SQL directly (SQLite: a recursive CTE; PostgreSQL: generate_series), the

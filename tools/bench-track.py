@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What live tracking costs: keeptrack beside gpxlogger on the same gpsd, and serial latency.
 
-    tools/bench-track [--windows 5] [--window-seconds 30] [--latency-epochs 60]
+    tools/bench-track.py [--windows 5] [--window-seconds 30] [--latency-epochs 60]
 
 1. Cost. A real gpsd runs under gpsfake on loopback, fed fixtures/walk-15min.nmea at one epoch
    per second (-c 0.125: 8 sentences per epoch). `keeptrack track --gpsd` and gpsd's own
@@ -9,16 +9,16 @@
    (/proc/PID/schedstat) and reports CPU seconds per hour of tracking (median of the
    windows, from /proc/PID/schedstat) and peak RSS (VmHWM). Target: keeptrack <= 1.5x gpxlogger's CPU, RSS <= 15 MB.
 
-2. Latency. tools/fake-receiver plays the walk on a pty at 9600 baud and stamps the moment it
+2. Latency. tools/fake-receiver.py plays the walk on a pty at 9600 baud and stamps the moment it
    wrote each epoch's last byte (CLOCK_MONOTONIC); `keeptrack track --serial` reads the pty and
    this tool stamps each fix line as it arrives on keeptrack's stdout. Latency = arrival - last
    byte written, median and p99 (an upper bound of "sentence written to fix leaving the
    source": it includes JSON output and the pipe). The serial source ends an epoch after 50 ms of
    quiet, which sets the floor.
 
-    tools/bench-track --syscalls 60 --binary BUILD [--before OLD_BUILD]
+    tools/bench-track.py --syscalls 60 --binary BUILD [--before OLD_BUILD]
 
-    tools/bench-track --memory --binary BUILD [--before OLD_BUILD] [--drop-caches]
+    tools/bench-track.py --memory --binary BUILD [--before OLD_BUILD] [--drop-caches]
 
 4. Memory (instead of 1 and 2): each program alone on one gpsd at 1 Hz for --memory-seconds, then
    its peak RSS (VmHWM), RSS, PSS and private memory (/proc/PID/smaps_rollup), and where keeptrack's
@@ -80,7 +80,7 @@ def latency(keeptrack, epochs):
     work = tempfile.mkdtemp(prefix="keeptrack-latency-")
     link = os.path.join(work, "ttyGPS")
     stamps = os.path.join(work, "stamps")
-    fake = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver"),
+    fake = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver.py"),
                              os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "--baud", "9600", "--rate", "1",
                              "--link", link, "--stamp", stamps], stdout=subprocess.PIPE, text=True)
     fake.stdout.readline()

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A fleet's load on `keeptrack serve`: N simulated devices posting our JSON batches, on loopback only.
 
-    tools/fleet-load --devices 1000 --rate 1 --minutes 1 --url http://127.0.0.1:5055 --token s3cret
-    tools/fleet-load --devices 1000 --rate 0 --records 200000 --serve postgres://kt@127.0.0.1:5432/fleet
+    tools/fleet-load.py --devices 1000 --rate 1 --minutes 1 --url http://127.0.0.1:5055 --token s3cret
+    tools/fleet-load.py --devices 1000 --rate 0 --records 200000 --serve postgres://kt@127.0.0.1:5432/fleet
 
 Each device has its own id (`fleet-RUN-NNNNN`, RUN fresh each time unless `--seed` is given), its
 sequence numbers going on from the run's start time in microseconds (so that runs never send a key an

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """What suspension saves: a suspended tracker beside an active one and gpxlogger, on one gpsd.
 
-    tools/bench-suspend [--windows 3] [--window-seconds 60]
+    tools/bench-suspend.py [--windows 3] [--window-seconds 60]
 
 A real gpsd runs under gpsfake on loopback, fed fixtures/walk-15min.nmea at one epoch per second
-(as tools/bench-track). Three clients watch it at once:
+(as tools/bench-track.py). Three clients watch it at once:
   - `keeptrack track --gpsd --significant-changes` in the foreground (active: every fix through
     the location service, events printed),
   - the same with `--background --background-modes none`: suspended 5 s after start, its gpsd

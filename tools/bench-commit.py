@@ -4,7 +4,7 @@ printed (the default) beside group commits (`--commit-within 10s`, the opt-in), 
 in CPU and in bytes written, with Python's sqlite3 doing the same work on the same schema in the
 same run as the peer.
 
-    tools/bench-commit [--seconds 3600] [--bin-dir DIR]
+    tools/bench-commit.py [--seconds 3600] [--bin-dir DIR]
 
 Each row is an hour of tracking (--seconds of fix time, as fast as the machine goes: the cost of a
 commit does not depend on the time between them) appended to a fresh outbox by `upload-bench

@@ -2,7 +2,7 @@
 """Floods of connections against `keeptrack serve` (issue 25, item 2): is `GET /healthz`, and a real
 upload, still answered while idle connections or a slowloris hold the server's connections?
 
-    tools/flood [--keeptrack BIN] [--label NAME] [--floods idle:1100,idle:10000,slowloris:2000]
+    tools/flood.py [--keeptrack BIN] [--label NAME] [--floods idle:1100,idle:10000,slowloris:2000]
                 [--hold 20] [--soft-limit 1024] [--hard-limit N] [--probe-timeout 2]
 
 For each flood, a fresh `keeptrack serve` (its own database in a temporary directory) is started

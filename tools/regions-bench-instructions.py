@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Region monitoring per location in instructions (callgrind), 1,000,000 circles against 10.
 
-    tools/regions-bench-instructions [--binary .build-release/release/regions-bench] [--sizes 10,1000000]
+    tools/regions-bench-instructions.py [--binary .build-release/release/regions-bench] [--sizes 10,1000000]
 
 Runs regions-bench under valgrind's callgrind once per monitor size, counting only the timed
 passes (its `timedPasses` function: 3 runs x 20 passes over the walk's 894 locations), and prints

@@ -2,7 +2,7 @@
 """Upload throughput: 1,000,000 locations from the outbox to a local endpoint, durable on both sides,
 beside plain-Python peers doing the same storage and the same HTTP work, in the same run.
 
-    tools/bench-upload [--count 1000000] [--batch 1000] [--backlog 10000] [--formats-only]
+    tools/bench-upload.py [--count 1000000] [--batch 1000] [--backlog 10000] [--formats-only]
 
 1. keeptrack: `upload-bench` (release) appends --count records to a fresh outbox (1,000 a
    transaction, SQLite WAL, synchronous=NORMAL, as the tracker does), then uploads them all as

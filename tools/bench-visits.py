@@ -2,7 +2,7 @@
 """What visit monitoring adds to a replay: `keeptrack replay --visits` beside the same replay without
 it, on the same log, interleaved, in the same run (issue 27's target: at most 10 % more CPU a fix).
 
-    tools/bench-visits [--rounds 5] [--binary BUILD] [LOG]
+    tools/bench-visits.py [--rounds 5] [--binary BUILD] [LOG]
 
 LOG defaults to fixtures/day-24h.nmea.gz (a day at 1 Hz). Each round runs both (`replay --max-fix-age
 none [--visits] LOG`: location events in both), in turn, as fast as possible, standard output to /dev/null (the JSON lines are still formatted: it is a file); CPU is
