@@ -143,7 +143,7 @@ let package = Package(
             // Linked by lld with packed relative relocations (DT_RELR, glibc 2.36+): the 60,000
             // relative relocations of a position-independent binary take 15 KB instead of 1.4 MB,
             // which the dynamic loader no longer reads at start (track --gpsd: 1.4 MB less resident,
-            // 2.5 MB with the static runtime; tools/bench-track --memory). lld ships with the Swift
+            // 2.5 MB with the static runtime; tools/bench-track.py --memory). lld ships with the Swift
             // toolchain. The flags are the executable's own: a program that depends on the library
             // products does not link this target.
             linkerSettings: [
@@ -158,7 +158,7 @@ let package = Package(
                                                   .product(name: "Logging", package: "swift-log")],
             path: "Examples/EmbedTracker"
         ),
-        // Decoder throughput and allocation counts for tools/bench (not a test).
+        // Decoder throughput and allocation counts for tools/bench.py (not a test).
         .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats"], path: "Benchmarks/NMEABench"),
         // Region monitoring cost by region count (not a test).
         .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
@@ -166,7 +166,7 @@ let package = Package(
         // The visit detector's cost per location (not a test).
         .executableTarget(name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
                           path: "Benchmarks/VisitsBench"),
-        // Outbox appends and upload throughput for tools/bench-upload (not a test).
+        // Outbox appends and upload throughput for tools/bench-upload.py (not a test).
         .executableTarget(name: "upload-bench", dependencies: ["Upload", "Formats"], path: "Benchmarks/UploadBench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
@@ -185,7 +185,7 @@ let package = Package(
         .testTarget(name: "GPSInputTests",
                     dependencies: ["GPSInput", "NMEA", "Geo", "SystemIO", "CGPS", "KeepTrackTesting", "TrackFiles"]),
         .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
-        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         // The uploader and the outbox, against real endpoints and brokers.
         .testTarget(name: "UploadTests", dependencies: [
