@@ -32,6 +32,7 @@ import argparse, csv, importlib.machinery, json, os, random, subprocess, sys, te
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import keeptrack_tools  # noqa: E402
 import pgcluster  # noqa: E402
 
 fleet = importlib.machinery.SourceFileLoader("fleetload", os.path.join(ROOT, "tools", "fleet-load.py")).load_module()
@@ -39,12 +40,7 @@ BINARY = os.path.join(ROOT, ".build-release", "release", "keeptrack")
 
 
 def serve(database, token):
-    p = subprocess.Popen([BINARY, "serve", "--port", "0", "--db", database, "--token", token, "--log-level", "error"],
-                         stdout=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    if not line:
-        sys.exit(f"bench-pg: keeptrack serve --db {database} did not start")
-    return p, json.loads(line)["url"]
+    return keeptrack_tools.serve(BINARY, database, token)
 
 
 def migrate(database):

@@ -4,7 +4,7 @@ without a race, and a process's CPU time read one way.
 A tool imports it as `import keeptrack_tools` (Python puts the script's directory, tools/, first on
 sys.path).
 """
-import os, socket, subprocess
+import json, os, socket, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where release builds go: apart from the debug build in .build, so that neither evicts the other.
@@ -85,7 +85,6 @@ def on_free_port(start, attempts=10):
 def listening_port(line):
     """The port in `keeptrack serve`'s first line, `{"event":"listening","url":"http://127.0.0.1:PORT",...}`
     (serve --port 0 picks a free one and says which), or None if the line is not that."""
-    import json
     try:
         event = json.loads(line)
     except ValueError:
@@ -102,3 +101,34 @@ def status_mb(pid, key="VmHWM"):
             if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def serve(binary, database, token, log_level="error"):
+    """`keeptrack serve` on a port it picks (--port 0) over `database`: the process and its URL, once it
+    listens. Exits the tool, saying so, if it does not start."""
+    p = subprocess.Popen([binary, "serve", "--port", "0", "--db", database, "--token", token, "--log-level", log_level],
+                         stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if listening_port(line) is None:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: keeptrack serve --db {database} did not start")
+    return p, json.loads(line)["url"]
+
+
+def stop(p, seconds=30):
+    """SIGTERM to `p`, SIGKILL if it has not exited within `seconds`."""
+    p.terminate()
+    try:
+        p.wait(seconds)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def best_ms(fn, runs):
+    """The fastest of `runs` calls of `fn`, in milliseconds."""
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return min(out)
