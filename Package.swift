@@ -158,13 +158,16 @@ let package = Package(
                                                   .product(name: "Logging", package: "swift-log")],
             path: "Examples/EmbedTracker"
         ),
+        // What the benchmarks share: the monotonic clock, the malloc-counting preload library's count.
+        .target(name: "BenchSupport", path: "Benchmarks/BenchSupport"),
         // Decoder throughput and allocation counts for tools/bench.py (not a test).
-        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats"], path: "Benchmarks/NMEABench"),
+        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats", "BenchSupport"],
+                          path: "Benchmarks/NMEABench"),
         // Region monitoring cost by region count (not a test).
-        .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
+        .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
                           path: "Benchmarks/RegionsBench"),
         // The visit detector's cost per location (not a test).
-        .executableTarget(name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
+        .executableTarget(name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
                           path: "Benchmarks/VisitsBench"),
         // Outbox appends and upload throughput for tools/bench-upload.py (not a test).
         .executableTarget(name: "upload-bench", dependencies: ["Upload", "Formats"], path: "Benchmarks/UploadBench"),

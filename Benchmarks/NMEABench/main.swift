@@ -8,6 +8,7 @@
 // Prints one JSON object. When run with tools/bench.py's malloc-counting preload library, it also
 // reports the allocations made while decoding everything after the first 8 MiB (steady state).
 
+import BenchSupport
 import Formats
 import Geo
 import NMEA
@@ -15,19 +16,6 @@ import NMEA
 #if canImport(Glibc)
 import Glibc
 #endif
-
-typealias CountFunction = @convention(c) () -> UInt64
-
-let mallocCount: CountFunction? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "keeptrack_malloc_count") else { return nil }
-    return unsafeBitCast(symbol, to: CountFunction.self)
-}()
-
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
 
 func cpuSeconds() -> Double {
     var usage = rusage()
