@@ -27,10 +27,7 @@ def main():
     ap.add_argument("--window-seconds", type=float, default=60)
     args = ap.parse_args()
     keeptrack = keeptrack_tools.build()
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     work = tempfile.mkdtemp(prefix="keeptrack-bench-suspend-")
     procs, events = {}, []
     try:
@@ -52,28 +49,13 @@ def main():
                                               stderr=subprocess.DEVNULL)
         time.sleep(8)  # connected, and the background one suspended
         measured_from = time.monotonic()
-        per_window = {name: [] for name in procs}
-        for w in range(args.windows):
-            before = {name: keeptrack_tools.cpu_seconds(p.pid) for name, p in procs.items()}
-            t0 = time.monotonic()
-            time.sleep(args.window_seconds)
-            elapsed = time.monotonic() - t0
-            for name, p in procs.items():
-                if p.poll() is not None:
-                    sys.exit(f"bench-suspend: {name} exited early ({p.returncode})")
-                per_window[name].append((keeptrack_tools.cpu_seconds(p.pid) - before[name]) / elapsed * 3600)
-            print(f"  window {w + 1}/{args.windows}: " + ", ".join(
-                f"{n} {per_window[n][-1]:.2f}" for n in procs) + " CPU-s/h", file=sys.stderr)
+        per_window = keeptrack_tools.cpu_per_hour(procs, args.windows, args.window_seconds)
         measured_to = time.monotonic()
         rss = {name: keeptrack_tools.status_mb(p.pid) for name, p in procs.items()}
     finally:
         for p in procs.values():
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(3)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+            keeptrack_tools.stop(p, 3)
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
 
     # Share of the measured span with the watch held: from each acquired to the next released.
     held, holding_since = 0.0, None

@@ -41,10 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def cost(keeptrack, windows, seconds):
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     procs = {}
     try:
         procs["keeptrack track --gpsd"] = subprocess.Popen(
@@ -52,27 +49,12 @@ def cost(keeptrack, windows, seconds):
         procs["gpxlogger"] = subprocess.Popen(
             ["gpxlogger", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3)  # both connected and past start-up
-        per_window = {name: [] for name in procs}
-        for w in range(windows):
-            before = {name: keeptrack_tools.cpu_seconds(p.pid) for name, p in procs.items()}
-            t0 = time.monotonic()
-            time.sleep(seconds)
-            elapsed = time.monotonic() - t0
-            for name, p in procs.items():
-                if p.poll() is not None:
-                    sys.exit(f"bench-track: {name} exited early ({p.returncode})")
-                per_window[name].append((keeptrack_tools.cpu_seconds(p.pid) - before[name]) / elapsed * 3600)
-            print(f"  window {w + 1}/{windows}: " + ", ".join(
-                f"{n} {per_window[n][-1]:.2f} CPU-s/h" for n in procs), file=sys.stderr)
+        per_window = keeptrack_tools.cpu_per_hour(procs, windows, seconds)
         rss = {name: keeptrack_tools.status_mb(p.pid) for name, p in procs.items()}
     finally:
         for p in procs.values():
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(3)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+            keeptrack_tools.stop(p, 3)
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
     return per_window, rss
 
 
@@ -140,10 +122,7 @@ def strace_counts(path):
 
 def syscalls(programs, seconds):
     """`strace -c -f` of each program (name -> argv prefix, gpsd's address appended) on one gpsd."""
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     work = tempfile.mkdtemp(prefix="keeptrack-syscalls-")
     tracers = {}
     try:
@@ -162,7 +141,7 @@ def syscalls(programs, seconds):
                 tracer.wait(10)
             except subprocess.TimeoutExpired:
                 tracer.kill()
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
     return {name: strace_counts(out) for name, (_, out) in tracers.items()}
 
 
@@ -233,10 +212,7 @@ def start_serve(keeptrack, data):
 def memory(programs, seconds, drop_caches):
     """Each program alone on one gpsd. programs: name -> (argv, whether gpsd's address is appended,
     the binary whose pages count as its own, a keeptrack to serve the upload URL that argv's "URL" stands for)."""
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     results = {}
     try:
         for name, (argv, gpsd, binary, serving) in programs.items():
@@ -275,7 +251,7 @@ def memory(programs, seconds, drop_caches):
             shutil.rmtree(data, ignore_errors=True)
             print(f"  {name}: RSS {results[name]['rss']:.1f} MB", file=sys.stderr)
     finally:
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
     return results
 
 

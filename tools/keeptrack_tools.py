@@ -132,3 +132,34 @@ def best_ms(fn, runs):
         fn()
         out.append((time.perf_counter() - start) * 1000)
     return min(out)
+
+
+def cpu_per_hour(procs, windows, seconds):
+    """CPU seconds per hour of each of `procs` ({name: Popen}), measured side by side over `windows`
+    windows of `seconds` each: {name: [a figure a window]}, each window's said on stderr. Exits the tool,
+    saying which, if one of them exits meanwhile."""
+    per_window = {name: [] for name in procs}
+    for w in range(windows):
+        before = {name: cpu_seconds(p.pid) for name, p in procs.items()}
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        elapsed = time.monotonic() - t0
+        for name, p in procs.items():
+            if p.poll() is not None:
+                sys.exit(f"{os.path.basename(sys.argv[0])}: {name} exited early ({p.returncode})")
+            per_window[name].append((cpu_seconds(p.pid) - before[name]) / elapsed * 3600)
+        print(f"  window {w + 1}/{windows}: " + ", ".join(f"{n} {per_window[n][-1]:.2f} CPU-s/h" for n in procs),
+              file=sys.stderr)
+    return per_window
+
+
+def gpsfake_start(log=os.path.join(ROOT, "fixtures", "walk-15min.nmea"), cycle="0.125"):
+    """A real gpsd under gpsfake on loopback playing `log` (tools/gpsfake-run start): its port, and the
+    pid and directory `gpsfake_stop` takes."""
+    out = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start", log, cycle], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return out[0], out[1], out[2]
+
+
+def gpsfake_stop(pid, directory):
+    subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", pid, directory])
