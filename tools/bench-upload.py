@@ -225,22 +225,26 @@ def formats_table(keeptrack, bench, backlog):
               f"{peer_seconds:>18.2f} s {backlog / peer_seconds:>9,.0f}/s")
 
 def broker(work):
-    """A private mosquitto on a free loopback port (persistence off, nothing queued dropped)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """A private mosquitto on a free loopback port (persistence off, nothing queued dropped): on a candidate
+    port, another if that one was taken (mosquitto exits then)."""
     conf = os.path.join(work, "mosquitto.conf")
-    with open(conf, "w") as f:
-        f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n"
-                f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
-    p = subprocess.Popen(["/usr/sbin/mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(500):  # readiness probe: the port accepts connections
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return p, port
-        except OSError:
-            time.sleep(0.01)
-    sys.exit("bench-upload: mosquitto did not start")
+
+    def start(port):
+        with open(conf, "w") as f:
+            f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n"
+                    f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
+        p = subprocess.Popen(["/usr/sbin/mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(500):  # readiness probe: the port accepts connections
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return p, port
+            except OSError:
+                if p.poll() is not None:
+                    return None
+                time.sleep(0.01)
+        sys.exit("bench-upload: mosquitto did not start")
+
+    return keeptrack_tools.on_free_port(start)
 
 
 def serve_mqtt(keeptrack, work, port):
