@@ -48,7 +48,7 @@ let package = Package(
         // libgps, the gpsd client library.
         .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
-        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "Formats", "CGPS", "SystemIO"]),
+        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "Formats", "CGPS", "SystemIO", "TrackFiles"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo", "Formats"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
@@ -66,7 +66,7 @@ let package = Package(
         .target(
             name: "Upload",
             dependencies: [
-                "Geo", "Formats", "Lifecycle", "MQTT",
+                "Geo", "Formats", "Lifecycle", "MQTT", "OwnTracksCrypto",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -82,7 +82,7 @@ let package = Package(
         .target(
             name: "TrackServer",
             dependencies: [
-                "Geo", "Formats", "SystemIO", "MQTT", "LocationService",
+                "Geo", "Formats", "SystemIO", "MQTT", "LocationService", "BuildInfo", "OwnTracksCrypto",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -107,7 +107,7 @@ let package = Package(
         .target(
             name: "TrackStorePostgres",
             dependencies: [
-                "TrackServer", "Formats", "Geo", "LocationService",
+                "TrackServer", "Formats", "Geo", "LocationService", "OwnTracksCrypto",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -121,7 +121,7 @@ let package = Package(
         .target(
             name: "Tracking",
             dependencies: [
-                "Geo", "NMEA", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO", "MQTT",
+                "Geo", "NMEA", "Formats", "LocationService", "Lifecycle", "Upload", "SystemIO", "MQTT", "BuildInfo",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -132,7 +132,7 @@ let package = Package(
             name: "keeptrack",
             dependencies: [
                 "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
-                "TrackStorePostgres", "SystemIO",
+                "TrackStorePostgres", "SystemIO", "ConfigFile", "BuildInfo", "OwnTracksCrypto", "TrackFiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -143,7 +143,7 @@ let package = Package(
             // Linked by lld with packed relative relocations (DT_RELR, glibc 2.36+): the 60,000
             // relative relocations of a position-independent binary take 15 KB instead of 1.4 MB,
             // which the dynamic loader no longer reads at start (track --gpsd: 1.4 MB less resident,
-            // 2.5 MB with the static runtime; tools/bench-track --memory). lld ships with the Swift
+            // 2.5 MB with the static runtime; tools/bench-track.py --memory). lld ships with the Swift
             // toolchain. The flags are the executable's own: a program that depends on the library
             // products does not link this target.
             linkerSettings: [
@@ -158,50 +158,86 @@ let package = Package(
                                                   .product(name: "Logging", package: "swift-log")],
             path: "Examples/EmbedTracker"
         ),
-        // Decoder throughput and allocation counts for tools/bench (not a test).
-        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats"], path: "Benchmarks/NMEABench"),
+        // What the benchmarks share: the monotonic clock, the malloc-counting preload library's count.
+        .target(name: "BenchSupport", path: "Benchmarks/BenchSupport"),
+        // Decoder throughput and allocation counts for tools/bench.py (not a test).
+        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats", "BenchSupport"],
+                          path: "Benchmarks/NMEABench"),
         // Region monitoring cost by region count (not a test).
-        .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
+        .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
                           path: "Benchmarks/RegionsBench"),
         // The visit detector's cost per location (not a test).
-        .executableTarget(name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo"],
+        .executableTarget(name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
                           path: "Benchmarks/VisitsBench"),
-        // Outbox appends and upload throughput for tools/bench-upload (not a test).
+        // Outbox appends and upload throughput for tools/bench-upload.py (not a test).
         .executableTarget(name: "upload-bench", dependencies: ["Upload", "Formats"], path: "Benchmarks/UploadBench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.
         .target(name: "KeepTrackTesting", dependencies: ["SystemIO"], path: "Sources/KeepTrackTesting"),
         // Test support: a real TrackServer on a free loopback port with its own database.
-        .target(name: "TrackServerTesting", dependencies: ["TrackServer", "TrackStorePostgres", "KeepTrackTesting"]),
+        // Its raw HTTP client (`Raw`) and the trails tests send (`walk`, `numbered`).
+        .target(name: "TrackServerTesting", dependencies: [
+            "TrackServer", "TrackStorePostgres", "KeepTrackTesting", "Formats",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "GPSInputTests",
-                    dependencies: ["GPSInput", "NMEA", "Geo", "SystemIO", "CGPS", "KeepTrackTesting"]),
+                    dependencies: ["GPSInput", "NMEA", "Geo", "SystemIO", "CGPS", "KeepTrackTesting", "TrackFiles"]),
         .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
-        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
+        // The uploader and the outbox, against real endpoints and brokers.
         .testTarget(name: "UploadTests", dependencies: [
-            "Upload", "TrackServer", "TrackStorePostgres", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
-            "LocationService",
+            "Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
+            "OwnTracksCrypto",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The endpoint: routes, limits, connection shedding, live stream, map, both stores.
+        .testTarget(name: "TrackServerTests", dependencies: [
+            "TrackServer", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
+            "TrackServerTesting",
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             // ConnectionActivityHandlerTests: the pipeline fed byte by byte.
             .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
+        // The PostgreSQL store, against the test process's own cluster.
+        .testTarget(name: "TrackStorePostgresTests", dependencies: [
+            "TrackStorePostgres", "TrackServer", "Upload", "Formats", "Geo", "KeepTrackTesting", "TrackServerTesting",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
+        // The test support itself: temporary directories, reserved ports, missing tools.
+        .testTarget(name: "KeepTrackTestingTests", dependencies: ["KeepTrackTesting"]),
         .testTarget(name: "TrackingTests", dependencies: [
             "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
             "KeepTrackTesting", "TrackServerTesting", "embed-tracker", "SystemIO",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "KeepTrackCLITests", dependencies: ["keeptrack", "KeepTrackTesting"], exclude: ["Golden"]),
+        .testTarget(
+            name: "KeepTrackCLITests",
+            dependencies: [
+                "keeptrack", "KeepTrackTesting", "ConfigFile", "OwnTracksCrypto",
+                // The README's options tables are checked against the code's defaults, durations read as
+                // DurationText reads them.
+                "Formats",
+                // The progress lines the command line says, from the counts of the tracker, the log source and
+                // the store.
+                "Tracking", "GPSInput", "TrackServer",
+            ],
+            exclude: ["Golden"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -212,8 +248,6 @@ package.targets += [
     .target(name: "ConfigFile", dependencies: [.product(name: "Yams", package: "Yams")]),
     .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile"]),
 ]
-package.targets.first { $0.name == "keeptrack" }!.dependencies.append("ConfigFile")
-package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("ConfigFile")
 
 // libFuzzer targets, one per parser of untrusted bytes (README, "Fuzzing"):
 // swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld
@@ -230,15 +264,6 @@ package.targets += [
     .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
     .target(name: "BuildInfo", plugins: ["BuildInfoPlugin"]),
 ]
-package.targets.first { $0.name == "keeptrack" }!.dependencies.append("BuildInfo")
-package.targets.first { $0.name == "Tracking" }!.dependencies.append("BuildInfo")
-package.targets.first { $0.name == "TrackServer" }!.dependencies.append("BuildInfo")
-// The README's options tables are checked against the code's defaults, durations read as DurationText reads them.
-package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Formats")
-// The progress lines the command line says, from the counts of the tracker, the log source and the store.
-package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("Tracking")
-package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("GPSInput")
-package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("TrackServer")
 
 // OwnTracks' payload encryption (issue 29): libsodium's crypto_secretbox (XSalsa20-Poly1305) through a
 // system library target (Debian libsodium-dev; at run time libsodium23), and the encrypted form over it,
@@ -252,12 +277,6 @@ package.targets += [
                       path: "Sources/Fuzz/OwnTracksEnvelopeFuzz"),
     .executableTarget(name: "OverlandFuzz", dependencies: ["Formats"], path: "Sources/Fuzz/OverlandFuzz"),
 ]
-package.targets.first { $0.name == "Upload" }!.dependencies.append("OwnTracksCrypto")
-package.targets.first { $0.name == "TrackServer" }!.dependencies.append("OwnTracksCrypto")
-package.targets.first { $0.name == "TrackStorePostgres" }!.dependencies.append("OwnTracksCrypto")
-package.targets.first { $0.name == "keeptrack" }!.dependencies.append("OwnTracksCrypto")
-package.targets.first { $0.name == "UploadTests" }!.dependencies.append("OwnTracksCrypto")
-package.targets.first { $0.name == "KeepTrackCLITests" }!.dependencies.append("OwnTracksCrypto")
 // Track files as input (GPX, GeoJSON, CSV, OwnTracks .rec, Google Takeout): streaming byte readers
 // giving fixes, below GPSInput, whose TrackFileSource replays them (docs/input-files.md).
 package.targets += [
@@ -270,9 +289,6 @@ package.targets += [
     // The property they all check, once.
     .target(name: "TrackReaderFuzzing", dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/TrackReaderFuzzing"),
 ]
-package.targets.first { $0.name == "GPSInput" }!.dependencies.append("TrackFiles")
-package.targets.first { $0.name == "keeptrack" }!.dependencies.append("TrackFiles")
-package.targets.first { $0.name == "GPSInputTests" }!.dependencies.append("TrackFiles")
 
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they

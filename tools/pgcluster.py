@@ -1,28 +1,15 @@
-"""A throwaway PostgreSQL 15 + PostGIS cluster for the tools (tools/bench-pg, tools/crash-test
+"""A throwaway PostgreSQL 15 + PostGIS cluster for the tools (tools/bench-pg.py, tools/crash-test.py
 --postgres), as KeepTrackTesting.Postgres starts one for the tests: initdb into a temporary directory,
 the server on a free loopback port and a Unix socket in that directory, never the system service;
 run as the `postgres` user when root (initdb refuses root); fsync stays on unless asked."""
-import os, shutil, signal, socket, subprocess, tempfile, time
+import os, shutil, signal, subprocess, tempfile, time
+
+from keeptrack_tools import candidate_port
 
 BIN = "/usr/lib/postgresql/15/bin"
 
 
 PACKAGES = "postgresql-15 postgresql-15-postgis-3"
-
-
-def free_port(attempt=0):
-    """A port nobody has bound right now, from a block of 64 below the kernel's ephemeral range chosen
-    by this process's pid, so that parallel runs rarely draw the same one (start() retries if they do)."""
-    blocks = (32768 - 20000) // 64
-    for n in range(attempt, attempt + 64 * blocks):
-        port = 20000 + (os.getpid() + 37 + n // 64) % blocks * 64 + n % 64
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise OSError("no free port on 127.0.0.1")
 
 
 class MissingTool(Exception):
@@ -37,7 +24,7 @@ class Cluster:
                 raise MissingTool(f"{BIN}/{tool} is not installed: install the Debian packages {PACKAGES} "
                                   f"(apt-get install {PACKAGES}), or run tools/setup")
         self.dir = tempfile.mkdtemp(prefix="keeptrack-pg-", dir="/tmp")
-        self.port = free_port()
+        self.port = candidate_port()
         self.fixed_port = False
         self.settings = ["listen_addresses=127.0.0.1", f"unix_socket_directories={self.dir}",
                          "max_connections=400", "shared_buffers=256MB", *settings]
@@ -58,7 +45,7 @@ class Cluster:
 
     def start(self):
         """pg_ctl start; while the log says the port was taken (another program bound it after
-        free_port() drew it), on another port, up to 10 times; the first start only: a restart keeps
+        candidate_port() drew it), on another port, up to 10 times; the first start only: a restart keeps
         the port its clients know."""
         for attempt in range(10):
             try:
@@ -77,7 +64,7 @@ class Cluster:
                     said = f.read()
                 if self.fixed_port or "Address already in use" not in said:
                     raise
-                self.port = free_port(attempt + 1)
+                self.port = candidate_port(attempt + 1)
         raise OSError(f"PostgreSQL found every port tried in use; its log is {self.dir}/log")
 
     def stop(self, mode="fast"):

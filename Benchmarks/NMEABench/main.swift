@@ -5,9 +5,10 @@
 //   nmea-bench jsonl FILE      decode and format every fix as `keeptrack decode`'s JSON Lines, written
 //                              to /dev/null in 1 MiB chunks: the decoder plus the output writer
 //
-// Prints one JSON object. When run with tools/bench's malloc-counting preload library, it also
+// Prints one JSON object. When run with tools/bench.py's malloc-counting preload library, it also
 // reports the allocations made while decoding everything after the first 8 MiB (steady state).
 
+import BenchSupport
 import Formats
 import Geo
 import NMEA
@@ -15,19 +16,6 @@ import NMEA
 #if canImport(Glibc)
 import Glibc
 #endif
-
-typealias CountFunction = @convention(c) () -> UInt64
-
-let mallocCount: CountFunction? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "keeptrack_malloc_count") else { return nil }
-    return unsafeBitCast(symbol, to: CountFunction.self)
-}()
-
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
 
 func cpuSeconds() -> Double {
     var usage = rusage()

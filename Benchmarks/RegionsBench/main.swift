@@ -9,6 +9,7 @@
 // the location service's events per second. It checks its own output first: every monitor must
 // report the same events for the regions they share (the 10 regions are in all of them).
 
+import BenchSupport
 import GPSInput
 import Geo
 import LocationService
@@ -17,12 +18,6 @@ import NMEA
 #if canImport(Glibc)
 import Glibc
 #endif
-
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
 
 /// Resident memory in bytes (/proc/self/statm), for memory per region.
 func residentBytes() -> Int {

@@ -1,5 +1,5 @@
 // upload-bench: the outbox's append rate and the uploader's throughput to a running endpoint,
-// durable on both sides. Run by tools/bench-upload, which starts the endpoint and the peers.
+// durable on both sides. Run by tools/bench-upload.py, which starts the endpoint and the peers.
 //
 //   upload-bench --count 1000000 --url http://127.0.0.1:PORT/v1/locations --token T --dir DIR [--format osmand]
 //   upload-bench --count 100000 --url mqtt://127.0.0.1:PORT --spacing 1 --dir DIR   (OwnTracks JSON, QoS 1)

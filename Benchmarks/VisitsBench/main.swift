@@ -7,9 +7,10 @@
 // locations later each time (a day apart, so that each pass starts afresh after the maximum gap).
 // It checks its own output before printing a figure: every pass must decide the same visits and trips
 // as the first, and on the default fixture those are its truth's (4 arrivals, 3 departures, 3 trips).
-// Run under tools/bench's malloc-counting preload library
+// Run under tools/bench.py's malloc-counting preload library
 // (`LD_PRELOAD=malloc-count.so visits-bench`), it also prints the allocations of the timed passes.
 
+import BenchSupport
 import GPSInput
 import Geo
 import LocationService
@@ -18,19 +19,6 @@ import NMEA
 #if canImport(Glibc)
     import Glibc
 #endif
-
-typealias CountFunction = @convention(c) () -> UInt
-
-let mallocCount: CountFunction? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "keeptrack_malloc_count") else { return nil }
-    return unsafeBitCast(symbol, to: CountFunction.self)
-}()
-
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 func option(_ name: String, _ fallback: String) -> String {
@@ -103,7 +91,7 @@ func timedPasses(
 }
 
 var best = Double.infinity
-var allocations: UInt?
+var allocations: UInt64?
 for _ in 0..<3 {
     var timed = detector
     var kept: [(Int, VisitDetector.Decision)] = []

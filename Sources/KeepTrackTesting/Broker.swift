@@ -4,14 +4,6 @@ import Foundation
 import Glibc
 #endif
 
-/// A TCP port on 127.0.0.1 that nobody had bound when asked, from this process's block of
-/// ``LoopbackPorts`` (rarely one another test process draws). Not a reservation: a server of our own
-/// binds port 0 instead, a port nobody may listen on is a ``ReservedPort``, and a program that takes
-/// its port on the command line starts with ``LoopbackPorts/retrying(port:attempts:_:)``.
-public func freeLoopbackPort() -> Int {
-    LoopbackPorts.candidate()
-}
-
 /// A real mosquitto broker (Debian's `mosquitto`) on a free loopback port, with its own
 /// configuration file in its own temporary directory, `persistence false`, no system service;
 /// stopped by its pid.

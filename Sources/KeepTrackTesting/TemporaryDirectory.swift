@@ -38,6 +38,12 @@ public struct TemporaryDirectory: Sendable, CustomStringConvertible {
     }
 }
 
+/// A fresh temporary directory's path (each SQLite test gets its own): a ``TemporaryDirectory``,
+/// removed at the latest when the test process exits.
+public func temporaryDirectory(_ prefix: String = "keeptrack-test") -> String {
+    do { return try TemporaryDirectory(prefix).path } catch { preconditionFailure("\(error)") }
+}
+
 /// `mkdtemp` failed (a full or read-only `/tmp`).
 public struct TemporaryDirectoryError: Error, CustomStringConvertible {
     public var prefix: String

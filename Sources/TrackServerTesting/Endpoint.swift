@@ -14,12 +14,6 @@ public enum StoreKind: String, Sendable, CaseIterable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
-/// A fresh temporary directory (each SQLite test gets its own): a ``TemporaryDirectory``'s path,
-/// removed at the latest when the test process exits.
-public func temporaryDirectory() -> String {
-    do { return try TemporaryDirectory().path } catch { preconditionFailure("\(error)") }
-}
-
 /// A real endpoint on 127.0.0.1, on a free port, with its own database.
 public struct Endpoint: Sendable {
     public let server: TrackServer

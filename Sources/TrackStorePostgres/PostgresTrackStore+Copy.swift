@@ -171,7 +171,7 @@ actor CopyCoalescer {
 ///
 /// The rows are written into a byte array, then handed to a `ByteBuffer` at once: written byte by
 /// byte into the `ByteBuffer` itself, each byte paid a capacity check and an exclusivity check of
-/// its storage: about an eighth of `serve`'s CPU time under load (perf, `tools/bench-pg`).
+/// its storage: about an eighth of `serve`'s CPU time under load (perf, `tools/bench-pg.py`).
 ///
 /// The rows go in by key, and so do the rows of a `COPY` that merges several batches
 /// (``merged(_:)``): every `COPY` and every statement takes its keys in one order, so no two wait

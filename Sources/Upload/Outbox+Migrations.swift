@@ -68,7 +68,7 @@ extension Outbox {
             // a record, 1.1 GB a day at 1 Hz. Sequence numbers now come from the largest one stored
             // and a high-water mark in meta ('lastseq', written before any delete, never at an
             // append); transitions, which jump the backlog, have a partial index of their own, so a
-            // location's commit touches the table's last leaf alone (tools/bench-commit).
+            // location's commit touches the table's last leaf alone (tools/bench-commit.py).
             try db.execute(sql: """
                 CREATE TABLE outbox_v6 (
                     seq INTEGER PRIMARY KEY,

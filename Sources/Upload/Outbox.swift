@@ -18,7 +18,7 @@ import Glibc
 /// An append is cheap enough to commit every fix: it writes the table's last leaf page and
 /// nothing else (no sequence table, no index but a partial one on transitions), and an outbox
 /// has 1 KB pages (one made with 4 KB pages is converted at open while small), so a commit a
-/// second writes about 1.5 KB a record (`tools/bench-commit`).
+/// second writes about 1.5 KB a record (`tools/bench-commit.py`).
 ///
 /// Caps bound the outbox by count and age. What a cap evicts (the oldest first) is counted
 /// (``Stats/evicted``) and returned by the call that caused it, never dropped silently.

@@ -26,8 +26,8 @@ struct Track: AsyncParsableCommand {
               keeptrack track --serial /dev/ttyACM0       # baud rate detected
               keeptrack track --serial /dev/ttyUSB0 --baud 4800
 
-            No receiver at hand? tools/fake-receiver plays a fixture on a pseudo-terminal:
-              tools/fake-receiver fixtures/walk-15min.nmea --link /tmp/ttyFAKE &
+            No receiver at hand? tools/fake-receiver.py plays a fixture on a pseudo-tty:
+              tools/fake-receiver.py fixtures/walk-15min.nmea --link /tmp/ttyFAKE &
               keeptrack track --serial /tmp/ttyFAKE
 
             With location events the tracker runs the background budget (README, "The background \

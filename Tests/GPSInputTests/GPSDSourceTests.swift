@@ -160,8 +160,6 @@ struct GPSDSourceTests {
     }
 }
 
-func freePort() throws -> String { String(freeLoopbackPort()) }
-
 /// A one-way thread-safe flag.
 final class Flag: @unchecked Sendable {
     private let lock = NSLock()

@@ -10,11 +10,6 @@ import Testing
 /// the embedded endpoint.
 @Suite("keeptrack replay --heartbeat")
 struct HeartbeatCommandTests {
-    func temporaryDirectory() -> String {
-        var template = Array("/tmp/keeptrack-cli-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-    }
-
     @Test func theNightsStopsBeatEveryMinuteAndTheBeatsReachTheEmbeddedEndpoint() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -12,11 +12,6 @@ import TrackServer
 /// the real binary, uploading to a real `keeptrack serve` (issue 29, items 2 and 3).
 @Suite("keeptrack: OwnTracks encryption and Overland")
 struct PeersCommandTests {
-    func temporaryDirectory() -> String {
-        var template = Array("/tmp/keeptrack-cli-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-    }
-
     /// `keeptrack serve` on a free port over `db`; its URL once it listens.
     func serve(_ db: String) throws -> (Tool, String) {
         let server = try Tool(

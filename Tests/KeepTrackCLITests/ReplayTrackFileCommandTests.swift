@@ -8,11 +8,6 @@ import Testing
 
 @Suite("keeptrack replay of track files")
 struct ReplayTrackFileCommandTests {
-    func temporaryDirectory() -> String {
-        var template = Array("/tmp/keeptrack-cli-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-    }
-
     @Test(arguments: [
         ("walk-2min.gpx", "gpx", 121), ("walk-2min.gpx.gz", "gpx", 121), ("walk-2min.gpx10.gpx", "gpx", 120),
         ("walk-2min.geojson", "geojson", 120), ("walk-2min.points.geojson", "geojson", 120),

@@ -1,5 +1,6 @@
 import ConfigFile
 import Foundation
+import KeepTrackTesting
 import Testing
 import TrackServer
 
@@ -35,8 +36,7 @@ struct ServeCORSCommandTests {
     /// The origins can live in serve's configuration file (a list), beside every other option;
     /// the command line wins; a key serve has no option for is refused with its line.
     @Test func readsTheOriginsFromServesConfigurationFile() throws {
-        var template = Array("/tmp/keeptrack-serve-config-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-serve-config").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/serve.yaml"
         try """

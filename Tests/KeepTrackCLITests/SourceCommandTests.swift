@@ -45,7 +45,7 @@ struct SourceCommandTests {
         #expect(r.status == 64)
         #expect(r.stderr.contains("Choose one input"))
         let help = try keeptrack(["track", "--help"])
-        #expect(help.stdout.contains("tools/fake-receiver"))
+        #expect(help.stdout.contains("tools/fake-receiver.py"))
     }
 }
 

@@ -126,13 +126,13 @@ struct UploadCommandTests {
     }
 }
 
-@Suite("tools/crash-test: nothing lost, nothing stored twice")
+@Suite("tools/crash-test.py: nothing lost, nothing stored twice")
 struct CrashTestTests {
     /// A handful of SIGKILLs of the uploader while the endpoint fails, drops, refuses and dies;
-    /// the script checks the endpoint holds every id once, in order (`tools/crash-test --kills 100`
+    /// the script checks the endpoint holds every id once, in order (`tools/crash-test.py --kills 100`
     /// is the long version).
     @Test func killsAndOutagesLoseNothingAndStoreNothingTwice() throws {
-        let tool = try Tool("tools/crash-test", ["--kills", "5", "--seed", "7", "--speed", "120",
+        let tool = try Tool("tools/crash-test.py", ["--kills", "5", "--seed", "7", "--speed", "120",
                                                  "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
         tool.guardAgainstHang(seconds: 600)
         var lines: [String] = []
@@ -142,10 +142,10 @@ struct CrashTestTests {
     }
 
     /// The same over MQTT: the uploader SIGKILLed while a real mosquitto is down or restarts, and
-    /// `serve --mqtt` storing what the broker delivers (`tools/crash-test --mqtt --kills 100` is the
+    /// `serve --mqtt` storing what the broker delivers (`tools/crash-test.py --mqtt --kills 100` is the
     /// long version).
     @Test func overMQTTKillsAndBrokerRestartsLoseNothingAndStoreNothingTwice() throws {
-        let tool = try Tool("tools/crash-test", ["--mqtt", "--kills", "5", "--seed", "7", "--speed", "120",
+        let tool = try Tool("tools/crash-test.py", ["--mqtt", "--kills", "5", "--seed", "7", "--speed", "120",
                                                  "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
         tool.guardAgainstHang(seconds: 600)
         var lines: [String] = []
@@ -155,9 +155,9 @@ struct CrashTestTests {
     }
 
     /// The same with the endpoint on PostgreSQL (a throwaway cluster), which is also restarted and
-    /// SIGKILLed mid-run (`tools/crash-test --postgres --kills 40` is the long version).
+    /// SIGKILLed mid-run (`tools/crash-test.py --postgres --kills 40` is the long version).
     @Test func onPostgreSQLKillsAndDatabaseRestartsLoseNothingAndStoreNothingTwice() throws {
-        let tool = try Tool("tools/crash-test", ["--postgres", "--kills", "5", "--seed", "5", "--speed", "120",
+        let tool = try Tool("tools/crash-test.py", ["--postgres", "--kills", "5", "--seed", "5", "--speed", "120",
                                                  "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
         tool.guardAgainstHang(seconds: 600)
         var lines: [String] = []
@@ -174,7 +174,7 @@ struct GracefulShutdownTests {
     @Test func sigtermUploadsTheOutboxBeforeExiting() throws {
         let dir = try TemporaryDirectory("keeptrack-term").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let receiver = try Tool("tools/fake-receiver", ["fixtures/walk-15min.nmea", "--now", "--baud", "38400",
+        let receiver = try Tool("tools/fake-receiver.py", ["fixtures/walk-15min.nmea", "--now", "--baud", "38400",
                                                         "--rate", "4", "--link", dir + "/ttyGPS"])
         receiver.guardAgainstHang(seconds: 120)
         defer { receiver.terminate() }

@@ -10,11 +10,6 @@ import Testing
 /// endpoint, then exported as a picture with its visits and trips, and as one GPX track per trip.
 @Suite("keeptrack replay --visits --upload embedded, keeptrack export --trips")
 struct VisitsUploadCommandTests {
-    func temporaryDirectory() -> String {
-        var template = Array("/tmp/keeptrack-cli-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-    }
-
     @Test func theNightsVisitsAndTripsAreStoredDrawnAndExported() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

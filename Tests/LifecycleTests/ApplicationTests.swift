@@ -1,4 +1,5 @@
 import Geo
+import KeepTrackTesting
 import Lifecycle
 import Synchronization
 import Testing
@@ -75,8 +76,7 @@ struct ApplicationTests {
 struct SystemdNotifierTests {
     /// A datagram socket bound at a fresh path, like systemd's notify socket.
     func boundSocket() throws -> (fd: Int32, path: String) {
-        var template = Array("/tmp/keeptrack-notify-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        let dir = try TemporaryDirectory("keeptrack-notify").path
         let path = dir + "/notify"
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         var address = sockaddr_un()

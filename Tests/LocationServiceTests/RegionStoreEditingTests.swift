@@ -1,4 +1,5 @@
 import Foundation
+import KeepTrackTesting
 import Testing
 
 @testable import LocationService
@@ -6,8 +7,7 @@ import Testing
 /// `keeptrack regions` as library calls: import, remove, list, state.
 @Suite("Region store editing")
 struct RegionStoreEditingTests {
-    let store = RegionStore(directory: FileManager.default.temporaryDirectory
-        .appendingPathComponent("kt-edit-\(UUID().uuidString)").path)
+    let store = RegionStore(directory: temporaryDirectory("kt-edit") + "/regions")
 
     func geoJSON(_ circles: [(id: String, radius: Double)]) throws -> String {
         let features = circles.map { c in

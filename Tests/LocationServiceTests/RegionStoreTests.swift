@@ -1,5 +1,6 @@
 import Foundation
 import Geo
+import KeepTrackTesting
 import Testing
 
 @testable import LocationService
@@ -7,8 +8,7 @@ import Testing
 @Suite("Region persistence")
 struct RegionStoreTests {
     func tempStore() throws -> RegionStore {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kt-store-\(UUID().uuidString)")
-        return RegionStore(directory: dir.path)
+        RegionStore(directory: try TemporaryDirectory("kt-store").path + "/regions")
     }
 
     @Test func regionsAndTheirStatesSurviveARestart() throws {
@@ -60,7 +60,7 @@ struct RegionStoreTests {
 @Suite("Region persistence: the files")
 struct RegionStoreFileTests {
     func tempStore() -> RegionStore {
-        RegionStore(directory: FileManager.default.temporaryDirectory.appendingPathComponent("kt-store-\(UUID().uuidString)").path)
+        RegionStore(directory: temporaryDirectory("kt-store") + "/regions")
     }
 
     @Test func readsTheFilesTheFormerEncoderWrote() throws {

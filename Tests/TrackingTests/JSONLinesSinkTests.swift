@@ -1,5 +1,6 @@
 import Foundation
 import Geo
+import KeepTrackTesting
 import Testing
 
 @testable import Tracking
@@ -30,7 +31,7 @@ struct JSONLinesSinkTests {
         let text = String(decoding: FileHandle(fileDescriptor: fds[0]).readDataToEndOfFile(), as: UTF8.self)
         #expect(text.hasPrefix("{\"event\":\"source\",\"kind\":\"connected\""))
 
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("kt-sink-\(UUID().uuidString)").path
+        let path = temporaryDirectory("kt-sink") + "/events.jsonl"
         let file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         defer { close(file); unlink(path) }
         #expect(!JSONLinesSink(fd: file).discards)

@@ -1,5 +1,6 @@
 import Formats
 import Foundation
+import KeepTrackTesting
 import Testing
 import TrackServerTesting
 import Upload

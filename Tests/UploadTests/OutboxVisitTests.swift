@@ -1,6 +1,7 @@
 import Formats
 import Foundation
 import Geo
+import KeepTrackTesting
 import GRDB
 import Testing
 import TrackServerTesting

@@ -77,12 +77,8 @@ struct PeerUploadTests {
         enter.decidedAt = enter.time
         records.insert(enter, at: 2)
         try outbox.append(records)
-        var c = Uploader.Configuration(url: endpoint.url(UploadFormats.named(format)!.serverPath))
-        c.format = UploadFormats.named(format)!
-        c.token = "secret"
-        c.maxWait = 0
-        c.formatSettings.regionEvents = false
-        let u = try Uploader(outbox: outbox, configuration: c)
+        let path = UploadFormats.named(format)!.serverPath
+        let u = try uploader(outbox, endpoint, path: path, format: format, regionEvents: false)
         try await drain(u)
         #expect(u.stats.skipped == 1)
         #expect(u.stats.uploaded == 3)

@@ -21,9 +21,10 @@ func filledOutbox(_ n: Int, device: String = "van-1") throws -> (Outbox, String)
 
 func uploader(_ outbox: Outbox, _ endpoint: Endpoint, path: String = "/v1/locations", format: String = "json",
               token: String? = "secret", batch: Int = 100, application: Application? = nil,
-              clock: any EpochClock = WallClock()) throws -> Uploader {
+              clock: any EpochClock = WallClock(), regionEvents: Bool = true) throws -> Uploader {
     var c = Uploader.Configuration(url: endpoint.url(path))
     c.format = UploadFormats.named(format)!
+    c.formatSettings.regionEvents = regionEvents
     c.token = token
     c.maxBatchCount = batch
     c.initialBackoff = 0.01

@@ -1,7 +1,7 @@
 // libmosquitto, loaded when the first MQTT connection is made rather than when keeptrack starts.
 //
 // Linked as a needed library, libmosquitto brings OpenSSL's libssl and libcrypto into every
-// keeptrack process, MQTT or not, and their relocations alone keep 1.7 MB resident (tools/bench-track
+// keeptrack process, MQTT or not, and their relocations alone keep 1.7 MB resident (tools/bench-track.py
 // --memory). So the library is opened with dlopen on first use, and each function MQTT calls goes
 // through a pointer resolved then. <mosquitto.h> still gives the types and constants: building needs
 // libmosquitto-dev, running MQTT needs libmosquitto1.

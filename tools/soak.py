@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Soak: `keeptrack track` as a user runs it, for a long time, through gpsd and endpoint restarts.
 
-    tools/soak [--minutes 30] [--restart-every 300] [--binary BUILD]
+    tools/soak.py [--minutes 30] [--restart-every 300] [--binary BUILD]
 
-A receiver plays fixtures/walk-15min.nmea in a loop at 1 Hz on a pty (tools/fake-receiver --now
+A receiver plays fixtures/walk-15min.nmea in a loop at 1 Hz on a pty (tools/fake-receiver.py --now
 --loop: times moved to the present, so fixes are live), a real gpsd reads it, and
 `keeptrack track --gpsd ... --significant-changes --upload URL` (release build) tracks it and
 uploads to `keeptrack serve`. (gpsfake cannot move a log's times to the present, and the location
@@ -17,38 +17,9 @@ Targets (issue 7): <= 3 CPU-s per hour, RSS <= 30 MB and flat once running, 0 lo
 """
 import argparse, json, os, signal, socket, sqlite3, subprocess, sys, tempfile, time
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRATCH = os.path.join(ROOT, ".build-release")
-
-
-def build():
-    subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--product", "keeptrack"], cwd=ROOT,
-                   check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--show-bin-path"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout.strip()
-    return os.path.join(out, "keeptrack")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_total(pid):
-    """User + system time of the whole process, exited threads included (/proc/PID/stat, 10 ms ticks).
-    Summing /proc/PID/task/*/schedstat would lose the time of threads that ended (a reconnect's)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mb(pid, key="VmRSS:"):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def wait_port(port, seconds=10):
@@ -68,30 +39,36 @@ def main():
     ap.add_argument("--restart-every", type=float, default=300)
     ap.add_argument("--binary", help="soak this keeptrack (e.g. another build) instead of building one")
     args = ap.parse_args()
-    keeptrack = args.binary or build()
+    keeptrack = args.binary or keeptrack_tools.build()
     work = tempfile.mkdtemp(prefix="keeptrack-soak-")
     link = os.path.join(work, "ttyGPS")
-    gpsd_port, serve_port = free_port(), free_port()
-    receiver = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver"), os.path.join(ROOT, "fixtures", "walk-15min.nmea"),
+    receiver = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver.py"), os.path.join(ROOT, "fixtures", "walk-15min.nmea"),
                                  "--now", "--loop", "--rate", "1", "--baud", "9600", "--link", link],
                                 stdout=subprocess.PIPE, text=True)
     receiver.stdout.readline()
 
-    def start_gpsd():
-        p = subprocess.Popen(["gpsd", "-N", "-n", "-s", "9600", "-S", str(gpsd_port), "-F", os.path.join(work, "gpsd.sock"),
+    def start_gpsd(port):
+        """gpsd on `port`; None if it exited (another program had bound the port)."""
+        p = subprocess.Popen(["gpsd", "-N", "-n", "-s", "9600", "-S", str(port), "-F", os.path.join(work, "gpsd.sock"),
                               link], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_port(gpsd_port):
-            sys.exit("soak: gpsd did not start")
+        if not wait_port(port) or p.poll() is not None:
+            if p.poll() is None:
+                sys.exit("soak: gpsd did not start")
+            return None
         return p
 
-    def start_serve():
-        p = subprocess.Popen([keeptrack, "serve", "--port", str(serve_port), "--db", os.path.join(work, "endpoint.sqlite"),
+    def start_serve(port):
+        p = subprocess.Popen([keeptrack, "serve", "--port", str(port), "--db", os.path.join(work, "endpoint.sqlite"),
                               "--token", "soak"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        p.stdout.readline()
-        return p
+        return p, keeptrack_tools.listening_port(p.stdout.readline())
 
-    gpsd = start_gpsd()
-    serve = start_serve()
+    # gpsd takes its port on its command line: on a candidate port, another if that one was taken; the
+    # endpoint picks its own (--port 0) and says which. Restarts keep the port their clients know.
+    gpsd = keeptrack_tools.on_free_port(start_gpsd)
+    gpsd_port = int(gpsd.args[gpsd.args.index("-S") + 1])
+    serve, serve_port = start_serve(0)
+    if serve_port is None:
+        sys.exit("soak: the endpoint did not start")
     out_path = os.path.join(work, "events.jsonl")
     out = open(out_path, "w")
     control = os.path.join(work, "control.sock")
@@ -109,7 +86,7 @@ def main():
     cpu0 = None
     try:
         time.sleep(5)
-        cpu0 = cpu_total(track.pid)
+        cpu0 = keeptrack_tools.cpu_seconds(track.pid)
         t0 = time.monotonic()
         next_sample = t0
         while time.monotonic() < end:
@@ -117,7 +94,7 @@ def main():
             if track.poll() is not None:
                 sys.exit(f"soak: the tracker exited ({track.returncode}); see {work}/track.err")
             if now >= next_sample:
-                samples.append((now - t0, cpu_total(track.pid) - cpu0, rss_mb(track.pid)))
+                samples.append((now - t0, keeptrack_tools.cpu_seconds(track.pid) - cpu0, keeptrack_tools.status_mb(track.pid, "VmRSS")))
                 print(f"  {samples[-1][0] / 60:5.1f} min: CPU {samples[-1][1]:.2f} s, RSS {samples[-1][2]:.1f} MB, "
                       f"restarts {restarts}", file=sys.stderr)
                 next_sample += 30
@@ -126,20 +103,22 @@ def main():
                     gpsd.send_signal(signal.SIGKILL)
                     gpsd.wait()
                     time.sleep(5)
-                    gpsd = start_gpsd()
+                    gpsd = start_gpsd(gpsd_port)
+                    if gpsd is None:
+                        sys.exit(f"soak: gpsd could not listen on port {gpsd_port} again")
                     restarts["gpsd"] += 1
                 else:
                     serve.send_signal(signal.SIGKILL)
                     serve.wait()
                     time.sleep(20)
-                    serve = start_serve()
+                    serve, _ = start_serve(serve_port)
                     restarts["endpoint"] += 1
                 which += 1
                 next_restart += args.restart_every
             time.sleep(1)
         elapsed = time.monotonic() - t0
-        cpu = cpu_total(track.pid) - cpu0
-        peak = rss_mb(track.pid, "VmHWM:")
+        cpu = keeptrack_tools.cpu_seconds(track.pid) - cpu0
+        peak = keeptrack_tools.status_mb(track.pid)
         metrics = subprocess.run([keeptrack, "status", "--prometheus", "--control", control], capture_output=True,
                                  text=True).stdout
         fixes = next((float(l.split()[-1]) for l in metrics.splitlines() if l.startswith("keeptrack_fixes_total ")), -1)

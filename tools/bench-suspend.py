@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """What suspension saves: a suspended tracker beside an active one and gpxlogger, on one gpsd.
 
-    tools/bench-suspend [--windows 3] [--window-seconds 60]
+    tools/bench-suspend.py [--windows 3] [--window-seconds 60]
 
 A real gpsd runs under gpsfake on loopback, fed fixtures/walk-15min.nmea at one epoch per second
-(as tools/bench-track). Three clients watch it at once:
+(as tools/bench-track.py). Three clients watch it at once:
   - `keeptrack track --gpsd --significant-changes` in the foreground (active: every fix through
     the location service, events printed),
   - the same with `--background --background-modes none`: suspended 5 s after start, its gpsd
@@ -14,10 +14,11 @@ It reports CPU seconds per hour of each (median of the windows, all threads, /pr
 schedstat), peak RSS, and for the suspended tracker the share of the time its watch was held
 (from its released/acquired events).
 """
-import argparse, importlib.machinery, json, os, signal, statistics, subprocess, sys, tempfile, threading, time
+import argparse, json, os, signal, statistics, subprocess, sys, tempfile, threading, time
+
+import keeptrack_tools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-track = importlib.machinery.SourceFileLoader("bench_track", os.path.join(ROOT, "tools", "bench-track")).load_module()
 
 
 def main():
@@ -25,11 +26,8 @@ def main():
     ap.add_argument("--windows", type=int, default=3)
     ap.add_argument("--window-seconds", type=float, default=60)
     args = ap.parse_args()
-    keeptrack = track.build()
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    keeptrack = keeptrack_tools.build()
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     work = tempfile.mkdtemp(prefix="keeptrack-bench-suspend-")
     procs, events = {}, []
     try:
@@ -51,28 +49,13 @@ def main():
                                               stderr=subprocess.DEVNULL)
         time.sleep(8)  # connected, and the background one suspended
         measured_from = time.monotonic()
-        per_window = {name: [] for name in procs}
-        for w in range(args.windows):
-            before = {name: track.cpu_seconds(p.pid) for name, p in procs.items()}
-            t0 = time.monotonic()
-            time.sleep(args.window_seconds)
-            elapsed = time.monotonic() - t0
-            for name, p in procs.items():
-                if p.poll() is not None:
-                    sys.exit(f"bench-suspend: {name} exited early ({p.returncode})")
-                per_window[name].append((track.cpu_seconds(p.pid) - before[name]) / elapsed * 3600)
-            print(f"  window {w + 1}/{args.windows}: " + ", ".join(
-                f"{n} {per_window[n][-1]:.2f}" for n in procs) + " CPU-s/h", file=sys.stderr)
+        per_window = keeptrack_tools.cpu_per_hour(procs, args.windows, args.window_seconds)
         measured_to = time.monotonic()
-        rss = {name: track.peak_rss_mb(p.pid) for name, p in procs.items()}
+        rss = {name: keeptrack_tools.status_mb(p.pid) for name, p in procs.items()}
     finally:
         for p in procs.values():
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(3)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+            keeptrack_tools.stop(p, 3)
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
 
     # Share of the measured span with the watch held: from each acquired to the next released.
     held, holding_since = 0.0, None

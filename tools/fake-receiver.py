@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Emulate a USB GPS receiver on a pseudo-terminal, playing an NMEA fixture.
 
-    tools/fake-receiver LOG [--baud 9600] [--rate 1] [--link PATH] [--loop] [--unplug-after N]
+    tools/fake-receiver.py LOG [--baud 9600] [--rate 1] [--link PATH] [--loop] [--unplug-after N]
 
 Prints the device path (and PATH when --link makes a symlink to it) on the first line of
 standard output, then writes the log epoch by epoch: all sentences of one epoch in a burst,
@@ -13,7 +13,7 @@ carries the speed the reader set), so baud-rate detection can be tried without h
 
 Try it with the serial source or with gpsd:
 
-    tools/fake-receiver fixtures/walk-15min.nmea --link /tmp/ttyFAKE &
+    tools/fake-receiver.py fixtures/walk-15min.nmea --link /tmp/ttyFAKE &
     keeptrack track --serial /tmp/ttyFAKE            # or: gpsd -N -n -s 9600 /tmp/ttyFAKE
 
 --unplug-after N closes the pty after N epochs (the reader sees EIO, as when a USB receiver is

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What live tracking costs: keeptrack beside gpxlogger on the same gpsd, and serial latency.
 
-    tools/bench-track [--windows 5] [--window-seconds 30] [--latency-epochs 60]
+    tools/bench-track.py [--windows 5] [--window-seconds 30] [--latency-epochs 60]
 
 1. Cost. A real gpsd runs under gpsfake on loopback, fed fixtures/walk-15min.nmea at one epoch
    per second (-c 0.125: 8 sentences per epoch). `keeptrack track --gpsd` and gpsd's own
@@ -9,16 +9,16 @@
    (/proc/PID/schedstat) and reports CPU seconds per hour of tracking (median of the
    windows, from /proc/PID/schedstat) and peak RSS (VmHWM). Target: keeptrack <= 1.5x gpxlogger's CPU, RSS <= 15 MB.
 
-2. Latency. tools/fake-receiver plays the walk on a pty at 9600 baud and stamps the moment it
+2. Latency. tools/fake-receiver.py plays the walk on a pty at 9600 baud and stamps the moment it
    wrote each epoch's last byte (CLOCK_MONOTONIC); `keeptrack track --serial` reads the pty and
    this tool stamps each fix line as it arrives on keeptrack's stdout. Latency = arrival - last
    byte written, median and p99 (an upper bound of "sentence written to fix leaving the
    source": it includes JSON output and the pipe). The serial source ends an epoch after 50 ms of
    quiet, which sets the floor.
 
-    tools/bench-track --syscalls 60 --binary BUILD [--before OLD_BUILD]
+    tools/bench-track.py --syscalls 60 --binary BUILD [--before OLD_BUILD]
 
-    tools/bench-track --memory --binary BUILD [--before OLD_BUILD] [--drop-caches]
+    tools/bench-track.py --memory --binary BUILD [--before OLD_BUILD] [--drop-caches]
 
 4. Memory (instead of 1 and 2): each program alone on one gpsd at 1 Hz for --memory-seconds, then
    its peak RSS (VmHWM), RSS, PSS and private memory (/proc/PID/smaps_rollup), and where keeptrack's
@@ -35,43 +35,13 @@
 """
 import argparse, os, select, shutil, signal, statistics, subprocess, sys, tempfile, time
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def cpu_seconds(pid):
-    """CPU time of all the process's threads in seconds, to the nanosecond (/proc/PID/task/*/schedstat;
-    /proc/PID/stat ticks are 10 ms, too coarse for a client that uses milliseconds a minute)."""
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except OSError:
-            pass  # the thread ended between listdir and open
-    return total / 1e9
-
-
-def peak_rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def build():
-    subprocess.run(["swift", "build", "-c", "release", "--product", "keeptrack"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
-    bin_dir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout.strip()
-    return os.path.join(bin_dir, "keeptrack")
-
-
 def cost(keeptrack, windows, seconds):
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     procs = {}
     try:
         procs["keeptrack track --gpsd"] = subprocess.Popen(
@@ -79,27 +49,12 @@ def cost(keeptrack, windows, seconds):
         procs["gpxlogger"] = subprocess.Popen(
             ["gpxlogger", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3)  # both connected and past start-up
-        per_window = {name: [] for name in procs}
-        for w in range(windows):
-            before = {name: cpu_seconds(p.pid) for name, p in procs.items()}
-            t0 = time.monotonic()
-            time.sleep(seconds)
-            elapsed = time.monotonic() - t0
-            for name, p in procs.items():
-                if p.poll() is not None:
-                    sys.exit(f"bench-track: {name} exited early ({p.returncode})")
-                per_window[name].append((cpu_seconds(p.pid) - before[name]) / elapsed * 3600)
-            print(f"  window {w + 1}/{windows}: " + ", ".join(
-                f"{n} {per_window[n][-1]:.2f} CPU-s/h" for n in procs), file=sys.stderr)
-        rss = {name: peak_rss_mb(p.pid) for name, p in procs.items()}
+        per_window = keeptrack_tools.cpu_per_hour(procs, windows, seconds)
+        rss = {name: keeptrack_tools.status_mb(p.pid) for name, p in procs.items()}
     finally:
         for p in procs.values():
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(3)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+            keeptrack_tools.stop(p, 3)
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
     return per_window, rss
 
 
@@ -107,7 +62,7 @@ def latency(keeptrack, epochs):
     work = tempfile.mkdtemp(prefix="keeptrack-latency-")
     link = os.path.join(work, "ttyGPS")
     stamps = os.path.join(work, "stamps")
-    fake = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver"),
+    fake = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver.py"),
                              os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "--baud", "9600", "--rate", "1",
                              "--link", link, "--stamp", stamps], stdout=subprocess.PIPE, text=True)
     fake.stdout.readline()
@@ -167,10 +122,7 @@ def strace_counts(path):
 
 def syscalls(programs, seconds):
     """`strace -c -f` of each program (name -> argv prefix, gpsd's address appended) on one gpsd."""
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     work = tempfile.mkdtemp(prefix="keeptrack-syscalls-")
     tracers = {}
     try:
@@ -189,7 +141,7 @@ def syscalls(programs, seconds):
                 tracer.wait(10)
             except subprocess.TimeoutExpired:
                 tracer.kill()
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
     return {name: strace_counts(out) for name, (_, out) in tracers.items()}
 
 
@@ -246,7 +198,7 @@ def smaps(pid, binary):
                     origin["system libraries"] += kb
                 else:
                     origin["anonymous"] += kb
-    return {"peak": peak_rss_mb(pid), "rss": rollup.get("Rss", 0), "pss": rollup.get("Pss", 0),
+    return {"peak": keeptrack_tools.status_mb(pid), "rss": rollup.get("Rss", 0), "pss": rollup.get("Pss", 0),
             "private": rollup.get("Private_Clean", 0) + rollup.get("Private_Dirty", 0), "origin": origin}
 
 
@@ -260,10 +212,7 @@ def start_serve(keeptrack, data):
 def memory(programs, seconds, drop_caches):
     """Each program alone on one gpsd. programs: name -> (argv, whether gpsd's address is appended,
     the binary whose pages count as its own, a keeptrack to serve the upload URL that argv's "URL" stands for)."""
-    start = subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "start",
-                            os.path.join(ROOT, "fixtures", "walk-15min.nmea"), "0.125"],
-                           check=True, capture_output=True, text=True).stdout.split()
-    port, gf_pid, gf_dir = start
+    port, gf_pid, gf_dir = keeptrack_tools.gpsfake_start()
     results = {}
     try:
         for name, (argv, gpsd, binary, serving) in programs.items():
@@ -302,7 +251,7 @@ def memory(programs, seconds, drop_caches):
             shutil.rmtree(data, ignore_errors=True)
             print(f"  {name}: RSS {results[name]['rss']:.1f} MB", file=sys.stderr)
     finally:
-        subprocess.run([os.path.join(ROOT, "tools", "gpsfake-run"), "stop", gf_pid, gf_dir])
+        keeptrack_tools.gpsfake_stop(gf_pid, gf_dir)
     return results
 
 
@@ -359,7 +308,7 @@ def main():
         if not args.binary:
             sys.exit("bench-track: --memory needs --binary BUILD (e.g. .build-release/release/keeptrack)")
         return memory_main(args)
-    keeptrack = args.binary or build()
+    keeptrack = args.binary or keeptrack_tools.build()
     if args.syscalls:
         programs = {}
         if args.before:

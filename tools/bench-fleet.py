@@ -3,7 +3,7 @@
 for 10,000 devices and a box query over 10 million positions, each under 50 ms), beside the same
 queries run by the database alone, in one run.
 
-    tools/bench-fleet [--devices 10000] [--per-device 1000] [--runs 30] [--postgres] [--keeptrack BIN]
+    tools/bench-fleet.py [--devices 10000] [--per-device 1000] [--runs 30] [--postgres] [--keeptrack BIN]
                       [--sqlite-dir DIR]
 
 1. A store of --devices × --per-device positions, made by `keeptrack serve --db` (so the schema is its
@@ -30,6 +30,7 @@ import argparse, http.client, json, os, sqlite3, statistics, subprocess, sys, te
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import keeptrack_tools  # noqa: E402
 TOKEN = "bench"
 T0 = 1715679000
 STEP = 2592  # seconds between a device's positions: 1,000 over 30 days
@@ -39,21 +40,8 @@ NEAR = (48.255, 11.555, 500)
 
 
 def serve(binary, database):
-    p = subprocess.Popen([binary, "serve", "--port", "0", "--db", database, "--token", TOKEN, "--log-level", "error"],
-                         stdout=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    if not line:
-        sys.exit(f"bench-fleet: keeptrack serve --db {database} did not start")
-    return p, urllib.parse.urlparse(json.loads(line)["url"])
-
-
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    p, url = keeptrack_tools.serve(binary, database, TOKEN)
+    return p, urllib.parse.urlparse(url)
 
 
 def lat_sql(d, j):
@@ -135,15 +123,6 @@ def timed(url, path, runs, check):
     return statistics.median(times), times[int(len(times) * 0.95) - 1], len(body)
 
 
-def best_ms(fn, runs=5):
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return min(out)
-
-
 def expect(what, got, want):
     if got != want:
         sys.exit(f"bench-fleet: {what}: {got}, expected {want}")
@@ -166,7 +145,7 @@ def run_sqlite(binary, devices, per, runs, rows, keep=None):
     path = os.path.join(tmp, f"fleet-{devices}x{per}.sqlite")
     if not os.path.exists(path):
         p, _ = serve(binary, path)
-        stop(p)
+        keeptrack_tools.stop(p)
         start = time.perf_counter()
         fill_sqlite(path, devices, per)
         fill = time.perf_counter() - start
@@ -199,11 +178,11 @@ def run_sqlite(binary, devices, per, runs, rows, keep=None):
         SELECT p.* FROM band CROSS JOIN points p ON p.cell BETWEEN band.row * 36001 + {int((w + 180) * 100)}
             AND band.row * 36001 + {int((e + 180) * 100)}
         WHERE {box.replace('lat', 'p.lat').replace('lon', 'p.lon').replace('valid', 'p.valid')} ORDER BY p.time, p.key LIMIT 10001""").fetchall()
-    alone = [best_ms(lambda: db.execute("SELECT * FROM devices WHERE latestTime IS NOT NULL ORDER BY id").fetchall()),
-             best_ms(cells)]
-    naive = [best_ms(lambda: db.execute("""SELECT device, time, lat, lon FROM points p WHERE valid = 1 AND time =
+    alone = [keeptrack_tools.best_ms(lambda: db.execute("SELECT * FROM devices WHERE latestTime IS NOT NULL ORDER BY id").fetchall(), 5),
+             keeptrack_tools.best_ms(cells, 5)]
+    naive = [keeptrack_tools.best_ms(lambda: db.execute("""SELECT device, time, lat, lon FROM points p WHERE valid = 1 AND time =
                  (SELECT MAX(time) FROM points WHERE device = p.device AND valid = 1) ORDER BY device""").fetchall(), 1),
-             best_ms(lambda: db.execute(f"SELECT * FROM points NOT INDEXED WHERE {box} ORDER BY time, key LIMIT 10001").fetchall(), 1)]
+             keeptrack_tools.best_ms(lambda: db.execute(f"SELECT * FROM points NOT INDEXED WHERE {box} ORDER BY time, key LIMIT 10001").fetchall(), 1)]
     db.close()
     p, url = serve(binary, path)
     try:
@@ -214,7 +193,7 @@ def run_sqlite(binary, devices, per, runs, rows, keep=None):
             scan = f"{naive[k]:,.0f}" if k < len(naive) else "—"
             rows.append(f"| SQLite | {name} | {want:,} | {med:.1f} | {p95:.1f} | {size / 1024:,.0f} KiB | {peer} | {scan} |")
     finally:
-        stop(p)
+        keeptrack_tools.stop(p)
         if keep is None:
             subprocess.run(["rm", "-rf", tmp])
 
@@ -225,7 +204,7 @@ def run_postgres(binary, devices, per, runs, rows):
     try:
         url_db = cluster.create_database("fleet")
         p, _ = serve(binary, url_db)
-        stop(p)
+        keeptrack_tools.stop(p)
         start = time.perf_counter()
         fill_postgres(cluster, "fleet", devices, per)
         print(f"postgres: {devices * per:,} positions filled in {time.perf_counter() - start:.0f} s", file=sys.stderr)
@@ -260,7 +239,7 @@ def run_postgres(binary, devices, per, runs, rows):
                 rows.append(f"| PostgreSQL | {name} | {want:,} | {med:.1f} | {p95:.1f} | {size / 1024:,.0f} KiB "
                             f"| {alone[k]:.1f} | — |")
         finally:
-            stop(p)
+            keeptrack_tools.stop(p)
     finally:
         cluster.remove()
 

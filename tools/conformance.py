@@ -25,9 +25,9 @@ Exit status: 0 if every log (except n/a) has share >= --target (default 99),
 1 otherwise, 2 on usage errors (corpus or decoder not found).
 
 Examples (from the repository root):
-    swift build -c release && tools/conformance
-    tools/conformance --details /tmp/conformance.txt
-    KEEPTRACK=/path/to/keeptrack tools/conformance --only garmin15x --only 'ublox*'
+    swift build -c release && tools/conformance.py
+    tools/conformance.py --details /tmp/conformance.txt
+    KEEPTRACK=/path/to/keeptrack tools/conformance.py --only garmin15x --only 'ublox*'
 
 Only the Python 3 standard library is used.
 """
@@ -459,7 +459,7 @@ def main(argv=None):
             write_details(sys.stdout, None)
         else:
             with open(args.details, "w", encoding="utf-8") as f:
-                f.write("# tools/conformance details: decoder %s, corpus %s, tolerance %g deg\n"
+                f.write("# tools/conformance.py details: decoder %s, corpus %s, tolerance %g deg\n"
                         % (shown, args.corpus, args.tolerance))
                 write_details(f, None)
             print("\ndetails: %s" % args.details)

@@ -2,7 +2,7 @@
 """Upload throughput: 1,000,000 locations from the outbox to a local endpoint, durable on both sides,
 beside plain-Python peers doing the same storage and the same HTTP work, in the same run.
 
-    tools/bench-upload [--count 1000000] [--batch 1000] [--backlog 10000] [--formats-only]
+    tools/bench-upload.py [--count 1000000] [--batch 1000] [--backlog 10000] [--formats-only]
 
 1. keeptrack: `upload-bench` (release) appends --count records to a fresh outbox (1,000 a
    transaction, SQLite WAL, synchronous=NORMAL, as the tracker does), then uploads them all as
@@ -27,21 +27,16 @@ record backlog drains over OsmAnd in under 10 s on loopback; MQTT QoS 1 drains >
 """
 import argparse, http.client, json, os, pwd, signal, socket, sqlite3, subprocess, sys, tempfile, time
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A build folder of its own: benchmarks don't wait for (or disturb) the debug build.
-SCRATCH = os.path.join(ROOT, ".build-release")
 
 
 def build(bin_dir=None):
     if bin_dir:
         return os.path.join(bin_dir, "keeptrack"), os.path.join(bin_dir, "upload-bench")
-    for product in ["keeptrack", "upload-bench"]:
-        subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--product", product], cwd=ROOT,
-                       check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--show-bin-path"], cwd=ROOT,
-                         check=True,
-                         capture_output=True, text=True).stdout.strip()
-    return os.path.join(out, "keeptrack"), os.path.join(out, "upload-bench")
+    return keeptrack_tools.build("keeptrack", "upload-bench")
 
 
 def serve(keeptrack, work):
@@ -230,22 +225,26 @@ def formats_table(keeptrack, bench, backlog):
               f"{peer_seconds:>18.2f} s {backlog / peer_seconds:>9,.0f}/s")
 
 def broker(work):
-    """A private mosquitto on a free loopback port (persistence off, nothing queued dropped)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """A private mosquitto on a free loopback port (persistence off, nothing queued dropped): on a candidate
+    port, another if that one was taken (mosquitto exits then)."""
     conf = os.path.join(work, "mosquitto.conf")
-    with open(conf, "w") as f:
-        f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n"
-                f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
-    p = subprocess.Popen(["/usr/sbin/mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(500):  # readiness probe: the port accepts connections
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return p, port
-        except OSError:
-            time.sleep(0.01)
-    sys.exit("bench-upload: mosquitto did not start")
+
+    def start(port):
+        with open(conf, "w") as f:
+            f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n"
+                    f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
+        p = subprocess.Popen(["/usr/sbin/mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(500):  # readiness probe: the port accepts connections
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return p, port
+            except OSError:
+                if p.poll() is not None:
+                    return None
+                time.sleep(0.01)
+        sys.exit("bench-upload: mosquitto did not start")
+
+    return keeptrack_tools.on_free_port(start)
 
 
 def serve_mqtt(keeptrack, work, port):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check that trail pictures render in a real browser: headless Chromium (Debian's `chromium`).
 
-    tools/render-check [--out docs/walk.png]
+    tools/render-check.py [--out docs/walk.png]
 
 Replays fixtures/walk-15min.nmea with its regions into the embedded endpoint (a temporary data
 directory), exports the trail as SVG (`keeptrack export --format svg`), serves the same database
@@ -11,6 +11,8 @@ outline (#4f8fd6) and the enter/exit markers (#2e9e44, #b23a8a): each must be th
 picture is copied to --out (README's example). Needs `apt-get install chromium` (not in CI: a large download).
 """
 import argparse, json, os, shutil, struct, subprocess, sys, tempfile, zlib
+
+import keeptrack_tools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLOURS = {"track": (0xd6, 0x45, 0x2f), "region outline": (0x4f, 0x8f, 0xd6), "enter": (0x2e, 0x9e, 0x44),
@@ -82,10 +84,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "walk.png"))
     args = ap.parse_args()
-    subprocess.run(["swift", "build", "--product", "keeptrack"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    bin_dir = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True,
-                             text=True).stdout.strip()
-    keeptrack = os.path.join(bin_dir, "keeptrack")
+    keeptrack = keeptrack_tools.build(release=False)
     work = tempfile.mkdtemp(prefix="keeptrack-render-")
     regions = os.path.join(ROOT, "fixtures", "walk-15min.regions.geojson")
     subprocess.run([keeptrack, "replay", "--upload", "embedded", "--regions", regions, "--data-dir", work, "--quiet",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes fixtures/NAME.regions.geojson from the regions listed in fixtures/NAME.truth.json.
 
-    tools/truth-regions            # every fixture whose truth lists regions
+    tools/truth-regions.py            # every fixture whose truth lists regions
 
 Each truth region (id, centre, radius_m) becomes a GeoJSON Point feature with a `radius`
 property, the input `keeptrack replay --regions` takes.

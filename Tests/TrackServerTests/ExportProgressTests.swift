@@ -2,6 +2,7 @@ import Foundation
 import KeepTrackTesting
 import Testing
 import TrackServer
+import TrackServerTesting
 
 /// `keeptrack export` of a large trail reports its progress (issue 14, item 6): read in pages, and
 /// the same file either way.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decoder speed and memory, side by side with gpsd's gpsdecode, in one run.
 
-    tools/bench [--size-mb 200] [--runs 3] [--skip-peer]
+    tools/bench.py [--size-mb 200] [--runs 3] [--skip-peer]
 
 Builds a >= 200 MB NMEA file from the fixtures (and ../shared/corpus when present), then
 measures on it, each run repeated (--runs, default 7) and the best run reported with the median
@@ -19,6 +19,8 @@ count must equal the number of CSV rows `keeptrack decode --all` prints for the 
 """
 import argparse
 import re, gzip, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time
+
+import keeptrack_tools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "corpus")
@@ -109,21 +111,14 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--skip-peer", action="store_true", help="do not run gpsdecode")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "keeptrack-bench"))
-    ap.add_argument("--scratch-path", help="build in this scratch path (e.g. .build-release) instead of .build")
+    ap.add_argument("--scratch-path", help="build in this scratch path instead of .build-release")
     ap.add_argument("--instructions", type=int, metavar="MB", default=0,
                     help="instead of timing: count instructions under valgrind's callgrind on the first MB "
                          "megabytes of the data (stable on a shared machine; about 40 s per MB)")
     args = ap.parse_args()
 
-    scratch = ["--scratch-path", args.scratch_path] if args.scratch_path else []
     print("building (release)...", file=sys.stderr)
-    for product in ("keeptrack", "nmea-bench"):
-        subprocess.run(["swift", "build", "-c", "release", "--product", product] + scratch, cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)
-    bin_dir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"] + scratch, cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout.strip()
-    bench = os.path.join(bin_dir, "nmea-bench")
-    keeptrack = os.path.join(bin_dir, "keeptrack")
+    keeptrack, bench = keeptrack_tools.build("keeptrack", "nmea-bench", scratch_path=args.scratch_path)
 
     os.makedirs(args.work, exist_ok=True)
     data = os.path.join(args.work, f"bench-{args.size_mb}mb.nmea")

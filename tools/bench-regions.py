@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regions at scale through the product: import, replay and live tracking with 1,000,000 circles.
 
-    tools/bench-regions [--regions 1000000] [--window-seconds 30] [--rate 10] [--binary PATH] [--keep]
+    tools/bench-regions.py [--regions 1000000] [--window-seconds 30] [--rate 10] [--binary PATH] [--keep]
 
 Generates a GeoJSON FeatureCollection of N circles (1,000 within 10 km of the walk fixture's start
 in Munich, the rest uniform over the globe; radius 50..500 m; fixed seed) and one of the 10 circles
@@ -12,7 +12,7 @@ every run bounded):
 2. `keeptrack replay --regions FILE fixtures/walk-15min.nmea`: time to the first location line and
    peak RSS then, and to the end of the log.
 3. `keeptrack track --serial PTY --baud 115200 --desired-accuracy best-for-navigation` with the
-   regions stored (imported in 1), while tools/fake-receiver plays the walk at --rate epochs/s
+   regions stored (imported in 1), while tools/fake-receiver.py plays the walk at --rate epochs/s
    (--now): after the first location, for --window-seconds, the locations delivered against the
    epochs the receiver wrote (its --stamp file), the tracker's CPU per fix (/proc/PID/task/*/schedstat),
    its resident memory (VmRSS) and peak (VmHWM), the `state` lines it printed, a control-socket
@@ -25,6 +25,8 @@ rows are printed in the README's table format.
 """
 import argparse, math, os, random, select, shutil, signal, socket, subprocess, sys, tempfile, time
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WALK = os.path.join(ROOT, "fixtures", "walk-15min.nmea")
 START = (48.137366333, 11.575408667)
@@ -33,14 +35,6 @@ START = (48.137366333, 11.575408667)
 def fail(message):
     print(f"bench-regions: {message}; not reporting", file=sys.stderr)
     sys.exit(1)
-
-
-def build():
-    subprocess.run(["swift", "build", "-c", "release", "--product", "keeptrack"], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
-    bin_dir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout.strip()
-    return os.path.join(bin_dir, "keeptrack")
 
 
 def destination(lat, lon, bearing, distance):
@@ -131,17 +125,6 @@ def proc_kb(pid, key):
     return 0
 
 
-def cpu_seconds(pid):
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except OSError:
-            pass
-    return total / 1e9
-
-
 def replay(binary, geojson):
     """Time to the first location line and to the end; peak RSS at the first location and at the end."""
     t0 = time.monotonic()
@@ -179,7 +162,7 @@ def replay(binary, geojson):
 def track(binary, data_dir, runtime, window, rate, probe_id):
     stamp = os.path.join(runtime, "stamps")
     open(stamp, "w").close()
-    fake = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "fake-receiver"), WALK, "--baud", "115200",
+    fake = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "fake-receiver.py"), WALK, "--baud", "115200",
                              "--rate", str(rate), "--now", "--stamp", stamp], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, cwd=ROOT)
     try:
@@ -220,7 +203,7 @@ def track(binary, data_dir, runtime, window, rate, probe_id):
                     elif line.startswith(b'{"event":"state"'):
                         states += 1
             if window_start is not None and cpu0 is None and time.monotonic() >= window_start:
-                cpu0 = cpu_seconds(kt.pid)
+                cpu0 = keeptrack_tools.cpu_seconds(kt.pid)
                 sent0 = sum(1 for _ in open(stamp))
                 ts0 = time.monotonic()
             if cpu0 is not None and answer is None and time.monotonic() >= window_start + window / 2:
@@ -237,7 +220,7 @@ def track(binary, data_dir, runtime, window, rate, probe_id):
                     data += more
                 s.close()
                 answer = (data.decode().strip(), (time.monotonic() - q0) * 1000)
-        cpu1 = cpu_seconds(kt.pid)
+        cpu1 = keeptrack_tools.cpu_seconds(kt.pid)
         sent1 = sum(1 for _ in open(stamp))
         ts1 = time.monotonic()
         delivered = sum(1 for t in times if ts0 <= t < ts1)
@@ -275,7 +258,7 @@ def main():
     ap.add_argument("--binary", help="a built keeptrack (default: build the release one)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args()
-    binary = args.binary or build()
+    binary = args.binary or keeptrack_tools.build()
     work = tempfile.mkdtemp(prefix="bench-regions.", dir="/tmp")
     try:
         t = time.monotonic()

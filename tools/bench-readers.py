@@ -3,7 +3,7 @@
 Records.json, beside the NMEA reader on logs of the same fixes and gpsbabel reading the same GPX, in the
 same run (issue 29, item 5: bounded memory whatever the file's size).
 
-    tools/bench-readers [--gpx-mb 100] [--takeout-mb 1000] [--binary BUILD] [--keep DIR]
+    tools/bench-readers.py [--gpx-mb 100] [--takeout-mb 1000] [--binary BUILD] [--keep DIR]
 
 The files are written to a temporary directory (removed at the end unless --keep): a walk at 1 Hz, as
 GPX 1.1 track points (ele, time), as Takeout records (Google's layout: latitudeE7, accuracy, activity,
@@ -14,17 +14,10 @@ each replay delivered exactly the fixes written, and gpsbabel's CSV holds as man
 """
 import argparse, math, os, shutil, subprocess, sys, tempfile, time
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRATCH = os.path.join(ROOT, ".build-release")
 START = 1_715_679_000  # 2024-05-14T09:30:00Z
-
-
-def build():
-    subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--product", "keeptrack"],
-                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--show-bin-path"],
-                         cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
-    return os.path.join(out, "keeptrack")
 
 
 def walk(n):
@@ -66,7 +59,7 @@ def write_nmea(path, n):
 def write_gpx(path, megabytes):
     n = 0
     with open(path, "w", buffering=1 << 20) as f:
-        f.write('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="tools/bench-readers" '
+        f.write('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="tools/bench-readers.py" '
                 'xmlns="http://www.topografix.com/GPX/1/1">\n <trk><name>walk</name><trkseg>\n')
         size, limit = 0, megabytes * 1_000_000
         for t, lat, lon, alt in walk(10**9):
@@ -151,7 +144,7 @@ def main():
     ap.add_argument("--binary", help="this keeptrack instead of a release build")
     ap.add_argument("--keep", help="write the files here and keep them")
     args = ap.parse_args()
-    binary = args.binary or build()
+    binary = args.binary or keeptrack_tools.build()
     if not shutil.which("gpsbabel"):
         sys.exit("bench-readers: gpsbabel is not installed (tools/setup installs it)")
     work = args.keep or tempfile.mkdtemp(prefix="keeptrack-bench-readers-")

@@ -2,7 +2,7 @@
 """Nothing lost, nothing stored twice: kill the uploader with SIGKILL at random moments while the
 endpoint is down, failing, slow or dropping answers, and check what the endpoint holds at the end.
 
-    tools/crash-test [--kills 100] [--seed N] [--speed 60] [--keep]
+    tools/crash-test.py [--kills 100] [--seed N] [--speed 60] [--keep]
 
 A real `keeptrack serve` runs on a loopback port with its own SQLite database. Again and again,
 `keeptrack replay --upload URL` replays fixtures/walk-15min.nmea (paced --speed times real time)
@@ -27,14 +27,14 @@ Run k replays the walk moved k days forward, so that every printed location name
 It prints the counts: kills, endpoint restarts, phases, retries (requests the endpoint failed,
 dropped or refused, from its metrics), duplicates it recognised, records. Exit status 0 on success.
 
-    tools/crash-test --postgres [--kills 100] [--seed N] [--speed 60] [--keep]
+    tools/crash-test.py --postgres [--kills 100] [--seed N] [--speed 60] [--keep]
 
 The same, with the endpoint on PostgreSQL (a throwaway cluster, tools/pgcluster.py, fsync on) and
 two more phases: PostgreSQL restarted (a fast shutdown and a start) or killed (SIGKILL to the
 postmaster, then a start that recovers from the WAL) at a random moment of the run; the uploader
 retries what the endpoint could not store. The check reads the `positions` table.
 
-    tools/crash-test --mqtt [--kills 100] [--seed N] [--speed 60] [--keep]
+    tools/crash-test.py --mqtt [--kills 100] [--seed N] [--speed 60] [--keep]
 
 The same over MQTT: a private mosquitto (its own config on a free loopback port, persistence on so
 that a restart keeps the endpoint's session and the messages queued for it) between
@@ -51,6 +51,7 @@ every location a run printed is stored.
 import argparse, json, os, random, signal, socket, sqlite3, subprocess, sys, tempfile, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import keeptrack_tools  # noqa: E402
 import pgcluster  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,20 +61,10 @@ TOKEN = "crash-test-token"
 DEVICE = "crash-test"
 
 
-def build():
-    subprocess.run(["swift", "build", "--product", "keeptrack"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, check=True, capture_output=True, text=True)
-    return os.path.join(out.stdout.strip(), "keeptrack")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Endpoint:
-    def __init__(self, keeptrack, work, port, db=None):
+    """`keeptrack serve`: first on a port it picks (--port 0) and says, then, restarted, on that one."""
+
+    def __init__(self, keeptrack, work, port=0, db=None):
         self.keeptrack, self.port, self.proc = keeptrack, port, None
         self.db = db or os.path.join(work, "endpoint.sqlite")
         self.restarts = 0
@@ -83,8 +74,10 @@ class Endpoint:
         self.proc = subprocess.Popen([self.keeptrack, "serve", "--port", str(self.port), "--db", self.db,
                                       "--token", TOKEN, "--faults"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline()
-        if '"listening"' not in line:
+        port = keeptrack_tools.listening_port(line)
+        if port is None:
             sys.exit(f"crash-test: the endpoint did not start: {line!r}")
+        self.port = port
 
     def kill(self):
         if self.proc and self.proc.poll() is None:
@@ -170,11 +163,14 @@ PHASES = ["healthy", "failing", "slow", "dropping", "refusing", "down"]
 class Broker:
     """A private mosquitto: its own config, persistence on, stopped and started by pid."""
 
-    def __init__(self, work, port):
-        self.port, self.proc, self.restarts = port, None, 0
+    def __init__(self, work):
+        self.port, self.proc, self.restarts = None, None, 0
         self.dir = os.path.join(work, "broker")
         os.makedirs(self.dir, exist_ok=True)
+
+    def configure(self, port):
         import pwd
+        self.port = port
         with open(os.path.join(self.dir, "mosquitto.conf"), "w") as f:
             f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n"
                     f"persistence_location {self.dir}/\nlog_dest file {self.dir}/log\n"
@@ -183,16 +179,25 @@ class Broker:
                     f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
 
     def start(self):
+        """Starts mosquitto: the first time on a candidate port, another if that one was taken (it exits
+        then), up to 10; a restart on the port its clients know."""
+        if self.port is None:
+            keeptrack_tools.on_free_port(lambda port: self.configure(port) or self.run())
+        elif not self.run():
+            sys.exit(f"crash-test: mosquitto did not start on port {self.port} (see {self.dir}/log)")
+
+    def run(self):
+        """mosquitto on self.port: True once the port accepts connections, None if it exited."""
         self.proc = subprocess.Popen(["/usr/sbin/mosquitto", "-c", os.path.join(self.dir, "mosquitto.conf")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # a readiness probe: the port accepts connections
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
+                return True
             except OSError:
                 if self.proc.poll() is not None:
-                    break
+                    return None
                 time.sleep(0.02)
         sys.exit(f"crash-test: mosquitto did not start on port {self.port} (see {self.dir}/log)")
 
@@ -254,7 +259,7 @@ def mqtt_serve(keeptrack, work, broker_port):
 
 def mqtt_main(args, keeptrack, seed, rng):
     work = tempfile.mkdtemp(prefix="keeptrack-crash-mqtt-")
-    broker = Broker(work, free_port())
+    broker = Broker(work)
     broker.start()
     serve, serve_url = mqtt_serve(keeptrack, work, broker.port)
     url = f"mqtt://127.0.0.1:{broker.port}"
@@ -392,12 +397,12 @@ def main():
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
-    keeptrack = args.keeptrack or build()
+    keeptrack = args.keeptrack or keeptrack_tools.build(release=False)
     if args.mqtt:
         return mqtt_main(args, keeptrack, seed, rng)
     work = tempfile.mkdtemp(prefix="keeptrack-crash-")
     cluster = pgcluster.Cluster() if args.postgres else None
-    endpoint = Endpoint(keeptrack, work, free_port(), db=cluster.create_database("crash") if cluster else None)
+    endpoint = Endpoint(keeptrack, work, db=cluster.create_database("crash") if cluster else None)
     endpoint.start()
     url = f"http://127.0.0.1:{endpoint.port}/v1/locations"
     all_phases = PHASES + (["pg-restart", "pg-killed"] if cluster else [])

@@ -2,7 +2,7 @@
 """The endpoint under hostile load (issue 11, items 4-6): what heavy queries and idle connections cost
 a release `keeptrack serve`, on loopback, with bounded loops.
 
-    tools/bench-serve [--rows 1000000] [--devices 100] [--clustered 60000] [--idle 1100] [--keeptrack BIN]
+    tools/bench-serve.py [--rows 1000000] [--devices 100] [--clustered 60000] [--idle 1100] [--keeptrack BIN]
 
 1. A database as the first version of the endpoint left it (the points table only), built with
    SQLite directly: --rows points over --devices devices, plus --clustered points of one device
@@ -19,17 +19,10 @@ Each figure is checked (status, content) before it is printed.
 """
 import argparse, http.client, json, os, resource, select, socket, sqlite3, subprocess, sys, tempfile, threading, time
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRATCH = os.path.join(ROOT, ".build-release")
 TOKEN = "bench"
-
-
-def build():
-    subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--product", "keeptrack"], cwd=ROOT,
-                   check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--show-bin-path"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout.strip()
-    return os.path.join(out, "keeptrack")
 
 
 def old_database(path, rows, devices, clustered):
@@ -92,7 +85,7 @@ def main():
     ap.add_argument("--bodies", type=int, default=30)
     ap.add_argument("--keeptrack", help="the binary (default: a release build in .build-release)")
     args = ap.parse_args()
-    keeptrack = args.keeptrack or build()
+    keeptrack = args.keeptrack or keeptrack_tools.build()
     work = tempfile.mkdtemp(prefix="keeptrack-bench-serve-")
     path = os.path.join(work, "endpoint.sqlite")
     _, fill = timed(lambda: old_database(path, args.rows, args.devices, args.clustered))

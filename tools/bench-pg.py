@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Ingest into PostgreSQL through `keeptrack serve`, beside the engine's own ceiling, in one run.
 
-    tools/bench-pg [--records 200000] [--devices 1000] [--batch 100] [--connections 16] [--rounds 5]
+    tools/bench-pg.py [--records 200000] [--devices 1000] [--batch 100] [--connections 16] [--rounds 5]
 
 Starts a throwaway PostgreSQL 15 + PostGIS cluster (tools/pgcluster.py: its own directory and
 loopback port, fsync and synchronous_commit on, as a production server has them), then measures on
-the same rows (--records from --devices simulated devices, tools/fleet-load's paths):
+the same rows (--records from --devices simulated devices, tools/fleet-load.py's paths):
 
 1. the ceiling: `\\copy` by psql of those rows, as CSV, into the store's own `positions` table (the
    schema keeptrack serve migrated: unique key, GiST on geography, (device, time)) — and the same
    with a `geometry` column instead, to show what geography costs;
-2. `keeptrack serve --db postgres://...` (the release build) loaded by tools/fleet-load: JSON batches
+2. `keeptrack serve --db postgres://...` (the release build) loaded by tools/fleet-load.py: JSON batches
    of --batch from every device at once, idempotent inserts, each batch acknowledged after commit;
 3. two instances on one database, the devices shared out between them;
 4. the SQLite store under the same load, for the README's table.
@@ -32,19 +32,15 @@ import argparse, csv, importlib.machinery, json, os, random, subprocess, sys, te
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import keeptrack_tools  # noqa: E402
 import pgcluster  # noqa: E402
 
-fleet = importlib.machinery.SourceFileLoader("fleetload", os.path.join(ROOT, "tools", "fleet-load")).load_module()
+fleet = importlib.machinery.SourceFileLoader("fleetload", os.path.join(ROOT, "tools", "fleet-load.py")).load_module()
 BINARY = os.path.join(ROOT, ".build-release", "release", "keeptrack")
 
 
 def serve(database, token):
-    p = subprocess.Popen([BINARY, "serve", "--port", "0", "--db", database, "--token", token, "--log-level", "error"],
-                         stdout=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    if not line:
-        sys.exit(f"bench-pg: keeptrack serve --db {database} did not start")
-    return p, json.loads(line)["url"]
+    return keeptrack_tools.serve(BINARY, database, token)
 
 
 def migrate(database):
@@ -55,7 +51,7 @@ def migrate(database):
 
 
 def load(args, urls, pids, database_pid, label):
-    cmd = [sys.executable, os.path.join(ROOT, "tools", "fleet-load"), "--devices", str(args.devices), "--rate", "0",
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "fleet-load.py"), "--devices", str(args.devices), "--rate", "0",
            "--records", str(args.records), "--minutes", "30", "--batch", str(args.batch), "--token", "t",
            "--connections", str(args.connections), "--processes", "2", "--json", "--seed", "7"]
     for u in urls:

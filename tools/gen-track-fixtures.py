@@ -3,7 +3,7 @@
 format `keeptrack replay` reads (GPX 1.1 and 1.0, GeoJSON, CSV, OwnTracks .rec, Google Takeout), plus
 hostile and malformed files. Standard library only; deterministic (gzip without a time or name).
 
-    tools/gen-track-fixtures            # rewrite fixtures/tracks/
+    tools/gen-track-fixtures.py            # rewrite fixtures/tracks/
 """
 import gzip
 import io

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A fleet's load on `keeptrack serve`: N simulated devices posting our JSON batches, on loopback only.
 
-    tools/fleet-load --devices 1000 --rate 1 --minutes 1 --url http://127.0.0.1:5055 --token s3cret
-    tools/fleet-load --devices 1000 --rate 0 --records 200000 --serve postgres://kt@127.0.0.1:5432/fleet
+    tools/fleet-load.py --devices 1000 --rate 1 --minutes 1 --url http://127.0.0.1:5055 --token s3cret
+    tools/fleet-load.py --devices 1000 --rate 0 --records 200000 --serve postgres://kt@127.0.0.1:5432/fleet
 
 Each device has its own id (`fleet-RUN-NNNNN`, RUN fresh each time unless `--seed` is given), its
 sequence numbers going on from the run's start time in microseconds (so that runs never send a key an
@@ -38,6 +38,8 @@ Only loopback addresses are accepted (127.0.0.0/8, localhost, ::1); anything els
 import argparse, http.client, ipaddress, json, math, multiprocessing as mp, os, random, socket, subprocess, sys
 import threading
 import time, urllib.parse
+
+import keeptrack_tools
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_MINUTES = 60
@@ -278,14 +280,6 @@ def worker(index, args, devices, tokens, ready, go, started, totals, results):
     results.put(stats)
 
 
-def cpu_seconds(pid):
-    try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 def rss_bytes(pid):
     try:
         for line in open(f"/proc/{pid}/status"):
@@ -406,8 +400,8 @@ def main():
         ready.wait(timeout=600)
     except threading.BrokenBarrierError:
         sys.exit("fleet-load: a worker process did not get ready (see its error above)")
-    cpu0 = {p: cpu_seconds(p) for p in pids}
-    db_cpu0 = sum(cpu_seconds(p) for p in ([args.database_pid] + children(args.database_pid))) if args.database_pid else 0
+    cpu0 = {p: keeptrack_tools.cpu_seconds(p) for p in pids}
+    db_cpu0 = sum(keeptrack_tools.cpu_seconds(p) for p in ([args.database_pid] + children(args.database_pid))) if args.database_pid else 0
     t0 = started.value = time.monotonic()
     go.set()
     peak_rss = 0
@@ -421,8 +415,8 @@ def main():
     elapsed = time.monotonic() - t0
     for p in procs:
         p.join()
-    cpu = sum(cpu_seconds(p) - cpu0[p] for p in pids)
-    db_cpu = (sum(cpu_seconds(p) for p in ([args.database_pid] + children(args.database_pid))) - db_cpu0
+    cpu = sum(keeptrack_tools.cpu_seconds(p) - cpu0[p] for p in pids)
+    db_cpu = (sum(keeptrack_tools.cpu_seconds(p) for p in ([args.database_pid] + children(args.database_pid))) - db_cpu0
               if args.database_pid else None)
     latencies = [l for s in collected for l in s["latencies"]]
     accepted = sum(s["accepted"] for s in collected)

@@ -4,8 +4,8 @@
 #
 # How to regenerate (from the repository root):
 #     pip install geographiclib        # only needed here, not in CI
-#     tools/geodesic-reference          # rewrites the CSV in place
-#     tools/geodesic-reference -o -     # or print it to stdout instead
+#     tools/geodesic-reference.py          # rewrites the CSV in place
+#     tools/geodesic-reference.py -o -     # or print it to stdout instead
 #     git diff --stat Tests/GeoTests/Resources/geodesic-reference.csv
 #
 # Output is deterministic: the case list below is fixed (the "random-*" cases

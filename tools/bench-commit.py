@@ -4,7 +4,7 @@ printed (the default) beside group commits (`--commit-within 10s`, the opt-in), 
 in CPU and in bytes written, with Python's sqlite3 doing the same work on the same schema in the
 same run as the peer.
 
-    tools/bench-commit [--seconds 3600] [--bin-dir DIR]
+    tools/bench-commit.py [--seconds 3600] [--bin-dir DIR]
 
 Each row is an hour of tracking (--seconds of fix time, as fast as the machine goes: the cost of a
 commit does not depend on the time between them) appended to a fresh outbox by `upload-bench
@@ -19,19 +19,14 @@ AUTOINCREMENT, an index on (priority, seq), 4 KB pages), what a commit per fix c
 """
 import argparse, json, os, resource, sqlite3, subprocess, sys, tempfile
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRATCH = os.path.join(ROOT, ".build-release")
 ROWS = [(1, 1), (1, 10), (10, 1), (10, 100)]
 
 
 def build(bin_dir):
-    if bin_dir:
-        return os.path.join(bin_dir, "upload-bench")
-    subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--product", "upload-bench"],
-                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--show-bin-path"],
-                         cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
-    return os.path.join(out, "upload-bench")
+    return os.path.join(bin_dir, "upload-bench") if bin_dir else keeptrack_tools.build("upload-bench")
 
 
 def io_counters():

@@ -2,7 +2,7 @@
 """Floods of connections against `keeptrack serve` (issue 25, item 2): is `GET /healthz`, and a real
 upload, still answered while idle connections or a slowloris hold the server's connections?
 
-    tools/flood [--keeptrack BIN] [--label NAME] [--floods idle:1100,idle:10000,slowloris:2000]
+    tools/flood.py [--keeptrack BIN] [--label NAME] [--floods idle:1100,idle:10000,slowloris:2000]
                 [--hold 20] [--soft-limit 1024] [--hard-limit N] [--probe-timeout 2]
 
 For each flood, a fresh `keeptrack serve` (its own database in a temporary directory) is started
@@ -21,18 +21,11 @@ Without --keeptrack it builds the release binary of this checkout (.build-releas
 """
 import argparse, json, os, resource, selectors, signal, socket, subprocess, sys, tempfile, threading, time
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRATCH = os.path.join(ROOT, ".build-release")
 TOKEN = "flood"
 PROBES = (2, 10, 20)
-
-
-def build():
-    subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--product", "keeptrack"], cwd=ROOT,
-                   check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--show-bin-path"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout.strip()
-    return os.path.join(out, "keeptrack")
 
 
 def proc_kb(pid, field):
@@ -228,7 +221,7 @@ def main():
     ap.add_argument("--hard-limit", type=int, help="default: the hard limit as the system sets it")
     ap.add_argument("--probe-timeout", type=float, default=2)
     args = ap.parse_args()
-    binary = args.keeptrack or build()
+    binary = args.keeptrack or keeptrack_tools.build()
     label = args.label or subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
     # The flood's own sockets: the tool's soft limit raised to its hard one.
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -3,7 +3,7 @@
 (issue 27's target: `GET /v1/devices/{id}/stops` and `/trips` under 1 s on both stores, in bounded
 memory), beside the database alone reading the same points, in one run.
 
-    tools/bench-stops [--days 30] [--runs 5] [--postgres] [--keeptrack BIN] [--sqlite-dir DIR]
+    tools/bench-stops.py [--days 30] [--runs 5] [--postgres] [--keeptrack BIN] [--sqlite-dir DIR]
 
 1. A store of --days × 86,400 positions of one device, made by `keeptrack serve --db` (its own schema,
    migrated), then filled with SQL directly (SQLite: a recursive CTE; PostgreSQL: generate_series), the
@@ -26,6 +26,7 @@ import argparse, http.client, json, os, sqlite3, statistics, subprocess, sys, te
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import keeptrack_tools  # noqa: E402
 TOKEN = "bench"
 T0 = 1_741_132_800  # 2025-03-05T00:00:00Z
 DEVICE = "commuter"
@@ -51,21 +52,8 @@ def position_sql(i, sod):
 
 
 def serve(binary, database):
-    p = subprocess.Popen([binary, "serve", "--port", "0", "--db", database, "--token", TOKEN, "--log-level", "error"],
-                         stdout=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    if not line:
-        sys.exit(f"bench-stops: keeptrack serve --db {database} did not start")
-    return p, urllib.parse.urlparse(json.loads(line)["url"])
-
-
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    p, url = keeptrack_tools.serve(binary, database, TOKEN)
+    return p, urllib.parse.urlparse(url)
 
 
 def peak_kib(p):
@@ -176,16 +164,7 @@ def measure(binary, database, days, runs, rows, store, peer):
             rows.append(f"| {store} | {name} | {points:,} | {want} | {med:,.0f} | {slowest:,.0f} | {alone:,.0f} "
                         f"| {before / 1024:,.0f} → {after / 1024:,.0f} |")
     finally:
-        stop(p)
-
-
-def best_ms(fn, runs=3):
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return min(out)
+        keeptrack_tools.stop(p)
 
 
 def run_sqlite(binary, days, runs, rows, keep=None):
@@ -195,7 +174,7 @@ def run_sqlite(binary, days, runs, rows, keep=None):
     n = days * 86400
     if not os.path.exists(path):
         p, _ = serve(binary, path)
-        stop(p)
+        keeptrack_tools.stop(p)
         start = time.perf_counter()
         fill_sqlite(path, n)
         print(f"sqlite: {n:,} positions filled in {time.perf_counter() - start:.0f} s "
@@ -205,10 +184,10 @@ def run_sqlite(binary, days, runs, rows, keep=None):
     def peer(points):
         lo = T0 if points > 86401 else T0 + 10 * 86400
         hi = lo + points
-        return best_ms(lambda: db.execute(
+        return keeptrack_tools.best_ms(lambda: db.execute(
             "SELECT count(*), sum(lat + lon + ifnull(hAcc, 0) + ifnull(speed, 0)) FROM points "
             "INDEXED BY points_locations WHERE device = ? AND time >= ? AND time <= ? AND kind = 'location' "
-            "AND valid = 1", (DEVICE, lo, hi)).fetchone())
+            "AND valid = 1", (DEVICE, lo, hi)).fetchone(), 3)
     try:
         measure(binary, path, days, runs, rows, "SQLite", peer)
     finally:
@@ -223,7 +202,7 @@ def run_postgres(binary, days, runs, rows):
     try:
         url_db = cluster.create_database("stops")
         p, _ = serve(binary, url_db)
-        stop(p)
+        keeptrack_tools.stop(p)
         n = days * 86400
         start = time.perf_counter()
         fill_postgres(cluster, "stops", n)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Region monitoring per location in instructions (callgrind), 1,000,000 circles against 10.
 
-    tools/regions-bench-instructions [--binary .build-release/release/regions-bench] [--sizes 10,1000000]
+    tools/regions-bench-instructions.py [--binary .build-release/release/regions-bench] [--sizes 10,1000000]
 
 Runs regions-bench under valgrind's callgrind once per monitor size, counting only the timed
 passes (its `timedPasses` function: 3 runs x 20 passes over the walk's 894 locations), and prints
@@ -11,6 +11,8 @@ shared regions' events were identical before reporting.
 """
 import argparse, os, re, subprocess, sys, tempfile
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -19,13 +21,7 @@ def main():
     ap.add_argument("--binary", help="a built regions-bench (default: build the release one)")
     ap.add_argument("--sizes", default="10,1000000")
     args = ap.parse_args()
-    binary = args.binary
-    if binary is None:
-        subprocess.run(["swift", "build", "-c", "release", "--product", "regions-bench"], cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)
-        bin_dir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
-                                 capture_output=True, text=True).stdout.strip()
-        binary = os.path.join(bin_dir, "regions-bench")
+    binary = args.binary or keeptrack_tools.build("regions-bench")
     rows = []
     for size in [int(s) for s in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="regions-ir.") as d:

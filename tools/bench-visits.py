@@ -2,7 +2,7 @@
 """What visit monitoring adds to a replay: `keeptrack replay --visits` beside the same replay without
 it, on the same log, interleaved, in the same run (issue 27's target: at most 10 % more CPU a fix).
 
-    tools/bench-visits [--rounds 5] [--binary BUILD] [LOG]
+    tools/bench-visits.py [--rounds 5] [--binary BUILD] [LOG]
 
 LOG defaults to fixtures/day-24h.nmea.gz (a day at 1 Hz). Each round runs both (`replay --max-fix-age
 none [--visits] LOG`: location events in both), in turn, as fast as possible, standard output to /dev/null (the JSON lines are still formatted: it is a file); CPU is
@@ -11,16 +11,9 @@ the run without printed none. Prints the median of the rounds and each round's f
 """
 import argparse, os, resource, statistics, subprocess, sys
 
+import keeptrack_tools
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRATCH = os.path.join(ROOT, ".build-release")
-
-
-def build():
-    subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--product", "keeptrack"],
-                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-    out = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", SCRATCH, "--show-bin-path"],
-                         cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
-    return os.path.join(out, "keeptrack")
 
 
 def run(binary, log, visits):
@@ -48,7 +41,7 @@ def main():
     ap.add_argument("--binary", help="this keeptrack instead of a release build")
     ap.add_argument("log", nargs="?", default=os.path.join("fixtures", "day-24h.nmea.gz"))
     args = ap.parse_args()
-    binary = args.binary or build()
+    binary = args.binary or keeptrack_tools.build()
     without, with_visits = [], []
     for r in range(args.rounds):
         cpu0, fixes0, visits0 = run(binary, args.log, False)

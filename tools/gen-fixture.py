@@ -2,8 +2,8 @@
 """gen-fixture -- deterministic NMEA 0183 fixture generator for KeepTrack.
 
 Usage:
-    tools/gen-fixture SCENARIO.json -o OUTPUT [--seed N]
-    tools/gen-fixture --all          # regenerate every fixture from fixtures/routes/*.json
+    tools/gen-fixture.py SCENARIO.json -o OUTPUT [--seed N]
+    tools/gen-fixture.py --all          # regenerate every fixture from fixtures/routes/*.json
 
 A scenario (route spec) describes a start time, rate, talker configuration and a
 list of route segments (legs through waypoints with a trapezoidal speed profile,
