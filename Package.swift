@@ -37,6 +37,8 @@ let package = Package(
         // SHA-256 of device tokens (TrackServer); already built for swift-nio-extras and swift-certificates.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // `swift package generate-documentation --target Tracking`: the DocC catalog (.ci/run builds it).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // Vocabulary: coordinates, fixes, locations, geodesy. Imports no other target.

@@ -1,4 +1,4 @@
-/* A preload library that counts heap allocations, for tools/bench.
+/* A preload library that counts heap allocations, for tools/bench.py.
  * Build: cc -O2 -shared -fPIC -o malloc-count.so malloc-count.c
  * nmea-bench finds keeptrack_malloc_count() with dlsym and reports steady-state allocations. */
 #include <stddef.h>

@@ -21,7 +21,7 @@ queries run by the database alone, in one run.
    query costs without the devices table or the grid index (latest per device from the points; the
    box by a scan).
 
-Prints README rows (median and 95th percentile, milliseconds). Exits 1 if a check failed.
+Prints docs/performance.md rows (median and 95th percentile, milliseconds). Exits 1 if a check failed.
 With --sqlite-dir, the SQLite store is kept in DIR and used again when it is there (filled for the
 same sizes). With --postgres, also on a throwaway PostgreSQL 15 + PostGIS cluster (tools/pgcluster.py).
 Needs `swift build -c release --scratch-path .build-release --product keeptrack` first.

@@ -13,7 +13,7 @@ the same rows (--records from --devices simulated devices, tools/fleet-load.py's
 2. `keeptrack serve --db postgres://...` (the release build) loaded by tools/fleet-load.py: JSON batches
    of --batch from every device at once, idempotent inserts, each batch acknowledged after commit;
 3. two instances on one database, the devices shared out between them;
-4. the SQLite store under the same load, for the README's table.
+4. the SQLite store under the same load, for docs/performance.md's table.
 
 1-3 run --rounds times, each round on fresh databases and in another order (1 2 3, then 3 2 1, then
 2 3 1, ...), each phase after a CHECKPOINT: on a shared machine one run's figures move by 10-20 %
@@ -23,7 +23,7 @@ instances against one), and the table gives the medians over the rounds, with ea
 on standard error. It also counts the transactions PostgreSQL committed (rows per commit: how far
 the COPYs coalesced).
 
-fleet-load checks each time that the database holds exactly what was acknowledged. Prints README
+fleet-load checks each time that the database holds exactly what was acknowledged. Prints docs/performance.md
 rows (records/s, the ratio to \\copy) and exits 1 if a check failed or the target (0.7 of \\copy,
 the median over the rounds) was missed. Needs `swift build -c release --scratch-path .build-release`
 first.

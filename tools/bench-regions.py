@@ -21,7 +21,7 @@ every run bounded):
 
 It checks what it reports: the import's count line, a location from each replay, an answer from the
 control socket, every run's exit status; a check that fails stops it without printing rows. The
-rows are printed in the README's table format.
+rows are printed in docs/performance.md's table format.
 """
 import argparse, math, os, random, select, shutil, signal, socket, subprocess, sys, tempfile, time
 

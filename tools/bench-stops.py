@@ -19,7 +19,7 @@ memory), beside the database alone reading the same points, in one run.
    `SELECT count(*), sum(lat + lon + hAcc)` over the same index range, by Python's sqlite3 on the same
    file; PostgreSQL: `EXPLAIN (ANALYZE)`'s execution time of the server's own query).
 
-Prints README rows (median and slowest, milliseconds). Exits 1 if a check failed. Needs
+Prints docs/performance.md rows (median and slowest, milliseconds). Exits 1 if a check failed. Needs
 `swift build -c release --scratch-path .build-release --product keeptrack` first.
 """
 import argparse, http.client, json, os, sqlite3, statistics, subprocess, sys, tempfile, time, urllib.parse

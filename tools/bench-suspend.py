@@ -8,7 +8,7 @@ A real gpsd runs under gpsfake on loopback, fed fixtures/walk-15min.nmea at one 
   - `keeptrack track --gpsd --significant-changes` in the foreground (active: every fix through
     the location service, events printed),
   - the same with `--background --background-modes none`: suspended 5 s after start, its gpsd
-    watch released, one fix sampled every 60 s (the Linux meaning of "suspended", README),
+    watch released, one fix sampled every 60 s (the Linux meaning of "suspended", docs/background.md),
   - gpsd's own `gpxlogger`, the peer.
 It reports CPU seconds per hour of each (median of the windows, all threads, /proc/PID/task/*/
 schedstat), peak RSS, and for the suspended tracker the share of the time its watch was held

@@ -346,7 +346,7 @@ def main():
     ap.add_argument("--server-pid", type=int, action="append", default=[])
     ap.add_argument("--database-pid", type=int, help="a PostgreSQL postmaster: its CPU and its backends' too")
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--row", metavar="LABEL", help="print a README table row with this label")
+    ap.add_argument("--row", metavar="LABEL", help="print a docs/performance.md table row with this label")
     ap.add_argument("--json", action="store_true", help="print the summary as one JSON line on stdout")
     args = ap.parse_args()
     if not 1 <= args.devices <= MAX_DEVICES:

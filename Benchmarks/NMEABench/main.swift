@@ -1,4 +1,4 @@
-// nmea-bench: measures the NMEA decoder on a file, for tools/bench.
+// nmea-bench: measures the NMEA decoder on a file, for tools/bench.py.
 //
 //   nmea-bench decode FILE     decode to fixes (no output formatting)
 //   nmea-bench checksum FILE   frame lines and verify checksums only: the practical ceiling

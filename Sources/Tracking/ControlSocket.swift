@@ -33,7 +33,10 @@ public final class ControlSocket: Service, Sendable {
 
     /// Listens at `path` now (so a second tracker on the same socket fails at start).
     ///
-    /// - Parameter metrics: the metrics as Prometheus text. The default is ``Telemetry/prometheusText()``.
+    /// - Parameters:
+    ///   - path: the Unix socket's path (``defaultPath`` is the command line's default).
+    ///   - tracker: the tracker whose state, lifecycle and regions the socket answers for.
+    ///   - metrics: the metrics as Prometheus text. The default is ``Telemetry/prometheusText()``.
     /// - Throws: ``TrackerError`` saying why the socket can't be served.
     public init(path: String, tracker: Tracker, metrics: @escaping @Sendable () -> String = Telemetry.prometheusText)
         throws(TrackerError)

@@ -31,7 +31,7 @@ public struct Heartbeat: Sendable, Hashable {
 
     public enum Action: Sendable, Hashable {
         case none
-        /// Record `location` again, at the time of the event (its ``Location/timestamp`` is the
+        /// Record `location` again, at the time of the event (its `Location.timestamp` is the
         /// time it was taken).
         case beat(Location)
     }

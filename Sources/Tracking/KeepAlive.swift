@@ -1,8 +1,8 @@
 import Lifecycle
 import LocationService
 
-/// The rules that connect the location service to the app's lifecycle, written once (README, "The
-/// background budget"; `AppLifecycle`'s rules 6 and 8). ``Tracker`` applies them to every event it
+/// The rules that connect the location service to the app's lifecycle, written once
+/// (docs/background.md; `AppLifecycle`'s rules 6 and 8). ``Tracker`` applies them to every event it
 /// delivers, live or replayed, and `keeptrack simulate` runs the same tracker:
 /// - a delivered location refreshes the background budget (with the `location` mode);
 /// - standard updates pausing while stationary, or resuming, switch the location keep-alive off or on;

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// `keeptrack decode` as a library call: an NMEA log in, one record per GNSS epoch out in a
-/// ``FixFormat``, bad sentences reported through a handler (at most ``maxWarnings``, then one
+/// `FixFormat`, bad sentences reported through a handler (at most ``maxWarnings``, then one
 /// notice), optional progress, and the statistics and any failure back.
 ///
 /// ```swift

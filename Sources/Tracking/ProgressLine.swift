@@ -115,7 +115,9 @@ extension ProgressLine {
         private var last: Duration?
         private var drawn = false
 
-        /// - Parameter clock: the clock the quarter seconds are on. The default is `ContinuousClock`.
+        /// - Parameters:
+        ///   - clock: the clock the quarter seconds are on. The default is `ContinuousClock`.
+        ///   - draw: draws one state of the line (the terminal's, in the command line).
         public init(clock: some Clock<Duration> = ContinuousClock(), draw: @escaping (String) -> Void) {
             let start = clock.now
             self.elapsed = { start.duration(to: clock.now) }

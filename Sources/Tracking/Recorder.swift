@@ -36,7 +36,7 @@ public enum Recorder {
 
 extension Recorder {
     /// A visit's record: at its centre, with its spread as the accuracy, at its arrival; its
-    /// departure (`nil` while the device is still there) in ``TrailRecord/span``.
+    /// departure (`nil` while the device is still there) in `TrailRecord.span`.
     public static func record(_ v: Visit, decidedAt: Double?, device: String) -> TrailRecord {
         var r = TrailRecord(
             device: device, sequence: 0, kind: .visit, time: v.arrival, latitude: v.coordinate.latitude,
@@ -47,7 +47,7 @@ extension Recorder {
     }
 
     /// A trip's record: at its start, at its start time; its end, distance and highest speed in
-    /// ``TrailRecord/span``.
+    /// `TrailRecord.span`.
     public static func record(_ t: Trip, decidedAt: Double?, device: String) -> TrailRecord {
         var r = TrailRecord(
             device: device, sequence: 0, kind: .trip, time: t.start, latitude: t.startCoordinate.latitude,

@@ -10,7 +10,7 @@ public struct SourceLines {
     public var includeAll: Bool
     /// Flush after every line (live sources) or in 64 KiB blocks (fast replay).
     public var lineBuffered: Bool
-    /// Give back the clean pages start-up touched (``CleanPages``) once the first position is
+    /// Give back the clean pages start-up touched (`CleanPages`) once the first position is
     /// written: a live `track` then keeps its working set resident, not its start-up. The default
     /// is `false`.
     public var releasesStartupPages = false

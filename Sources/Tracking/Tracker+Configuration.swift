@@ -17,7 +17,7 @@ extension Tracker {
         /// Significant-change monitoring (500 m / 5 min); `nil` (the default) turns it off.
         public var significantChanges: SignificantChangeMonitor?
         /// Visit monitoring (visits and the trips between them, see
-        /// ``LocationManagerConfiguration/visits``); `nil` (the default) turns it off. Like significant
+        /// `LocationManagerConfiguration.visits`); `nil` (the default) turns it off. Like significant
         /// changes, a visit's arrival or departure wakes a suspended app.
         public var visits: VisitDetector.Configuration?
         /// Seconds without a usable fix before a location-unknown error. The default is 30.
@@ -64,7 +64,7 @@ extension Tracker {
         public init() {}
 
         /// The location manager's part: standard updates, significant changes, visits and the
-        /// location-unknown delay (``LocationSettings/configuration`` builds one from options).
+        /// location-unknown delay (`LocationSettings.configuration` builds one from options).
         public var locationManager: LocationManagerConfiguration {
             get {
                 var c = LocationManagerConfiguration()

@@ -4,11 +4,13 @@ import SystemIO
 
 extension Tracker.Configuration {
     /// Monitors the regions of a GeoJSON FeatureCollection (Points with a `radius` property,
-    /// Polygons; README, "Regions"). Regions that can't be monitored (radius ≤ 0, bad coordinates, a
+    /// Polygons; docs/location-service.md). Regions that can't be monitored (radius ≤ 0, bad coordinates, a
     /// polygon that crosses itself) are left out and listed in ``regionFailures``, like CoreLocation's
     /// monitoringDidFail.
     ///
-    /// - Parameter dwell: seconds inside before a dwell, for regions that don't set their own.
+    /// - Parameters:
+    ///   - bytes: the GeoJSON document's bytes.
+    ///   - dwell: seconds inside before a dwell, for regions that don't set their own.
     /// - Throws: `FormatsError` naming the feature when the file is not such GeoJSON.
     public mutating func addRegions(geoJSON bytes: [UInt8], dwell: Double? = nil) throws(FormatsError) {
         // Straight from the bytes into the monitor, one feature at a time: no document tree and no

@@ -8,8 +8,8 @@ import Synchronization
 import SystemIO
 import Upload
 
-/// The tracker a program embeds: any ``FixSource`` in, the location service's decisions
-/// (``LocationManager``), the lifecycle's reactions (``KeepAlive``, suspension, wakes), the trail
+/// The tracker a program embeds: any `FixSource` in, the location service's decisions
+/// (`LocationManager`), the lifecycle's reactions (``KeepAlive``, suspension, wakes), the trail
 /// recorded into a durable outbox and uploaded, every event out to a ``TrackerEventSink``.
 ///
 /// A swift-service-lifecycle `Service`: run ``services`` in one `ServiceGroup` (the uploader, when
@@ -46,6 +46,7 @@ public final class Tracker: Service, Sendable {
     ///   - sink: where events go. The default discards them.
     ///   - releaser: the source's hold on the receiver, released while suspended (gpsd's watch).
     ///   - notifier: systemd's notification socket, told the state and pinged while fixes arrive.
+    ///   - logger: where the tracker logs its start, source changes, lifecycle transitions and problems.
     ///   - clock: the time of the lifecycle, the location service and the records.
     /// - Throws: ``TrackerError`` when the region store or the outbox can't be opened, or the
     ///   uploader's settings can't be used.

@@ -52,7 +52,7 @@ public struct ClosureSink: TrackerEventSink {
     public func receive(_ event: TrackerEvent) throws { try body(event) }
 }
 
-/// Writes events as JSON Lines (``EventJSON``'s schema) to a file descriptor: at once when
+/// Writes events as JSON Lines (`EventJSON`'s schema) to a file descriptor: at once when
 /// `lineBuffered` (live tracking), in 64 KiB blocks otherwise (a fast replay). When the descriptor
 /// is `/dev/null` (a service whose unit discards standard output) nobody reads the lines, and none
 /// is formatted.
@@ -199,7 +199,7 @@ public struct OutputBuffer: Sendable {
 public typealias OutputError = TrackerError
 
 /// Passes every event on to `base`, and gives back the clean pages start-up touched
-/// (``CleanPages/release()``) when the tracker settles: at its first location, and whenever
+/// (`CleanPages.release()`) when the tracker settles: at its first location, and whenever
 /// the app is suspended. A long-running `keeptrack track` then keeps its working set resident,
 /// not the code that parsed its arguments and configuration.
 public final class CleanPagesSink<Base: TrackerEventSink>: TrackerEventSink {

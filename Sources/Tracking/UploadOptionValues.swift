@@ -38,7 +38,7 @@ public struct UploadOptionValues: Sendable {
 
     /// What is wrong with the values, by field.
     public enum Problem: Error, Sendable, Hashable {
-        /// ``UploadOptionValues/format`` names no ``UploadFormats`` format.
+        /// ``UploadOptionValues/format`` names no `UploadFormats` format.
         case unknownFormat(String)
         /// ``UploadOptionValues/url`` is neither an http(s):// nor an mqtt(s):// URL nor `embedded`.
         case unsupportedURL(String)
@@ -56,7 +56,7 @@ public struct UploadOptionValues: Sendable {
         case negative(Field)
         /// The fields are set without a ``UploadOptionValues/url``.
         case requiresURL([Field])
-        /// ``UploadOptionValues/deviceID`` is no usable device id: why (``TrailRecord/identifierProblem(_:)``).
+        /// ``UploadOptionValues/deviceID`` is no usable device id: why (`TrailRecord.identifierProblem(_:)`).
         case invalidDeviceID(String)
     }
 

@@ -20,7 +20,7 @@ struct Decode: ParsableCommand {
             A summary (sentences, fixes, bad checksums, skipped bytes, unknown types, speed) goes to \
             standard error at the end; --quiet drops it.
 
-            JSON Lines fields (see README, "decode output"): time (ISO 8601 UTC with the log's \
+            JSON Lines fields (see docs/protocols.md): time (ISO 8601 UTC with the log's \
             fractional digits; time of day only while the log has given no date), lat, lon (degrees, \
             9 decimals), alt (m above MSL), speed (m/s), course (degrees true), mode (none/2d/3d), \
             quality, hAcc, vAcc (m), sats, satsInView, hdop, vdop, pdop, geoidSep (m), lines \

@@ -55,7 +55,7 @@ struct PolicyOptions: ParsableArguments {
 
 /// The background-budget options of `replay` and `track`.
 struct LifecycleOptions: ParsableArguments {
-    @Flag(help: "Start in the background: the budget counts from the start (README, \"The background budget\").")
+    @Flag(help: "Start in the background: the budget counts from the start (docs/background.md).")
     var background = false
 
     @Option(help: ArgumentHelp(

@@ -111,8 +111,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port (0 picks a free one; 5055 is Traccar's OsmAnd port).")
     var port = 5055
 
-    @Option(help: ArgumentHelp("The SQLite file, or PostgreSQL: postgres://USER@HOST:PORT/DB[?sslmode=...] (README). "
-                               + "Default: endpoint.sqlite in the data directory.", valueName: "file|url"))
+    @Option(help: ArgumentHelp("The SQLite file, or PostgreSQL: postgres://USER@HOST:PORT/DB[?sslmode=...] "
+                               + "(docs/endpoint.md). Default: endpoint.sqlite in the data directory.",
+                               valueName: "file|url"))
     var db: String?
 
     @Option(help: ArgumentHelp("Devices must present this token.", valueName: "token"))

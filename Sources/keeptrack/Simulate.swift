@@ -9,7 +9,7 @@ struct Simulate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Simulate how long a tracking app keeps running in the background, and why it stops.",
         discussion: """
-            Runs the background-budget model (README, "The background budget") on a virtual clock: \
+            Runs the background-budget model (docs/background.md) on a virtual clock: \
             the app is sent to the background at the start of a motion, and each strategy tries to \
             keep it running under each policy. Nothing waits: an hour takes milliseconds.
 

@@ -30,8 +30,8 @@ struct Track: AsyncParsableCommand {
               tools/fake-receiver.py fixtures/walk-15min.nmea --link /tmp/ttyFAKE &
               keeptrack track --serial /tmp/ttyFAKE
 
-            With location events the tracker runs the background budget (README, "The background \
-            budget"): `keeptrack ctl background|foreground|status` (or SIGUSR1/SIGUSR2) moves it \
+            With location events the tracker runs the background budget \
+            (docs/background.md): `keeptrack ctl background|foreground|status` (or SIGUSR1/SIGUSR2) moves it \
             between foreground and background; suspended, it releases the gpsd watch and samples \
             one fix a minute until a significant change, a region event or a visit wakes it. Under \
             systemd it reports READY, STATUS and WATCHDOG (tools/keeptrack.service).
@@ -150,8 +150,8 @@ struct Replay: AsyncParsableCommand {
             With any location option (--distance-filter, --desired-accuracy, --significant-changes, \
             --regions, --dwell, --pause-when-stationary) it prints location events instead, on the \
             log's own time: {"event":"location",...}, {"event":"enter"|"exit"|"dwell","region":...}, \
-            {"event":"state",...}, {"event":"updates-paused"|"updates-resumed",...}, {"event":"error",...} (README, \
-            "location events").
+            {"event":"state",...}, {"event":"updates-paused"|"updates-resumed",...}, {"event":"error",...} \
+            (docs/protocols.md).
 
             Examples:
               keeptrack replay fixtures/walk-15min.nmea

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Formats
 
-/// The visit and trip lines, byte for byte: the schema other tools read (README, "Location events").
+/// The visit and trip lines, byte for byte: the schema other tools read (docs/protocols.md, "Location events").
 @Suite("Event JSON: visits and trips")
 struct EventJSONTests {
     let place = Coordinate(latitude: 48.137154, longitude: 11.576124)

@@ -3,7 +3,7 @@ import Testing
 
 @testable import Geo
 
-/// Reference values computed with GeographicLib (Karney), see tools/geodesic-reference.
+/// Reference values computed with GeographicLib (Karney), see tools/geodesic-reference.py.
 struct ReferenceRow {
     var name: String
     var p: Coordinate

@@ -369,11 +369,11 @@ struct OperationalLogTests {
     }
 }
 
-@Suite("README options tables")
+@Suite("Options tables")
 struct ReadmeOptionsTests {
-    /// The rows of every README table headed `| option | default | what |`: option name and default.
+    /// The rows of every table in docs/configuration.md headed `| option | default | what |`: option name and default.
     func readmeRows() throws -> [(option: String, value: String)] {
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: packageRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         var rows: [(String, String)] = []
         var inTable = false
         for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -414,25 +414,25 @@ struct ReadmeOptionsTests {
         let options = try trackOptions()
         #expect(rows.count >= 20)
         for row in rows {
-            let option = try #require(options[row.option], "README lists --\(row.option), which `track --help` does not have")
+            let option = try #require(options[row.option], "docs/configuration.md lists --\(row.option), which `track --help` does not have")
             // The help states a default once: in its text, or as argument-parser's "(default: ...)".
             #expect(statedDefault(option.abstract) == nil || option.defaultValue == nil,
                     "--\(row.option) states its default twice")
             if let stated = statedDefault(option.abstract) ?? option.defaultValue {
-                #expect(row.value == stated, "--\(row.option): README says '\(row.value)', --help says '\(stated)'")
+                #expect(row.value == stated, "--\(row.option): docs/configuration.md says '\(row.value)', --help says '\(stated)'")
             } else {
                 #expect(["off", "none"].contains(row.value),
-                        "--\(row.option): README says '\(row.value)', --help states no default")
+                        "--\(row.option): docs/configuration.md says '\(row.value)', --help states no default")
             }
             if let shown = option.defaultValue, !["off", "none"].contains(row.value) {
                 #expect(shown == row.value || Double(shown) == Double(row.value),
-                        "--\(row.option): README says '\(row.value)', the option's default is \(shown)")
+                        "--\(row.option): docs/configuration.md says '\(row.value)', the option's default is \(shown)")
             }
         }
         // Every location and upload option has its row.
         let listed = Set(rows.map(\.option))
         for (name, option) in options where option.section.hasPrefix("Location service") || option.section.hasPrefix("Upload") {
-            #expect(listed.contains(name), "--\(name) (\(option.section)) is missing from the README's options tables")
+            #expect(listed.contains(name), "--\(name) (\(option.section)) is missing from the options tables of docs/configuration.md")
         }
     }
 
@@ -450,8 +450,8 @@ struct ReadmeOptionsTests {
             "visit-gap": visits.maximumGap,
         ]
         for (option, value) in durations {
-            let text = try #require(rows[option], "--\(option) missing from the README")
-            #expect(try DurationText.parse(text) == value, "--\(option): README says \(text), the code \(value) s")
+            let text = try #require(rows[option], "--\(option) missing from docs/configuration.md")
+            #expect(try DurationText.parse(text) == value, "--\(option): docs/configuration.md says \(text), the code \(value) s")
         }
         let numbers: [String: Double] = [
             "distance-filter": s.distanceFilter, "stationary-radius": s.stationaryRadius,
@@ -459,7 +459,7 @@ struct ReadmeOptionsTests {
             "outbox-max-records": Double(t.upload.outboxMaxRecords),
         ]
         for (option, value) in numbers {
-            #expect(rows[option].flatMap(Double.init) == value, "--\(option): README says \(rows[option] ?? "nothing"), the code \(value)")
+            #expect(rows[option].flatMap(Double.init) == value, "--\(option): docs/configuration.md says \(rows[option] ?? "nothing"), the code \(value)")
         }
         #expect(rows["desired-accuracy"] == s.desiredAccuracy.rawValue)
         #expect(rows["format"] == t.upload.format)

@@ -2,11 +2,12 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
-/// Docs that don't go stale (issue 14, item 8): every block of measured figures in the README is
-/// marked with the tool that prints it, `<!-- figures: tools/NAME ARGS -->` on the line before, and
-/// that tool prints the block's first line (its literal text, numbers aside). A table or output
-/// block with figures and no marker fails, so a hand-typed table cannot join the README unnoticed.
-@Suite("README figures")
+/// Docs that don't go stale (issue 14, item 8): every block of measured figures in the README and the
+/// manual (`docs/*.md`, where the benchmarks' figures live: docs/performance.md) is marked with the
+/// tool that prints it, `<!-- figures: tools/NAME ARGS -->` on the line before, and that tool prints
+/// the block's first line (its literal text, numbers aside). A table or output block with figures and
+/// no marker fails, so a hand-typed table cannot join the manual unnoticed.
+@Suite("README and manual figures")
 struct ReadmeFiguresTests {
     struct Block {
         var line: Int
@@ -15,10 +16,19 @@ struct ReadmeFiguresTests {
         var marker: String?
     }
 
-    /// Tables and fenced blocks of the README, with the figures marker before each, if any.
-    func blocks() throws -> [Block] {
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    /// The README and every page of the manual, by path from the package root.
+    func pages() throws -> [String] {
+        let docs = try FileManager.default.contentsOfDirectory(atPath: packageRoot.appendingPathComponent("docs").path)
+        return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+    }
+
+    func text(_ page: String) throws -> String {
+        try String(contentsOf: packageRoot.appendingPathComponent(page), encoding: .utf8)
+    }
+
+    /// Tables and fenced blocks of a page, with the figures marker before each, if any.
+    func blocks(_ page: String) throws -> [Block] {
+        let lines = try text(page).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var blocks: [Block] = []
         var i = 0
         func marker(before index: Int) -> String? {
@@ -71,27 +81,37 @@ struct ReadmeFiguresTests {
     }
 
     @Test func everyBlockOfFiguresNamesTheToolThatPrintsIt() throws {
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var marked = 0
-        for block in try blocks() {
+        for page in try pages() {
+            marked += try checkFigures(page)
+        }
+        #expect(marked >= 8)
+        // The benchmarks' figures live in docs/performance.md.
+        #expect(try blocks("docs/performance.md").filter { $0.marker != nil }.count >= 8)
+    }
+
+    /// Checks every block of figures of a page; returns how many carry a marker.
+    func checkFigures(_ page: String) throws -> Int {
+        let lines = try text(page).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var marked = 0
+        for block in try blocks(page) {
             let separator = block.first.hasPrefix("|") ? lines[block.line] : nil
             guard let marker = block.marker else {
                 #expect(!hasFigures(block, separator: separator),
-                        "README line \(block.line): figures without a `<!-- figures: TOOL ... -->` line before them: \(block.first)")
+                        "\(page) line \(block.line): figures without a `<!-- figures: TOOL ... -->` line before them: \(block.first)")
                 continue
             }
             marked += 1
             let tool = String(marker.split(separator: " ").first ?? "")
             let source = packageRoot.appendingPathComponent(tool)
-            let text = (try? String(contentsOf: source, encoding: .utf8)).map(printedText)
-            #expect(text != nil, "README line \(block.line): the figures marker names \(tool), which is not in the package")
+            let printed = (try? String(contentsOf: source, encoding: .utf8)).map(printedText)
+            #expect(printed != nil, "\(page) line \(block.line): the figures marker names \(tool), which is not in the package")
             let expected = literal(block.first)
-            #expect(expected.count >= 10, "README line \(block.line): the block's first line has too little text to check")
-            #expect(text?.contains(expected) ?? false,
-                    "README line \(block.line): \(tool) does not print \"\(expected)\" (the block's first line)")
+            #expect(expected.count >= 10, "\(page) line \(block.line): the block's first line has too little text to check")
+            #expect(printed?.contains(expected) ?? false,
+                    "\(page) line \(block.line): \(tool) does not print \"\(expected)\" (the block's first line)")
         }
-        #expect(marked >= 8)
+        return marked
     }
 
     @Test func theCheckCatchesAnUnmarkedTableAndATextTheToolDoesNotPrint() {

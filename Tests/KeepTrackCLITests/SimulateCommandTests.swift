@@ -4,7 +4,7 @@ import Testing
 
 @Suite("keeptrack simulate")
 struct SimulateCommandTests {
-    /// The field table (README, "The background budget"): the defaults must reproduce it exactly.
+    /// The field table (docs/background.md, "keeptrack simulate"): the defaults must reproduce it exactly.
     @Test func defaultsReproduceTheFieldTable() throws {
         let r = try keeptrack(["simulate"])
         #expect(r.status == 0)

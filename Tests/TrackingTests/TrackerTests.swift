@@ -145,11 +145,11 @@ struct TrackerTests {
         #expect(app.state == to)
     }
 
-    @Test func theReadmeExampleIsTheExampleProgramAndItRuns() async throws {
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+    @Test func theManualsExampleIsTheExampleProgramAndItRuns() async throws {
+        let page = try String(contentsOf: packageRoot.appendingPathComponent("docs/embedding.md"), encoding: .utf8)
         let example = try String(contentsOf: packageRoot.appendingPathComponent("Examples/EmbedTracker/main.swift"),
                                  encoding: .utf8)
-        #expect(readme.contains("```swift\n" + example + "```\n"), "README's example differs from Examples/EmbedTracker")
+        #expect(page.contains("```swift\n" + example + "```\n"), "docs/embedding.md's example differs from Examples/EmbedTracker")
         #expect(example.split(separator: "\n").count <= 30)
 
         let endpoint = try await Endpoint.start()

@@ -9,7 +9,7 @@ import TrackServer
 /// The uploader against what real servers do with its requests (issue 13, items 1-6).
 @Suite("Uploader: what real servers do with our requests", .serialized)
 struct PeerUploadTests {
-    /// A wrong URL path (the README's `--upload http://HOST:PORT` without `/v1/locations`), or
+    /// A wrong URL path (docs/uploads.md's `http://HOST:PORT/` without `/v1/locations`), or
     /// OsmAnd sent where no OsmAnd is spoken: every record is refused alike. A settings problem:
     /// the records stay, the drain stops, the reason says what to fix (before: all dead letters).
     @Test(arguments: [("json", "/"), ("osmand", "/v1/locations")])
