@@ -202,9 +202,17 @@ public final class NMEALogSource: FixSource {
                 chunk = (start: chunk.end, end: chunk.end, fixes: collected.count, delivered: 0)
                 endOfPass()
             } catch {
-                queue.append(.event(SourceEvent(.error, source: source.name, message: "\(error)")))
+                queue.append(.event(SourceEvent(.error, source: source.name, error: failure(.unreadable, error))))
                 finished = true
             }
+        }
+
+        /// The log's error, with where it happened when the cause says.
+        func failure(_ code: GPSInputError.Code, _ error: any Error) -> GPSInputError {
+            let nmea = error as? NMEAError
+            return GPSInputError(
+                code, path: source.options.path, line: nmea?.line, byteOffset: nmea?.byteOffset, errno: nmea?.errno,
+                underlying: error)
         }
 
         mutating func open() {
@@ -222,7 +230,7 @@ public final class NMEALogSource: FixSource {
                         + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
                 }
             } catch {
-                queue.append(.event(SourceEvent(.error, source: source.name, message: "\(error)")))
+                queue.append(.event(SourceEvent(.error, source: source.name, error: failure(.cannotOpen, error))))
                 finished = true
             }
         }

@@ -198,7 +198,10 @@ public final class TrackFileSource: FixSource {
             } catch {
                 var e = error
                 e.file = source.options.path
-                collected.append(.event(SourceEvent(.error, source: source.name, message: "\(e)")))
+                let failure = GPSInputError(
+                    .unreadable, path: source.options.path, line: e.line > 0 ? e.line : nil,
+                    byteOffset: e.byteOffset >= 0 ? e.byteOffset : nil, underlying: e)
+                collected.append(.event(SourceEvent(.error, source: source.name, error: failure)))
                 let stats = reader.statistics
                 source.progressState.withLock { $0.statistics = stats }
                 finished = true
@@ -226,7 +229,8 @@ public final class TrackFileSource: FixSource {
                 }
             } catch {
                 let e = TrackFileError(.io, "cannot open", file: source.options.path, underlying: error)
-                queue.append(.event(SourceEvent(.error, source: source.name, message: "\(e)")))
+                let failure = GPSInputError(.cannotOpen, path: source.options.path, errno: error.errno, underlying: e)
+                queue.append(.event(SourceEvent(.error, source: source.name, error: failure)))
                 finished = true
             }
         }
