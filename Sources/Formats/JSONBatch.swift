@@ -120,7 +120,10 @@ public enum JSONBatch {
             if let id = ids[i], id != records[i].id {
                 throw WireFormatError("records[\(i)].id: '\(id)' is not device:seq ('\(records[i].id)')")
             }
-            if let problem = records[i].problem(now: now) { throw WireFormatError("records[\(i)]: \(problem)") }
+            if var problem = records[i].problem(now: now) {
+                problem.message = "records[\(i)]: " + problem.message
+                throw problem
+            }
         }
         return (device, records)
     }

@@ -209,7 +209,10 @@ public enum Overland {
             verticalAccuracy: valid("vertical_accuracy"), speed: valid("speed"),
             course: valid("course"))
         r.attributes = attributes
-        if let problem = r.problem(now: now) { throw WireFormatError("\(at): \(problem)") }
+        if var problem = r.problem(now: now) {
+            problem.message = "\(at): " + problem.message
+            throw problem
+        }
         return r
     }
 

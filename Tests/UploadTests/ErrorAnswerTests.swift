@@ -74,7 +74,9 @@ struct ErrorAnswerTests {
         // The store breaks under the server: its table is gone.
         let queue = try DatabaseQueue(path: endpoint.database)
         try await queue.write { try $0.execute(sql: "DROP TABLE points") }
-        let batch = String(decoding: JSONBatch.encode(device: "van", records: walk(1, from: 1000, device: "van")), as: UTF8.self)
+        var record = walk(1, from: 1_715_679_000, device: "van")[0]
+        record.sequence = 1
+        let batch = String(decoding: JSONBatch.encode(device: "van", records: [record]), as: UTF8.self)
         let response = try await post(endpoint, "/v1/locations", batch)
         #expect(status(response) == 500)
         let error = try errorBody(response)
