@@ -79,7 +79,8 @@ struct PacedReplay {
         }
         chunk.delivered += 1
         let c = chunk
-        let position = c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
+        let position =
+            c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
         return (fix, position)
     }
 }

@@ -28,7 +28,8 @@ import Testing
 
     @Test func aBatchNamesTheRecordInTheMessageAndKeepsTheKey() throws {
         let record = "{\"seq\":1,\"kind\":\"location\",\"time\":\"2024-05-14T09:30:00.000Z\",\"lat\":48.1,\"lon\":11.5"
-        let json = "{\"device\":\"van\",\"records\":[\(record)},\(record.replacingOccurrences(of: "1,", with: "2,")),\"course\":400}]}"
+        let json =
+            "{\"device\":\"van\",\"records\":[\(record)},\(record.replacingOccurrences(of: "1,", with: "2,")),\"course\":400}]}"
         let body = Array(json.utf8)
         #expect(throws: FormatsError.self) { try JSONBatch.decode(body, now: 1_800_000_000) }
         do {

@@ -72,12 +72,15 @@ struct GPSInputErrorTests {
         let lost = GPSInputError(.deviceLost, path: "/dev/ttyACM0", loss: .endOfFile)
         #expect(lost.description == "/dev/ttyACM0: the device went away (end of file); reopening when it reappears")
         let failed = GPSInputError(.deviceLost, path: "/dev/ttyACM0", loss: .readFailed(errno: EIO))
-        #expect(failed.description == "/dev/ttyACM0: read failed: \(String(cString: strerror(EIO))); reopening when it reappears")
+        #expect(
+            failed.description
+                == "/dev/ttyACM0: read failed: \(String(cString: strerror(EIO))); reopening when it reappears")
     }
 
     @Test func gpsdFailuresCarryTheAddress() {
         let worker = GPSDWorker(
-            options: .init(host: "127.0.0.1", port: "2999"), link: WorkerLink(
+            options: .init(host: "127.0.0.1", port: "2999"),
+            link: WorkerLink(
                 name: "gpsd", continuation: AsyncStream.makeStream(of: SourceElement.self).continuation,
                 executor: ThreadExecutor()),
             wanted: { true })
@@ -85,8 +88,9 @@ struct GPSInputErrorTests {
         #expect(down?.code == .cannotConnect)
         #expect(down?.host == "127.0.0.1" && down?.port == "2999")
         #expect(down?.reason == "connection refused")
-        #expect(worker.message(.cannotConnect(reason: "connection refused")).hasPrefix(
-            "cannot connect to gpsd at 127.0.0.1:2999 (connection refused); is gpsd running?"))
+        #expect(
+            worker.message(.cannotConnect(reason: "connection refused")).hasPrefix(
+                "cannot connect to gpsd at 127.0.0.1:2999 (connection refused); is gpsd running?"))
         let lost = worker.error(.lost(.lineTooLong))
         #expect(lost?.code == .connectionLost && lost?.loss == .lineTooLong && lost?.limit == ReportLines.capacity)
         #expect(worker.error(.watching) == nil)

@@ -49,7 +49,8 @@ struct ErrorAnswerTests {
 
     @Test func aMissingTokenIs401Unauthorized() async throws {
         let endpoint = try await Endpoint.start()
-        let response = try await exchange(endpoint, "GET /v1/devices HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let response = try await exchange(
+            endpoint, "GET /v1/devices HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         #expect(status(response) == 401)
         #expect(try errorBody(response).code == "unauthorized")
         await endpoint.stop()
@@ -65,7 +66,9 @@ struct ErrorAnswerTests {
         let notObject = try await post(endpoint, "/v1/faults", "[1]", method: "PUT")
         #expect(try errorBody(notObject).message == "faults: not a JSON object of faults")
         let outOfRange = try await post(endpoint, "/v1/faults", "{\"failStatus\":200}", method: "PUT")
-        #expect(try errorBody(outOfRange) == ("invalid-faults", "faults: failStatus must be an HTTP error status (400-599)"))
+        #expect(
+            try errorBody(outOfRange) == ("invalid-faults", "faults: failStatus must be an HTTP error status (400-599)")
+        )
         await endpoint.stop()
     }
 
@@ -87,7 +90,8 @@ struct ErrorAnswerTests {
     }
 
     @Test func theAnswerOfADecodingErrorCarriesItsCodeAndMessage() {
-        let answer = ErrorAnswer(FormatsError("the batch has more than 10 locations", code: .tooLarge), status: .contentTooLarge)
+        let answer = ErrorAnswer(
+            FormatsError("the batch has more than 10 locations", code: .tooLarge), status: .contentTooLarge)
         #expect(answer.status == .contentTooLarge)
         #expect(answer.code.rawValue == "too-large")
         #expect(answer.message == "the batch has more than 10 locations")
