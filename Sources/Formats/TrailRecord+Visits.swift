@@ -62,12 +62,18 @@ extension TrailRecord {
         if let end = span.end, !(end >= time && end <= now + 86_400) {
             return ("end", "the end must lie between the record's time and a day after now")
         }
-        if let lat = span.endLatitude, !(lat >= -90 && lat <= 90) { return ("endLat", "endLat is out of range [-90, 90]") }
-        if let lon = span.endLongitude, !(lon >= -180 && lon <= 180) { return ("endLon", "endLon is out of range [-180, 180]") }
+        if let lat = span.endLatitude, !(lat >= -90 && lat <= 90) {
+            return ("endLat", "endLat is out of range [-90, 90]")
+        }
+        if let lon = span.endLongitude, !(lon >= -180 && lon <= 180) {
+            return ("endLon", "endLon is out of range [-180, 180]")
+        }
         if let d = span.distance, !(d >= 0 && d <= Self.maxDistance) {
             return ("distance", "distance must be 0 to 40,000,000,000 metres")
         }
-        if let v = span.maximumSpeed, !(v >= 0 && v <= Self.maxSpeed) { return ("maxSpeed", "maxSpeed must be 0 to 100,000 m/s") }
+        if let v = span.maximumSpeed, !(v >= 0 && v <= Self.maxSpeed) {
+            return ("maxSpeed", "maxSpeed must be 0 to 100,000 m/s")
+        }
         return nil
     }
 }

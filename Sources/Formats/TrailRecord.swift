@@ -106,11 +106,17 @@ public struct TrailRecord: Hashable, Sendable {
             let shown = ISOTime.representable.contains(time) ? ISOTime.string(time) : "\(time) s since 1970"
             return ("time", "time \(shown) is impossible (before 1980-01-06 or more than a day ahead)")
         }
-        if kind.isRegionEvent && (region ?? "").isEmpty { return ("region", "a \(kind.rawValue) record needs a region") }
+        if kind.isRegionEvent && (region ?? "").isEmpty {
+            return ("region", "a \(kind.rawValue) record needs a region")
+        }
         if let p = spanProblem(now: now) { return p }
         if let region, let p = Self.identifierProblem(region) { return ("region", "region \(p)") }
-        if let a = horizontalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return ("hAcc", "hAcc must be 0 to 10,000,000 metres") }
-        if let a = verticalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return ("vAcc", "vAcc must be 0 to 10,000,000 metres") }
+        if let a = horizontalAccuracy, !(a >= 0 && a <= Self.maxMetres) {
+            return ("hAcc", "hAcc must be 0 to 10,000,000 metres")
+        }
+        if let a = verticalAccuracy, !(a >= 0 && a <= Self.maxMetres) {
+            return ("vAcc", "vAcc must be 0 to 10,000,000 metres")
+        }
         if let v = speed, !(v >= 0 && v <= Self.maxSpeed) { return ("speed", "speed must be 0 to 100,000 m/s") }
         if let c = course, !(c >= 0 && c <= 360) { return ("course", "course must be in [0, 360]") }
         if let a = altitude, !(abs(a) <= Self.maxMetres) { return ("alt", "alt must be within ±10,000,000 metres") }

@@ -222,7 +222,8 @@ struct GPSDWorker {
         case .watching, .watchingAgain, .released:
             return nil
         case .cannotConnect(let reason):
-            return GPSInputError(.cannotConnect, host: host, port: port, reason: reason, retrySeconds: options.maxBackoff)
+            return GPSInputError(
+                .cannotConnect, host: host, port: port, reason: reason, retrySeconds: options.maxBackoff)
         case .watchRefused:
             return GPSInputError(.watchRefused, host: host, port: port)
         case .lost(.closed):
@@ -230,7 +231,8 @@ struct GPSDWorker {
         case .lost(.failed(let e)):
             return GPSInputError(.connectionLost, host: host, port: port, errno: e, loss: .readFailed(errno: e))
         case .lost(.lineTooLong):
-            return GPSInputError(.connectionLost, host: host, port: port, loss: .lineTooLong, limit: ReportLines.capacity)
+            return GPSInputError(
+                .connectionLost, host: host, port: port, loss: .lineTooLong, limit: ReportLines.capacity)
         }
     }
 

@@ -153,7 +153,8 @@ public final class NMEALogSource: FixSource {
                 replay.chunk = (start: replay.chunk.end, end: replay.chunk.end, fixes: collected.count, delivered: 0)
                 endOfPass()
             } catch {
-                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: failure(.unreadable, error))))
+                let problem = failure(.unreadable, error)
+                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: problem)))
                 finished = true
             }
         }
@@ -177,11 +178,13 @@ public final class NMEALogSource: FixSource {
                     $0.read = 0
                 }
                 if source.progress.passes == 0 {
-                    replay.queue.append(.event(SourceEvent(.connected, source: source.name, message: "replaying \(r.name)"
+                    replay.queue.append(.event(SourceEvent(
+                        .connected, source: source.name, message: "replaying \(r.name)"
                         + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
                 }
             } catch {
-                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: failure(.cannotOpen, error))))
+                let problem = failure(.cannotOpen, error)
+                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: problem)))
                 finished = true
             }
         }

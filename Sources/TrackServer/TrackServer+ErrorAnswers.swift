@@ -2,6 +2,7 @@ import Formats
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 
 /// The body of every refusal the server answers with one:
 /// `{"error":{"code":"malformed-json","message":"..."}}`.
@@ -68,21 +69,22 @@ public struct ErrorAnswer: Error, Hashable, Sendable, HTTPResponseError {
         self.init(error.status, message: message, headers: error.headers)
     }
 
-    struct Body: Encodable {
-        struct Inner: Encodable {
-            let code: String
-            let message: String
-        }
-
-        let error: Inner
+    /// The body, its members always in this order (a client may compare two answers byte for byte:
+    /// the uploader does, to tell a settings problem from bad records).
+    public var body: [UInt8] {
+        var out: [UInt8] = []
+        ByteWriting.appendStatic("{\"error\":{\"code\":", to: &out)
+        ByteWriting.appendJSONString(code.rawValue, to: &out)
+        ByteWriting.appendStatic(",\"message\":", to: &out)
+        ByteWriting.appendJSONString(message, to: &out)
+        ByteWriting.appendStatic("}}", to: &out)
+        return out
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var response = try context.responseEncoder.encode(
-            Body(error: .init(code: code.rawValue, message: message)), from: request, context: context)
-        response.status = status
-        response.headers.append(contentsOf: headers)
-        return response
+        var fields: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        fields.append(contentsOf: headers.filter { $0.name != .contentType })
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }
 

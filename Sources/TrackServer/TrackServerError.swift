@@ -1,6 +1,7 @@
 /// TrackServer's error for settings and credentials: what (``code``, ``message``) and which
-/// (``field`` of ``Faults`` or of the configuration, ``device``, ``value``). The stores' own failures are ``TrackStoreError``, an
-/// export's ``TrailExportError``; an HTTP answer is an `HTTPError`.
+/// (``field`` of ``Faults`` or of the configuration, ``device``, ``value``). The stores' own
+/// failures are ``TrackStoreError``, an export's ``TrailExportError``; an HTTP refusal is an
+/// ``ErrorAnswer``.
 public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of problem.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {

@@ -44,6 +44,8 @@ struct ErrorAnswerTests {
         let error = try errorBody(response)
         #expect(error.code == "not-found")
         #expect(error.message == "no device 'nobody'")
+        // The members in one order: two answers alike are the same bytes.
+        #expect(body(response) == #"{"error":{"code":"not-found","message":"no device 'nobody'"}}"#)
         await endpoint.stop()
     }
 
