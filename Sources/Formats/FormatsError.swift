@@ -22,6 +22,9 @@ public struct FormatsError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unsupported = Code(rawValue: "unsupported")
         /// A text that is not a duration (``DurationText``; ``FormatsError/text`` holds it).
         public static let notADuration = Code(rawValue: "not-a-duration")
+        /// A record that no store keeps (``TrailRecord/problem(now:)``): ``FormatsError/field`` names
+        /// the key (`lat`, `time`), the message says what is wrong.
+        public static let invalidRecord = Code(rawValue: "invalid-record")
     }
 
     /// What was wrong, starting with where (`records[0].lat: missing`).
@@ -31,12 +34,17 @@ public struct FormatsError: Error, Hashable, Sendable, CustomStringConvertible {
     public var byteOffset: Int?
     /// The offending text as given, when the problem is one value (a duration).
     public var text: String?
+    /// The key of the value that is wrong, for ``Code/invalidRecord`` (`lat`, `time`).
+    public var field: String?
 
-    public init(_ message: String, code: Code = .invalid, byteOffset: Int? = nil, text: String? = nil) {
+    public init(
+        _ message: String, code: Code = .invalid, byteOffset: Int? = nil, text: String? = nil, field: String? = nil
+    ) {
         self.message = message
         self.code = code
         self.byteOffset = byteOffset
         self.text = text
+        self.field = field
     }
 
     public var description: String { message }

@@ -83,35 +83,23 @@ public enum JSONBatch {
         var records: [TrailRecord] = []
         var ids: [String?] = []
         var sawRecords = false
-        do {
-            try s.expect(UInt8(ascii: "{"))
-            if !s.take(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
-                    switch key {
-                    case "device":
-                        guard case .string(let d) = try s.value() else { throw WireFormatError("device: expected a string") }
-                        device = d
-                    case "records":
-                        sawRecords = true
-                        try s.expect(UInt8(ascii: "["))
-                        if !s.take(UInt8(ascii: "]")) {
-                            repeat {
-                                let (r, id) = try record(&s, index: records.count)
-                                records.append(r)
-                                ids.append(id)
-                            } while s.take(UInt8(ascii: ","))
-                            try s.expect(UInt8(ascii: "]"))
-                        }
-                    default:
-                        try s.skipValue()
-                    }
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+        try s.members { (s, key) throws(FormatsError) in
+            switch key {
+            case "device":
+                guard case .string(let d) = try s.value() else { throw WireFormatError("device: expected a string") }
+                device = d
+            case "records":
+                sawRecords = true
+                try s.elements { (s) throws(FormatsError) in
+                    let (r, id) = try record(&s, index: records.count)
+                    records.append(r)
+                    ids.append(id)
+                }
+            default:
+                try s.skipValue()
             }
-            guard s.atEnd else { throw s.fail("text after the object") }
         }
+        guard s.atEnd else { throw s.fail("text after the object") }
         guard let device else { throw WireFormatError("device: missing") }
         guard sawRecords else { throw WireFormatError("records: missing") }
         for i in records.indices {
@@ -120,7 +108,10 @@ public enum JSONBatch {
             if let id = ids[i], id != records[i].id {
                 throw WireFormatError("records[\(i)].id: '\(id)' is not device:seq ('\(records[i].id)')")
             }
-            if let problem = records[i].problem(now: now) { throw WireFormatError("records[\(i)]: \(problem)") }
+            if var problem = records[i].problem(now: now) {
+                problem.message = "records[\(i)]: " + problem.message
+                throw problem
+            }
         }
         return (device, records)
     }
@@ -142,50 +133,44 @@ public enum JSONBatch {
             default: throw WireFormatError("records[\(index)].\(key): expected a number")
             }
         }
-        try s.expect(UInt8(ascii: "{"))
-        if !s.take(UInt8(ascii: "}")) {
-            repeat {
-                let key = try s.string()
-                try s.expect(UInt8(ascii: ":"))
-                let v = try s.value()
-                switch key {
-                case "id":
-                    guard case .string(let text) = v else { throw WireFormatError("records[\(index)].id: expected a string") }
-                    id = text
-                case "seq":
-                    guard let d = try number(v, key), d == d.rounded(), abs(d) < 9e15 else {
-                        throw WireFormatError("records[\(index)].seq: expected an integer")
-                    }
-                    seq = Int64(d)
-                case "kind":
-                    guard case .string(let k) = v else { throw WireFormatError("records[\(index)].kind: expected a string") }
-                    guard let parsed = TrailRecord.Kind(rawValue: k) else {
-                        throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit, trip or heartbeat")
-                    }
-                    kind = parsed
-                case "region":
-                    switch v {
-                    case .string(let r): region = r
-                    case .null: region = nil
-                    default: throw WireFormatError("records[\(index)].region: expected a string")
-                    }
-                case "time":
-                    guard case .string(let t) = v else { throw WireFormatError("records[\(index)].time: expected a string") }
-                    guard let parsed = ISOTime.parse(t) else {
-                        throw WireFormatError("records[\(index)].time: '\(t)' is not an ISO 8601 UTC time")
-                    }
-                    time = parsed
-                case "lat": lat = try number(v, key)
-                case "lon": lon = try number(v, key)
-                case "alt": alt = try number(v, key)
-                case "hAcc": hAcc = try number(v, key)
-                case "vAcc": vAcc = try number(v, key)
-                case "speed": speed = try number(v, key)
-                case "course": course = try number(v, key)
-                default: _ = try readSpan(key, v, into: &span, index: index)
+        try s.members { (s, key) throws(FormatsError) in
+            let v = try s.value()
+            switch key {
+            case "id":
+                guard case .string(let text) = v else { throw WireFormatError("records[\(index)].id: expected a string") }
+                id = text
+            case "seq":
+                guard let d = try number(v, key), d == d.rounded(), abs(d) < 9e15 else {
+                    throw WireFormatError("records[\(index)].seq: expected an integer")
                 }
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+                seq = Int64(d)
+            case "kind":
+                guard case .string(let k) = v else { throw WireFormatError("records[\(index)].kind: expected a string") }
+                guard let parsed = TrailRecord.Kind(rawValue: k) else {
+                    throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit, trip or heartbeat")
+                }
+                kind = parsed
+            case "region":
+                switch v {
+                case .string(let r): region = r
+                case .null: region = nil
+                default: throw WireFormatError("records[\(index)].region: expected a string")
+                }
+            case "time":
+                guard case .string(let t) = v else { throw WireFormatError("records[\(index)].time: expected a string") }
+                guard let parsed = ISOTime.parse(t) else {
+                    throw WireFormatError("records[\(index)].time: '\(t)' is not an ISO 8601 UTC time")
+                }
+                time = parsed
+            case "lat": lat = try number(v, key)
+            case "lon": lon = try number(v, key)
+            case "alt": alt = try number(v, key)
+            case "hAcc": hAcc = try number(v, key)
+            case "vAcc": vAcc = try number(v, key)
+            case "speed": speed = try number(v, key)
+            case "course": course = try number(v, key)
+            default: _ = try readSpan(key, v, into: &span, index: index)
+            }
         }
         func missing(_ key: String) -> WireFormatError { WireFormatError("records[\(index)].\(key): missing") }
         guard let seq else { throw missing("seq") }

@@ -131,7 +131,7 @@ public enum OsmAnd {
             && !value.utf8.contains(0) {
             r.attributes[key] = value
         }
-        if let problem = r.problem(now: now) { throw WireFormatError(problem) }
+        if let problem = r.problem(now: now) { throw problem }
         return r
     }
 
@@ -222,7 +222,7 @@ public enum OsmAnd {
             default: break
             }
         }
-        if let problem = r.problem(now: now) { throw WireFormatError(problem) }
+        if let problem = r.problem(now: now) { throw problem }
         return r
     }
 }

@@ -87,35 +87,21 @@ public enum Overland {
         var s = JSONScanner(bytes)
         var records: [TrailRecord] = []
         var sawLocations = false
-        do {
-            try s.expect(UInt8(ascii: "{"))
-            if !s.take(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
-                    guard key == "locations" else {
-                        try s.skipValue()
-                        continue
-                    }
-                    guard !sawLocations else { throw WireFormatError("locations: given twice") }
-                    sawLocations = true
-                    try s.expect(UInt8(ascii: "["))
-                    if !s.take(UInt8(ascii: "]")) {
-                        repeat {
-                            guard records.count < maxLocations else {
-                                throw WireFormatError(
-                                    "locations: more than \(maxLocations) in one batch",
-                                    code: .tooLarge)
-                            }
-                            records.append(try feature(&s, index: records.count, device: device, now: now))
-                        } while s.take(UInt8(ascii: ","))
-                        try s.expect(UInt8(ascii: "]"))
-                    }
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+        try s.members { (s, key) throws(FormatsError) in
+            guard key == "locations" else {
+                try s.skipValue()
+                return
             }
-            guard s.atEnd else { throw s.fail("text after the object") }
+            guard !sawLocations else { throw WireFormatError("locations: given twice") }
+            sawLocations = true
+            try s.elements { (s) throws(FormatsError) in
+                guard records.count < maxLocations else {
+                    throw WireFormatError("locations: more than \(maxLocations) in one batch", code: .tooLarge)
+                }
+                records.append(try feature(&s, index: records.count, device: device, now: now))
+            }
         }
+        guard s.atEnd else { throw s.fail("text after the object") }
         guard sawLocations else { throw WireFormatError("locations: missing") }
         return records
     }
@@ -131,66 +117,55 @@ public enum Overland {
         var numbers: [String: Double] = [:]
         var deviceID: String?
         var attributes: [String: String] = [:]
-        try s.expect(UInt8(ascii: "{"))
-        if !s.take(UInt8(ascii: "}")) {
-            repeat {
-                let key = try s.string()
-                try s.expect(UInt8(ascii: ":"))
-                switch key {
-                case "type":
-                    guard case .string(let t) = try s.value(), t == "Feature" else {
-                        throw WireFormatError("\(at).type: expected \"Feature\"")
-                    }
-                case "geometry":
-                    coordinates = try point(&s, at: "\(at).geometry")
-                case "properties":
-                    sawProperties = true
-                    try s.expect(UInt8(ascii: "{"))
-                    if s.take(UInt8(ascii: "}")) { continue }
-                    repeat {
-                        let name = try s.string()
-                        try s.expect(UInt8(ascii: ":"))
-                        let v = try s.value()
-                        switch name {
-                        case "timestamp":
-                            guard case .string(let t) = v else {
-                                throw WireFormatError("\(at).properties.timestamp: expected an ISO 8601 string")
-                            }
-                            timestamp = t
-                        case "altitude", "speed", "horizontal_accuracy", "vertical_accuracy", "course":
-                            switch v {
-                            case .number(let d): numbers[name] = d
-                            case .null: break
-                            default: throw WireFormatError("\(at).properties.\(name): expected a number")
-                            }
-                        case "device_id":
-                            switch v {
-                            case .string(let t): deviceID = t
-                            case .null: break
-                            default: throw WireFormatError("\(at).properties.device_id: expected a string")
-                            }
-                        default:
-                            guard attributes.count < TrailRecord.maxAttributes,
-                                TrailRecord.identifierProblem(name) == nil
-                            else { break }
-                            switch v {
-                            case .string(let t)
-                            where t.utf8.count <= TrailRecord.maxAttributeBytes
-                                && !t.unicodeScalars.contains(where: { $0.value == 0 }):
-                                attributes[name] = t
-                            case .number(let d):
-                                attributes[name] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
-                            case .bool(let b): attributes[name] = b ? "true" : "false"
-                            default: break
-                            }
-                        }
-                    } while s.take(UInt8(ascii: ","))
-                    try s.expect(UInt8(ascii: "}"))
-                default:
-                    try s.skipValue()
+        try s.members { (s, key) throws(FormatsError) in
+            switch key {
+            case "type":
+                guard case .string(let t) = try s.value(), t == "Feature" else {
+                    throw WireFormatError("\(at).type: expected \"Feature\"")
                 }
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            case "geometry":
+                coordinates = try point(&s, at: "\(at).geometry")
+            case "properties":
+                sawProperties = true
+                try s.members { (s, name) throws(FormatsError) in
+                    let v = try s.value()
+                    switch name {
+                    case "timestamp":
+                        guard case .string(let t) = v else {
+                            throw WireFormatError("\(at).properties.timestamp: expected an ISO 8601 string")
+                        }
+                        timestamp = t
+                    case "altitude", "speed", "horizontal_accuracy", "vertical_accuracy", "course":
+                        switch v {
+                        case .number(let d): numbers[name] = d
+                        case .null: break
+                        default: throw WireFormatError("\(at).properties.\(name): expected a number")
+                        }
+                    case "device_id":
+                        switch v {
+                        case .string(let t): deviceID = t
+                        case .null: break
+                        default: throw WireFormatError("\(at).properties.device_id: expected a string")
+                        }
+                    default:
+                        guard attributes.count < TrailRecord.maxAttributes,
+                            TrailRecord.identifierProblem(name) == nil
+                        else { break }
+                        switch v {
+                        case .string(let t)
+                        where t.utf8.count <= TrailRecord.maxAttributeBytes
+                            && !t.unicodeScalars.contains(where: { $0.value == 0 }):
+                            attributes[name] = t
+                        case .number(let d):
+                            attributes[name] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
+                        case .bool(let b): attributes[name] = b ? "true" : "false"
+                        default: break
+                        }
+                    }
+                }
+            default:
+                try s.skipValue()
+            }
         }
         guard let coordinates else { throw WireFormatError("\(at).geometry: missing") }
         guard sawProperties else { throw WireFormatError("\(at).properties: missing") }
@@ -209,7 +184,10 @@ public enum Overland {
             verticalAccuracy: valid("vertical_accuracy"), speed: valid("speed"),
             course: valid("course"))
         r.attributes = attributes
-        if let problem = r.problem(now: now) { throw WireFormatError("\(at): \(problem)") }
+        if var problem = r.problem(now: now) {
+            problem.message = "\(at): " + problem.message
+            throw problem
+        }
         return r
     }
 
@@ -217,36 +195,26 @@ public enum Overland {
     static func point(_ s: inout JSONScanner, at: String) throws(WireFormatError) -> [Double] {
         var coordinates: [Double]?
         var type: String?
-        try s.expect(UInt8(ascii: "{"))
-        if !s.take(UInt8(ascii: "}")) {
-            repeat {
-                let key = try s.string()
-                try s.expect(UInt8(ascii: ":"))
-                switch key {
-                case "type":
-                    guard case .string(let t) = try s.value() else {
-                        throw WireFormatError("\(at).type: expected a string")
-                    }
-                    type = t
-                case "coordinates":
-                    var values: [Double] = []
-                    try s.expect(UInt8(ascii: "["))
-                    if !s.take(UInt8(ascii: "]")) {
-                        repeat {
-                            guard case .number(let d) = try s.value(), values.count < 3 else {
-                                throw WireFormatError(
-                                    "\(at).coordinates: expected [longitude, latitude] or with altitude")
-                            }
-                            values.append(d)
-                        } while s.take(UInt8(ascii: ","))
-                        try s.expect(UInt8(ascii: "]"))
-                    }
-                    coordinates = values
-                default:
-                    try s.skipValue()
+        try s.members { (s, key) throws(FormatsError) in
+            switch key {
+            case "type":
+                guard case .string(let t) = try s.value() else {
+                    throw WireFormatError("\(at).type: expected a string")
                 }
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+                type = t
+            case "coordinates":
+                var values: [Double] = []
+                try s.elements { (s) throws(FormatsError) in
+                    guard case .number(let d) = try s.value(), values.count < 3 else {
+                        throw WireFormatError(
+                            "\(at).coordinates: expected [longitude, latitude] or with altitude")
+                    }
+                    values.append(d)
+                }
+                coordinates = values
+            default:
+                try s.skipValue()
+            }
         }
         guard type == "Point" else { throw WireFormatError("\(at).type: expected \"Point\"") }
         guard let coordinates, coordinates.count >= 2 else {

@@ -228,7 +228,7 @@ public enum OwnTracks {
                             speed: w.vel.flatMap { $0 < 0 ? nil : $0 / 3.6 }, course: w.cog.flatMap { $0 < 0 ? nil : $0 })
         r.valid = valid
         r.attributes = w.attributes
-        if let problem = r.problem(now: now) { throw WireFormatError(problem) }
+        if let problem = r.problem(now: now) { throw problem }
         return r
     }
 }

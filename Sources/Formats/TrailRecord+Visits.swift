@@ -41,33 +41,39 @@ extension TrailRecord {
 
     /// Why the record's ``span`` can't be stored, or `nil` when it can: only visits and trips carry
     /// one, a trip needs all of it, and its numbers must be finite and in range.
-    func spanProblem(now: Double) -> String? {
+    func spanProblem(now: Double) -> (field: String, message: String)? {
         switch kind {
         case .visit, .trip:
-            if region != nil { return "a \(kind.rawValue) record has no region" }
+            if region != nil { return ("region", "a \(kind.rawValue) record has no region") }
         default:
-            if let span, !span.isEmpty { return "only visit and trip records have an end" }
+            if let span, !span.isEmpty { return ("end", "only visit and trip records have an end") }
             return nil
         }
         let span = self.span ?? Span()
         if kind == .trip {
             guard span.end != nil, span.endLatitude != nil, span.endLongitude != nil, span.distance != nil else {
-                return "a trip record needs end, endLat, endLon and distance"
+                return ("end", "a trip record needs end, endLat, endLon and distance")
             }
         } else if span.endLatitude != nil || span.endLongitude != nil || span.distance != nil
             || span.maximumSpeed != nil
         {
-            return "a visit record has only a departure"
+            return ("end", "a visit record has only a departure")
         }
         if let end = span.end, !(end >= time && end <= now + 86_400) {
-            return "the end must lie between the record's time and a day after now"
+            return ("end", "the end must lie between the record's time and a day after now")
         }
-        if let lat = span.endLatitude, !(lat >= -90 && lat <= 90) { return "endLat is out of range [-90, 90]" }
-        if let lon = span.endLongitude, !(lon >= -180 && lon <= 180) { return "endLon is out of range [-180, 180]" }
+        if let lat = span.endLatitude, !(lat >= -90 && lat <= 90) {
+            return ("endLat", "endLat is out of range [-90, 90]")
+        }
+        if let lon = span.endLongitude, !(lon >= -180 && lon <= 180) {
+            return ("endLon", "endLon is out of range [-180, 180]")
+        }
         if let d = span.distance, !(d >= 0 && d <= Self.maxDistance) {
-            return "distance must be 0 to 40,000,000,000 metres"
+            return ("distance", "distance must be 0 to 40,000,000,000 metres")
         }
-        if let v = span.maximumSpeed, !(v >= 0 && v <= Self.maxSpeed) { return "maxSpeed must be 0 to 100,000 m/s" }
+        if let v = span.maximumSpeed, !(v >= 0 && v <= Self.maxSpeed) {
+            return ("maxSpeed", "maxSpeed must be 0 to 100,000 m/s")
+        }
         return nil
     }
 }

@@ -87,32 +87,47 @@ public struct TrailRecord: Hashable, Sendable {
     /// (1980-01-06) and a day after `now`; ids follow ``identifierProblem(_:)``; every number must be
     /// finite and within its range (accuracies 0 to ``maxMetres``, altitude within ±``maxMetres``,
     /// speed 0 to ``maxSpeed``, course 0 to 360): what any wire format can write back exactly.
-    public func problem(now: Double) -> String? {
-        if let p = Self.identifierProblem(device) { return "device id \(p)" }
-        if sequence < 1 { return "seq must be 1 or more, got \(sequence)" }
-        if !(latitude >= -90 && latitude <= 90) { return "lat \(latitude) is out of range [-90, 90]" }
-        if !(longitude >= -180 && longitude <= 180) { return "lon \(longitude) is out of range [-180, 180]" }
+    ///
+    /// - Returns: a ``FormatsError`` of code ``FormatsError/Code/invalidRecord`` whose
+    ///   ``FormatsError/field`` names the record's key (`lat`, `time`, `attributes`), or `nil`.
+    public func problem(now: Double) -> FormatsError? {
+        guard let (field, message) = problemFound(now: now) else { return nil }
+        return FormatsError(message, code: .invalidRecord, field: field)
+    }
+
+    /// The key and the sentence of ``problem(now:)``.
+    func problemFound(now: Double) -> (field: String, message: String)? {
+        if let p = Self.identifierProblem(device) { return ("device", "device id \(p)") }
+        if sequence < 1 { return ("seq", "seq must be 1 or more, got \(sequence)") }
+        if !(latitude >= -90 && latitude <= 90) { return ("lat", "lat \(latitude) is out of range [-90, 90]") }
+        if !(longitude >= -180 && longitude <= 180) { return ("lon", "lon \(longitude) is out of range [-180, 180]") }
         if !(time >= 315_964_800 && time <= now + 86_400) {
             // Untrusted: a time may be far beyond what a calendar date can show (1e300 s).
             let shown = ISOTime.representable.contains(time) ? ISOTime.string(time) : "\(time) s since 1970"
-            return "time \(shown) is impossible (before 1980-01-06 or more than a day ahead)"
+            return ("time", "time \(shown) is impossible (before 1980-01-06 or more than a day ahead)")
         }
-        if kind.isRegionEvent && (region ?? "").isEmpty { return "a \(kind.rawValue) record needs a region" }
+        if kind.isRegionEvent && (region ?? "").isEmpty {
+            return ("region", "a \(kind.rawValue) record needs a region")
+        }
         if let p = spanProblem(now: now) { return p }
-        if let region, let p = Self.identifierProblem(region) { return "region \(p)" }
-        if let a = horizontalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return "hAcc must be 0 to 10,000,000 metres" }
-        if let a = verticalAccuracy, !(a >= 0 && a <= Self.maxMetres) { return "vAcc must be 0 to 10,000,000 metres" }
-        if let v = speed, !(v >= 0 && v <= Self.maxSpeed) { return "speed must be 0 to 100,000 m/s" }
-        if let c = course, !(c >= 0 && c <= 360) { return "course must be in [0, 360]" }
-        if let a = altitude, !(abs(a) <= Self.maxMetres) { return "alt must be within ±10,000,000 metres" }
-        if let t = decidedAt, !(t >= time && t <= now + 86_400) {
-            return "the deciding location's time must lie between the transition's and a day after now"
+        if let region, let p = Self.identifierProblem(region) { return ("region", "region \(p)") }
+        if let a = horizontalAccuracy, !(a >= 0 && a <= Self.maxMetres) {
+            return ("hAcc", "hAcc must be 0 to 10,000,000 metres")
         }
-        if attributes.count > Self.maxAttributes { return "more than \(Self.maxAttributes) attributes" }
+        if let a = verticalAccuracy, !(a >= 0 && a <= Self.maxMetres) {
+            return ("vAcc", "vAcc must be 0 to 10,000,000 metres")
+        }
+        if let v = speed, !(v >= 0 && v <= Self.maxSpeed) { return ("speed", "speed must be 0 to 100,000 m/s") }
+        if let c = course, !(c >= 0 && c <= 360) { return ("course", "course must be in [0, 360]") }
+        if let a = altitude, !(abs(a) <= Self.maxMetres) { return ("alt", "alt must be within ±10,000,000 metres") }
+        if let t = decidedAt, !(t >= time && t <= now + 86_400) {
+            return ("decidedAt", "the deciding location's time must lie between the transition's and a day after now")
+        }
+        if attributes.count > Self.maxAttributes { return ("attributes", "more than \(Self.maxAttributes) attributes") }
         for (k, v) in attributes {
-            if let p = Self.identifierProblem(k) { return "attribute name \(p)" }
+            if let p = Self.identifierProblem(k) { return ("attributes", "attribute name \(p)") }
             if v.utf8.count > Self.maxAttributeBytes || v.unicodeScalars.contains(where: { $0.value == 0 }) {
-                return "attribute '\(k)' must have at most \(Self.maxAttributeBytes) bytes and no NUL"
+                return ("attributes", "attribute '\(k)' must have at most \(Self.maxAttributeBytes) bytes and no NUL")
             }
         }
         return nil

@@ -141,7 +141,7 @@ struct GPSDWorker {
             // Effects, at once.
             switch action {
             case .report(let kind, let notice, let then):
-                link.yield(kind, message(notice))
+                if let error = error(notice) { link.yield(kind, error) } else { link.yield(kind, message(notice)) }
                 action = then
                 continue
             case .close(let then):
@@ -215,6 +215,27 @@ struct GPSDWorker {
         }
     }
 
+    /// The error a notice of a failure is.
+    func error(_ notice: GPSDConnectionStateMachine.Notice) -> GPSInputError? {
+        let (host, port) = (options.host, options.port)
+        switch notice {
+        case .watching, .watchingAgain, .released:
+            return nil
+        case .cannotConnect(let reason):
+            return GPSInputError(
+                .cannotConnect, host: host, port: port, reason: reason, retrySeconds: options.maxBackoff)
+        case .watchRefused:
+            return GPSInputError(.watchRefused, host: host, port: port)
+        case .lost(.closed):
+            return GPSInputError(.connectionLost, host: host, port: port, loss: .closed)
+        case .lost(.failed(let e)):
+            return GPSInputError(.connectionLost, host: host, port: port, errno: e, loss: .readFailed(errno: e))
+        case .lost(.lineTooLong):
+            return GPSInputError(
+                .connectionLost, host: host, port: port, loss: .lineTooLong, limit: ReportLines.capacity)
+        }
+    }
+
     /// What a source event says, in words.
     func message(_ notice: GPSDConnectionStateMachine.Notice) -> String {
         let address = "\(options.host):\(options.port)"
@@ -226,18 +247,8 @@ struct GPSDWorker {
             return "watching gpsd at \(address) again"
         case .released:
             return "watch released; gpsd may idle the receiver"
-        case .cannotConnect(let reason):
-            return "cannot connect to gpsd at \(address) (\(reason)); "
-                + "is gpsd running? retrying every \(formatSeconds(options.maxBackoff)) at most"
-        case .watchRefused:
-            return "gpsd refused the WATCH request"
-        case .lost(let loss):
-            let problem = switch loss {
-            case .closed: "gpsd closed the connection"
-            case .failed(let e): "reading from gpsd failed (\(errnoText(e)))"
-            case .lineTooLong: "gpsd sent a line longer than \(ReportLines.capacity) bytes"
-            }
-            return "\(problem); reconnecting"
+        case .cannotConnect, .watchRefused, .lost:
+            return error(notice)?.description ?? ""
         }
     }
 

@@ -61,27 +61,18 @@ public final class NMEALogSource: FixSource {
     }
 
     /// Reads the log chunk by chunk as fixes are requested.
-    public struct Iterator: AsyncIteratorProtocol {
+    public struct Iterator: AsyncIteratorProtocol, PacedReplayIterator {
         public typealias Element = SourceElement
         public typealias Failure = Never
 
         let source: NMEALogSource
         var reader: NMEAFileReader?
         var decoder: NMEADecoder
-        var queue: [SourceElement] = []
-        var head = 0
+        /// What was read ahead, pacing and looping.
+        var replay: PacedReplay
         var finished = false
         var started = false
         let buffer: ReadBuffer
-        // Pacing and looping.
-        var firstFixNanos: Int64?
-        var paceStart: Duration?
-        var shift: Int64 = 0
-        var lastNanos: Int64?
-        /// The first fix time of the log itself (unshifted), learned on the first pass.
-        var firstLogNanos: Int64?
-        /// The chunk whose fixes are being delivered: its bytes, its fixes, how many went out.
-        var chunk = (start: Int64(0), end: Int64(0), fixes: 0, delivered: 0)
 
         init(source: NMEALogSource) {
             self.source = source
@@ -89,55 +80,19 @@ public final class NMEALogSource: FixSource {
             if options.sourceName == nil { options.sourceName = source.options.path == "-" ? "<stdin>" : source.options.path }
             self.decoder = NMEADecoder(options: options)
             self.buffer = ReadBuffer(size: 256 * 1024)
+            self.replay = PacedReplay(
+                speed: source.options.speed, pacer: source.pacer, logClock: source.logClock, clockOnlyForward: false)
         }
 
-        public mutating func next() async -> SourceElement? {
-            while true {
-                if head < queue.count {
-                    let element = queue[head]
-                    head += 1
-                    if head == queue.count {
-                        queue.removeAll(keepingCapacity: true)
-                        head = 0
-                    }
-                    if case .fix(let fix) = element {
-                        return await deliver(fix)
-                    }
-                    return element
-                }
-                if finished || Task.isCancelled { return nil }
-                await fill()
-            }
-        }
+        public mutating func next() async -> SourceElement? { await nextElement() }
 
-        /// Paces, shifts for looping, advances the log clock, counts.
-        mutating func deliver(_ original: Fix) async -> SourceElement {
-            var fix = original
-            if firstLogNanos == nil { firstLogNanos = original.time?.nanosecondsSince1970 }
-            if shift != 0, let t = fix.time, let n = t.nanosecondsSince1970 {
-                fix.time = GNSSTime(nanosecondsSince1970: n + shift, fractionDigits: t.fractionDigits)
-            }
-            if let n = fix.time?.nanosecondsSince1970 {
-                if let speed = source.options.speed, speed > 0 {
-                    if firstFixNanos == nil {
-                        firstFixNanos = n
-                        paceStart = source.pacer.elapsed()
-                    }
-                    let logElapsed = Double(n - firstFixNanos!) / 1e9 / speed
-                    let due = paceStart! + .nanoseconds(Int64(logElapsed * 1e9))
-                    let wait = due - source.pacer.elapsed()
-                    if wait > .zero { try? await source.pacer.sleep(wait) }
-                }
-                source.logClock.advance(to: ManualClock.Instant(offset: .nanoseconds(n)))
-                lastNanos = n
-            }
-            chunk.delivered += 1
-            let c = chunk
+        func prepared(_ fix: Fix) -> Fix { fix }
+
+        func delivered(reaching position: Int64) {
             source.progressState.withLock {
                 $0.fixes += 1
-                $0.position = c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
+                $0.position = position
             }
-            return .fix(fix)
         }
 
         mutating func fill() async {
@@ -146,11 +101,7 @@ public final class NMEALogSource: FixSource {
             await Task.yield()
             if !started {
                 started = true
-                // A new pass starts only once the previous pass's fixes were all delivered: shift it
-                // so its first fix follows the last delivered one by one second.
-                if source.progress.passes > 0, let last = lastNanos, let first = firstLogNanos {
-                    shift = last + 1_000_000_000 - first
-                }
+                replay.startPass(after: source.progress.passes)
                 open()
                 if finished { return }
             }
@@ -175,18 +126,18 @@ public final class NMEALogSource: FixSource {
                     // Nothing read before a read error is lost: the epoch in progress goes out first.
                     var collected: [SourceElement] = []
                     decoder.finishAfterInputError { collected.append(.fix($0)) }
-                    queue.append(contentsOf: collected)
+                    replay.queue.append(contentsOf: collected)
                     throw error
                 }
                 if n > 0 {
                     var collected: [SourceElement] = []
-                    swap(&collected, &queue)
+                    swap(&collected, &replay.queue)
                     try buffer.decode(count: n, with: &decoder) { collected.append(.fix($0)) }
-                    swap(&collected, &queue)
+                    swap(&collected, &replay.queue)
                     let stats = decoder.statistics
-                    let fixes = queue.count(where: { if case .fix = $0 { true } else { false } })
-                    chunk = (start: chunk.end, end: reader.position, fixes: fixes, delivered: 0)
-                    let c = chunk
+                    let fixes = replay.queue.count(where: { if case .fix = $0 { true } else { false } })
+                    replay.chunk = (start: replay.chunk.end, end: reader.position, fixes: fixes, delivered: 0)
+                    let c = replay.chunk
                     source.progressState.withLock {
                         // A chunk without fixes is passed at once; one with fixes as they go out.
                         if fixes == 0 { $0.position = c.end }
@@ -197,32 +148,43 @@ public final class NMEALogSource: FixSource {
                 }
                 var collected: [SourceElement] = []
                 try decoder.finish { collected.append(.fix($0)) }
-                queue.append(contentsOf: collected)
+                replay.queue.append(contentsOf: collected)
                 // The last epoch, if any, goes out at the end of the file.
-                chunk = (start: chunk.end, end: chunk.end, fixes: collected.count, delivered: 0)
+                replay.chunk = (start: replay.chunk.end, end: replay.chunk.end, fixes: collected.count, delivered: 0)
                 endOfPass()
             } catch {
-                queue.append(.event(SourceEvent(.error, source: source.name, message: "\(error)")))
+                let problem = failure(.unreadable, error)
+                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: problem)))
                 finished = true
             }
+        }
+
+        /// The log's error, with where it happened when the cause says.
+        func failure(_ code: GPSInputError.Code, _ error: any Error) -> GPSInputError {
+            let nmea = error as? NMEAError
+            return GPSInputError(
+                code, path: source.options.path, line: nmea?.line, byteOffset: nmea?.byteOffset, errno: nmea?.errno,
+                underlying: error)
         }
 
         mutating func open() {
             do {
                 let r = try NMEAFileReader(path: source.options.path)
                 reader = r
-                chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
+                replay.chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
                 source.progressState.withLock {
                     $0.size = r.size
                     $0.position = 0
                     $0.read = 0
                 }
                 if source.progress.passes == 0 {
-                    queue.append(.event(SourceEvent(.connected, source: source.name, message: "replaying \(r.name)"
+                    replay.queue.append(.event(SourceEvent(
+                        .connected, source: source.name, message: "replaying \(r.name)"
                         + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
                 }
             } catch {
-                queue.append(.event(SourceEvent(.error, source: source.name, message: "\(error)")))
+                let problem = failure(.cannotOpen, error)
+                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: problem)))
                 finished = true
             }
         }
@@ -232,7 +194,7 @@ public final class NMEALogSource: FixSource {
                 p.passes += 1
                 return p.passes
             }
-            queue.append(.event(SourceEvent(.endOfInput, source: source.name,
+            replay.queue.append(.event(SourceEvent(.endOfInput, source: source.name,
                                             message: "end of log after pass \(passes)")))
             guard source.options.loop, source.options.path != "-" else {
                 finished = true

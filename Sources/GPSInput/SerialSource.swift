@@ -88,17 +88,17 @@ struct SerialWorker {
     let link: WorkerLink
 
     func run() {
-        var lastProblem: String?
+        var lastProblem: GPSInputError?
         var everOpened = false
         var knownRate: Int?
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
         defer { buffer.deallocate() }
 
-        func report(_ kind: SourceEvent.Kind, _ message: String) {
+        func report(_ kind: SourceEvent.Kind, _ problem: GPSInputError) {
             // Say each problem once until something changes.
-            if lastProblem != message {
-                link.yield(kind, message)
-                lastProblem = message
+            if lastProblem != problem {
+                link.yield(kind, problem)
+                lastProblem = problem
             }
         }
 
@@ -106,13 +106,13 @@ struct SerialWorker {
             let fd = options.path.withCString { open($0, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }
             if fd < 0 {
                 let problem = SerialWorker.openProblem(path: options.path, errno: errno, everOpened: everOpened)
-                report(problem.kind, problem.text)
+                report(problem.kind, problem.error)
                 link.pause(options.retryInterval)
                 continue
             }
             defer { close(fd) }
             if !configure(fd, baud: knownRate ?? firstRate) {
-                report(.error, "\(options.path) is not a serial device (tcsetattr: \(errnoText(errno)))")
+                report(.error, GPSInputError(.notSerialDevice, path: options.path, errno: errno))
                 link.pause(options.retryInterval)
                 continue
             }
@@ -120,8 +120,7 @@ struct SerialWorker {
             if case .auto = options.baud, knownRate == nil {
                 guard let found = detectRate(fd, buffer: buffer) else {
                     if link.isStopped { break }
-                    report(.error, "no NMEA sentences from \(options.path) at any of "
-                        + SerialSource.autoRates.map(String.init).joined(separator: ", ") + " baud")
+                    report(.error, GPSInputError(.noSentences, path: options.path))
                     link.pause(options.retryInterval)
                     continue
                 }
@@ -131,24 +130,32 @@ struct SerialWorker {
             everOpened = true
             lastProblem = nil
             link.yield(.connected, "reading \(options.path) at \(rate) baud")
-            let outcome = readLoop(fd, buffer: buffer)
-            if link.isStopped { break }
-            report(.disconnected, "\(options.path): \(outcome); reopening when it reappears")
+            let loss = readLoop(fd, buffer: buffer)
+            guard let loss, !link.isStopped else { break }
+            report(.disconnected, GPSInputError(.deviceLost, path: options.path, loss: loss))
             if case .auto = options.baud { knownRate = nil }
             link.pause(options.retryInterval)
         }
     }
 
+    /// A failure to open the device: the event's kind and the error.
+    struct OpenProblem {
+        var kind: SourceEvent.Kind
+        var error: GPSInputError
+        /// The event's message.
+        var text: String { error.description }
+    }
+
     /// What to tell the user when opening the device failed.
-    static func openProblem(path: String, errno e: Int32, everOpened: Bool) -> (kind: SourceEvent.Kind, text: String) {
+    static func openProblem(path: String, errno e: Int32, everOpened: Bool) -> OpenProblem {
         switch e {
         case EACCES, EPERM:
-            (.error, "permission denied opening \(path): add your user to the dialout group "
-                + "(sudo usermod -aG dialout $USER, then log in again)")
+            OpenProblem(kind: .error, error: GPSInputError(.permissionDenied, path: path, errno: e))
         case ENOENT, ENXIO, ENODEV:
-            (everOpened ? .disconnected : .error, "\(path) is not there (receiver unplugged?); waiting for it to appear")
+            OpenProblem(
+                kind: everOpened ? .disconnected : .error, error: GPSInputError(.deviceMissing, path: path, errno: e))
         default:
-            (.error, "cannot open \(path): \(errnoText(e))")
+            OpenProblem(kind: .error, error: GPSInputError(.cannotOpen, path: path, errno: e))
         }
     }
 
@@ -218,8 +225,9 @@ struct SerialWorker {
         return fds[0].revents != 0 ? 1 : 0
     }
 
-    /// Reads and decodes until the device goes away or the consumer stops; returns why it ended.
-    func readLoop(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> String {
+    /// Reads and decodes until the device goes away or the consumer stops; returns how the device
+    /// was lost, `nil` when stopped.
+    func readLoop(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> GPSInputError.Loss? {
         var decoder = NMEADecoder(options: options.decoder)
         var sinceData = true
         var lastData = monotonicNow()
@@ -231,7 +239,7 @@ struct SerialWorker {
             let ready = waitForInput(fd, milliseconds: Int32(timeoutMs), revents: &revents)
             if ready < 0 {
                 if errno == EINTR { continue }
-                return "poll failed: \(errnoText(errno))"
+                return .pollFailed(errno: errno)
             }
             if link.isStopped { break }
             if ready == 0 {
@@ -243,7 +251,7 @@ struct SerialWorker {
             }
             if revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 && revents & Int16(POLLIN) == 0 {
                 decoder.flush { link.yield($0) }
-                return "the device hung up"
+                return .hungUp
             }
             let n = read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
@@ -252,15 +260,15 @@ struct SerialWorker {
                 lastData = monotonicNow()
             } else if n == 0 {
                 decoder.flush { link.yield($0) }
-                return "the device went away (end of file)"
+                return .endOfFile
             } else {
                 let e = errno
                 if e == EAGAIN || e == EINTR { continue }
                 decoder.flush { link.yield($0) }
-                return e == EIO || e == ENXIO ? "the device went away (\(errnoText(e)))" : "read failed: \(errnoText(e))"
+                return e == EIO || e == ENXIO ? .vanished(errno: e) : .readFailed(errno: e)
             }
         }
         decoder.flush { link.yield($0) }
-        return "stopped"
+        return nil
     }
 }

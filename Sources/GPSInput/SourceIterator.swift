@@ -142,12 +142,16 @@ final class WorkerLink: Sendable {
         send(.event(SourceEvent(kind, source: name, message: message)))
     }
 
+    func yield(_ kind: SourceEvent.Kind, _ error: GPSInputError) {
+        send(.event(SourceEvent(kind, source: name, error: error)))
+    }
+
     private func send(_ element: SourceElement) {
         if case .dropped = continuation.yield(element) {
             let n = dropped.add(1, ordering: .relaxed).newValue
             if n == 1 || n % 1000 == 0 {
-                continuation.yield(.event(SourceEvent(
-                    .error, source: name, message: "the consumer is too slow: \(n) elements dropped so far")))
+                let error = GPSInputError(.consumerTooSlow, limit: n)
+                continuation.yield(.event(SourceEvent(.error, source: name, error: error)))
             }
         }
     }

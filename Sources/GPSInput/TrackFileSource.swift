@@ -64,94 +64,49 @@ public final class TrackFileSource: FixSource {
     }
 
     /// Reads the file chunk by chunk as fixes are requested.
-    public struct Iterator: AsyncIteratorProtocol {
+    public struct Iterator: AsyncIteratorProtocol, PacedReplayIterator {
         public typealias Element = SourceElement
         public typealias Failure = Never
 
         let source: TrackFileSource
         var file: NMEAFileReader?
         var reader: any TrackReader
-        var queue: [SourceElement] = []
-        var head = 0
+        /// What was read ahead, pacing and looping.
+        var replay: PacedReplay
         var finished = false
         var started = false
         let buffer: ReadBuffer
-        var firstFixNanos: Int64?
-        var paceStart: Duration?
-        var shift: Int64 = 0
-        var lastNanos: Int64?
-        var firstLogNanos: Int64?
-        var chunk = (start: Int64(0), end: Int64(0), fixes: 0, delivered: 0)
 
         init(source: TrackFileSource) {
             self.source = source
             self.reader = source.options.format.makeReader()!
             self.buffer = ReadBuffer(size: 256 * 1024)
+            self.replay = PacedReplay(
+                speed: source.options.speed, pacer: source.pacer, logClock: source.logClock, clockOnlyForward: true)
         }
 
-        public mutating func next() async -> SourceElement? {
-            while true {
-                if head < queue.count {
-                    let element = queue[head]
-                    head += 1
-                    if head == queue.count {
-                        queue.removeAll(keepingCapacity: true)
-                        head = 0
-                    }
-                    if case .fix(let fix) = element {
-                        return await deliver(fix)
-                    }
-                    return element
-                }
-                if finished || Task.isCancelled { return nil }
-                await fill()
-            }
-        }
+        public mutating func next() async -> SourceElement? { await nextElement() }
 
-        /// Paces, shifts for looping, advances the log clock, counts.
-        mutating func deliver(_ original: Fix) async -> SourceElement {
-            var fix = original
+        func prepared(_ fix: Fix) -> Fix {
+            var fix = fix
             if fix.horizontalAccuracy == nil, let assumed = source.options.assumedAccuracy {
                 fix.horizontalAccuracy = assumed
             }
-            if firstLogNanos == nil { firstLogNanos = original.time?.nanosecondsSince1970 }
-            if shift != 0, let t = fix.time, let n = t.nanosecondsSince1970 {
-                fix.time = GNSSTime(nanosecondsSince1970: n + shift, fractionDigits: t.fractionDigits)
-            }
-            if let n = fix.time?.nanosecondsSince1970 {
-                if let speed = source.options.speed, speed > 0 {
-                    if firstFixNanos == nil {
-                        firstFixNanos = n
-                        paceStart = source.pacer.elapsed()
-                    }
-                    let logElapsed = Double(n - firstFixNanos!) / 1e9 / speed
-                    let due = paceStart! + .nanoseconds(Int64(logElapsed * 1e9))
-                    let wait = due - source.pacer.elapsed()
-                    if wait > .zero { try? await source.pacer.sleep(wait) }
-                }
-                // A track file's times may go back (a waypoint before its track): the clock only advances.
-                if n > (lastNanos ?? Int64.min) {
-                    source.logClock.advance(to: ManualClock.Instant(offset: .nanoseconds(n)))
-                    lastNanos = n
-                }
-            }
-            chunk.delivered += 1
-            let c = chunk
+            return fix
+        }
+
+        func delivered(reaching position: Int64) {
             source.progressState.withLock {
                 $0.fixes += 1
-                $0.position =
-                    c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
+                $0.position = position
             }
-            return .fix(fix)
         }
 
         mutating func fill() async {
             await Task.yield()
             if !started {
                 started = true
-                if source.progress.passes > 0, let last = lastNanos, let first = firstLogNanos {
-                    shift = last + 1_000_000_000 - first
-                }
+                replay.startPass(after: source.progress.passes)
                 open()
                 if finished { return }
             }
@@ -160,8 +115,8 @@ public final class TrackFileSource: FixSource {
                 return
             }
             var collected: [SourceElement] = []
-            swap(&collected, &queue)
-            defer { swap(&collected, &queue) }
+            swap(&collected, &replay.queue)
+            defer { swap(&collected, &replay.queue) }
             do throws(TrackFileError) {
                 let n: Int
                 do {
@@ -175,8 +130,8 @@ public final class TrackFileSource: FixSource {
                     }
                     let stats = reader.statistics
                     let fixes = collected.count
-                    chunk = (start: chunk.end, end: file.position, fixes: fixes, delivered: 0)
-                    let c = chunk
+                    replay.chunk = (start: replay.chunk.end, end: file.position, fixes: fixes, delivered: 0)
+                    let c = replay.chunk
                     source.progressState.withLock {
                         if fixes == 0 { $0.position = c.end }
                         $0.read = c.end
@@ -186,9 +141,9 @@ public final class TrackFileSource: FixSource {
                 }
                 try reader.finish { collected.append(.fix($0)) }
                 // The end of the file: every byte was read (a gzip trailer included).
-                chunk = (start: chunk.end, end: file.position, fixes: collected.count, delivered: 0)
+                replay.chunk = (start: replay.chunk.end, end: file.position, fixes: collected.count, delivered: 0)
                 let stats = reader.statistics
-                let c = chunk
+                let c = replay.chunk
                 source.progressState.withLock {
                     $0.statistics = stats
                     $0.read = c.end
@@ -198,7 +153,10 @@ public final class TrackFileSource: FixSource {
             } catch {
                 var e = error
                 e.file = source.options.path
-                collected.append(.event(SourceEvent(.error, source: source.name, message: "\(e)")))
+                let failure = GPSInputError(
+                    .unreadable, path: source.options.path, line: e.line > 0 ? e.line : nil,
+                    byteOffset: e.byteOffset >= 0 ? e.byteOffset : nil, underlying: e)
+                collected.append(.event(SourceEvent(.error, source: source.name, error: failure)))
                 let stats = reader.statistics
                 source.progressState.withLock { $0.statistics = stats }
                 finished = true
@@ -210,14 +168,14 @@ public final class TrackFileSource: FixSource {
                 let f = try NMEAFileReader(path: source.options.path)
                 file = f
                 reader = source.options.format.makeReader()!
-                chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
+                replay.chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
                 source.progressState.withLock {
                     $0.size = f.size
                     $0.position = 0
                     $0.read = 0
                 }
                 if source.progress.passes == 0 {
-                    queue.append(
+                    replay.queue.append(
                         .event(
                             SourceEvent(
                                 .connected, source: source.name,
@@ -226,7 +184,8 @@ public final class TrackFileSource: FixSource {
                 }
             } catch {
                 let e = TrackFileError(.io, "cannot open", file: source.options.path, underlying: error)
-                queue.append(.event(SourceEvent(.error, source: source.name, message: "\(e)")))
+                let failure = GPSInputError(.cannotOpen, path: source.options.path, errno: error.errno, underlying: e)
+                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: failure)))
                 finished = true
             }
         }

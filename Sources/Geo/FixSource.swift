@@ -23,11 +23,32 @@ public struct SourceEvent: Hashable, Sendable, CustomStringConvertible {
     public var source: String
     /// A sentence a user can act on.
     public var message: String
+    /// The source's typed error, for ``Kind/error`` and ``Kind/disconnected`` (the module's error
+    /// struct: `GPSInputError` for gpsd, serial devices and logs); ``message`` is its description.
+    public var error: (any Error)?
 
     public init(_ kind: Kind, source: String, message: String) {
         self.kind = kind
         self.source = source
         self.message = message
+    }
+
+    /// An event about a failure: its message is the error's description.
+    public init(_ kind: Kind, source: String, error: any Error) {
+        self.init(kind, source: source, message: "\(error)")
+        self.error = error
+    }
+
+    /// Equal when of the same kind and source, saying the same (the error is compared by its description).
+    public static func == (a: Self, b: Self) -> Bool {
+        a.kind == b.kind && a.source == b.source && a.message == b.message
+            && a.error.map { "\($0)" } == b.error.map { "\($0)" }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
+        hasher.combine(source)
+        hasher.combine(message)
     }
 
     public var description: String { "\(source): \(kind.rawValue): \(message)" }

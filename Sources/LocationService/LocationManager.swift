@@ -226,7 +226,7 @@ public struct Decisions: Sendable {
         case .event(let e):
             switch e.kind {
             case .disconnected, .error:
-                return [.error(LocationError(.sourceUnavailable, e.message))]
+                return [.error(LocationError(.sourceUnavailable, e.message, underlying: e.error))]
             default:
                 return []
             }

@@ -69,6 +69,24 @@ public struct Faults: Hashable, Sendable, Codable {
         return nil
     }
 
+    /// What is wrong with a body that does not decode as faults, in a sentence naming the key (not
+    /// Swift's description of the decoding error).
+    static func decodingProblem(_ error: any Error) -> String {
+        let whole = "not a JSON object of faults"
+        switch error as? DecodingError {
+        case .typeMismatch(let type, let c)?:
+            guard let key = c.codingPath.last?.stringValue else { return whole }
+            return "\(key) is not \(type == Bool.self ? "a boolean" : "a number")"
+        case .valueNotFound(_, let c)?:
+            guard let key = c.codingPath.last?.stringValue else { return whole }
+            return "\(key) has no value"
+        case .dataCorrupted(let c)?:
+            guard let key = c.codingPath.last?.stringValue else { return whole }
+            return "\(key) is out of range"
+        default: return whole
+        }
+    }
+
     /// What to do with one request.
     enum Decision {
         case refuse

@@ -32,8 +32,9 @@ extension TrackServer.Configuration {
         case retentionBelowAnHour
         /// ``TrackServer/Configuration/mqtt``'s URL can't be used: why.
         case mqtt(MQTTError)
-        /// An origin of ``TrackServer/Configuration/corsOrigins`` can't be one: why.
-        case corsOrigin(String)
+        /// An origin of ``TrackServer/Configuration/corsOrigins`` can't be one: why
+        /// (``TrackServer/Configuration/corsOriginProblem(_:)``).
+        case corsOrigin(TrackServerError)
         /// ``TrackServer/StreamSettings/maxClients`` is less than 1.
         case maxStreamsBelowOne
     }

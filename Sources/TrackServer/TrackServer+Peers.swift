@@ -64,7 +64,7 @@ extension TrackServer {
             throw HTTPError(status, message: error.message)
         } catch let error as WireFormatError {
             metrics.rejected(1)
-            throw HTTPError(error.code == .unsupported ? .unsupportedMediaType : .badRequest, message: "\(error)")
+            throw ErrorAnswer(error, status: error.code == .unsupported ? .unsupportedMediaType : .badRequest)
         }
         guard let secret = opened.secret else {
             return try respond("[]", contentType: "application/json", context: context)
@@ -85,7 +85,7 @@ extension TrackServer {
             records = try Overland.decode(bytes, device: context.identity.onlyDevice ?? "overland", now: now)
         } catch {
             metrics.rejected(1)
-            throw HTTPError(error.code == .tooLarge ? .contentTooLarge : .badRequest, message: "\(error)")
+            throw ErrorAnswer(error, status: error.code == .tooLarge ? .contentTooLarge : .badRequest)
         }
         for device in Set(records.map(\.device)) { try authorize(context, device: device) }
         let result = try await store.insert(records, format: "overland", received: now)

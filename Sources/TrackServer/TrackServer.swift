@@ -271,6 +271,7 @@ public final class TrackServer: Sendable {
         let router = Router(context: ServerContext.self)
         let origins = configuration.corsOrigins
         if !origins.isEmpty { router.add(middleware: CrossOriginMiddleware(origins: origins)) }
+        router.add(middleware: ErrorAnswerMiddleware(logger: logger))
         router.add(middleware: EarlyLimitMiddleware(maxBodyBytes: configuration.maxBodyBytes))
         if configuration.faultInjection { router.add(middleware: FaultMiddleware(server: self)) }
         router.add(middleware: AccessMiddleware(server: self))
@@ -354,10 +355,8 @@ public final class TrackServer: Sendable {
             defer { bodies.release(inflated) }
             do {
                 return try Gzip.decompress(bytes, limit: limit)
-            } catch where error.code == .tooLarge {
-                throw HTTPError(.contentTooLarge, message: "\(error)")
             } catch {
-                throw HTTPError(.badRequest, message: "\(error)")
+                throw ErrorAnswer(error, status: error.code == .tooLarge ? .contentTooLarge : .badRequest)
             }
         }
         return bytes
@@ -377,7 +376,7 @@ public final class TrackServer: Sendable {
             batch = try JSONBatch.decode(bytes, now: clock.now.secondsSince1970)
         } catch {
             metrics.rejected(1)
-            throw HTTPError(.badRequest, message: "\(error)")
+            throw ErrorAnswer(error)
         }
         try authorize(context, device: batch.device)
         let result = try await store.insert(batch.records, format: "json", received: clock.now.secondsSince1970)
@@ -398,7 +397,7 @@ public final class TrackServer: Sendable {
                 record = try OsmAnd.decodeJSON(bytes, now: clock.now.secondsSince1970)
             } catch {
                 metrics.rejected(1)
-                throw HTTPError(.badRequest, message: "\(error)")
+                throw ErrorAnswer(error)
             }
         } else {
             var query = request.uri.query ?? ""
@@ -410,7 +409,7 @@ public final class TrackServer: Sendable {
                 record = try OsmAnd.decode(query, now: clock.now.secondsSince1970)
             } catch {
                 metrics.rejected(1)
-                throw HTTPError(.badRequest, message: "\(error)")
+                throw ErrorAnswer(error)
             }
         }
         if context.identity == .anonymous {
@@ -667,9 +666,12 @@ public final class TrackServer: Sendable {
         do {
             new = try JSONDecoder().decode(Faults.self, from: Data(bytes))
         } catch {
-            throw HTTPError(.badRequest, message: "faults: \(error)")
+            let code = ErrorAnswer.Code(rawValue: TrackServerError.Code.invalidFaults.rawValue)
+            throw ErrorAnswer(.badRequest, code: code, message: "faults: " + Faults.decodingProblem(error))
         }
-        if let problem = new.problem { throw HTTPError(.badRequest, message: "faults: \(problem)") }
+        if let problem = new.problem {
+            throw ErrorAnswer(.badRequest, code: .init(rawValue: problem.code.rawValue), message: "faults: \(problem)")
+        }
         faults.withLock { $0 = new }
         return Response(status: .ok, headers: [.contentType: "application/json"],
                         body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))

@@ -1,6 +1,7 @@
 /// TrackServer's error for settings and credentials: what (``code``, ``message``) and which
-/// (``field`` of ``Faults``, ``device``). The stores' own failures are ``TrackStoreError``, an
-/// export's ``TrailExportError``; an HTTP answer is an `HTTPError`.
+/// (``field`` of ``Faults`` or of the configuration, ``device``, ``value``). The stores' own
+/// failures are ``TrackStoreError``, an export's ``TrailExportError``; an HTTP refusal is an
+/// ``ErrorAnswer``.
 public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of problem.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -16,6 +17,12 @@ public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertib
         public static let tokenExists = Code(rawValue: "token-exists")
         /// Another problem with a credential.
         public static let credential = Code(rawValue: "credential")
+        /// An origin of ``TrackServer/Configuration/corsOrigins`` has no `://` (``TrackServerError/value``).
+        public static let corsOriginNotAnOrigin = Code(rawValue: "cors-origin-not-an-origin")
+        /// An origin of ``TrackServer/Configuration/corsOrigins`` has no scheme before `://`.
+        public static let corsOriginWithoutScheme = Code(rawValue: "cors-origin-without-scheme")
+        /// An origin of ``TrackServer/Configuration/corsOrigins`` has a path, a trailing slash, a space or a comma.
+        public static let corsOriginWithPath = Code(rawValue: "cors-origin-with-path")
     }
 
     public var code: Code
@@ -25,12 +32,15 @@ public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertib
     public var field: String?
     /// The device id, for the credentials' codes.
     public var device: String?
+    /// The value that is wrong (an origin of ``TrackServer/Configuration/corsOrigins``).
+    public var value: String?
 
-    public init(_ code: Code, _ message: String, field: String? = nil, device: String? = nil) {
+    public init(_ code: Code, _ message: String, field: String? = nil, device: String? = nil, value: String? = nil) {
         self.code = code
         self.message = message
         self.field = field
         self.device = device
+        self.value = value
     }
 
     /// A credential problem in a sentence (``Code/credential``).

@@ -29,9 +29,10 @@ extension Tracker {
         public var heartbeat: Double?
         /// The regions to monitor, with their states. The default is none.
         public var regions = RegionMonitor()
-        /// Regions that could not be monitored, reported as `region-monitoring-failure` errors at
-        /// start (like CoreLocation's monitoringDidFail). The default is none.
-        public var regionFailures: [String] = []
+        /// Regions that could not be monitored (each a `LocationError` of code `invalid-region`
+        /// naming the region), reported as `region-monitoring-failure` errors at start (like
+        /// CoreLocation's monitoringDidFail). The default is none.
+        public var regionFailures: [LocationError] = []
         /// Where the regions come from and their states go after each transition, across runs; when
         /// set, ``regions`` is read from it at start. The default is none.
         public var regionStore: RegionStore?

@@ -18,14 +18,14 @@ extension Tracker.Configuration {
         var monitor = regions
         regions = RegionMonitor()
         defer { regions = monitor }
-        var failures: [String] = []
+        var failures: [LocationError] = []
         try RegionDefinition.parseGeoJSON(bytes) { d in
-            do {
+            do throws(LocationError) {
                 var region = try Region(d)
                 region.loiteringDelay = d.dwell ?? dwell
                 monitor.add(region)
             } catch {
-                failures.append("\(error)")
+                failures.append(error)
             }
         }
         regionFailures += failures

@@ -336,7 +336,9 @@ final class TrackerCore: Sendable {
         logStart()
         if !configuration.launchAtFirstFix { launch() }
         for failure in configuration.regionFailures {
-            try sink.receive(.location(.error(LocationError(.regionMonitoringFailure, failure))))
+            let error = LocationError(
+                .regionMonitoringFailure, failure.description, region: failure.region, underlying: failure)
+            try sink.receive(.location(.error(error)))
         }
         try emitLifecycle()
         var events = manager.events.makeAsyncIterator()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LocationService
+import TrackServer
 import Tracking
 import Upload
 
@@ -37,6 +38,19 @@ extension TrackerError {
         case .regionStore: return CommandFailure(description)
         case .upload where (underlying as? UploadError)?.code == .storage: return CommandFailure(description)
         default: return ValidationError(description)
+        }
+    }
+}
+
+extension TrackServerError {
+    /// What is wrong with an origin of `--cors-origin`.
+    var corsOriginSentence: String {
+        let origin = value ?? ""
+        return switch code {
+        case .corsOriginNotAnOrigin: "'\(origin)' is not scheme://host[:port]"
+        case .corsOriginWithoutScheme: "'\(origin)' has no scheme (http:// or https://)"
+        case .corsOriginWithPath: "'\(origin)' must be scheme://host[:port], without a path or a trailing slash"
+        default: message
         }
     }
 }

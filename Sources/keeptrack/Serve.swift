@@ -279,7 +279,7 @@ extension TrackServer.Configuration.Problem {
         case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
         case .maxStreamsBelowOne: "--max-streams must be at least 1."
         case .mqtt(let why): "--mqtt: \(why)."
-        case .corsOrigin(let why): "--cors-origin: \(why)."
+        case .corsOrigin(let why): "--cors-origin: \(why.corsOriginSentence)."
         }
     }
 }

@@ -11,7 +11,7 @@ struct HostileInputTests {
         ISOTime.append(seconds, to: &out)
         #expect(!out.isEmpty)
         let r = TrailRecord(device: "d", sequence: 1, time: seconds, latitude: 1, longitude: 1)
-        #expect(r.problem(now: 1_800_000_000)?.contains("is impossible") == true)
+        #expect(r.problem(now: 1_800_000_000)?.message.contains("is impossible") == true)
     }
 
     @Test func formatsTheEdgesOfTheFourDigitYears() {
@@ -56,7 +56,7 @@ struct HostileInputTests {
     func refusesIdsThatCouldMergeDevices(id: String, message: String) {
         #expect(TrailRecord.identifierProblem(id)?.contains(message) == true, "\(id.debugDescription)")
         let r = TrailRecord(device: id, sequence: 1, time: 1_715_679_000, latitude: 1, longitude: 1)
-        #expect(r.problem(now: 2e9)?.hasPrefix("device id must") == true)
+        #expect(r.problem(now: 2e9)?.message.hasPrefix("device id must") == true)
         let e = TrailRecord(device: "d", sequence: 1, kind: .enter, region: id, time: 1_715_679_000, latitude: 1, longitude: 1)
         #expect(e.problem(now: 2e9) != nil)
     }

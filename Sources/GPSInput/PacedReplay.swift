@@ -1,0 +1,116 @@
+import Geo
+
+/// What a file replay does whatever the file's format: it keeps what was read ahead, paces the
+/// fixes by their times (``speed``), shifts a looped pass forward, drives the log clock and says how
+/// far into the file the fixes delivered reach. ``NMEALogSource`` and ``TrackFileSource`` each read
+/// their format into it.
+struct PacedReplay {
+    /// Time factor: `nil` replays as fast as possible.
+    let speed: Double?
+    let pacer: Pacer
+    /// The clock that follows the fixes' times.
+    let logClock: ManualClock
+    /// Whether the log clock only moves forward (a track file's times may go back: a waypoint before
+    /// its track); else it follows every fix.
+    let clockOnlyForward: Bool
+
+    /// What was read and not yet delivered, from ``head`` on.
+    var queue: [SourceElement] = []
+    var head = 0
+    var firstFixNanos: Int64?
+    var paceStart: Duration?
+    var shift: Int64 = 0
+    var lastNanos: Int64?
+    /// The first fix time of the file itself (unshifted), learned on the first pass.
+    var firstLogNanos: Int64?
+    /// The chunk whose fixes are being delivered: its bytes, its fixes, how many went out.
+    var chunk = (start: Int64(0), end: Int64(0), fixes: 0, delivered: 0)
+
+    init(speed: Double?, pacer: Pacer, logClock: ManualClock, clockOnlyForward: Bool) {
+        self.speed = speed
+        self.pacer = pacer
+        self.logClock = logClock
+        self.clockOnlyForward = clockOnlyForward
+    }
+
+    /// The next element read ahead, if any.
+    mutating func takeQueued() -> SourceElement? {
+        guard head < queue.count else { return nil }
+        let element = queue[head]
+        head += 1
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return element
+    }
+
+    /// A new pass starts only once the previous pass's fixes were all delivered: it is shifted so
+    /// that its first fix follows the last delivered one by one second.
+    mutating func startPass(after passes: Int) {
+        if passes > 0, let last = lastNanos, let first = firstLogNanos {
+            shift = last + 1_000_000_000 - first
+        }
+    }
+
+    /// Paces, shifts for looping, advances the log clock. Returns the fix and how far into the file
+    /// the fixes delivered reach (within the chunk, in proportion to its fixes delivered).
+    mutating func deliver(_ prepared: Fix) async -> (fix: Fix, position: Int64) {
+        var fix = prepared
+        if firstLogNanos == nil { firstLogNanos = prepared.time?.nanosecondsSince1970 }
+        if shift != 0, let t = fix.time, let n = t.nanosecondsSince1970 {
+            fix.time = GNSSTime(nanosecondsSince1970: n + shift, fractionDigits: t.fractionDigits)
+        }
+        if let n = fix.time?.nanosecondsSince1970 {
+            if let speed, speed > 0 {
+                if firstFixNanos == nil {
+                    firstFixNanos = n
+                    paceStart = pacer.elapsed()
+                }
+                let logElapsed = Double(n - firstFixNanos!) / 1e9 / speed
+                let due = paceStart! + .nanoseconds(Int64(logElapsed * 1e9))
+                let wait = due - pacer.elapsed()
+                if wait > .zero { try? await pacer.sleep(wait) }
+            }
+            if !clockOnlyForward || n > (lastNanos ?? Int64.min) {
+                logClock.advance(to: ManualClock.Instant(offset: .nanoseconds(n)))
+                lastNanos = n
+            }
+        }
+        chunk.delivered += 1
+        let c = chunk
+        let position =
+            c.start + (c.end - c.start) * Int64(Swift.min(c.delivered, c.fixes)) / Int64(Swift.max(c.fixes, 1))
+        return (fix, position)
+    }
+}
+
+/// The iterator of a file replay: it reads a chunk (``fill()``) when the ``PacedReplay``'s queue is
+/// empty, and delivers the fixes through it.
+protocol PacedReplayIterator {
+    var replay: PacedReplay { get set }
+    /// Whether the replay has ended (the end of the file without looping, an error).
+    var finished: Bool { get }
+    /// Reads the next chunk into ``replay``'s queue.
+    mutating func fill() async
+    /// A fix as read, made ready for delivery (an assumed accuracy).
+    func prepared(_ fix: Fix) -> Fix
+    /// One more fix was delivered, and the fixes delivered reach `position` of the file.
+    func delivered(reaching position: Int64)
+}
+
+extension PacedReplayIterator {
+    /// The next fix or event: read ahead, or after reading the next chunk; `nil` at the end.
+    mutating func nextElement() async -> SourceElement? {
+        while true {
+            if let element = replay.takeQueued() {
+                guard case .fix(let fix) = element else { return element }
+                let (paced, position) = await replay.deliver(prepared(fix))
+                delivered(reaching: position)
+                return .fix(paced)
+            }
+            if finished || Task.isCancelled { return nil }
+            await fill()
+        }
+    }
+}
