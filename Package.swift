@@ -173,7 +173,7 @@ let package = Package(
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.
         .target(name: "KeepTrackTesting", dependencies: ["SystemIO"], path: "Sources/KeepTrackTesting"),
         // Test support: a real TrackServer on a free loopback port with its own database.
-        .target(name: "TrackServerTesting", dependencies: ["TrackServer", "TrackStorePostgres", "KeepTrackTesting"]),
+        .target(name: "TrackServerTesting", dependencies: ["TrackServer", "TrackStorePostgres", "KeepTrackTesting", "Geo"]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "GPSInputTests",
