@@ -67,10 +67,13 @@ extension TrackServer {
             ? try await recorderLiveDevice(user: q["user"].map(String.init), device: q["device"].map(String.init))
             : q["device"].flatMap { $0.isEmpty ? nil : String($0) }
         // /ws/last is opened by web apps of other origins (the OwnTracks Frontend) that may hold HTTP
-        // Basic credentials for this one: only the origins of --cors-origin (or this one) may use them.
+        // Basic credentials for this one: only the CORS origins (or this one) may use them.
         if uri.path == Self.recorderLivePath, let origin = head.headerFields[.origin] {
             let origins = configuration.corsOrigins
-            let same = head.authority.map { origin.hasSuffix("//" + $0) } ?? false
+            // This server's own origin: its host (and port, when the origin says one).
+            let from = origin.split(separator: "//", maxSplits: 1).last.map(String.init) ?? origin
+            let authority = head.authority ?? ""
+            let same = from == authority || from == authority.split(separator: ":").first.map(String.init)
             if !(same || origins.contains("*") || origins.contains(origin)) {
                 return .failure(StreamRefusal(code: .policyViolation, reason: "forbidden: an origin not allowed"))
             }
