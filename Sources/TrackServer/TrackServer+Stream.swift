@@ -261,10 +261,12 @@ extension TrackServer {
         let logger = self.logger
         let store = self.store
         let follow = Task {
-            // The devices known so far: online or offline, without an event.
-            if let known = try? await store.latest(device: nil) { watch.seed(known) }
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await watch.run() }
+                group.addTask {
+                    // The devices known so far: online or offline, without an event.
+                    if let known = try? await store.latest(device: nil) { watch.seed(known) }
+                    await watch.run()
+                }
                 if let source {
                     group.addTask {
                         do { try await source.followStored(clock: clock) } catch {
