@@ -180,7 +180,7 @@ let package = Package(
         // Test support: a real TrackServer on a free loopback port with its own database.
         // Its raw HTTP client (`Raw`) and the trails tests send (`walk`, `numbered`).
         .target(name: "TrackServerTesting", dependencies: [
-            "TrackServer", "TrackStorePostgres", "KeepTrackTesting", "Formats",
+            "TrackServer", "TrackStorePostgres", "KeepTrackTesting", "Formats", "Geo",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

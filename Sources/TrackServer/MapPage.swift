@@ -26,8 +26,6 @@ extension TrackServer {
             "&copy; <a href=\"https://www.openstreetmap.org/copyright\">OpenStreetMap</a> contributors"
         /// Where Leaflet is installed. The default is Debian's `libjs-leaflet`, /usr/share/javascript/leaflet.
         public var leafletDirectory = "/usr/share/javascript/leaflet"
-        /// After how long without a record a device is shown offline. The default is 10 minutes.
-        public var offlineAfter: Duration = .seconds(600)
 
         public static let openStreetMapTiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 
@@ -111,7 +109,7 @@ extension TrackServer {
         ByteWriting.appendStatic(",\"attribution\":", to: &settings)
         ByteWriting.appendJSONString(map.tilesAttribution, to: &settings)
         ByteWriting.appendStatic(",\"offlineAfter\":", to: &settings)
-        ByteWriting.appendInt(map.offlineAfter.components.seconds, to: &settings)
+        ByteWriting.appendInt(configuration.stream.offlineAfter.components.seconds, to: &settings)
         ByteWriting.appendStatic("}", to: &settings)
         // In a <script> element: "</" would end it.
         let json = String(decoding: settings, as: UTF8.self).replacing("</", with: "<\\/")

@@ -50,6 +50,8 @@ enum MapScript {
             return isNaN(d) ? "" : d.toLocaleString();
           }
           function isLive(d) {
+            // The stream's offline and online events say it; until one came, the last receipt does.
+            if (typeof d.live === "boolean") { return d.live; }
             const t = Date.parse(d.lastReceived || d.time);
             return !isNaN(t) && Date.now() - t < settings.offlineAfter * 1000;
           }
@@ -103,7 +105,7 @@ enum MapScript {
               map.fitBounds(L.latLngBounds(ll).pad(0.2), { maxZoom: 16 });
             }
           }
-          // The live stream: a snapshot, then every record stored.
+          // The live stream: a snapshot, then every record stored and the devices' offline and online events.
           let retry = 1000;
           function connect() {
             const proto = location.protocol === "https:" ? "wss:" : "ws:";
@@ -123,6 +125,8 @@ enum MapScript {
                 fitAll();
               } else if (msg.type === "record") {
                 onRecord(msg.device, msg.record);
+              } else if (msg.type === "event") {
+                onEvent(msg.device, msg.event);
               }
             };
             ws.onclose = function (event) {
@@ -136,8 +140,14 @@ enum MapScript {
               retry = Math.min(retry * 2, 30000);
             };
           }
-          function onRecord(device, r) {
+          function onEvent(device, e) {
             const known = state.devices.get(device) || { id: device };
+            if (e.kind === "offline" || e.kind === "online") {
+              showDevice(Object.assign({}, known, { live: e.kind === "online" }));
+            }
+          }
+          function onRecord(device, r) {
+            const known = Object.assign({}, state.devices.get(device) || { id: device }, { live: true });
             if (r.kind === "location" && r.valid !== false) {
               showDevice(Object.assign({}, known, { id: device, time: r.time, lat: r.lat, lon: r.lon,
                                                     lastReceived: new Date().toISOString() }));

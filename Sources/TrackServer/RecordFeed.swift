@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import Synchronization
 
 /// Where a store tells what it stored: each committed batch's new records (duplicates left out), in
@@ -13,9 +14,19 @@ public final class RecordFeed: Sendable {
         let id: Int
     }
 
+    /// How following the store goes (a store that follows other processes reports it; counted in
+    /// the stream's metrics).
+    public enum FollowReport: Hashable, Sendable {
+        /// The connection that follows the store failed; it is opened again after a wait.
+        case failed
+        /// Following again after a failure, having published the `records` stored meanwhile.
+        case caughtUp(records: Int)
+    }
+
     struct State {
         var next = 0
         var handlers: [Int: @Sendable ([TrailRecord]) -> Void] = [:]
+        var reports: [Int: @Sendable (FollowReport) -> Void] = [:]
     }
 
     let state = Mutex(State())
@@ -31,8 +42,26 @@ public final class RecordFeed: Sendable {
         }
     }
 
+    /// Calls `handler` with every ``FollowReport`` from now on.
+    public func observe(_ handler: @escaping @Sendable (FollowReport) -> Void) -> Subscription {
+        state.withLock { s in
+            s.next += 1
+            s.reports[s.next] = handler
+            return Subscription(id: s.next)
+        }
+    }
+
     public func unsubscribe(_ subscription: Subscription) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: subscription.id) }
+        state.withLock { s in
+            s.handlers.removeValue(forKey: subscription.id)
+            s.reports.removeValue(forKey: subscription.id)
+        }
+    }
+
+    /// Hands `report` to every observer.
+    public func report(_ report: FollowReport) {
+        let handlers = state.withLock { Array($0.reports.values) }
+        for handler in handlers { handler(report) }
     }
 
     /// Whether anyone listens (a store skips collecting records when nobody does).
@@ -53,6 +82,7 @@ public protocol StoredRecordsSource: AnyObject, Sendable {
     var storedRecords: RecordFeed { get }
 
     /// Follows what other processes store, publishing it on ``storedRecords``, until the task is
-    /// cancelled. A store only one process writes returns at once.
-    func followStored() async throws
+    /// cancelled, waiting on `clock` before it reconnects after a failure. A store only one process
+    /// writes returns at once.
+    func followStored(clock: any EpochClock) async throws
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Formats
+import Geo
 import GRDB
 
 /// The SQLite store (GRDB): the default for `keeptrack serve --db FILE` and `--upload embedded`.
@@ -265,7 +266,7 @@ public final class SQLiteTrackStore: TrackStore {
 
 extension SQLiteTrackStore: StoredRecordsSource {
     /// One process writes a SQLite store: its feed is complete without following anything.
-    public func followStored() async throws {}
+    public func followStored(clock: any EpochClock) async throws {}
 
     /// `r` as a trail reads it back: a sequence only for our JSON batch.
     static func asStored(_ r: TrailRecord, format: String) -> TrailRecord {

@@ -5,7 +5,8 @@ import Synchronization
 
 /// The live stream's fan-out: every record a store publishes (``RecordFeed``) becomes one text frame
 /// `{"type":"record","device":ID,"record":{...}}`, encoded once and queued for each connected client
-/// that may see the device, each client with a bounded queue (``StreamQueue``) of its own.
+/// that may see the device (each ``StreamEvent`` too, as `{"type":"event",...}`), each client with a
+/// bounded queue (``StreamQueue``) of its own.
 ///
 /// It knows nothing of WebSockets: a connection registers a ``StreamClient`` and writes what it
 /// takes from it. Another live view (the OwnTracks Recorder's `/ws/last`) can register clients too,
@@ -68,19 +69,32 @@ final class StreamHub: Sendable {
 
     /// Queues `records` (one stored batch, in storage order) for every client that may see them.
     func publish(_ records: [TrailRecord]) {
+        fanOut(records, device: \.device) { $0.encode($1) }
+    }
+
+    /// Queues `events` for every client that may see their devices (``StreamEvent``: a new kind of
+    /// event needs nothing here).
+    func publish(events: [StreamEvent]) {
+        fanOut(events, device: \.device) { $0.event($1) }
+    }
+
+    /// Queues `items` for every client that may see their devices, each item encoded once per kind of
+    /// client, its frames by device: a client takes its device's (a dictionary lookup) or all of them.
+    private func fanOut<Item>(
+        _ items: [Item], device: (Item) -> String, encode: (StreamEncoding, Item) -> Frame?
+    ) {
+        guard !items.isEmpty else { return }
         let all = clients.withLock { Array($0.values) }
         guard !all.isEmpty else { return }
-        // Each record encoded once per kind of client, its frames by device: a client takes its
-        // device's (a dictionary lookup) or all of them.
         var encoded: [StreamEncoding: (all: [Frame], byDevice: [String: [Frame]])] = [:]
         for client in all {
             if encoded[client.encoding] == nil {
                 var frames: [Frame] = []
                 var byDevice: [String: [Frame]] = [:]
-                for r in records {
-                    guard let frame = client.encoding.encode(r) else { continue }
+                for item in items {
+                    guard let frame = encode(client.encoding, item) else { continue }
                     frames.append(frame)
-                    byDevice[r.device, default: []].append(frame)
+                    byDevice[device(item), default: []].append(frame)
                 }
                 encoded[client.encoding] = (frames, byDevice)
             }
@@ -103,16 +117,34 @@ final class StreamHub: Sendable {
     }
 }
 
-/// How stored records become frames for a kind of client.
+/// How stored records and events become frames for a kind of client (`nil`: not sent to it).
 struct StreamEncoding: Hashable, Sendable {
     let name: String
     let encode: @Sendable (TrailRecord) -> StreamHub.Frame?
+    let event: @Sendable (StreamEvent) -> StreamHub.Frame?
+
+    init(
+        name: String, event: @escaping @Sendable (StreamEvent) -> StreamHub.Frame? = { _ in nil },
+        encode: @escaping @Sendable (TrailRecord) -> StreamHub.Frame?
+    ) {
+        self.name = name
+        self.encode = encode
+        self.event = event
+    }
 
     static func == (a: Self, b: Self) -> Bool { a.name == b.name }
     func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
-    /// `GET /v1/stream`'s `{"type":"record","device":ID,"record":{...}}`, the record as a trail reads it.
-    static let record = StreamEncoding(name: "record") { r in
+    /// `GET /v1/stream`'s `{"type":"record","device":ID,"record":{...}}`, the record as a trail reads it,
+    /// and its `{"type":"event",...}` (``StreamEvent``).
+    static let record = StreamEncoding(
+        name: "record",
+        event: { e in
+            var out: [UInt8] = []
+            e.appendMessage(to: &out)
+            return StreamHub.Frame(text: ByteBuffer(bytes: out))
+        }
+    ) { r in
         var out: [UInt8] = []
         out.reserveCapacity(300)
         ByteWriting.appendStatic("{\"type\":\"record\",\"device\":", to: &out)
@@ -205,6 +237,8 @@ struct StreamMetrics: Sendable {
     let refused: Counter
     let messages: Counter
     let overflows: Counter
+    let followFailures: Counter
+    let caughtUp: Counter
 
     init(registry r: PrometheusCollectorRegistry) {
         func name(_ n: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -223,5 +257,13 @@ struct StreamMetrics: Sendable {
             descriptor: name(
                 "stream_overflow_closes", "total",
                 "Live stream clients closed (1008) for not reading: queue overflowed."))
+        followFailures = r.makeCounter(
+            descriptor: name(
+                "stream_store_reconnects", "total",
+                "Live stream: the connection following the store (PostgreSQL LISTEN) failed and was reopened."))
+        caughtUp = r.makeCounter(
+            descriptor: name(
+                "stream_caught_up_records", "total",
+                "Live stream: records stored while the store was not followed, read after reconnecting."))
     }
 }

@@ -37,6 +37,8 @@ extension TrackServer.Configuration {
         case corsOrigin(TrackServerError)
         /// ``TrackServer/StreamSettings/maxClients`` is less than 1.
         case maxStreamsBelowOne
+        /// ``TrackServer/StreamSettings/offlineAfter`` is less than a second.
+        case offlineAfterBelowASecond
     }
 
     /// What is wrong with these settings, or nil; the first problem found.
@@ -54,6 +56,7 @@ extension TrackServer.Configuration {
         if (tlsCertificate == nil) != (tlsKey == nil) { return .tlsCertificateAndKeyApart }
         if let retention, !(retention >= 3600) { return .retentionBelowAnHour }
         if stream.maxClients < 1 { return .maxStreamsBelowOne }
+        if stream.offlineAfter < .seconds(1) { return .offlineAfterBelowASecond }
         if let mqtt {
             do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt(error) }
         }

@@ -28,6 +28,9 @@ extension TrackServer {
         public var maxQueuedBytes = 1 << 20
         /// How often a ping goes to each client. The default is 30 seconds.
         public var pingInterval: Duration = .seconds(30)
+        /// After how long without a record a device is declared offline (an `offline` event; `online`
+        /// when it sends again), on the server's clock. The default is 10 minutes.
+        public var offlineAfter: Duration = .seconds(600)
 
         public init() {}
     }
@@ -59,7 +62,22 @@ extension TrackServer {
     func streamAccess(_ head: HTTPRequest) async throws -> Result<String?, StreamRefusal> {
         let uri = URI(head.path ?? "/")
         let q = uri.queryParameters
-        let wanted = q["device"].flatMap { $0.isEmpty ? nil : String($0) }
+        let wanted =
+            uri.path == Self.recorderLivePath
+            ? try await recorderLiveDevice(user: q["user"].map(String.init), device: q["device"].map(String.init))
+            : q["device"].flatMap { $0.isEmpty ? nil : String($0) }
+        // /ws/last is opened by web apps of other origins (the OwnTracks Frontend) that may hold HTTP
+        // Basic credentials for this one: only the CORS origins (or this one) may use them.
+        if uri.path == Self.recorderLivePath, let origin = head.headerFields[.origin] {
+            let origins = configuration.corsOrigins
+            // This server's own origin: its host (and port, when the origin says one).
+            let from = origin.split(separator: "//", maxSplits: 1).last.map(String.init) ?? origin
+            let authority = head.authority ?? ""
+            let same = from == authority || from == authority.split(separator: ":").first.map(String.init)
+            if !(same || origins.contains("*") || origins.contains(origin)) {
+                return .failure(StreamRefusal(code: .policyViolation, reason: "forbidden: an origin not allowed"))
+            }
+        }
         var identity = Identity.admin
         let credentials = try await store.hasCredentials()
         if configuration.token != nil || credentials {
@@ -94,7 +112,12 @@ extension TrackServer {
     func streamUpgrade(_ head: HTTPRequest, channel: any Channel, logger: Logger) async throws
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>
     {
-        guard head.method == .get, URI(head.path ?? "/").path == Self.streamPath else { return .dontUpgrade }
+        let path = URI(head.path ?? "/").path
+        guard head.method == .get, path == Self.streamPath || path == Self.recorderLivePath else {
+            return .dontUpgrade
+        }
+        // The OwnTracks Recorder's /ws/last: its location objects, and each device's latest on LAST.
+        let recorder = path == Self.recorderLivePath
         let access = try await streamAccess(head)
         return .upgrade([:]) { [self] inbound, outbound, _ in
             // The kernel's send buffer kept small (it grows to megabytes on its own): a client that does not
@@ -114,7 +137,8 @@ extension TrackServer {
             let reason = "too slow: more than \(limits.maxMessages) messages or \(limits.maxBytes) bytes queued"
             guard
                 let client = streamHub.register(
-                    device: device, onOverflow: { if $0 { Self.closeOverflowed(channel, reason: reason) } })
+                    device: device, encoding: recorder ? .recorderLocation : .record,
+                    onOverflow: { if $0 { Self.closeOverflowed(channel, reason: reason) } })
             else {
                 Self.closeNow(
                     channel, code: .init(codeNumber: 1013),
@@ -122,13 +146,24 @@ extension TrackServer {
                 return
             }
             defer { streamHub.unregister(client) }
-            try await outbound.write(.custom(.init(fin: true, opcode: .text, data: try await snapshot(device: device))))
-            streamHub.metrics.messages.increment()
+            if !recorder {
+                try await outbound.write(
+                    .custom(.init(fin: true, opcode: .text, data: try await snapshot(device: device))))
+                streamHub.metrics.messages.increment()
+            }
             let messages = streamHub.metrics.messages
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    // What the client sends is not used; its end (a close, a reset) ends the stream.
-                    for try await _ in inbound {}
+                group.addTask { [self] in
+                    // What the client sends is not used (but /ws/last's LAST); its end (a close, a reset)
+                    // ends the stream.
+                    if recorder {
+                        for try await message in inbound.messages(maxSize: 1 << 14) {
+                            guard case .text(let text) = message, text == Self.recorderLastRequest else { continue }
+                            client.push(try await recorderLastFrames(device: device))
+                        }
+                    } else {
+                        for try await _ in inbound {}
+                    }
                     client.close()
                 }
                 group.addTask {
@@ -200,26 +235,49 @@ extension TrackServer {
     func noteStored(_ records: [TrailRecord], _ result: (accepted: Int, duplicates: Int), format: String) {
         metrics.stored(result.accepted, duplicates: result.duplicates, format: format)
         guard !(store is any StoredRecordsSource), result.accepted == records.count else { return }
-        streamHub.publish(records.map { SQLiteTrackStore.asStored($0, format: format) })
+        offlineWatch.stored(records.map { SQLiteTrackStore.asStored($0, format: format) })
     }
 
-    /// Feeds the stream from the store while the server runs; at its graceful shutdown, ends every stream.
+    /// Feeds the stream from the store while the server runs, declares devices offline (and online
+    /// again) on it; at its graceful shutdown, ends every stream.
     func followStore() async {
         let hub = streamHub
         defer { hub.closeAll() }
-        guard let source = store as? any StoredRecordsSource else {
-            try? await gracefulShutdown()
-            return
+        let watch = offlineWatch
+        let source = store as? any StoredRecordsSource
+        let subscription = source?.storedRecords.subscribe { watch.stored($0) }
+        let metrics = hub.metrics
+        let reports = source?.storedRecords.observe { report in
+            switch report {
+            case .failed: metrics.followFailures.increment()
+            case .caughtUp(let records): metrics.caughtUp.increment(by: Int64(records))
+            }
         }
-        let subscription = source.storedRecords.subscribe { hub.publish($0) }
-        defer { source.storedRecords.unsubscribe(subscription) }
+        defer {
+            subscription.map { source?.storedRecords.unsubscribe($0) }
+            reports.map { source?.storedRecords.unsubscribe($0) }
+        }
+        let clock = self.clock
         let logger = self.logger
+        let store = self.store
         let follow = Task {
-            do { try await source.followStored() } catch {
-                // Cancelled: the server stops (the listening connection's error says only that).
-                guard !Task.isCancelled, !(error is CancellationError) else { return }
-                logger.error(
-                    "the live stream stopped following the store", metadata: ["error.type": "\(type(of: error))"])
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // The devices known so far: online or offline, without an event.
+                    if let known = try? await store.latest(device: nil) { watch.seed(known) }
+                    await watch.run()
+                }
+                if let source {
+                    group.addTask {
+                        do { try await source.followStored(clock: clock) } catch {
+                            // Cancelled: the server stops (the listening connection's error says only that).
+                            guard !Task.isCancelled, !(error is CancellationError) else { return }
+                            logger.error(
+                                "the live stream stopped following the store",
+                                metadata: ["error.type": "\(type(of: error))"])
+                        }
+                    }
+                }
             }
         }
         try? await gracefulShutdown()

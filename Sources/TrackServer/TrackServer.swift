@@ -129,6 +129,8 @@ public final class TrackServer: Sendable {
     let bodies: BodyBudget
     /// The live stream's clients (``StreamHub``).
     let streamHub: StreamHub
+    /// Every stored batch on its way to the stream, and the offline events (``OfflineWatch``).
+    let offlineWatch: OfflineWatch
 
     /// A server over the SQLite store at ``Configuration/database``.
     public convenience init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
@@ -162,6 +164,7 @@ public final class TrackServer: Sendable {
                                                  maxMessages: max(1, stream.maxQueuedMessages),
                                                  maxBytes: max(1, stream.maxQueuedBytes)),
                                    metrics: StreamMetrics(registry: metrics.registry))
+        self.offlineWatch = OfflineWatch(hub: streamHub, after: stream.offlineAfter, clock: clock)
     }
 
     /// Whether listening on `host` with `token` exposes the store: no token on an address other than

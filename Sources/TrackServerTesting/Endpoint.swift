@@ -1,4 +1,5 @@
 import Foundation
+import Geo
 import KeepTrackTesting
 import TrackServer
 import TrackStorePostgres
@@ -24,10 +25,10 @@ public struct Endpoint: Sendable {
     let createdDatabase: String?
 
     /// Starts one over `store` with fault injection on (`faults` from the start, `PUT /v1/faults`
-    /// later); `configure` changes anything else (limits, timeouts) before it starts. With `database`
+    /// later), on `clock` (receipt times, the offline events); `configure` changes anything else (limits, timeouts) before it starts. With `database`
     /// (a file or a `postgres://` URL) it shares that database instead of creating its own.
     public static func start(store: StoreKind = .sqlite, database: String? = nil, token: String? = "secret",
-                             faults: Faults = Faults(),
+                             faults: Faults = Faults(), clock: any EpochClock = WallClock(),
                              configure: (inout TrackServer.Configuration) -> Void = { _ in }) async throws -> Endpoint {
         let dir = temporaryDirectory()
         var created: String?
@@ -42,7 +43,7 @@ public struct Endpoint: Sendable {
         c.faultInjection = true
         c.faults = faults
         configure(&c)
-        let server = try TrackServer(configuration: c, store: try await openTrackStore(c.database))
+        let server = try TrackServer(configuration: c, store: try await openTrackStore(c.database), clock: clock)
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }
         let port = try await withTimeout(30, "the endpoint to listen") { [ready] in

@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import Logging
 import PostgresNIO
 import TrackServer
@@ -9,6 +10,11 @@ import TrackServer
 /// `"XID FIRST LAST"`. Each instance listens on a connection of its own and reads those rows, in
 /// the order the notifications come (PostgreSQL delivers them in commit order), and publishes them
 /// on ``storedRecords``: one path for what this instance stored and what others did.
+///
+/// When the listening connection fails (the database restarts, the backend is terminated), it is
+/// opened again after a wait (``listenBackoff``, on the server's clock), and what was stored meanwhile
+/// is read and published before the notifications that follow (``StoredCursor``): no record lost or
+/// published twice.
 extension PostgresTrackStore: StoredRecordsSource {
     /// The migration that numbers points in storage order and notifies on commit.
     static let streamMigration = [
@@ -35,31 +41,59 @@ extension PostgresTrackStore: StoredRecordsSource {
         """,
     ]
 
+    /// The waits before opening the listening connection again: from 0.5 s doubling to 30 s.
+    public static let listenBackoff = Backoff(initial: 0.5, maximum: 30)
+
+    /// The `application_name` of this instance's listening connection (not counted as an instance).
+    public var listenerName: String { "keeptrack-listener " + name.dropFirst(Self.applicationPrefix.count) }
+
     /// Listens on `keeptrack_stored` and publishes each notified statement's rows (read by their
-    /// storage numbers and transaction, in storage order) until the task is cancelled.
-    ///
-    /// - Throws: the connection's error when it fails (the stream then stops following the store).
-    public func followStored() async throws {
-        let connection = try await PostgresConnection.connect(
-            configuration: try Self.connectionConfiguration(url), id: 1, logger: logger)
+    /// storage numbers and transaction, in storage order) until the task is cancelled. A failed
+    /// connection is opened again after a wait on `clock`, what was stored meanwhile published first
+    /// (reported on ``storedRecords``: ``RecordFeed/FollowReport``).
+    public func followStored(clock: any EpochClock) async throws {
+        var cursor = StoredCursor()
+        var failures = 0
+        var random = SystemRandomNumberGenerator()
+        while true {
+            do {
+                try await listenOnce(&cursor) { failures = 0 }
+            } catch {
+                if Task.isCancelled || error is CancellationError { throw CancellationError() }
+                logger.warning(
+                    "the live stream's connection to PostgreSQL failed: reconnecting",
+                    metadata: ["error.type": "\(type(of: error))"])
+            }
+            try Task.checkCancellation()
+            failures += 1
+            storedRecords.report(.failed)
+            let wait = Self.listenBackoff.delay(failures: failures, using: &random)
+            try await clock.sleep(until: clock.now.advanced(by: .milliseconds(Int64(wait * 1000))), tolerance: nil)
+        }
+    }
+
+    /// One listening connection, until it fails: `LISTEN`, then (after a failure) what was stored
+    /// while none listened, then each notification. `ready` is called once caught up.
+    func listenOnce(_ cursor: inout StoredCursor, ready: () -> Void) async throws {
+        var configuration = try Self.connectionConfiguration(url)
+        configuration.options.additionalStartupParameters = [("application_name", listenerName)]
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
         do {
             try await connection.listen(on: "keeptrack_stored") { notifications in
+                // LISTEN is in place: what commits from now on is notified.
+                if let floor = cursor.catchUpFloor {
+                    let missed = try await catchUp(above: floor, cursor: &cursor)
+                    storedRecords.report(.caughtUp(records: missed))
+                } else {
+                    cursor.begin(at: try await highestStored())
+                }
+                ready()
                 for try await notification in notifications {
                     let parts = notification.payload.split(separator: " ")
                     guard parts.count == 3, let first = Int64(parts[1]), let last = Int64(parts[2]) else { continue }
-                    var binds = PostgresBindings()
-                    binds.append(first)
-                    binds.append(last)
-                    binds.append(String(parts[0]))
-                    let query = PostgresQuery(
-                        unsafeSQL: """
-                            SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
-                                   ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
-                                   key, device, span
-                            FROM positions WHERE stored BETWEEN $1 AND $2 AND xmin::text = $3 ORDER BY stored
-                            """, binds: binds)
-                    let (records, _) = try await page(query, limit: Int.max - 1, cursorSequence: false)
-                    storedRecords.publish(records)
+                    let statement = StoredCursor.Statement(xid: String(parts[0]), first: first, last: last)
+                    guard cursor.admit(statement) else { continue }
+                    storedRecords.publish(try await rows(of: statement))
                 }
             }
         } catch {
@@ -67,5 +101,50 @@ extension PostgresTrackStore: StoredRecordsSource {
             throw error
         }
         try? await connection.close()
+    }
+
+    /// The rows one statement stored, in storage order.
+    func rows(of statement: StoredCursor.Statement) async throws -> [TrailRecord] {
+        var binds = PostgresBindings()
+        binds.append(statement.first)
+        binds.append(statement.last)
+        binds.append(statement.xid)
+        let query = PostgresQuery(
+            unsafeSQL: """
+                SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
+                       ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
+                       key, device, span
+                FROM positions WHERE stored BETWEEN $1 AND $2 AND xmin::text = $3 ORDER BY stored
+                """, binds: binds)
+        return try await page(query, limit: Int.max - 1, cursorSequence: false).0
+    }
+
+    /// The highest storage number given so far (0 when none).
+    func highestStored() async throws -> Int64 {
+        let rows = try await client.query("SELECT coalesce(max(stored), 0)::int8 FROM positions", logger: logger)
+        var highest: Int64 = 0
+        for try await value in rows.decode(Int64.self) { highest = value }
+        return highest
+    }
+
+    /// Publishes the statements committed above `floor` that were not published (their notifications
+    /// were lost with the connection), in storage order; returns how many records they held.
+    func catchUp(above floor: Int64, cursor: inout StoredCursor) async throws -> Int {
+        let found = try await client.query(
+            """
+            SELECT xmin::text, min(stored)::int8, max(stored)::int8 FROM positions WHERE stored > \(floor)
+            GROUP BY xmin::text ORDER BY 2
+            """, logger: logger)
+        var statements: [StoredCursor.Statement] = []
+        for try await (xid, first, last) in found.decode((String, Int64, Int64).self) {
+            statements.append(.init(xid: xid, first: first, last: last))
+        }
+        var records = 0
+        for statement in statements where cursor.admit(statement) {
+            let batch = try await rows(of: statement)
+            records += batch.count
+            storedRecords.publish(batch)
+        }
+        return records
     }
 }

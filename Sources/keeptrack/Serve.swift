@@ -191,6 +191,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Live stream clients (GET /v1/stream) at once, apart from --max-connections. "
                                + "The default is 4096.", valueName: "n"))
     var maxStreams: Int?
+    @Option(help: ArgumentHelp("Declare a device offline on the live stream after this long without a record (e.g. "
+                               + "5m); online when it sends again. The default is 10m.", valueName: "duration"),
+            transform: DurationText.parse)
+    var offlineAfter: Double?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -215,6 +219,7 @@ struct Serve: AsyncParsableCommand {
         c.corsOrigins = corsOrigin
         if let tiles { c.map.tiles = tiles == "none" ? nil : tiles }
         if let maxStreams { c.stream.maxClients = maxStreams }
+        if let offlineAfter { c.stream.offlineAfter = TrackServer.Configuration.duration(seconds: offlineAfter) }
         return c
     }
 
@@ -278,6 +283,7 @@ extension TrackServer.Configuration.Problem {
         case .tlsCertificateAndKeyApart: "--tls-cert and --tls-key go together."
         case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
         case .maxStreamsBelowOne: "--max-streams must be at least 1."
+        case .offlineAfterBelowASecond: "--offline-after must be at least 1s."
         case .mqtt(let why): "--mqtt: \(why)."
         case .corsOrigin(let why): "--cors-origin: \(why.corsOriginSentence)."
         }

@@ -1,0 +1,46 @@
+import Formats
+import HummingbirdWebSocket
+import NIOCore
+
+/// The OwnTracks Recorder's `/ws/last` WebSocket (docs/owntracks-recorder-api.md): the client sends
+/// `LAST` and is sent the latest location of each device it may see, one Recorder location object
+/// per text frame (the objects of `/api/0/last`); then a location object for every location stored,
+/// as it arrives. Authentication and refusals are the live stream's (``TrackServer/streamAccess(_:)``).
+extension TrackServer {
+    /// The path of the Recorder's WebSocket.
+    static let recorderLivePath = "/ws/last"
+
+    /// The text a client sends to be sent each device's latest location.
+    static let recorderLastRequest = "LAST"
+
+    /// The device a `/ws/last` request narrows to: the Recorder's `?user=U&device=D` (the device id
+    /// `U/D`, or `U` when both are the same and only that exists), else none.
+    func recorderLiveDevice(user: String?, device: String?) async throws -> String? {
+        guard let user, let device, !user.isEmpty, !device.isEmpty else { return nil }
+        let ids = RecorderAPI.deviceIDs(user: user, device: device)
+        for id in ids where try await !store.latest(device: id).isEmpty { return id }
+        return ids.first ?? "\u{1}"
+    }
+
+    /// The frames `LAST` is answered with: each visible device's latest location.
+    func recorderLastFrames(device: String?) async throws -> [StreamHub.Frame] {
+        var frames: [StreamHub.Frame] = []
+        for position in try await store.latest(device: device) {
+            var out: [UInt8] = []
+            RecorderAPI.appendLocation(try await store.latestRecord(position), received: false, to: &out)
+            frames.append(StreamHub.Frame(text: ByteBuffer(bytes: out)))
+        }
+        return frames
+    }
+}
+
+extension StreamEncoding {
+    /// `/ws/last`'s frames: each stored location as the Recorder's location object (`_type`, `lat`,
+    /// `lon`, `tst`, `topic`, `username`, `device`, ...); other kinds of records and events are not sent.
+    static let recorderLocation = StreamEncoding(name: "recorder-location") { r in
+        guard r.kind == .location, r.valid else { return nil }
+        var out: [UInt8] = []
+        RecorderAPI.appendLocation(r, received: false, to: &out)
+        return StreamHub.Frame(text: ByteBuffer(bytes: out))
+    }
+}
