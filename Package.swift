@@ -274,6 +274,23 @@ package.targets.first { $0.name == "GPSInput" }!.dependencies.append("TrackFiles
 package.targets.first { $0.name == "keeptrack" }!.dependencies.append("TrackFiles")
 package.targets.first { $0.name == "GPSInputTests" }!.dependencies.append("TrackFiles")
 
+// docs/openapi.yaml against a real server: every route documented, every answer its schema; and the
+// JSON the server compiles in (Sources/TrackServer/OpenAPIDocument.swift) the YAML's (docs/http-api.md).
+package.targets += [
+    .testTarget(
+        name: "OpenAPITests",
+        dependencies: [
+            "TrackServer", "TrackServerTesting", "KeepTrackTesting",
+            .product(name: "Yams", package: "Yams"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+]
+
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
 // are. System library targets have no sources, and a plugin target takes no Swift settings (the
