@@ -1403,9 +1403,8 @@ enum OpenAPIDocument {
                 ],
                 "responses": {
                   "101": {
-                    "description": "Switching to the WebSocket protocol.",
-                    "x-keeptrack-not-exercised": "OpenAPITests reads the stream's messages with a WebSocket \##
-        client instead."
+                    "description": "Switching to the WebSocket protocol; the messages are `x-keeptrack-webso\##
+        cket`'s."
                   },
                   "426": {
                     "description": "Asked without `Upgrade: websocket`.",

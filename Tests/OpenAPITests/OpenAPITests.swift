@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
+import HummingbirdWSClient
 import KeepTrackTesting
+import Logging
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -339,6 +341,51 @@ struct OpenAPITests {
         return validator.problems(value, schema).map { "\(name): \($0)" }
     }
 
+    /// The first two text messages of `/v1/stream` (the admin's), a batch stored between them.
+    static func streamMessages(port: Int, http: RawHTTP) async throws -> [String] {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let record = batch.replacing("\"seq\":1,", with: "\"seq\":10,")
+        _ = try await withTimeout(30, "the stream's snapshot and first record") {
+            try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(port)/v1/stream?token=secret", logger: Logger(label: "test.openapi")
+            ) { inbound, _, _ in
+                var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                if case .text(let text)? = try await iterator.next() { continuation.yield(text) }
+                _ = try await http.exchange(
+                    "POST", "/v1/locations", headers: [json, ("Authorization", "Bearer secret")],
+                    body: Array(record.utf8))
+                if case .text(let text)? = try await iterator.next() { continuation.yield(text) }
+            }
+        }
+        continuation.finish()
+        var out: [String] = []
+        for await message in stream { out.append(message) }
+        return out
+    }
+
+    /// What is wrong with the stream's messages under `x-keeptrack-websocket` (the first the snapshot,
+    /// each one of the messages it lists).
+    static func streamProblems(_ messages: [String], document: JSON) -> [String] {
+        let name = "GET /v1/stream → 101"
+        guard messages.count == 2 else { return ["\(name): \(messages.count) messages, not a snapshot and a record"] }
+        guard let kinds = document["paths"]?["/v1/stream"]?["get"]?["x-keeptrack-websocket"]?["server-to-client"]?.items
+        else { return ["\(name): no x-keeptrack-websocket.server-to-client"] }
+        let validator = SchemaValidator(document: document)
+        var out: [String] = []
+        for (i, text) in messages.enumerated() {
+            guard let value = try? JSON.parse(text) else {
+                out.append("\(name): message \(i) is not JSON")
+                continue
+            }
+            let results = kinds.map { validator.problems(value, $0) }
+            if i == 0, !results[0].isEmpty { out += results[0].map { "\(name): message 0 (the snapshot): \($0)" } }
+            if !results.contains(where: \.isEmpty) {
+                out += results.enumerated().flatMap { k, p in p.map { "\(name): message \(i), as kind \(k): \($0)" } }
+            }
+        }
+        return out
+    }
+
     /// A directory with the two Leaflet files the cases ask for.
     static func leaflet() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
@@ -386,6 +433,15 @@ struct OpenAPITests {
                 failures += Self.problems(
                     c, status: answer.status, contentType: answer.type, body: answer.body,
                     document: document)
+            }
+            // The stream's messages: a snapshot, then a record stored after it.
+            let messages = try await Self.streamMessages(port: endpoint.port, http: http)
+            failures += Self.streamProblems(messages, document: document)
+            if messages.count == 2 { exercised.insert("GET /v1/stream 101") }
+            // The document it serves is this one.
+            let served = try await http.exchange("GET", "/openapi.json", headers: [], body: nil)
+            if String(decoding: served.body, as: UTF8.self) + "\n" != (try Self.document().json) {
+                failures.append("GET /openapi.json → 200: not docs/openapi.yaml as JSON (build again)")
             }
             // Every path's preflight, from the listed origin.
             for (path, item) in document["paths"]?.members ?? [] where item["options"] != nil {
