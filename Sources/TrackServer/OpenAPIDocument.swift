@@ -33,8 +33,8 @@ enum OpenAPIDocument {
           },
           "servers": [
             {
-              "url": "http://127.0.0.1:8080",
-              "description": "`keeptrack serve` with its defaults (`--host 127.0.0.1`)."
+              "url": "http://127.0.0.1:5055",
+              "description": "`keeptrack serve` with its defaults (`--host 127.0.0.1 --port 5055`)."
             }
           ],
           "security": [
