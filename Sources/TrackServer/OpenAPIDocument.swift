@@ -13,20 +13,21 @@ enum OpenAPIDocument {
             "description": "`keeptrack serve` stores what trackers send (our JSON batch, Traccar's OsmAnd, O\##
         wnTracks over HTTP\nand MQTT, Overland) and answers queries over it (trails, fleet positions, stops \##
         and trips, the\nOwnTracks Recorder's read API, a live stream, a map).\n\n**Credentials.** With neith\##
-        er `--token` nor a device token (`keeptrack serve devices add`), every\nroute is open. Once one exis\##
-        ts, every route but `/healthz`, `/metrics`, `/openapi.json` and the\nmap's static files needs one: t\##
-        he admin token or a device's, as `Authorization: Bearer TOKEN`,\nas the password of HTTP Basic (how \##
-        the OwnTracks apps send it; the user is then the OwnTracks\nuser), or as `?token=TOKEN` (`?api_key=`\##
-         for Dawarich's clients). A device token reads and\nwrites its own device only (403 for another). Os\##
-        mAnd's ingest (`/`) takes requests without a\ncredential for devices that have a token, as Traccar d\##
-        oes.\n\n**Errors.** A refused request gets a status and, unless said otherwise, the JSON body\n`{\"e\##
-        rror\":{\"message\":\"...\"}}` naming the problem (`records[3].lat: 95 is out of range\n[-90, 90]`).\##
-         Any request may also get, before its route: 413 (a `Content-Length` over\n`--max-body-bytes`, the c\##
-        onnection then closed), 400 (a `Content-Length` that is not a length),\n503 with `Retry-After` (ever\##
-        y connection busy, or too many large bodies at once).\n\n**CORS.** With `--cors-origin`, every route\##
-         answers a preflight (`OPTIONS` with\n`Access-Control-Request-Method`) before authentication: 204, w\##
-        ith the allowed methods and\nheaders for a listed origin.\n\n**HEAD** answers as GET does, without t\##
-        he body, on every GET route but stops, trips and the\nRecorder API.\n",
+        er an admin token nor a device token (`keeptrack serve devices add`), every\nroute is open. Once one\##
+         exists, every route but `/healthz`, `/metrics`, `/openapi.json` and the\nmap's static files needs o\##
+        ne: the admin token or a device's, as `Authorization: Bearer TOKEN`,\nas the password of HTTP Basic \##
+        (how the OwnTracks apps send it; the user is then the OwnTracks\nuser), or as `?token=TOKEN` (`?api_\##
+        key=` for Dawarich's clients). A device token reads and\nwrites its own device only (403 for another\##
+        ). OsmAnd's ingest (`/`) takes requests without a\ncredential for devices that have a token, as Trac\##
+        car does.\n\n**Errors.** A refused request gets a status and, unless said otherwise, the JSON body\n\##
+        `{\"error\":{\"message\":\"...\"}}` naming the problem (`records[3].lat: 95 is out of range\n[-90, 9\##
+        0]`). Any request may also get, before its route: 413 (a `Content-Length` over\nthe server's body li\##
+        mit (8 MiB by default), the connection then closed), 400 (a `Content-Length` that is not a length),\\##
+        n503 with `Retry-After` (every connection busy, or too many large bodies at once).\n\n**CORS.** With\##
+         allowed origins set, every route answers a preflight (`OPTIONS` with\n`Access-Control-Request-Metho\##
+        d`) before authentication: 204, with the allowed methods and\nheaders for a listed origin.\n\n**HEAD\##
+        ** answers as GET does, without the body, on every GET route but stops, trips and the\nRecorder API.\##
+        \n",
             "license": {
               "name": "see the repository"
             }
@@ -34,7 +35,7 @@ enum OpenAPIDocument {
           "servers": [
             {
               "url": "http://127.0.0.1:5055",
-              "description": "`keeptrack serve` with its defaults (`--host 127.0.0.1 --port 5055`)."
+              "description": "`keeptrack serve` with its default address and port."
             }
           ],
           "security": [
@@ -75,8 +76,8 @@ enum OpenAPIDocument {
             }
           ],
           "x-keeptrack-preflight": {
-            "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-            "x-keeptrack-only-with": "--cors-origin",
+            "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+            "x-keeptrack-only-with": "corsOrigins",
             "security": [],
             "parameters": [
               {
@@ -155,8 +156,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -465,8 +466,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -614,8 +615,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -734,8 +735,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -812,8 +813,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -887,8 +888,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1029,8 +1030,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1166,8 +1167,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1252,8 +1253,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1344,8 +1345,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1454,8 +1455,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1519,8 +1520,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1582,8 +1583,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1622,7 +1623,8 @@ enum OpenAPIDocument {
                   "live"
                 ],
                 "operationId": "getLeafletFile",
-                "summary": "Leaflet's files, from Debian's libjs-leaflet (`--leaflet-dir`).",
+                "summary": "Leaflet's files, from Debian's libjs-leaflet (/usr/share/javascript/leaflet by d\##
+        efault).",
                 "security": [],
                 "responses": {
                   "200": {
@@ -1649,8 +1651,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1716,8 +1718,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1802,8 +1804,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -1901,8 +1903,8 @@ enum OpenAPIDocument {
                 "operationId": "postRecorderVersion"
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2022,8 +2024,8 @@ enum OpenAPIDocument {
         mit-*` headers."
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2131,8 +2133,8 @@ enum OpenAPIDocument {
                 "operationId": "postRecorderLast"
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2380,8 +2382,8 @@ enum OpenAPIDocument {
                 "operationId": "postRecorderLocations"
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2443,8 +2445,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2506,8 +2508,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2585,8 +2587,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2622,7 +2624,7 @@ enum OpenAPIDocument {
                 "operationId": "putFaults",
                 "summary": "Sets the injected faults (admin token only).",
                 "description": "Missing keys keep their defaults (`{\"failRate\":0.3}` is enough).",
-                "x-keeptrack-only-with": "--faults",
+                "x-keeptrack-only-with": "faultInjection",
                 "requestBody": {
                   "required": true,
                   "content": {
@@ -2656,8 +2658,8 @@ enum OpenAPIDocument {
                 }
               },
               "options": {
-                "summary": "CORS preflight (with `--cors-origin`), answered before authentication.",
-                "x-keeptrack-only-with": "--cors-origin",
+                "summary": "CORS preflight (with allowed origins set), answered before authentication.",
+                "x-keeptrack-only-with": "corsOrigins",
                 "security": [],
                 "parameters": [
                   {
@@ -2691,7 +2693,7 @@ enum OpenAPIDocument {
               "bearer": {
                 "type": "http",
                 "scheme": "bearer",
-                "description": "The admin token (`--token`) or a device's (`keeptrack serve devices add`)."
+                "description": "The admin token or a device's (`keeptrack serve devices add`)."
               },
               "basic": {
                 "type": "http",
@@ -2741,8 +2743,8 @@ enum OpenAPIDocument {
               "limit": {
                 "name": "limit",
                 "in": "query",
-                "description": "The records in a page, from 1 to `--max-page-size` (100,000); `--page-size` \##
-        (10,000) when absent.",
+                "description": "The records in a page, from 1 to the server's largest page (100,000 by defau\##
+        lt); its default page (10,000 by default) when absent.",
                 "schema": {
                   "type": "integer",
                   "minimum": 1
@@ -2860,7 +2862,8 @@ enum OpenAPIDocument {
                 "description": "No such device or file (no body)."
               },
               "BodyTimeout": {
-                "description": "The body did not arrive within `--body-timeout`.",
+                "description": "The body did not arrive within the server's body timeout (60 s by default)."\##
+        ,
                 "x-keeptrack-not-exercised": "needs a body that stops arriving (HostileRequestTests).",
                 "content": {
                   "application/json": {
@@ -2871,7 +2874,8 @@ enum OpenAPIDocument {
                 }
               },
               "TooLarge": {
-                "description": "The body, inflated, is over `--max-body-bytes`; the connection is closed.",
+                "description": "The body, inflated, is over the server's body limit (8 MiB by default); the \##
+        connection is closed.",
                 "content": {
                   "application/json": {
                     "schema": {
