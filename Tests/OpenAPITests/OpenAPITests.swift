@@ -107,6 +107,33 @@ struct OpenAPITests {
         #expect(unregistered.isEmpty, "docs/openapi.yaml has routes the server does not register: \(unregistered)")
     }
 
+    /// The document needs no credential, whatever the request presents; HEAD gives GET's length; other
+    /// methods get no document.
+    @Test func theDocumentIsOpenToGETAndHEADOnly() async throws {
+        let endpoint = try await Endpoint.start(token: "secret")
+        let http = RawHTTP(port: endpoint.port)
+        do {
+            let get = try await http.exchange("GET", "/openapi.json", headers: [], body: nil)
+            #expect(get.status == 200 && get.header("Content-Type") == "application/json")
+            for (target, headers) in [
+                ("/openapi.json?token=wrong", []), ("/openapi.json", [("Authorization", "Bearer wrong")]),
+                ("/openapi.json?x=%ZZ&&&=", [("Authorization", "Basic !!!")]),
+            ] {
+                let answer = try await http.exchange("GET", target, headers: headers, body: nil)
+                #expect(answer.status == 200 && answer.body == get.body, "\(target) \(headers)")
+            }
+            let head = try await http.exchange("HEAD", "/openapi.json", headers: [], body: nil)
+            #expect(head.status == 200 && head.header("Content-Length") == String(get.body.count))
+            for method in ["POST", "PUT", "DELETE"] {
+                let answer = try await http.exchange(method, "/openapi.json", headers: [], body: Array("{}".utf8))
+                #expect(answer.status >= 400 && answer.body != get.body, "\(method): \(answer.status)")
+            }
+        } catch {
+            Issue.record(error)
+        }
+        await endpoint.stop()
+    }
+
     // MARK: - Answers
 
     /// One request and the status it must get.
