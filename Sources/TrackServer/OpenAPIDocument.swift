@@ -1900,7 +1900,10 @@ enum OpenAPIDocument {
                     "$ref": "#/components/responses/Unauthorized"
                   }
                 },
-                "operationId": "postRecorderVersion"
+                "operationId": "postRecorderVersion",
+                "requestBody": {
+                  "$ref": "#/components/requestBodies/RecorderForm"
+                }
               },
               "options": {
                 "summary": "CORS preflight (with allowed origins set), answered before authentication.",
@@ -2020,6 +2023,9 @@ enum OpenAPIDocument {
                   }
                 },
                 "operationId": "postRecorderList",
+                "requestBody": {
+                  "$ref": "#/components/requestBodies/RecorderForm"
+                },
                 "description": "The parameters as a form body (`curl -d user=...`), or in the query or `X-Li\##
         mit-*` headers."
               },
@@ -2130,7 +2136,10 @@ enum OpenAPIDocument {
                     "$ref": "#/components/responses/Unauthorized"
                   }
                 },
-                "operationId": "postRecorderLast"
+                "operationId": "postRecorderLast",
+                "requestBody": {
+                  "$ref": "#/components/requestBodies/RecorderForm"
+                }
               },
               "options": {
                 "summary": "CORS preflight (with allowed origins set), answered before authentication.",
@@ -2379,7 +2388,10 @@ enum OpenAPIDocument {
                     }
                   }
                 },
-                "operationId": "postRecorderLocations"
+                "operationId": "postRecorderLocations",
+                "requestBody": {
+                  "$ref": "#/components/requestBodies/RecorderForm"
+                }
               },
               "options": {
                 "summary": "CORS preflight (with allowed origins set), answered before authentication.",
@@ -2793,6 +2805,42 @@ enum OpenAPIDocument {
                 "description": "The members to keep, comma-separated (or `X-Limit-Fields`).",
                 "schema": {
                   "type": "string"
+                }
+              }
+            },
+            "requestBodies": {
+              "RecorderForm": {
+                "description": "The parameters as a form (`curl -d user=...`); the query's and `X-Limit-*` h\##
+        eaders' as well.",
+                "content": {
+                  "application/x-www-form-urlencoded": {
+                    "schema": {
+                      "type": "object",
+                      "properties": {
+                        "user": {
+                          "type": "string"
+                        },
+                        "device": {
+                          "type": "string"
+                        },
+                        "from": {
+                          "type": "string"
+                        },
+                        "to": {
+                          "type": "string"
+                        },
+                        "limit": {
+                          "type": "string"
+                        },
+                        "fields": {
+                          "type": "string"
+                        },
+                        "format": {
+                          "type": "string"
+                        }
+                      }
+                    }
+                  }
                 }
               }
             },

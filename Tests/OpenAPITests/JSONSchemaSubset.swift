@@ -237,7 +237,7 @@ struct SchemaValidator {
             let allowed = type.string.map { [$0] } ?? type.items.compactMap(\.string)
             if !value.types.contains(where: allowed.contains) {
                 return out + [
-                    "\(path): \(value.types.last ?? "?") where the schema says \(allowed.joined(separator: " or "))"
+                    "\(path): \(value.types.first ?? "?") where the schema says \(allowed.joined(separator: " or "))"
                 ]
             }
         }

@@ -344,34 +344,51 @@ struct OpenAPITests {
         guard let answer = resolved(operation["responses"]?["\(status)"]) else {
             return ["\(name): the status is not documented for the route"]
         }
+        // A request the server took is one the document describes.
+        var out: [String] = []
+        if (200..<300).contains(status), let sent = c.body, !sent.isEmpty {
+            let json = try? JSON.parse(sent)
+            let declared = c.headers.first { $0.0.lowercased() == "content-type" }?.1
+            let type = declared ?? (json != nil ? "application/json" : "text/plain")
+            let described = resolved(operation["requestBody"])?["content"]?[type]
+            if described == nil {
+                out.append("\(c.method.rawValue) \(c.route): a \(type) request body the document does not describe")
+            } else if type == "application/json", let json, let schema = described?["schema"] {
+                out += validator.problems(json, schema).map { "\(c.method.rawValue) \(c.route) request body: \($0)" }
+            }
+        }
         let media = contentType?.split(separator: ";").first.map {
             $0.trimmingCharacters(in: .whitespaces).lowercased()
         }
         let content = answer["content"]
         if body.isEmpty {
             guard c.method == .HEAD || content == nil || answer["x-keeptrack-may-be-empty"] == .bool(true) else {
-                return ["\(name): an empty body where the document says \(content?.members.map(\.key) ?? [])"]
+                return out + ["\(name): an empty body where the document says \(content?.members.map(\.key) ?? [])"]
             }
-            return []
+            return out
         }
-        guard let content else { return ["\(name): a body (\(media ?? "no type")) where the document says none"] }
+        guard let content else {
+            return out + ["\(name): a body (\(media ?? "no type")) where the document says none"]
+        }
         guard let media, let schema = content[media]?["schema"] else {
-            return ["\(name): Content-Type \(media ?? "none") is not one of \(content.members.map(\.key))"]
+            return out + ["\(name): Content-Type \(media ?? "none") is not one of \(content.members.map(\.key))"]
         }
-        guard media == "application/json" || media.hasSuffix("+json") else { return [] }
+        guard media == "application/json" || media.hasSuffix("+json") else { return out }
         let value: JSON
         do {
             value = try JSON.parse(String(decoding: body, as: UTF8.self))
         } catch {
-            return ["\(name): the body is not JSON: \(error)"]
+            return out + ["\(name): the body is not JSON: \(error)"]
         }
-        return validator.problems(value, schema).map { "\(name): \($0)" }
+        return out + validator.problems(value, schema).map { "\(name): \($0)" }
     }
 
     /// The first two text messages of `/v1/stream` (the admin's), a batch stored between them.
     static func streamMessages(port: Int, http: RawHTTP) async throws -> [String] {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-        let record = batch.replacing("\"seq\":1,", with: "\"seq\":10,")
+        let record =
+            #"{"device":"van1","records":[{"seq":10,"kind":"location","time":"2024-05-14T09:50:00Z","lat":48.2,"#
+            + #""lon":11.6}]}"#
         _ = try await withTimeout(30, "the stream's snapshot and first record") {
             try await WebSocketClient.connect(
                 url: "ws://127.0.0.1:\(port)/v1/stream?token=secret", logger: Logger(label: "test.openapi")
