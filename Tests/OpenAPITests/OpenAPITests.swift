@@ -439,10 +439,12 @@ struct OpenAPITests {
         return directory
     }
 
-    @Test func everyAnswerOfEveryRouteIsTheDocumentsStatusAndShape() async throws {
+    @Test(arguments: StoreKind.allCases) func everyAnswerOfEveryRouteIsTheDocumentsStatusAndShape(kind: StoreKind)
+        async throws
+    {
         let (_, document) = try Self.document()
         let leaflet = try Self.leaflet()
-        let endpoint = try await Endpoint.start(token: "secret") {
+        let endpoint = try await Endpoint.start(store: kind, token: "secret") {
             $0.maxBodyBytes = 2048
             $0.corsOrigins = ["https://app.example"]
             $0.map.leafletDirectory = leaflet.path
