@@ -27,10 +27,7 @@ enum OpenAPIDocument {
          allowed origins set, every route answers a preflight (`OPTIONS` with\n`Access-Control-Request-Metho\##
         d`) before authentication: 204, with the allowed methods and\nheaders for a listed origin.\n\n**HEAD\##
         ** answers as GET does, without the body, on every GET route but stops, trips and the\nRecorder API.\##
-        \n",
-            "license": {
-              "name": "see the repository"
-            }
+        \n"
           },
           "servers": [
             {
