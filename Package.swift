@@ -275,7 +275,10 @@ package.targets.first { $0.name == "keeptrack" }!.dependencies.append("TrackFile
 package.targets.first { $0.name == "GPSInputTests" }!.dependencies.append("TrackFiles")
 
 // docs/openapi.yaml against a real server: every route documented, every answer its schema; and the
-// JSON the server compiles in (Sources/TrackServer/OpenAPIDocument.swift) the YAML's (docs/http-api.md).
+// JSON the server compiles in (Sources/TrackServer/Resources/openapi.json) the YAML's (docs/http-api.md).
+// The OpenAPI document as JSON, compiled into TrackServer (`PackageResources.openapi_json`): served with no file
+// to find at run time, so the Debian package's binary serves it as a build does.
+package.targets.first { $0.name == "TrackServer" }!.resources = [.embedInCode("Resources/openapi.json")]
 package.targets += [
     .testTarget(
         name: "OpenAPITests",

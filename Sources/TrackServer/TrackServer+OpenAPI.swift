@@ -2,9 +2,9 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// `GET /openapi.json`: the HTTP API's reference, docs/openapi.yaml as JSON (``OpenAPIDocument``, compiled
-/// in: nothing is read from disk, so an installed package serves it as a build does). Open, as
-/// `/healthz` is: it describes the routes, not the data.
+/// `GET /openapi.json`: the HTTP API's reference, docs/openapi.yaml as JSON (Resources/openapi.json, generated
+/// by OpenAPITests and compiled in as `PackageResources.openapi_json`: nothing is read from disk, so an
+/// installed package serves it as a build does). Open, as `/healthz` is: it describes the routes, not the data.
 extension TrackServer {
     /// The path of the document.
     static let openAPIPath = "/openapi.json"
@@ -17,6 +17,6 @@ extension TrackServer {
     static func openAPIResponse() -> Response {
         Response(
             status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=3600"],
-            body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+            body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json)))
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Yams
 
-/// docs/openapi.yaml, read with Yams and written as JSON, and the Swift file that compiles that JSON
-/// into the server (Sources/TrackServer/OpenAPIDocument.swift).
+/// docs/openapi.yaml, read with Yams and written as JSON: Sources/TrackServer/Resources/openapi.json, which
+/// the server compiles in (`PackageResources.openapi_json`).
 enum OpenAPISource {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -12,7 +12,7 @@ enum OpenAPISource {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
     static let yamlPath = root + "/docs/openapi.yaml"
-    static let swiftPath = root + "/Sources/TrackServer/OpenAPIDocument.swift"
+    static let jsonPath = root + "/Sources/TrackServer/Resources/openapi.json"
 
     /// YAML 1.2's core schema, where only `true` and `false` are booleans (the default resolver also
     /// reads `yes`, `no`, `on`, `off` as booleans, and times as timestamps).
@@ -110,33 +110,5 @@ enum OpenAPISource {
             }
         }
         return out + "\""
-    }
-
-    /// Sources/TrackServer/OpenAPIDocument.swift for `json`: a raw string literal, its lines cut at
-    /// 100 columns with line continuations (which add nothing to the string).
-    static func swiftFile(json: String) throws -> String {
-        guard !json.contains("\"\"\"##"), !json.contains("\\##") else {
-            throw Failure(description: "the JSON holds a sequence that ends or escapes the Swift literal")
-        }
-        var body = ""
-        for line in json.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
-            var rest = Substring(line)
-            while rest.count > 100 {
-                body += "        " + rest.prefix(100) + "\\##\n"
-                rest = rest.dropFirst(100)
-            }
-            body += "        " + rest + "\n"
-        }
-        return """
-            // Generated from docs/openapi.yaml by OpenAPITests: do not edit. After changing the YAML, run
-            // `KEEPTRACK_WRITE_OPENAPI=1 swift test --filter OpenAPITests` and commit both (docs/http-api.md).
-
-            /// The HTTP API's OpenAPI document, docs/openapi.yaml as JSON: what `GET /openapi.json` answers.
-            enum OpenAPIDocument {
-                static let json = ##\"\"\"
-            \(body)        \"\"\"##
-            }
-
-            """
     }
 }

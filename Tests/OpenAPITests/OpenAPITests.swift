@@ -15,7 +15,7 @@ import TrackServerTesting
 /// Adding a route: document it in docs/openapi.yaml (its path with `options: *preflight`, each method,
 /// each answer's status and schema), add a request per status to ``cases`` (or mark an answer
 /// `x-keeptrack-not-exercised: why`), and run `KEEPTRACK_WRITE_OPENAPI=1 swift test --filter
-/// OpenAPITests` to compile the JSON in.
+/// OpenAPITests` to write Sources/TrackServer/Resources/openapi.json, which the server compiles in.
 @Suite("OpenAPI: docs/openapi.yaml is the server's HTTP API", .serialized)
 struct OpenAPITests {
     static func document() throws -> (json: String, value: JSON) {
@@ -30,20 +30,19 @@ struct OpenAPITests {
 
     @Test func theJSONTheServerCompilesInIsDocsOpenAPIYAML() throws {
         let (json, _) = try Self.document()
-        let expected = try OpenAPISource.swiftFile(json: json)
-        let current = (try? String(contentsOfFile: OpenAPISource.swiftPath, encoding: .utf8)) ?? ""
-        if current != expected, ProcessInfo.processInfo.environment["KEEPTRACK_WRITE_OPENAPI"] == "1" {
-            try expected.write(toFile: OpenAPISource.swiftPath, atomically: true, encoding: .utf8)
+        let current = (try? String(contentsOfFile: OpenAPISource.jsonPath, encoding: .utf8)) ?? ""
+        if current != json, ProcessInfo.processInfo.environment["KEEPTRACK_WRITE_OPENAPI"] == "1" {
+            try json.write(toFile: OpenAPISource.jsonPath, atomically: true, encoding: .utf8)
             return
         }
-        let inStep = current == expected
+        let inStep = current == json
         #expect(
             inStep,
             """
-            Sources/TrackServer/OpenAPIDocument.swift is not docs/openapi.yaml as JSON: run
+            Sources/TrackServer/Resources/openapi.json is not docs/openapi.yaml as JSON: run
             KEEPTRACK_WRITE_OPENAPI=1 swift test --filter OpenAPITests, and build again
             """)
-        let compiled = OpenAPIDocument.json + "\n" == json
+        let compiled = PackageResources.openapi_json == Array(json.utf8)
         #expect(compiled, "the compiled document is an older one: build again")
     }
 
@@ -486,7 +485,7 @@ struct OpenAPITests {
             if messages.count == 2 { exercised.insert("GET /v1/stream 101") }
             // The document it serves is this one.
             let served = try await http.exchange("GET", "/openapi.json", headers: [], body: nil)
-            if String(decoding: served.body, as: UTF8.self) + "\n" != (try Self.document().json) {
+            if String(decoding: served.body, as: UTF8.self) != (try Self.document().json) {
                 failures.append("GET /openapi.json → 200: not docs/openapi.yaml as JSON (build again)")
             }
             // Every path's preflight, from the listed origin.
