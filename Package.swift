@@ -292,6 +292,26 @@ package.targets += [
     .target(name: "TrackReaderFuzzing", dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/TrackReaderFuzzing"),
 ]
 
+// docs/openapi.yaml against a real server: every route documented, every answer its schema; and the
+// JSON the server compiles in (Sources/TrackServer/Resources/openapi.json) the YAML's (docs/http-api.md).
+// The OpenAPI document as JSON, compiled into TrackServer (`PackageResources.openapi_json`): served with no file
+// to find at run time, so the Debian package's binary serves it as a build does.
+package.targets.first { $0.name == "TrackServer" }!.resources = [.embedInCode("Resources/openapi.json")]
+package.targets += [
+    .testTarget(
+        name: "OpenAPITests",
+        dependencies: [
+            "TrackServer", "TrackServerTesting", "KeepTrackTesting",
+            .product(name: "Yams", package: "Yams"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+]
+
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
 // are. System library targets have no sources, and a plugin target takes no Swift settings (the

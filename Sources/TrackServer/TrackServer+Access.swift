@@ -37,11 +37,12 @@ struct AccessMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: ServerContext,
                 next: (Request, ServerContext) async throws -> Response) async throws -> Response {
-        // Health and metrics carry no personal data; everything else (the map included: open it as
-        // /map?token=TOKEN) needs a credential once one exists.
+        // Health, metrics and the API's description carry no personal data; everything else (the map
+        // included: open it as /map?token=TOKEN) needs a credential once one exists.
         let path = request.uri.path
         let token = server.configuration.token
-        guard path != "/healthz", path != "/metrics", !MapScript.isPublic(path) else {
+        guard path != "/healthz", path != "/metrics", path != TrackServer.openAPIPath, !MapScript.isPublic(path)
+        else {
             return try await next(request, context)
         }
         if token == nil, try await !server.store.hasCredentials() { return try await next(request, context) }

@@ -310,6 +310,7 @@ public final class TrackServer: Sendable {
         router.get("/v1/stream") { _, _ in Self.streamWithoutUpgrade() }
         addMapRoutes(router)
         addRecorderRoutes(to: router)
+        addOpenAPIRoutes(to: router)
         return router
     }
 
