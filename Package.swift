@@ -211,6 +211,8 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             // ConnectionActivityHandlerTests: the pipeline fed byte by byte.
             .product(name: "NIOEmbedded", package: "swift-nio"),
+            // ErrorAnswerTests: a store that fails, over a SQLite file it can break.
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // The PostgreSQL store, against the test process's own cluster.
         .testTarget(name: "TrackStorePostgresTests", dependencies: [
