@@ -115,8 +115,12 @@ extension ConfigReader {
     /// the file's arguments go right after the subcommand at `index`, so the command line, parsed
     /// later, wins.
     ///
+    /// Repeatable options listed in `replacedByCommandLine` (a command's list of targets) are the
+    /// command line's alone when it gives them: the file's values are left out rather than added to.
+    ///
     /// - Throws: ``ConfigFileError`` for an unreadable or invalid file (a missing default is no problem).
     public func insertingFile(into arguments: [String], at index: Int, option: String, defaultPath: String,
+                              replacedByCommandLine: Set<String> = [],
                               exists: (String) -> Bool) throws(ConfigFileError) -> [String] {
         var arguments = arguments
         var path = defaultPath
@@ -127,7 +131,11 @@ extension ConfigReader {
             arguments.removeSubrange(i...(i + 1))
         }
         guard explicit || exists(path) else { return arguments }
-        arguments.insert(contentsOf: try optionArguments(path: path).flatMap(\.arguments), at: index)
+        let given = Set(arguments.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2)) })
+        let replaced = replacedByCommandLine.intersection(given)
+        arguments.insert(
+            contentsOf: try optionArguments(path: path).filter { !replaced.contains($0.key) }.flatMap(\.arguments),
+            at: index)
         return arguments
     }
 

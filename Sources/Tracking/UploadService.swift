@@ -65,24 +65,28 @@ public final class UploadService: Service, Sendable {
     /// What the upload did, one line without coordinates: `upload: 900 records acknowledged by
     /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left; with
     /// several targets, a line for each (`upload to NAME: ...; 12 left for it in the outbox`).
-    public var summary: String {
+    public var summary: String { summaryLines.map(\.line).joined(separator: "\n") }
+
+    /// ``summary``'s lines, each with the settings its target's last failure says to check.
+    public var summaryLines: [(line: String, settingsToCheck: [UploadError.Setting])] {
         guard targets.count > 1 else {
             let stats = self.stats ?? Uploader.Stats()
             let pending = (try? outbox.stats())?.pending ?? -1
             let url = uploader?.configuration.url ?? settings.uploader.url
-            return Self.line("upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
-                             left: "left in the outbox")
+            return [(Self.line("upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
+                               left: "left in the outbox"), stats.settingsToCheck)]
         }
         let uploaders = self.uploaders
         let statuses = (try? outbox.targetStatuses()) ?? []
         return targets.enumerated().map { i, target in
             let name = target.target ?? ""
             let uploader = i < uploaders.count ? uploaders[i] : nil
+            let stats = uploader?.stats ?? Uploader.Stats()
             let pending = statuses.first { $0.target.name == name }?.pending ?? -1
-            return Self.line("upload to \(name): ", stats: uploader?.stats ?? Uploader.Stats(),
-                             host: Uploader.hostOf(uploader?.configuration.url ?? target.url), pending: pending,
-                             left: "left for it in the outbox")
-        }.joined(separator: "\n")
+            return (Self.line("upload to \(name): ", stats: stats,
+                              host: Uploader.hostOf(uploader?.configuration.url ?? target.url), pending: pending,
+                              left: "left for it in the outbox"), stats.settingsToCheck)
+        }
     }
 
     static func line(_ start: String, stats: Uploader.Stats, host: String, pending: Int, left: String) -> String {
@@ -95,9 +99,12 @@ public final class UploadService: Service, Sendable {
     }
 
     /// The device id the endpoint files this outbox's records under (OwnTracks: `user/device`).
-    public var deviceOnServer: String {
-        settings.uploader.format.deviceOnServer(settings.uploader.deviceID ?? outbox.device,
-                                                settings: settings.uploader.formatSettings)
+    public var deviceOnServer: String { deviceOnServer(target: 0) }
+
+    /// The device id the `index`-th target files this outbox's records under.
+    public func deviceOnServer(target index: Int) -> String {
+        let c = targets[index]
+        return c.format.deviceOnServer(c.deviceID ?? outbox.device, settings: c.formatSettings)
     }
 
     /// New records: look now.

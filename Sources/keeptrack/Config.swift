@@ -38,10 +38,16 @@ enum TrackConfig {
         "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
         "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
         "visits": .flag, "visit-min-duration": .option, "visit-radius": .option, "visit-gap": .option,
-        "heartbeat": .option,
+        "heartbeat": .option, "target-name": .option, "target-header": .list,
     ]
 
     static let reader = ConfigReader(schema: keys)
+
+    /// The repeatable options of upload targets: the command line's replace the file's (a file's
+    /// `upload:` and a command line's `--upload` are not two targets, the command line wins).
+    static let perTarget: Set<String> = [
+        "upload", "format", "device-id", "token", "user", "secret-file", "ca-file", "target-name", "target-header",
+    ]
 
     /// The default file: `$XDG_CONFIG_HOME/keeptrack/config.yaml` (`~/.config/keeptrack/config.yaml`).
     static var defaultPath: String { ConfigReader.defaultPath(of: "keeptrack", environment: environment(["XDG_CONFIG_HOME", "HOME"])) }
