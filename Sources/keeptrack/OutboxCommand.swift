@@ -17,9 +17,9 @@ struct OutboxCommand: ParsableCommand {
               keeptrack outbox status            # pending, dead letters; each target's with several
               keeptrack outbox dead-letters      # one JSON object a line
               keeptrack outbox retry --all       # send them again (once fixed)
-              keeptrack outbox retry --all --target traccar.example:5055/
+              keeptrack outbox retry --all --target fleet:5055/
               keeptrack outbox purge 12 13       # delete these for good
-              keeptrack outbox forget-target old.example/v1/locations
+              keeptrack outbox forget-target old.example/v1
             """,
         subcommands: [Status.self, DeadLetters.self, Retry.self, Purge.self, ForgetTarget.self]
     )
