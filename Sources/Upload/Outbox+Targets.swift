@@ -104,7 +104,7 @@ extension Outbox {
     public func useTargets(_ run: [Target]) throws(UploadError) -> (orphans: [TargetStatus], released: Int) {
         let t = clock.now.secondsSince1970
         do {
-            let released = try pool.write { db -> Int in
+            try pool.write { db in
                 for target in run {
                     try db.execute(
                         sql: """
@@ -112,6 +112,12 @@ extension Outbox {
                             ON CONFLICT (name) DO UPDATE SET url = excluded.url, lastRun = excluded.lastRun
                             """, arguments: [target.name, target.url, t])
                 }
+            }
+            // What the others lacked, before what only they lacked leaves.
+            let orphans = try targetStatuses().filter { status in
+                !run.contains { $0.name == status.target.name } && status.pending > 0
+            }
+            let released = try pool.write { db -> Int in
                 guard !run.isEmpty else { return 0 }
                 let names = run.map(\.name)
                 let marks = names.map { _ in "?" }.joined(separator: ",")
@@ -127,9 +133,6 @@ extension Outbox {
             }
             pendingCount.withLock { $0 -= released }
             targets.withLock { $0 = run }
-            let orphans = try targetStatuses().filter { status in
-                !run.contains { $0.name == status.target.name } && status.pending > 0
-            }
             return (orphans, released)
         } catch let error as UploadError {
             throw error

@@ -190,7 +190,7 @@ struct UploadTargetsTests {
         let second = try Outbox(path: path, clock: clock)
         let (orphans, released) = try second.useTargets(Self.targets("kept"))
         #expect(released == 3)
-        #expect(orphans.map(\.target.name) == ["removed"] && orphans[0].pending == 1)
+        #expect(orphans.map(\.target.name) == ["removed"] && orphans[0].pending == 4)
         #expect(try second.nextBatch(maxCount: 10, target: "kept").map(\.sequence) == [4])
         #expect(try second.targetStatuses().map(\.inLatestRun) == [true, false])
         #expect(try second.forgetTarget("removed") == (true, 0))
