@@ -218,7 +218,9 @@ extension Outbox {
             return deleted
         }
         let count = try db.cachedStatement(
-            sql: "SELECT COUNT(*) FROM target_ack WHERE seq = ? AND target IN (\(others.map { _ in "?" }.joined(separator: ",")))")
+            sql:
+                "SELECT COUNT(*) FROM target_ack WHERE seq = ? AND target IN (\(others.map { _ in "?" }.joined(separator: ",")))"
+        )
         let mark = try db.cachedStatement(sql: "INSERT OR IGNORE INTO target_ack (seq, target) VALUES (?, ?)")
         var done: [Int64] = []
         for s in sequences {
@@ -237,8 +239,9 @@ extension Outbox {
     public func noteTarget(_ target: String, success: Double?, error: String?) {
         _ = try? pool.write { db in
             if let success {
-                try db.execute(sql: "UPDATE target SET lastSuccess = ?, lastError = NULL WHERE name = ?",
-                               arguments: [success, target])
+                try db.execute(
+                    sql: "UPDATE target SET lastSuccess = ?, lastError = NULL WHERE name = ?",
+                    arguments: [success, target])
             } else {
                 try db.execute(sql: "UPDATE target SET lastError = ? WHERE name = ?", arguments: [error, target])
             }

@@ -63,40 +63,65 @@ struct UploadTargetsCommandTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let closed = try ReservedPort()
         let url = "http://127.0.0.1:\(closed.number)/v1/locations"
-        let first = try keeptrack(["replay", "--upload", "embedded", "--upload", url, "--max-backoff", "0.01",
-                                   "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        let first = try keeptrack([
+            "replay", "--upload", "embedded", "--upload", url, "--max-backoff", "0.01",
+            "--data-dir", dir, "fixtures/walk-15min.nmea",
+        ])
         #expect(first.status == 0)
         let second = try keeptrack(["replay", "--upload", "embedded", "--data-dir", dir, "fixtures/walk-15min.nmea"])
         #expect(second.status == 0)
-        #expect(second.stderr.contains("895 records in the outbox were not delivered to 127.0.0.1:\(closed.number)"
-            + "/v1/locations, which this run does not upload to"), "\(second.stderr)")
+        #expect(
+            second.stderr.contains(
+                "895 records in the outbox were not delivered to 127.0.0.1:\(closed.number)"
+                    + "/v1/locations, which this run does not upload to"), "\(second.stderr)")
         #expect(second.stderr.contains("upload: 895 records acknowledged"))
         #expect(second.stderr.contains("0 left in the outbox"))
         let status = try keeptrack(["outbox", "status", "--data-dir", dir])
         #expect(status.stdout.contains("orphaned: not in the last run"))
-        let forget = try keeptrack(["outbox", "forget-target", "127.0.0.1:\(closed.number)/v1/locations",
-                                    "--data-dir", dir])
+        let forget = try keeptrack([
+            "outbox", "forget-target", "127.0.0.1:\(closed.number)/v1/locations",
+            "--data-dir", dir,
+        ])
         #expect(forget.status == 0 && forget.stdout.contains("forgot target"))
         closed.release()
     }
 
     /// The pairing rules: one value for all, one per --upload in order, anything else named.
     @Test(arguments: [
-        (["--upload", "embedded", "--upload", "http://a.example/", "--format", "json", "--format", "osmand",
-          "--format", "owntracks"],
-         "--format is given 3 times for 2 --upload targets: give it once (for every target) or once per --upload"),
-        (["--upload", "http://a.example/", "--token", "x", "--token", "y"],
-         "--token is given 2 times for 1 --upload target"),
-        (["--upload", "http://a.example/", "--upload", "http://b.example/", "--user", "a", "--user", "b",
-          "--user", "c"], "--user is given 3 times for 2 --upload targets"),
-        (["--upload", "http://a.example/x", "--upload", "http://a.example/x?k=1"],
-         "two --upload targets are named 'a.example/x': give each a --target-name."),
+        (
+            [
+                "--upload", "embedded", "--upload", "http://a.example/", "--format", "json", "--format", "osmand",
+                "--format", "owntracks",
+            ],
+            "--format is given 3 times for 2 --upload targets: give it once (for every target) or once per --upload"
+        ),
+        (
+            ["--upload", "http://a.example/", "--token", "x", "--token", "y"],
+            "--token is given 2 times for 1 --upload target"
+        ),
+        (
+            [
+                "--upload", "http://a.example/", "--upload", "http://b.example/", "--user", "a", "--user", "b",
+                "--user", "c",
+            ], "--user is given 3 times for 2 --upload targets"
+        ),
+        (
+            ["--upload", "http://a.example/x", "--upload", "http://a.example/x?k=1"],
+            "two --upload targets are named 'a.example/x': give each a --target-name."
+        ),
         (["--upload", "embedded", "--upload", "embedded"], "--upload embedded is given twice"),
-        (["--upload", "embedded", "--upload", "mqtt://h", "--format", "json", "--format", "osmand"],
-         "--upload mqtt://h: --upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."),
+        (
+            ["--upload", "embedded", "--upload", "mqtt://h", "--format", "json", "--format", "osmand"],
+            "--upload mqtt://h: --upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."
+        ),
         (["--upload", "embedded", "--target-header", "3:X-A: b"], "--target-header takes 'N:Name: value'"),
-        (["--upload", "embedded", "--upload", "http://a.example/", "--secret-file", "/nonexistent", "--secret-file",
-          ""], "--secret-file encrypts OwnTracks payloads"),
+        (
+            [
+                "--upload", "embedded", "--upload", "http://a.example/", "--secret-file", "/nonexistent",
+                "--secret-file",
+                "",
+            ], "--secret-file encrypts OwnTracks payloads"
+        ),
     ])
     func pairingProblemsAreNamed(options: [String], message: String) throws {
         let r = try keeptrack(["replay"] + options + ["fixtures/walk-15min.nmea"])

@@ -41,8 +41,9 @@ struct UploadTargetsTests {
         try outbox.useTargets(Self.targets("healthy", "refusing", "down"))
         let a = try Self.lane(outbox, name: "healthy", url: healthy.url())
         let b = try Self.lane(outbox, name: "refusing", url: refusing.url(), token: "wrong")
-        let c = try Self.lane(outbox, name: "down", url: "http://127.0.0.1:\(closed.number)/v1/locations",
-                              drainAttempts: 1)
+        let c = try Self.lane(
+            outbox, name: "down", url: "http://127.0.0.1:\(closed.number)/v1/locations",
+            drainAttempts: 1)
         try await withTimeout(60, "three lanes to drain") {
             async let x: Void = a.run(drain: true)
             async let y: Void = b.run(drain: true)
@@ -77,7 +78,9 @@ struct UploadTargetsTests {
         }
         #expect(a2.stats.uploaded == 0, "the healthy target is sent nothing twice")
         #expect(try outbox.stats().pending == 0)
-        let acknowledgements = try await outbox.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM target_ack") }
+        let acknowledgements = try await outbox.pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM target_ack")
+        }
         #expect(acknowledgements == 0)
         for u in [a, b, c, a2, b2, c2] { await u.shutdown() }
         for endpoint in [healthy, refusing, back] { await endpoint.stop() }
@@ -99,9 +102,12 @@ struct UploadTargetsTests {
         var failingConfiguration = Uploader.Configuration(url: failing.url())
         failingConfiguration.token = "secret"
         failingConfiguration.target = "failing"
-        (failingConfiguration.maxWait, failingConfiguration.initialBackoff, failingConfiguration.maxBackoff) = (0, 100, 1000)
-        let b = try Uploader(outbox: outbox, configuration: failingConfiguration, clock: clock,
-                             random: SeededRandom(seed: 7))
+        (failingConfiguration.maxWait, failingConfiguration.initialBackoff, failingConfiguration.maxBackoff) = (
+            0, 100, 1000
+        )
+        let b = try Uploader(
+            outbox: outbox, configuration: failingConfiguration, clock: clock,
+            random: SeededRandom(seed: 7))
         let a = try Self.lane(outbox, name: "healthy", url: healthy.url(), clock: clock)
         var random = SeededRandom(seed: 7)
         let expected = (1...2).map { Backoff(initial: 100, maximum: 1000).delay(failures: $0, using: &random) }
@@ -264,7 +270,10 @@ struct UploadTargetsTests {
         ("https://traccar.example:5055/", "traccar.example:5055/"),
         ("http://127.0.0.1:8080/v1/locations?key=s3cret", "127.0.0.1:8080/v1/locations"),
         ("mqtt://anna:pw@broker/owntracks/anna/phone", "mqtt://broker/owntracks/anna/phone"),
-        ("https://user:pw@dawarich.example/api/v1/overland/batches?api_key=k", "dawarich.example/api/v1/overland/batches"),
+        (
+            "https://user:pw@dawarich.example/api/v1/overland/batches?api_key=k",
+            "dawarich.example/api/v1/overland/batches"
+        ),
         ("embedded", "embedded"),
     ])
     func targetNamesLeaveOutCredentials(url: String, name: String) {
