@@ -15,9 +15,20 @@ public struct OptionArguments: Sendable, Hashable {
     }
 
     public init(_ setting: ConfigSetting) {
+        self.init(setting, schema: [:])
+    }
+
+    /// The arguments of `setting`, a key of `schema` (which says what a list of records stands for).
+    public init(_ setting: ConfigSetting, schema: [String: ConfigKind]) {
         key = setting.key
         line = setting.line
         switch setting.value {
+        case .records(let records):
+            guard case .records(let fields)? = schema[setting.key] else {
+                arguments = []
+                return
+            }
+            arguments = Self.pairedArguments(records, fields: fields)
         case .flag(let on):
             arguments = on ? ["--\(key)"] : []
         case .option(let value):
@@ -29,10 +40,33 @@ public struct OptionArguments: Sendable, Hashable {
     }
 }
 
+extension OptionArguments {
+    /// Records as options paired by order: the primary field's option once per record, then each
+    /// other field set in any record once per record (`''` where one leaves it out), then list
+    /// fields' items as `--option N:item`.
+    static func pairedArguments(_ records: [ConfigSetting.Record], fields: [String: ConfigField]) -> [String] {
+        var arguments: [String] = []
+        let set = Set(records.flatMap { $0.values.map(\.field) })
+        let order = fields.keys.sorted { (fields[$0]!.primary ? 0 : 1, $0) < (fields[$1]!.primary ? 0 : 1, $1) }
+        for field in order where set.contains(field) {
+            let f = fields[field]!
+            for (i, record) in records.enumerated() {
+                let values = record.values.first { $0.field == field }?.values
+                if f.list {
+                    for v in values ?? [] { arguments += ["--\(f.option)", "\(i + 1):\(v)"] }
+                } else {
+                    arguments += ["--\(f.option)", values?.first ?? ""]
+                }
+            }
+        }
+        return arguments
+    }
+}
+
 extension ConfigReader {
     /// The file's settings as command-line arguments, key by key.
     public func optionArguments(path: String) throws(ConfigFileError) -> [OptionArguments] {
-        try read(path: path).map(OptionArguments.init)
+        try read(path: path).map { OptionArguments($0, schema: schema) }
     }
 
     /// List items checked per parse in ``check(path:parses:unattributed:parse:)``: argument
@@ -133,8 +167,11 @@ extension ConfigReader {
         guard explicit || exists(path) else { return arguments }
         let given = Set(arguments.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2)) })
         let replaced = replacedByCommandLine.intersection(given)
+        // A key is left out when the command line gives its option (a list of records: its first option).
         arguments.insert(
-            contentsOf: try optionArguments(path: path).filter { !replaced.contains($0.key) }.flatMap(\.arguments),
+            contentsOf: try optionArguments(path: path).filter { entry in
+                !replaced.contains(entry.key) && !(entry.arguments.first.map { replaced.contains(String($0.dropFirst(2))) } ?? false)
+            }.flatMap(\.arguments),
             at: index)
         return arguments
     }

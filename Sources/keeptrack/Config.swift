@@ -17,6 +17,13 @@ import Glibc
 /// token: s3cret
 /// header:                     # repeatable options take a list
 ///   - "X-Team: blue"
+/// targets:                    # several upload targets (instead of upload:), each its own lane
+///   - url: https://traccar.example:5055/
+///     format: osmand
+///   - url: mqtts://anna@broker.example/owntracks/anna/phone
+///     name: recorder
+///     format: owntracks
+///     secret-file: /etc/keeptrack/owntracks.secret
 /// ```
 ///
 /// Reading and checking the YAML (sizes, aliases, keys, kinds of value), turning it into
@@ -39,6 +46,13 @@ enum TrackConfig {
         "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
         "visits": .flag, "visit-min-duration": .option, "visit-radius": .option, "visit-gap": .option,
         "heartbeat": .option, "target-name": .option, "target-header": .list,
+        "targets": .records([
+            "url": ConfigField(option: "upload", primary: true), "name": ConfigField(option: "target-name"),
+            "format": ConfigField(option: "format"), "token": ConfigField(option: "token"),
+            "user": ConfigField(option: "user"), "device-id": ConfigField(option: "device-id"),
+            "secret-file": ConfigField(option: "secret-file"), "ca-file": ConfigField(option: "ca-file"),
+            "header": ConfigField(option: "target-header", list: true),
+        ]),
     ]
 
     static let reader = ConfigReader(schema: keys)
