@@ -63,29 +63,36 @@ public final class UploadService: Service, Sendable {
     public var stats: Uploader.Stats? { uploader?.stats }
 
     /// What the upload did, one line without coordinates: `upload: 900 records acknowledged by
-    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left; with
-    /// several targets, a line for each (`upload to NAME: ...; 12 left for it in the outbox`).
-    public var summary: String { summaryLines.map(\.line).joined(separator: "\n") }
+    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left (with
+    /// one target; the caller words ``targetReports`` when there are several).
+    public var summary: String {
+        let stats = self.stats ?? Uploader.Stats()
+        let pending = (try? outbox.stats())?.pending ?? -1
+        let url = uploader?.configuration.url ?? settings.uploader.url
+        return Self.line("upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
+                         left: "left in the outbox")
+    }
 
-    /// ``summary``'s lines, each with the settings its target's last failure says to check.
-    public var summaryLines: [(line: String, settingsToCheck: [UploadError.Setting])] {
-        guard targets.count > 1 else {
-            let stats = self.stats ?? Uploader.Stats()
-            let pending = (try? outbox.stats())?.pending ?? -1
-            let url = uploader?.configuration.url ?? settings.uploader.url
-            return [(Self.line("upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
-                               left: "left in the outbox"), stats.settingsToCheck)]
-        }
+    /// What one target's lane did: its name, host, counters, and the records it still lacks.
+    public struct TargetReport: Sendable {
+        public var name: String
+        public var host: String
+        public var stats: Uploader.Stats
+        /// Records in the outbox it has not acknowledged.
+        public var pending: Int
+    }
+
+    /// Each target's ``TargetReport``, in the order of the settings.
+    public var targetReports: [TargetReport] {
         let uploaders = self.uploaders
         let statuses = (try? outbox.targetStatuses()) ?? []
         return targets.enumerated().map { i, target in
             let name = target.target ?? ""
             let uploader = i < uploaders.count ? uploaders[i] : nil
-            let stats = uploader?.stats ?? Uploader.Stats()
-            let pending = statuses.first { $0.target.name == name }?.pending ?? -1
-            return (Self.line("upload to \(name): ", stats: stats,
-                              host: Uploader.hostOf(uploader?.configuration.url ?? target.url), pending: pending,
-                              left: "left for it in the outbox"), stats.settingsToCheck)
+            return TargetReport(
+                name: name, host: Uploader.hostOf(uploader?.configuration.url ?? target.url),
+                stats: uploader?.stats ?? Uploader.Stats(),
+                pending: statuses.first { $0.target.name == name }?.pending ?? -1)
         }
     }
 

@@ -289,7 +289,11 @@ extension UploadOptions {
     func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: DataDirectory, quiet: Bool) async throws {
         guard let service = tracker.uploadService else { return }
         if !quiet {
-            for (line, check) in service.summaryLines { printError(line + Self.settingsHint(check)) }
+            let reports = service.targetReports
+            if reports.count < 2 {
+                printError(service.summary + Self.settingsHint(service.stats?.settingsToCheck ?? []))
+            }
+            for r in reports where reports.count >= 2 { printError(Self.line(r)) }
         }
         guard let embedded else { return }
         let device = service.deviceOnServer(target: embeddedIndex ?? 0)
@@ -307,6 +311,18 @@ extension UploadOptions {
 }
 
 extension UploadOptions {
+    /// What one of several targets' lanes did: `upload to NAME: 895 records acknowledged by HOST in 2
+    /// requests, 0 retries; 0 left for it in the outbox`, and why records are left, for whom.
+    static func line(_ r: UploadService.TargetReport) -> String {
+        let s = r.stats
+        var line = "upload to \(r.name): \(grouped(s.uploaded)) records acknowledged by \(r.host) in "
+            + "\(grouped(s.requests)) requests, \(grouped(s.retries)) retries"
+        if s.deadLettered > 0 { line += ", \(grouped(s.deadLettered)) rejected (dead letters)" }
+        line += "; \(grouped(r.pending)) left for it in the outbox"
+        if r.pending > 0 { line += " (\(s.lastError ?? "not sent")); they go with the next run" }
+        return line + settingsHint(s.settingsToCheck)
+    }
+
     /// Says which registered targets this run does not upload to still lack records (standard error).
     func warnAboutOrphans(_ tracker: Tracker) {
         for orphan in tracker.uploadService?.orphans ?? [] {

@@ -129,3 +129,24 @@ struct UploadTargetsCommandTests {
         #expect(r.stderr.contains(message), "\(r.stderr)")
     }
 }
+
+@Suite("tools/crash-test --two-targets: each target holds everything once")
+struct TwoTargetsCrashTestTests {
+    /// A few SIGKILLs of the uploader while the second endpoint is killed and restarted: both hold
+    /// every printed location exactly once (`tools/crash-test --two-targets --kills 100` is the long
+    /// version).
+    @Test func killsOfTheUploaderAndOfOneTargetLoseNothingForEither() throws {
+        let tool = try Tool(
+            "tools/crash-test",
+            [
+                "--two-targets", "--kills", "4", "--seed", "11", "--speed", "120",
+                "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
+            ])
+        tool.guardAgainstHang(seconds: 600)
+        var lines: [String] = []
+        while let line = tool.readLine() { lines.append(line) }
+        #expect(
+            lines.last == "OK: both targets hold every printed location exactly once, nothing lost, order kept",
+            "\(lines) \(tool.errors())")
+    }
+}
