@@ -14,7 +14,7 @@ struct OutboxCommand: ParsableCommand {
         abstract: "Show the upload outbox; send its dead letters again or delete them.",
         discussion: """
             Examples:
-              keeptrack outbox status            # pending, dead letters; each target's with several
+              keeptrack outbox status            # pending, dead letters (by target)
               keeptrack outbox dead-letters      # one JSON object a line
               keeptrack outbox retry --all       # send them again (once fixed)
               keeptrack outbox retry --all --target fleet:5055/
