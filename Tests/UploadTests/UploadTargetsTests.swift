@@ -87,6 +87,43 @@ struct UploadTargetsTests {
         closed.release()
     }
 
+    /// An HTTP target and an OwnTracks MQTT target on a real mosquitto that is stopped: the HTTP one
+    /// gets everything; once the broker is back, its subscriber gets every record once, and the
+    /// outbox is empty.
+    @Test func anMQTTBrokerThatIsDownCatchesUpBesideAnHTTPTarget() async throws {
+        let broker = try Broker()
+        let http = try await Endpoint.start()
+        let (outbox, dir) = try filledOutbox(60)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try outbox.useTargets(Self.targets("fleet", "broker"))
+        broker.stop()
+        func mqttLane() throws -> Uploader {
+            var c = Uploader.Configuration(url: "mqtt://127.0.0.1:\(broker.port)")
+            (c.target, c.maxWait, c.drainAttempts, c.timeout, c.maxBatchCount) = ("broker", 0, 1, 5, 25)
+            return try Uploader(outbox: outbox, configuration: c)
+        }
+        let a = try Self.lane(outbox, name: "fleet", url: http.url())
+        let b = try mqttLane()
+        try await withTimeout(60, "an HTTP lane and a broker that is down") {
+            async let x: Void = a.run(drain: true)
+            async let y: Void = b.run(drain: true)
+            _ = await (x, y)
+        }
+        #expect(try await http.server.store.count() == 60)
+        #expect(b.stats.uploaded == 0 && b.stats.lastError != nil)
+        #expect(try outbox.stats().pending == 60)
+        try broker.restart()
+        let subscriber = try Subscriber(port: broker.port, topic: "owntracks/#", count: 60)
+        let b2 = try mqttLane()
+        try await withTimeout(60, "the broker's lane") { await b2.run(drain: true) }
+        var times: [Int] = []
+        while let m = subscriber.next() { times.append(try object(m.payload)["tst"] as? Int ?? 0) }
+        #expect(times == (0..<60).map { 1_715_679_000 + $0 })
+        #expect(try outbox.stats().pending == 0)
+        for u in [a, b, b2] { await u.shutdown() }
+        await http.stop()
+    }
+
     /// Each lane backs off on its own: while one target answers 503 and waits out its backoff on a
     /// manual clock (the seeded jitter's waits, no real time), the other has received everything.
     @Test func eachLaneBacksOffOnItsOwnOnTheManualClock() async throws {
