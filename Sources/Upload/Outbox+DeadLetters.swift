@@ -41,6 +41,8 @@ extension Outbox {
                 return moved
             }
             pendingCount.withLock { $0 += moved }
+            // They come back under their old numbers, below what the targets' floors passed.
+            locationFloors.withLock { $0 = [:] }
             return moved
         } catch {
             throw UploadError(.storage, "cannot move dead letters back in \(path)", path: path, underlying: error)

@@ -133,6 +133,7 @@ extension Outbox {
             }
             pendingCount.withLock { $0 -= released }
             targets.withLock { $0 = run }
+            locationFloors.withLock { $0 = [:] }
             return (orphans, released)
         } catch let error as UploadError {
             throw error

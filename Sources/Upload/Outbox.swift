@@ -66,6 +66,9 @@ public final class Outbox: Sendable {
     let pendingCount = Mutex(0)
     /// The upload targets of this run (``useTargets(_:)``): a record leaves once all have it.
     let targets = Mutex<[Target]>([])
+    /// Per target, a sequence number at or below which it has every location (its batches' lookups
+    /// start above it, so that a target ahead of another does not scan what it already has).
+    let locationFloors = Mutex<[String: Int64]>([:])
 
     /// The page size of a new outbox, in bytes: what one commit of a location writes.
     static let pageSize = 1024
@@ -221,25 +224,40 @@ public final class Outbox: Sendable {
         // A target's batch leaves out what it acknowledged while another target lacked it.
         let lacks = target == nil ? "" : Outbox.lacksSQL
         let targetArgument: StatementArguments = target.map { [$0] } ?? []
+        let floor = target.flatMap { t in locationFloors.withLock { $0[t] } } ?? 0
         do {
-            return try pool.read { db in
+            let (records, newFloor) = try pool.read { db -> ([TrailRecord], Int64?) in
                 let columns = "seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, "
                     + Outbox.spanColumns
                 guard transitionsFirst else {
-                    return try Row.fetchAll(db, sql: "SELECT \(columns) FROM outbox WHERE 1\(lacks) ORDER BY seq LIMIT ?",
-                                            arguments: targetArgument + [maxCount]).map { Outbox.record($0, device: device) }
+                    let rows = try Row.fetchAll(db, sql: "SELECT \(columns) FROM outbox WHERE 1\(lacks) ORDER BY seq LIMIT ?",
+                                                arguments: targetArgument + [maxCount])
+                    return (rows.map { Outbox.record($0, device: device) }, nil)
                 }
                 // Transitions (their partial index), then locations, each by sequence.
                 var rows = try Row.fetchAll(
                     db, sql: "SELECT \(columns) FROM outbox WHERE priority = 0\(lacks) ORDER BY seq LIMIT ?",
                     arguments: targetArgument + [maxCount])
+                var newFloor: Int64?
                 if rows.count < maxCount {
+                    let transitions = rows.count
                     rows += try Row.fetchAll(
-                        db, sql: "SELECT \(columns) FROM outbox WHERE priority <> 0\(lacks) ORDER BY seq LIMIT ?",
-                        arguments: targetArgument + [maxCount - rows.count])
+                        db,
+                        sql: "SELECT \(columns) FROM outbox WHERE priority <> 0 AND seq > ?\(lacks) ORDER BY seq LIMIT ?",
+                        arguments: [floor] + targetArgument + [maxCount - rows.count])
+                    if target != nil {
+                        // Every location before the first one it lacks, it has; with none lacking, all of them.
+                        if rows.count > transitions {
+                            newFloor = (rows[transitions][0] as Int64) - 1
+                        } else {
+                            newFloor = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM outbox") ?? floor
+                        }
+                    }
                 }
-                return rows.map { Outbox.record($0, device: device) }
+                return (rows.map { Outbox.record($0, device: device) }, newFloor)
             }
+            if let target, let newFloor { locationFloors.withLock { $0[target] = max($0[target] ?? 0, newFloor) } }
+            return records
         } catch {
             throw UploadError(.storage, "cannot read the outbox \(path)", path: path, underlying: error)
         }
