@@ -47,6 +47,15 @@ letters; for each run k the endpoint holds exactly the first n_k fixes of its wa
 a run), the n_k add up to every record the outbox ever gave (nothing lost at all), each once; in the
 order the endpoint received them the times increase (order kept); the last run delivered all 895;
 every location a run printed is stored.
+
+    tools/crash-test.py --two-targets [--kills 100] [--seed N] [--speed 60] [--keep]
+
+Two targets (issue 29): every replay uploads to two `keeptrack serve` endpoints at once
+(`--upload A --upload B`, one outbox, a lane each). Endpoint A goes through the healthy, failing, slow,
+dropping and refusing phases; endpoint B is killed with SIGKILL and restarted again and again (before
+a run, in the middle of one, or left up). At the end both are healthy and one last replay runs to
+completion; the check is the first mode's for each endpoint: ids 1..N exactly once, no gap, order kept,
+every printed location stored, and the outbox empty (no record still waiting for either target).
 """
 import argparse, json, os, random, signal, socket, sqlite3, subprocess, sys, tempfile, time, urllib.request
 
@@ -117,9 +126,11 @@ class Endpoint:
 
 
 def replay(keeptrack, url, work, speed, run, batch_wait="0.2", extra=()):
-    """Run `run` of the walk (moved `run` days forward), its standard output kept in printed-RUN.jsonl."""
+    """Run `run` of the walk (moved `run` days forward), its standard output kept in printed-RUN.jsonl;
+    `url` is one URL or a list of them (one --upload each)."""
+    uploads = [a for u in ([url] if isinstance(url, str) else url) for a in ("--upload", u)]
     with open(printed_path(work, run), "w") as out:
-        return subprocess.Popen([keeptrack, "replay", "--upload", url, "--token", TOKEN, "--device-id", DEVICE,
+        return subprocess.Popen([keeptrack, "replay", *uploads, "--token", TOKEN, "--device-id", DEVICE,
                                  "--data-dir", work, "--speed", str(speed), "--batch-size", "25",
                                  "--batch-wait", batch_wait, "--max-backoff", "1", "--quiet", *extra,
                                  shifted_walk(work, run)],
@@ -378,6 +389,112 @@ def mqtt_main(args, keeptrack, seed, rng):
     print("OK: nothing lost, every printed location stored, nothing stored twice, order kept")
 
 
+def check_endpoint(name, rows, last_seq, printed):
+    """What is wrong with what an endpoint holds (`rows`: seq, time by seq): gaps, twice, order, printed."""
+    seqs = [r[0] for r in rows]
+    problems = []
+    missing = sorted(set(range(1, last_seq + 1)) - set(seqs))
+    if missing:
+        problems.append(f"{name}: {len(missing)} ids lost, e.g. {missing[:10]}")
+    if len(seqs) != len(set(seqs)):
+        problems.append(f"{name}: an id stored twice")
+    if any(s < 1 or s > last_seq for s in seqs):
+        problems.append(f"{name}: ids the outbox never gave")
+    backwards = sum(1 for a, b in zip(rows, rows[1:]) if b[1] < a[1])
+    if backwards:
+        problems.append(f"{name}: {backwards} places where the time goes backwards")
+    lost = unstored(printed, [r[1] for r in rows])
+    if lost:
+        problems.append(f"{name}: {len(lost)} of {len(printed)} printed locations not stored")
+    return problems, len(printed) - len(lost)
+
+
+def two_targets_main(args, keeptrack, seed, rng):
+    work = tempfile.mkdtemp(prefix="keeptrack-crash-two-")
+    a = Endpoint(keeptrack, work, free_port(), db=os.path.join(work, "a.sqlite"))
+    b = Endpoint(keeptrack, work, free_port(), db=os.path.join(work, "b.sqlite"))
+    a.start()
+    b.start()
+    urls = [f"http://127.0.0.1:{e.port}/v1/locations" for e in (a, b)]
+    names = ["--target-name", "a", "--target-name", "b"]
+    phases_a = {p: 0 for p in PHASES[:5]}
+    phases_b = {p: 0 for p in ["up", "down", "killed-mid-run"]}
+    kills, run = 0, 0
+    started = time.monotonic()
+    try:
+        while kills < args.kills:
+            pa, pb = rng.choice(list(phases_a)), rng.choice(list(phases_b))
+            phases_a[pa] += 1
+            phases_b[pb] += 1
+            if b.proc.poll() is not None:
+                b.start()
+            if pb == "down":
+                b.kill()
+            a.faults(failRate=0.5 if pa == "failing" else 0.0, failStatus=503, delay=0.4 if pa == "slow" else 0.0,
+                     dropRate=0.3 if pa == "dropping" else 0.0, refuse=pa == "refusing")
+            proc = replay(keeptrack, urls, work, args.speed, run, extra=names + args.replay_option)
+            lifetime = rng.uniform(0.1, 3.0)
+            if pb == "killed-mid-run":
+                first = rng.uniform(0, lifetime)
+                time.sleep(first)
+                b.kill()
+                b.start()
+                time.sleep(max(0.0, lifetime - first))
+            else:
+                time.sleep(lifetime)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                kills += 1
+            proc.wait()
+            run += 1
+            print(f"  kill {kills}/{args.kills} during A '{pa}', B '{pb}'", file=sys.stderr, end="\r")
+        print(file=sys.stderr)
+        if b.proc.poll() is not None:
+            b.start()
+        a.faults()
+        final = replay(keeptrack, urls, work, args.speed * 4, run, batch_wait="0.05", extra=names + args.replay_option)
+        _, err = final.communicate(timeout=600)
+        if final.returncode != 0:
+            sys.exit(f"crash-test: the final replay failed ({final.returncode}): {err}")
+        run += 1
+    finally:
+        a.stop()
+        b.stop()
+    outbox = sqlite3.connect(os.path.join(work, "outbox.sqlite"))
+    last_seq = last_sequence(outbox)
+    pending = outbox.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+    dead = outbox.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0]
+    acks = outbox.execute("SELECT COUNT(*) FROM target_ack").fetchone()[0]
+    printed = printed_locations(work, run)
+    problems = []
+    if pending:
+        problems.append(f"{pending} records still in the outbox")
+    if dead:
+        problems.append(f"{dead} dead letters")
+    if acks:
+        problems.append(f"{acks} acknowledgement rows left")
+    print(f"crash-test --two-targets (seed {seed}, {time.monotonic() - started:.0f} s): {kills} SIGKILLs of the "
+          f"uploader, {b.restarts} kills and restarts of endpoint B; A's phases {phases_a}, B's {phases_b}")
+    print(f"  outbox gave ids 1..{last_seq}; pending {pending}, dead letters {dead}; printed {len(printed)} locations")
+    for name, e in (("A", a), ("B", b)):
+        rows = sqlite3.connect(e.db).execute("SELECT seq, time FROM points WHERE device = ? ORDER BY seq",
+                                             (DEVICE,)).fetchall()
+        found, stored = check_endpoint(name, rows, last_seq, printed)
+        problems += found
+        m = e.metrics_total
+        print(f"  endpoint {name}: holds {len(rows)} ({len({r[0] for r in rows})} distinct), "
+              f"{m.get('keeptrack_serve_records_duplicate_total', 0)} duplicates recognised and not stored; "
+              f"{stored} of the printed locations stored")
+    if not args.keep:
+        subprocess.run(["rm", "-rf", work])
+    else:
+        print(f"  work directory: {work}")
+    if problems:
+        print("FAILED: " + "; ".join(problems))
+        sys.exit(1)
+    print("OK: both targets hold every printed location exactly once, nothing lost, order kept")
+
+
 def main():
     # A parent that blocks or ignores SIGTERM (a test runner) passes that on to every child: mosquitto
     # would not stop on SIGTERM. Children get the defaults back.
@@ -391,6 +508,8 @@ def main():
     ap.add_argument("--keeptrack", help="the binary (default: swift build's)")
     ap.add_argument("--mqtt", action="store_true", help="over MQTT: uploader to a mosquitto to serve --mqtt")
     ap.add_argument("--postgres", action="store_true", help="the endpoint on PostgreSQL, restarted and killed too")
+    ap.add_argument("--two-targets", action="store_true",
+                    help="two endpoints at once (--upload twice), the second killed and restarted again and again")
     ap.add_argument("--replay-option", action="append", default=[], metavar="OPTION",
                     help="an option added to every replay (repeatable; e.g. --replay-option=--commit-within=10s "
                          "to see what grouped commits lose)")
@@ -400,6 +519,8 @@ def main():
     keeptrack = args.keeptrack or keeptrack_tools.build(release=False)
     if args.mqtt:
         return mqtt_main(args, keeptrack, seed, rng)
+    if args.two_targets:
+        return two_targets_main(args, keeptrack, seed, rng)
     work = tempfile.mkdtemp(prefix="keeptrack-crash-")
     cluster = pgcluster.Cluster() if args.postgres else None
     endpoint = Endpoint(keeptrack, work, db=cluster.create_database("crash") if cluster else None)

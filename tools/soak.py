@@ -14,12 +14,19 @@ sampled. At the end the tracker gets SIGTERM (it uploads its outbox and exits), 
 points are compared with the locations the tracker printed.
 
 Targets (issue 7): <= 3 CPU-s per hour, RSS <= 30 MB and flat once running, 0 lost.
+
+    tools/soak.py --targets 1,2 [--minutes 30] ...
+
+Upload targets side by side (issue 29): one tracker per count, on the same gpsd at the same time,
+each uploading to that many `keeptrack serve` endpoints of its own (`--upload` repeated); a row per
+tracker, so that the cost of a second target is read beside the first's, measured in the same run
+(0: no --upload, the pipeline's floor).
 """
 import argparse, json, os, signal, socket, sqlite3, subprocess, sys, tempfile, time
 
-import keeptrack_tools
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+import keeptrack_tools
 
 
 def wait_port(port, seconds=10):
@@ -38,45 +45,57 @@ def main():
     ap.add_argument("--minutes", type=float, default=30)
     ap.add_argument("--restart-every", type=float, default=300)
     ap.add_argument("--binary", help="soak this keeptrack (e.g. another build) instead of building one")
+    ap.add_argument("--targets", default="1",
+                    help="upload targets per tracker, a tracker per count, side by side (e.g. 1,2; default 1)")
     args = ap.parse_args()
     keeptrack = args.binary or keeptrack_tools.build()
     work = tempfile.mkdtemp(prefix="keeptrack-soak-")
     link = os.path.join(work, "ttyGPS")
+    gpsd_port = keeptrack_tools.candidate_port()
+    counts = [int(n) for n in args.targets.split(",")]
+    serve_ports = [[keeptrack_tools.candidate_port() for _ in range(n)] for n in counts]
     receiver = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver.py"), os.path.join(ROOT, "fixtures", "walk-15min.nmea"),
                                  "--now", "--loop", "--rate", "1", "--baud", "9600", "--link", link],
                                 stdout=subprocess.PIPE, text=True)
     receiver.stdout.readline()
 
-    def start_gpsd(port):
-        """gpsd on `port`; None if it exited (another program had bound the port)."""
-        p = subprocess.Popen(["gpsd", "-N", "-n", "-s", "9600", "-S", str(port), "-F", os.path.join(work, "gpsd.sock"),
+    def start_gpsd():
+        p = subprocess.Popen(["gpsd", "-N", "-n", "-s", "9600", "-S", str(gpsd_port), "-F", os.path.join(work, "gpsd.sock"),
                               link], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_port(port) or p.poll() is not None:
-            if p.poll() is None:
-                sys.exit("soak: gpsd did not start")
-            return None
+        if not wait_port(gpsd_port):
+            sys.exit("soak: gpsd did not start")
         return p
 
-    def start_serve(port):
-        p = subprocess.Popen([keeptrack, "serve", "--port", str(port), "--db", os.path.join(work, "endpoint.sqlite"),
-                              "--token", "soak"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        return p, keeptrack_tools.listening_port(p.stdout.readline())
+    def db(i, j):
+        return os.path.join(work, "endpoint.sqlite" if len(counts) == 1 and j == 0 else f"endpoint-{i}-{j}.sqlite")
 
-    # gpsd takes its port on its command line: on a candidate port, another if that one was taken; the
-    # endpoint picks its own (--port 0) and says which. Restarts keep the port their clients know.
-    gpsd = keeptrack_tools.on_free_port(start_gpsd)
-    gpsd_port = int(gpsd.args[gpsd.args.index("-S") + 1])
-    serve, serve_port = start_serve(0)
-    if serve_port is None:
-        sys.exit("soak: the endpoint did not start")
-    out_path = os.path.join(work, "events.jsonl")
-    out = open(out_path, "w")
-    control = os.path.join(work, "control.sock")
-    track = subprocess.Popen([keeptrack, "track", "--gpsd", f"127.0.0.1:{gpsd_port}", "--significant-changes",
-                              "--upload", f"http://127.0.0.1:{serve_port}/v1/locations", "--token", "soak",
-                              "--device-id", "soak", "--data-dir", work, "--control", control,
-                              "--max-backoff", "30", "--shutdown-timeout", "60"],
-                             stdout=out, stderr=open(os.path.join(work, "track.err"), "w"))
+    def start_serves():
+        ps = []
+        for i, ports in enumerate(serve_ports):
+            for j, port in enumerate(ports):
+                p = subprocess.Popen([keeptrack, "serve", "--port", str(port), "--db", db(i, j), "--token", "soak"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                p.stdout.readline()
+                ps.append(p)
+        return ps
+
+    gpsd = start_gpsd()
+    serves = start_serves()
+    trackers = []  # (process, data directory, events file, control socket)
+    for i, ports in enumerate(serve_ports):
+        data = work if len(counts) == 1 else os.path.join(work, f"tracker-{i}")
+        os.makedirs(data, exist_ok=True)
+        out_path = os.path.join(data, "events.jsonl")
+        control = os.path.join(data, "control.sock")
+        uploads = [a for port in ports for a in ("--upload", f"http://127.0.0.1:{port}/v1/locations")]
+        # No target (0): the pipeline without uploads, the floor the first target's cost is read against.
+        uploads += ["--token", "soak", "--device-id", "soak"] if ports else []
+        proc = subprocess.Popen([keeptrack, "track", "--gpsd", f"127.0.0.1:{gpsd_port}", "--significant-changes",
+                                 *uploads, "--data-dir", data,
+                                 "--control", control, "--max-backoff", "30", "--shutdown-timeout", "60"],
+                                stdout=open(out_path, "w"), stderr=open(os.path.join(data, "track.err"), "w"))
+        trackers.append((proc, data, out_path, control))
+    track, _, out_path, control = trackers[0]
     started = time.monotonic()
     samples = []  # (seconds, cpu, rss)
     restarts = {"gpsd": 0, "endpoint": 0}
@@ -87,6 +106,7 @@ def main():
     try:
         time.sleep(5)
         cpu0 = keeptrack_tools.cpu_seconds(track.pid)
+        cpus0 = [keeptrack_tools.cpu_seconds(t[0].pid) for t in trackers]
         t0 = time.monotonic()
         next_sample = t0
         while time.monotonic() < end:
@@ -103,21 +123,22 @@ def main():
                     gpsd.send_signal(signal.SIGKILL)
                     gpsd.wait()
                     time.sleep(5)
-                    gpsd = start_gpsd(gpsd_port)
-                    if gpsd is None:
-                        sys.exit(f"soak: gpsd could not listen on port {gpsd_port} again")
+                    gpsd = start_gpsd()
                     restarts["gpsd"] += 1
                 else:
-                    serve.send_signal(signal.SIGKILL)
-                    serve.wait()
+                    for serve in serves:
+                        serve.send_signal(signal.SIGKILL)
+                        serve.wait()
                     time.sleep(20)
-                    serve, _ = start_serve(serve_port)
+                    serves = start_serves()
                     restarts["endpoint"] += 1
                 which += 1
                 next_restart += args.restart_every
             time.sleep(1)
         elapsed = time.monotonic() - t0
         cpu = keeptrack_tools.cpu_seconds(track.pid) - cpu0
+        cpus = [keeptrack_tools.cpu_seconds(t[0].pid) - c0 for t, c0 in zip(trackers, cpus0)]
+        rsss = [keeptrack_tools.status_mb(t[0].pid, "VmRSS") for t in trackers]
         peak = keeptrack_tools.status_mb(track.pid)
         metrics = subprocess.run([keeptrack, "status", "--prometheus", "--control", control], capture_output=True,
                                  text=True).stdout
@@ -125,17 +146,34 @@ def main():
         # Why standard updates did not deliver the others (stale, inaccurate, ...): kept beside the samples.
         with open(os.path.join(work, "metrics.txt"), "w") as f:
             f.write(metrics)
-        track.send_signal(signal.SIGTERM)
-        track.wait(120)
+        for t in trackers:
+            t[0].send_signal(signal.SIGTERM)
+        for t in trackers:
+            t[0].wait(120)
     finally:
-        for p in (track, gpsd, serve, receiver):
+        for p in [t[0] for t in trackers] + [gpsd] + serves + [receiver]:
             if p.poll() is None:
                 p.terminate()
                 try:
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
-        out.close()
+    if len(counts) > 1:
+        print(f"soak: {elapsed / 60:.1f} min of keeptrack track --gpsd --significant-changes, one tracker per "
+              f"target count side by side, {restarts['gpsd']} gpsd restarts, {restarts['endpoint']} endpoint kills "
+              f"and restarts")
+        print("  targets  CPU-s  CPU-s/hour  RSS MB  delivered  stored (each endpoint)  left")
+        for i, ((_, data, path, _), n, c, r) in enumerate(zip(trackers, counts, cpus, rsss)):
+            delivered = sum(1 for line in open(path) if line.startswith('{"event":"location"'))
+            stored = [sqlite3.connect(db(i, j)).execute(
+                "SELECT COUNT(*) FROM points WHERE device = 'soak' AND kind = 'location'").fetchone()[0]
+                for j in range(n)]
+            outbox = os.path.join(data, "outbox.sqlite")
+            left = sqlite3.connect(outbox).execute("SELECT COUNT(*) FROM outbox").fetchone()[0] if n else 0
+            print(f"  {n:7d}  {c:5.2f}  {c / elapsed * 3600:10.2f}  {r:6.1f}  {delivered:9d}  "
+                  f"{'/'.join(map(str, stored)) or '-':>22}  {left:4d}")
+        print(f"  work directory: {work}")
+        return
     delivered = sum(1 for line in open(out_path) if line.startswith('{"event":"location"'))
     stored = sqlite3.connect(os.path.join(work, "endpoint.sqlite")).execute(
         "SELECT COUNT(*) FROM points WHERE device = 'soak' AND kind = 'location'").fetchone()[0]

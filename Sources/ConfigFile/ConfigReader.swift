@@ -134,6 +134,8 @@ public struct ConfigReader: Sendable {
                     items.append(.init(value: scalar, line: value.mark?.line ?? line))
                 }
                 setting = .list(items)
+            case .records(let fields):
+                setting = .records(try records(value, fields: fields, key: key, line: line, name: name, stats: &stats))
             }
             settings.append(ConfigSetting(key: key, line: line, value: setting))
         }
@@ -207,6 +209,75 @@ public struct ConfigReader: Sendable {
     }
 }
 
+extension ConfigReader {
+    /// A ``ConfigKind/records(_:)`` value: a list of mappings of `fields`, each value one scalar
+    /// (or a list, for a list field).
+    func records(_ value: Node, fields: [String: ConfigField], key: String, line: Int, name: String,
+                 stats: inout ConfigStatistics) throws(ConfigFileError) -> [ConfigSetting.Record] {
+        guard let sequence = value.sequence else {
+            throw ConfigFileError(.badValue, name, line: line, "\(key): expected a list of mappings")
+        }
+        var records: [ConfigSetting.Record] = []
+        for item in sequence {
+            let itemLine = item.mark?.line ?? line
+            guard let mapping = item.mapping else {
+                throw ConfigFileError(.badValue, name, line: itemLine, "\(key): expected a list of mappings")
+            }
+            var record = ConfigSetting.Record(line: itemLine, values: [])
+            var seen: Set<String> = []
+            for (fieldNode, fieldValue) in mapping {
+                stats.values += 1
+                let fieldLine = fieldNode.mark?.line ?? itemLine
+                guard let field = fieldNode.scalar?.string, let kind = fields[field] else {
+                    let got = fieldNode.scalar.map { Self.printable($0.string) } ?? "a list"
+                    throw ConfigFileError(.unknownKey, name, line: fieldLine, "\(key): unknown key '\(got)' (known: "
+                        + fields.keys.sorted().joined(separator: ", ") + ")")
+                }
+                guard seen.insert(field).inserted else {
+                    throw ConfigFileError(.duplicateKey, name, line: fieldLine, "\(key): '\(field)' is set twice")
+                }
+                var values: [String] = []
+                if kind.list, let list = fieldValue.sequence {
+                    for v in list {
+                        stats.values += 1
+                        guard let scalar = v.scalar?.string else {
+                            throw ConfigFileError(.badValue, name, line: fieldLine, "\(key): \(field): expected values")
+                        }
+                        values.append(scalar)
+                    }
+                } else {
+                    guard let scalar = fieldValue.scalar?.string else {
+                        throw ConfigFileError(.badValue, name, line: fieldLine,
+                                              "\(key): \(field): expected a single value")
+                    }
+                    values.append(scalar)
+                }
+                record.values.append(.init(field: field, values: values))
+            }
+            records.append(record)
+        }
+        return records
+    }
+}
+
+/// A field of a ``ConfigKind/records(_:)`` key: the option its value stands for, and whether it
+/// takes a list.
+public struct ConfigField: Sendable, Hashable {
+    /// The long option (without `--`).
+    public var option: String
+    /// Whether the field takes a list: each item becomes `--option N:item`, N the record's 1-based
+    /// place.
+    public var list: Bool
+    /// Whether the field is the record's first option, given once per record (`upload` for a target).
+    public var primary: Bool
+
+    public init(option: String, list: Bool = false, primary: Bool = false) {
+        self.option = option
+        self.list = list
+        self.primary = primary
+    }
+}
+
 /// The kinds of value a key takes.
 public enum ConfigKind: Sendable, Hashable {
     /// One value: `distance-filter: 10`.
@@ -218,6 +289,10 @@ public enum ConfigKind: Sendable, Hashable {
     case flag
     /// A list of values, or one value.
     case list
+    /// A list of mappings of these fields (upload targets), read as options paired by order: each
+    /// record's primary field once per record, every other field set in any record once per record
+    /// (`''` where a record leaves it out), list fields as `--option N:item`.
+    case records([String: ConfigField])
 }
 
 /// One key of a file and its value.
@@ -232,10 +307,22 @@ public struct ConfigSetting: Sendable, Hashable {
         }
     }
 
+    /// One mapping of a ``ConfigKind/records(_:)`` key.
+    public struct Record: Sendable, Hashable {
+        public struct Value: Sendable, Hashable {
+            public var field: String
+            public var values: [String]
+        }
+
+        public var line: Int
+        public var values: [Value]
+    }
+
     public enum Value: Sendable, Hashable {
         case flag(Bool)
         case option(String)
         case list([Item])
+        case records([Record])
     }
 
     public var key: String
@@ -550,6 +637,13 @@ extension ConfigReader {
             case .flag(let b): value = .scalar(.init(b ? "true" : "false", Tag(.bool), .plain))
             case .option(let s): value = text(s)
             case .list(let items): value = .sequence(.init(items.map { text($0.value) }, Tag(.seq), .block))
+            case .records(let records):
+                value = .sequence(.init(records.map { r in
+                    .mapping(.init(r.values.map { v in
+                        (text(v.field), v.values.count == 1 ? text(v.values[0])
+                            : .sequence(.init(v.values.map(text), Tag(.seq), .block)))
+                    }, Tag(.map), .block))
+                }, Tag(.seq), .block))
             }
             pairs.append((text(setting.key), value))
         }

@@ -15,9 +15,20 @@ public struct OptionArguments: Sendable, Hashable {
     }
 
     public init(_ setting: ConfigSetting) {
+        self.init(setting, schema: [:])
+    }
+
+    /// The arguments of `setting`, a key of `schema` (which says what a list of records stands for).
+    public init(_ setting: ConfigSetting, schema: [String: ConfigKind]) {
         key = setting.key
         line = setting.line
         switch setting.value {
+        case .records(let records):
+            guard case .records(let fields)? = schema[setting.key] else {
+                arguments = []
+                return
+            }
+            arguments = Self.pairedArguments(records, fields: fields)
         case .flag(let on):
             arguments = on ? ["--\(key)"] : []
         case .option(let value):
@@ -29,10 +40,33 @@ public struct OptionArguments: Sendable, Hashable {
     }
 }
 
+extension OptionArguments {
+    /// Records as options paired by order: the primary field's option once per record, then each
+    /// other field set in any record once per record (`''` where one leaves it out), then list
+    /// fields' items as `--option N:item`.
+    static func pairedArguments(_ records: [ConfigSetting.Record], fields: [String: ConfigField]) -> [String] {
+        var arguments: [String] = []
+        let set = Set(records.flatMap { $0.values.map(\.field) })
+        let order = fields.keys.sorted { (fields[$0]!.primary ? 0 : 1, $0) < (fields[$1]!.primary ? 0 : 1, $1) }
+        for field in order where set.contains(field) {
+            let f = fields[field]!
+            for (i, record) in records.enumerated() {
+                let values = record.values.first { $0.field == field }?.values
+                if f.list {
+                    for v in values ?? [] { arguments += ["--\(f.option)", "\(i + 1):\(v)"] }
+                } else {
+                    arguments += ["--\(f.option)", values?.first ?? ""]
+                }
+            }
+        }
+        return arguments
+    }
+}
+
 extension ConfigReader {
     /// The file's settings as command-line arguments, key by key.
     public func optionArguments(path: String) throws(ConfigFileError) -> [OptionArguments] {
-        try read(path: path).map(OptionArguments.init)
+        try read(path: path).map { OptionArguments($0, schema: schema) }
     }
 
     /// List items checked per parse in ``check(path:parses:unattributed:parse:)``: argument
@@ -115,8 +149,12 @@ extension ConfigReader {
     /// the file's arguments go right after the subcommand at `index`, so the command line, parsed
     /// later, wins.
     ///
+    /// Repeatable options listed in `replacedByCommandLine` (a command's list of targets) are the
+    /// command line's alone when it gives them: the file's values are left out rather than added to.
+    ///
     /// - Throws: ``ConfigFileError`` for an unreadable or invalid file (a missing default is no problem).
     public func insertingFile(into arguments: [String], at index: Int, option: String, defaultPath: String,
+                              replacedByCommandLine: Set<String> = [],
                               exists: (String) -> Bool) throws(ConfigFileError) -> [String] {
         var arguments = arguments
         var path = defaultPath
@@ -127,7 +165,14 @@ extension ConfigReader {
             arguments.removeSubrange(i...(i + 1))
         }
         guard explicit || exists(path) else { return arguments }
-        arguments.insert(contentsOf: try optionArguments(path: path).flatMap(\.arguments), at: index)
+        let given = Set(arguments.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2)) })
+        let replaced = replacedByCommandLine.intersection(given)
+        // A key is left out when the command line gives its option (a list of records: its first option).
+        arguments.insert(
+            contentsOf: try optionArguments(path: path).filter { entry in
+                !replaced.contains(entry.key) && !(entry.arguments.first.map { replaced.contains(String($0.dropFirst(2))) } ?? false)
+            }.flatMap(\.arguments),
+            at: index)
         return arguments
     }
 

@@ -92,6 +92,11 @@ extension Tracker {
         /// The endpoint, format, credentials, batching and backoff. An embedded endpoint's address
         /// is known only once it listens: give its URL through ``endpoint`` instead.
         public var uploader: Uploader.Configuration
+        /// Further targets, each a lane of its own over the same outbox: a record leaves it once every
+        /// target has it. The default is none.
+        public var otherTargets: [Uploader.Configuration] = []
+        /// Every target: ``uploader``, then ``otherTargets``.
+        public var targets: [Uploader.Configuration] { [uploader] + otherTargets }
         /// Asked for the endpoint's URL before the first upload, when set (an endpoint started beside
         /// the tracker); it replaces ``uploader``'s URL. The default is none.
         public var endpoint: (@Sendable () async throws -> String)?

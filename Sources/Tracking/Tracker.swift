@@ -70,6 +70,7 @@ public final class Tracker: Service, Sendable {
             // OwnTracks' transitions carry their waypoint's creation time: when the regions were stored.
             if let defined = configuration.regionStore?.definitionsStoredAt() {
                 upload.uploader.formatSettings.regionsDefinedAt = defined
+                for i in upload.otherTargets.indices { upload.otherTargets[i].formatSettings.regionsDefinedAt = defined }
             }
             do {
                 // A first run: the data directory may not exist yet.

@@ -16,8 +16,12 @@ public final class UploadService: Service, Sendable {
     let logger: Logger
     /// What uploads wait on: batches filling, backoffs, the shutdown timeout.
     let clock: any EpochClock
-    let current = Mutex<Uploader?>(nil)
+    let current = Mutex<[Uploader]>([])
     let trackerCore = Mutex<TrackerCore?>(nil)
+    /// The targets' configurations, each with its name (``Uploader/Configuration/target``).
+    let targets: [Uploader.Configuration]
+    /// Registered targets this run does not upload to that still lack records, found at start.
+    public let orphans: [Outbox.TargetStatus]
 
     init(outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger,
          clock: any EpochClock) throws {
@@ -26,11 +30,20 @@ public final class UploadService: Service, Sendable {
         self.application = application
         self.logger = logger
         self.clock = clock
-        // A URL known now is checked now (a bad one is a setting to fix, not a failure later).
+        var targets = settings.targets
+        for i in targets.indices {
+            targets[i].target = targets[i].target ?? Uploader.targetName(targets[i].url)
+            targets[i].labelMetrics = targets.count > 1
+        }
+        self.targets = targets
+        orphans = try outbox.useTargets(targets.map { Outbox.Target(name: $0.target!, url: Uploader.redacted($0.url)) })
+            .orphans
+        // URLs known now are checked now (a bad one is a setting to fix, not a failure later).
         if settings.endpoint == nil {
-            let uploader = try Uploader(outbox: outbox, configuration: settings.uploader, application: application,
-                                        logger: logger, clock: clock)
-            current.withLock { $0 = uploader }
+            let uploaders = try targets.map {
+                try Uploader(outbox: outbox, configuration: $0, application: application, logger: logger, clock: clock)
+            }
+            current.withLock { $0 = uploaders }
         }
     }
 
@@ -39,59 +52,108 @@ public final class UploadService: Service, Sendable {
         set { trackerCore.withLock { $0 = newValue } }
     }
 
-    /// The uploader, once it exists (at once, or when an embedded endpoint gave its address).
-    public var uploader: Uploader? { current.withLock { $0 } }
+    /// The first target's uploader, once it exists (at once, or when an embedded endpoint gave its
+    /// address).
+    public var uploader: Uploader? { current.withLock { $0.first } }
 
-    /// What the uploader did so far.
+    /// Every target's uploader, in the order of the settings, once they exist.
+    public var uploaders: [Uploader] { current.withLock { $0 } }
+
+    /// What the first target's uploader did so far.
     public var stats: Uploader.Stats? { uploader?.stats }
 
     /// What the upload did, one line without coordinates: `upload: 900 records acknowledged by
-    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left.
+    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left (with
+    /// one target; the caller words ``targetReports`` when there are several).
     public var summary: String {
         let stats = self.stats ?? Uploader.Stats()
         let pending = (try? outbox.stats())?.pending ?? -1
         let url = uploader?.configuration.url ?? settings.uploader.url
-        var line = "upload: \(grouped(stats.uploaded)) records acknowledged by \(Uploader.hostOf(url)) in "
+        return Self.line("upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
+                         left: "left in the outbox")
+    }
+
+    /// What one target's lane did: its name, host, counters, and the records it still lacks.
+    public struct TargetReport: Sendable {
+        public var name: String
+        public var host: String
+        public var stats: Uploader.Stats
+        /// Records in the outbox it has not acknowledged.
+        public var pending: Int
+    }
+
+    /// Each target's ``TargetReport``, in the order of the settings.
+    public var targetReports: [TargetReport] {
+        let uploaders = self.uploaders
+        let statuses = (try? outbox.targetStatuses()) ?? []
+        return targets.enumerated().map { i, target in
+            let name = target.target ?? ""
+            let uploader = i < uploaders.count ? uploaders[i] : nil
+            return TargetReport(
+                name: name, host: Uploader.hostOf(uploader?.configuration.url ?? target.url),
+                stats: uploader?.stats ?? Uploader.Stats(),
+                pending: statuses.first { $0.target.name == name }?.pending ?? -1)
+        }
+    }
+
+    static func line(_ start: String, stats: Uploader.Stats, host: String, pending: Int, left: String) -> String {
+        var line = start + "\(grouped(stats.uploaded)) records acknowledged by \(host) in "
             + "\(grouped(stats.requests)) requests, \(grouped(stats.retries)) retries"
         if stats.deadLettered > 0 { line += ", \(grouped(stats.deadLettered)) rejected (dead letters)" }
-        line += "; \(grouped(pending)) left in the outbox"
+        line += "; \(grouped(pending)) \(left)"
         if pending > 0 { line += " (\(stats.lastError ?? "not sent")); they go with the next run" }
         return line
     }
 
     /// The device id the endpoint files this outbox's records under (OwnTracks: `user/device`).
-    public var deviceOnServer: String {
-        settings.uploader.format.deviceOnServer(outbox.device, settings: settings.uploader.formatSettings)
+    public var deviceOnServer: String { deviceOnServer(target: 0) }
+
+    /// The device id the `index`-th target files this outbox's records under.
+    public func deviceOnServer(target index: Int) -> String {
+        let c = targets[index]
+        return c.format.deviceOnServer(c.deviceID ?? outbox.device, settings: c.formatSettings)
     }
 
     /// New records: look now.
-    public func notify() { uploader?.notify() }
+    public func notify() {
+        for uploader in uploaders { uploader.notify() }
+    }
 
     public func run() async throws {
-        let uploader: Uploader
-        if let existing = self.uploader {
-            uploader = existing
-        } else {
-            var c = settings.uploader
-            if let endpoint = settings.endpoint { c.url = try await endpoint() }
-            uploader = try Uploader(outbox: outbox, configuration: c, application: application, logger: logger,
+        var uploaders = self.uploaders
+        if uploaders.isEmpty {
+            // An embedded endpoint's address replaces the URL `embedded` (or the first target's).
+            let url = try await settings.endpoint?()
+            let embedded = targets.firstIndex { $0.url == "embedded" } ?? 0
+            uploaders = try targets.enumerated().map { i, target in
+                var c = target
+                if let url, i == embedded { c.url = url }
+                return try Uploader(outbox: outbox, configuration: c, application: application, logger: logger,
                                     clock: clock)
-            current.withLock { $0 = uploader }
+            }
+            current.withLock { $0 = uploaders }
+        }
+        // Each target is a lane of its own: one that is down or refusing holds no other back.
+        let lanes = uploaders
+        @Sendable func all(drain: Bool) async {
+            await withTaskGroup(of: Void.self) { group in
+                for uploader in lanes { group.addTask { await uploader.run(drain: drain) } }
+            }
         }
         // Until the group stops (the tracker, stopped before, appends nothing more).
-        await cancelWhenGracefulShutdown { await uploader.run() }
+        await cancelWhenGracefulShutdown { await all(drain: false) }
         if tracker?.inputFinished ?? false {
-            await uploader.run(drain: true)
+            await all(drain: true)
         } else {
             let within = settings.shutdownTimeout
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { await uploader.run(drain: true) }
+                group.addTask { await all(drain: true) }
                 let deadline = clock.now.advanced(by: .seconds(within))
                 group.addTask { [clock] in try? await clock.sleep(until: deadline, tolerance: nil) }
                 await group.next()
                 group.cancelAll()
             }
         }
-        await uploader.shutdown()
+        for uploader in uploaders { await uploader.shutdown() }
     }
 }

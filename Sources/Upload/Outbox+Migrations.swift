@@ -95,6 +95,7 @@ extension Outbox {
                 """)
         }
         registerVisitMigrations(&m)
+        registerTargetMigrations(&m)
         return m
     }
 

@@ -64,6 +64,11 @@ public final class Outbox: Sendable {
     let lastAgeCheck = Mutex(-Double.infinity)
     /// How many records wait (counted at open, kept up to date after each commit).
     let pendingCount = Mutex(0)
+    /// The upload targets of this run (``useTargets(_:)``): a record leaves once all have it.
+    let targets = Mutex<[Target]>([])
+    /// Per target, a sequence number at or below which it has every location (its batches' lookups
+    /// start above it, so that a target ahead of another does not scan what it already has).
+    let locationFloors = Mutex<[String: Int64]>([:])
 
     /// The page size of a new outbox, in bytes: what one commit of a location writes.
     static let pageSize = 1024
@@ -213,27 +218,46 @@ public final class Outbox: Sendable {
     /// The next records to send: region transitions first (they jump the backlog), then
     /// locations, each in sequence order; or, without `transitionsFirst`, all in sequence order (a
     /// transition right after the location that decided it); at most `maxCount`.
-    public func nextBatch(maxCount: Int, transitionsFirst: Bool = true) throws(UploadError) -> [TrailRecord] {
+    public func nextBatch(maxCount: Int, transitionsFirst: Bool = true,
+                          target: String? = nil) throws(UploadError) -> [TrailRecord] {
         let device = self.device
+        // A target's batch leaves out what it acknowledged while another target lacked it.
+        let lacks = target == nil ? "" : Outbox.lacksSQL
+        let targetArgument: StatementArguments = target.map { [$0] } ?? []
+        let floor = target.flatMap { t in locationFloors.withLock { $0[t] } } ?? 0
         do {
-            return try pool.read { db in
+            let (records, newFloor) = try pool.read { db -> ([TrailRecord], Int64?) in
                 let columns = "seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, "
                     + Outbox.spanColumns
                 guard transitionsFirst else {
-                    return try Row.fetchAll(db, sql: "SELECT \(columns) FROM outbox ORDER BY seq LIMIT ?",
-                                            arguments: [maxCount]).map { Outbox.record($0, device: device) }
+                    let rows = try Row.fetchAll(db, sql: "SELECT \(columns) FROM outbox WHERE 1\(lacks) ORDER BY seq LIMIT ?",
+                                                arguments: targetArgument + [maxCount])
+                    return (rows.map { Outbox.record($0, device: device) }, nil)
                 }
                 // Transitions (their partial index), then locations, each by sequence.
                 var rows = try Row.fetchAll(
-                    db, sql: "SELECT \(columns) FROM outbox WHERE priority = 0 ORDER BY seq LIMIT ?",
-                    arguments: [maxCount])
+                    db, sql: "SELECT \(columns) FROM outbox WHERE priority = 0\(lacks) ORDER BY seq LIMIT ?",
+                    arguments: targetArgument + [maxCount])
+                var newFloor: Int64?
                 if rows.count < maxCount {
+                    let transitions = rows.count
                     rows += try Row.fetchAll(
-                        db, sql: "SELECT \(columns) FROM outbox WHERE priority <> 0 ORDER BY seq LIMIT ?",
-                        arguments: [maxCount - rows.count])
+                        db,
+                        sql: "SELECT \(columns) FROM outbox WHERE priority <> 0 AND seq > ?\(lacks) ORDER BY seq LIMIT ?",
+                        arguments: [floor] + targetArgument + [maxCount - rows.count])
+                    if target != nil {
+                        // Every location before the first one it lacks, it has; with none lacking, all of them.
+                        if rows.count > transitions {
+                            newFloor = (rows[transitions][0] as Int64) - 1
+                        } else {
+                            newFloor = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM outbox") ?? floor
+                        }
+                    }
                 }
-                return rows.map { Outbox.record($0, device: device) }
+                return (rows.map { Outbox.record($0, device: device) }, newFloor)
             }
+            if let target, let newFloor { locationFloors.withLock { $0[target] = max($0[target] ?? 0, newFloor) } }
+            return records
         } catch {
             throw UploadError(.storage, "cannot read the outbox \(path)", path: path, underlying: error)
         }
@@ -250,12 +274,14 @@ public final class Outbox: Sendable {
         return r
     }
 
-    /// Removes records the endpoint has acknowledged.
-    public func acknowledge(_ sequences: [Int64]) throws(UploadError) {
+    /// Removes records the endpoint has acknowledged; with a `target`, those every target of the
+    /// run (``useTargets(_:)``) has, the others kept for the targets that lack them.
+    public func acknowledge(_ sequences: [Int64], target: String? = nil) throws(UploadError) {
         guard !sequences.isEmpty else { return }
         do {
             let deleted = try pool.write { db in
-                let deleted = try deleteOutbox(db, sequences)
+                let deleted = try target.map { try acknowledge(db, sequences, target: $0) }
+                    ?? deleteOutbox(db, sequences)
                 try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'uploaded'",
                                arguments: [sequences.count])
                 return deleted
@@ -266,8 +292,10 @@ public final class Outbox: Sendable {
         }
     }
 
-    /// Moves records the endpoint rejected for good to the dead-letter table, with its answer.
-    public func deadLetter(_ sequences: [Int64], status: Int, reason: String) throws(UploadError) {
+    /// Moves records the endpoint rejected for good to the dead-letter table, with its answer; with a
+    /// `target`, as that target's dead letters, and the records stay for the targets that lack them.
+    public func deadLetter(_ sequences: [Int64], status: Int, reason: String,
+                           target: String? = nil) throws(UploadError) {
         guard !sequences.isEmpty else { return }
         let t = clock.now.secondsSince1970
         do {
@@ -278,14 +306,14 @@ public final class Outbox: Sendable {
                     try db.execute(sql: """
                         INSERT OR REPLACE INTO dead_letter
                         (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, status, reason,
-                         failed, decided, \(Outbox.spanColumns))
+                         failed, decided, \(Outbox.spanColumns), target)
                         SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, ?, ?, ?,
-                               decided, \(Outbox.spanColumns)
+                               decided, \(Outbox.spanColumns), ?
                         FROM outbox WHERE seq IN (\(marks))
-                        """, arguments: StatementArguments([status, reason, t] as [(any DatabaseValueConvertible)?])
+                        """, arguments: StatementArguments([status, reason, t, target ?? ""] as [(any DatabaseValueConvertible)?])
                             + StatementArguments(part))
                 }
-                return try deleteOutbox(db, sequences)
+                return try target.map { try acknowledge(db, sequences, target: $0) } ?? deleteOutbox(db, sequences)
             }
             pendingCount.withLock { $0 -= deleted }
         } catch {
@@ -323,14 +351,22 @@ public final class Outbox: Sendable {
 
     /// The dead letters: record, the endpoint's status and reason.
     public func deadLetters() throws(UploadError) -> [(record: TrailRecord, status: Int, reason: String)] {
+        try deadLettersWithTargets().map { ($0.record, $0.status, $0.reason) }
+    }
+
+    /// The dead letters: record, the endpoint's status and reason, and the target whose they are
+    /// (`""`: the only one, from before targets).
+    public func deadLettersWithTargets() throws(UploadError)
+        -> [(record: TrailRecord, status: Int, reason: String, target: String)]
+    {
         let device = self.device
         do {
             return try pool.read { db in
                 try Row.fetchAll(db, sql: """
                     SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, \(Outbox.spanColumns),
-                           status, reason
-                    FROM dead_letter ORDER BY seq
-                    """).map { row in (Outbox.record(row, device: device), row[17], row[18]) }
+                           status, reason, target
+                    FROM dead_letter ORDER BY seq, target
+                    """).map { row in (Outbox.record(row, device: device), row[17], row[18], row[19]) }
             }
         } catch {
             throw UploadError(.storage, "cannot read the dead letters of \(path)", path: path, underlying: error)

@@ -88,7 +88,7 @@ extension Uploader {
         var failure: String?
         for r in batch {
             let format = configuration.mqttFormat
-            guard let body = format.request(for: [r], device: outbox.device, settings: configuration.formatSettings)?.body
+            guard let body = format.request(for: [r], device: device, settings: configuration.formatSettings)?.body
             else {
                 skipped.append(r)
                 continue

@@ -75,6 +75,15 @@ public final class Uploader: Sendable {
         /// When draining, give up after this many failed attempts in a row (the records stay in
         /// the outbox for the next run). The default is 5.
         public var drainAttempts = 5
+        /// The target's name when the outbox feeds several (``Outbox/useTargets(_:)``): its
+        /// acknowledgements and dead letters are filed under it. The default is none (the only
+        /// target: what it acknowledges leaves the outbox).
+        public var target: String?
+        /// Whether the counters carry a `target` label (``target``). The default is false.
+        public var labelMetrics = false
+        /// The device id this target files records under, instead of the outbox's. The default is
+        /// the outbox's.
+        public var deviceID: String?
 
         public init(url: String) { self.url = url }
 
@@ -131,7 +140,9 @@ public final class Uploader: Sendable {
     let clock: any EpochClock
     /// The backoff's jitter.
     let random: any RandomNumberGenerator & Sendable
-    let metrics = UploadMetrics()
+    let metrics: UploadMetrics
+    /// The device id requests carry: the target's own, or the outbox's.
+    var device: String { configuration.deviceID ?? outbox.device }
 
     /// - Parameters:
     ///   - application: the lifecycle the uploads run in (background tasks, suspension); `nil`
@@ -150,8 +161,9 @@ public final class Uploader: Sendable {
         self.logger = logger
         self.clock = clock
         self.random = random
+        metrics = UploadMetrics(target: configuration.labelMetrics ? configuration.target : nil)
         if MQTTEndpoint.isMQTT(configuration.url) {
-            transport = .mqtt(try MQTTPublisher(configuration: configuration, device: outbox.device))
+            transport = .mqtt(try MQTTPublisher(configuration: configuration, device: configuration.deviceID ?? outbox.device))
         } else {
             transport = .http(try Self.httpClient(configuration))
         }
@@ -212,21 +224,22 @@ public final class Uploader: Sendable {
                 }
                 if let app = application, !app.state.isRunning {
                     action = policy.suspended()
-                    if case .stop = action, ((try? outbox.stats())?.pending ?? 0) > 0 {
+                    if case .stop = action, ((try? pending()) ?? 0) > 0 {
                         record(error: "the app is \(app.state.rawValue): nothing is sent until it runs again")
                     }
                     continue
                 }
                 do {
                     batch = try outbox.nextBatch(maxCount: limit,
-                                                 transitionsFirst: configuration.format.transitionsFirst)
+                                                 transitionsFirst: configuration.format.transitionsFirst,
+                                                 target: configuration.target)
                 } catch {
                     record(error: "\(error)")
                     action = policy.readFailed(now: clock.now)
                     continue
                 }
                 // The oldest record's age matters only to a batch that is not full.
-                let oldest = batch.isEmpty || batch.count >= limit ? nil : (try? outbox.stats())?.oldestAppended
+                let oldest = batch.isEmpty || batch.count >= limit ? nil : try? oldestAppended()
                 action = policy.batchRead(count: batch.count,
                                           oldestAppended: oldest.map(EpochInstant.init(secondsSince1970:)),
                                           now: clock.now)
@@ -280,8 +293,27 @@ public final class Uploader: Sendable {
         }
     }
 
+    /// Records this target lacks in the outbox.
+    public func pending() throws(UploadError) -> Int {
+        guard let target = configuration.target, outbox.runTargets.count > 1 else { return try outbox.stats().pending }
+        if let status = try outbox.targetStatuses().first(where: { $0.target.name == target }) { return status.pending }
+        return try outbox.stats().pending
+    }
+
+    /// When the oldest record this target lacks was appended.
+    func oldestAppended() throws(UploadError) -> Double? {
+        guard let target = configuration.target, outbox.runTargets.count > 1 else {
+            return try outbox.stats().oldestAppended
+        }
+        return try outbox.oldestAppended(for: target)
+    }
+
     func record(error: String) {
-        state.withLock { $0.lastError = error }
+        let changed = state.withLock { stats in
+            defer { stats.lastError = error }
+            return stats.lastError != error
+        }
+        if changed, let target = configuration.target { outbox.noteTarget(target, success: nil, error: error) }
         logger.warning("upload failed", metadata: ["reason": "\(error)"])
     }
 
@@ -462,7 +494,7 @@ public final class Uploader: Sendable {
             + "the format"
         if format is OsmAndFormat {
             hint += " and the device id (Traccar answers 400 to a device it does not know: add one with identifier "
-                + "'\(outbox.device)' in Traccar first)"
+                + "'\(device)' in Traccar first)"
         } else {
             hint += " and the device id"
         }
@@ -474,7 +506,7 @@ public final class Uploader: Sendable {
     /// One request for `records`.
     func sendRequest(_ records: [TrailRecord]) async -> Outcome {
         let format = configuration.format
-        guard var request = format.request(for: records, device: outbox.device, settings: configuration.formatSettings)
+        guard var request = format.request(for: records, device: device, settings: configuration.formatSettings)
         else { return outcome(acknowledge(records, skipped: records.count)) }
         if request.body.count > configuration.maxBatchBytes && records.count > 1 { return .failed(.tooLarge) }
         if request.compressible && gzipAccepted.load(ordering: .relaxed) && configuration.gzip != .never {
@@ -521,18 +553,23 @@ public final class Uploader: Sendable {
     /// Acknowledges records the endpoint stored.
     func acknowledge(_ records: [TrailRecord], skipped: Int = 0, requests: Int = 1) -> Attempt {
         do {
-            try outbox.acknowledge(records.map(\.sequence))
+            try outbox.acknowledge(records.map(\.sequence), target: configuration.target)
         } catch {
             return .retry(after: nil, reason: "\(error)")
         }
-        state.withLock {
+        let now = clock.now.secondsSince1970
+        // The target's row is written after a failure and once a minute, not at every batch.
+        let note = state.withLock {
+            let note = $0.lastError != nil || !(now - ($0.lastSuccess ?? -.infinity) < 60)
             $0.uploaded += records.count - skipped
             $0.skipped += skipped
             $0.requests += requests
-            $0.lastSuccess = clock.now.secondsSince1970
+            $0.lastSuccess = now
             $0.lastError = nil
             $0.settingsToCheck = []
+            return note
         }
+        if note, let target = configuration.target { outbox.noteTarget(target, success: now, error: nil) }
         metrics.uploaded.increment(by: records.count - skipped)
         metrics.requestsOK.increment(by: requests)
         return .done
@@ -540,7 +577,8 @@ public final class Uploader: Sendable {
 
     func dead(_ records: [TrailRecord], status: Int, text: String) -> Attempt {
         do {
-            try outbox.deadLetter(records.map(\.sequence), status: status, reason: String(text.prefix(500)))
+            try outbox.deadLetter(records.map(\.sequence), status: status, reason: String(text.prefix(500)),
+                                  target: configuration.target)
         } catch {
             return .retry(after: nil, reason: "\(error)")
         }
@@ -620,9 +658,40 @@ final class TaskBox: Sendable {
 
 /// The uploader's counters (swift-metrics: the executable picks the backend).
 struct UploadMetrics: Sendable {
-    let uploaded = Counter(label: "keeptrack_upload_records_total", dimensions: [("result", "ok")])
-    let deadLettered = Counter(label: "keeptrack_upload_records_total", dimensions: [("result", "dead_letter")])
-    let requestsOK = Counter(label: "keeptrack_upload_requests_total", dimensions: [("result", "ok")])
-    let requestsFailed = Counter(label: "keeptrack_upload_requests_total", dimensions: [("result", "retried")])
-    let expired = Counter(label: "keeptrack_upload_expired_total")
+    let uploaded: Counter
+    let deadLettered: Counter
+    let requestsOK: Counter
+    let requestsFailed: Counter
+    let expired: Counter
+
+    /// - Parameter target: the `target` label of each counter, when the outbox feeds several.
+    init(target: String? = nil) {
+        let label: [(String, String)] = target.map { [("target", $0)] } ?? []
+        uploaded = Counter(label: "keeptrack_upload_records_total", dimensions: [("result", "ok")] + label)
+        deadLettered = Counter(label: "keeptrack_upload_records_total", dimensions: [("result", "dead_letter")] + label)
+        requestsOK = Counter(label: "keeptrack_upload_requests_total", dimensions: [("result", "ok")] + label)
+        requestsFailed = Counter(label: "keeptrack_upload_requests_total", dimensions: [("result", "retried")] + label)
+        expired = Counter(label: "keeptrack_upload_expired_total", dimensions: label)
+    }
+}
+
+extension Uploader {
+    /// A target's stable name from its URL: `host[:port]/path` for HTTP(S) (no scheme, credentials
+    /// or query), `mqtt://host[:port]/topic` for a broker, `embedded` as it is.
+    public static func targetName(_ url: String) -> String {
+        let r = redacted(url)
+        if r.hasPrefix("https://") { return String(r.dropFirst(8)) }
+        if r.hasPrefix("http://") { return String(r.dropFirst(7)) }
+        return r
+    }
+
+    /// The URL without credentials, query or fragment (no token, no password in status or names).
+    public static func redacted(_ url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return url }
+        var rest = url[scheme.upperBound...]
+        if let end = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        if let at = rest[..<slash].lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+        return String(url[..<scheme.upperBound]) + rest
+    }
 }

@@ -17,6 +17,13 @@ import Glibc
 /// token: s3cret
 /// header:                     # repeatable options take a list
 ///   - "X-Team: blue"
+/// targets:                    # several upload targets (instead of upload:), each its own lane
+///   - url: https://traccar.example:5055/
+///     format: osmand
+///   - url: mqtts://anna@broker.example/owntracks/anna/phone
+///     name: recorder
+///     format: owntracks
+///     secret-file: /etc/keeptrack/owntracks.secret
 /// ```
 ///
 /// Reading and checking the YAML (sizes, aliases, keys, kinds of value), turning it into
@@ -38,10 +45,23 @@ enum TrackConfig {
         "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
         "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
         "visits": .flag, "visit-min-duration": .option, "visit-radius": .option, "visit-gap": .option,
-        "heartbeat": .option,
+        "heartbeat": .option, "target-name": .option, "target-header": .list,
+        "targets": .records([
+            "url": ConfigField(option: "upload", primary: true), "name": ConfigField(option: "target-name"),
+            "format": ConfigField(option: "format"), "token": ConfigField(option: "token"),
+            "user": ConfigField(option: "user"), "device-id": ConfigField(option: "device-id"),
+            "secret-file": ConfigField(option: "secret-file"), "ca-file": ConfigField(option: "ca-file"),
+            "header": ConfigField(option: "target-header", list: true),
+        ]),
     ]
 
     static let reader = ConfigReader(schema: keys)
+
+    /// The repeatable options of upload targets: the command line's replace the file's (a file's
+    /// `upload:` and a command line's `--upload` are not two targets, the command line wins).
+    static let perTarget: Set<String> = [
+        "upload", "format", "device-id", "token", "user", "secret-file", "ca-file", "target-name", "target-header",
+    ]
 
     /// The default file: `$XDG_CONFIG_HOME/keeptrack/config.yaml` (`~/.config/keeptrack/config.yaml`).
     static var defaultPath: String { ConfigReader.defaultPath(of: "keeptrack", environment: environment(["XDG_CONFIG_HOME", "HOME"])) }

@@ -20,6 +20,7 @@ struct KeepTrack: AsyncParsableCommand {
             do {
                 arguments = try TrackConfig.reader.insertingFile(into: arguments, at: 1, option: "--config",
                                                                  defaultPath: TrackConfig.defaultPath,
+                                                                 replacedByCommandLine: TrackConfig.perTarget,
                                                                  exists: { access($0, F_OK) == 0 })
             } catch {
                 printError("keeptrack: \(error) (keeptrack config check \(error.path))")

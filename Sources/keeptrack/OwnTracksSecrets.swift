@@ -113,7 +113,8 @@ extension UploadOptions {
     /// With `--upload embedded --secret-file`: the embedded endpoint holds the device's secret, as a
     /// Recorder given the key does, so that what is sent encrypted is stored.
     func shareSecret(with embedded: TrackServer?, tracker: Tracker) async throws {
-        guard let embedded, let secretFile, let device = tracker.uploadService?.deviceOnServer,
+        guard let embedded, let index = embeddedIndex, let secretFile = Self.value(secretFile, index),
+            let device = tracker.uploadService?.deviceOnServer(target: index),
             let store = embedded.store as? any DeviceSecretStore
         else { return }
         try await store.setSecret(device: device, secret: try SecretFile.read(secretFile), now: WallClock.seconds())

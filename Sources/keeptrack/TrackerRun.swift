@@ -56,7 +56,7 @@ struct TrackerRun {
 
     func run<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil,
                            clock: any EpochClock) async throws {
-        let embedded = upload.upload == "embedded" ? try TrackServer.embedded(dataDirectory: dataDirectory) : nil
+        let embedded = upload.embedded ? try TrackServer.embedded(dataDirectory: dataDirectory) : nil
         let tracker: Tracker
         do {
             tracker = try Tracker(source: source, configuration: configuration(embedded: embedded),
@@ -67,6 +67,7 @@ struct TrackerRun {
             throw error.commandError
         }
         try await upload.shareSecret(with: embedded, tracker: tracker)
+        if !quiet { upload.warnAboutOrphans(tracker) }
         // Started in this order, stopped in reverse: the control socket and the input first, then
         // the upload of what is left, then the endpoint that takes it.
         var logger = Logger(label: "keeptrack.lifecycle")

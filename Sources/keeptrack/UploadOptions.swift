@@ -17,36 +17,54 @@ import Glibc
 struct UploadOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "Upload every location and region transition to this endpoint: http(s)://..., mqtt(s)://[user@]host[/topic] "
-            + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process).", valueName: "url|embedded"))
-    var upload: String?
+            + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process). Repeatable: each target is a lane "
+            + "of its own over one outbox; the i-th --format, --token, --user, --secret-file, --device-id, --ca-file "
+            + "and --target-name go with the i-th --upload, a single one with all (docs/upload-targets.md).",
+        valueName: "url|embedded"))
+    var upload: [String] = []
 
-    @Option(help: ArgumentHelp("json (our batch), osmand (Traccar), owntracks or overland (Overland, Dawarich).",
-                               valueName: "format"))
-    var format: String = "json"
+    @Option(name: .customLong("format"),
+            help: ArgumentHelp("json (our batch), osmand (Traccar), owntracks or overland (Overland, Dawarich). "
+                               + "The default is json.", valueName: "format"))
+    var formats: [String] = []
+
+    /// The first target's format (the only one's).
+    var format: String { Self.value(formats, 0) ?? "json" }
 
     @Option(help: ArgumentHelp("This device's id. The default is the one the outbox was created with "
                                + "(keeptrack- and 8 hex digits).", valueName: "id"))
-    var deviceID: String?
+    var deviceID: [String] = []
 
-    @Option(help: ArgumentHelp("Sent as Authorization: Bearer TOKEN.", valueName: "token"))
-    var token: String?
+    @Option(help: ArgumentHelp("Sent as Authorization: Bearer TOKEN ('' for none, with several targets).",
+                               valueName: "token"))
+    var token: [String] = []
 
     @Option(help: ArgumentHelp("With --format owntracks: the user the Recorder files the device under (X-Limit-U). "
                                + "The default is keeptrack.", valueName: "user"))
-    var user: String?
+    var user: [String] = []
 
     @Option(help: ArgumentHelp("With --format owntracks: encrypt each payload as the OwnTracks apps do, with the "
                                + "passphrase in this file (docs/owntracks-encryption.md).", valueName: "file"))
-    var secretFile: String?
+    var secretFile: [String] = []
+
+    @Option(help: ArgumentHelp("The name the outbox files a target's progress under (outbox status, metrics' target "
+                               + "label). The default comes from its URL: host:port/path.", valueName: "name"))
+    var targetName: [String] = []
+
+    @Option(name: .customLong("target-header"),
+            help: ArgumentHelp("An extra request header for the N-th --upload only, 'N:Name: value' (repeatable).",
+                               valueName: "n:header"))
+    var targetHeaders: [String] = []
 
     @Flag(help: "With --format osmand or owntracks: don't send region transitions.")
     var noRegionEvents = false
 
     @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file (a self-signed endpoint).", valueName: "file"))
-    var caFile: String?
+    var caFile: [String] = []
 
-    @Option(name: .customLong("header"), help: ArgumentHelp("An extra request header, 'Name: value' (repeatable).",
-                                                            valueName: "header"))
+    @Option(name: .customLong("header"),
+            help: ArgumentHelp("An extra request header, 'Name: value' (repeatable; with several targets, for each).",
+                               valueName: "header"))
     var headers: [String] = []
 
     @Option(help: ArgumentHelp("Records per request with --format json.", valueName: "n"))
@@ -80,23 +98,88 @@ struct UploadOptions: ParsableArguments {
             transform: DurationText.parse)
     var commitWithin = 0.0
 
-    var enabled: Bool { upload != nil }
+    var enabled: Bool { !upload.isEmpty }
 
-    var values: UploadOptionValues {
+    /// Whether a target is the embedded endpoint.
+    var embedded: Bool { upload.contains("embedded") }
+
+    /// The options that pair by order with `--upload`, and their values.
+    var paired: [(option: String, values: [String])] {
+        [("--format", formats), ("--device-id", deviceID), ("--token", token), ("--user", user),
+         ("--secret-file", secretFile), ("--ca-file", caFile), ("--target-name", targetName)]
+    }
+
+    /// The `index`-th target's value of a paired option: the only one, or its own; `''` is none.
+    static func value(_ values: [String], _ index: Int) -> String? {
+        let v = values.count == 1 ? values[0] : index < values.count ? values[index] : nil
+        return v?.isEmpty == true ? nil : v
+    }
+
+    /// The values of the `index`-th target (or, without --upload, the options as given).
+    func values(target index: Int) -> UploadOptionValues {
         var v = UploadOptionValues()
-        (v.url, v.format, v.deviceID, v.token, v.user, v.regionEvents) = (upload, format, deviceID, token, user, !noRegionEvents)
-        (v.caFile, v.headers, v.batchSize, v.batchWait, v.maxBackoff) = (caFile, headers, batchSize, batchWait, maxBackoff)
+        v.url = index < upload.count ? upload[index] : nil
+        v.format = Self.value(formats, index) ?? "json"
+        (v.deviceID, v.token, v.user) = (Self.value(deviceID, index), Self.value(token, index), Self.value(user, index))
+        v.regionEvents = !noRegionEvents
+        v.caFile = Self.value(caFile, index)
+        v.headers = headers + targetHeaders.compactMap { Self.targetHeader($0).flatMap { $0.0 == index + 1 ? $0.1 : nil } }
+        (v.batchSize, v.batchWait, v.maxBackoff) = (batchSize, batchWait, maxBackoff)
         (v.outboxMaxRecords, v.outboxMaxAge, v.shutdownTimeout) = (outboxMaxRecords, outboxMaxAge, shutdownTimeout)
         v.commitWithin = commitWithin
         return v
     }
 
+    /// The first target's values (the only one's).
+    var values: UploadOptionValues { values(target: 0) }
+
+    /// `N:Name: value` as the target's number and its header, or nil.
+    static func targetHeader(_ text: String) -> (Int, String)? {
+        guard let colon = text.firstIndex(of: ":"), let n = Int(text[..<colon]), n >= 1 else { return nil }
+        return (n, String(text[text.index(after: colon)...]))
+    }
+
     func validate() throws {
-        if let problem = values.problem { throw ValidationError(problem.sentence) }
-        try SecretFile.validate(secretFile, upload: upload, format: format)
-        // An HTTPS endpoint's CA file is read now: a file that is no PEM is a setting to fix.
-        if let caFile, let upload, upload.hasPrefix("http"), !Uploader.Configuration.holdsPEMCertificates(caFile) {
-            throw ValidationError("--ca-file \(caFile): no PEM certificate could be read")
+        let count = max(1, upload.count)
+        for (option, values) in paired where values.count > 1 && values.count != count {
+            throw ValidationError("\(option) is given \(values.count) times for \(upload.count) --upload target"
+                + (upload.count == 1 ? "" : "s") + ": give it once (for every target) or once per --upload, in the same "
+                + "order.")
+        }
+        if upload.filter({ $0 == "embedded" }).count > 1 {
+            throw ValidationError("--upload embedded is given twice: one embedded endpoint per run.")
+        }
+        for h in targetHeaders {
+            guard let (n, header) = Self.targetHeader(h), n <= upload.count else {
+                throw ValidationError("--target-header takes 'N:Name: value', N the --upload it goes with (1 to "
+                    + "\(upload.count)), got '\(h)'.")
+            }
+            if Uploader.Configuration.header(parsing: header) == nil {
+                throw ValidationError("--target-header takes 'N:Name: value', got '\(h)'.")
+            }
+        }
+        var names: Set<String> = []
+        for i in 0..<count {
+            let v = values(target: i)
+            let prefix = upload.count > 1 ? "--upload \(Uploader.redacted(upload[i])): " : ""
+            if let problem = v.problem { throw ValidationError(prefix + problem.sentence) }
+            let secretFile = Self.value(self.secretFile, i)
+            do {
+                try SecretFile.validate(secretFile, upload: v.url, format: v.format)
+            } catch {
+                throw ValidationError(prefix + error.message)
+            }
+            // An HTTPS endpoint's CA file is read now: a file that is no PEM is a setting to fix.
+            if let caFile = v.caFile, let url = v.url, url.hasPrefix("http"),
+               !Uploader.Configuration.holdsPEMCertificates(caFile) {
+                throw ValidationError("--ca-file \(caFile): no PEM certificate could be read")
+            }
+            if let url = v.url {
+                let name = Self.value(targetName, i) ?? Uploader.targetName(url)
+                guard names.insert(name).inserted else {
+                    throw ValidationError("two --upload targets are named '\(name)': give each a --target-name.")
+                }
+            }
         }
     }
 }
@@ -169,25 +252,51 @@ extension UploadOptions {
     /// The tracker's upload settings: the outbox in `dataDirectory`, the endpoint (`embedded`'s address
     /// and token once it listens).
     func settings(dataDirectory: DataDirectory, embedded: TrackServer?) -> Tracker.UploadSettings {
-        var settings = values.settings(dataDirectory: dataDirectory)
-        if let secretFile, let secret = try? SecretFile.read(secretFile) {
-            settings.uploader.format = EncryptedOwnTracksFormat(secret: secret)
+        var targets: [Uploader.Configuration] = []
+        var first: Tracker.UploadSettings?
+        for i in upload.indices {
+            let values = values(target: i)
+            var settings = values.settings(dataDirectory: dataDirectory)
+            if let secretFile = Self.value(secretFile, i), let secret = try? SecretFile.read(secretFile) {
+                settings.uploader.format = EncryptedOwnTracksFormat(secret: secret)
+            }
+            settings.uploader.target = Self.value(targetName, i)
+            if let embedded, upload[i] == "embedded" {
+                settings.uploader.token = embedded.configuration.token
+                let path = settings.uploader.format.serverPath
+                settings.endpoint = { "http://127.0.0.1:\(await embedded.listeningPort())\(path)" }
+            }
+            if first == nil {
+                first = settings
+            } else if values.deviceID != first?.outbox.device {
+                // The outbox's device is the first target's; another target may file under its own.
+                settings.uploader.deviceID = values.deviceID
+            }
+            if first?.endpoint == nil, let endpoint = settings.endpoint { first?.endpoint = endpoint }
+            targets.append(settings.uploader)
         }
-        if let embedded {
-            settings.uploader.token = embedded.configuration.token
-            let path = settings.uploader.format.serverPath
-            settings.endpoint = { "http://127.0.0.1:\(await embedded.listeningPort())\(path)" }
-        }
+        var settings = first!
+        settings.uploader = targets[0]
+        settings.otherTargets = Array(targets.dropFirst())
         return settings
     }
+
+    /// The index of the embedded endpoint's target, if any.
+    var embeddedIndex: Int? { upload.firstIndex(of: "embedded") }
 
     /// Says what the upload did (standard error): acknowledged, retried, left; for an embedded
     /// endpoint, what it stored and where the trail is.
     func report(_ tracker: Tracker, embedded: TrackServer?, dataDirectory: DataDirectory, quiet: Bool) async throws {
         guard let service = tracker.uploadService else { return }
-        if !quiet { printError(service.summary + Self.settingsHint(service.stats?.settingsToCheck ?? [])) }
+        if !quiet {
+            let reports = service.targetReports
+            if reports.count < 2 {
+                printError(service.summary + Self.settingsHint(service.stats?.settingsToCheck ?? []))
+            }
+            for r in reports where reports.count >= 2 { printError(Self.line(r)) }
+        }
         guard let embedded else { return }
-        let device = service.deviceOnServer
+        let device = service.deviceOnServer(target: embeddedIndex ?? 0)
         let trail = try await embedded.exportTrail(device: device, directory: dataDirectory.trails)
         if !quiet {
             let database = embedded.store.location
@@ -197,6 +306,30 @@ extension UploadOptions {
                 + "events\(visits) stored for device \(device) in \(database)")
             printError("the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "
                 + "GET /v1/devices/\(device.replacing("/", with: "%2F"))/trail?format=geojson)")
+        }
+    }
+}
+
+extension UploadOptions {
+    /// What one of several targets' lanes did: `upload to NAME: 895 records acknowledged by HOST in 2
+    /// requests, 0 retries; 0 left for it in the outbox`, and why records are left, for whom.
+    static func line(_ r: UploadService.TargetReport) -> String {
+        let s = r.stats
+        var line = "upload to \(r.name): \(grouped(s.uploaded)) records acknowledged by \(r.host) in "
+            + "\(grouped(s.requests)) requests, \(grouped(s.retries)) retries"
+        if s.deadLettered > 0 { line += ", \(grouped(s.deadLettered)) rejected (dead letters)" }
+        line += "; \(grouped(r.pending)) left for it in the outbox"
+        if r.pending > 0 { line += " (\(s.lastError ?? "not sent")); they go with the next run" }
+        return line + settingsHint(s.settingsToCheck)
+    }
+
+    /// Says which registered targets this run does not upload to still lack records (standard error).
+    func warnAboutOrphans(_ tracker: Tracker) {
+        for orphan in tracker.uploadService?.orphans ?? [] {
+            printError("keeptrack: \(grouped(orphan.pending)) records in the outbox were not delivered to "
+                + "\(orphan.target.name), which this run does not upload to: they leave the outbox once this run's "
+                + "targets have them (give --upload \(orphan.target.url) again to deliver them; "
+                + "keeptrack outbox forget-target \(orphan.target.name) to stop tracking it)")
         }
     }
 }

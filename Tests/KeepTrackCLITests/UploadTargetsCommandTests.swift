@@ -1,0 +1,152 @@
+import Foundation
+import KeepTrackTesting
+import Testing
+
+/// Issue 29, item 1: `--upload` repeated, per-target options paired by order, each target a lane.
+@Suite("keeptrack replay with several --upload targets")
+struct UploadTargetsCommandTests {
+    func temporaryDirectory() -> String {
+        do { return try TemporaryDirectory("keeptrack-targets").path } catch { preconditionFailure("\(error)") }
+    }
+
+    /// `keeptrack serve` on a free port over `db`; its URL once it listens.
+    func serve(_ db: String) throws -> (Tool, String) {
+        let server = try Tool(
+            executable: productsDirectory.appendingPathComponent("keeptrack"),
+            ["serve", "--port", "0", "--db", db, "--token", "t0ken"])
+        server.guardAgainstHang(seconds: 240)
+        var seen: [String] = []
+        let line = try #require(server.readLine(containing: "\"listening\"", seen: &seen), "\(server.errors())")
+        let url = try #require(line.split(separator: "\"").first { $0.hasPrefix("http://") }.map(String.init))
+        return (server, url.hasSuffix("/") ? String(url.dropLast()) : url)
+    }
+
+    /// A replay to two targets, one of them refusing connections: the other gets everything, the
+    /// end says what stays for which target, `outbox status` shows each; the next run, with the
+    /// second target up, delivers what it lacked and sends the first nothing twice.
+    @Test func aTargetThatIsDownGetsItsRecordsWithTheNextRun() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let closed = try ReservedPort()
+        let replay: @Sendable (String) throws -> CLIResult = { fleet in
+            try keeptrack([
+                "replay", "--upload", "embedded", "--upload", fleet, "--target-name", "local", "--target-name", "fleet",
+                "--token", "t0ken", "--max-backoff", "0.01", "--data-dir", dir, "fixtures/walk-15min.nmea",
+            ])
+        }
+        let first = try await offThePool { try replay("http://127.0.0.1:\(closed.number)/v1/locations") }
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("upload to local: 895 records acknowledged"), "\(first.stderr)")
+        #expect(first.stderr.contains("upload to fleet: 0 records acknowledged"))
+        #expect(first.stderr.contains("895 left for it in the outbox (cannot reach"))
+        #expect(first.stderr.contains("they go with the next run"))
+        let status = try keeptrack(["outbox", "status", "--data-dir", dir])
+        #expect(status.stdout.contains("895 pending"))
+        #expect(status.stdout.contains("target fleet (http://127.0.0.1:\(closed.number)/v1/locations): 895 pending"))
+        #expect(status.stdout.contains("target local (embedded): 0 pending"))
+
+        let (server, url) = try serve(dir + "/fleet.sqlite")
+        defer { server.terminate() }
+        let second = try await offThePool { try replay(url + "/v1/locations") }
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("upload to local: 895 records acknowledged"), "\(second.stderr)")
+        #expect(second.stderr.contains("upload to fleet: 1,790 records acknowledged"))
+        #expect(!second.stderr.contains("left for it in the outbox ("))
+        let after = try keeptrack(["outbox", "status", "--data-dir", dir])
+        #expect(after.stdout.contains(": device ") && after.stdout.contains(", 0 pending"))
+        closed.release()
+    }
+
+    /// A target the run leaves out is named at the start, with what it lacked.
+    @Test func aRunWithoutATargetSaysWhatItLacked() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let closed = try ReservedPort()
+        let url = "http://127.0.0.1:\(closed.number)/v1/locations"
+        let first = try keeptrack([
+            "replay", "--upload", "embedded", "--upload", url, "--max-backoff", "0.01",
+            "--data-dir", dir, "fixtures/walk-15min.nmea",
+        ])
+        #expect(first.status == 0)
+        let second = try keeptrack(["replay", "--upload", "embedded", "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        #expect(second.status == 0)
+        #expect(
+            second.stderr.contains(
+                "895 records in the outbox were not delivered to 127.0.0.1:\(closed.number)"
+                    + "/v1/locations, which this run does not upload to"), "\(second.stderr)")
+        #expect(second.stderr.contains("upload: 895 records acknowledged"))
+        #expect(second.stderr.contains("0 left in the outbox"))
+        let status = try keeptrack(["outbox", "status", "--data-dir", dir])
+        #expect(status.stdout.contains("orphaned: not in the last run"))
+        let forget = try keeptrack([
+            "outbox", "forget-target", "127.0.0.1:\(closed.number)/v1/locations",
+            "--data-dir", dir,
+        ])
+        #expect(forget.status == 0 && forget.stdout.contains("forgot target"))
+        closed.release()
+    }
+
+    /// The pairing rules: one value for all, one per --upload in order, anything else named.
+    @Test(arguments: [
+        (
+            [
+                "--upload", "embedded", "--upload", "http://a.example/", "--format", "json", "--format", "osmand",
+                "--format", "owntracks",
+            ],
+            "--format is given 3 times for 2 --upload targets: give it once (for every target) or once per --upload"
+        ),
+        (
+            ["--upload", "http://a.example/", "--token", "x", "--token", "y"],
+            "--token is given 2 times for 1 --upload target"
+        ),
+        (
+            [
+                "--upload", "http://a.example/", "--upload", "http://b.example/", "--user", "a", "--user", "b",
+                "--user", "c",
+            ], "--user is given 3 times for 2 --upload targets"
+        ),
+        (
+            ["--upload", "http://a.example/x", "--upload", "http://a.example/x?k=1"],
+            "two --upload targets are named 'a.example/x': give each a --target-name."
+        ),
+        (["--upload", "embedded", "--upload", "embedded"], "--upload embedded is given twice"),
+        (
+            ["--upload", "embedded", "--upload", "mqtt://h", "--format", "json", "--format", "osmand"],
+            "--upload mqtt://h: --upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."
+        ),
+        (["--upload", "embedded", "--target-header", "3:X-A: b"], "--target-header takes 'N:Name: value'"),
+        (
+            [
+                "--upload", "embedded", "--upload", "http://a.example/", "--secret-file", "/nonexistent",
+                "--secret-file",
+                "",
+            ], "--secret-file encrypts OwnTracks payloads"
+        ),
+    ])
+    func pairingProblemsAreNamed(options: [String], message: String) throws {
+        let r = try keeptrack(["replay"] + options + ["fixtures/walk-15min.nmea"])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains(message), "\(r.stderr)")
+    }
+}
+
+@Suite("tools/crash-test.py --two-targets: each target holds everything once")
+struct TwoTargetsCrashTestTests {
+    /// A few SIGKILLs of the uploader while the second endpoint is killed and restarted: both hold
+    /// every printed location exactly once (`tools/crash-test.py --two-targets --kills 100` is the long
+    /// version).
+    @Test func killsOfTheUploaderAndOfOneTargetLoseNothingForEither() throws {
+        let tool = try Tool(
+            "tools/crash-test.py",
+            [
+                "--two-targets", "--kills", "4", "--seed", "11", "--speed", "120",
+                "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
+            ])
+        tool.guardAgainstHang(seconds: 600)
+        var lines: [String] = []
+        while let line = tool.readLine() { lines.append(line) }
+        #expect(
+            lines.last == "OK: both targets hold every printed location exactly once, nothing lost, order kept",
+            "\(lines) \(tool.errors())")
+    }
+}
