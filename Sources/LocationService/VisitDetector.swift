@@ -43,9 +43,9 @@ import Geo
 ///   for it.
 /// - Fixes with an accuracy worse than ``Configuration/maximumAccuracy``, an invalid coordinate, or
 ///   a time not after the last fix's are ignored (a hole).
-public struct VisitDetector: Sendable {
+public struct VisitDetector: Sendable, Hashable, Codable {
     /// The detector's settings.
-    public struct Configuration: Sendable, Hashable {
+    public struct Configuration: Sendable, Hashable, Codable {
         /// Seconds a stay must span before it is a visit. The default is 180 (3 minutes).
         public var minimumDuration: Double = 180
         /// A fixed radius in metres for every stay; `nil` adapts it to the fixes' accuracy (see
