@@ -1,6 +1,8 @@
 import Formats
 import Foundation
+import GRDB
 import Geo
+import KeepTrackTesting
 import LocationService
 import Synchronization
 import Testing
@@ -199,5 +201,68 @@ struct StoredStopsTests {
             Issue.record(error)
         }
         await endpoint.stop()
+    }
+
+    /// A store of v7 (points, no stops kept) upgraded: its devices are marked never computed, the first
+    /// query computes and stores them (the read-time detector's answer), and ingest goes on from there.
+    @Test func aStoreUpgradedFromV7ComputesItsStopsAtTheFirstQuery() async throws {
+        let path = try TemporaryDirectory("kt-stored-stops").path + "/v7.sqlite"
+        let points = Self.trail(seed: 77, device: "old")
+        let half = points.count / 2
+        let store = try SQLiteTrackStore(path: path)
+        _ = try await store.insert(Array(points[..<half]), format: "osmand", received: points[0].time)
+        await store.close()
+        // Back to v7: no tables of kept stops, the migration not applied.
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    DROP TABLE stop_detectors; DROP TABLE stop_checkpoints; DROP TABLE stops; DROP TABLE trips;
+                    DELETE FROM grdb_migrations WHERE identifier = 'v8-stored-stops';
+                    """)
+        }
+        try queue.close()
+        let upgrades = Mutex(0)
+        let upgraded = try SQLiteTrackStore(path: path) { u in if u != nil { upgrades.withLock { $0 += 1 } } }
+        #expect(upgrades.withLock { $0 } >= 1)
+        try await Self.expectSameAnswers(upgraded, device: "old", windows: [], "upgraded")
+        _ = try await upgraded.insert(Array(points[half...]), format: "osmand", received: points[half].time)
+        try await Self.expectSameAnswers(
+            upgraded, device: "old", windows: Self.windows(points, seed: 77), "upgraded, then more")
+        await upgraded.close()
+    }
+
+    /// Two `serve` instances on one PostgreSQL database storing a device's batches at once (each takes
+    /// every other batch, out of order too): the device's detector runs one batch after the other, and
+    /// both answer the read-time detector's stops and trips.
+    @Test func twoInstancesStoringAtOnceKeepTheSameStops() async throws {
+        let a = try await Endpoint.start(store: .postgres)
+        let b = try await Endpoint.start(store: .postgres, database: a.database)
+        do {
+            for seed in UInt64(11)...13 {
+                let device = "both\(seed)"
+                let points = Self.trail(seed: seed, device: device)
+                let batches = Self.arrivals(points, seed: seed)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (instance, store) in [a.server.store, b.server.store].enumerated() {
+                        group.addTask {
+                            for batch in batches.enumerated().filter({ $0.offset % 2 == instance }).map(\.element) {
+                                _ = try await store.insert(batch, format: "osmand", received: batch[0].time)
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                try await Self.expectSameAnswers(
+                    a.server.store, device: device, windows: Self.windows(points, seed: seed), "seed \(seed), a")
+                let fromA = try await a.server.store.stops(device: device)
+                let fromB = try await b.server.store.stops(device: device)
+                #expect(fromA.stops == fromB.stops && fromA.trips == fromB.trips)
+            }
+        } catch {
+            Issue.record(error)
+        }
+        await b.stop()
+        await a.stop()
     }
 }
