@@ -70,7 +70,8 @@ extension SQLiteTrackStore: StoredStopsKeeping {
         } else {
             if let cp = try Row.fetchOne(
                 db,
-                sql: "SELECT time, state FROM stop_checkpoints WHERE device = ? AND time < ? ORDER BY time DESC LIMIT 1",
+                sql:
+                    "SELECT time, state FROM stop_checkpoints WHERE device = ? AND time < ? ORDER BY time DESC LIMIT 1",
                 arguments: [device, dirty])
             {
                 after = cp[0]
@@ -79,9 +80,10 @@ extension SQLiteTrackStore: StoredStopsKeeping {
                 after = -Double.greatestFiniteMagnitude
                 advance = StoredStops.Advance(from: nil, checkpointed: -.infinity)
             }
-            for table in ["stop_checkpoints WHERE device = ? AND time > ?", "stops WHERE device = ? AND decided > ?",
-                "trips WHERE device = ? AND decided > ?"]
-            {
+            for table in [
+                "stop_checkpoints WHERE device = ? AND time > ?", "stops WHERE device = ? AND decided > ?",
+                "trips WHERE device = ? AND decided > ?",
+            ] {
                 try db.execute(sql: "DELETE FROM " + table, arguments: [device, after])
             }
         }
@@ -172,7 +174,10 @@ extension SQLiteTrackStore: StoredStopsKeeping {
         let horizon = meta == nil ? -Double.greatestFiniteMagnitude : meta?[1] as Double? ?? .greatestFiniteMagnitude
         let times = try Double.fetchAll(
             db,
-            sql: "SELECT time FROM stop_checkpoints WHERE device = ? AND time >= ? AND time <= ? AND time < ? ORDER BY time",
+            sql: """
+                SELECT time FROM stop_checkpoints WHERE device = ? AND time >= ? AND time <= ? AND time < ?
+                ORDER BY time
+                """,
             arguments: [device, lo, hi, horizon])
         var query = StoredStops.Query(checkpointTimes: times)
         var met: Double?
@@ -196,7 +201,8 @@ extension SQLiteTrackStore: StoredStopsKeeping {
         }
         let end =
             to.isFinite
-            ? to : try Double.fetchOne(db, sql: "SELECT last FROM devices WHERE id = ?", arguments: [device]) ?? -.infinity
+            ? to
+            : try Double.fetchOne(db, sql: "SELECT last FROM devices WHERE id = ?", arguments: [device]) ?? -.infinity
         guard let met else {
             var alone = query.accumulator
             return alone.finish(at: end)
@@ -247,7 +253,8 @@ extension SQLiteTrackStore: StoredStopsKeeping {
                     WHERE device = ? AND time > ? AND time <= ? AND kind = 'location' AND valid = 1 ORDER BY time
                     """, arguments: [device, cp[0] as Double, hi])
             while let p = try rest.next() {
-                replay.add(time: p[0], latitude: p[1], longitude: p[2], accuracy: p[3] as Double?, speed: p[4] as Double?)
+                replay.add(
+                    time: p[0], latitude: p[1], longitude: p[2], accuracy: p[3] as Double?, speed: p[4] as Double?)
             }
             final = replay.detector
         }

@@ -83,8 +83,12 @@ public enum StoredStops {
         /// What was decided at or after `time`, as events of `device`, in order.
         public func events(device: String, since time: Double) -> [StopEvent] {
             var out: [StopEvent] = []
-            out += stops.filter { $0.decided >= time }.map { StopEvent(device: device, decided: $0.decided, .stop($0.visit)) }
-            out += trips.filter { $0.decided >= time }.map { StopEvent(device: device, decided: $0.decided, .trip($0.trip)) }
+            out += stops.filter { $0.decided >= time }.map {
+                StopEvent(device: device, decided: $0.decided, .stop($0.visit))
+            }
+            out += trips.filter { $0.decided >= time }.map {
+                StopEvent(device: device, decided: $0.decided, .trip($0.trip))
+            }
             return out.sorted { ($0.decided, $0.isStop ? 0 : 1) < ($1.decided, $1.isStop ? 0 : 1) }
         }
     }

@@ -88,7 +88,9 @@ extension PostgresTrackStore: StoredStopsKeeping {
     func advanceStoredStops(devices: Set<String>) async throws {
         var found: [StopEvent] = []
         for device in devices.sorted() {
-            found += try await retryingConflicts { try await self.advanceStoredStops(device: device, computingAll: false) }
+            found += try await retryingConflicts {
+                try await self.advanceStoredStops(device: device, computingAll: false)
+            }
         }
         stopEvents.publish(found)
     }
@@ -134,31 +136,36 @@ extension PostgresTrackStore: StoredStopsKeeping {
                         advance = StoredStops.Advance(from: nil, checkpointed: -.infinity)
                     }
                     try await c.query(
-                        "DELETE FROM stop_checkpoints WHERE device = \(device) AND time > \(after)", logger: self.logger)
-                    try await c.query("DELETE FROM stops WHERE device = \(device) AND decided > \(after)", logger: self.logger)
-                    try await c.query("DELETE FROM trips WHERE device = \(device) AND decided > \(after)", logger: self.logger)
+                        "DELETE FROM stop_checkpoints WHERE device = \(device) AND time > \(after)", logger: self.logger
+                    )
+                    try await c.query(
+                        "DELETE FROM stops WHERE device = \(device) AND decided > \(after)", logger: self.logger)
+                    try await c.query(
+                        "DELETE FROM trips WHERE device = \(device) AND decided > \(after)", logger: self.logger)
                 }
                 let rows = try await c.query(Self.points(device: device, after: after, limit: nil), logger: self.logger)
-                for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {
+                for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self)
+                {
                     advance.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
                 }
                 for (decided, v) in advance.stops {
                     try await c.query(
                         """
                         INSERT INTO stops (device, decided, arrival, departure, lat, lon, radius, fixes)
-                        VALUES (\(device), \(decided), \(v.arrival), \(v.departure ?? v.arrival), \(v.coordinate.latitude),
-                                \(v.coordinate.longitude), \(v.horizontalAccuracy), \(Int64(v.fixCount)))
+                        VALUES (\(device), \(decided), \(v.arrival), \(v.departure ?? v.arrival),
+                                \(v.coordinate.latitude), \(v.coordinate.longitude), \(v.horizontalAccuracy),
+                                \(Int64(v.fixCount)))
                         ON CONFLICT (device, decided) DO NOTHING
                         """, logger: self.logger)
                 }
                 for (decided, t) in advance.trips {
                     try await c.query(
                         """
-                        INSERT INTO trips (device, decided, trip_start, trip_end, start_lat, start_lon, end_lat, end_lon,
-                                           distance, max_speed)
+                        INSERT INTO trips (device, decided, trip_start, trip_end, start_lat, start_lon, end_lat,
+                                           end_lon, distance, max_speed)
                         VALUES (\(device), \(decided), \(t.start), \(t.end), \(t.startCoordinate.latitude),
-                                \(t.startCoordinate.longitude), \(t.endCoordinate.latitude), \(t.endCoordinate.longitude),
-                                \(t.distance), \(t.maximumSpeed))
+                                \(t.startCoordinate.longitude), \(t.endCoordinate.latitude),
+                                \(t.endCoordinate.longitude), \(t.distance), \(t.maximumSpeed))
                         ON CONFLICT (device, decided) DO NOTHING
                         """, logger: self.logger)
                 }
@@ -193,8 +200,9 @@ extension PostgresTrackStore: StoredStopsKeeping {
             for table in ["stop_detectors", "stop_checkpoints", "stops", "trips"] {
                 var binds = PostgresBindings()
                 binds.append(device)
-                try await c.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE device = $1", binds: binds),
-                                  logger: logger)
+                try await c.query(
+                    PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE device = $1", binds: binds),
+                    logger: logger)
             }
             return
         }
@@ -332,7 +340,8 @@ extension PostgresTrackStore: StoredStopsKeeping {
             ).decode((Double, String).self) { cp = r }
             guard let cp else { preconditionFailure("the checkpoint met is one") }
             var replay = StoredStops.Advance(from: try StoredStops.decode(cp.1), checkpointed: cp.0)
-            let rows = try await c.query(Self.points(device: device, after: cp.0, through: hi, limit: nil), logger: logger)
+            let rows = try await c.query(
+                Self.points(device: device, after: cp.0, through: hi, limit: nil), logger: logger)
             for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {
                 replay.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
             }
