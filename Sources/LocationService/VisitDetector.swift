@@ -6,7 +6,8 @@ import Geo
 /// time comes with it) and returns what it decides, ``finish(at:)`` says the input is over at a time.
 /// The device feeds it live and the endpoint feeds it stored points, and both get the same visits.
 /// Its state is a few numbers: nothing is allocated per fix, and a trail of any length costs O(1)
-/// memory.
+/// memory. The state is `Codable` and `Hashable`: the endpoint stores it per device and takes up a
+/// stored one where it left off, and two detectors in equal states decide the same from there on.
 ///
 /// Rules (each tested on its own):
 ///

@@ -5,9 +5,9 @@ import NIOCore
 
 /// `GET /v1/devices/{id}/stops` and `GET /v1/devices/{id}/trips` (issue 27): a device's stops and the
 /// trips between them over `from`-`to`, found by the device's own ``VisitDetector`` in its stored
-/// locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT). Nothing is kept between
-/// queries: every instance on one database gives the same answer (README, "What did my day look
-/// like?", for the cost).
+/// locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT), as the store kept them at
+/// ingest (``StoredStops``): every instance on one database gives the same answer (docs/visits.md,
+/// "The cost").
 ///
 /// - `stops`: `{"device":ID,"stops":[{"start":ISO,"end":ISO|null,"duration":S|null,"lat":..,"lon":..,
 ///   "radius":M,"fixes":N}]}` (`end` null: still there at the last point).

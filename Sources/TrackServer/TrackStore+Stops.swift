@@ -8,7 +8,8 @@ public struct StopsReport: Hashable, Sendable {
     public var stops: [Visit]
     /// The trips between them, by start.
     public var trips: [Trip]
-    /// The points the detector was given.
+    /// The points the detector was given (from stops kept at ingest: the points read before the query
+    /// met a checkpoint, see ``StoredStops``).
     public var points: Int
 
     /// Creates a report.
