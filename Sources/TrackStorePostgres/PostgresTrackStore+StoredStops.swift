@@ -1,6 +1,7 @@
 import Formats
 import Geo
 import LocationService
+import Logging
 import PostgresNIO
 import TrackServer
 
