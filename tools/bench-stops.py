@@ -4,6 +4,11 @@
 memory), beside the database alone reading the same points, in one run.
 
     tools/bench-stops.py [--days 30] [--runs 5] [--postgres] [--keeptrack BIN] [--sqlite-dir DIR]
+    tools/bench-stops.py --ingest [--postgres]
+
+Stops and trips are kept at ingest (docs/visits.md, "The cost"); a store filled behind the server's back
+has none yet, as a store upgraded from before them: the first query computes and stores them all, and
+is timed on its own ("first query: computes all").
 
 1. A store of --days × 86,400 positions of one device, made by `keeptrack serve --db` (its own schema,
    migrated), then filled with SQL directly (SQLite: a recursive CTE; PostgreSQL: generate_series), the
@@ -18,6 +23,13 @@ memory), beside the database alone reading the same points, in one run.
 3. The peer, in the same run: the database alone reading the same rows in the same order (SQLite:
    `SELECT count(*), sum(lat + lon + hAcc)` over the same index range, by Python's sqlite3 on the same
    file; PostgreSQL: `EXPLAIN (ANALYZE)`'s execution time of the server's own query).
+
+With --ingest: the cost the detector adds to storing points. `keeptrack serve` on an empty store, one
+day of the same trail (86,400 points) posted as our JSON batches of 100 over one kept-alive connection,
+then 3,000 more one per request (OsmAnd senders post one position at a time); points stored per
+second, beside the same binary on a fresh store where the device is marked "never computed" before
+its first point (as a store upgraded from before stops were kept: ingest leaves the detector to the
+first query), in the same run.
 
 Prints docs/performance.md rows (median and slowest, milliseconds). Exits 1 if a check failed. Needs
 `swift build -c release --scratch-path .build-release --product keeptrack` first.
@@ -150,6 +162,16 @@ def queries(days):
 def measure(binary, database, days, runs, rows, store, peer):
     p, url = serve(binary, database)
     try:
+        # The store was filled behind the server's back: its first query computes all (once).
+        start = time.perf_counter()
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=600)
+        conn.request("GET", f"/v1/devices/{DEVICE}/stops", headers={"Authorization": f"Bearer {TOKEN}"})
+        r = conn.getresponse()
+        expect("first query", (r.status, len(json.loads(r.read())["stops"])), (200, 2 * days + 1))
+        conn.close()
+        first = (time.perf_counter() - start) * 1000
+        rows.append(f"| {store} | first query: computes all | {days * 86400:,} | {2 * days + 1} | {first:,.0f} | "
+                    f"{first:,.0f} | | |")
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
         conn.request("GET", f"/v1/devices/{DEVICE}/trail?limit=100", headers={"Authorization": f"Bearer {TOKEN}"})
         conn.getresponse().read()
@@ -224,6 +246,105 @@ def run_postgres(binary, days, runs, rows):
         cluster.remove()
 
 
+def position(i):
+    """lat and lon of point `i` (seconds since T0), as position_sql computes them."""
+    sod = i % 86400
+
+    def along(a, b):
+        (out_start, out_end), (back_start, back_end) = LEG
+        if sod < out_start:
+            return a
+        if sod < out_end:
+            return a + (b - a) * (sod - out_start) / float(out_end - out_start)
+        if sod < back_start:
+            return b
+        if sod < back_end:
+            return b + (a - b) * (sod - back_start) / float(back_end - back_start)
+        return a
+    return (along(HOME[0], WORK[0]) + ((i * 7919) % 61 - 30) * 0.000001,
+            along(HOME[1], WORK[1]) + ((i * 104729) % 61 - 30) * 0.0000015)
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
+
+
+def post_all(url, bodies):
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    start = time.perf_counter()
+    for body in bodies:
+        conn.request("POST", "/v1/locations", body=body, headers=headers)
+        r = conn.getresponse()
+        r.read()
+        if r.status != 200:
+            sys.exit(f"bench-stops: POST /v1/locations: {r.status}")
+    conn.close()
+    return time.perf_counter() - start
+
+
+def ingest_bodies(first, count, per_batch):
+    bodies = []
+    for b in range(first, first + count, per_batch):
+        records = []
+        for i in range(b, min(first + count, b + per_batch)):
+            lat, lon = position(i)
+            records.append(f'{{"seq":{i + 1},"kind":"location","time":"{iso(T0 + i)}","lat":{lat:.7f},'
+                           f'"lon":{lon:.7f},"hAcc":5}}')
+        bodies.append(f'{{"device":"{DEVICE}","records":[{",".join(records)}]}}')
+    return bodies
+
+
+def run_ingest(binary, postgres, rows):
+    day = ingest_bodies(0, 86400, 100)
+    single = ingest_bodies(86400, 3000, 1)
+    cluster = None
+    if postgres:
+        import pgcluster
+        cluster = pgcluster.Cluster()
+    try:
+        for label, skip in (("with the detector at ingest", False), ("without (device never computed)", True)):
+            for store in (["SQLite"] + (["PostgreSQL"] if postgres else [])):
+                tmp = tempfile.mkdtemp(prefix="bench-stops-ingest-")
+                mark = f"INSERT INTO stop_detectors (device, dirty_from) VALUES ('{DEVICE}', -1e300)"
+                if store == "SQLite":
+                    database = os.path.join(tmp, "ingest.sqlite")
+                    p, _ = serve(binary, database)
+                    stop(p)
+                    if skip:
+                        db = sqlite3.connect(database)
+                        db.execute(mark)
+                        db.commit()
+                        db.close()
+                else:
+                    name = f"ingest_{len(rows)}"
+                    database = cluster.create_database(name)
+                    p, _ = serve(binary, database)
+                    stop(p)
+                    if skip:
+                        cluster.psql(mark, name)
+                p, url = serve(binary, database)
+                try:
+                    batched = post_all(url, day)
+                    one = post_all(url, single)
+                    # The stops kept at ingest (or computed by this first query) are the trail's.
+                    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=600)
+                    conn.request("GET", f"/v1/devices/{DEVICE}/stops", headers={"Authorization": f"Bearer {TOKEN}"})
+                    r = conn.getresponse()
+                    body = r.read()
+                    if r.status != 200:
+                        sys.exit(f"bench-stops: {label} {store}: GET stops: {r.status} {body[:200]!r}")
+                    expect(f"{label} {store} stops after ingest", len(json.loads(body)["stops"]), 3)
+                    conn.close()
+                finally:
+                    stop(p)
+                    subprocess.run(["rm", "-rf", tmp])
+                rows.append(f"| {store} | {label} | {86400 / batched:,.0f} | {3000 / one:,.0f} |")
+    finally:
+        if cluster:
+            cluster.remove()
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--days", type=int, default=30)
@@ -231,14 +352,25 @@ def main():
     a.add_argument("--postgres", action="store_true")
     a.add_argument("--sqlite-dir")
     a.add_argument("--keeptrack", default=os.path.join(ROOT, ".build-release", "release", "keeptrack"))
+    a.add_argument("--ingest", action="store_true")
     args = a.parse_args()
     rows = []
+    build = "release build" if ".build-release" in args.keeptrack else "debug build"
+    if args.ingest:
+        run_ingest(args.keeptrack, args.postgres, rows)
+        print(f"{build}: ingest of one day of 1 Hz points (86,400) in JSON batches of 100, then 3,000 one per request, "
+              "over one kept-alive connection (loopback), each on a fresh store")
+        print("| store | stops and trips | points stored per second, batches of 100 | points per second, one per request |")
+        print("|---|---|---|---|")
+        for r in rows:
+            print(r)
+        return
     run_sqlite(args.keeptrack, args.days, args.runs, rows, args.sqlite_dir)
     if args.postgres:
         run_postgres(args.keeptrack, args.days, args.runs, rows)
-    print(f"one device, {args.days} days of 1 Hz points ({args.days * 86400:,}); {args.runs} requests each over "
-          "one kept-alive connection (release build, loopback), streamed from the store at each request")
-    print("| store | query | points read | stops or trips | through keeptrack serve, median ms | slowest ms "
+    print(f"{build}: one device, {args.days} days of 1 Hz points ({args.days * 86400:,}); {args.runs} requests each "
+          "over one kept-alive connection (loopback), stops and trips kept at ingest")
+    print("| store | query | points in the range | stops or trips | through keeptrack serve, median ms | slowest ms "
           "| the database alone reading them, ms | serve's peak memory, MiB (before → after) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -9,7 +9,7 @@ import Geo
 extension VisitDetector {
     /// Fixes that may be one stay: their weighted sums on a local plane about the first fix, so that
     /// the centre, the spread and the mean accuracy cost O(1) per fix and no allocation.
-    struct Stay: Sendable, Hashable {
+    struct Stay: Sendable, Hashable, Codable {
         /// The first fix's coordinate (the plane's origin) and accuracy.
         let origin: Coordinate
         let originAccuracy: Double
@@ -103,7 +103,7 @@ extension VisitDetector {
     /// The distance runs along vertices: a fix becomes the next vertex once it is at least its own
     /// accuracy from the last one, so a receiver's metres of noise between 1 Hz fixes do not add up
     /// along a slow walk; the trip's end is joined to the last vertex.
-    struct TripProgress: Sendable, Hashable {
+    struct TripProgress: Sendable, Hashable, Codable {
         let start: Double
         let startCoordinate: Coordinate
         var last: Double

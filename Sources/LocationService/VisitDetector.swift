@@ -6,7 +6,8 @@ import Geo
 /// time comes with it) and returns what it decides, ``finish(at:)`` says the input is over at a time.
 /// The device feeds it live and the endpoint feeds it stored points, and both get the same visits.
 /// Its state is a few numbers: nothing is allocated per fix, and a trail of any length costs O(1)
-/// memory.
+/// memory. The state is `Codable` and `Hashable`: the endpoint stores it per device and takes up a
+/// stored one where it left off, and two detectors in equal states decide the same from there on.
 ///
 /// Rules (each tested on its own):
 ///
@@ -43,9 +44,9 @@ import Geo
 ///   for it.
 /// - Fixes with an accuracy worse than ``Configuration/maximumAccuracy``, an invalid coordinate, or
 ///   a time not after the last fix's are ignored (a hole).
-public struct VisitDetector: Sendable {
+public struct VisitDetector: Sendable, Hashable, Codable {
     /// The detector's settings.
-    public struct Configuration: Sendable, Hashable {
+    public struct Configuration: Sendable, Hashable, Codable {
         /// Seconds a stay must span before it is a visit. The default is 180 (3 minutes).
         public var minimumDuration: Double = 180
         /// A fixed radius in metres for every stay; `nil` adapts it to the fixes' accuracy (see

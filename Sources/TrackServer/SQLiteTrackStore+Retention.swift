@@ -26,11 +26,14 @@ extension SQLiteTrackStore {
             let remaining = try Int.fetchOne(db, sql: "SELECT points FROM devices WHERE id = ?", arguments: [device]) ?? 0
             if remaining <= 0 {
                 try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [device])
+                try Self.forgetStoredStops(db, device: device, before: nil)
                 return deleted
             }
             try db.execute(sql: """
                 UPDATE devices SET first = (SELECT MIN(time) FROM points WHERE device = ?1) WHERE id = ?1
                 """, arguments: [device])
+            let first = try Double.fetchOne(db, sql: "SELECT first FROM devices WHERE id = ?", arguments: [device])
+            try Self.forgetStoredStops(db, device: device, before: first)
             // The latest position goes only when every newer valid point went too.
             let latest = try Double.fetchOne(db, sql: "SELECT latestTime FROM devices WHERE id = ?", arguments: [device])
             if let latest, latest < cutoff { try Self.refreshLatest(db, device: device) }

@@ -15,6 +15,8 @@ public final class SQLiteTrackStore: TrackStore {
     let pool: DatabasePool
     /// What this store stored, batch by batch in commit order (the live stream's source).
     public let storedRecords = RecordFeed()
+    /// The stops and trips found in what this store stored, batch by batch in commit order.
+    public let stopEvents = StopEventFeed()
 
     public var location: String { path }
 
@@ -96,6 +98,7 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerFleetMigrations(&m)
         Self.registerSecretMigrations(&m)
         Self.registerStopsMigrations(&m)
+        Self.registerStoredStopsMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
@@ -147,6 +150,7 @@ public final class SQLiteTrackStore: TrackStore {
             var stored: [TrailRecord] = []
             var added: [String: (points: Int, first: Double, last: Double)] = [:]
             var latest: [String: TrailRecord] = [:]
+            var earliestLocation: [String: Double] = [:]
             for r in records {
                 // GRDB binds text NUL-terminated (sqlite3_bind_text with -1): a NUL would cut the key
                 // short and make distinct records one. Readers refuse control characters in ids; this
@@ -164,6 +168,9 @@ public final class SQLiteTrackStore: TrackStore {
                 accepted += 1
                 if feed != nil { stored.append(Self.asStored(r, format: format)) }
                 if r.valid, latest[r.device].map({ $0.time <= r.time }) ?? true { latest[r.device] = r }
+                if r.valid, r.kind == .location {
+                    earliestLocation[r.device] = min(earliestLocation[r.device] ?? r.time, r.time)
+                }
                 if let d = added[r.device] {
                     added[r.device] = (d.points + 1, min(d.first, r.time), max(d.last, r.time))
                 } else {
@@ -179,8 +186,10 @@ public final class SQLiteTrackStore: TrackStore {
                 try device.execute(arguments: [id, d.points, d.first, d.last, received])
                 if let r = latest[id] { try Self.noteLatest(db, r) }
             }
+            let found = try Self.advanceStoredStops(db, earliest: earliestLocation)
             // On the writer, after the commit: batches reach the feed in the order they were stored.
             if let feed, !stored.isEmpty { db.afterNextTransaction { [stored] _ in feed.publish(stored) } }
+            if !found.isEmpty { db.afterNextTransaction { [stopEvents] _ in stopEvents.publish(found) } }
             return (accepted, records.count - accepted)
         }
     }

@@ -5,9 +5,9 @@ import NIOCore
 
 /// `GET /v1/devices/{id}/stops` and `GET /v1/devices/{id}/trips` (issue 27): a device's stops and the
 /// trips between them over `from`-`to`, found by the device's own ``VisitDetector`` in its stored
-/// locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT). Nothing is kept between
-/// queries: every instance on one database gives the same answer (README, "What did my day look
-/// like?", for the cost).
+/// locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT), as the store kept them at
+/// ingest (``StoredStops``): every instance on one database gives the same answer (docs/visits.md,
+/// "The cost").
 ///
 /// - `stops`: `{"device":ID,"stops":[{"start":ISO,"end":ISO|null,"duration":S|null,"lat":..,"lon":..,
 ///   "radius":M,"fixes":N}]}` (`end` null: still there at the last point).
@@ -75,24 +75,30 @@ public enum StopsJSON {
         ByteWriting.appendStatic(",\"stops\":[", to: &out)
         for (i, v) in visits.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            ByteWriting.appendStatic("{\"start\":\"", to: &out)
-            ISOTime.append(v.arrival, to: &out)
-            ByteWriting.appendStatic("\",\"end\":", to: &out)
-            time(v.departure, &out)
-            ByteWriting.appendStatic(",\"duration\":", to: &out)
-            number(v.duration, 3, &out)
-            ByteWriting.appendStatic(",\"lat\":", to: &out)
-            ByteWriting.appendFixed(v.coordinate.latitude, decimals: 7, to: &out)
-            ByteWriting.appendStatic(",\"lon\":", to: &out)
-            ByteWriting.appendFixed(v.coordinate.longitude, decimals: 7, to: &out)
-            ByteWriting.appendStatic(",\"radius\":", to: &out)
-            ByteWriting.appendFixed(v.horizontalAccuracy, decimals: 1, to: &out)
-            ByteWriting.appendStatic(",\"fixes\":", to: &out)
-            ByteWriting.appendInt(Int64(v.fixCount), to: &out)
-            out.append(UInt8(ascii: "}"))
+            out.append(UInt8(ascii: "{"))
+            stopMembers(v, to: &out)
         }
         ByteWriting.appendStatic("]}\n", to: &out)
         return out
+    }
+
+    /// A stop's members and its closing brace: `"start":ISO,...,"fixes":N}`.
+    public static func stopMembers(_ v: Visit, to out: inout [UInt8]) {
+        ByteWriting.appendStatic("\"start\":\"", to: &out)
+        ISOTime.append(v.arrival, to: &out)
+        ByteWriting.appendStatic("\",\"end\":", to: &out)
+        time(v.departure, &out)
+        ByteWriting.appendStatic(",\"duration\":", to: &out)
+        number(v.duration, 3, &out)
+        ByteWriting.appendStatic(",\"lat\":", to: &out)
+        ByteWriting.appendFixed(v.coordinate.latitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"lon\":", to: &out)
+        ByteWriting.appendFixed(v.coordinate.longitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"radius\":", to: &out)
+        ByteWriting.appendFixed(v.horizontalAccuracy, decimals: 1, to: &out)
+        ByteWriting.appendStatic(",\"fixes\":", to: &out)
+        ByteWriting.appendInt(Int64(v.fixCount), to: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     /// `{"device":ID,"trips":[...]}`.
@@ -103,30 +109,36 @@ public enum StopsJSON {
         ByteWriting.appendStatic(",\"trips\":[", to: &out)
         for (i, t) in trips.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            ByteWriting.appendStatic("{\"start\":\"", to: &out)
-            ISOTime.append(t.start, to: &out)
-            ByteWriting.appendStatic("\",\"end\":\"", to: &out)
-            ISOTime.append(t.end, to: &out)
-            ByteWriting.appendStatic("\",\"duration\":", to: &out)
-            number(t.duration, 3, &out)
-            ByteWriting.appendStatic(",\"distance\":", to: &out)
-            number(t.distance, 1, &out)
-            ByteWriting.appendStatic(",\"avgSpeed\":", to: &out)
-            number(t.averageSpeed, 3, &out)
-            ByteWriting.appendStatic(",\"maxSpeed\":", to: &out)
-            number(t.maximumSpeed, 3, &out)
-            ByteWriting.appendStatic(",\"startLat\":", to: &out)
-            ByteWriting.appendFixed(t.startCoordinate.latitude, decimals: 7, to: &out)
-            ByteWriting.appendStatic(",\"startLon\":", to: &out)
-            ByteWriting.appendFixed(t.startCoordinate.longitude, decimals: 7, to: &out)
-            ByteWriting.appendStatic(",\"endLat\":", to: &out)
-            ByteWriting.appendFixed(t.endCoordinate.latitude, decimals: 7, to: &out)
-            ByteWriting.appendStatic(",\"endLon\":", to: &out)
-            ByteWriting.appendFixed(t.endCoordinate.longitude, decimals: 7, to: &out)
-            out.append(UInt8(ascii: "}"))
+            out.append(UInt8(ascii: "{"))
+            tripMembers(t, to: &out)
         }
         ByteWriting.appendStatic("]}\n", to: &out)
         return out
+    }
+
+    /// A trip's members and its closing brace: `"start":ISO,...,"endLon":..}`.
+    public static func tripMembers(_ t: Trip, to out: inout [UInt8]) {
+        ByteWriting.appendStatic("\"start\":\"", to: &out)
+        ISOTime.append(t.start, to: &out)
+        ByteWriting.appendStatic("\",\"end\":\"", to: &out)
+        ISOTime.append(t.end, to: &out)
+        ByteWriting.appendStatic("\",\"duration\":", to: &out)
+        number(t.duration, 3, &out)
+        ByteWriting.appendStatic(",\"distance\":", to: &out)
+        number(t.distance, 1, &out)
+        ByteWriting.appendStatic(",\"avgSpeed\":", to: &out)
+        number(t.averageSpeed, 3, &out)
+        ByteWriting.appendStatic(",\"maxSpeed\":", to: &out)
+        number(t.maximumSpeed, 3, &out)
+        ByteWriting.appendStatic(",\"startLat\":", to: &out)
+        ByteWriting.appendFixed(t.startCoordinate.latitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"startLon\":", to: &out)
+        ByteWriting.appendFixed(t.startCoordinate.longitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"endLat\":", to: &out)
+        ByteWriting.appendFixed(t.endCoordinate.latitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"endLon\":", to: &out)
+        ByteWriting.appendFixed(t.endCoordinate.longitude, decimals: 7, to: &out)
+        out.append(UInt8(ascii: "}"))
     }
 
     static func time(_ t: Double?, _ out: inout [UInt8]) {

@@ -8,7 +8,8 @@ public struct StopsReport: Hashable, Sendable {
     public var stops: [Visit]
     /// The trips between them, by start.
     public var trips: [Trip]
-    /// The points the detector was given.
+    /// The points the detector was given (from stops kept at ingest: the points read before the query
+    /// met a checkpoint, see ``StoredStops``).
     public var points: Int
 
     /// Creates a report.
@@ -73,9 +74,32 @@ extension TrackStore {
     /// stored locations (valid ones only; region transitions, visits and trips a device sent are not
     /// points), however they arrived: the same code finds them on the device.
     ///
+    /// A store that keeps them at ingest (``StoredStopsKeeping``: both stores) answers from what it
+    /// keeps, for the default configuration: the same answer (``StoredStops``).
+    ///
+    /// - Complexity: stored: the stored stops and trips of the range, and the points from `from` to
+    ///   the first checkpoint the detector meets (none without `from`) and from the last checkpoint
+    ///   before `to` (at most ``StoredStops/checkpointInterval`` of them). Otherwise
+    ///   (``readTimeStops(device:from:to:configuration:)``) O(n) in the points of the range. O(1) memory
+    ///   besides the answer: points are streamed from the store.
+    public func stops(
+        device: String, from: Double = -.infinity, to: Double = .infinity,
+        configuration: VisitDetector.Configuration = VisitDetector.Configuration()
+    ) async throws
+        -> StopsReport
+    {
+        if let keeping = self as? any StoredStopsKeeping, configuration == VisitDetector.Configuration() {
+            return try await keeping.storedStops(device: device, from: from, to: to)
+        }
+        return try await readTimeStops(device: device, from: from, to: to, configuration: configuration)
+    }
+
+    /// The stops and trips of `device` between `from` and `to`, found by ``VisitDetector`` in its
+    /// stored locations at each call (the reference the stored ones are tested against).
+    ///
     /// - Complexity: O(n) in the points of the range, O(1) memory besides the answer: the points
     ///   are streamed from the store.
-    public func stops(
+    public func readTimeStops(
         device: String, from: Double = -.infinity, to: Double = .infinity,
         configuration: VisitDetector.Configuration = VisitDetector.Configuration()
     ) async throws

@@ -199,6 +199,7 @@ extension PostgresTrackStore {
                         WHERE id = \(device)
                         RETURNING points, COALESCE(latest_time < to_timestamp(\(cutoff)), false)
                         """, logger: self.logger).decode((Int64, Bool).self) { (remaining, stale) = (points, old) }
+                    try await Self.forgetStoredStops(c, device: device, logger: self.logger)
                     if remaining <= 0 {
                         try await c.query("DELETE FROM devices WHERE id = \(device)", logger: self.logger)
                     } else if stale {

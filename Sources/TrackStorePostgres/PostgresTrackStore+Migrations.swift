@@ -48,6 +48,7 @@ extension PostgresTrackStore {
         ("v4-device-secrets", secretsMigration),
         ("v5-visits-and-trips", visitsMigration),
         ("v6-stream-notify", streamMigration),
+        ("v7-stored-stops", storedStopsMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -30,6 +30,8 @@ public final class PostgresTrackStore: TrackStore {
     let coalescer: CopyCoalescer
     /// What any instance stored, batch by batch in commit order (``followStored()``).
     public let storedRecords = RecordFeed()
+    /// The stops and trips found in what this instance stored, batch by batch.
+    public let stopEvents = StopEventFeed()
 
     public var location: String { url.description }
 
@@ -162,9 +164,11 @@ public final class PostgresTrackStore: TrackStore {
         }
         let keys = records.map { Self.key($0, format: format) }
         // Visits and trips (rare) go through the statement: the COPY's rows have no span.
+        let located = Set(records.lazy.filter { $0.kind == .location && $0.valid }.map(\.device))
         if !records.contains(where: { $0.span != nil }),
             try await copyBatch(records, keys: keys, format: format, received: received)
         {
+            try await advanceStoredStops(devices: located)
             return (records.count, 0)
         }
         var binds = PostgresBindings(capacity: 18)
@@ -193,6 +197,7 @@ public final class PostgresTrackStore: TrackStore {
             for try await count in try await self.client.execute(statement, logger: self.logger) { n = Int(count) }
             return n
         }
+        if accepted > 0 { try await advanceStoredStops(devices: located) }
         return (accepted, records.count - accepted)
     }
 

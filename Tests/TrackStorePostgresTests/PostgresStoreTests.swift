@@ -69,7 +69,7 @@ struct PostgresStoreTests {
                  WHERE table_name = 'positions' AND column_name IN ('position', 'attributes', 'time') ORDER BY column_name
                  """, database: name))
         }
-        #expect(migrations == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\n")
+        #expect(migrations == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\n")
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
         #expect(indexes.contains("positions_position ON public.positions USING gist (\"position\")"))
