@@ -229,4 +229,13 @@ public protocol StoredStopsKeeping: TrackStore {
     /// The stops and trips of `device` between `from` and `to` from the stored ones (the detector's
     /// default configuration), computing first what was never computed.
     func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport
+
+    /// Returns once the stops and trips of every batch stored so far are kept and their events
+    /// published (a store that runs its detectors after the batch's answer, in the background).
+    func storedStopsSettled() async
+}
+
+extension StoredStopsKeeping {
+    /// A store that runs its detectors in the batch's own transaction is always settled.
+    public func storedStopsSettled() async {}
 }

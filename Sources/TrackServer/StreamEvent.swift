@@ -1,4 +1,5 @@
 import Formats
+import LocationService
 
 /// Something the endpoint derives from what it stores, sent to live clients as
 /// `{"type":"event","device":ID,"event":{"kind":KIND,"time":ISO,...}}` (docs/live.md).
@@ -13,6 +14,11 @@ public struct StreamEvent: Hashable, Sendable {
         case offline(time: Double, lastSeen: Double)
         /// The device sent a record again after it was declared offline, received at `time`.
         case online(time: Double)
+        /// A stop the store found at ingest (a visit with its departure), decided by the point of
+        /// time `decided`: the members of a `/stops` answer's object.
+        case stop(Visit, decided: Double)
+        /// A trip the store found at ingest, decided at `decided`: a `/trips` answer's object.
+        case trip(Trip, decided: Double)
     }
 
     public var device: String
@@ -28,6 +34,8 @@ public struct StreamEvent: Hashable, Sendable {
         switch kind {
         case .offline: "offline"
         case .online: "online"
+        case .stop: "stop"
+        case .trip: "trip"
         }
     }
 
@@ -49,7 +57,22 @@ public struct StreamEvent: Hashable, Sendable {
             Self.appendTime("lastSeen", lastSeen, to: &out)
         case .online(let time):
             Self.appendTime("time", time, to: &out)
+        case .stop(let visit, let decided):
+            Self.appendTime("time", decided, to: &out)
+            Self.appendMembers(to: &out) { StopsJSON.stopMembers(visit, to: &$0) }
+        case .trip(let trip, let decided):
+            Self.appendTime("time", decided, to: &out)
+            Self.appendMembers(to: &out) { StopsJSON.tripMembers(trip, to: &$0) }
         }
+    }
+
+    /// The route object's members (written with their closing brace, left out here), after a comma.
+    static func appendMembers(to out: inout [UInt8], _ write: (inout [UInt8]) -> Void) {
+        var members: [UInt8] = []
+        write(&members)
+        if members.last == UInt8(ascii: "}") { members.removeLast() }
+        out.append(UInt8(ascii: ","))
+        out += members
     }
 
     static func appendTime(_ key: StaticString, _ seconds: Double, to out: inout [UInt8]) {

@@ -253,9 +253,20 @@ extension TrackServer {
             case .caughtUp(let records): metrics.caughtUp.increment(by: Int64(records))
             }
         }
+        // Stops and trips the store found at ingest, as events (each instance its own on PostgreSQL).
+        let keeping = store as? any StoredStopsKeeping
+        let found = keeping?.stopEvents.subscribe { events in
+            hub.publish(events: events.map { e in
+                switch e.kind {
+                case .stop(let visit): StreamEvent(device: e.device, kind: .stop(visit, decided: e.decided))
+                case .trip(let trip): StreamEvent(device: e.device, kind: .trip(trip, decided: e.decided))
+                }
+            })
+        }
         defer {
             subscription.map { source?.storedRecords.unsubscribe($0) }
             reports.map { source?.storedRecords.unsubscribe($0) }
+            found.map { keeping?.stopEvents.unsubscribe($0) }
         }
         let clock = self.clock
         let logger = self.logger

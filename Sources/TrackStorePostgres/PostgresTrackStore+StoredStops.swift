@@ -85,6 +85,22 @@ extension PostgresTrackStore: StoredStopsKeeping {
         return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
+    /// Returns once the detectors have run over every batch stored so far.
+    public func storedStopsSettled() async {
+        await stopsCatchUp.settled()
+    }
+
+    /// ``advanceStoredStops(devices:)`` for the catch-up: a failure (the database gone) leaves the
+    /// devices marked, for the next batch or query to run them; said at error level.
+    func catchUpStoredStops(devices: Set<String>) async {
+        do {
+            try await advanceStoredStops(devices: devices)
+        } catch {
+            logger.error("stops and trips not kept for now: the next batch or query runs them",
+                         metadata: ["devices": "\(devices.count)", "error": "\(String(reflecting: type(of: error)))"])
+        }
+    }
+
     /// Runs the detectors of the devices of a batch just stored and publishes what they found.
     func advanceStoredStops(devices: Set<String>) async throws {
         var found: [StopEvent] = []
@@ -349,5 +365,42 @@ extension PostgresTrackStore: StoredStopsKeeping {
             final = replay.detector
         }
         return query.report(stops: stops, trips: trips, final: final, end: end)
+    }
+}
+
+/// The detectors of the devices batches stored, run after the batches' answers, one run at a time:
+/// the devices noted while a run is under way go together in the next one. Under load, a device's
+/// detector then runs once over the points of many batches (one state read and written, one
+/// transaction) instead of once per batch in the batch's request; when idle, right after the batch.
+/// Nothing is lost in between: the statement that stored the points marked the device dirty in its
+/// own transaction, and a query runs what is still marked before it reads (as after a crash).
+actor StoredStopsCatchUp {
+    private var pending: Set<String> = []
+    private var worker: Task<Void, Never>?
+    private var run: (@Sendable (Set<String>) async -> Void)?
+
+    func attach(_ run: @escaping @Sendable (Set<String>) async -> Void) {
+        self.run = run
+    }
+
+    /// Runs `devices`' detectors soon: at once if none is running, else after the run under way.
+    func note(_ devices: Set<String>) {
+        guard !devices.isEmpty, run != nil else { return }
+        pending.formUnion(devices)
+        if worker == nil { worker = Task { await self.drain() } }
+    }
+
+    private func drain() async {
+        while !pending.isEmpty, let run {
+            let devices = pending
+            pending = []
+            await run(devices)
+        }
+        worker = nil
+    }
+
+    /// Returns once every device noted so far has been run.
+    func settled() async {
+        while let worker { await worker.value }
     }
 }

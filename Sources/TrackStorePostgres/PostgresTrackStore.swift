@@ -32,6 +32,8 @@ public final class PostgresTrackStore: TrackStore {
     public let storedRecords = RecordFeed()
     /// The stops and trips found in what this instance stored, batch by batch.
     public let stopEvents = StopEventFeed()
+    /// Runs the detectors of the devices batches stored, after their answers (see ``StoredStopsCatchUp``).
+    let stopsCatchUp = StoredStopsCatchUp()
 
     public var location: String { url.description }
 
@@ -85,6 +87,7 @@ public final class PostgresTrackStore: TrackStore {
             runner.cancel()
             throw Self.storeError(error, doing: "opening \(url)")
         }
+        await stopsCatchUp.attach { [weak self] devices in await self?.catchUpStoredStops(devices: devices) }
     }
 
     /// The TLS settings `sslmode` stands for (`nil`: disable).
@@ -120,6 +123,7 @@ public final class PostgresTrackStore: TrackStore {
     }
 
     public func close() async {
+        await stopsCatchUp.settled()
         runner.cancel()
         await runner.value
     }
@@ -168,7 +172,7 @@ public final class PostgresTrackStore: TrackStore {
         if !records.contains(where: { $0.span != nil }),
             try await copyBatch(records, keys: keys, format: format, received: received)
         {
-            try await advanceStoredStops(devices: located)
+            await stopsCatchUp.note(located)
             return (records.count, 0)
         }
         var binds = PostgresBindings(capacity: 18)
@@ -197,7 +201,7 @@ public final class PostgresTrackStore: TrackStore {
             for try await count in try await self.client.execute(statement, logger: self.logger) { n = Int(count) }
             return n
         }
-        if accepted > 0 { try await advanceStoredStops(devices: located) }
+        if accepted > 0 { await stopsCatchUp.note(located) }
         return (accepted, records.count - accepted)
     }
 

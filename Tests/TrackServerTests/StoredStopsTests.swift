@@ -186,6 +186,7 @@ struct StoredStopsTests {
                 _ = try await store.insert(batch, format: "osmand", received: batch[0].time)
                 i += 37
             }
+            await store.storedStopsSettled()
             store.stopEvents.unsubscribe(subscription)
             let report = try await store.stops(device: "live")
             let events = seen.withLock { $0 }
