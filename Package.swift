@@ -102,7 +102,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
-            ]
+            ],
+            // The OpenAPI document as JSON, compiled in (`PackageResources.openapi_json`): served with no
+            // file to find at run time, so the Debian package's binary serves it as a build does.
+            resources: [.embedInCode("Resources/openapi.json")]
         ),
         // The endpoint's PostgreSQL + PostGIS store (postgres-nio), and the opener that picks the store a
         // `--db` value names: apart from TrackServer so that a SQLite-only embedder builds no PostgreSQL client.
@@ -221,6 +224,20 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // docs/openapi.yaml against a real server: every route documented, every answer its schema; and
+        // the JSON the server compiles in (Sources/TrackServer/Resources/openapi.json) the YAML's.
+        .testTarget(
+            name: "OpenAPITests",
+            dependencies: [
+                "TrackServer", "TrackServerTesting", "KeepTrackTesting",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The test support itself: temporary directories, reserved ports, missing tools.
         .testTarget(name: "KeepTrackTestingTests", dependencies: ["KeepTrackTesting"]),
         .testTarget(name: "TrackingTests", dependencies: [
@@ -292,26 +309,6 @@ package.targets += [
 } + [
     // The property they all check, once.
     .target(name: "TrackReaderFuzzing", dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/TrackReaderFuzzing"),
-]
-
-// docs/openapi.yaml against a real server: every route documented, every answer its schema; and the
-// JSON the server compiles in (Sources/TrackServer/Resources/openapi.json) the YAML's (docs/http-api.md).
-// The OpenAPI document as JSON, compiled into TrackServer (`PackageResources.openapi_json`): served with no file
-// to find at run time, so the Debian package's binary serves it as a build does.
-package.targets.first { $0.name == "TrackServer" }!.resources = [.embedInCode("Resources/openapi.json")]
-package.targets += [
-    .testTarget(
-        name: "OpenAPITests",
-        dependencies: [
-            "TrackServer", "TrackServerTesting", "KeepTrackTesting",
-            .product(name: "Yams", package: "Yams"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
 ]
 
 // No warnings in the project's own code: every target this package defines (libraries, executables,

@@ -310,7 +310,7 @@ def run_ingest(binary, postgres, rows):
                 if store == "SQLite":
                     database = os.path.join(tmp, "ingest.sqlite")
                     p, _ = serve(binary, database)
-                    stop(p)
+                    keeptrack_tools.stop(p)
                     if skip:
                         db = sqlite3.connect(database)
                         db.execute(mark)
@@ -320,7 +320,7 @@ def run_ingest(binary, postgres, rows):
                     name = f"ingest_{len(rows)}"
                     database = cluster.create_database(name)
                     p, _ = serve(binary, database)
-                    stop(p)
+                    keeptrack_tools.stop(p)
                     if skip:
                         cluster.psql(mark, name)
                 p, url = serve(binary, database)
@@ -337,7 +337,7 @@ def run_ingest(binary, postgres, rows):
                     expect(f"{label} {store} stops after ingest", len(json.loads(body)["stops"]), 3)
                     conn.close()
                 finally:
-                    stop(p)
+                    keeptrack_tools.stop(p)
                     subprocess.run(["rm", "-rf", tmp])
                 rows.append(f"| {store} | {label} | {86400 / batched:,.0f} | {3000 / one:,.0f} |")
     finally:

@@ -73,6 +73,9 @@ extension TrackServer {
                 ])
         }
         router.head("/v1/stream") { _, _ in try await Self.head(Self.streamWithoutUpgrade()) }
+        router.head(.init(Self.recorderLivePath)) { _, _ in
+            try await Self.head(Self.streamWithoutUpgrade(Self.recorderLivePath))
+        }
     }
 
     /// `response`'s head: its status and headers, `Content-Length` the length of the body it drops.

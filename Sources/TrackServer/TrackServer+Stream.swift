@@ -223,11 +223,12 @@ extension TrackServer {
         return ByteBuffer(bytes: out)
     }
 
-    /// `GET /v1/stream` without an upgrade: 426, saying how to ask.
-    static func streamWithoutUpgrade() -> Response {
+    /// `GET /v1/stream` (or `path`, another WebSocket route: `/ws/last`) without an upgrade: 426,
+    /// saying how to ask.
+    static func streamWithoutUpgrade(_ path: String = streamPath) -> Response {
         Response(
             status: .upgradeRequired, headers: [.upgrade: "websocket", .contentType: "text/plain"],
-            body: .init(byteBuffer: ByteBuffer(string: "GET /v1/stream is a WebSocket: ask with Upgrade: websocket\n")))
+            body: .init(byteBuffer: ByteBuffer(string: "GET \(path) is a WebSocket: ask with Upgrade: websocket\n")))
     }
 
     /// Counts what an ingest stored and, for a store that does not publish what it stores

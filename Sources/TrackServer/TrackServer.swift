@@ -308,6 +308,7 @@ public final class TrackServer: Sendable {
         }
         router.get("/map/svg") { request, context in try await self.mapPage(request, context) }
         router.get("/v1/stream") { _, _ in Self.streamWithoutUpgrade() }
+        router.get(.init(Self.recorderLivePath)) { _, _ in Self.streamWithoutUpgrade(Self.recorderLivePath) }
         addMapRoutes(router)
         addRecorderRoutes(to: router)
         addOpenAPIRoutes(to: router)

@@ -266,6 +266,10 @@ struct OpenAPITests {
             .init(method: .GET, route: "/v1/stream", status: 401, token: nil),
             .init(method: .HEAD, route: "/v1/stream", status: 426),
             .init(method: .HEAD, route: "/v1/stream", status: 401, token: nil),
+            .init(method: .GET, route: "/ws/last", status: 426),
+            .init(method: .GET, route: "/ws/last", status: 401, token: nil),
+            .init(method: .HEAD, route: "/ws/last", status: 426),
+            .init(method: .HEAD, route: "/ws/last", status: 401, token: nil),
         ]
         for route in ["/map", "/map/app.js"] {
             c.append(.init(method: .GET, route: route, status: 200, token: nil))
