@@ -257,12 +257,13 @@ extension TrackServer {
         // Stops and trips the store found at ingest, as events (each instance its own on PostgreSQL).
         let keeping = store as? any StoredStopsKeeping
         let found = keeping?.stopEvents.subscribe { events in
-            hub.publish(events: events.map { e in
-                switch e.kind {
-                case .stop(let visit): StreamEvent(device: e.device, kind: .stop(visit, decided: e.decided))
-                case .trip(let trip): StreamEvent(device: e.device, kind: .trip(trip, decided: e.decided))
-                }
-            })
+            hub.publish(
+                events: events.map { e in
+                    switch e.kind {
+                    case .stop(let visit): StreamEvent(device: e.device, kind: .stop(visit, decided: e.decided))
+                    case .trip(let trip): StreamEvent(device: e.device, kind: .trip(trip, decided: e.decided))
+                    }
+                })
         }
         defer {
             subscription.map { source?.storedRecords.unsubscribe($0) }

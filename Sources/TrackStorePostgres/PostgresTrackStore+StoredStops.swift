@@ -96,8 +96,9 @@ extension PostgresTrackStore: StoredStopsKeeping {
         do {
             try await advanceStoredStops(devices: devices)
         } catch {
-            logger.error("stops and trips not kept for now: the next batch or query runs them",
-                         metadata: ["devices": "\(devices.count)", "error": "\(String(reflecting: type(of: error)))"])
+            logger.error(
+                "stops and trips not kept for now: the next batch or query runs them",
+                metadata: ["devices": "\(devices.count)", "error": "\(String(reflecting: type(of: error)))"])
         }
     }
 
