@@ -411,8 +411,8 @@ def check_endpoint(name, rows, last_seq, printed):
 
 def two_targets_main(args, keeptrack, seed, rng):
     work = tempfile.mkdtemp(prefix="keeptrack-crash-two-")
-    a = Endpoint(keeptrack, work, free_port(), db=os.path.join(work, "a.sqlite"))
-    b = Endpoint(keeptrack, work, free_port(), db=os.path.join(work, "b.sqlite"))
+    a = Endpoint(keeptrack, work, db=os.path.join(work, "a.sqlite"))
+    b = Endpoint(keeptrack, work, db=os.path.join(work, "b.sqlite"))
     a.start()
     b.start()
     urls = [f"http://127.0.0.1:{e.port}/v1/locations" for e in (a, b)]

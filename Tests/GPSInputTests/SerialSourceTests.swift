@@ -9,12 +9,12 @@ import Testing
 /// Against a real pseudo-terminal fed by tools/fake-receiver.py.
 @Suite("serial source", .serialized)
 struct SerialSourceTests {
-    /// Starts tools/fake-receiver.py.py behind a symlink in a private directory.
+    /// Starts tools/fake-receiver.py behind a symlink in a private directory.
     func receiver(_ args: [String]) async throws -> (Tool, String) {
         let dir = try TemporaryDirectory("keeptrack-serial").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let link = dir.appendingPathComponent("ttyGPS").path
-        let tool = try Tool("tools/fake-receiver.py.py", args + ["--link", link])
+        let tool = try Tool("tools/fake-receiver.py", args + ["--link", link])
         guard try await offThePool({ tool.readLine() }) != nil else { throw TimedOut(what: "fake-receiver start") }
         return (tool, link)
     }

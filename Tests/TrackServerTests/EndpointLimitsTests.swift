@@ -273,7 +273,7 @@ struct EndpointLimitsTests {
         let said = reports.withLock { $0 }
         #expect(said.first == SQLiteTrackStore.Upgrade(path: dir + "/old.sqlite", migrations: [
             "v2-devices-and-pages", "v3-validity-and-attributes", "v4-credentials", "v5-fleet", "v6-device-secrets",
-            "v7-visits-and-trips",
+            "v7-visits-and-trips", "v8-stored-stops",
         ], points: 3, seconds: 0), "\(said)")
         #expect(said.last == .some(nil), "the end is reported when the upgrade is done")
         reports.withLock { $0 = [] }
