@@ -404,4 +404,11 @@ actor StoredStopsCatchUp {
     func settled() async {
         while let worker { await worker.value }
     }
+
+    /// Stops: the run under way is cancelled and nothing more is run (the store closes).
+    func cancel() {
+        run = nil
+        pending = []
+        worker?.cancel()
+    }
 }

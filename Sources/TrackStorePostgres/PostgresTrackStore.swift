@@ -123,7 +123,9 @@ public final class PostgresTrackStore: TrackStore {
     }
 
     public func close() async {
-        await stopsCatchUp.settled()
+        // A catch-up under way is cancelled, not waited for (the database may be gone): its devices
+        // stay marked, and the next instance's batch or query runs them.
+        await stopsCatchUp.cancel()
         runner.cancel()
         await runner.value
     }
