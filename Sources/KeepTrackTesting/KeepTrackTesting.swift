@@ -117,6 +117,18 @@ public final class Tool: @unchecked Sendable {
         return String(decoding: data.suffix(limit), as: UTF8.self)
     }
 
+    /// Every line until the tool's output ends, read on a thread of its own: a long read on Swift's
+    /// cooperative pool holds one of its few threads (as many as cores) for the tool's whole run, and
+    /// two such reads at once stall every async test of the run, an endpoint the tool talks to
+    /// included (a test then fails on its hang guard, or waits on itself).
+    public func remainingLines() async throws -> [String] {
+        try await offThePool {
+            var lines: [String] = []
+            while let line = self.readLine() { lines.append(line) }
+            return lines
+        }
+    }
+
     /// The next line the tool prints (blocking), or `nil` at the end of its output.
     public func readLine() -> String? {
         while true {

@@ -131,12 +131,11 @@ struct CrashTestTests {
     /// A handful of SIGKILLs of the uploader while the endpoint fails, drops, refuses and dies;
     /// the script checks the endpoint holds every id once, in order (`tools/crash-test.py --kills 100`
     /// is the long version).
-    @Test func killsAndOutagesLoseNothingAndStoreNothingTwice() throws {
+    @Test func killsAndOutagesLoseNothingAndStoreNothingTwice() async throws {
         let tool = try Tool("tools/crash-test.py", ["--kills", "5", "--seed", "7", "--speed", "120",
                                                  "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
         tool.guardAgainstHang(seconds: 600)
-        var lines: [String] = []
-        while let line = tool.readLine() { lines.append(line) }
+        let lines = try await tool.remainingLines()
         #expect(lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept", "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
@@ -144,24 +143,22 @@ struct CrashTestTests {
     /// The same over MQTT: the uploader SIGKILLed while a real mosquitto is down or restarts, and
     /// `serve --mqtt` storing what the broker delivers (`tools/crash-test.py --mqtt --kills 100` is the
     /// long version).
-    @Test func overMQTTKillsAndBrokerRestartsLoseNothingAndStoreNothingTwice() throws {
+    @Test func overMQTTKillsAndBrokerRestartsLoseNothingAndStoreNothingTwice() async throws {
         let tool = try Tool("tools/crash-test.py", ["--mqtt", "--kills", "5", "--seed", "7", "--speed", "120",
                                                  "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
         tool.guardAgainstHang(seconds: 600)
-        var lines: [String] = []
-        while let line = tool.readLine() { lines.append(line) }
+        let lines = try await tool.remainingLines()
         #expect(lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept", "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 
     /// The same with the endpoint on PostgreSQL (a throwaway cluster), which is also restarted and
     /// SIGKILLed mid-run (`tools/crash-test.py --postgres --kills 40` is the long version).
-    @Test func onPostgreSQLKillsAndDatabaseRestartsLoseNothingAndStoreNothingTwice() throws {
+    @Test func onPostgreSQLKillsAndDatabaseRestartsLoseNothingAndStoreNothingTwice() async throws {
         let tool = try Tool("tools/crash-test.py", ["--postgres", "--kills", "5", "--seed", "5", "--speed", "120",
                                                  "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
         tool.guardAgainstHang(seconds: 600)
-        var lines: [String] = []
-        while let line = tool.readLine() { lines.append(line) }
+        let lines = try await tool.remainingLines()
         #expect(lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept", "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }

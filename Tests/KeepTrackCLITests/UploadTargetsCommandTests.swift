@@ -135,7 +135,7 @@ struct TwoTargetsCrashTestTests {
     /// A few SIGKILLs of the uploader while the second endpoint is killed and restarted: both hold
     /// every printed location exactly once (`tools/crash-test.py --two-targets --kills 100` is the long
     /// version).
-    @Test func killsOfTheUploaderAndOfOneTargetLoseNothingForEither() throws {
+    @Test func killsOfTheUploaderAndOfOneTargetLoseNothingForEither() async throws {
         let tool = try Tool(
             "tools/crash-test.py",
             [
@@ -143,8 +143,7 @@ struct TwoTargetsCrashTestTests {
                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
             ])
         tool.guardAgainstHang(seconds: 600)
-        var lines: [String] = []
-        while let line = tool.readLine() { lines.append(line) }
+        let lines = try await tool.remainingLines()
         #expect(
             lines.last == "OK: both targets hold every printed location exactly once, nothing lost, order kept",
             "\(lines) \(tool.errors())")

@@ -160,8 +160,7 @@ struct TrackerTests {
         let tool = try Tool(executable: exe, [fixturePath("walk-15min.nmea"), endpoint.url(), "secret",
                                               dir + "/outbox.sqlite"])
         tool.guardAgainstHang(seconds: 120)
-        var lines: [String] = []
-        while let line = tool.readLine() { lines.append(line) }
+        let lines = try await tool.remainingLines()
         tool.process.waitUntilExit()
         #expect(tool.process.terminationStatus == 0)
         let locations = lines.filter { $0.hasPrefix("location ") }.count
