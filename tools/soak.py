@@ -51,9 +51,22 @@ def main():
     keeptrack = args.binary or keeptrack_tools.build()
     work = tempfile.mkdtemp(prefix="keeptrack-soak-")
     link = os.path.join(work, "ttyGPS")
-    gpsd_port = keeptrack_tools.candidate_port()
+    # Distinct candidates: nothing binds them until gpsd and the endpoints start, so the same port
+    # could come twice (two targets of one tracker would then be one).
+    taken = set()
+
+    def distinct_port():
+        attempt = 0
+        while True:
+            port = keeptrack_tools.candidate_port(attempt)
+            attempt += 1
+            if port not in taken:
+                taken.add(port)
+                return port
+
+    gpsd_port = distinct_port()
     counts = [int(n) for n in args.targets.split(",")]
-    serve_ports = [[keeptrack_tools.candidate_port() for _ in range(n)] for n in counts]
+    serve_ports = [[distinct_port() for _ in range(n)] for n in counts]
     receiver = subprocess.Popen([os.path.join(ROOT, "tools", "fake-receiver.py"), os.path.join(ROOT, "fixtures", "walk-15min.nmea"),
                                  "--now", "--loop", "--rate", "1", "--baud", "9600", "--link", link],
                                 stdout=subprocess.PIPE, text=True)
