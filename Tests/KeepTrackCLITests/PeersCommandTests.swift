@@ -8,22 +8,23 @@ import TrackServer
     import Glibc
 #endif
 
+/// `keeptrack serve` (the built binary) on a port it picks over `db`, token `t0ken`: the process
+/// and its URL once it listens (the CLI suites that upload to a real endpoint share it).
+func serve(_ db: String) throws -> (Tool, String) {
+    let server = try Tool(
+        executable: productsDirectory.appendingPathComponent("keeptrack"),
+        ["serve", "--port", "0", "--db", db, "--token", "t0ken"])
+    server.guardAgainstHang(seconds: 240)
+    var seen: [String] = []
+    let line = try #require(server.readLine(containing: "\"listening\"", seen: &seen), "\(server.errors())")
+    let url = try #require(line.split(separator: "\"").first { $0.hasPrefix("http://") }.map(String.init))
+    return (server, url.hasSuffix("/") ? String(url.dropLast()) : url)
+}
+
 /// `--secret-file`, `keeptrack serve devices secret` and `--format overland`, as a user runs them:
 /// the real binary, uploading to a real `keeptrack serve` (issue 29, items 2 and 3).
 @Suite("keeptrack: OwnTracks encryption and Overland")
 struct PeersCommandTests {
-    /// `keeptrack serve` on a free port over `db`; its URL once it listens.
-    func serve(_ db: String) throws -> (Tool, String) {
-        let server = try Tool(
-            executable: productsDirectory.appendingPathComponent("keeptrack"),
-            ["serve", "--port", "0", "--db", db, "--token", "t0ken"])
-        server.guardAgainstHang(seconds: 240)
-        var seen: [String] = []
-        let line = try #require(server.readLine(containing: "\"listening\"", seen: &seen), "\(server.errors())")
-        let url = try #require(line.split(separator: "\"").first { $0.hasPrefix("http://") }.map(String.init))
-        return (server, url.hasSuffix("/") ? String(url.dropLast()) : url)
-    }
-
     @Test func aSecretIsReadFromStandardInputStoredAndRemoved() async throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -9,18 +9,6 @@ struct UploadTargetsCommandTests {
         do { return try TemporaryDirectory("keeptrack-targets").path } catch { preconditionFailure("\(error)") }
     }
 
-    /// `keeptrack serve` on a free port over `db`; its URL once it listens.
-    func serve(_ db: String) throws -> (Tool, String) {
-        let server = try Tool(
-            executable: productsDirectory.appendingPathComponent("keeptrack"),
-            ["serve", "--port", "0", "--db", db, "--token", "t0ken"])
-        server.guardAgainstHang(seconds: 240)
-        var seen: [String] = []
-        let line = try #require(server.readLine(containing: "\"listening\"", seen: &seen), "\(server.errors())")
-        let url = try #require(line.split(separator: "\"").first { $0.hasPrefix("http://") }.map(String.init))
-        return (server, url.hasSuffix("/") ? String(url.dropLast()) : url)
-    }
-
     /// A replay to two targets, one of them refusing connections: the other gets everything, the
     /// end says what stays for which target, `outbox status` shows each; the next run, with the
     /// second target up, delivers what it lacked and sends the first nothing twice.
