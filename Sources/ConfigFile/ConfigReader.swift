@@ -4,7 +4,7 @@ internal import CYaml
 import Yams
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads and checks a configuration file: YAML, one mapping of known keys to values.
@@ -64,8 +64,9 @@ public struct ConfigReader: Sendable {
         throws(ConfigFileError) -> [ConfigSetting]
     {
         if bytes.count > limits.maxBytes {
-            throw ConfigFileError(.tooLarge, name, line: nil,
-                                "\(bytes.count) bytes is too large for a configuration file (the limit is \(limits.maxBytes))")
+            throw ConfigFileError(
+                .tooLarge, name, line: nil,
+                "\(bytes.count) bytes is too large for a configuration file (the limit is \(limits.maxBytes))")
         }
         try Self.checkText(bytes, name: name)
         let text = String(decoding: bytes, as: UTF8.self)
@@ -74,8 +75,9 @@ public struct ConfigReader: Sendable {
         do {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
-            throw ConfigFileError(.notYAML, name, line: Self.yamlLine(error), "not valid YAML: \(Self.yamlProblem(error))",
-                                  underlying: error)
+            throw ConfigFileError(
+                .notYAML, name, line: Self.yamlLine(error), "not valid YAML: \(Self.yamlProblem(error))",
+                underlying: error)
         } catch {
             throw ConfigFileError(.notYAML, name, line: nil, "not valid YAML: \(error)", underlying: error)
         }
@@ -122,8 +124,9 @@ public struct ConfigReader: Sendable {
                     for item in sequence {
                         stats.values += 1
                         guard let scalar = item.scalar?.string else {
-                            throw ConfigFileError(.badValue, name, line: item.mark?.line ?? line,
-                                                "\(key): expected a list of values")
+                            throw ConfigFileError(
+                                .badValue, name, line: item.mark?.line ?? line,
+                                "\(key): expected a list of values")
                         }
                         items.append(.init(value: scalar, line: item.mark?.line ?? line))
                     }
@@ -202,7 +205,8 @@ public struct ConfigReader: Sendable {
     static func yamlProblem(_ error: YamlError) -> String {
         switch error {
         case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _): problem
-        case .duplicatedKeysInMapping(let keys, _): "a key is set twice in a mapping (\(keys.prefix(3).map(printable).joined(separator: ", ")))"
+        case .duplicatedKeysInMapping(let keys, _):
+            "a key is set twice in a mapping (\(keys.prefix(3).map(printable).joined(separator: ", ")))"
         case .reader(let problem, _, _, _): problem
         default: "\(error)"
         }
@@ -212,8 +216,10 @@ public struct ConfigReader: Sendable {
 extension ConfigReader {
     /// A ``ConfigKind/records(_:)`` value: a list of mappings of `fields`, each value one scalar
     /// (or a list, for a list field).
-    func records(_ value: Node, fields: [String: ConfigField], key: String, line: Int, name: String,
-                 stats: inout ConfigStatistics) throws(ConfigFileError) -> [ConfigSetting.Record] {
+    func records(
+        _ value: Node, fields: [String: ConfigField], key: String, line: Int, name: String,
+        stats: inout ConfigStatistics
+    ) throws(ConfigFileError) -> [ConfigSetting.Record] {
         guard let sequence = value.sequence else {
             throw ConfigFileError(.badValue, name, line: line, "\(key): expected a list of mappings")
         }
@@ -230,8 +236,10 @@ extension ConfigReader {
                 let fieldLine = fieldNode.mark?.line ?? itemLine
                 guard let field = fieldNode.scalar?.string, let kind = fields[field] else {
                     let got = fieldNode.scalar.map { Self.printable($0.string) } ?? "a list"
-                    throw ConfigFileError(.unknownKey, name, line: fieldLine, "\(key): unknown key '\(got)' (known: "
-                        + fields.keys.sorted().joined(separator: ", ") + ")")
+                    throw ConfigFileError(
+                        .unknownKey, name, line: fieldLine,
+                        "\(key): unknown key '\(got)' (known: "
+                            + fields.keys.sorted().joined(separator: ", ") + ")")
                 }
                 guard seen.insert(field).inserted else {
                     throw ConfigFileError(.duplicateKey, name, line: fieldLine, "\(key): '\(field)' is set twice")
@@ -247,8 +255,9 @@ extension ConfigReader {
                     }
                 } else {
                     guard let scalar = fieldValue.scalar?.string else {
-                        throw ConfigFileError(.badValue, name, line: fieldLine,
-                                              "\(key): \(field): expected a single value")
+                        throw ConfigFileError(
+                            .badValue, name, line: fieldLine,
+                            "\(key): \(field): expected a single value")
                     }
                     values.append(scalar)
                 }
@@ -441,8 +450,9 @@ extension ConfigReader {
         var line = 1
         var i = 0
         func refuse(_ what: String) throws(ConfigFileError) -> Never {
-            throw ConfigFileError(.notYAML, name, line: line,
-                                "not YAML (a binary file?): \(what) at byte \(i) is not text")
+            throw ConfigFileError(
+                .notYAML, name, line: line,
+                "not YAML (a binary file?): \(what) at byte \(i) is not text")
         }
         func hex(_ b: UInt8) -> String {
             let digits = Array("0123456789ABCDEF")
@@ -533,8 +543,10 @@ extension ConfigReader {
                 total = min(total + size, Int.max / 2)
                 stats.expandedNodes = total
                 if total > limits.maxNodes {
-                    return problem(.tooComplex, mark, "the document stands for more than \(limits.maxNodes) values "
-                        + "once its aliases (*name) are expanded: refused (an alias bomb?)")
+                    return problem(
+                        .tooComplex, mark,
+                        "the document stands for more than \(limits.maxNodes) values "
+                            + "once its aliases (*name) are expanded: refused (an alias bomb?)")
                 }
                 guard !stack.isEmpty else { return nil }
                 let top = stack.count - 1
@@ -543,7 +555,8 @@ extension ConfigReader {
                 defer { stack[top].expectingKey.toggle() }
                 guard stack[top].expectingKey else { return nil }
                 if isCollectionKey {
-                    return problem(.badKey, mark, "a key must be a plain name, not a list or mapping (or an alias of one)")
+                    return problem(
+                        .badKey, mark, "a key must be a plain name, not a list or mapping (or an alias of one)")
                 }
                 if stack.count == 1, let scalar, !topLevelKeys.insert(scalar).inserted {
                     return problem(.duplicateKey, mark, "'\(ConfigReader.printable(scalar))' is set twice")
@@ -558,8 +571,10 @@ extension ConfigReader {
                     let mark = parser.error == YAML_READER_ERROR ? nil : Int(parser.problem_mark.line) + 1
                     if text.hasPrefix("Maximum nesting level") {
                         // libyaml's own bound (1000), met while it looks ahead.
-                        failure = ConfigFileError(.tooComplex, name, line: mark, "lists and mappings nested too deeply "
-                            + "(more than \(limits.maxDepth) levels)")
+                        failure = ConfigFileError(
+                            .tooComplex, name, line: mark,
+                            "lists and mappings nested too deeply "
+                                + "(more than \(limits.maxDepth) levels)")
                     } else {
                         failure = ConfigFileError(.notYAML, name, line: mark, "not valid YAML: \(text)")
                     }
@@ -574,7 +589,8 @@ extension ConfigReader {
                 case YAML_DOCUMENT_START_EVENT:
                     documents += 1
                     if documents > 1 {
-                        failure = problem(.notYAML, mark, "more than one YAML document (---): a configuration file is one mapping")
+                        failure = problem(
+                            .notYAML, mark, "more than one YAML document (---): a configuration file is one mapping")
                     }
                 case YAML_SCALAR_EVENT:
                     let value = string(event.data.scalar.value, Int(event.data.scalar.length)) ?? ""
@@ -585,11 +601,13 @@ extension ConfigReader {
                 case YAML_ALIAS_EVENT:
                     let name = string(event.data.alias.anchor) ?? ""
                     guard let anchored = anchors[name] else {
-                        failure = problem(.notYAML, mark, "not valid YAML: found undefined alias '*\(ConfigReader.printable(name))'")
+                        failure = problem(
+                            .notYAML, mark, "not valid YAML: found undefined alias '*\(ConfigReader.printable(name))'")
                         break
                     }
-                    failure = node(size: anchored.size, isCollectionKey: anchored.isCollection, scalar: anchored.scalar,
-                                   mark: mark)
+                    failure = node(
+                        size: anchored.size, isCollectionKey: anchored.isCollection, scalar: anchored.scalar,
+                        mark: mark)
                 case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
                     let isMapping = event.type == YAML_MAPPING_START_EVENT
                     // A collection in key position is refused as it opens (its size comes later).
@@ -598,10 +616,13 @@ extension ConfigReader {
                         break
                     }
                     if stack.count >= limits.maxDepth {
-                        failure = problem(.tooComplex, mark, "lists and mappings nested too deeply (more than \(limits.maxDepth) levels)")
+                        failure = problem(
+                            .tooComplex, mark,
+                            "lists and mappings nested too deeply (more than \(limits.maxDepth) levels)")
                         break
                     }
-                    let anchor = isMapping ? string(event.data.mapping_start.anchor) : string(event.data.sequence_start.anchor)
+                    let anchor =
+                        isMapping ? string(event.data.mapping_start.anchor) : string(event.data.sequence_start.anchor)
                     stack.append(Frame(isMapping: isMapping, anchor: anchor))
                 case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                     guard let frame = stack.popLast() else { break }
@@ -638,12 +659,20 @@ extension ConfigReader {
             case .option(let s): value = text(s)
             case .list(let items): value = .sequence(.init(items.map { text($0.value) }, Tag(.seq), .block))
             case .records(let records):
-                value = .sequence(.init(records.map { r in
-                    .mapping(.init(r.values.map { v in
-                        (text(v.field), v.values.count == 1 ? text(v.values[0])
-                            : .sequence(.init(v.values.map(text), Tag(.seq), .block)))
-                    }, Tag(.map), .block))
-                }, Tag(.seq), .block))
+                value = .sequence(
+                    .init(
+                        records.map { r in
+                            .mapping(
+                                .init(
+                                    r.values.map { v in
+                                        (
+                                            text(v.field),
+                                            v.values.count == 1
+                                                ? text(v.values[0])
+                                                : .sequence(.init(v.values.map(text), Tag(.seq), .block))
+                                        )
+                                    }, Tag(.map), .block))
+                        }, Tag(.seq), .block))
             }
             pairs.append((text(setting.key), value))
         }

@@ -88,8 +88,10 @@ extension ConfigReader {
     /// - Complexity: O(n) in the file's size for a file that is accepted: lists are parsed in
     ///   slices of ``sliceSize`` items along with every other key, so cross-key rules still apply to
     ///   each item. Finding the key of a problem takes a few parses per key.
-    public func check(path: String, parses: inout Int,
-                      parse: ([String]) -> String?) throws(ConfigFileError) -> [OptionArguments] {
+    public func check(
+        path: String, parses: inout Int,
+        parse: ([String]) -> String?
+    ) throws(ConfigFileError) -> [OptionArguments] {
         let entries = try optionArguments(path: path)
         let single = entries.filter(\.items.isEmpty)
         let lists = entries.filter { !$0.items.isEmpty }
@@ -153,9 +155,11 @@ extension ConfigReader {
     /// command line's alone when it gives them: the file's values are left out rather than added to.
     ///
     /// - Throws: ``ConfigFileError`` for an unreadable or invalid file (a missing default is no problem).
-    public func insertingFile(into arguments: [String], at index: Int, option: String, defaultPath: String,
-                              replacedByCommandLine: Set<String> = [],
-                              exists: (String) -> Bool) throws(ConfigFileError) -> [String] {
+    public func insertingFile(
+        into arguments: [String], at index: Int, option: String, defaultPath: String,
+        replacedByCommandLine: Set<String> = [],
+        exists: (String) -> Bool
+    ) throws(ConfigFileError) -> [String] {
         var arguments = arguments
         var path = defaultPath
         var explicit = false
@@ -170,7 +174,8 @@ extension ConfigReader {
         // A key is left out when the command line gives its option (a list of records: its first option).
         arguments.insert(
             contentsOf: try optionArguments(path: path).filter { entry in
-                !replaced.contains(entry.key) && !(entry.arguments.first.map { replaced.contains(String($0.dropFirst(2))) } ?? false)
+                !replaced.contains(entry.key)
+                    && !(entry.arguments.first.map { replaced.contains(String($0.dropFirst(2))) } ?? false)
             }.flatMap(\.arguments),
             at: index)
         return arguments
@@ -185,7 +190,8 @@ extension ConfigReader {
         for (i, argument) in arguments.enumerated() {
             out.append(argument)
             guard argument.hasPrefix("--"), case .optionalValue(let fallback)? = schema[String(argument.dropFirst(2))],
-                  i + 1 == arguments.count || arguments[i + 1].hasPrefix("-") else { continue }
+                i + 1 == arguments.count || arguments[i + 1].hasPrefix("-")
+            else { continue }
             out.append(fallback)
         }
         return out

@@ -2,7 +2,8 @@
 public enum ByteWriting {
     /// "00", "01", ... "99": two digits per division by 100 (constant bytes: no array, no lazy
     /// initialisation on the hot path).
-    @usableFromInline static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+    @usableFromInline static let digitPairs: StaticString =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
     /// 10^`decimals` for 0...9, without an array access.
     @inlinable @inline(__always)
@@ -79,8 +80,10 @@ public enum ByteWriting {
     /// Appends `value` with exactly `decimals` fractional digits (0...9), or `null` when it is not finite
     /// or too large to print that way.
     @inlinable
-    public static func appendFixed(_ value: Double, decimals: Int, nullText: StaticString = "null",
-                                   to out: inout [UInt8]) {
+    public static func appendFixed(
+        _ value: Double, decimals: Int, nullText: StaticString = "null",
+        to out: inout [UInt8]
+    ) {
         guard let scaled = scaledMagnitude(value, decimals: decimals) else {
             appendStatic(nullText, to: &out)
             return

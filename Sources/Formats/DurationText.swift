@@ -4,7 +4,8 @@ public enum DurationText {
     /// A text that is not a duration (``FormatsError/Code/notADuration``), with what was given
     /// (``FormatsError/text``) and what is accepted.
     static func problem(_ text: String, bareUnit: Unit) -> FormatsError {
-        let message = "'\(text)' is not a duration: write a number of \(bareUnit.name) "
+        let message =
+            "'\(text)' is not a duration: write a number of \(bareUnit.name) "
             + "(\(bareUnit == .days ? "30" : "90")) or a number with s, m, h or d (90s, 5m, 2h, 30d)"
         return FormatsError(message, code: .notADuration, text: text)
     }
@@ -30,8 +31,10 @@ public enum DurationText {
         while let b = bytes.first, b == UInt8(ascii: " ") { bytes.removeFirst() }
         while let b = bytes.last, b == UInt8(ascii: " ") { bytes.removeLast() }
         var scale = bareUnit.seconds
-        let units: [UInt8: Double] = [UInt8(ascii: "s"): 1, UInt8(ascii: "m"): 60, UInt8(ascii: "h"): 3600,
-                                      UInt8(ascii: "d"): 86_400]
+        let units: [UInt8: Double] = [
+            UInt8(ascii: "s"): 1, UInt8(ascii: "m"): 60, UInt8(ascii: "h"): 3600,
+            UInt8(ascii: "d"): 86_400,
+        ]
         if let last = bytes.last, let size = units[last] {
             scale = size
             bytes.removeLast()

@@ -24,13 +24,17 @@ public enum EventJSON {
         ByteWriting.appendStatic(",\"hAcc\":", to: &out)
         ByteWriting.appendFixed(l.horizontalAccuracy, decimals: 2, to: &out)
         ByteWriting.appendStatic(",\"alt\":", to: &out)
-        if l.verticalAccuracy >= 0 { ByteWriting.appendFixed(l.altitude, decimals: 3, to: &out) } else {
+        if l.verticalAccuracy >= 0 {
+            ByteWriting.appendFixed(l.altitude, decimals: 3, to: &out)
+        } else {
             ByteWriting.appendStatic("null", to: &out)
         }
         ByteWriting.appendStatic(",\"speed\":", to: &out)
         ByteWriting.appendFixed(l.speed, decimals: 3, nullText: "null", to: &out)
         ByteWriting.appendStatic(",\"course\":", to: &out)
-        if l.course >= 0 { ByteWriting.appendFixed(l.course, decimals: 2, to: &out) } else {
+        if l.course >= 0 {
+            ByteWriting.appendFixed(l.course, decimals: 2, to: &out)
+        } else {
             ByteWriting.appendStatic("null", to: &out)
         }
         ByteWriting.appendStatic("}\n", to: &out)
@@ -73,8 +77,10 @@ public enum EventJSON {
     /// `{"event":NAME,"time":...,"reason":...[,"backgroundTimeRemaining":S|null]}`: a lifecycle
     /// transition (`background`, `resumed`, `suspended`, `active`, `inactive`, `terminated`). The
     /// remaining time is written when given (`.some(nil)` is unbounded: `null`).
-    public static func appendLifecycle(_ name: StaticString, time: Double, reason: String,
-                                       backgroundTimeRemaining: Double?? = nil, to out: inout [UInt8]) {
+    public static func appendLifecycle(
+        _ name: StaticString, time: Double, reason: String,
+        backgroundTimeRemaining: Double?? = nil, to out: inout [UInt8]
+    ) {
         ByteWriting.appendStatic("{\"event\":\"", to: &out)
         ByteWriting.appendStatic(name, to: &out)
         ByteWriting.appendStatic("\",\"time\":\"", to: &out)
@@ -83,7 +89,9 @@ public enum EventJSON {
         ByteWriting.appendJSONString(reason, to: &out)
         if let remaining = backgroundTimeRemaining {
             ByteWriting.appendStatic(",\"backgroundTimeRemaining\":", to: &out)
-            if let remaining { ByteWriting.appendFixed(remaining, decimals: 3, to: &out) } else {
+            if let remaining {
+                ByteWriting.appendFixed(remaining, decimals: 3, to: &out)
+            } else {
                 ByteWriting.appendStatic("null", to: &out)
             }
         }
@@ -93,8 +101,10 @@ public enum EventJSON {
     /// `{"event":"visit","time":...,"arrival":...,"departure":...|null,"lat":...,"lon":...,"hAcc":...}`:
     /// a visit (`LocationService`'s `Visit`) at arrival (`departure` null: still there) or at departure,
     /// decided at `time`; `hAcc` is how far its fixes spread, in metres.
-    public static func appendVisit(time: Double, arrival: Double, departure: Double?, coordinate: Coordinate,
-                                   horizontalAccuracy: Double, to out: inout [UInt8]) {
+    public static func appendVisit(
+        time: Double, arrival: Double, departure: Double?, coordinate: Coordinate,
+        horizontalAccuracy: Double, to out: inout [UInt8]
+    ) {
         ByteWriting.appendStatic("{\"event\":\"visit\",\"time\":\"", to: &out)
         ISOTime.append(time, to: &out)
         ByteWriting.appendStatic("\",\"arrival\":\"", to: &out)
@@ -120,9 +130,11 @@ public enum EventJSON {
     /// "startLat":...,"startLon":...,"endLat":...,"endLon":...}`: the trip (`LocationService`'s `Trip`)
     /// an arrival ended, from `start` to `end` (seconds since 1970), `distance` metres long, its
     /// highest speed `maximumSpeed` m/s.
-    public static func appendTrip(start: Double, end: Double, distance: Double, maximumSpeed: Double,
-                                  from startCoordinate: Coordinate, to endCoordinate: Coordinate,
-                                  to out: inout [UInt8]) {
+    public static func appendTrip(
+        start: Double, end: Double, distance: Double, maximumSpeed: Double,
+        from startCoordinate: Coordinate, to endCoordinate: Coordinate,
+        to out: inout [UInt8]
+    ) {
         let duration = end - start
         ByteWriting.appendStatic("{\"event\":\"trip\",\"start\":\"", to: &out)
         ISOTime.append(start, to: &out)

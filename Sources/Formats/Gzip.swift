@@ -6,8 +6,11 @@ public enum Gzip {
     public static func compress(_ bytes: [UInt8], level: Int32 = 6) -> [UInt8] {
         var stream = z_stream()
         // 15 window bits + 16: a gzip header and trailer.
-        guard deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
-                            Int32(MemoryLayout<z_stream>.size)) == Z_OK else { preconditionFailure("deflateInit2 failed") }
+        guard
+            deflateInit2_(
+                &stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+                Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else { preconditionFailure("deflateInit2 failed") }
         defer { deflateEnd(&stream) }
         var out = [UInt8](repeating: 0, count: Int(deflateBound(&stream, UInt(bytes.count))) + 32)
         var input = bytes
@@ -69,7 +72,8 @@ public enum Gzip {
         }
         if out.count > limit { throw WireFormatError("body inflates beyond \(limit) bytes", code: .tooLarge) }
         if let junkAt {
-            throw WireFormatError("gzip: \(bytes.count - junkAt) bytes that are not gzip after the stream's end, at byte \(junkAt)")
+            throw WireFormatError(
+                "gzip: \(bytes.count - junkAt) bytes that are not gzip after the stream's end, at byte \(junkAt)")
         }
         guard rc == Z_STREAM_END else { throw WireFormatError("gzip: the body is not a complete gzip stream") }
         return out

@@ -67,7 +67,9 @@ public enum JSONBatch {
 
     static func optional(_ key: StaticString, _ v: Double?, _ decimals: Int, _ out: inout [UInt8]) {
         ByteWriting.appendStatic(key, to: &out)
-        if let v { ByteWriting.appendFixed(v, decimals: decimals, to: &out) } else {
+        if let v {
+            ByteWriting.appendFixed(v, decimals: decimals, to: &out)
+        } else {
             ByteWriting.appendStatic("null", to: &out)
         }
     }
@@ -77,7 +79,9 @@ public enum JSONBatch {
     ///
     /// - Throws: ``WireFormatError`` naming the record and field (`records[3].lat: ...`), or the
     ///   byte where the JSON breaks.
-    public static func decode(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> (device: String, records: [TrailRecord]) {
+    public static func decode(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> (
+        device: String, records: [TrailRecord]
+    ) {
         var s = JSONScanner(bytes)
         var device: String?
         var records: [TrailRecord] = []
@@ -137,7 +141,9 @@ public enum JSONBatch {
             let v = try s.value()
             switch key {
             case "id":
-                guard case .string(let text) = v else { throw WireFormatError("records[\(index)].id: expected a string") }
+                guard case .string(let text) = v else {
+                    throw WireFormatError("records[\(index)].id: expected a string")
+                }
                 id = text
             case "seq":
                 guard let d = try number(v, key), d == d.rounded(), abs(d) < 9e15 else {
@@ -145,9 +151,12 @@ public enum JSONBatch {
                 }
                 seq = Int64(d)
             case "kind":
-                guard case .string(let k) = v else { throw WireFormatError("records[\(index)].kind: expected a string") }
+                guard case .string(let k) = v else {
+                    throw WireFormatError("records[\(index)].kind: expected a string")
+                }
                 guard let parsed = TrailRecord.Kind(rawValue: k) else {
-                    throw WireFormatError("records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit, trip or heartbeat")
+                    throw WireFormatError(
+                        "records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit, trip or heartbeat")
                 }
                 kind = parsed
             case "region":
@@ -157,7 +166,9 @@ public enum JSONBatch {
                 default: throw WireFormatError("records[\(index)].region: expected a string")
                 }
             case "time":
-                guard case .string(let t) = v else { throw WireFormatError("records[\(index)].time: expected a string") }
+                guard case .string(let t) = v else {
+                    throw WireFormatError("records[\(index)].time: expected a string")
+                }
                 guard let parsed = ISOTime.parse(t) else {
                     throw WireFormatError("records[\(index)].time: '\(t)' is not an ISO 8601 UTC time")
                 }
@@ -178,9 +189,10 @@ public enum JSONBatch {
         guard let time else { throw missing("time") }
         guard let lat else { throw missing("lat") }
         guard let lon else { throw missing("lon") }
-        var record = TrailRecord(device: "", sequence: seq, kind: kind, region: region, time: time, latitude: lat,
-                                 longitude: lon, altitude: alt, horizontalAccuracy: hAcc, verticalAccuracy: vAcc,
-                                 speed: speed, course: course)
+        var record = TrailRecord(
+            device: "", sequence: seq, kind: kind, region: region, time: time, latitude: lat,
+            longitude: lon, altitude: alt, horizontalAccuracy: hAcc, verticalAccuracy: vAcc,
+            speed: speed, course: course)
         // Only visits and trips have a span: for other kinds its keys are unknown keys, ignored.
         if kind.isVisitOrTrip { record.span = span }
         return (record, id)

@@ -81,7 +81,7 @@ public enum OsmAnd {
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let key = percentDecodeValidating(String(parts[0])),
-                  let value = parts.count > 1 ? percentDecodeValidating(String(parts[1])) : ""
+                let value = parts.count > 1 ? percentDecodeValidating(String(parts[1])) : ""
             else {
                 throw WireFormatError("parameter '\(parts[0].prefix(32))': not valid UTF-8 once percent-decoded")
             }
@@ -92,14 +92,16 @@ public enum OsmAnd {
         }
         func number(_ key: String) throws(WireFormatError) -> Double? {
             guard let text = fields[key] else { return nil }
-            guard let v = Double(text), v.isFinite else { throw WireFormatError("\(key): '\(text.prefix(32))' is not a number") }
+            guard let v = Double(text), v.isFinite else {
+                throw WireFormatError("\(key): '\(text.prefix(32))' is not a number")
+            }
             return v
         }
         var lat = try number("lat"), lon = try number("lon")
         if lat == nil, lon == nil, let location = fields["location"] {
             let parts = location.split(separator: ",", omittingEmptySubsequences: false)
             guard parts.count == 2, let a = Double(parts[0].trimmingSpaces), let b = Double(parts[1].trimmingSpaces),
-                  a.isFinite, b.isFinite
+                a.isFinite, b.isFinite
             else { throw WireFormatError("location: '\(location.prefix(64))' is not 'lat,lon'") }
             (lat, lon) = (a, b)
         }
@@ -108,8 +110,9 @@ public enum OsmAnd {
         let time: Double
         if let stamp = fields["timestamp"], !stamp.isEmpty {
             guard let t = parseTime(stamp) else {
-                throw WireFormatError("timestamp: '\(stamp.prefix(40))' is neither Unix seconds, milliseconds, "
-                    + "ISO 8601 nor yyyy-MM-dd HH:mm:ss")
+                throw WireFormatError(
+                    "timestamp: '\(stamp.prefix(40))' is neither Unix seconds, milliseconds, "
+                        + "ISO 8601 nor yyyy-MM-dd HH:mm:ss")
             }
             time = t
         } else {
@@ -118,17 +121,19 @@ public enum OsmAnd {
         func unknownIfNegative(_ v: Double?) -> Double? { v.flatMap { $0 < 0 ? nil : $0 } }
         var bearing = try number("bearing")
         if bearing == nil { bearing = try number("heading") }
-        var r = TrailRecord(device: device, sequence: 1, time: time, latitude: lat, longitude: lon,
-                            altitude: try number("altitude"), horizontalAccuracy: unknownIfNegative(try number("accuracy")),
-                            speed: unknownIfNegative(try number("speed")).map { $0 * metresPerSecondPerKnot },
-                            course: unknownIfNegative(bearing))
+        var r = TrailRecord(
+            device: device, sequence: 1, time: time, latitude: lat, longitude: lon,
+            altitude: try number("altitude"), horizontalAccuracy: unknownIfNegative(try number("accuracy")),
+            speed: unknownIfNegative(try number("speed")).map { $0 * metresPerSecondPerKnot },
+            course: unknownIfNegative(bearing))
         if let valid = fields["valid"] { r.valid = valid.lowercased() == "true" || valid == "1" }
         // Attributes as Traccar keeps them; one no store could keep (a name with control characters,
         // a value over 1 KiB, past 64 of them) is left out rather than the position refused.
         for (key, value) in fields.sorted(by: { $0.key < $1.key })
         where !fieldNames.contains(key) && r.attributes.count < TrailRecord.maxAttributes
             && TrailRecord.identifierProblem(key) == nil && value.utf8.count <= TrailRecord.maxAttributeBytes
-            && !value.utf8.contains(0) {
+            && !value.utf8.contains(0)
+        {
             r.attributes[key] = value
         }
         if let problem = r.problem(now: now) { throw problem }
@@ -178,7 +183,9 @@ public enum OsmAnd {
             case nil, .null?: return nil
             case .number(let d)?: return d
             case .string(let t)?:
-                guard let d = Double(t), d.isFinite else { throw WireFormatError("\(key): '\(t.prefix(32))' is not a number") }
+                guard let d = Double(t), d.isFinite else {
+                    throw WireFormatError("\(key): '\(t.prefix(32))' is not a number")
+                }
                 return d
             default: throw WireFormatError("\(key): expected a number")
             }
@@ -193,8 +200,12 @@ public enum OsmAnd {
         guard let device = text("device_id") ?? text("id"), !device.isEmpty else {
             throw WireFormatError("device_id: missing (the device identifier is mandatory)")
         }
-        guard let lat = try number("location.coords.latitude") else { throw WireFormatError("location.coords.latitude: missing") }
-        guard let lon = try number("location.coords.longitude") else { throw WireFormatError("location.coords.longitude: missing") }
+        guard let lat = try number("location.coords.latitude") else {
+            throw WireFormatError("location.coords.latitude: missing")
+        }
+        guard let lon = try number("location.coords.longitude") else {
+            throw WireFormatError("location.coords.longitude: missing")
+        }
         var time = now
         if let stamp = text("location.timestamp") {
             guard let t = parseTime(stamp) else {
@@ -203,14 +214,17 @@ public enum OsmAnd {
             time = t
         }
         func unknownIfNegative(_ v: Double?) -> Double? { v.flatMap { $0 < 0 ? nil : $0 } }
-        var r = TrailRecord(device: device, sequence: 1, time: time, latitude: lat, longitude: lon,
-                            altitude: try number("location.coords.altitude"),
-                            horizontalAccuracy: unknownIfNegative(try number("location.coords.accuracy")),
-                            speed: unknownIfNegative(try number("location.coords.speed")),
-                            course: unknownIfNegative(try number("location.coords.heading")))
-        let read: Set<String> = ["device_id", "id", "location.timestamp", "location.coords.latitude",
-                                 "location.coords.longitude", "location.coords.altitude", "location.coords.accuracy",
-                                 "location.coords.speed", "location.coords.heading"]
+        var r = TrailRecord(
+            device: device, sequence: 1, time: time, latitude: lat, longitude: lon,
+            altitude: try number("location.coords.altitude"),
+            horizontalAccuracy: unknownIfNegative(try number("location.coords.accuracy")),
+            speed: unknownIfNegative(try number("location.coords.speed")),
+            course: unknownIfNegative(try number("location.coords.heading")))
+        let read: Set<String> = [
+            "device_id", "id", "location.timestamp", "location.coords.latitude",
+            "location.coords.longitude", "location.coords.altitude", "location.coords.accuracy",
+            "location.coords.speed", "location.coords.heading",
+        ]
         for (key, v) in values where !read.contains(key) && r.attributes.count < TrailRecord.maxAttributes {
             let name = key.hasPrefix("location.") ? String(key.dropFirst(9)) : key
             guard TrailRecord.identifierProblem(name) == nil else { continue }
@@ -233,8 +247,8 @@ public func percentEncode(_ s: String) -> String {
     for b in s.utf8 {
         switch b {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-             UInt8(ascii: "~"), UInt8(ascii: ":"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"), UInt8(ascii: ":"):
             out.unicodeScalars.append(Unicode.Scalar(b))
         default:
             let hex = Array("0123456789ABCDEF".utf8)
@@ -263,7 +277,8 @@ func percentDecodedBytes(_ s: String) -> [UInt8] {
         if b == UInt8(ascii: "+") {
             bytes.append(32)
         } else if b == UInt8(ascii: "%"), it.count >= 2, let h = hexValue(it[it.startIndex]),
-                  let l = hexValue(it[it.startIndex + 1]) {
+            let l = hexValue(it[it.startIndex + 1])
+        {
             bytes.append(h << 4 | l)
             it = it.dropFirst(2)
         } else {

@@ -161,12 +161,15 @@ public enum OwnTracks {
                         case "desc": desc = try text()
                         default:
                             guard attributes.count < TrailRecord.maxAttributes,
-                                  TrailRecord.identifierProblem(key) == nil else { break }
+                                TrailRecord.identifierProblem(key) == nil
+                            else { break }
                             switch v {
-                            case .string(let t) where t.utf8.count <= TrailRecord.maxAttributeBytes
+                            case .string(let t)
+                            where t.utf8.count <= TrailRecord.maxAttributeBytes
                                 && !t.unicodeScalars.contains(where: { $0.value == 0 }):
                                 attributes[key] = t
-                            case .number(let d): attributes[key] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
+                            case .number(let d):
+                                attributes[key] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
                             case .bool(let b): attributes[key] = b ? "true" : "false"
                             default: break
                             }
@@ -210,8 +213,9 @@ public enum OwnTracks {
             default: throw WireFormatError("event: '\(w.event ?? "null")' is not enter or leave")
             }
         case "encrypted":
-            throw WireFormatError("_type: encrypted payloads are not supported (no key is configured here): "
-                + "turn encryption off in the app, or send to a Recorder that holds the key", code: .unsupported)
+            throw WireFormatError(
+                "_type: encrypted payloads are not supported (no key is configured here): "
+                    + "turn encryption off in the app, or send to a Recorder that holds the key", code: .unsupported)
         default: return nil
         }
         var valid = true
@@ -222,10 +226,11 @@ public enum OwnTracks {
         }
         guard let lat else { throw WireFormatError("lat: missing") }
         guard let lon else { throw WireFormatError("lon: missing") }
-        var r = TrailRecord(device: device, sequence: 1, kind: kind, region: kind == .location ? nil : w.desc,
-                            time: w.tst ?? now, latitude: lat, longitude: lon, altitude: w.alt,
-                            horizontalAccuracy: w.acc, verticalAccuracy: w.vac,
-                            speed: w.vel.flatMap { $0 < 0 ? nil : $0 / 3.6 }, course: w.cog.flatMap { $0 < 0 ? nil : $0 })
+        var r = TrailRecord(
+            device: device, sequence: 1, kind: kind, region: kind == .location ? nil : w.desc,
+            time: w.tst ?? now, latitude: lat, longitude: lon, altitude: w.alt,
+            horizontalAccuracy: w.acc, verticalAccuracy: w.vac,
+            speed: w.vel.flatMap { $0 < 0 ? nil : $0 / 3.6 }, course: w.cog.flatMap { $0 < 0 ? nil : $0 })
         r.valid = valid
         r.attributes = w.attributes
         if let problem = r.problem(now: now) { throw problem }

@@ -79,7 +79,7 @@ public struct RegionDefinition: Hashable, Sendable {
             default:
                 throw FormatsError("expected a GeoJSON FeatureCollection or Feature")
             }
-        } catch where error.code == .malformedJSON {
+        } catch  where error.code == .malformedJSON {
             throw FormatsError("not valid JSON: \(error.message)", code: .malformedJSON, byteOffset: error.byteOffset)
         }
     }
@@ -198,7 +198,8 @@ public struct RegionDefinition: Hashable, Sendable {
             } else if let s = text(self.id) ?? text(propertyID) {
                 id = s
             } else {
-                throw FormatsError("\(name): no id (set the feature's \"id\" or properties.id to a non-empty string or a number)")
+                throw FormatsError(
+                    "\(name): no id (set the feature's \"id\" or properties.id to a non-empty string or a number)")
             }
             guard geometryPresent, let type = geometryType else {
                 throw FormatsError("\(name) (\(id)): no geometry")
@@ -241,8 +242,9 @@ public struct RegionDefinition: Hashable, Sendable {
             if let dwell, !dwell.isFinite {
                 throw FormatsError("\(name) (\(id)): properties.dwell overflows a number")
             }
-            return RegionDefinition(id: id, shape: shape, dwell: dwell, notifyOnEntry: notifyOnEntry ?? true,
-                                    notifyOnExit: notifyOnExit ?? true)
+            return RegionDefinition(
+                id: id, shape: shape, dwell: dwell, notifyOnEntry: notifyOnEntry ?? true,
+                notifyOnExit: notifyOnExit ?? true)
         }
     }
 }
@@ -302,7 +304,9 @@ extension RegionDefinition {
                     } else {
                         throw FormatsError("region \(id) has neither a centre and radius nor a ring")
                     }
-                    body(RegionDefinition(id: id, shape: shape, dwell: dwell, notifyOnEntry: onEntry, notifyOnExit: onExit))
+                    body(
+                        RegionDefinition(
+                            id: id, shape: shape, dwell: dwell, notifyOnEntry: onEntry, notifyOnExit: onExit))
                 } while s.take(UInt8(ascii: ","))
                 try s.expect(UInt8(ascii: "]"))
             }
@@ -348,9 +352,17 @@ extension RegionDefinition {
 
     private func appendFlags(to out: inout [UInt8]) {
         ByteWriting.appendStatic(",\"notifyOnEntry\":", to: &out)
-        if notifyOnEntry { ByteWriting.appendStatic("true", to: &out) } else { ByteWriting.appendStatic("false", to: &out) }
+        if notifyOnEntry {
+            ByteWriting.appendStatic("true", to: &out)
+        } else {
+            ByteWriting.appendStatic("false", to: &out)
+        }
         ByteWriting.appendStatic(",\"notifyOnExit\":", to: &out)
-        if notifyOnExit { ByteWriting.appendStatic("true", to: &out) } else { ByteWriting.appendStatic("false", to: &out) }
+        if notifyOnExit {
+            ByteWriting.appendStatic("true", to: &out)
+        } else {
+            ByteWriting.appendStatic("false", to: &out)
+        }
     }
 
     /// The shortest text that reads back as the same Double (finite values only).
@@ -375,7 +387,7 @@ extension JSONScanner {
     mutating func takeNull() -> Bool {
         skipWhitespace()
         if i + 4 <= bytes.count, bytes[i] == UInt8(ascii: "n"), bytes[i + 1] == UInt8(ascii: "u"),
-           bytes[i + 2] == UInt8(ascii: "l"), bytes[i + 3] == UInt8(ascii: "l")
+            bytes[i + 2] == UInt8(ascii: "l"), bytes[i + 3] == UInt8(ascii: "l")
         {
             i += 4
             return true
@@ -491,13 +503,19 @@ extension RegionDefinition {
     }
 
     /// Writes `region-states.json` for these inside regions.
-    public static func appendSavedStates(_ inside: [(id: String, enteredAt: Double?, dwellReported: Bool)],
-                                         to out: inout [UInt8]) {
+    public static func appendSavedStates(
+        _ inside: [(id: String, enteredAt: Double?, dwellReported: Bool)],
+        to out: inout [UInt8]
+    ) {
         ByteWriting.appendStatic("{\"inside\":[", to: &out)
         for (k, e) in inside.enumerated() {
             if k > 0 { out.append(UInt8(ascii: ",")) }
             ByteWriting.appendStatic("{\"dwellReported\":", to: &out)
-            if e.dwellReported { ByteWriting.appendStatic("true", to: &out) } else { ByteWriting.appendStatic("false", to: &out) }
+            if e.dwellReported {
+                ByteWriting.appendStatic("true", to: &out)
+            } else {
+                ByteWriting.appendStatic("false", to: &out)
+            }
             if let t = e.enteredAt {
                 ByteWriting.appendStatic(",\"enteredAt\":", to: &out)
                 appendNumber(t, to: &out)

@@ -73,7 +73,8 @@ public enum TrailExport {
     /// GPX 1.1: transitions as waypoints, the locations as one track segment.
     public static func gpx(device: String, records: [TrailRecord]) -> [UInt8] {
         var out: [UInt8] = []
-        ByteWriting.appendStatic("""
+        ByteWriting.appendStatic(
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <gpx version="1.1" creator="keeptrack" xmlns="http://www.topografix.com/GPX/1/1">
 

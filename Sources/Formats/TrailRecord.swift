@@ -53,9 +53,11 @@ public struct TrailRecord: Hashable, Sendable {
     /// For a visit or a trip, what it carries besides its first position and time.
     public var span: Span?
 
-    public init(device: String, sequence: Int64, kind: Kind = .location, region: String? = nil, time: Double,
-                latitude: Double, longitude: Double, altitude: Double? = nil, horizontalAccuracy: Double? = nil,
-                verticalAccuracy: Double? = nil, speed: Double? = nil, course: Double? = nil) {
+    public init(
+        device: String, sequence: Int64, kind: Kind = .location, region: String? = nil, time: Double,
+        latitude: Double, longitude: Double, altitude: Double? = nil, horizontalAccuracy: Double? = nil,
+        verticalAccuracy: Double? = nil, speed: Double? = nil, course: Double? = nil
+    ) {
         self.device = device
         self.sequence = sequence
         self.kind = kind
@@ -72,12 +74,13 @@ public struct TrailRecord: Hashable, Sendable {
 
     /// A location's record (invalid CoreLocation values, −1, become absent).
     public init(device: String, sequence: Int64, location l: Location, kind: Kind = .location, region: String? = nil) {
-        self.init(device: device, sequence: sequence, kind: kind, region: region, time: l.timestamp,
-                  latitude: l.coordinate.latitude, longitude: l.coordinate.longitude,
-                  altitude: l.verticalAccuracy >= 0 ? l.altitude : nil,
-                  horizontalAccuracy: l.horizontalAccuracy >= 0 ? l.horizontalAccuracy : nil,
-                  verticalAccuracy: l.verticalAccuracy >= 0 ? l.verticalAccuracy : nil,
-                  speed: l.speed >= 0 ? l.speed : nil, course: l.course >= 0 ? l.course : nil)
+        self.init(
+            device: device, sequence: sequence, kind: kind, region: region, time: l.timestamp,
+            latitude: l.coordinate.latitude, longitude: l.coordinate.longitude,
+            altitude: l.verticalAccuracy >= 0 ? l.altitude : nil,
+            horizontalAccuracy: l.horizontalAccuracy >= 0 ? l.horizontalAccuracy : nil,
+            verticalAccuracy: l.verticalAccuracy >= 0 ? l.verticalAccuracy : nil,
+            speed: l.speed >= 0 ? l.speed : nil, course: l.course >= 0 ? l.course : nil)
     }
 
     /// `device:sequence`.
@@ -196,7 +199,8 @@ public struct TrailRecord: Hashable, Sendable {
         if n == 0 || n > maxIdentifierBytes { return "must have 1 to \(maxIdentifierBytes) bytes, has \(n)" }
         for (i, u) in id.unicodeScalars.enumerated() where u.value < 0x20 || (0x7F...0x9F).contains(u.value) {
             let hex = String(u.value, radix: 16, uppercase: true)
-            return "must not contain control characters (U+\(String(repeating: "0", count: 4 - hex.count))\(hex) at character \(i + 1))"
+            return
+                "must not contain control characters (U+\(String(repeating: "0", count: 4 - hex.count))\(hex) at character \(i + 1))"
         }
         return nil
     }
@@ -213,7 +217,7 @@ public enum ISOTime {
 
     /// The times ISO 8601 can write with four-digit years: 0001-01-01T00:00:00Z up to
     /// 9999-12-31T23:59:59.999Z, in seconds since 1970.
-    public static let representable: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999
+    public static let representable: ClosedRange<Double> = -62_135_596_800...253_402_300_799.999
 
     /// Appends the time with milliseconds. A time outside ``representable`` (or not finite) has no
     /// ISO 8601 form: it is written as its number of seconds (`1e+20`), never trapped on.
@@ -260,11 +264,12 @@ public enum ISOTime {
             }
             return v
         }
-        guard b.count >= (anyOffset ? 19 : 20), let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45,
-              let day = digits(8, 2), b[10] == 84 || b[10] == 32, let hour = digits(11, 2), b[13] == 58,
-              let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2),
-              (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month), hour < 24,
-              minute < 60, second <= 60
+        guard b.count >= (anyOffset ? 19 : 20), let year = digits(0, 4), b[4] == 45, let month = digits(5, 2),
+            b[7] == 45,
+            let day = digits(8, 2), b[10] == 84 || b[10] == 32, let hour = digits(11, 2), b[13] == 58,
+            let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2),
+            (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month), hour < 24,
+            minute < 60, second <= 60
         else { return nil }
         var i = 19
         var fraction = 0.0

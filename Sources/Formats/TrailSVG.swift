@@ -1,7 +1,7 @@
 import Geo
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A trail drawn as a self-contained SVG: no map tiles, no network. The track as a line, its
@@ -52,7 +52,8 @@ public enum TrailSVG {
                 let count = Double(j - i + 1)
                 let lat = (sumLat[j + 1] - sumLat[i]) / count
                 let lon = (sumLon[j + 1] - sumLon[i]) / count
-                out.append(Stop(center: Coordinate(latitude: lat, longitude: lon), start: points[i].time, end: points[j].time))
+                out.append(
+                    Stop(center: Coordinate(latitude: lat, longitude: lon), start: points[i].time, end: points[j].time))
                 i = j + 1
             } else {
                 i += 1
@@ -115,7 +116,9 @@ public enum TrailSVG {
             guard maxLon[node] - minLon[node] < 180 else { return false }
             for lat in [minLat[node], maxLat[node]] {
                 for lon in [minLon[node], maxLon[node]] {
-                    if Geodesy.haversineDistance(anchor, Coordinate(latitude: lat, longitude: lon)) > radius { return false }
+                    if Geodesy.haversineDistance(anchor, Coordinate(latitude: lat, longitude: lon)) > radius {
+                        return false
+                    }
                 }
             }
             return true
@@ -143,8 +146,10 @@ public enum TrailSVG {
     ///   - marks: visits and trips to draw (``Marks``): each visit where it was, with its times and
     ///     duration, each trip's part of the track in a colour of its own. `nil` (the default) draws
     ///     the stops ``stops(_:radius:minimumDuration:)`` finds instead.
-    public static func render(title: String, records: [TrailRecord], regions: [RegionDefinition] = [],
-                              width: Double = 1000, maxPoints: Int = .max, marks: Marks? = nil) -> String {
+    public static func render(
+        title: String, records: [TrailRecord], regions: [RegionDefinition] = [],
+        width: Double = 1000, maxPoints: Int = .max, marks: Marks? = nil
+    ) -> String {
         let locations = records.filter { $0.kind == .location }
         let drawn = decimatedIndices(count: locations.count, limit: max(2, maxPoints))
         // Bounds: the trail and the regions, in Web Mercator metres.
@@ -194,11 +199,14 @@ public enum TrailSVG {
             case .circle(let c, let radius):
                 let (x, y) = px(c)
                 let r = radius / cos(c.latitude * .pi / 180) * s
-                svg += "<circle class=\"region\" cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"\(f(r))\" fill=\"#4f8fd6\" fill-opacity=\"0.15\" stroke=\"#4f8fd6\" stroke-width=\"1.5\"/>\n"
-                svg += "<text x=\"\(f(x))\" y=\"\(f(y - r - 4))\" text-anchor=\"middle\" fill=\"#2a5d94\">\(text(region.id))</text>\n"
+                svg +=
+                    "<circle class=\"region\" cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"\(f(r))\" fill=\"#4f8fd6\" fill-opacity=\"0.15\" stroke=\"#4f8fd6\" stroke-width=\"1.5\"/>\n"
+                svg +=
+                    "<text x=\"\(f(x))\" y=\"\(f(y - r - 4))\" text-anchor=\"middle\" fill=\"#2a5d94\">\(text(region.id))</text>\n"
             case .polygon(let ring):
                 let points = ring.map { px($0) }.map { "\(f($0.0)),\(f($0.1))" }.joined(separator: " ")
-                svg += "<polygon class=\"region\" points=\"\(points)\" fill=\"#4f8fd6\" fill-opacity=\"0.15\" stroke=\"#4f8fd6\" stroke-width=\"1.5\"/>\n"
+                svg +=
+                    "<polygon class=\"region\" points=\"\(points)\" fill=\"#4f8fd6\" fill-opacity=\"0.15\" stroke=\"#4f8fd6\" stroke-width=\"1.5\"/>\n"
                 if let first = ring.first {
                     let (x, y) = px(first)
                     svg += "<text x=\"\(f(x))\" y=\"\(f(y - 4))\" fill=\"#2a5d94\">\(text(region.id))</text>\n"
@@ -207,9 +215,12 @@ public enum TrailSVG {
         }
         // The track.
         if !locations.isEmpty {
-            let points = drawn.map { px(Coordinate(latitude: locations[$0].latitude, longitude: locations[$0].longitude)) }
-                .map { "\(f($0.0)),\(f($0.1))" }.joined(separator: " ")
-            svg += "<polyline class=\"track\" points=\"\(points)\" fill=\"none\" stroke=\"#d6452f\" stroke-width=\"3\" stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n"
+            let points = drawn.map {
+                px(Coordinate(latitude: locations[$0].latitude, longitude: locations[$0].longitude))
+            }
+            .map { "\(f($0.0)),\(f($0.1))" }.joined(separator: " ")
+            svg +=
+                "<polyline class=\"track\" points=\"\(points)\" fill=\"none\" stroke=\"#d6452f\" stroke-width=\"3\" stroke-linejoin=\"round\" stroke-linecap=\"round\"/>\n"
         }
         if let marks {
             svg += self.marks(marks, locations: locations, drawn: drawn, px: px, metresToPixels: s, width: width)
@@ -218,36 +229,48 @@ public enum TrailSVG {
         for stop in marks == nil ? stops(records) : [] {
             let (x, y) = px(stop.center)
             let minutes = Int(((stop.end - stop.start) / 60).rounded())
-            svg += "<rect class=\"stop\" x=\"\(f(x - 6))\" y=\"\(f(y - 6))\" width=\"12\" height=\"12\" fill=\"#333\"/>\n"
+            svg +=
+                "<rect class=\"stop\" x=\"\(f(x - 6))\" y=\"\(f(y - 6))\" width=\"12\" height=\"12\" fill=\"#333\"/>\n"
             svg += "<text x=\"\(f(x + 9))\" y=\"\(f(y + 4))\" fill=\"#333\">stop \(minutes) min</text>\n"
         }
         // Region transitions.
         for r in records where r.kind == .enter || r.kind == .exit {
             let (x, y) = px(Coordinate(latitude: r.latitude, longitude: r.longitude))
             let color = r.kind == .enter ? "#2e9e44" : "#b23a8a"
-            svg += "<circle class=\"\(r.kind.rawValue)\" cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"6\" fill=\"\(color)\" stroke=\"white\" stroke-width=\"2\"/>\n"
-            svg += "<text x=\"\(f(x + 9))\" y=\"\(f(y - 6))\" fill=\"\(color)\">\(r.kind.rawValue) \(text(r.region ?? ""))</text>\n"
+            svg +=
+                "<circle class=\"\(r.kind.rawValue)\" cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"6\" fill=\"\(color)\" stroke=\"white\" stroke-width=\"2\"/>\n"
+            svg +=
+                "<text x=\"\(f(x + 9))\" y=\"\(f(y - 6))\" fill=\"\(color)\">\(r.kind.rawValue) \(text(r.region ?? ""))</text>\n"
         }
         // Start and end.
         if let first = locations.first, let last = locations.last {
             let (x0, y0) = px(Coordinate(latitude: first.latitude, longitude: first.longitude))
             let (x1, y1) = px(Coordinate(latitude: last.latitude, longitude: last.longitude))
-            svg += "<circle class=\"start\" cx=\"\(f(x0))\" cy=\"\(f(y0))\" r=\"7\" fill=\"white\" stroke=\"#d6452f\" stroke-width=\"3\"/>\n"
+            svg +=
+                "<circle class=\"start\" cx=\"\(f(x0))\" cy=\"\(f(y0))\" r=\"7\" fill=\"white\" stroke=\"#d6452f\" stroke-width=\"3\"/>\n"
             svg += "<circle class=\"end\" cx=\"\(f(x1))\" cy=\"\(f(y1))\" r=\"7\" fill=\"#d6452f\"/>\n"
         }
         // Title and scale bar.
-        let span = locations.first.flatMap { a in locations.last.map { b in
-            " · \(ISOTime.string(a.time).prefix(16).replacingT()) – \(ISOTime.string(b.time).prefix(16).replacingT()) UTC" } } ?? ""
-        let pointCount = drawn.count < locations.count
+        let span =
+            locations.first.flatMap { a in
+                locations.last.map { b in
+                    " · \(ISOTime.string(a.time).prefix(16).replacingT()) – \(ISOTime.string(b.time).prefix(16).replacingT()) UTC"
+                }
+            } ?? ""
+        let pointCount =
+            drawn.count < locations.count
             ? "\(drawn.count) of \(locations.count) points drawn" : "\(locations.count) points"
-        svg += "<text x=\"\(f(margin))\" y=\"28\" font-size=\"18\" font-weight=\"bold\" fill=\"#222\">\(text(title))</text>\n"
+        svg +=
+            "<text x=\"\(f(margin))\" y=\"28\" font-size=\"18\" font-weight=\"bold\" fill=\"#222\">\(text(title))</text>\n"
         svg += "<text x=\"\(f(margin))\" y=\"48\" fill=\"#555\">\(pointCount)\(text(span))</text>\n"
         let midLat = locations.isEmpty ? 0 : locations.reduce(0) { $0 + $1.latitude } / Double(locations.count)
         let metresPerPixel = cos(midLat * .pi / 180) / s
         let bar = niceLength(metresPerPixel * 150)
         let barPixels = bar / metresPerPixel
-        svg += "<g class=\"scale\"><line x1=\"\(f(margin))\" y1=\"\(f(height - 20))\" x2=\"\(f(margin + barPixels))\" y2=\"\(f(height - 20))\" stroke=\"#222\" stroke-width=\"3\"/>"
-        svg += "<text x=\"\(f(margin + barPixels + 8))\" y=\"\(f(height - 15))\" fill=\"#222\">\(bar >= 1000 ? "\(f(bar / 1000)) km" : "\(Int(bar)) m")</text></g>\n"
+        svg +=
+            "<g class=\"scale\"><line x1=\"\(f(margin))\" y1=\"\(f(height - 20))\" x2=\"\(f(margin + barPixels))\" y2=\"\(f(height - 20))\" stroke=\"#222\" stroke-width=\"3\"/>"
+        svg +=
+            "<text x=\"\(f(margin + barPixels + 8))\" y=\"\(f(height - 15))\" fill=\"#222\">\(bar >= 1000 ? "\(f(bar / 1000)) km" : "\(Int(bar)) m")</text></g>\n"
         svg += "</svg>\n"
         return svg
     }

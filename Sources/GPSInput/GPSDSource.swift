@@ -4,7 +4,7 @@ import Synchronization
 import SystemIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Fixes from gpsd, through libgps.
@@ -114,8 +114,10 @@ public final class GPSDSource: FixSource {
 
     public func makeAsyncIterator() -> SourceIterator {
         let options = self.options
-        return WorkerLink.start(name: name, threadName: "keeptrack.gpsd", executor: executor,
-                                onLink: { link in links.withLock { $0.append(link) } }) { [self] link in
+        return WorkerLink.start(
+            name: name, threadName: "keeptrack.gpsd", executor: executor,
+            onLink: { link in links.withLock { $0.append(link) } }
+        ) { [self] link in
             GPSDWorker(options: options, link: link, wanted: { self.isWatching }).run()
         }
     }
@@ -151,7 +153,8 @@ struct GPSDWorker {
             case .sendWatch:
                 var flags = UInt32(WATCH_ENABLE) | UInt32(WATCH_JSON)
                 if options.device != nil { flags |= UInt32(WATCH_DEVICE) }
-                let watchRC = options.device.map { keeptrack_gps_watch(data, flags, $0) }
+                let watchRC =
+                    options.device.map { keeptrack_gps_watch(data, flags, $0) }
                     ?? keeptrack_gps_watch(data, flags, nil)
                 if watchRC != 0 {
                     action = machine.watchRefused()
@@ -179,7 +182,8 @@ struct GPSDWorker {
             case .connect:
                 memset(data, 0, MemoryLayout<gps_data_t>.size)
                 let rc = gps_open(options.host, options.port, data)
-                action = rc == 0
+                action =
+                    rc == 0
                     ? machine.connectionOpened() : machine.connectionFailed(reason: String(cString: gps_errstr(rc)))
             case .waitToReconnect(let seconds):
                 link.pause(seconds)
@@ -259,8 +263,10 @@ struct GPSDWorker {
         // the wait: the fix goes from gpsd's report to the output without a thread wake-up.
         link.runJobs()
         if link.isStopped { return false }
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0),
+        ]
         let timeout = seconds < 0 ? Int32(-1) : Int32(min(seconds * 1000, Double(Int32.max)).rounded(.up))
         let ready = poll(&fds, 2, timeout)
         if ready > 0 && fds[1].revents != 0 { link.runJobs(woken: true) }
@@ -372,8 +378,9 @@ struct TPVMerger {
         if pending == nil { current = ReportCycle() }
         var fix = pending ?? Fix()
         let day = Int32(nanos / GNSSTime.nanosecondsPerDay)
-        fix.time = GNSSTime(day: day, nanosecondOfDay: nanos - Int64(day) * GNSSTime.nanosecondsPerDay,
-                            fractionDigits: 3)
+        fix.time = GNSSTime(
+            day: day, nanosecondOfDay: nanos - Int64(day) * GNSSTime.nanosecondsPerDay,
+            fractionDigits: 3)
         switch f.mode {
         case Int32(MODE_3D): fix.mode = .threeD
         case Int32(MODE_2D): fix.mode = .twoD
@@ -395,14 +402,15 @@ struct TPVMerger {
             fix.accuracySource = .receiver
         }
         if let epv = value(f.epv), fix.mode == .threeD { fix.verticalAccuracy = epv }
-        fix.quality = switch f.status {
-        case Int32(STATUS_DGPS_FIX): .dgps
-        case Int32(STATUS_RTK_FIX): .rtkFixed
-        case Int32(STATUS_RTK_FLT): .rtkFloat
-        case Int32(STATUS_DR), Int32(STATUS_GNSSDR): .estimated
-        case Int32(STATUS_SIM): .simulated
-        default: fix.mode == .none ? .invalid : .gps
-        }
+        fix.quality =
+            switch f.status {
+            case Int32(STATUS_DGPS_FIX): .dgps
+            case Int32(STATUS_RTK_FIX): .rtkFixed
+            case Int32(STATUS_RTK_FLT): .rtkFloat
+            case Int32(STATUS_DR), Int32(STATUS_GNSSDR): .estimated
+            case Int32(STATUS_SIM): .simulated
+            default: fix.mode == .none ? .invalid : .gps
+            }
         pending = fix
         pendingTime = nanos
         current.append(.tpv)
@@ -416,8 +424,10 @@ struct TPVMerger {
             if flushedTime != nil { current.append(.sky) }
             return
         }
-        let data = (dop: pointer.pointee.dop, satellites_used: pointer.pointee.satellites_used,
-                    satellites_visible: pointer.pointee.satellites_visible)
+        let data = (
+            dop: pointer.pointee.dop, satellites_used: pointer.pointee.satellites_used,
+            satellites_visible: pointer.pointee.satellites_visible
+        )
         @inline(__always) func value(_ v: Double) -> Double? { v.isFinite && v > 0 ? v : nil }
         fix.hdop = value(data.dop.hdop) ?? fix.hdop
         fix.vdop = value(data.dop.vdop) ?? fix.vdop
@@ -470,7 +480,6 @@ struct ReportCycle: Equatable {
         if count < UInt8.max { count += 1 }
     }
 }
-
 
 func formatSeconds(_ s: Double) -> String {
     s == s.rounded() ? "\(Int(s)) s" : "\(s) s"

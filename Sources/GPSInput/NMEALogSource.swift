@@ -77,7 +77,9 @@ public final class NMEALogSource: FixSource {
         init(source: NMEALogSource) {
             self.source = source
             var options = source.options.decoder
-            if options.sourceName == nil { options.sourceName = source.options.path == "-" ? "<stdin>" : source.options.path }
+            if options.sourceName == nil {
+                options.sourceName = source.options.path == "-" ? "<stdin>" : source.options.path
+            }
             self.decoder = NMEADecoder(options: options)
             self.buffer = ReadBuffer(size: 256 * 1024)
             self.replay = PacedReplay(
@@ -178,9 +180,12 @@ public final class NMEALogSource: FixSource {
                     $0.read = 0
                 }
                 if source.progress.passes == 0 {
-                    replay.queue.append(.event(SourceEvent(
-                        .connected, source: source.name, message: "replaying \(r.name)"
-                        + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
+                    replay.queue.append(
+                        .event(
+                            SourceEvent(
+                                .connected, source: source.name,
+                                message: "replaying \(r.name)"
+                                    + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
                 }
             } catch {
                 let problem = failure(.cannotOpen, error)
@@ -194,8 +199,11 @@ public final class NMEALogSource: FixSource {
                 p.passes += 1
                 return p.passes
             }
-            replay.queue.append(.event(SourceEvent(.endOfInput, source: source.name,
-                                            message: "end of log after pass \(passes)")))
+            replay.queue.append(
+                .event(
+                    SourceEvent(
+                        .endOfInput, source: source.name,
+                        message: "end of log after pass \(passes)")))
             guard source.options.loop, source.options.path != "-" else {
                 finished = true
                 reader = nil

@@ -3,7 +3,7 @@ import SystemIO
 import NMEA
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Fixes from an NMEA receiver on a serial device (`/dev/ttyACM0`, `/dev/ttyUSB0`, a pty).
@@ -216,8 +216,10 @@ struct SerialWorker {
     /// (-1: no limit). Returns `poll`'s result for `fd` alone: 1 when `fd` has something
     /// (`revents` says what), 0 on time-out or a wake, -1 on failure.
     func waitForInput(_ fd: Int32, milliseconds: Int32, revents: UnsafeMutablePointer<Int16>? = nil) -> Int32 {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: link.wakeFD, events: Int16(POLLIN), revents: 0),
+        ]
         let ready = poll(&fds, 2, milliseconds)
         if ready < 0 { return -1 }
         if fds[1].revents != 0 { link.runJobs(woken: true) }

@@ -3,7 +3,7 @@ import SystemIO
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The iterator of the thread-backed sources (gpsd, serial): elements arrive through a bounded
@@ -183,10 +183,11 @@ final class WorkerLink: Sendable {
     /// the tasks that prefer it between its waits: a consumer that prefers it takes each element
     /// on this thread, without a thread hand-off. A second iteration running at the same time gets
     /// an executor of its own.
-    static func start(name: String, threadName: String, executor: ThreadExecutor? = nil,
-                      onLink: (WorkerLink) -> Void = { _ in },
-                      _ body: @escaping @Sendable (WorkerLink) -> Void) -> SourceIterator
-    {
+    static func start(
+        name: String, threadName: String, executor: ThreadExecutor? = nil,
+        onLink: (WorkerLink) -> Void = { _ in },
+        _ body: @escaping @Sendable (WorkerLink) -> Void
+    ) -> SourceIterator {
         let (stream, continuation) = AsyncStream.makeStream(
             of: SourceElement.self, bufferingPolicy: .bufferingNewest(SourceIterator.bufferSize))
         var own = ThreadExecutor()
@@ -205,7 +206,6 @@ final class WorkerLink: Sendable {
         return SourceIterator(base: stream.makeAsyncIterator(), link: link)
     }
 }
-
 
 /// Monotonic seconds.
 func monotonicNow() -> Double {

@@ -6,4 +6,3 @@
 /// `keeptrack simulate`, and a replayed log's clock (its fix times) in a replay. Parts that keep a
 /// clock store `any EpochClock`.
 public protocol EpochClock: Clock where Instant == EpochInstant, Duration == Swift.Duration {}
-

@@ -22,8 +22,10 @@ public struct GNSSTime: Hashable, Sendable {
     }
 
     /// Creates a time from calendar fields (proleptic Gregorian, UTC).
-    public init(year: Int, month: Int, dayOfMonth: Int, hour: Int, minute: Int, second: Int, nanosecond: Int64 = 0,
-                fractionDigits: UInt8 = 0) {
+    public init(
+        year: Int, month: Int, dayOfMonth: Int, hour: Int, minute: Int, second: Int, nanosecond: Int64 = 0,
+        fractionDigits: UInt8 = 0
+    ) {
         self.day = Int32(GNSSTime.daysFromCivil(year: year, month: month, day: dayOfMonth))
         self.nanosecondOfDay = Int64(hour * 3600 + minute * 60 + second) * 1_000_000_000 + nanosecond
         self.fractionDigits = fractionDigits

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Distances, bearings and destinations on the WGS84 ellipsoid and on a sphere.
@@ -75,7 +75,8 @@ public enum Geodesy {
             cos2SigmaM = cos2Alpha != 0 ? cosSigma - 2 * sinU1 * sinU2 / cos2Alpha : 0
             let C = f / 16 * cos2Alpha * (4 + f * (4 - 3 * cos2Alpha))
             let previous = lambda
-            lambda = L + (1 - C) * f * sinAlpha
+            lambda =
+                L + (1 - C) * f * sinAlpha
                 * (sigma + C * sinSigma * (cos2SigmaM + C * cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)))
             if abs(lambda) > .pi { return nil }
             // Relative tolerance: for short lines lambda itself is tiny (1 m ≈ 1.6e-7 rad).
@@ -88,7 +89,8 @@ public enum Geodesy {
         let uSq = cos2Alpha * (a * a - b * b) / (b * b)
         let A = 1 + uSq / 16384 * (4096 + uSq * (-768 + uSq * (320 - 175 * uSq)))
         let B = uSq / 1024 * (256 + uSq * (-128 + uSq * (74 - 47 * uSq)))
-        let deltaSigma = B * sinSigma
+        let deltaSigma =
+            B * sinSigma
             * (cos2SigmaM + B / 4
                 * (cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM) - B / 6 * cos2SigmaM
                     * (-3 + 4 * sinSigma * sinSigma) * (-3 + 4 * cos2SigmaM * cos2SigmaM)))
@@ -138,7 +140,8 @@ public enum Geodesy {
             cos2SigmaM = cos(2 * sigma1 + sigma)
             sinSigma = sin(sigma)
             cosSigma = cos(sigma)
-            let deltaSigma = B * sinSigma
+            let deltaSigma =
+                B * sinSigma
                 * (cos2SigmaM + B / 4
                     * (cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM) - B / 6 * cos2SigmaM
                         * (-3 + 4 * sinSigma * sinSigma) * (-3 + 4 * cos2SigmaM * cos2SigmaM)))
@@ -150,10 +153,12 @@ public enum Geodesy {
         sinSigma = sin(sigma)
         cosSigma = cos(sigma)
         let x = sinU1 * sinSigma - cosU1 * cosSigma * cosAlpha1
-        let phi2 = atan2(sinU1 * cosSigma + cosU1 * sinSigma * cosAlpha1, (1 - f) * (sinAlpha * sinAlpha + x * x).squareRoot())
+        let phi2 = atan2(
+            sinU1 * cosSigma + cosU1 * sinSigma * cosAlpha1, (1 - f) * (sinAlpha * sinAlpha + x * x).squareRoot())
         let lambda = atan2(sinSigma * sinAlpha1, cosU1 * cosSigma - sinU1 * sinSigma * cosAlpha1)
         let C = f / 16 * cos2Alpha * (4 + f * (4 - 3 * cos2Alpha))
-        let L = lambda - (1 - C) * f * sinAlpha
+        let L =
+            lambda - (1 - C) * f * sinAlpha
             * (sigma + C * sinSigma * (cos2SigmaM + C * cosSigma * (-1 + 2 * cos2SigmaM * cos2SigmaM)))
         return Coordinate(latitude: deg(phi2), longitude: normalizeLongitude(p.longitude + deg(L)))
     }

@@ -21,7 +21,9 @@ public struct Polygon: Hashable, Sendable {
         guard ring.count >= 3 else { throw GeoError(.tooFewVertices, count: ring.count) }
         self.vertices = ring
         self.unwrapped = Polygon.unwrap(ring)
-        if let (e, o) = Polygon.firstSelfIntersection(unwrapped) { throw GeoError(.selfIntersecting, index: e, otherIndex: o) }
+        if let (e, o) = Polygon.firstSelfIntersection(unwrapped) {
+            throw GeoError(.selfIntersecting, index: e, otherIndex: o)
+        }
     }
 
     static func unwrap(_ ring: [Coordinate]) -> [Coordinate] {
@@ -74,7 +76,8 @@ public struct Polygon: Hashable, Sendable {
     static func firstSelfIntersection(_ ring: [Coordinate]) -> (Int, Int)? {
         let n = ring.count
         @inline(__always) func orient(_ p: Coordinate, _ q: Coordinate, _ r: Coordinate) -> Double {
-            (q.longitude - p.longitude) * (r.latitude - p.latitude) - (q.latitude - p.latitude) * (r.longitude - p.longitude)
+            (q.longitude - p.longitude) * (r.latitude - p.latitude) - (q.latitude - p.latitude)
+                * (r.longitude - p.longitude)
         }
         @inline(__always) func onSegment(_ p: Coordinate, _ q: Coordinate, _ r: Coordinate) -> Bool {
             min(p.longitude, r.longitude) <= q.longitude && q.longitude <= max(p.longitude, r.longitude)

@@ -40,7 +40,9 @@ public final class Signal: Sendable {
         if state.withLock({ s in
             defer { s.pending = false }
             return s.pending
-        }) { return }
+        }) {
+            return
+        }
         let id = state.withLock { s -> Int in
             defer { s.next &+= 1 }
             return s.next

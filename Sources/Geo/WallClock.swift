@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real time (CLOCK_REALTIME), for live tracking and for timestamps of storage.

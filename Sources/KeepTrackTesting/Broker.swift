@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real mosquitto broker (Debian's `mosquitto`) on a free loopback port, with its own
@@ -28,8 +28,10 @@ public final class Broker: @unchecked Sendable {
         let user = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "root"
         do {
             (self.port, tool) = try LoopbackPorts.retrying(port: port) { candidate in
-                var lines = ["listener \(candidate) 127.0.0.1", "persistence false", "log_dest stderr", "log_type all",
-                             "user \(user)"]
+                var lines = [
+                    "listener \(candidate) 127.0.0.1", "persistence false", "log_dest stderr", "log_type all",
+                    "user \(user)",
+                ]
                 if !configuration.contains(where: { $0.hasPrefix("allow_anonymous") }) {
                     lines.append("allow_anonymous true")
                 }
@@ -49,8 +51,9 @@ public final class Broker: @unchecked Sendable {
     /// Starts mosquitto on the configuration in `directory`; returns once it says it runs.
     private static func launch(_ executable: String, directory: String, port: Int) throws -> Tool {
         // Its log on standard error (unbuffered, unlike its standard output), read through the pipe.
-        let tool = try Tool(executable: URL(fileURLWithPath: "/bin/sh"),
-                            ["-c", "exec \"$1\" -c \"$0\" 2>&1", directory + "/mosquitto.conf", executable])
+        let tool = try Tool(
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            ["-c", "exec \"$1\" -c \"$0\" 2>&1", directory + "/mosquitto.conf", executable])
         var seen: [String] = []
         guard tool.readLine(containing: " running", seen: &seen) != nil else {
             let said = seen.joined(separator: " | ")

@@ -34,7 +34,9 @@ public struct TimedOut: Error, CustomStringConvertible {
 /// At the timeout `body` is cancelled and the caller gets ``TimedOut`` at once, without waiting for
 /// `body` to end: a body that ignores cancellation (the very hang this guards against) fails the
 /// test that waited on it, naming `what`, instead of holding the whole run until CI's own limit.
-public func withTimeout<T: Sendable>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T)
+public func withTimeout<T: Sendable>(
+    _ seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T
+)
     async throws -> T
 {
     let outcome = FirstOutcome<T>()
@@ -103,7 +105,8 @@ public final class Tool: @unchecked Sendable {
         process.standardOutput = out
         // Without the file (a temporary directory that refuses it), the tool's errors go nowhere and
         // `errors()` reads "".
-        let errorFile = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        let errorFile =
+            FileManager.default.createFile(atPath: errorPath, contents: nil)
             ? FileHandle(forWritingAtPath: errorPath) : nil
         process.standardError = errorFile ?? FileHandle.nullDevice
         try process.run()
@@ -191,8 +194,10 @@ public struct GPSFake: Sendable {
     /// Starts gpsd on `log` (a fixture name), on `port` or a free one (`tools/gpsfake-run` tries
     /// other ports while the one it got is taken).
     /// - Throws: ``MissingTool`` when `gpsfake` or `gpsd` is not installed.
-    public static func start(_ log: String, port: String? = nil, gpsfake: String = GPSFake.gpsfake,
-                             gpsd: String = GPSFake.gpsd) throws -> GPSFake {
+    public static func start(
+        _ log: String, port: String? = nil, gpsfake: String = GPSFake.gpsfake,
+        gpsd: String = GPSFake.gpsd
+    ) throws -> GPSFake {
         try MissingTool.check(gpsfake, packages: "gpsd gpsd-clients")
         try MissingTool.check(gpsd, packages: "gpsd")
         var args = ["start", fixturePath(log), "0.05"]

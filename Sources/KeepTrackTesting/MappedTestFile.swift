@@ -1,7 +1,7 @@
 import SystemIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A temporary file mapped private and read-only into this process with every page read once

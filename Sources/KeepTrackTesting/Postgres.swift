@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A throwaway PostgreSQL 15 + PostGIS cluster (Debian's `postgresql-15 postgresql-15-postgis-3`),
@@ -56,16 +56,23 @@ public final class Postgres: @unchecked Sendable {
         // Removed by destroy() or the watchdog, once the server has stopped (not while it runs).
         directory = try TemporaryDirectory("keeptrack-pg", removedAtExit: false).path
         self.port = port ?? 0
-        self.settings = ["listen_addresses=127.0.0.1", "unix_socket_directories=\(directory)", "max_connections=400",
-                         "shared_buffers=64MB"] + settings
+        self.settings =
+            [
+                "listen_addresses=127.0.0.1", "unix_socket_directories=\(directory)", "max_connections=400",
+                "shared_buffers=64MB",
+            ] + settings
         if getuid() == 0 {
             let pw = try Self.run("/usr/bin/id", ["-u", "postgres"]).trimmingCharacters(in: .whitespacesAndNewlines)
             let gid = try Self.run("/usr/bin/id", ["-g", "postgres"]).trimmingCharacters(in: .whitespacesAndNewlines)
             chown(directory, uid_t(pw) ?? 0, gid_t(gid) ?? 0)
         }
         chmod(directory, 0o700)
-        _ = try asOwner("\(bin)/initdb", ["-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8",
-                                           "--locale=C.UTF-8", "--no-sync"])
+        _ = try asOwner(
+            "\(bin)/initdb",
+            [
+                "-D", directory + "/data", "-U", user, "--auth=trust", "-E", "UTF8",
+                "--locale=C.UTF-8", "--no-sync",
+            ])
         do {
             self.port = try LoopbackPorts.retrying(port: port) { candidate in
                 try start(on: candidate)
@@ -76,7 +83,8 @@ public final class Postgres: @unchecked Sendable {
             throw error
         }
         // Stops the cluster once this process is gone (kill -0 can't see a root process from another user).
-        let watchdog = "exec </dev/null >/dev/null 2>&1; while [ -d /proc/\(getpid()) ]; do sleep 1; done; "
+        let watchdog =
+            "exec </dev/null >/dev/null 2>&1; while [ -d /proc/\(getpid()) ]; do sleep 1; done; "
             + "\(bin)/pg_ctl -D '\(directory)/data' -m immediate stop; rm -rf '\(directory)'"
         _ = try asOwner("/usr/bin/setsid", ["-f", "/bin/sh", "-c", watchdog])
         _ = try psql("CREATE DATABASE kt_template", database: "postgres")
@@ -96,8 +104,12 @@ public final class Postgres: @unchecked Sendable {
         let logged = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0
         let options = settings.map { "-c \($0)" }.joined(separator: " ") + " -p \(port)"
         do {
-            _ = try asOwner("\(binDirectory)/pg_ctl", ["-D", directory + "/data", "-l", log, "-w", "-t", "60",
-                                                      "-o", options, "start"])
+            _ = try asOwner(
+                "\(binDirectory)/pg_ctl",
+                [
+                    "-D", directory + "/data", "-l", log, "-w", "-t", "60",
+                    "-o", options, "start",
+                ])
         } catch {
             let said = FileManager.default.contents(atPath: log)
                 .map { String(decoding: $0.dropFirst(logged), as: UTF8.self) }
@@ -121,7 +133,9 @@ public final class Postgres: @unchecked Sendable {
 
     /// The server's pid (`postmaster.pid`'s first line), or 0.
     public var pid: Int32 {
-        guard let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8) else { return 0 }
+        guard let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8) else {
+            return 0
+        }
         return Int32(text.split(separator: "\n").first ?? "") ?? 0
     }
 
@@ -132,7 +146,8 @@ public final class Postgres: @unchecked Sendable {
         Glibc.kill(pid, SIGKILL)
         // Gone, or a zombie nobody reaps (its parent was pg_ctl's shell).
         while let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              !stat.contains(") Z ") { usleep(1000) }
+            !stat.contains(") Z ")
+        { usleep(1000) }
     }
 
     /// Stops it at once (`pg_ctl stop -m immediate`) and removes its directory.
@@ -169,13 +184,18 @@ public final class Postgres: @unchecked Sendable {
     /// Runs `sql` with `psql` (stopping at the first error); returns what it printed (unaligned, no
     /// headers: one row a line, columns separated by `|`).
     public func psql(_ sql: String, database: String) throws -> String {
-        try Self.run("/usr/bin/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", directory, "-p", String(port),
-                                       "-U", user, "-d", database, "-c", sql])
+        try Self.run(
+            "/usr/bin/psql",
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", directory, "-p", String(port),
+                "-U", user, "-d", database, "-c", sql,
+            ])
     }
 
     /// `executable` with `arguments` as the cluster's owner: `runuser -u postgres --` when root.
     private func ownerCommand(_ executable: String, _ arguments: [String]) -> (String, [String]) {
-        getuid() == 0 ? ("/usr/sbin/runuser", ["-u", "postgres", "--", executable] + arguments) : (executable, arguments)
+        getuid() == 0
+            ? ("/usr/sbin/runuser", ["-u", "postgres", "--", executable] + arguments) : (executable, arguments)
     }
 
     private func asOwner(_ executable: String, _ arguments: [String]) throws -> String {
@@ -204,10 +224,13 @@ public final class Postgres: @unchecked Sendable {
         // Standard output to its end, then standard error (these commands write little there).
         let output = out.fileHandleForReading.readDataToEndOfFile()
         let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let status = errors.components(separatedBy: "exit:").last.flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let status = errors.components(separatedBy: "exit:").last.flatMap {
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
         guard status == 0 else {
-            throw CommandFailed(description: "\(executable) \(arguments.joined(separator: " ")) exited with "
-                + "\(status.map(String.init) ?? "?"): \(errors)")
+            throw CommandFailed(
+                description: "\(executable) \(arguments.joined(separator: " ")) exited with "
+                    + "\(status.map(String.init) ?? "?"): \(errors)")
         }
         return String(decoding: output, as: UTF8.self)
     }

@@ -393,7 +393,8 @@ public struct AppLifecycle: Sendable {
                 return [move(to: .suspended, t, .backgroundTimeExpired(budget: policy.budget))]
             }
             if let idle = idleSuspension, idle <= t {
-                let reason: Reason = expired || budgetEnd <= t
+                let reason: Reason =
+                    expired || budgetEnd <= t
                     ? .backgroundTimeExpired(budget: policy.budget) : .noBackgroundWork(grace: policy.grace)
                 lastFetch = t
                 return [move(to: .suspended, t, reason)]

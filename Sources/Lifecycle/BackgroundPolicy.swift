@@ -28,8 +28,10 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
     /// the earliest iOS schedules a background refresh.
     public var fetchInterval: Double = 900
 
-    public init(name: String = "custom", budget: Double, warningLead: Double = 5, totalCap: Double? = nil,
-                grace: Double = 5, wakeWindow: Double = 10) {
+    public init(
+        name: String = "custom", budget: Double, warningLead: Double = 5, totalCap: Double? = nil,
+        grace: Double = 5, wakeWindow: Double = 10
+    ) {
         self.name = name
         self.budget = budget
         self.warningLead = warningLead
@@ -63,8 +65,10 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
         public var grace: Double?
         public var wakeWindow: Double?
 
-        public init(budget: Double? = nil, warningLead: Double? = nil, totalCap: Double?? = nil, grace: Double? = nil,
-                    wakeWindow: Double? = nil) {
+        public init(
+            budget: Double? = nil, warningLead: Double? = nil, totalCap: Double?? = nil, grace: Double? = nil,
+            wakeWindow: Double? = nil
+        ) {
             self.budget = budget
             self.warningLead = warningLead
             self.totalCap = totalCap
@@ -105,7 +109,8 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
         } else if let p = BackgroundPolicy(named: name) {
             base = [p]
         } else {
-            throw LifecycleError(.unknownPolicy, policy: name, names: ["ios6", "ios7", "ios13"] + (allowAll ? ["all"] : []))
+            throw LifecycleError(
+                .unknownPolicy, policy: name, names: ["ios6", "ios7", "ios13"] + (allowAll ? ["all"] : []))
         }
         var out: [BackgroundPolicy] = []
         for p in base { out.append(try p.applying(overrides)) }
@@ -117,13 +122,13 @@ public struct BackgroundPolicy: Hashable, Sendable, CustomStringConvertible {
     public var problem: LifecycleError? {
         func bad(_ v: Double) -> Bool { !(v >= 0 && v.isFinite) }
         let field: LifecycleError.Field? =
-            if bad(budget) || budget == 0 { .budget }
-            else if bad(warningLead) || warningLead >= budget { .warningLead }
-            else if let cap = totalCap, bad(cap) || cap < budget { .totalCap }
-            else if bad(grace) { .grace }
-            else if bad(wakeWindow) || wakeWindow == 0 { .wakeWindow }
-            else if bad(fetchInterval) || fetchInterval == 0 { .fetchInterval }
-            else { nil }
+            if bad(budget) || budget == 0 { .budget } else if bad(warningLead) || warningLead >= budget {
+                .warningLead
+            } else if let cap = totalCap, bad(cap) || cap < budget { .totalCap } else if bad(grace) {
+                .grace
+            } else if bad(wakeWindow) || wakeWindow == 0 {
+                .wakeWindow
+            } else if bad(fetchInterval) || fetchInterval == 0 { .fetchInterval } else { nil }
         return field.map { LifecycleError(.invalidPolicy, policy: name, field: $0) }
     }
 

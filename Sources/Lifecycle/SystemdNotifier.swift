@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Sends systemd's `sd_notify` messages (`READY=1`, `WATCHDOG=1`, `STATUS=...`) to the datagram
@@ -50,7 +50,9 @@ public struct SystemdNotifier: Sendable {
         let bytes = Array(message.utf8)
         let sent = withUnsafePointer(to: &address) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                bytes.withUnsafeBytes { b in sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), sa, length) }
+                bytes.withUnsafeBytes { b in
+                    sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), sa, length)
+                }
             }
         }
         return sent == bytes.count

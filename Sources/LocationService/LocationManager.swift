@@ -62,10 +62,12 @@ public final class LocationManager<Source: FixSource>: Sendable {
     ///     ``stopUpdatingLocation()``). The default is `true`.
     ///   - rejected: told why each fix standard updates did not take was rejected (for counting).
     ///   - clock: the time fixes are judged by (staleness, the significant-change rule).
-    public init(source: Source, configuration: Configuration = Configuration(),
-                regions: RegionMonitor = RegionMonitor(), locationSource: Location.Source = .other,
-                updatingLocation: Bool = true,
-                rejected: (@Sendable (RejectReason) -> Void)? = nil, clock: any EpochClock) {
+    public init(
+        source: Source, configuration: Configuration = Configuration(),
+        regions: RegionMonitor = RegionMonitor(), locationSource: Location.Source = .other,
+        updatingLocation: Bool = true,
+        rejected: (@Sendable (RejectReason) -> Void)? = nil, clock: any EpochClock
+    ) {
         self.source = source
         self.configuration = configuration
         self.regions = Mutex(regions)
@@ -136,8 +138,9 @@ public final class LocationManager<Source: FixSource>: Sendable {
             init(manager: LocationManager, upstream: Source.AsyncIterator) {
                 self.manager = manager
                 self.upstream = upstream
-                self.state = Decisions(configuration: manager.configuration, regions: RegionMonitor(),
-                                       source: manager.locationSource)
+                self.state = Decisions(
+                    configuration: manager.configuration, regions: RegionMonitor(),
+                    source: manager.locationSource)
             }
 
             /// Whether more events of the same fix are decided and wait to be returned: the last event
@@ -257,8 +260,11 @@ public struct Decisions: Sendable {
             if let age = staleBy {
                 // A stale fix is no usable fix: a receiver whose times lag the clock (or a system
                 // clock that is wrong) would otherwise stop every location without a word.
-                return out + locationUnknown(now: now, why: ": every fix is stale, the last \(Int(age.rounded())) s "
-                    + "older than the clock (is the system clock right?)")
+                return out
+                    + locationUnknown(
+                        now: now,
+                        why: ": every fix is stale, the last \(Int(age.rounded())) s "
+                            + "older than the clock (is the system clock right?)")
             }
             lastUsable = now
             reportedUnknown = false

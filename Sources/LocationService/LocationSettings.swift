@@ -90,8 +90,9 @@ public struct LocationSettings: Sendable, Hashable {
         if let maxFixAge { s.maxAge = maxFixAge }
         c.standardUpdates = s
         if significantChanges {
-            c.significantChanges = SignificantChangeMonitor(distance: significantChangeDistance ?? 500,
-                                                            minimumInterval: significantChangeInterval ?? 300)
+            c.significantChanges = SignificantChangeMonitor(
+                distance: significantChangeDistance ?? 500,
+                minimumInterval: significantChangeInterval ?? 300)
         }
         if visits {
             var v = VisitDetector.Configuration()

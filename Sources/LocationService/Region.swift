@@ -102,5 +102,5 @@ extension Polygon {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

@@ -1,7 +1,7 @@
 import Geo
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a location is relative to a region.
@@ -334,7 +334,7 @@ public struct RegionMonitor: Sendable {
             // Polygons, and circles the cheap test does not hold for, are evaluated exactly.
             var candidate = CellCandidate(latitude: 0, longitude: 0, radius: -1, slot: slot)
             if case .circle(let c, let r) = entry.region.shape, r <= CellCandidate.planarRadiusLimit,
-               abs(c.latitude) <= CellCandidate.planarLatitudeLimit, cd <= CellCandidate.planarCellLimit
+                abs(c.latitude) <= CellCandidate.planarLatitudeLimit, cd <= CellCandidate.planarCellLimit
             {
                 // The centre's longitude within 180° of the cell: no wrapping per location.
                 var lon = c.longitude
@@ -419,9 +419,10 @@ public struct RegionMonitor: Sendable {
         entry.state == .inside && entry.pending == nil && (entry.region.loiteringDelay == nil || entry.dwellReported)
     }
 
-    private mutating func evaluate(_ location: Location, entries: UnsafeMutablePointer<Tracked?>,
-                                   candidates: UnsafeMutableBufferPointer<CellCandidate>) -> [Event]
-    {
+    private mutating func evaluate(
+        _ location: Location, entries: UnsafeMutablePointer<Tracked?>,
+        candidates: UnsafeMutableBufferPointer<CellCandidate>
+    ) -> [Event] {
         var events: [Event] = []
         let t = location.timestamp
         let point = location.coordinate
@@ -472,16 +473,18 @@ public struct RegionMonitor: Sendable {
             var due = UnsafeMutableBufferPointer(rebasing: buffer[0..<count])
             // In the cell's order, as evaluating every candidate would report them.
             if count > 1 { due.sort() }
-            return Self.evaluate(due, candidates: candidates, entries: entries, point: point,
-                                 planar: (latitude: lat, longitude: lon, k: k, kx: kx), time: t, margin: margin,
-                                 rules: rules, version: &version, events: &events)
+            return Self.evaluate(
+                due, candidates: candidates, entries: entries, point: point,
+                planar: (latitude: lat, longitude: lon, k: k, kx: kx), time: t, margin: margin,
+                rules: rules, version: &version, events: &events)
         }
         if activityChanged {
             cellActive.removeAll(keepingCapacity: true)
             for i in candidates.indices where candidates[i].isActive { cellActive.append(Int32(i)) }
         }
-        evaluateElsewhere(point, entries: entries, time: t, margin: margin, rules: rules, version: &version,
-                          events: &events)
+        evaluateElsewhere(
+            point, entries: entries, time: t, margin: margin, rules: rules, version: &version,
+            events: &events)
         insideVersion = version
         return events
     }
@@ -502,14 +505,17 @@ public struct RegionMonitor: Sendable {
             if case .none = entries[slot] { continue }
             let dy = (p.latitude - c.latitude) * p.k
             let dx = (p.longitude - c.longitude) * p.kx
-            let planar = c.radius >= 0
+            let planar =
+                c.radius >= 0
                 ? PlanarEvidence(squaredDistance: dx * dx + dy * dy, radius: c.radius, margin: margin)
                 : PlanarEvidence.unsure
-            Self.evaluate(&entries[slot]!, at: point, planar: planar, time: t, margin: margin, rules: rules,
-                          version: &version, events: &events)
+            Self.evaluate(
+                &entries[slot]!, at: point, planar: planar, time: t, margin: margin, rules: rules,
+                version: &version, events: &events)
             let isActive = entries[slot]!.state != .outside || entries[slot]!.pending != nil
             entries[slot]!.isActive = isActive
-            let quiet = entries[slot]!.state == .inside && entries[slot]!.pending == nil
+            let quiet =
+                entries[slot]!.state == .inside && entries[slot]!.pending == nil
                 && (entries[slot]!.region.loiteringDelay == nil || entries[slot]!.dwellReported)
             if isActive != c.isActive { activityChanged = true }
             candidates[i].set(isActive: isActive, isQuietInside: quiet)
@@ -519,17 +525,19 @@ public struct RegionMonitor: Sendable {
 
     /// Active regions (inside, pending, unknown) elsewhere, out of the cell's reach: exactly. Kept
     /// in place: those that settled outside leave the list.
-    private mutating func evaluateElsewhere(_ point: Coordinate, entries: UnsafeMutablePointer<Tracked?>,
-                                            time t: Double, margin: Double, rules: Rules, version: inout UInt64,
-                                            events: inout [Event])
-    {
+    private mutating func evaluateElsewhere(
+        _ point: Coordinate, entries: UnsafeMutablePointer<Tracked?>,
+        time t: Double, margin: Double, rules: Rules, version: inout UInt64,
+        events: inout [Event]
+    ) {
         var kept = 0
         for i in active.indices {
             let s = active[i]
             let slot = Int(s)
             if case .none = entries[slot] { continue }
-            Self.evaluate(&entries[slot]!, at: point, planar: .unsure, time: t, margin: margin, rules: rules,
-                          version: &version, events: &events)
+            Self.evaluate(
+                &entries[slot]!, at: point, planar: .unsure, time: t, margin: margin, rules: rules,
+                version: &version, events: &events)
             if entries[slot]!.state != .outside || entries[slot]!.pending != nil {
                 active[kept] = s
                 kept += 1
@@ -570,9 +578,10 @@ public struct RegionMonitor: Sendable {
     /// One region's evidence from a location: the hold-time rule, then dwell. The exact distance
     /// is computed when the cheap test is unsure, or for a first state (its distance decides
     /// whether it is reported).
-    private static func evaluate(_ entry: inout Tracked, at point: Coordinate, planar: PlanarEvidence, time t: Double,
-                                 margin: Double, rules: Rules, version: inout UInt64, events: inout [Event])
-    {
+    private static func evaluate(
+        _ entry: inout Tracked, at point: Coordinate, planar: PlanarEvidence, time t: Double,
+        margin: Double, rules: Rules, version: inout UInt64, events: inout [Event]
+    ) {
         var d: Double
         switch planar {
         case .inside where entry.state != .unknown: d = -margin
@@ -584,8 +593,9 @@ public struct RegionMonitor: Sendable {
             settle(&entry, evidence: .inside, distance: d, time: t, rules: rules, version: &version, events: &events)
         } else if d >= margin {
             if entry.state != .outside || entry.pending != nil {
-                settle(&entry, evidence: .outside, distance: d, time: t, rules: rules, version: &version,
-                       events: &events)
+                settle(
+                    &entry, evidence: .outside, distance: d, time: t, rules: rules, version: &version,
+                    events: &events)
             }
         } else {
             // In the band at the edge: no evidence, and the wait for a transition restarts.
@@ -595,11 +605,12 @@ public struct RegionMonitor: Sendable {
     }
 
     /// Reports a dwell once per visit, when inside for the region's loitering delay.
-    private static func checkDwell(_ entry: inout Tracked, time t: Double, version: inout UInt64,
-                                   events: inout [Event])
-    {
+    private static func checkDwell(
+        _ entry: inout Tracked, time t: Double, version: inout UInt64,
+        events: inout [Event]
+    ) {
         if entry.state == .inside, let delay = entry.region.loiteringDelay, let since = entry.enteredAt,
-           !entry.dwellReported, t - since >= delay
+            !entry.dwellReported, t - since >= delay
         {
             entry.dwellReported = true
             version &+= 1
@@ -609,9 +620,10 @@ public struct RegionMonitor: Sendable {
 
     /// Applies one piece of evidence with the hold-time rule; `distance` is the signed distance to
     /// the boundary.
-    private static func settle(_ entry: inout Tracked, evidence: RegionState, distance: Double, time t: Double,
-                               rules: Rules, version insideVersion: inout UInt64, events: inout [Event])
-    {
+    private static func settle(
+        _ entry: inout Tracked, evidence: RegionState, distance: Double, time t: Double,
+        rules: Rules, version insideVersion: inout UInt64, events: inout [Event]
+    ) {
         if evidence == entry.state {
             entry.pending = nil
             return

@@ -47,7 +47,9 @@ extension RegionStore {
         position.reserveCapacity(merged.count + incoming.count)
         for (k, r) in merged.enumerated() { position[r.id] = k }
         for r in incoming {
-            if let k = position[r.id] { merged[k] = r } else {
+            if let k = position[r.id] {
+                merged[k] = r
+            } else {
                 position[r.id] = merged.count
                 merged.append(r)
             }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Formats
 import Geo
@@ -190,7 +190,8 @@ public struct RegionStore: Sendable {
     private func makeDirectories(_ path: String) {
         var current = ""
         for part in path.split(separator: "/", omittingEmptySubsequences: false) {
-            current += (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
+            current +=
+                (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
             if !current.isEmpty && current != "/" { mkdir(current, 0o755) }
         }
     }
@@ -214,12 +215,14 @@ extension Region {
 extension RegionDefinition {
     /// The definition of a region, as stored.
     public init(_ r: Region) {
-        let shape: Shape = switch r.shape {
-        case .circle(let c, let radius): .circle(center: c, radius: radius)
-        case .polygon(let p): .polygon(p.vertices)
-        }
-        self.init(id: r.id, shape: shape, dwell: r.loiteringDelay, notifyOnEntry: r.notifyOnEntry,
-                  notifyOnExit: r.notifyOnExit)
+        let shape: Shape =
+            switch r.shape {
+            case .circle(let c, let radius): .circle(center: c, radius: radius)
+            case .polygon(let p): .polygon(p.vertices)
+            }
+        self.init(
+            id: r.id, shape: shape, dwell: r.loiteringDelay, notifyOnEntry: r.notifyOnEntry,
+            notifyOnExit: r.notifyOnExit)
     }
 }
 

@@ -119,8 +119,8 @@ public struct StandardUpdateFilter: Sendable {
         var outcomes: [Outcome] = []
         if c.pauseWhenStationary {
             if let anchor = stopAnchor,
-               Geodesy.distance(anchor.coordinate, location.coordinate) - location.horizontalAccuracy
-                   <= c.stationaryRadius
+                Geodesy.distance(anchor.coordinate, location.coordinate) - location.horizontalAccuracy
+                    <= c.stationaryRadius
             {
                 if isPaused { return [.suppress] }
                 if location.timestamp - anchor.timestamp >= c.stopTimeout {
@@ -174,7 +174,7 @@ public struct SignificantChangeMonitor: Sendable, Hashable {
     public mutating func process(_ location: Location) -> Location? {
         if let last = lastSignificant {
             guard location.timestamp - last.timestamp >= minimumInterval,
-                  Geodesy.distance(last.coordinate, location.coordinate) >= distance
+                Geodesy.distance(last.coordinate, location.coordinate) >= distance
             else { return nil }
         }
         lastSignificant = location

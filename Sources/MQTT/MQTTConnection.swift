@@ -4,7 +4,7 @@ import Synchronization
 import SystemIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One connection to an MQTT broker through libmosquitto's threaded loop: connect, publish at
@@ -64,7 +64,9 @@ public final class MQTTConnection: Sendable {
             self.onMessage = onMessage
         }
 
-        static func from(_ raw: UnsafeMutableRawPointer?) -> Events { Unmanaged<Events>.fromOpaque(raw!).takeUnretainedValue() }
+        static func from(_ raw: UnsafeMutableRawPointer?) -> Events {
+            Unmanaged<Events>.fromOpaque(raw!).takeUnretainedValue()
+        }
 
         func update(_ change: (inout State) -> Void) {
             state.withLock { change(&$0) }
@@ -79,9 +81,13 @@ public final class MQTTConnection: Sendable {
                 }
                 let reason = String(cString: keeptrack_mosquitto_connack_string(rc))
                 // 4: bad user name or password; 5: not authorised (MQTT 3.1.1 CONNACK codes).
-                s.phase = rc == 4 || rc == 5
-                    ? .failed(MQTTError(.credentials, "the MQTT broker \(endpoint) refuses our credentials (\(reason)): "
-                        + "check the user and password in the mqtt:// URL"))
+                s.phase =
+                    rc == 4 || rc == 5
+                    ? .failed(
+                        MQTTError(
+                            .credentials,
+                            "the MQTT broker \(endpoint) refuses our credentials (\(reason)): "
+                                + "check the user and password in the mqtt:// URL"))
                     : .failed(MQTTError(.refused, "the MQTT broker \(endpoint) refused the connection (\(reason))"))
             }
         }
@@ -89,9 +95,14 @@ public final class MQTTConnection: Sendable {
         func disconnected(_ rc: Int32, errno e: Int32) {
             update { s in
                 if case .failed = s.phase { return }
-                let why = rc == 0 ? "we closed it" : rc == MOSQ_ERR_ERRNO.rawValue && e != 0 ? errnoText(e)
-                    : String(cString: keeptrack_mosquitto_strerror(rc))
-                s.phase = s.phase == .connected
+                let why =
+                    rc == 0
+                    ? "we closed it"
+                    : rc == MOSQ_ERR_ERRNO.rawValue && e != 0
+                        ? errnoText(e)
+                        : String(cString: keeptrack_mosquitto_strerror(rc))
+                s.phase =
+                    s.phase == .connected
                     ? .failed(MQTTError(.disconnected, "lost the connection to the MQTT broker \(endpoint): \(why)"))
                     : .failed(MQTTError(.unreachable, "cannot connect to the MQTT broker \(endpoint): \(why)"))
             }
@@ -115,7 +126,8 @@ public final class MQTTConnection: Sendable {
         var message = [CChar](repeating: 0, count: 512)
         guard keeptrack_mosquitto_load(&message, message.count) == 0 else {
             let why = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-            return .failure(MQTTError(.configuration, "MQTT needs libmosquitto (Debian: apt-get install libmosquitto1): \(why)"))
+            return .failure(
+                MQTTError(.configuration, "MQTT needs libmosquitto (Debian: apt-get install libmosquitto1): \(why)"))
         }
         keeptrack_mosquitto_lib_init()
         return .success(())
@@ -124,14 +136,18 @@ public final class MQTTConnection: Sendable {
     /// - Parameter onMessage: called on libmosquitto's thread for each message received; the
     ///   message's PUBACK (QoS 1) is sent once it returns.
     /// - Throws: ``MQTTError`` (`.configuration`) for TLS files or options libmosquitto refuses.
-    public init(endpoint: MQTTEndpoint, options: Options,
-                onMessage: (@Sendable (_ topic: String, _ payload: [UInt8]) -> Void)? = nil) throws(MQTTError) {
+    public init(
+        endpoint: MQTTEndpoint, options: Options,
+        onMessage: (@Sendable (_ topic: String, _ payload: [UInt8]) -> Void)? = nil
+    ) throws(MQTTError) {
         try Self.library.get()
         self.endpoint = endpoint
         self.options = options
         let events = Events(endpoint: endpoint, onMessage: onMessage)
         self.events = events
-        guard let raw = keeptrack_mosquitto_new(options.clientID, options.cleanSession, Unmanaged.passUnretained(events).toOpaque())
+        guard
+            let raw = keeptrack_mosquitto_new(
+                options.clientID, options.cleanSession, Unmanaged.passUnretained(events).toOpaque())
         else {
             throw MQTTError(.configuration, "cannot create an MQTT client with id '\(options.clientID)'")
         }
@@ -144,8 +160,10 @@ public final class MQTTConnection: Sendable {
                 throw MQTTError(.configuration, "\(what): \(reason)", caFile: caFile)
             }
         }
-        try check(keeptrack_mosquitto_int_option(raw, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: max(1, min(65535, options.maxInflight)))),
-                  "the number of messages in flight")
+        try check(
+            keeptrack_mosquitto_int_option(
+                raw, MOSQ_OPT_SEND_MAXIMUM, Int32(clamping: max(1, min(65535, options.maxInflight)))),
+            "the number of messages in flight")
         // The loop thread must not reconnect by itself: the owner closes a lost connection and opens a
         // new one after its backoff.
         try check(keeptrack_mosquitto_reconnect_delay_set(raw, 86_400, 86_400, false), "the reconnect delay")
@@ -159,17 +177,23 @@ public final class MQTTConnection: Sendable {
                     throw MQTTError(.configuration, "the CA file \(ca): \(errnoText(e))", caFile: ca, errno: e)
                 }
             }
-            try check(keeptrack_mosquitto_tls_set(raw, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil),
-                      "the CA file \(options.caFile ?? "(system trust store)")",
-                      caFile: options.caFile ?? "/etc/ssl/certs")
+            try check(
+                keeptrack_mosquitto_tls_set(
+                    raw, options.caFile, options.caFile == nil ? "/etc/ssl/certs" : nil, nil, nil, nil),
+                "the CA file \(options.caFile ?? "(system trust store)")",
+                caFile: options.caFile ?? "/etc/ssl/certs")
         }
         keeptrack_mosquitto_connect_callback_set(raw) { _, obj, rc in Events.from(obj).connected(rc) }
         keeptrack_mosquitto_disconnect_callback_set(raw) { _, obj, rc in
             let e = errno
             Events.from(obj).disconnected(rc, errno: e)
         }
-        keeptrack_mosquitto_publish_callback_set(raw) { _, obj, mid in Events.from(obj).update { $0.acknowledged.insert(mid) } }
-        keeptrack_mosquitto_subscribe_callback_set(raw) { _, obj, mid, _, _ in Events.from(obj).update { $0.subscribed.insert(mid) } }
+        keeptrack_mosquitto_publish_callback_set(raw) { _, obj, mid in
+            Events.from(obj).update { $0.acknowledged.insert(mid) }
+        }
+        keeptrack_mosquitto_subscribe_callback_set(raw) { _, obj, mid, _, _ in
+            Events.from(obj).update { $0.subscribed.insert(mid) }
+        }
         if onMessage != nil {
             keeptrack_mosquitto_message_callback_set(raw) { _, obj, message in
                 guard let m = message?.pointee else { return }
@@ -208,8 +232,11 @@ public final class MQTTConnection: Sendable {
             }
         }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            let why = rc == MOSQ_ERR_ERRNO.rawValue ? errnoText(e)
-                : rc == MOSQ_ERR_EAI.rawValue ? "cannot resolve \(endpoint.host)" : String(cString: keeptrack_mosquitto_strerror(rc))
+            let why =
+                rc == MOSQ_ERR_ERRNO.rawValue
+                ? errnoText(e)
+                : rc == MOSQ_ERR_EAI.rawValue
+                    ? "cannot resolve \(endpoint.host)" : String(cString: keeptrack_mosquitto_strerror(rc))
             let error = MQTTError(.unreachable, "cannot connect to the MQTT broker \(endpoint): \(why)")
             events.update { $0.phase = .failed(error) }
             throw error
@@ -233,8 +260,11 @@ public final class MQTTConnection: Sendable {
             }
             let left = deadline - ContinuousClock.now
             if left <= .zero || Task.isCancelled {
-                let error = MQTTError(.unreachable, Task.isCancelled ? "cancelled while connecting to \(endpoint)"
-                    : "no answer from the MQTT broker \(endpoint) within \(Int(options.connectTimeout)) s")
+                let error = MQTTError(
+                    .unreachable,
+                    Task.isCancelled
+                        ? "cancelled while connecting to \(endpoint)"
+                        : "no answer from the MQTT broker \(endpoint) within \(Int(options.connectTimeout)) s")
                 events.update { $0.phase = .failed(error) }
                 throw error
             }
@@ -245,15 +275,20 @@ public final class MQTTConnection: Sendable {
     /// Queues a message; returns its mid (``acknowledgements(of:timeout:)`` says when the broker has it).
     ///
     /// - Throws: ``MQTTError`` when the connection is lost or the message cannot be sent.
-    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError) -> Int32 {
+    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) throws(MQTTError)
+        -> Int32
+    {
         if let failure { throw failure }
         var mid: Int32 = 0
         let rc = payload.withUnsafeBytes { p in
             keeptrack_mosquitto_publish(handle.raw, &mid, topic, Int32(p.count), p.baseAddress, qos, retain)
         }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            throw failure ?? MQTTError(.disconnected, "cannot publish to the MQTT broker \(endpoint): "
-                + String(cString: keeptrack_mosquitto_strerror(rc)))
+            throw failure
+                ?? MQTTError(
+                    .disconnected,
+                    "cannot publish to the MQTT broker \(endpoint): "
+                        + String(cString: keeptrack_mosquitto_strerror(rc)))
         }
         return mid
     }
@@ -286,8 +321,11 @@ public final class MQTTConnection: Sendable {
         var mid: Int32 = 0
         let rc = keeptrack_mosquitto_subscribe(handle.raw, &mid, filter, qos)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            throw failure ?? MQTTError(.configuration, "cannot subscribe to '\(filter)' on \(endpoint): "
-                + String(cString: keeptrack_mosquitto_strerror(rc)))
+            throw failure
+                ?? MQTTError(
+                    .configuration,
+                    "cannot subscribe to '\(filter)' on \(endpoint): "
+                        + String(cString: keeptrack_mosquitto_strerror(rc)))
         }
         let deadline = ContinuousClock.now + .seconds(timeout)
         while true {

@@ -32,8 +32,10 @@ public struct MQTTEndpoint: Hashable, Sendable, CustomStringConvertible {
         var authority = rest[..<slash]
         topic = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
         if !wildcards && (topic.contains("+") || topic.contains("#")) {
-            throw MQTTError(.configuration, "the topic '\(topic)' of an mqtt:// URL must not contain + or # "
-                + "(wildcards are for subscriptions)")
+            throw MQTTError(
+                .configuration,
+                "the topic '\(topic)' of an mqtt:// URL must not contain + or # "
+                    + "(wildcards are for subscriptions)")
         }
         if let at = authority.lastIndex(of: "@") {
             let credentials = authority[..<at]
@@ -58,7 +60,9 @@ public struct MQTTEndpoint: Hashable, Sendable, CustomStringConvertible {
                 throw MQTTError(.configuration, "the host '\(hostPart)' of the mqtt:// URL has no closing ]")
             }
             let after = hostPart[hostPart.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portText = after.dropFirst()
+            } else if !after.isEmpty {
                 throw MQTTError(.configuration, "unexpected '\(after)' after the host of the mqtt:// URL")
             }
             hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
@@ -70,7 +74,8 @@ public struct MQTTEndpoint: Hashable, Sendable, CustomStringConvertible {
         host = String(hostPart)
         if let portText {
             guard let p = Int(portText), (1...65535).contains(p) else {
-                throw MQTTError(.configuration, "the port '\(portText)' of the mqtt:// URL is not a number from 1 to 65535")
+                throw MQTTError(
+                    .configuration, "the port '\(portText)' of the mqtt:// URL is not a number from 1 to 65535")
             }
             port = p
         } else {

@@ -75,7 +75,9 @@ struct EpochAssembler {
     var gstAlt: Double?
 
     /// Largest GSV "satellites in view" per talker index.
-    var inView: (Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16) = (-1, -1, -1, -1, -1, -1, -1, -1, -1, -1)
+    var inView: (Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16, Int16) = (
+        -1, -1, -1, -1, -1, -1, -1, -1, -1, -1
+    )
     var systems: Fix.Systems = []
 
     init(referenceDay: Int32?) {

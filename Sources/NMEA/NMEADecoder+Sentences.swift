@@ -74,8 +74,10 @@ extension NMEADecoder {
     /// Decodes one checksummed sentence. `length` counts the bytes from `$` up to (not including)
     /// `*`; `fullLength` includes the checksum, for error messages.
     @inline(__always)
-    mutating func decodeSentence(_ sentence: UnsafePointer<UInt8>, length: Int, fullLength: Int,
-                                 bounds: UnsafeMutablePointer<Int16>, _ emit: (Fix) -> Void) -> Bool {
+    mutating func decodeSentence(
+        _ sentence: UnsafePointer<UInt8>, length: Int, fullLength: Int,
+        bounds: UnsafeMutablePointer<Int16>, _ emit: (Fix) -> Void
+    ) -> Bool {
         stats.sentences += 1
         if sentence[0] == 0x21 {  // '!': encapsulated (AIS) sentences are not ours
             stats.unknownSentences += 1
@@ -90,10 +92,11 @@ extension NMEADecoder {
         // The address decides how many fields are worth finding: GSV needs 4 of its ~20, an
         // unknown sentence none (it is only counted).
         guard bodyLength >= 5, isAddressCharacter(body[0]), isAddressCharacter(body[1]),
-              bodyLength == 5 || body[5] == 0x2C
+            bodyLength == 5 || body[5] == 0x2C
         else {
-            return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
-                                 field: 0)
+            return rejectSentence(
+                .invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
+                field: 0)
         }
         let type = UInt32(body[2]) << 16 | UInt32(body[3]) << 8 | UInt32(body[4])
         let wanted = SentenceType.fieldsNeeded(type)
@@ -102,8 +105,9 @@ extension NMEADecoder {
                 stats.unknownSentences += 1
                 return true
             }
-            return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
-                                 field: 0)
+            return rejectSentence(
+                .invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
+                field: 0)
         }
         bounds[0] = -1
         var count = 1
@@ -128,8 +132,9 @@ extension NMEADecoder {
             while p < e {
                 if body[p] == 0x2C {  // ','
                     if count == 100 {
-                        return rejectSentence(.tooManyFields, "more than 100 fields", sentence, fullLength,
-                                             field: nil)
+                        return rejectSentence(
+                            .tooManyFields, "more than 100 fields", sentence, fullLength,
+                            field: nil)
                     }
                     bounds[count] = Int16(truncatingIfNeeded: p)
                     count &+= 1
@@ -145,44 +150,55 @@ extension NMEADecoder {
         }
         let fields = Fields(base: body, bounds: bounds, count: count)
         if fields.length(0) != 5 {
-            return rejectSentence(.invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
-                                 field: 0)
+            return rejectSentence(
+                .invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
+                field: 0)
         }
         let (talker, talkerSystems) = talkerIndex(body[0], body[1])
         do throws(FieldError) {
-            let known = try decodeFields(type: type, talker: talker, talkerSystems: talkerSystems, fields,
-                                         line: sentenceLine, emit)
+            let known = try decodeFields(
+                type: type, talker: talker, talkerSystems: talkerSystems, fields,
+                line: sentenceLine, emit)
             if known { stats.decodedSentences += 1 }
             return true
         } catch {
-            return rejectSentence(error.code, "\(error.message) in field \(error.field)", sentence, fullLength,
-                                 field: error.field)
+            return rejectSentence(
+                error.code, "\(error.message) in field \(error.field)", sentence, fullLength,
+                field: error.field)
         }
     }
 
     /// Records a rejected sentence's error for the caller; returns `false` (rejected).
-    mutating func rejectSentence(_ code: NMEAError.Code, _ message: @autoclosure () -> String,
-                                 _ sentence: UnsafePointer<UInt8>, _ length: Int, field: Int?) -> Bool {
+    mutating func rejectSentence(
+        _ code: NMEAError.Code, _ message: @autoclosure () -> String,
+        _ sentence: UnsafePointer<UInt8>, _ length: Int, field: Int?
+    ) -> Bool {
         rejection = sentenceError(code, message(), sentence, length, field: field)
         return false
     }
 
-    func sentenceError(_ code: NMEAError.Code, _ message: @autoclosure () -> String, _ sentence: UnsafePointer<UInt8>,
-                       _ length: Int, field: Int?) -> NMEAError {
+    func sentenceError(
+        _ code: NMEAError.Code, _ message: @autoclosure () -> String, _ sentence: UnsafePointer<UInt8>,
+        _ length: Int, field: Int?
+    ) -> NMEAError {
         guard wantsErrorDetail else {
             return NMEAError(code: code, message: "", line: sentenceLine, byteOffset: sentenceOffset, field: field)
         }
-        let name = String(decoding: UnsafeBufferPointer(start: sentence + 1, count: min(5, max(0, length - 1))),
-                          as: UTF8.self)
-        return NMEAError(code: code, message: "\(name): \(message())", file: options.sourceName, line: sentenceLine,
-                         byteOffset: sentenceOffset,
-                         text: NMEAError.escape(UnsafeBufferPointer(start: sentence, count: length)), field: field)
+        let name = String(
+            decoding: UnsafeBufferPointer(start: sentence + 1, count: min(5, max(0, length - 1))),
+            as: UTF8.self)
+        return NMEAError(
+            code: code, message: "\(name): \(message())", file: options.sourceName, line: sentenceLine,
+            byteOffset: sentenceOffset,
+            text: NMEAError.escape(UnsafeBufferPointer(start: sentence, count: length)), field: field)
     }
 
     /// Decodes the fields of a known sentence type into the epoch. Returns `false` for an unknown type.
     @inline(__always)
-    mutating func decodeFields(type: UInt32, talker: Int, talkerSystems: Fix.Systems, _ f: Fields, line: Int,
-                               _ emit: (Fix) -> Void) throws(FieldError) -> Bool {
+    mutating func decodeFields(
+        type: UInt32, talker: Int, talkerSystems: Fix.Systems, _ f: Fields, line: Int,
+        _ emit: (Fix) -> Void
+    ) throws(FieldError) -> Bool {
         switch type {
         case SentenceType.gga:
             guard f.count >= 10 else { throw FieldError(.tooFewFields, field: f.count, "GGA needs 14 fields") }
@@ -238,7 +254,8 @@ extension NMEADecoder {
             // Status A and (NMEA 2.3) a mode indicator other than N (no fix) / E (estimated) are a fix.
             let valid = status == 0x41 && mode != 0x4E
             if valid && (lat == nil || lon == nil) {
-                throw FieldError(.malformedField, field: lat == nil ? 3 : 5, "RMC status is A but the position is empty")
+                throw FieldError(
+                    .malformedField, field: lat == nil ? 3 : 5, "RMC status is A but the position is empty")
             }
             assembler.position(rank: 2, latitude: lat, longitude: lon, valid: valid)
             if assembler.positionRank == 2 && valid && mode == 0x45 { assembler.quality = .estimated }

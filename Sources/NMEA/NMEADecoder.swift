@@ -30,8 +30,10 @@ public struct NMEADecoder {
         /// The input's name for error messages (a path, `<stdin>`). The default is `nil`.
         public var sourceName: String?
 
-        public init(strict: Bool = false, maxSentenceLength: Int = 1024, requireChecksum: Bool = true,
-                    referenceDay: Int32? = nil, sourceName: String? = nil) {
+        public init(
+            strict: Bool = false, maxSentenceLength: Int = 1024, requireChecksum: Bool = true,
+            referenceDay: Int32? = nil, sourceName: String? = nil
+        ) {
             self.strict = strict
             self.maxSentenceLength = maxSentenceLength
             self.requireChecksum = requireChecksum
@@ -105,8 +107,10 @@ public struct NMEADecoder {
         if let failure { throw failure }
     }
 
-    mutating func decodeChunk(_ buffer: UnsafeRawBufferPointer, bounds: UnsafeMutablePointer<Int16>,
-                              _ emit: (Fix) -> Void) throws(NMEAError) {
+    mutating func decodeChunk(
+        _ buffer: UnsafeRawBufferPointer, bounds: UnsafeMutablePointer<Int16>,
+        _ emit: (Fix) -> Void
+    ) throws(NMEAError) {
         guard let raw = buffer.baseAddress, buffer.count > 0 else { return }
         let base = raw.assumingMemoryBound(to: UInt8.self)
         let n = buffer.count
@@ -183,8 +187,9 @@ public struct NMEADecoder {
                 xor = x
                 sentenceLength += i - from
                 if sentenceLength > options.maxSentenceLength {
-                    pendingError = makeError(.lineTooLong, "no line end within \(options.maxSentenceLength) bytes",
-                                             base: base, from: sentenceStart, to: i)
+                    pendingError = makeError(
+                        .lineTooLong, "no line end within \(options.maxSentenceLength) bytes",
+                        base: base, from: sentenceStart, to: i)
                     stats.skippedBytes += Int64(sentenceLength)
                     phase = .discard
                     if reject(&pendingError) { break scan }
@@ -203,8 +208,10 @@ public struct NMEADecoder {
                             sentenceLength += 3
                             i &+= 3
                             phase = .seek
-                            if !complete(base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
-                                         checked: true, emit) {
+                            if !complete(
+                                base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
+                                checked: true, emit)
+                            {
                                 pendingError = takeRejection()
                                 if reject(&pendingError) { break scan }
                             }
@@ -230,21 +237,25 @@ public struct NMEADecoder {
                     i += 1
                 } else if b == 0x0D || b == 0x0A {
                     if options.requireChecksum {
-                        pendingError = makeError(.missingChecksum, "sentence ends without a *hh checksum",
-                                                 base: base, from: sentenceStart, to: i)
+                        pendingError = makeError(
+                            .missingChecksum, "sentence ends without a *hh checksum",
+                            base: base, from: sentenceStart, to: i)
                         phase = .seek
                         if reject(&pendingError) { break scan }
                     } else {
                         phase = .seek
-                        if !complete(base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength,
-                                     checked: false, emit) {
+                        if !complete(
+                            base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength,
+                            checked: false, emit)
+                        {
                             pendingError = takeRejection()
                             if reject(&pendingError) { break scan }
                         }
                     }
                 } else if b == 0x24 || b == 0x21 {
-                    pendingError = makeError(.truncatedSentence, "a new sentence starts before this one ended",
-                                             base: base, from: sentenceStart, to: i)
+                    pendingError = makeError(
+                        .truncatedSentence, "a new sentence starts before this one ended",
+                        base: base, from: sentenceStart, to: i)
                     phase = .seek
                     if reject(&pendingError) { break scan }
                 } else if b >= 0x20 && b < 0x7F {
@@ -253,8 +264,9 @@ public struct NMEADecoder {
                     sentenceLength += 1
                     i += 1
                 } else {
-                    pendingError = makeError(.invalidCharacter, "byte 0x\(hex(b)) inside a sentence",
-                                             base: base, from: sentenceStart, to: i + 1)
+                    pendingError = makeError(
+                        .invalidCharacter, "byte 0x\(hex(b)) inside a sentence",
+                        base: base, from: sentenceStart, to: i + 1)
                     phase = .seek
                     if reject(&pendingError) { break scan }
                 }
@@ -264,11 +276,13 @@ public struct NMEADecoder {
                 let v = hexValue(b)
                 if v > 15 {
                     if b == 0x0D || b == 0x0A || b == 0x24 || b == 0x21 {
-                        pendingError = makeError(.invalidChecksumField, "checksum needs two hex digits after *",
-                                                 base: base, from: sentenceStart, to: i)
+                        pendingError = makeError(
+                            .invalidChecksumField, "checksum needs two hex digits after *",
+                            base: base, from: sentenceStart, to: i)
                     } else {
-                        pendingError = makeError(.invalidChecksumField, "checksum has a non-hex character",
-                                                 base: base, from: sentenceStart, to: i + 1)
+                        pendingError = makeError(
+                            .invalidChecksumField, "checksum has a non-hex character",
+                            base: base, from: sentenceStart, to: i + 1)
                         i += 1
                     }
                     phase = b == 0x0D || b == 0x0A || b == 0x24 || b == 0x21 ? .seek : .discard
@@ -289,14 +303,17 @@ public struct NMEADecoder {
                 let b = base[i]
                 if b == 0x0D || b == 0x0A {
                     phase = .seek
-                    if !complete(base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
-                                 checked: true, emit) {
+                    if !complete(
+                        base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
+                        checked: true, emit)
+                    {
                         pendingError = takeRejection()
                         if reject(&pendingError) { break scan }
                     }
                 } else {
-                    pendingError = makeError(.trailingCharacters, "characters after the checksum",
-                                             base: base, from: sentenceStart, to: i + 1)
+                    pendingError = makeError(
+                        .trailingCharacters, "characters after the checksum",
+                        base: base, from: sentenceStart, to: i + 1)
                     phase = b == 0x24 || b == 0x21 ? .seek : .discard
                     if reject(&pendingError) { break scan }
                 }
@@ -403,25 +420,31 @@ public struct NMEADecoder {
         options.strict || (diagnosticHandler != nil && diagnosticsPassed < diagnosticLimit ?? .max)
     }
 
-    func makeError(_ code: NMEAError.Code, _ message: @autoclosure () -> String, base: UnsafePointer<UInt8>?,
-                   from: Int, to: Int, field: Int? = nil) -> NMEAError {
+    func makeError(
+        _ code: NMEAError.Code, _ message: @autoclosure () -> String, base: UnsafePointer<UInt8>?,
+        from: Int, to: Int, field: Int? = nil
+    ) -> NMEAError {
         guard wantsErrorDetail else {
             return NMEAError(code: code, message: "", line: sentenceLine, byteOffset: sentenceOffset)
         }
-        return NMEAError(code: code, message: message(), file: options.sourceName, line: sentenceLine,
-                         byteOffset: sentenceOffset,
-                         text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)), field: field)
+        return NMEAError(
+            code: code, message: message(), file: options.sourceName, line: sentenceLine,
+            byteOffset: sentenceOffset,
+            text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)), field: field)
     }
 
     /// A framed sentence: verify the checksum and decode it. Returns `false` for a rejected one,
     /// whose error is then in ``rejection``.
     @inline(__always)
-    mutating func complete(base: UnsafePointer<UInt8>, bounds: UnsafeMutablePointer<Int16>, from: Int, to: Int,
-                           bodyEnd: Int, checked: Bool,
-                           _ emit: (Fix) -> Void) -> Bool {
+    mutating func complete(
+        base: UnsafePointer<UInt8>, bounds: UnsafeMutablePointer<Int16>, from: Int, to: Int,
+        bodyEnd: Int, checked: Bool,
+        _ emit: (Fix) -> Void
+    ) -> Bool {
         if checked && stated != xor {
-            rejection = makeError(.badChecksum, "checksum is \(hex(stated)), computed \(hex(xor))",
-                                  base: base, from: from, to: to)
+            rejection = makeError(
+                .badChecksum, "checksum is \(hex(stated)), computed \(hex(xor))",
+                base: base, from: from, to: to)
             return false
         }
         if carry.isEmpty {

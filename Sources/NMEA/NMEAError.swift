@@ -62,8 +62,10 @@ public struct NMEAError: Error, Hashable, Sendable {
     /// The underlying system error number, for ``Code/io``.
     public var errno: Int32?
 
-    public init(code: Code, message: String, file: String? = nil, line: Int, byteOffset: Int64, text: String = "",
-                field: Int? = nil, errno: Int32? = nil) {
+    public init(
+        code: Code, message: String, file: String? = nil, line: Int, byteOffset: Int64, text: String = "",
+        field: Int? = nil, errno: Int32? = nil
+    ) {
         self.code = code
         self.message = message
         self.file = file

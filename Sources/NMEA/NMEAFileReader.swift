@@ -2,9 +2,9 @@ import CZlib
 import Geo
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads an NMEA log in chunks from a file, standard input (`-`), or a gzip file (detected by
@@ -45,8 +45,9 @@ public final class NMEAFileReader {
             let opened = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
             if opened < 0 {
                 let e = errno
-                throw NMEAError(code: .io, message: "cannot open: \(String(cString: strerror(e)))", file: path,
-                                line: 0, byteOffset: 0, errno: e)
+                throw NMEAError(
+                    code: .io, message: "cannot open: \(String(cString: strerror(e)))", file: path,
+                    line: 0, byteOffset: 0, errno: e)
             }
             fd = opened
             ownsDescriptor = true
@@ -81,8 +82,9 @@ public final class NMEAFileReader {
             if rc != Z_OK {
                 s.deallocate()
                 if ownsDescriptor { close(fd) }
-                throw NMEAError(code: .io, message: "cannot start gzip decompression (zlib error \(rc))", file: name,
-                                line: 0, byteOffset: 0)
+                throw NMEAError(
+                    code: .io, message: "cannot start gzip decompression (zlib error \(rc))", file: name,
+                    line: 0, byteOffset: 0)
             }
             stream = s
             input = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
@@ -115,8 +117,9 @@ public final class NMEAFileReader {
             }
             let e = errno
             if e == EINTR { continue }
-            throw NMEAError(code: .io, message: "read failed: \(String(cString: strerror(e)))", file: name, line: 0,
-                            byteOffset: position, errno: e)
+            throw NMEAError(
+                code: .io, message: "read failed: \(String(cString: strerror(e)))", file: name, line: 0,
+                byteOffset: position, errno: e)
         }
     }
 
@@ -163,18 +166,22 @@ public final class NMEAFileReader {
             } else if rc != Z_BUF_ERROR {
                 let reason = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(rc)"
                 if startsMember && memberEnded {
-                    throw NMEAError(code: .io, message: "bytes after the end of the gzip data are not gzip "
-                        + "(\(reason)); everything before them was read", file: name, line: 0, byteOffset: offset)
+                    throw NMEAError(
+                        code: .io,
+                        message: "bytes after the end of the gzip data are not gzip "
+                            + "(\(reason)); everything before them was read", file: name, line: 0, byteOffset: offset)
                 }
                 let at = position - Int64(stream.pointee.avail_in)
-                throw NMEAError(code: .io, message: "corrupt gzip data (\(reason))", file: name, line: 0,
-                                byteOffset: at)
+                throw NMEAError(
+                    code: .io, message: "corrupt gzip data (\(reason))", file: name, line: 0,
+                    byteOffset: at)
             }
             if produced > 0 { return produced }
             if inputEnd && stream.pointee.avail_in == 0 {
                 if memberOpen {
-                    throw NMEAError(code: .io, message: "gzip data ends early (truncated file?)", file: name,
-                                    line: 0, byteOffset: position)
+                    throw NMEAError(
+                        code: .io, message: "gzip data ends early (truncated file?)", file: name,
+                        line: 0, byteOffset: position)
                 }
                 return 0
             }
@@ -239,8 +246,8 @@ extension NMEADecoder {
 @inline(__always)
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
     #if canImport(Glibc)
-    Glibc.read(fd, buffer, count)
+        Glibc.read(fd, buffer, count)
     #else
-    Darwin.read(fd, buffer, count)
+        Darwin.read(fd, buffer, count)
     #endif
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Gives back the clean file pages a process mapped while it started: the code and read-only data
@@ -69,8 +69,9 @@ public enum CleanPages {
             // A mapping's header: "start-end perms offset dev inode [path]".
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
             guard fields.count >= 5, let dash = fields[0].firstIndex(of: "-"),
-                  let start = UInt(fields[0][..<dash], radix: 16),
-                  let end = UInt(fields[0][fields[0].index(after: dash)...], radix: 16) else { continue }
+                let start = UInt(fields[0][..<dash], radix: 16),
+                let end = UInt(fields[0][fields[0].index(after: dash)...], radix: 16)
+            else { continue }
             let path = fields.count == 6 ? fields[5].drop { $0 == " " } : ""
             mappings.append(Mapping(start: start, end: end, permissions: fields[1], path: path))
         }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// SystemIO's error: a file or a Unix socket could not be used. What failed (``code``), where
@@ -96,7 +96,8 @@ public func writeFile(_ path: String, _ bytes: [UInt8]) throws(FileError) {
 public func makeDirectories(_ path: String) {
     var current = ""
     for part in path.split(separator: "/", omittingEmptySubsequences: false) {
-        current += (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
+        current +=
+            (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
         if !current.isEmpty && current != "/" { mkdir(current, 0o700) }
     }
 }

@@ -1,7 +1,7 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A task executor whose jobs run on a thread that also waits for I/O: the thread that reads a

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A non-blocking, close-on-exec pipe that wakes a thread sleeping in `poll` on ``readFD``: the
@@ -65,11 +65,13 @@ public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     }
     let box = Unmanaged.passRetained(Box(body, name: name)).toOpaque()
     var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { raw in
-        let box = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Box
-        box.body()
-        return nil
-    }, box)
+    let rc = pthread_create(
+        &thread, nil,
+        { raw in
+            let box = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue() as! Box
+            box.body()
+            return nil
+        }, box)
     precondition(rc == 0, "pthread_create failed: \(errnoText(rc))")
     pthread_detach(thread)
 }

@@ -1,7 +1,7 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The address of the Unix socket at `path`, or `nil` when the path is too long for one.
@@ -33,7 +33,9 @@ public final class LineServer: Sendable {
         guard fd >= 0 else { throw FileError(.socket, path: path, errno: errno) }
         if LineClient.connect(path) == nil { unlink(path) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0, listen(fd, 8) == 0 else {
             let e = errno
@@ -46,12 +48,16 @@ public final class LineServer: Sendable {
 
     /// Starts the thread: each request line goes to `handler`, whose answer is sent back with a
     /// newline; wake bytes go to `onWake`. `finished` runs when ``stop()`` ended the thread.
-    public func start(handler: @escaping @Sendable (String) -> String, onWake: @escaping @Sendable (UInt8) -> Void,
-                      finished: @escaping @Sendable () -> Void) {
+    public func start(
+        handler: @escaping @Sendable (String) -> String, onWake: @escaping @Sendable (UInt8) -> Void,
+        finished: @escaping @Sendable () -> Void
+    ) {
         startThread(name: "keeptrack.control") { [self] in
             while !stopped.load(ordering: .acquiring) {
-                var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wakePipe.readFD, events: Int16(POLLIN), revents: 0)]
+                var fds = [
+                    pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: wakePipe.readFD, events: Int16(POLLIN), revents: 0),
+                ]
                 if poll(&fds, 2, -1) < 0 && errno != EINTR { break }
                 if stopped.load(ordering: .acquiring) { break }
                 if fds[1].revents & Int16(POLLIN) != 0 { wakePipe.drain().forEach(onWake) }
@@ -104,7 +110,9 @@ public enum LineClient {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         let r = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         if r != 0 {
             let e = errno

@@ -3,7 +3,7 @@ import Formats
 import Geo
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a ``TrackStore`` does for a fleet (issue 15, items 4-6): device tokens, the latest
@@ -32,8 +32,10 @@ public protocol FleetStore: AnyObject, Sendable {
     /// One page of the valid positions in `area` between `from` and `to` (seconds since 1970,
     /// inclusive), of every device or only `device`, by time then key, starting after `cursor`;
     /// `next` is where the following page starts, or `nil` on the last page.
-    func positions(in area: PositionArea, from: Double, to: Double, device: String?, after cursor: TrailCursor?,
-                   limit: Int) async throws -> (records: [TrailRecord], next: TrailCursor?)
+    func positions(
+        in area: PositionArea, from: Double, to: Double, device: String?, after cursor: TrailCursor?,
+        limit: Int
+    ) async throws -> (records: [TrailRecord], next: TrailCursor?)
 
     /// Deletes at most `limit` points whose time is before `cutoff` (seconds since 1970) in one
     /// short transaction, keeping the device summaries true (count, first time, latest position; a
@@ -50,8 +52,10 @@ extension FleetStore {
 
     public func latest() async throws -> [LatestPosition] { try await latest(device: nil) }
 
-    public func positions(in area: PositionArea, from: Double = -.infinity, to: Double = .infinity,
-                          device: String? = nil, after cursor: TrailCursor?, limit: Int) async throws
+    public func positions(
+        in area: PositionArea, from: Double = -.infinity, to: Double = .infinity,
+        device: String? = nil, after cursor: TrailCursor?, limit: Int
+    ) async throws
         -> (records: [TrailRecord], next: TrailCursor?)
     {
         try await positions(in: area, from: from, to: to, device: device, after: cursor, limit: limit)
@@ -90,10 +94,14 @@ public struct LatestPosition: Hashable, Sendable {
     public var points: Int
     public var lastReceived: Double
 
-    public init(device: String, time: Double, latitude: Double, longitude: Double, altitude: Double?,
-                horizontalAccuracy: Double?, speed: Double?, course: Double?, points: Int, lastReceived: Double) {
+    public init(
+        device: String, time: Double, latitude: Double, longitude: Double, altitude: Double?,
+        horizontalAccuracy: Double?, speed: Double?, course: Double?, points: Int, lastReceived: Double
+    ) {
         (self.device, self.time, self.latitude, self.longitude) = (device, time, latitude, longitude)
-        (self.altitude, self.horizontalAccuracy, self.speed, self.course) = (altitude, horizontalAccuracy, speed, course)
+        (self.altitude, self.horizontalAccuracy, self.speed, self.course) = (
+            altitude, horizontalAccuracy, speed, course
+        )
         (self.points, self.lastReceived) = (points, lastReceived)
     }
 }

@@ -76,7 +76,8 @@ public final class MQTTIngest: Service, Sendable {
                     }
                     failures = 0
                     server.mqttSubscribed()
-                    logger.info("subscribed", metadata: ["broker": "\(endpoint)", "topic": "\(configuration.topicFilter)"])
+                    logger.info(
+                        "subscribed", metadata: ["broker": "\(endpoint)", "topic": "\(configuration.topicFilter)"])
                     let lost = await connection.lost()
                     await connection.close()
                     server.mqttSubscribed(false)
@@ -88,7 +89,9 @@ public final class MQTTIngest: Service, Sendable {
                     logger.warning("MQTT connection failed", metadata: ["reason": "\(error)"])
                 }
                 failures += 1
-                let pause = wait ?? Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
+                let pause =
+                    wait
+                    ?? Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
                     .delay(failures: failures)
                 try? await server.clock.sleep(until: server.clock.now.advanced(by: .seconds(pause)), tolerance: nil)
             }

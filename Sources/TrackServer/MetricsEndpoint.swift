@@ -25,7 +25,9 @@ public final class MetricsEndpoint: Service {
             var host: Substring
             let portText: Substring
             if text.hasPrefix("[") {
-                guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+                guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                    return nil
+                }
                 host = text[text.index(after: text.startIndex)..<close]
                 portText = text[text.index(close, offsetBy: 2)...]
             } else {
@@ -34,7 +36,8 @@ public final class MetricsEndpoint: Service {
                 portText = text[text.index(after: colon)...]
             }
             guard !host.isEmpty, !portText.isEmpty, portText.allSatisfy(\.isNumber), portText.count <= 5,
-                  let port = Int(portText), port <= 65_535 else { return nil }
+                let port = Int(portText), port <= 65_535
+            else { return nil }
             self.init(host: String(host), port: port)
         }
 
@@ -67,8 +70,9 @@ public final class MetricsEndpoint: Service {
         let router = Router()
         let render = self.render
         router.get("/metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(string: render())))
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: render())))
         }
         let logger = self.logger
         let address = self.address

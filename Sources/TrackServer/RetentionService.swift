@@ -20,9 +20,11 @@ public struct RetentionService: Service {
     /// Called after each sweep with the points it deleted (tests wait for it).
     let onSweep: @Sendable (Int) async -> Void
 
-    public init(store: any TrackStore, retention: Double, interval: Duration = .seconds(600), batch: Int = 1000,
-                clock: any EpochClock, logger: Logger,
-                onSweep: @escaping @Sendable (Int) async -> Void = { _ in }) {
+    public init(
+        store: any TrackStore, retention: Double, interval: Duration = .seconds(600), batch: Int = 1000,
+        clock: any EpochClock, logger: Logger,
+        onSweep: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) {
         precondition(retention > 0 && batch > 0, "retention and its batches are positive")
         self.store = store
         self.retention = retention
@@ -53,7 +55,9 @@ public struct RetentionService: Service {
                 let started = clock.now
                 do {
                     let deleted = try await sweep()
-                    if deleted > 0 { logger.info("retention: old points deleted", metadata: ["serve.deleted": "\(deleted)"]) }
+                    if deleted > 0 {
+                        logger.info("retention: old points deleted", metadata: ["serve.deleted": "\(deleted)"])
+                    }
                     await onSweep(deleted)
                 } catch {
                     logger.error("retention: the sweep failed", metadata: ["serve.error": "\(error)"])

@@ -7,13 +7,14 @@ import GRDB
 extension SQLiteTrackStore {
     static func registerCredentialMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("v4-credentials") { db in
-            try db.execute(sql: """
-                CREATE TABLE credentials (
-                    device TEXT PRIMARY KEY,
-                    digest TEXT NOT NULL UNIQUE,
-                    created REAL NOT NULL
-                ) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE credentials (
+                        device TEXT PRIMARY KEY,
+                        digest TEXT NOT NULL UNIQUE,
+                        created REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
         }
     }
 
@@ -26,13 +27,16 @@ extension SQLiteTrackStore {
         if let problem = DeviceTokens.problem(device: device) { throw problem }
         let token = DeviceTokens.newToken()
         try await pool.write { db in
-            if try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM credentials WHERE device = ?)",
-                                 arguments: [device]) == true {
+            if try Bool.fetchOne(
+                db, sql: "SELECT EXISTS(SELECT 1 FROM credentials WHERE device = ?)",
+                arguments: [device]) == true
+            {
                 let why = "device '\(device)' has a token already; revoke it first"
                 throw TrackServerError(.tokenExists, why, device: device)
             }
-            try db.execute(sql: "INSERT INTO credentials (device, digest, created) VALUES (?, ?, ?)",
-                           arguments: [device, DeviceTokens.digest(token: token), now])
+            try db.execute(
+                sql: "INSERT INTO credentials (device, digest, created) VALUES (?, ?, ?)",
+                arguments: [device, DeviceTokens.digest(token: token), now])
         }
         return token
     }
@@ -64,8 +68,9 @@ extension SQLiteTrackStore {
     /// Whether `device` has a token (an OsmAnd sender is then known, as a device registered in Traccar).
     public func hasCredential(device: String) async throws -> Bool {
         try await pool.read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM credentials WHERE device = ?)",
-                              arguments: [device]) ?? false
+            try Bool.fetchOne(
+                db, sql: "SELECT EXISTS(SELECT 1 FROM credentials WHERE device = ?)",
+                arguments: [device]) ?? false
         }
     }
 
@@ -74,4 +79,3 @@ extension SQLiteTrackStore {
         try await pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM credentials)") ?? false }
     }
 }
-

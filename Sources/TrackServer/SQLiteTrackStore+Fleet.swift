@@ -27,18 +27,19 @@ extension SQLiteTrackStore {
         m.registerMigration("v5-fleet") { db in
             // The latest valid position of each device, kept by `insert` (and by retention), filled
             // once from what is stored.
-            try db.execute(sql: """
-                ALTER TABLE devices ADD COLUMN latestTime REAL;
-                ALTER TABLE devices ADD COLUMN latestLat REAL;
-                ALTER TABLE devices ADD COLUMN latestLon REAL;
-                ALTER TABLE devices ADD COLUMN latestAlt REAL;
-                ALTER TABLE devices ADD COLUMN latestHAcc REAL;
-                ALTER TABLE devices ADD COLUMN latestSpeed REAL;
-                ALTER TABLE devices ADD COLUMN latestCourse REAL;
-                ALTER TABLE points ADD COLUMN cell INTEGER GENERATED ALWAYS AS
-                    (CAST((lat + 90) * 100 AS INTEGER) * 36001 + CAST((lon + 180) * 100 AS INTEGER)) VIRTUAL;
-                CREATE INDEX points_cell ON points (cell, time);
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE devices ADD COLUMN latestTime REAL;
+                    ALTER TABLE devices ADD COLUMN latestLat REAL;
+                    ALTER TABLE devices ADD COLUMN latestLon REAL;
+                    ALTER TABLE devices ADD COLUMN latestAlt REAL;
+                    ALTER TABLE devices ADD COLUMN latestHAcc REAL;
+                    ALTER TABLE devices ADD COLUMN latestSpeed REAL;
+                    ALTER TABLE devices ADD COLUMN latestCourse REAL;
+                    ALTER TABLE points ADD COLUMN cell INTEGER GENERATED ALWAYS AS
+                        (CAST((lat + 90) * 100 AS INTEGER) * 36001 + CAST((lon + 180) * 100 AS INTEGER)) VIRTUAL;
+                    CREATE INDEX points_cell ON points (cell, time);
+                    """)
             for id in try String.fetchAll(db, sql: "SELECT id FROM devices") {
                 try refreshLatest(db, device: id)
             }
@@ -47,23 +48,28 @@ extension SQLiteTrackStore {
 
     /// Sets the devices table's latest position of `device` from its points (after a deletion).
     static func refreshLatest(_ db: Database, device: String) throws {
-        try db.execute(sql: """
-            UPDATE devices SET (latestTime, latestLat, latestLon, latestAlt, latestHAcc, latestSpeed, latestCourse) =
-                (SELECT time, lat, lon, alt, hAcc, speed, course FROM points
-                 WHERE device = ?1 AND valid = 1 ORDER BY time DESC, seq DESC, key DESC LIMIT 1)
-            WHERE id = ?1
-            """, arguments: [device])
+        try db.execute(
+            sql: """
+                UPDATE devices SET (latestTime, latestLat, latestLon, latestAlt, latestHAcc, latestSpeed, latestCourse) =
+                    (SELECT time, lat, lon, alt, hAcc, speed, course FROM points
+                     WHERE device = ?1 AND valid = 1 ORDER BY time DESC, seq DESC, key DESC LIMIT 1)
+                WHERE id = ?1
+                """, arguments: [device])
     }
 
     /// Records `r` as the latest position of its device when it is valid and no older than the
     /// one kept (called by `insert` once per device and batch, after the device's row is written).
     static func noteLatest(_ db: Database, _ r: TrailRecord) throws {
-        try db.cachedStatement(sql: """
-            UPDATE devices SET latestTime = ?, latestLat = ?, latestLon = ?, latestAlt = ?, latestHAcc = ?,
-                latestSpeed = ?, latestCourse = ?
-            WHERE id = ? AND (latestTime IS NULL OR latestTime <= ?)
-            """).execute(arguments: [r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.speed,
-                                     r.course, r.device, r.time])
+        try db.cachedStatement(
+            sql: """
+                UPDATE devices SET latestTime = ?, latestLat = ?, latestLon = ?, latestAlt = ?, latestHAcc = ?,
+                    latestSpeed = ?, latestCourse = ?
+                WHERE id = ? AND (latestTime IS NULL OR latestTime <= ?)
+                """
+        ).execute(arguments: [
+            r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.speed,
+            r.course, r.device, r.time,
+        ])
     }
 
     /// Each device's latest valid position, by device id (devices without one are left out); only
@@ -85,9 +91,11 @@ extension SQLiteTrackStore {
             var out: [LatestPosition] = []
             let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
             while let row = try rows.next() {
-                out.append(LatestPosition(device: row[0], time: row[1], latitude: row[2], longitude: row[3], altitude: row[4],
-                                  horizontalAccuracy: row[5], speed: row[6], course: row[7], points: row[8],
-                                  lastReceived: row[9]))
+                out.append(
+                    LatestPosition(
+                        device: row[0], time: row[1], latitude: row[2], longitude: row[3], altitude: row[4],
+                        horizontalAccuracy: row[5], speed: row[6], course: row[7], points: row[8],
+                        lastReceived: row[9]))
             }
             return out
         }
@@ -99,8 +107,10 @@ extension SQLiteTrackStore {
     ///
     /// - Complexity: proportional to the points stored in the grid cells the area's box touches
     ///   (within the time range: the index is `(cell, time)`), plus a sort of those that match.
-    public func positions(in area: PositionArea, from: Double, to: Double, device: String?,
-                          after cursor: TrailCursor?, limit: Int) async throws
+    public func positions(
+        in area: PositionArea, from: Double, to: Double, device: String?,
+        after cursor: TrailCursor?, limit: Int
+    ) async throws
         -> (records: [TrailRecord], next: TrailCursor?)
     {
         precondition(limit > 0, "a page holds at least one record")
@@ -160,12 +170,14 @@ extension SQLiteTrackStore {
     /// The SQL functions the fleet queries use: `keeptrack_distance(lat1, lon1, lat2, lon2)`, metres
     /// on the mean sphere (``Geodesy/haversineDistance(_:_:)``).
     static func addFleetFunctions(_ db: Database) {
-        db.add(function: DatabaseFunction("keeptrack_distance", argumentCount: 4, pure: true) { values in
-            guard let lat1 = Double.fromDatabaseValue(values[0]), let lon1 = Double.fromDatabaseValue(values[1]),
-                  let lat2 = Double.fromDatabaseValue(values[2]), let lon2 = Double.fromDatabaseValue(values[3])
-            else { return nil }
-            return Geodesy.haversineDistance(Coordinate(latitude: lat1, longitude: lon1),
-                                             Coordinate(latitude: lat2, longitude: lon2))
-        })
+        db.add(
+            function: DatabaseFunction("keeptrack_distance", argumentCount: 4, pure: true) { values in
+                guard let lat1 = Double.fromDatabaseValue(values[0]), let lon1 = Double.fromDatabaseValue(values[1]),
+                    let lat2 = Double.fromDatabaseValue(values[2]), let lon2 = Double.fromDatabaseValue(values[3])
+                else { return nil }
+                return Geodesy.haversineDistance(
+                    Coordinate(latitude: lat1, longitude: lon1),
+                    Coordinate(latitude: lat2, longitude: lon2))
+            })
     }
 }

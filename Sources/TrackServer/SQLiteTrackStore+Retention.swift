@@ -14,28 +14,33 @@ extension SQLiteTrackStore {
     public func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
         precondition(limit > 0, "a batch deletes at least one point")
         return try await pool.write { db in
-            guard let device = try String.fetchOne(
-                db, sql: "SELECT id FROM devices WHERE first < ? ORDER BY first LIMIT 1", arguments: [cutoff])
+            guard
+                let device = try String.fetchOne(
+                    db, sql: "SELECT id FROM devices WHERE first < ? ORDER BY first LIMIT 1", arguments: [cutoff])
             else { return 0 }
-            try db.execute(sql: """
-                DELETE FROM points WHERE key IN
-                    (SELECT key FROM points WHERE device = ?1 AND time < ?2 ORDER BY time LIMIT ?3)
-                """, arguments: [device, cutoff, limit])
+            try db.execute(
+                sql: """
+                    DELETE FROM points WHERE key IN
+                        (SELECT key FROM points WHERE device = ?1 AND time < ?2 ORDER BY time LIMIT ?3)
+                    """, arguments: [device, cutoff, limit])
             let deleted = db.changesCount
             try db.execute(sql: "UPDATE devices SET points = points - ? WHERE id = ?", arguments: [deleted, device])
-            let remaining = try Int.fetchOne(db, sql: "SELECT points FROM devices WHERE id = ?", arguments: [device]) ?? 0
+            let remaining =
+                try Int.fetchOne(db, sql: "SELECT points FROM devices WHERE id = ?", arguments: [device]) ?? 0
             if remaining <= 0 {
                 try db.execute(sql: "DELETE FROM devices WHERE id = ?", arguments: [device])
                 try Self.forgetStoredStops(db, device: device, before: nil)
                 return deleted
             }
-            try db.execute(sql: """
-                UPDATE devices SET first = (SELECT MIN(time) FROM points WHERE device = ?1) WHERE id = ?1
-                """, arguments: [device])
+            try db.execute(
+                sql: """
+                    UPDATE devices SET first = (SELECT MIN(time) FROM points WHERE device = ?1) WHERE id = ?1
+                    """, arguments: [device])
             let first = try Double.fetchOne(db, sql: "SELECT first FROM devices WHERE id = ?", arguments: [device])
             try Self.forgetStoredStops(db, device: device, before: first)
             // The latest position goes only when every newer valid point went too.
-            let latest = try Double.fetchOne(db, sql: "SELECT latestTime FROM devices WHERE id = ?", arguments: [device])
+            let latest = try Double.fetchOne(
+                db, sql: "SELECT latestTime FROM devices WHERE id = ?", arguments: [device])
             if let latest, latest < cutoff { try Self.refreshLatest(db, device: device) }
             return deleted
         }

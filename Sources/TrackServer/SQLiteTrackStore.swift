@@ -53,46 +53,49 @@ public final class SQLiteTrackStore: TrackStore {
         pool = try DatabasePool(path: path, configuration: config)
         var m = DatabaseMigrator()
         m.registerMigration("v1-points") { db in
-            try db.execute(sql: """
-                CREATE TABLE points (
-                    key TEXT PRIMARY KEY,
-                    device TEXT NOT NULL,
-                    seq INTEGER,
-                    kind TEXT NOT NULL,
-                    region TEXT,
-                    time REAL NOT NULL,
-                    lat REAL NOT NULL,
-                    lon REAL NOT NULL,
-                    alt REAL, hAcc REAL, vAcc REAL, speed REAL, course REAL,
-                    format TEXT NOT NULL,
-                    received REAL NOT NULL
-                ) WITHOUT ROWID;
-                CREATE INDEX points_trail ON points (device, time);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE points (
+                        key TEXT PRIMARY KEY,
+                        device TEXT NOT NULL,
+                        seq INTEGER,
+                        kind TEXT NOT NULL,
+                        region TEXT,
+                        time REAL NOT NULL,
+                        lat REAL NOT NULL,
+                        lon REAL NOT NULL,
+                        alt REAL, hAcc REAL, vAcc REAL, speed REAL, course REAL,
+                        format TEXT NOT NULL,
+                        received REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX points_trail ON points (device, time);
+                    """)
         }
         m.registerMigration("v2-devices-and-pages") { db in
             // Filled once from the points already stored; kept up to date by `insert`.
-            try db.execute(sql: """
-                CREATE TABLE devices (
-                    id TEXT PRIMARY KEY,
-                    points INTEGER NOT NULL,
-                    first REAL NOT NULL,
-                    last REAL NOT NULL,
-                    lastReceived REAL NOT NULL
-                ) WITHOUT ROWID;
-                INSERT INTO devices (id, points, first, last, lastReceived)
-                    SELECT device, COUNT(*), MIN(time), MAX(time), MAX(received) FROM points GROUP BY device;
-                CREATE INDEX points_page ON points (device, time, seq);
-                DROP INDEX points_trail;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE devices (
+                        id TEXT PRIMARY KEY,
+                        points INTEGER NOT NULL,
+                        first REAL NOT NULL,
+                        last REAL NOT NULL,
+                        lastReceived REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    INSERT INTO devices (id, points, first, last, lastReceived)
+                        SELECT device, COUNT(*), MIN(time), MAX(time), MAX(received) FROM points GROUP BY device;
+                    CREATE INDEX points_page ON points (device, time, seq);
+                    DROP INDEX points_trail;
+                    """)
         }
         m.registerMigration("v3-validity-and-attributes") { db in
             // What senders say besides the position (OsmAnd's hdop, batt...), and whether they say
             // the position is valid (kept, and left out of trails by default).
-            try db.execute(sql: """
-                ALTER TABLE points ADD COLUMN valid INTEGER NOT NULL DEFAULT 1;
-                ALTER TABLE points ADD COLUMN attributes TEXT;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE points ADD COLUMN valid INTEGER NOT NULL DEFAULT 1;
+                    ALTER TABLE points ADD COLUMN attributes TEXT;
+                    """)
         }
         Self.registerCredentialMigrations(&m)
         Self.registerFleetMigrations(&m)
@@ -103,11 +106,14 @@ public final class SQLiteTrackStore: TrackStore {
     }
 
     /// Applies `migrator`'s pending migrations; for a store that had points, with `progress`.
-    static func migrate(_ migrator: DatabaseMigrator, _ pool: DatabasePool, path: String,
-                        progress: (@Sendable (Upgrade?) -> Void)?) throws {
+    static func migrate(
+        _ migrator: DatabaseMigrator, _ pool: DatabasePool, path: String,
+        progress: (@Sendable (Upgrade?) -> Void)?
+    ) throws {
         let (pending, points) = try pool.read { db -> ([String], Int) in
             let applied = try migrator.appliedIdentifiers(db)
-            let points = try applied.contains("v2-devices-and-pages")
+            let points =
+                try applied.contains("v2-devices-and-pages")
                 ? Int.fetchOne(db, sql: "SELECT COALESCE(SUM(points), 0) FROM devices") ?? 0
                 : applied.contains("v1-points") ? Int.fetchOne(db, sql: "SELECT COUNT(*) FROM points") ?? 0 : 0
             return (migrator.migrations.filter { !applied.contains($0) }, points)
@@ -139,12 +145,13 @@ public final class SQLiteTrackStore: TrackStore {
         -> (accepted: Int, duplicates: Int)
     {
         try await pool.write { db in
-            let statement = try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO points
-                (key, device, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, format, received,
-                 valid, attributes, span)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT OR IGNORE INTO points
+                    (key, device, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, format, received,
+                     valid, attributes, span)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
             var accepted = 0
             let feed = storedRecords.hasSubscribers ? storedRecords : nil
             var stored: [TrailRecord] = []
@@ -177,11 +184,12 @@ public final class SQLiteTrackStore: TrackStore {
                     added[r.device] = (1, r.time, r.time)
                 }
             }
-            let device = try db.cachedStatement(sql: """
-                INSERT INTO devices (id, points, first, last, lastReceived) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET points = points + excluded.points, first = min(first, excluded.first),
-                    last = max(last, excluded.last), lastReceived = max(lastReceived, excluded.lastReceived)
-                """)
+            let device = try db.cachedStatement(
+                sql: """
+                    INSERT INTO devices (id, points, first, last, lastReceived) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET points = points + excluded.points, first = min(first, excluded.first),
+                        last = max(last, excluded.last), lastReceived = max(lastReceived, excluded.lastReceived)
+                    """)
             for (id, d) in added {
                 try device.execute(arguments: [id, d.points, d.first, d.last, received])
                 if let r = latest[id] { try Self.noteLatest(db, r) }
@@ -203,17 +211,20 @@ public final class SQLiteTrackStore: TrackStore {
 
     public func device(_ id: String) async throws -> DeviceSummary? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT id, points, first, last, lastReceived FROM devices WHERE id = ?",
-                             arguments: [id])
-                .map { DeviceSummary(id: $0[0], points: $0[1], first: $0[2], last: $0[3], lastReceived: $0[4]) }
+            try Row.fetchOne(
+                db, sql: "SELECT id, points, first, last, lastReceived FROM devices WHERE id = ?",
+                arguments: [id]
+            )
+            .map { DeviceSummary(id: $0[0], points: $0[1], first: $0[2], last: $0[3], lastReceived: $0[4]) }
         }
     }
 
     /// - Complexity: O(`limit` log n) (keyset pagination over the `(device, time, seq)` index, no
     ///   OFFSET).
-    public func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-                      includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?)
-    {
+    public func trail(
+        device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+        includeInvalid: Bool
+    ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         precondition(limit > 0, "a page holds at least one record")
         var sql = """
             SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span
@@ -242,8 +253,10 @@ public final class SQLiteTrackStore: TrackStore {
 
     /// One page of records: the query asks for `limit + 1` rows; the extra one says whether a next
     /// page exists, which then starts after the last record's cursor.
-    static func page(_ db: Database, sql: String, arguments: StatementArguments, limit: Int,
-                     _ read: (Row) -> (TrailRecord, TrailCursor)) throws -> (records: [TrailRecord], next: TrailCursor?) {
+    static func page(
+        _ db: Database, sql: String, arguments: StatementArguments, limit: Int,
+        _ read: (Row) -> (TrailRecord, TrailCursor)
+    ) throws -> (records: [TrailRecord], next: TrailCursor?) {
         var records: [TrailRecord] = []
         var last: TrailCursor?
         let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
@@ -259,9 +272,10 @@ public final class SQLiteTrackStore: TrackStore {
     /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
     /// valid, attributes` (and a column `span`).
     static func record(_ row: Row, device: String) -> TrailRecord {
-        var r = TrailRecord(device: device, sequence: row[0] ?? 0, kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
-                            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
-                            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+        var r = TrailRecord(
+            device: device, sequence: row[0] ?? 0, kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
         r.valid = row[11]
         r.attributes = TrailRecord.attributes(fromJSON: row[12])
         if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: row["span"]) }

@@ -31,12 +31,15 @@ struct AccessMiddleware: RouterMiddleware {
         var text = String(encoded.filter { $0 != " " }).replacing("+", with: "-").replacing("/", with: "_")
         while text.hasSuffix("=") { text.removeLast() }
         guard let bytes = Base64URL.decode(text), let pair = String(validating: bytes, as: UTF8.self),
-              let colon = pair.firstIndex(of: ":") else { return nil }
+            let colon = pair.firstIndex(of: ":")
+        else { return nil }
         return (String(pair[..<colon]), String(pair[pair.index(after: colon)...]))
     }
 
-    func handle(_ request: Request, context: ServerContext,
-                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: ServerContext,
+        next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
         // Health, metrics and the API's description carry no personal data; everything else (the map
         // included: open it as /map?token=TOKEN) needs a credential once one exists.
         let path = request.uri.path
@@ -48,7 +51,9 @@ struct AccessMiddleware: RouterMiddleware {
         if token == nil, try await !server.store.hasCredentials() { return try await next(request, context) }
         let authorization = request.headers[.authorization]
         let bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
-        let basic = authorization.flatMap { $0.hasPrefix("Basic ") ? Self.basicCredential(String($0.dropFirst(6))) : nil }
+        let basic = authorization.flatMap {
+            $0.hasPrefix("Basic ") ? Self.basicCredential(String($0.dropFirst(6))) : nil
+        }
         // Dawarich's clients put their key in `api_key`.
         let query = (request.uri.queryParameters["token"] ?? request.uri.queryParameters["api_key"]).map(String.init)
         var c = context
@@ -79,8 +84,9 @@ struct AccessMiddleware: RouterMiddleware {
     }
 
     static func unauthorized() -> HTTPError {
-        HTTPError(.unauthorized, headers: [.wwwAuthenticate: "Basic realm=\"keeptrack\""],
-                  message: "a valid token is required (Authorization: Bearer TOKEN, or Basic with it as the password)")
+        HTTPError(
+            .unauthorized, headers: [.wwwAuthenticate: "Basic realm=\"keeptrack\""],
+            message: "a valid token is required (Authorization: Bearer TOKEN, or Basic with it as the password)")
     }
 }
 
@@ -92,7 +98,8 @@ extension TrackServer {
         case .admin: return
         case .device(let own) where own == device: return
         case .device(let own):
-            throw HTTPError(.forbidden, message: "this token is device '\(own)''s: it may not write or read '\(device)'")
+            throw HTTPError(
+                .forbidden, message: "this token is device '\(own)''s: it may not write or read '\(device)'")
         case .anonymous:
             throw AccessMiddleware.unauthorized()
         }

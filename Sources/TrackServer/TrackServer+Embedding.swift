@@ -5,7 +5,7 @@ import MQTT
 import SystemIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension TrackServer.Configuration {
@@ -139,7 +139,8 @@ extension TrackServer {
         try writeFile(path, TrailExport.geoJSON(device: device, records: records))
         let visits = records.filter { $0.kind.isVisitOrTrip }.count
         let heartbeats = records.filter { $0.kind == .heartbeat }.count
-        return ExportedTrail(path: path, points: points, regionEvents: records.count - points - visits - heartbeats,
-                             visitsAndTrips: visits, heartbeats: heartbeats)
+        return ExportedTrail(
+            path: path, points: points, regionEvents: records.count - points - visits - heartbeats,
+            visitsAndTrips: visits, heartbeats: heartbeats)
     }
 }

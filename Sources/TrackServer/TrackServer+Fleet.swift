@@ -21,8 +21,9 @@ extension TrackServer {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             ByteWriting.appendStatic("{\"id\":", to: &out)
             ByteWriting.appendJSONString(d.device, to: &out)
-            Self.appendPosition(time: d.time, latitude: d.latitude, longitude: d.longitude, altitude: d.altitude,
-                                accuracy: d.horizontalAccuracy, speed: d.speed, course: d.course, to: &out)
+            Self.appendPosition(
+                time: d.time, latitude: d.latitude, longitude: d.longitude, altitude: d.altitude,
+                accuracy: d.horizontalAccuracy, speed: d.speed, course: d.course, to: &out)
             ByteWriting.appendStatic(",\"points\":", to: &out)
             ByteWriting.appendInt(Int64(d.points), to: &out)
             ByteWriting.appendStatic(",\"lastReceived\":\"", to: &out)
@@ -30,13 +31,16 @@ extension TrackServer {
             ByteWriting.appendStatic("\"}", to: &out)
         }
         ByteWriting.appendStatic("]}\n", to: &out)
-        return Response(status: .ok, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: out)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: out)))
     }
 
     /// `,"time":ISO,"lat":..,"lon":..` and the optional members.
-    static func appendPosition(time: Double, latitude: Double, longitude: Double, altitude: Double?,
-                               accuracy: Double?, speed: Double?, course: Double?, to out: inout [UInt8]) {
+    static func appendPosition(
+        time: Double, latitude: Double, longitude: Double, altitude: Double?,
+        accuracy: Double?, speed: Double?, course: Double?, to out: inout [UInt8]
+    ) {
         ByteWriting.appendStatic(",\"time\":\"", to: &out)
         ISOTime.append(time, to: &out)
         ByteWriting.appendStatic("\",\"lat\":", to: &out)
@@ -101,8 +105,9 @@ extension TrackServer {
                 throw bad("bbox: south \(v[1]) is north of north \(v[3]) (the order is WEST,SOUTH,EAST,NORTH)")
             }
             guard v[0] <= v[2] else {
-                throw bad("bbox: west \(v[0]) is east of east \(v[2]) (the order is WEST,SOUTH,EAST,NORTH; "
-                    + "a box across the antimeridian is two queries)")
+                throw bad(
+                    "bbox: west \(v[0]) is east of east \(v[2]) (the order is WEST,SOUTH,EAST,NORTH; "
+                        + "a box across the antimeridian is two queries)")
             }
             area = .box(west: v[0], south: v[1], east: v[2], north: v[3])
         case (nil, let text?):
@@ -138,8 +143,9 @@ extension TrackServer {
             query.device = own
         }
         let (limit, cursor) = try page(q)
-        let (records, next) = try await store.positions(in: query.area, from: query.from, to: query.to, device: query.device,
-                                                  after: cursor, limit: limit)
+        let (records, next) = try await store.positions(
+            in: query.area, from: query.from, to: query.to, device: query.device,
+            after: cursor, limit: limit)
         var out: [UInt8] = []
         out.reserveCapacity(records.count * 110 + 64)
         ByteWriting.appendStatic("{\"positions\":[", to: &out)
@@ -147,8 +153,9 @@ extension TrackServer {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             ByteWriting.appendStatic("{\"device\":", to: &out)
             ByteWriting.appendJSONString(r.device, to: &out)
-            Self.appendPosition(time: r.time, latitude: r.latitude, longitude: r.longitude, altitude: r.altitude,
-                                accuracy: r.horizontalAccuracy, speed: r.speed, course: r.course, to: &out)
+            Self.appendPosition(
+                time: r.time, latitude: r.latitude, longitude: r.longitude, altitude: r.altitude,
+                accuracy: r.horizontalAccuracy, speed: r.speed, course: r.course, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         ByteWriting.appendStatic("]", to: &out)
@@ -169,8 +176,10 @@ extension TrackServer {
 
     /// An SVG of every device's latest position (`selected` larger and red), each a link to its
     /// trail on `/map`, in an equirectangular frame fitted to them.
-    static func latestSVG(_ latest: [LatestPosition], selected: String?, tokenQuery: String,
-                          width: Double = 900, height: Double = 360) -> String {
+    static func latestSVG(
+        _ latest: [LatestPosition], selected: String?, tokenQuery: String,
+        width: Double = 900, height: Double = 360
+    ) -> String {
         guard !latest.isEmpty else { return "" }
         var (west, east) = (latest[0].longitude, latest[0].longitude)
         var (south, north) = (latest[0].latitude, latest[0].latitude)
@@ -187,7 +196,8 @@ extension TrackServer {
             ByteWriting.appendXMLEscaped(s, to: &out)
             return String(decoding: out, as: UTF8.self)
         }
-        var svg = "<svg class=\"latest\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" "
+        var svg =
+            "<svg class=\"latest\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" "
             + "height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\">"
             + "<rect width=\"100%\" height=\"100%\" fill=\"#f4f6f8\"/>\n"
         for d in latest {
@@ -195,7 +205,8 @@ extension TrackServer {
             let y = (north - d.latitude) / (north - south) * height
             let isSelected = d.device == selected
             let href = text("/map/svg?device=\(PercentEncoding.encode(d.device))\(tokenQuery)")
-            svg += "<a href=\"\(href)\"><circle class=\"device\" cx=\"\(formatFixed(x, 1))\" cy=\"\(formatFixed(y, 1))\" "
+            svg +=
+                "<a href=\"\(href)\"><circle class=\"device\" cx=\"\(formatFixed(x, 1))\" cy=\"\(formatFixed(y, 1))\" "
                 + "r=\"\(isSelected ? 7 : 4)\" fill=\"\(isSelected ? "#d62728" : "#1f77b4")\">"
                 + "<title>\(text(d.device)) \(ISOTime.string(d.time))</title></circle></a>\n"
         }

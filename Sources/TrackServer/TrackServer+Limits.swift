@@ -193,7 +193,8 @@ final class RefuseHandler: ChannelInboundHandler {
             return
         }
         let body = "the server is serving its maximum of \(limit) connections; try again shortly\n"
-        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 5\r\n"
+        let head =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 5\r\n"
             + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
         context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: head + body)), promise: nil)
         context.close(mode: .output, promise: nil)

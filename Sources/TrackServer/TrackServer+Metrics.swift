@@ -20,51 +20,78 @@ final class ServerMetrics: Sendable {
 
     init() {
         let r = registry
-        requests = Dictionary(uniqueKeysWithValues: ["dropped", "failed", "garbage", "refused", "served"].map {
-            ($0, r.makeCounter(descriptor: Self.serve("requests", "total",
-                                                      "Ingest requests by what the fault injection did."),
-                               labels: [("outcome", $0)]))
-        })
-        accepted = Dictionary(uniqueKeysWithValues: ["json", "osmand", "owntracks", "overland"].map {
-            ($0, r.makeCounter(descriptor: Self.serve("records_accepted", "total", "Records stored, by format."),
-                               labels: [("format", $0)]))
-        })
-        duplicates = r.makeCounter(descriptor: Self.serve("records_duplicate", "total",
-                                                          "Records received again and not stored twice."))
+        requests = Dictionary(
+            uniqueKeysWithValues: ["dropped", "failed", "garbage", "refused", "served"].map {
+                (
+                    $0,
+                    r.makeCounter(
+                        descriptor: Self.serve(
+                            "requests", "total",
+                            "Ingest requests by what the fault injection did."),
+                        labels: [("outcome", $0)])
+                )
+            })
+        accepted = Dictionary(
+            uniqueKeysWithValues: ["json", "osmand", "owntracks", "overland"].map {
+                (
+                    $0,
+                    r.makeCounter(
+                        descriptor: Self.serve("records_accepted", "total", "Records stored, by format."),
+                        labels: [("format", $0)])
+                )
+            })
+        duplicates = r.makeCounter(
+            descriptor: Self.serve(
+                "records_duplicate", "total",
+                "Records received again and not stored twice."))
         rejected = r.makeCounter(descriptor: Self.serve("requests_rejected", "total", "Requests answered 400."))
         gzipRequests = r.makeCounter(descriptor: Self.serve("gzip_requests", "total", "Requests with a gzip body."))
         stored = r.makeGauge(descriptor: Self.serve("records_stored", "", "Records in the store."))
         connections = r.makeGauge(descriptor: Self.serve("connections", "", "Connections being served."))
-        connectionsRefused = r.makeCounter(descriptor: Self.serve("connections_refused", "total",
-                                                                  "Connections answered 503 at the connection cap."))
-        bodyBytesInFlight = r.makeGauge(descriptor: Self.serve("body_bytes_in_flight", "",
-                                                               "Request body bytes reserved in memory."))
-        bodiesRefused = r.makeCounter(descriptor: Self.serve("bodies_refused", "total",
-                                                             "Requests answered 503 over the bodies-in-flight budget."))
-        encrypted = Dictionary(uniqueKeysWithValues: ["decrypted", "malformed", "no_secret", "not_authentic"].map {
-            ($0, r.makeCounter(descriptor: Self.serve("encrypted", "total",
-                                                      "OwnTracks encrypted messages, by outcome (all but decrypted "
-                                                          + "refused, nothing stored)."),
-                               labels: [("outcome", $0)]))
-        })
+        connectionsRefused = r.makeCounter(
+            descriptor: Self.serve(
+                "connections_refused", "total",
+                "Connections answered 503 at the connection cap."))
+        bodyBytesInFlight = r.makeGauge(
+            descriptor: Self.serve(
+                "body_bytes_in_flight", "",
+                "Request body bytes reserved in memory."))
+        bodiesRefused = r.makeCounter(
+            descriptor: Self.serve(
+                "bodies_refused", "total",
+                "Requests answered 503 over the bodies-in-flight budget."))
+        encrypted = Dictionary(
+            uniqueKeysWithValues: ["decrypted", "malformed", "no_secret", "not_authentic"].map {
+                (
+                    $0,
+                    r.makeCounter(
+                        descriptor: Self.serve(
+                            "encrypted", "total",
+                            "OwnTracks encrypted messages, by outcome (all but decrypted "
+                                + "refused, nothing stored)."),
+                        labels: [("outcome", $0)])
+                )
+            })
     }
 
     func encrypted(_ outcome: String) { encrypted[outcome]?.increment() }
 
     /// `keeptrack_serve_NAME_UNIT` (no `_UNIT` when `unit` is empty), with its `# HELP` text.
     private static func serve(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(namespace: "keeptrack", subsystem: "serve", metricName: name, unitName: unit,
-                             helpText: help)
+        MetricNameDescriptor(
+            namespace: "keeptrack", subsystem: "serve", metricName: name, unitName: unit,
+            helpText: help)
     }
 
     func request(_ d: Faults.Decision) {
-        let name = switch d {
-        case .refuse: "refused"
-        case .fail: "failed"
-        case .drop: "dropped"
-        case .garbage: "garbage"
-        case .serve: "served"
-        }
+        let name =
+            switch d {
+            case .refuse: "refused"
+            case .fail: "failed"
+            case .drop: "dropped"
+            case .garbage: "garbage"
+            case .serve: "served"
+            }
         requests[name]?.increment()
     }
 

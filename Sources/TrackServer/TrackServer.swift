@@ -14,7 +14,7 @@ import ServiceLifecycle
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The test endpoint: a real HTTP server that stores what trackers send.
@@ -133,10 +133,13 @@ public final class TrackServer: Sendable {
     let offlineWatch: OfflineWatch
 
     /// A server over the SQLite store at ``Configuration/database``.
-    public convenience init(configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
-                            clock: any EpochClock = WallClock()) throws {
-        try self.init(configuration: configuration, store: SQLiteTrackStore(path: configuration.database),
-                      logger: logger, clock: clock)
+    public convenience init(
+        configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
+        clock: any EpochClock = WallClock()
+    ) throws {
+        try self.init(
+            configuration: configuration, store: SQLiteTrackStore(path: configuration.database),
+            logger: logger, clock: clock)
     }
 
     /// A server over `store` (which the caller opened and closes after the server stopped).
@@ -144,8 +147,10 @@ public final class TrackServer: Sendable {
     /// - Parameters:
     ///   - clock: receipt times, the retention's cutoff and the waits (retention sweeps, MQTT
     ///     reconnections, injected delays). The default is the wall clock.
-    public init(configuration: Configuration, store: any TrackStore, logger: Logger = Logger(label: "keeptrack.serve"),
-                clock: any EpochClock = WallClock()) throws {
+    public init(
+        configuration: Configuration, store: any TrackStore, logger: Logger = Logger(label: "keeptrack.serve"),
+        clock: any EpochClock = WallClock()
+    ) throws {
         // A broker URL that cannot work is a setting to fix now, not a retry loop later.
         if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) }
         self.configuration = configuration
@@ -154,16 +159,20 @@ public final class TrackServer: Sendable {
         self.logger = logger
         self.clock = clock
         self.gate = ConnectionGate(
-            settings: .init(cap: max(1, configuration.maxConnections ?? 512),
-                            firstRequestTimeout: configuration.firstRequestTimeout),
+            settings: .init(
+                cap: max(1, configuration.maxConnections ?? 512),
+                firstRequestTimeout: configuration.firstRequestTimeout),
             clock: clock, metrics: metrics)
-        self.bodies = BodyBudget(capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes),
-                                 refusals: metrics.bodiesRefused)
+        self.bodies = BodyBudget(
+            capacity: max(configuration.maxBodyBytesInFlight, configuration.maxBodyBytes),
+            refusals: metrics.bodiesRefused)
         let stream = configuration.stream
-        self.streamHub = StreamHub(limits: .init(maxClients: max(1, stream.maxClients),
-                                                 maxMessages: max(1, stream.maxQueuedMessages),
-                                                 maxBytes: max(1, stream.maxQueuedBytes)),
-                                   metrics: StreamMetrics(registry: metrics.registry))
+        self.streamHub = StreamHub(
+            limits: .init(
+                maxClients: max(1, stream.maxClients),
+                maxMessages: max(1, stream.maxQueuedMessages),
+                maxBytes: max(1, stream.maxQueuedBytes)),
+            metrics: StreamMetrics(registry: metrics.registry))
         self.offlineWatch = OfflineWatch(hub: streamHub, after: stream.offlineAfter, clock: clock)
     }
 
@@ -203,10 +212,12 @@ public final class TrackServer: Sendable {
         }
         if let cert = configuration.tlsCertificate, let key = configuration.tlsKey {
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
-            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            let tls = TLSConfiguration.makeServerConfiguration(
+                certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
             server = HTTPServerBuilder { responder in
-                CappedChannel(base: try TLSChannel(self.httpChannel(responder, http1), tlsConfiguration: tls),
-                              gate: gate, answerInClear: false)
+                CappedChannel(
+                    base: try TLSChannel(self.httpChannel(responder, http1), tlsConfiguration: tls),
+                    gate: gate, answerInClear: false)
             }
         }
         // Past the cap plus this many refusals in progress, connections wait in the kernel's
@@ -216,8 +227,9 @@ public final class TrackServer: Sendable {
         let app = Hummingbird.Application(
             router: router(),
             server: server,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port),
-                                 serverName: "keeptrack-serve", availableConnectionsDelegate: accepting),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: "keeptrack-serve", availableConnectionsDelegate: accepting),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? 0
                 self.boundPort.store(port, ordering: .releasing)
@@ -231,9 +243,10 @@ public final class TrackServer: Sendable {
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))
         }
-        services.insert(ConnectionSweeper(gate: gate), at: 0) // stopped after the server
-        let group = ServiceGroup(configuration: .init(
-            services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+        services.insert(ConnectionSweeper(gate: gate), at: 0)  // stopped after the server
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
         let stopNow = serviceGroup.withLock { s -> Bool in
             s.group = group
             return s.stopRequested
@@ -260,8 +273,9 @@ public final class TrackServer: Sendable {
 
     /// What `GET /metrics` shows (Prometheus text).
     public func metricsText() async -> String {
-        metrics.prometheus(stored: (try? await store.count()) ?? -1, connections: gate.served,
-                           bodyBytesInFlight: bodies.inUse)
+        metrics.prometheus(
+            stored: (try? await store.count()) ?? -1, connections: gate.served,
+            bodyBytesInFlight: bodies.inUse)
     }
 
     /// The current faults.
@@ -292,13 +306,15 @@ public final class TrackServer: Sendable {
         router.get("/v1/devices/{id}/trail") { request, context in try await self.trailResponse(request, context) }
         addStopsRoutes(to: router)
         router.get("/healthz") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"],
-                     body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))
         }
         router.get("/metrics") { _, _ in
             let text = await self.metricsText()
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                            body: .init(byteBuffer: ByteBuffer(string: text)))
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         if configuration.faultInjection {
             router.put("/v1/faults") { request, context in
@@ -354,7 +370,8 @@ public final class TrackServer: Sendable {
             metrics.gzipRequests.increment()
             // What it says it inflates to (ISIZE, the trailer's last 4 bytes), within the limit:
             // inflating stops at the limit whatever it says.
-            let inflated = bytes.count >= 18
+            let inflated =
+                bytes.count >= 18
                 ? min(limit, bytes.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }) : limit
             guard bodies.reserve(inflated) else { throw busy(context) }
             defer { bodies.release(inflated) }
@@ -370,8 +387,9 @@ public final class TrackServer: Sendable {
     /// The answer when the bodies in flight would go over their budget (the body is not read).
     func busy(_ context: ServerContext) -> HTTPError {
         Self.closeAfterAnswer(context)
-        return HTTPError(.serviceUnavailable, headers: [.retryAfter: "1", .contentType: "application/json"],
-                         message: "the server is receiving too many large bodies at once; try again shortly")
+        return HTTPError(
+            .serviceUnavailable, headers: [.retryAfter: "1", .contentType: "application/json"],
+            message: "the server is receiving too many large bodies at once; try again shortly")
     }
 
     func ingestBatch(_ request: Request, _ context: ServerContext) async throws -> Response {
@@ -392,7 +410,8 @@ public final class TrackServer: Sendable {
 
     func ingestOsmAnd(_ request: Request, _ context: ServerContext) async throws -> Response {
         let record: TrailRecord
-        let json = request.method == .post
+        let json =
+            request.method == .post
             && request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true
         // As Traccar: a JSON body (Traccar Client) by its Content-Type; else the query, with a form
         // body's parameters added.
@@ -444,7 +463,8 @@ public final class TrackServer: Sendable {
                 throw HTTPError(.forbidden, message: "the Basic user '\(basic)' is not the user of device '\(id)'")
             }
         }
-        return try await ingestOwnTracksBody(try await body(request, context), user: user, device: device, context: context)
+        return try await ingestOwnTracksBody(
+            try await body(request, context), user: user, device: device, context: context)
     }
 
     /// Stores one OwnTracks message (``OwnTracks``) from `user`'s `device`: what `POST /owntracks`
@@ -478,10 +498,12 @@ public final class TrackServer: Sendable {
         if context.drop {
             let full = ByteBuffer(string: text.isEmpty ? "ok" : text)
             headers[.contentLength] = String(full.readableBytes + 64)
-            return Response(status: .ok, headers: headers, body: .init { writer in
-                try await writer.write(full.getSlice(at: 0, length: max(1, full.readableBytes / 2))!)
-                throw DroppedConnection()
-            })
+            return Response(
+                status: .ok, headers: headers,
+                body: .init { writer in
+                    try await writer.write(full.getSlice(at: 0, length: max(1, full.readableBytes / 2))!)
+                    throw DroppedConnection()
+                })
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
@@ -503,13 +525,15 @@ public final class TrackServer: Sendable {
             if i > 0 { out += "," }
             var name: [UInt8] = []
             ByteWriting.appendJSONString(d.id, to: &name)
-            out += "{\"id\":\(String(decoding: name, as: UTF8.self)),\"points\":\(d.points),"
+            out +=
+                "{\"id\":\(String(decoding: name, as: UTF8.self)),\"points\":\(d.points),"
                 + "\"first\":\"\(ISOTime.string(d.first))\",\"last\":\"\(ISOTime.string(d.last))\","
                 + "\"lastReceived\":\"\(ISOTime.string(d.lastReceived))\"}"
         }
         out += "]}\n"
-        return Response(status: .ok, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(string: out)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: out)))
     }
 
     /// The query's page: `limit` (``Configuration/defaultPageSize`` when absent, at most
@@ -518,7 +542,8 @@ public final class TrackServer: Sendable {
         var limit = configuration.defaultPageSize
         if let text = q["limit"], !text.isEmpty {
             guard let n = Int(text), (1...configuration.maxPageSize).contains(n) else {
-                throw HTTPError(.badRequest, message: "limit: '\(text)' is not a number from 1 to \(configuration.maxPageSize)")
+                throw HTTPError(
+                    .badRequest, message: "limit: '\(text)' is not a number from 1 to \(configuration.maxPageSize)")
             }
             limit = n
         }
@@ -563,8 +588,9 @@ public final class TrackServer: Sendable {
         guard try await store.device(device) != nil else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
-        let (records, next) = try await store.trail(device: device, from: from, to: to, after: cursor, limit: limit,
-                                              includeInvalid: includeInvalid)
+        let (records, next) = try await store.trail(
+            device: device, from: from, to: to, after: cursor, limit: limit,
+            includeInvalid: includeInvalid)
         var headers: HTTPFields = [:]
         var nextMember: [UInt8] = []
         if let next {
@@ -577,11 +603,12 @@ public final class TrackServer: Sendable {
             headers[HTTPField.Name("Link")!] = "<\(link)>; rel=\"next\""
             nextMember = Array(",\"next\":\"\(next.token)\"".utf8)
         }
-        headers[.contentType] = switch format {
-        case "geojson": "application/geo+json"
-        case "gpx": "application/gpx+xml"
-        default: "application/json"
-        }
+        headers[.contentType] =
+            switch format {
+            case "geojson": "application/geo+json"
+            case "gpx": "application/gpx+xml"
+            default: "application/json"
+            }
         // Encoding a page of up to maxPageSize records is work for the blocking pool.
         let bytes = try await offLoop { [nextMember] in
             /// Adds `"next":CURSOR` to a JSON object.
@@ -628,7 +655,8 @@ public final class TrackServer: Sendable {
             """
         let latest = try await store.latest(device: context.identity.onlyDevice)
         if !latest.isEmpty {
-            html += "<section><h2>Latest positions (\(latest.count) devices)</h2>\n"
+            html +=
+                "<section><h2>Latest positions (\(latest.count) devices)</h2>\n"
                 + Self.latestSVG(latest, selected: wanted, tokenQuery: tokenQuery) + "</section>\n"
         }
         let devices: [DeviceSummary]
@@ -653,16 +681,20 @@ public final class TrackServer: Sendable {
                 html += "<p>Points \(records.count) of \(d.points) stored, a page of at most \(limit).</p>\n"
             }
             let maxPoints = configuration.maxPointsDrawn
-            html += try await offLoop { TrailSVG.render(title: d.id, records: records, width: 900, maxPoints: maxPoints) }
+            html += try await offLoop {
+                TrailSVG.render(title: d.id, records: records, width: 900, maxPoints: maxPoints)
+            }
             if let next {
-                let nextHref = text("/map/svg?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)")
+                let nextHref = text(
+                    "/map/svg?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)")
                 html += "<p><a rel=\"next\" href=\"\(nextHref)\">next page</a></p>\n"
             }
             html += "</section>\n"
         }
         html += "</body></html>\n"
-        return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-                        body: .init(byteBuffer: ByteBuffer(string: html)))
+        return Response(
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
     func setFaults(_ request: Request, _ context: ServerContext) async throws -> Response {
@@ -678,8 +710,9 @@ public final class TrackServer: Sendable {
             throw ErrorAnswer(.badRequest, code: .init(rawValue: problem.code.rawValue), message: "faults: \(problem)")
         }
         faults.withLock { $0 = new }
-        return Response(status: .ok, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}\n")))
     }
 }
 
@@ -707,8 +740,10 @@ struct FaultMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let server: TrackServer
 
-    func handle(_ request: Request, context: ServerContext,
-                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: ServerContext,
+        next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
         // Health, metrics and the fault switch stay reachable.
         let path = request.uri.path
         if path == "/healthz" || path == "/metrics" || path == "/v1/faults" {
@@ -726,11 +761,13 @@ struct FaultMiddleware: RouterMiddleware {
         case .fail:
             var headers: HTTPFields = [.contentType: "text/plain"]
             if let r = faults.retryAfter { headers[.retryAfter] = String(r) }
-            return Response(status: .init(code: faults.failStatus), headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(string: "injected failure (\(faults.failStatus))\n")))
+            return Response(
+                status: .init(code: faults.failStatus), headers: headers,
+                body: .init(byteBuffer: ByteBuffer(string: "injected failure (\(faults.failStatus))\n")))
         case .garbage:
-            return Response(status: .ok, headers: [.contentType: "text/html"],
-                            body: .init(byteBuffer: ByteBuffer(string: "<html><body>Welcome to the hotel WiFi</body></html>\n")))
+            return Response(
+                status: .ok, headers: [.contentType: "text/html"],
+                body: .init(byteBuffer: ByteBuffer(string: "<html><body>Welcome to the hotel WiFi</body></html>\n")))
         case .drop:
             var c = context
             c.drop = true
@@ -747,8 +784,10 @@ struct EarlyLimitMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let maxBodyBytes: Int
 
-    func handle(_ request: Request, context: ServerContext,
-                next: (Request, ServerContext) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: ServerContext,
+        next: (Request, ServerContext) async throws -> Response
+    ) async throws -> Response {
         if let text = request.headers[.contentLength] {
             guard let length = Int(text), length >= 0 else {
                 TrackServer.closeAfterAnswer(context)

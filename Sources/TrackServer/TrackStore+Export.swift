@@ -2,7 +2,7 @@ import Formats
 import SystemIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A stored trail as a file: `svg` (with `regions` drawn), `gpx`, `geojson`, or `trips` (GPX, one track
@@ -71,24 +71,29 @@ extension TrackStore {
     ///
     /// - Throws: ``ExportError`` when the device is unknown, or none was named and the store holds
     ///   none or several.
-    public func export(device: String?, from: Double = -.infinity, to: Double = .infinity, format: String,
-                       regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil,
-                       pageSize: Int = 10_000) async throws -> TrailFile {
+    public func export(
+        device: String?, from: Double = -.infinity, to: Double = .infinity, format: String,
+        regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil,
+        pageSize: Int = 10_000
+    ) async throws -> TrailFile {
         let devices = try await self.devices()
         let id: String
         let total: Int
         if let device {
             guard let summary = devices.first(where: { $0.id == device }) else {
-                throw TrailExportError(description: "no device '\(device)' in \(location); it has: "
-                    + devices.map(\.id).joined(separator: ", "))
+                throw TrailExportError(
+                    description: "no device '\(device)' in \(location); it has: "
+                        + devices.map(\.id).joined(separator: ", "))
             }
             id = device
             total = summary.points
         } else {
             guard devices.count == 1 else {
                 if devices.isEmpty { throw TrailExportError(description: "\(location) holds no trail yet.") }
-                throw TrailExportError(.severalDevices, description: "\(location) holds several devices: "
-                    + devices.map(\.id).joined(separator: ", "))
+                throw TrailExportError(
+                    .severalDevices,
+                    description: "\(location) holds several devices: "
+                        + devices.map(\.id).joined(separator: ", "))
             }
             id = devices[0].id
             total = devices[0].points
@@ -101,15 +106,19 @@ extension TrackStore {
             cursor = page.next
             progress?(records.count, Swift.max(total, records.count))
         } while cursor != nil
-        let bytes: [UInt8] = switch format {
-        case "svg":
-            // Visits and trips marked as the endpoint's stops and trips find them (issue 27).
-            Array(TrailSVG.render(title: id, records: records, regions: regions,
-                                  marks: StopsReport(records: records).marks).utf8)
-        case "gpx": TrailExport.gpx(device: id, records: records)
-        case "trips": StopsReport(records: records).tripsGPX(device: id, records: records)
-        default: TrailExport.geoJSON(device: id, records: records)
-        }
+        let bytes: [UInt8] =
+            switch format {
+            case "svg":
+                // Visits and trips marked as the endpoint's stops and trips find them (issue 27).
+                Array(
+                    TrailSVG.render(
+                        title: id, records: records, regions: regions,
+                        marks: StopsReport(records: records).marks
+                    ).utf8)
+            case "gpx": TrailExport.gpx(device: id, records: records)
+            case "trips": StopsReport(records: records).tripsGPX(device: id, records: records)
+            default: TrailExport.geoJSON(device: id, records: records)
+            }
         return TrailFile(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
     }
 }

@@ -34,8 +34,10 @@ public protocol TrackStore: FleetStore {
     /// time, then sequence (records without one first), then key, starting after `cursor`; `next` is
     /// where the following page starts, or `nil` on the last page. Records marked invalid only with
     /// `includeInvalid`.
-    func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-               includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?)
+    func trail(
+        device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+        includeInvalid: Bool
+    ) async throws -> (records: [TrailRecord], next: TrailCursor?)
 
     /// How many records are stored (from the device summaries: no scan of the points).
     func count() async throws -> Int
@@ -51,21 +53,26 @@ extension TrackStore {
 
     /// One page of a device's trail (``trail(device:from:to:after:limit:includeInvalid:)`` with its
     /// defaults: all times, valid records only).
-    public func trail(device: String, from: Double = -.infinity, to: Double = .infinity, after cursor: TrailCursor?,
-                      limit: Int, includeInvalid: Bool = false) async throws
+    public func trail(
+        device: String, from: Double = -.infinity, to: Double = .infinity, after cursor: TrailCursor?,
+        limit: Int, includeInvalid: Bool = false
+    ) async throws
         -> (records: [TrailRecord], next: TrailCursor?)
     {
         try await trail(device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
     }
 
     /// A device's whole trail between `from` and `to`, read a page at a time.
-    public func trail(device: String, from: Double = -.infinity, to: Double = .infinity,
-                      includeInvalid: Bool = false) async throws -> [TrailRecord] {
+    public func trail(
+        device: String, from: Double = -.infinity, to: Double = .infinity,
+        includeInvalid: Bool = false
+    ) async throws -> [TrailRecord] {
         var all: [TrailRecord] = []
         var cursor: TrailCursor?
         repeat {
-            let page = try await trail(device: device, from: from, to: to, after: cursor, limit: 50_000,
-                                       includeInvalid: includeInvalid)
+            let page = try await trail(
+                device: device, from: from, to: to, after: cursor, limit: 50_000,
+                includeInvalid: includeInvalid)
             all += page.records
             cursor = page.next
         } while cursor != nil

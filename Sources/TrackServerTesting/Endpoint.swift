@@ -27,9 +27,11 @@ public struct Endpoint: Sendable {
     /// Starts one over `store` with fault injection on (`faults` from the start, `PUT /v1/faults`
     /// later), on `clock` (receipt times, the offline events); `configure` changes anything else (limits, timeouts) before it starts. With `database`
     /// (a file or a `postgres://` URL) it shares that database instead of creating its own.
-    public static func start(store: StoreKind = .sqlite, database: String? = nil, token: String? = "secret",
-                             faults: Faults = Faults(), clock: any EpochClock = WallClock(),
-                             configure: (inout TrackServer.Configuration) -> Void = { _ in }) async throws -> Endpoint {
+    public static func start(
+        store: StoreKind = .sqlite, database: String? = nil, token: String? = "secret",
+        faults: Faults = Faults(), clock: any EpochClock = WallClock(),
+        configure: (inout TrackServer.Configuration) -> Void = { _ in }
+    ) async throws -> Endpoint {
         let dir = temporaryDirectory()
         var created: String?
         var c = TrackServer.Configuration(database: database ?? dir + "/endpoint.sqlite")
@@ -78,4 +80,3 @@ public struct Endpoint: Sendable {
         return 0
     }
 }
-

@@ -18,8 +18,10 @@ public struct Raw: Sendable {
 
     public init(endpoint: Endpoint) { self.endpoint = endpoint }
 
-    public func send(_ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = [],
-                     token: String? = "secret", gzip: Bool = false) async throws -> (status: Int, body: String) {
+    public func send(
+        _ method: HTTPMethod, _ path: String, body: String? = nil, headers: [(String, String)] = [],
+        token: String? = "secret", gzip: Bool = false
+    ) async throws -> (status: Int, body: String) {
         var request = HTTPClientRequest(url: endpoint.url(path))
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }

@@ -37,8 +37,10 @@ struct PostgresArray: PostgresNonThrowingEncodable {
         PostgresArray(elementType: .bool, arrayType: .boolArray, elements: values.map { .bool($0) })
     }
 
-    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer,
-                                                  context: PostgresEncodingContext<JSONEncoder>) {
+    func encode<JSONEncoder: PostgresJSONEncoder>(
+        into buffer: inout ByteBuffer,
+        context: PostgresEncodingContext<JSONEncoder>
+    ) {
         let hasNull = elements.contains { e in
             switch e {
             case .text(let v): v == nil

@@ -36,7 +36,8 @@ extension PostgresTrackStore {
             }
             return true
         } catch let error as PSQLError
-            where [.uniqueViolation, .deadlockDetected, .serializationFailure].contains(error.condition) {
+            where [.uniqueViolation, .deadlockDetected, .serializationFailure].contains(error.condition)
+        {
             // A key stored already, or two batches waiting on each other's keys: rolled back.
             return false
         }
@@ -90,9 +91,11 @@ actor CopyCoalescer {
     ///     one alone, always.
     ///   - clock: the clock the recounts are timed on. The default is the wall clock.
     ///   - logger: hears when the share changes.
-    init(run: @escaping @Sendable (ByteBuffer) async throws -> Bool,
-         countInstances: (@Sendable () async throws -> Int)? = nil,
-         clock: any EpochClock = WallClock(), logger: Logger? = nil) {
+    init(
+        run: @escaping @Sendable (ByteBuffer) async throws -> Bool,
+        countInstances: (@Sendable () async throws -> Int)? = nil,
+        clock: any EpochClock = WallClock(), logger: Logger? = nil
+    ) {
         self.run = run
         self.countInstances = countInstances
         self.clock = clock
@@ -146,8 +149,9 @@ actor CopyCoalescer {
             instances = max(1, count)
             let share = Self.share(of: instances)
             if share != limit {
-                logger?.info("COPYs at once: this instance's share of the budget changed",
-                             metadata: ["serve.instances": "\(instances)", "serve.copies": "\(share)"])
+                logger?.info(
+                    "COPYs at once: this instance's share of the budget changed",
+                    metadata: ["serve.instances": "\(instances)", "serve.copies": "\(share)"])
             }
             limit = share
         }
@@ -179,8 +183,10 @@ actor CopyCoalescer {
 /// instances merging the same batches in another order each hold keys the other needs next, and
 /// one of them waits out `deadlock_timeout` before PostgreSQL rolls it back.
 struct CopyRows {
-    static let columns = ["key", "device", "seq", "kind", "region", "time", "position", "alt", "h_acc", "v_acc",
-                          "speed", "course", "format", "received", "valid", "attributes"]
+    static let columns = [
+        "key", "device", "seq", "kind", "region", "time", "position", "alt", "h_acc", "v_acc",
+        "speed", "course", "format", "received", "valid", "attributes",
+    ]
 
     /// The rows' text, in key order.
     var bytes: [UInt8]
@@ -232,7 +238,9 @@ struct CopyRows {
             out.append(UInt8(ascii: "\t"))
             out.append(r.valid ? UInt8(ascii: "t") : UInt8(ascii: "f"))
             out.append(UInt8(ascii: "\t"))
-            if let attributes = TrailRecord.attributesJSON(r.attributes) { Self.escape(attributes, &out) } else {
+            if let attributes = TrailRecord.attributesJSON(r.attributes) {
+                Self.escape(attributes, &out)
+            } else {
                 out.append(UInt8(ascii: "\\"))
                 out.append(UInt8(ascii: "N"))
             }

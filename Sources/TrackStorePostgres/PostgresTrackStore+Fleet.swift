@@ -41,7 +41,8 @@ extension PostgresTrackStore {
         if let problem = DeviceTokens.problem(device: device) { throw problem }
         let token = DeviceTokens.newToken()
         let digest = DeviceTokens.digest(token: token)
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             INSERT INTO credentials (device, digest, created) VALUES (\(device), \(digest), to_timestamp(\(now)))
             ON CONFLICT (device) DO NOTHING RETURNING 1
             """, logger: logger)
@@ -67,16 +68,20 @@ extension PostgresTrackStore {
     public func revokeCredential(device: String) async throws -> Bool {
         guard !device.utf8.contains(0) else { return false }
         var removed = false
-        for try await _ in try await client.query("DELETE FROM credentials WHERE device = \(device) RETURNING 1",
-                                                  logger: logger) { removed = true }
+        for try await _ in try await client.query(
+            "DELETE FROM credentials WHERE device = \(device) RETURNING 1",
+            logger: logger)
+        { removed = true }
         return removed
     }
 
     public func credentialDevice(token: String) async throws -> String? {
         let digest = DeviceTokens.digest(token: token)
         var device: String?
-        for try await d in try await client.query("SELECT device FROM credentials WHERE digest = \(digest)",
-                                                  logger: logger).decode(String.self) { device = d }
+        for try await d in try await client.query(
+            "SELECT device FROM credentials WHERE digest = \(digest)",
+            logger: logger
+        ).decode(String.self) { device = d }
         return device
     }
 
@@ -115,9 +120,11 @@ extension PostgresTrackStore {
         for try await row in rows {
             let (id, time, lat, lon, alt, hAcc, speed, course, points, received) = try row.decode(
                 (String, Double, Double, Double, Double?, Double?, Double?, Double?, Int64, Double).self)
-            out.append(LatestPosition(device: id, time: time, latitude: lat, longitude: lon, altitude: alt,
-                                      horizontalAccuracy: hAcc, speed: speed, course: course, points: Int(points),
-                                      lastReceived: received))
+            out.append(
+                LatestPosition(
+                    device: id, time: time, latitude: lat, longitude: lon, altitude: alt,
+                    horizontalAccuracy: hAcc, speed: speed, course: course, points: Int(points),
+                    lastReceived: received))
         }
         return out
     }
@@ -127,8 +134,10 @@ extension PostgresTrackStore {
     /// (a great circle strays from a parallel by under 3 m × tan(latitude) over 0.1°); the exact
     /// bounds are then checked on latitude and longitude, and a circle with `ST_DWithin` on the
     /// sphere (as SQLite's haversine).
-    public func positions(in area: PositionArea, from: Double, to: Double, device: String?,
-                          after cursor: TrailCursor?, limit: Int) async throws
+    public func positions(
+        in area: PositionArea, from: Double, to: Double, device: String?,
+        after cursor: TrailCursor?, limit: Int
+    ) async throws
         -> (records: [TrailRecord], next: TrailCursor?)
     {
         precondition(limit > 0, "a page holds at least one record")
@@ -142,7 +151,8 @@ extension PostgresTrackStore {
             bound += 1
             return "$\(bound)"
         }
-        let envelope = "ST_Segmentize(ST_MakeEnvelope(\(parameter(max(-180, b.west - pad))), "
+        let envelope =
+            "ST_Segmentize(ST_MakeEnvelope(\(parameter(max(-180, b.west - pad))), "
             + "\(parameter(max(-90, b.south - pad))), \(parameter(min(180, b.east + pad))), "
             + "\(parameter(min(90, b.north + pad))), 4326), 0.1)::geography"
         var sql = """
@@ -154,7 +164,8 @@ extension PostgresTrackStore {
         sql += " AND ST_Y(position::geometry) BETWEEN \(parameter(b.south)) AND \(parameter(b.north))"
         sql += " AND ST_X(position::geometry) BETWEEN \(parameter(b.west)) AND \(parameter(b.east))"
         if case let .near(latitude, longitude, radius) = area {
-            sql += " AND ST_DWithin(position, ST_SetSRID(ST_MakePoint(\(parameter(longitude)), \(parameter(latitude))), 4326)::geography, "
+            sql +=
+                " AND ST_DWithin(position, ST_SetSRID(ST_MakePoint(\(parameter(longitude)), \(parameter(latitude))), 4326)::geography, "
                 + "\(parameter(radius)), false)"
         }
         if from.isFinite { sql += " AND time >= to_timestamp(\(parameter(from)))" }
@@ -179,34 +190,41 @@ extension PostgresTrackStore {
             try await self.client.withConnection { connection in
                 try await connection.withTransaction(logger: self.logger) { c in
                     var device: String?
-                    for try await id in try await c.query("""
+                    for try await id in try await c.query(
+                        """
                         SELECT id FROM devices WHERE first < to_timestamp(\(cutoff)) ORDER BY first LIMIT 1 FOR UPDATE
-                        """, logger: self.logger).decode(String.self) { device = id }
+                        """, logger: self.logger
+                    ).decode(String.self) { device = id }
                     guard let device else { return 0 }
                     var deleted = 0
-                    for try await n in try await c.query("""
+                    for try await n in try await c.query(
+                        """
                         WITH gone AS (
                             DELETE FROM positions WHERE key IN (SELECT key FROM positions
                                 WHERE device = \(device) AND time < to_timestamp(\(cutoff)) ORDER BY time LIMIT \(Int64(limit)))
                             RETURNING 1)
                         SELECT count(*) FROM gone
-                        """, logger: self.logger).decode(Int64.self) { deleted = Int(n) }
+                        """, logger: self.logger
+                    ).decode(Int64.self) { deleted = Int(n) }
                     var remaining: Int64 = 0
                     var stale = false
-                    for try await (points, old) in try await c.query("""
+                    for try await (points, old) in try await c.query(
+                        """
                         UPDATE devices SET points = points - \(Int64(deleted)),
                             first = COALESCE((SELECT min(time) FROM positions WHERE device = \(device)), first)
                         WHERE id = \(device)
                         RETURNING points, COALESCE(latest_time < to_timestamp(\(cutoff)), false)
-                        """, logger: self.logger).decode((Int64, Bool).self) { (remaining, stale) = (points, old) }
+                        """, logger: self.logger
+                    ).decode((Int64, Bool).self) { (remaining, stale) = (points, old) }
                     try await Self.forgetStoredStops(c, device: device, logger: self.logger)
                     if remaining <= 0 {
                         try await c.query("DELETE FROM devices WHERE id = \(device)", logger: self.logger)
                     } else if stale {
                         var binds = PostgresBindings()
                         binds.append(device)
-                        try await c.query(PostgresQuery(unsafeSQL: Self.refreshLatestSQL(where: "d.id = $1"), binds: binds),
-                                          logger: self.logger)
+                        try await c.query(
+                            PostgresQuery(unsafeSQL: Self.refreshLatestSQL(where: "d.id = $1"), binds: binds),
+                            logger: self.logger)
                     }
                     return deleted
                 }

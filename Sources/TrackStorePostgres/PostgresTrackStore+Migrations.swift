@@ -9,40 +9,43 @@ extension PostgresTrackStore {
     /// `geography(Point,4326)`, not `geometry`: distances and radii are in metres anywhere on the globe
     /// and its GiST index serves `ST_DWithin` in metres, at a measured ingest cost (README, "PostgreSQL").
     static let migrations: [(identifier: String, statements: [String])] = [
-        ("v1-positions", [
-            """
-            CREATE TABLE positions (
-                key text COLLATE "C" NOT NULL,
-                device text COLLATE "C" NOT NULL,
-                seq bigint,
-                kind text NOT NULL,
-                region text,
-                time timestamptz NOT NULL,
-                position geography(Point, 4326) NOT NULL,
-                alt double precision,
-                h_acc double precision,
-                v_acc double precision,
-                speed double precision,
-                course double precision,
-                format text NOT NULL,
-                received timestamptz NOT NULL,
-                valid boolean NOT NULL DEFAULT true,
-                attributes jsonb,
-                CONSTRAINT positions_key PRIMARY KEY (key)
-            )
-            """,
-            "CREATE INDEX positions_device_time ON positions (device, time)",
-            "CREATE INDEX positions_position ON positions USING gist (position)",
-            """
-            CREATE TABLE devices (
-                id text COLLATE "C" PRIMARY KEY,
-                points bigint NOT NULL,
-                first timestamptz NOT NULL,
-                last timestamptz NOT NULL,
-                last_received timestamptz NOT NULL
-            )
-            """,
-        ]),
+        (
+            "v1-positions",
+            [
+                """
+                CREATE TABLE positions (
+                    key text COLLATE "C" NOT NULL,
+                    device text COLLATE "C" NOT NULL,
+                    seq bigint,
+                    kind text NOT NULL,
+                    region text,
+                    time timestamptz NOT NULL,
+                    position geography(Point, 4326) NOT NULL,
+                    alt double precision,
+                    h_acc double precision,
+                    v_acc double precision,
+                    speed double precision,
+                    course double precision,
+                    format text NOT NULL,
+                    received timestamptz NOT NULL,
+                    valid boolean NOT NULL DEFAULT true,
+                    attributes jsonb,
+                    CONSTRAINT positions_key PRIMARY KEY (key)
+                )
+                """,
+                "CREATE INDEX positions_device_time ON positions (device, time)",
+                "CREATE INDEX positions_position ON positions USING gist (position)",
+                """
+                CREATE TABLE devices (
+                    id text COLLATE "C" PRIMARY KEY,
+                    points bigint NOT NULL,
+                    first timestamptz NOT NULL,
+                    last timestamptz NOT NULL,
+                    last_received timestamptz NOT NULL
+                )
+                """,
+            ]
+        ),
         ("v2-fleet", fleetMigration),
         ("v3-devices-trigger", devicesTriggerMigration),
         ("v4-device-secrets", secretsMigration),
@@ -87,8 +90,10 @@ extension PostgresTrackStore {
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withConnection { connection in
             var postgis = false
-            for try await _ in try await connection.query("SELECT 1 FROM pg_extension WHERE extname = 'postgis'",
-                                                          logger: logger) { postgis = true }
+            for try await _ in try await connection.query(
+                "SELECT 1 FROM pg_extension WHERE extname = 'postgis'",
+                logger: logger)
+            { postgis = true }
             if !postgis {
                 do {
                     try await connection.query("CREATE EXTENSION IF NOT EXISTS postgis", logger: logger)
@@ -99,23 +104,27 @@ extension PostgresTrackStore {
             }
             try await connection.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(7152015)", logger: logger)
-                try await connection.query("""
+                try await connection.query(
+                    """
                     CREATE TABLE IF NOT EXISTS keeptrack_migrations (
                         identifier text PRIMARY KEY,
                         applied timestamptz NOT NULL DEFAULT now()
                     )
                     """, logger: logger)
                 var applied: Set<String> = []
-                for try await id in try await connection.query("SELECT identifier FROM keeptrack_migrations",
-                                                               logger: logger).decode(String.self) {
+                for try await id in try await connection.query(
+                    "SELECT identifier FROM keeptrack_migrations",
+                    logger: logger
+                ).decode(String.self) {
                     applied.insert(id)
                 }
                 for (identifier, statements) in migrations where !applied.contains(identifier) {
                     for statement in statements {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
-                    try await connection.query("INSERT INTO keeptrack_migrations (identifier) VALUES (\(identifier))",
-                                               logger: logger)
+                    try await connection.query(
+                        "INSERT INTO keeptrack_migrations (identifier) VALUES (\(identifier))",
+                        logger: logger)
                     logger.info("migrated", metadata: ["migration": "\(identifier)"])
                 }
             }

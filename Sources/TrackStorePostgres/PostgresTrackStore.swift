@@ -45,23 +45,28 @@ public final class PostgresTrackStore: TrackStore {
     ///   - connectTimeout: how long to wait for the database at the start. The default is 30 s.
     /// - Throws: ``TrackStoreError`` naming what is wrong (unreachable, PostGIS missing, a migration
     ///   failing).
-    public init(url: PostgresURL, maxConnections: Int = 10, connectTimeout: Duration = .seconds(30),
-                logger: Logger = Logger(label: "keeptrack.postgres")) async throws {
+    public init(
+        url: PostgresURL, maxConnections: Int = 10, connectTimeout: Duration = .seconds(30),
+        logger: Logger = Logger(label: "keeptrack.postgres")
+    ) async throws {
         self.url = url
         self.logger = logger
         var configuration: PostgresClient.Configuration
         if let socket = url.socketPath {
-            configuration = .init(unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
+            configuration = .init(
+                unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
         } else {
-            configuration = .init(host: url.host ?? "localhost", port: url.port, username: url.user,
-                                  password: url.password, database: url.database, tls: try Self.tls(url))
+            configuration = .init(
+                host: url.host ?? "localhost", port: url.port, username: url.user,
+                password: url.password, database: url.database, tls: try Self.tls(url))
         }
         // One connection first, so that a refused connection, a wrong password or a missing database
         // is said at once, in PostgreSQL's words (the pool would retry it quietly until the deadline).
         do {
             try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
-                let probe = try await PostgresConnection.connect(configuration: Self.connectionConfiguration(url),
-                                                                 id: 0, logger: logger)
+                let probe = try await PostgresConnection.connect(
+                    configuration: Self.connectionConfiguration(url),
+                    id: 0, logger: logger)
                 try await probe.close()
             }
         } catch {
@@ -75,9 +80,10 @@ public final class PostgresTrackStore: TrackStore {
         self.name = name
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
-        coalescer = CopyCoalescer(run: { buffer in try await Self.copy(buffer, client: client, logger: logger) },
-                                  countInstances: { try await Self.instances(client: client, name: name, logger: logger) },
-                                  logger: logger)
+        coalescer = CopyCoalescer(
+            run: { buffer in try await Self.copy(buffer, client: client, logger: logger) },
+            countInstances: { try await Self.instances(client: client, name: name, logger: logger) },
+            logger: logger)
         runner = Task { await client.run() }
         do {
             try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
@@ -118,8 +124,9 @@ public final class PostgresTrackStore: TrackStore {
             let context = try NIOSSLContext(configuration: configuration)
             tls = url.sslMode == .prefer ? .prefer(context) : .require(context)
         }
-        return .init(host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password,
-                     database: url.database, tls: tls)
+        return .init(
+            host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password,
+            database: url.database, tls: tls)
     }
 
     public func close() async {
@@ -147,7 +154,8 @@ public final class PostgresTrackStore: TrackStore {
     }
 
     static func instances(client: PostgresClient, name: String, logger: Logger) async throws -> Int {
-        let others = try await client.query("""
+        let others = try await client.query(
+            """
             SELECT count(DISTINCT application_name)::int8 FROM pg_stat_activity
             WHERE datname = current_database() AND application_name LIKE \(applicationPrefix + "%")
               AND application_name <> \(name)
@@ -258,8 +266,10 @@ public final class PostgresTrackStore: TrackStore {
         while true {
             do {
                 return try await work()
-            } catch let error as PSQLError where attempt < 5
-                && [.deadlockDetected, .serializationFailure].contains(error.condition) {
+            } catch let error as PSQLError
+                where attempt < 5
+                && [.deadlockDetected, .serializationFailure].contains(error.condition)
+            {
                 attempt += 1
             }
         }
@@ -292,9 +302,10 @@ public final class PostgresTrackStore: TrackStore {
         return out
     }
 
-    public func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-                      includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?)
-    {
+    public func trail(
+        device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+        includeInvalid: Bool
+    ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         precondition(limit > 0, "a page holds at least one record")
         guard !device.utf8.contains(0) else { return ([], nil) }
         var binds = PostgresBindings()
@@ -319,7 +330,8 @@ public final class PostgresTrackStore: TrackStore {
             let k = parameter(cursor.key)
             if let seq = cursor.sequence {
                 let s = parameter(seq)
-                sql += " AND time >= \(t) AND (time > \(t) OR (time = \(t) AND (seq > \(s) OR (seq = \(s) AND key > \(k)))))"
+                sql +=
+                    " AND time >= \(t) AND (time > \(t) OR (time = \(t) AND (seq > \(s) OR (seq = \(s) AND key > \(k)))))"
             } else {
                 sql += " AND time >= \(t) AND (time > \(t) OR (time = \(t) AND (seq IS NOT NULL OR key > \(k))))"
             }
@@ -343,12 +355,18 @@ public final class PostgresTrackStore: TrackStore {
                 more = true
                 continue
             }
-            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device, span) =
-                try row.decode((Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
-                                Double?, Bool, String?, String, String, String?).self)
-            var r = TrailRecord(device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
-                                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
-                                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
+            let (
+                seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device, span
+            ) =
+                try row.decode(
+                    (
+                        Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
+                        Double?, Bool, String?, String, String, String?
+                    ).self)
+            var r = TrailRecord(
+                device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
+                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
+                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
             r.valid = valid
             r.attributes = TrailRecord.attributes(fromJSON: attributes)
             if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
@@ -361,7 +379,8 @@ public final class PostgresTrackStore: TrackStore {
     public func count() async throws -> Int {
         var n: Int64 = 0
         for try await c in try await client.query("SELECT COALESCE(sum(points), 0)::int8 FROM devices", logger: logger)
-            .decode(Int64.self) { n = c }
+            .decode(Int64.self)
+        { n = c }
         return Int(n)
     }
 
@@ -374,7 +393,8 @@ public final class PostgresTrackStore: TrackStore {
                 let hint = e.serverInfo?[.hint].map { " (\($0))" } ?? ""
                 return TrackStoreError(message: what, reason: "\(message)\(hint)", underlying: e)
             }
-            return TrackStoreError(message: what, reason: "\(e.code)" + (e.underlying.map { ": \($0)" } ?? ""), underlying: e)
+            return TrackStoreError(
+                message: what, reason: "\(e.code)" + (e.underlying.map { ": \($0)" } ?? ""), underlying: e)
         }
         return TrackStoreError(message: what, underlying: error)
     }
@@ -387,9 +407,10 @@ extension PSQLError {
 }
 
 /// Runs `work`, failing with `message` after `limit` on `clock`.
-func withDeadline<T: Sendable>(_ limit: Duration, _ message: String, clock: some Clock<Duration> = ContinuousClock(),
-                               _ work: @escaping @Sendable () async throws -> T) async throws -> T
-{
+func withDeadline<T: Sendable>(
+    _ limit: Duration, _ message: String, clock: some Clock<Duration> = ContinuousClock(),
+    _ work: @escaping @Sendable () async throws -> T
+) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await work() }
         group.addTask {

@@ -52,11 +52,15 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: ``TrackStoreError`` naming the part that is wrong.
     public init(parsing text: String, environment: [String: String] = [:]) throws(TrackStoreError) {
         func fail(_ why: String) -> TrackStoreError {
-            TrackStoreError(message: "the PostgreSQL URL: \(why) "
-                + "(expected postgres://USER@HOST:PORT/DATABASE[?sslmode=...] or postgres://USER@/DATABASE?host=/SOCKET/DIR)")
+            TrackStoreError(
+                message: "the PostgreSQL URL: \(why) "
+                    + "(expected postgres://USER@HOST:PORT/DATABASE[?sslmode=...] or postgres://USER@/DATABASE?host=/SOCKET/DIR)"
+            )
         }
         func decode(_ s: Substring, _ what: String) throws(TrackStoreError) -> String {
-            guard let d = PercentEncoding.decode(String(s)) else { throw fail("\(what) is not valid percent-encoded UTF-8") }
+            guard let d = PercentEncoding.decode(String(s)) else {
+                throw fail("\(what) is not valid percent-encoded UTF-8")
+            }
             return d
         }
         guard let scheme = text.range(of: "://"), Self.isURL(text) else { throw fail("not a postgres:// URL") }
@@ -87,7 +91,9 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
             hostText = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if after.hasPrefix(":") {
-                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { throw fail("the port is not 1-65535") }
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
+                    throw fail("the port is not 1-65535")
+                }
                 port = p
             }
         } else if let colon = authority.lastIndex(of: ":") {
@@ -110,7 +116,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
             switch key {
             case "sslmode":
                 guard let mode = SSLMode(rawValue: value) else {
-                    throw fail("sslmode '\(value)' is not one of " + SSLMode.allCases.map(\.rawValue).joined(separator: ", "))
+                    throw fail(
+                        "sslmode '\(value)' is not one of " + SSLMode.allCases.map(\.rawValue).joined(separator: ", "))
                 }
                 sslMode = mode
             case "host":

@@ -4,7 +4,7 @@ import Logging
 import TrackServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The store a `--db` value names: a `postgres://` or `postgresql://` URL (``PostgresURL``) is a
@@ -47,9 +47,12 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
     /// (``SQLiteTrackStore/init(path:progress:)``).
     ///
     /// - Throws: ``TrackStoreError`` saying what is wrong with the URL or the database.
-    public func open(environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
-                     progress: (@Sendable (SQLiteTrackStore.Upgrade?) -> Void)? = nil)
-        async throws -> any TrackStore {
+    public func open(
+        environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
+        progress: (@Sendable (SQLiteTrackStore.Upgrade?) -> Void)? = nil
+    )
+        async throws -> any TrackStore
+    {
         switch self {
         case .postgres(let url):
             let parsed = try PostgresURL(parsing: url, environment: environment)
@@ -65,8 +68,10 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
 
     /// Runs `body` on the store, opened with ``open(environment:logger:progress:)``, and closes it
     /// whether `body` returns or throws.
-    public func withStore<T>(environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
-                             _ body: (any TrackStore) async throws -> T) async throws -> T {
+    public func withStore<T>(
+        environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
+        _ body: (any TrackStore) async throws -> T
+    ) async throws -> T {
         let store = try await open(environment: environment, logger: logger)
         do {
             let result = try await body(store)
@@ -84,9 +89,12 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``TrailExportError``: no such database (``TrailExportError/Code/noDatabase``), several
     ///   devices and none named (``TrailExportError/Code/severalDevices``), or what can't be read.
-    public func exportTrail(device: String?, from: Double, to: Double, format: String,
-                            regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil)
-        async throws(TrailExportError) -> TrailFile {
+    public func exportTrail(
+        device: String?, from: Double, to: Double, format: String,
+        regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil
+    )
+        async throws(TrailExportError) -> TrailFile
+    {
         guard exists else {
             throw TrailExportError(.noDatabase, description: "no endpoint database at \(self)")
         }
@@ -94,11 +102,12 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
         do {
             store = try await open()
         } catch {
-            throw TrailExportError(description: "", underlying: error) // the store's error names the database
+            throw TrailExportError(description: "", underlying: error)  // the store's error names the database
         }
         do {
-            let file = try await store.export(device: device, from: from, to: to, format: format, regions: regions,
-                                              progress: progress)
+            let file = try await store.export(
+                device: device, from: from, to: to, format: format, regions: regions,
+                progress: progress)
             await store.close()
             return file
         } catch {
@@ -110,7 +119,9 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Opens the store a `--db` value names (``TrackDatabase/open(environment:logger:progress:)``).
-public func openTrackStore(_ database: String, environment: [String: String] = [:],
-                           logger: Logger = Logger(label: "keeptrack.store")) async throws -> any TrackStore {
+public func openTrackStore(
+    _ database: String, environment: [String: String] = [:],
+    logger: Logger = Logger(label: "keeptrack.store")
+) async throws -> any TrackStore {
     try await TrackDatabase(database).open(environment: environment, logger: logger)
 }

@@ -59,7 +59,8 @@ public struct SimulationResult: Sendable, Hashable {
     public var why: String {
         guard let firstStop, let firstStopReason else {
             switch strategy {
-            case .location, .locationPulse: return "ran throughout: \(grouped(refreshes)) locations refreshed the budget"
+            case .location, .locationPulse:
+                return "ran throughout: \(grouped(refreshes)) locations refreshed the budget"
             case .audio: return "ran throughout: playback keeps the app running"
             default: return "ran throughout"
             }
@@ -79,11 +80,12 @@ extension SimulationResult {
     public static func jsonLines(_ results: [SimulationResult]) -> String {
         var out: [UInt8] = []
         for r in results {
-            out.append(contentsOf: ("{\"policy\":\"\(r.policy)\",\"strategy\":\"\(r.strategy.rawValue)\","
-                + "\"ran\":\(Int(r.ran.rounded())),\"duration\":\(Int(r.duration.rounded())),"
-                + "\"firstStop\":\(r.firstStop.map { "\(Int($0.rounded()))" } ?? "null"),"
-                + "\"finalState\":\"\(r.finalState.rawValue)\",\"wakes\":\(r.wakes),"
-                + "\"suspensions\":\(r.suspensions),\"refreshes\":\(r.refreshes),\"why\":").utf8)
+            out.append(
+                contentsOf: ("{\"policy\":\"\(r.policy)\",\"strategy\":\"\(r.strategy.rawValue)\","
+                    + "\"ran\":\(Int(r.ran.rounded())),\"duration\":\(Int(r.duration.rounded())),"
+                    + "\"firstStop\":\(r.firstStop.map { "\(Int($0.rounded()))" } ?? "null"),"
+                    + "\"finalState\":\"\(r.finalState.rawValue)\",\"wakes\":\(r.wakes),"
+                    + "\"suspensions\":\(r.suspensions),\"refreshes\":\(r.refreshes),\"why\":").utf8)
             ByteWriting.appendJSONString(r.why, to: &out)
             out.append(contentsOf: "}\n".utf8)
         }
@@ -96,8 +98,10 @@ extension SimulationResult {
         let header = ["policy", "strategy", "kept running", "first stop", "final state", "why"]
         var rows = [header]
         for r in results {
-            rows.append([r.policy, r.strategy.rawValue, "\(grouped(Int(r.ran.rounded()))) s",
-                         r.firstStop.map { "\(grouped(Int($0.rounded()))) s" } ?? "-", r.finalState.rawValue, r.why])
+            rows.append([
+                r.policy, r.strategy.rawValue, "\(grouped(Int(r.ran.rounded()))) s",
+                r.firstStop.map { "\(grouped(Int($0.rounded()))) s" } ?? "-", r.finalState.rawValue, r.why,
+            ])
         }
         let widths = (0..<header.count - 1).map { c in rows.map { $0[c].count }.max()! }
         for row in rows {
@@ -138,8 +142,10 @@ public struct MotionProfile: Sendable {
             if moving && i > 0 { travelled += 10 }
             let c = Geodesy.destination(from: start, bearing: 90, distance: travelled)
             let time = GNSSTime(nanosecondsSince1970: Int64(t0 + Double(i)) * 1_000_000_000, fractionDigits: 0)
-            out.append(Fix(time: time, coordinate: c, speed: moving ? 10 : 0, course: 90, mode: .twoD,
-                           horizontalAccuracy: 5))
+            out.append(
+                Fix(
+                    time: time, coordinate: c, speed: moving ? 10 : 0, course: 90, mode: .twoD,
+                    horizontalAccuracy: 5))
         }
         return MotionProfile(name: "synthetic commute (10 min still, 5 min at 10 m/s, repeated)", fixes: out)
     }
@@ -213,9 +219,10 @@ public struct BudgetSimulation: Sendable {
         default: c.standardUpdates = nil
         }
         let script = Script(strategy: strategy, t0: t0)
-        let tracker = try Tracker(source: SimulatedMotion(profile: profile, clock: clock, script: script),
-                                  configuration: c, sink: ClosureSink { event in script.observe(event) },
-                                  clock: clock)
+        let tracker = try Tracker(
+            source: SimulatedMotion(profile: profile, clock: clock, script: script),
+            configuration: c, sink: ClosureSink { event in script.observe(event) },
+            clock: clock)
         script.tracker.withLock { $0 = tracker }
         try await tracker.run()
         let app = tracker.application
@@ -245,10 +252,11 @@ public struct BudgetSimulation: Sendable {
             if case .woken = tr.reason { wakes += 1 }
         }
         if let since = runningSince { ran += end - since }
-        return SimulationResult(policy: policy.name, strategy: strategy, ran: ran, duration: end - t0,
-                                firstStop: firstStop, finalState: app.state, firstStopReason: firstReason,
-                                wakes: wakes, suspensions: suspensions,
-                                refreshes: script.state.withLock { $0.refreshes }, transitions: transitions)
+        return SimulationResult(
+            policy: policy.name, strategy: strategy, ran: ran, duration: end - t0,
+            firstStop: firstStop, finalState: app.state, firstStopReason: firstReason,
+            wakes: wakes, suspensions: suspensions,
+            refreshes: script.state.withLock { $0.refreshes }, transitions: transitions)
     }
 
     /// What the app does on top of the tracker: its tasks, its pulses, its uploads after a wake.
@@ -275,7 +283,9 @@ public struct BudgetSimulation: Sendable {
         func before(_ t: Double) {
             guard let tracker = tracker.withLock({ $0 }) else { return }
             let app = tracker.application
-            if !state.withLock({ s in defer { s.started = true }; return s.started }) {
+            if !state.withLock({ s in
+                defer { s.started = true }; return s.started
+            }) {
                 switch strategy {
                 case .task, .locationPulse: Self.beginEndingInHandler(app, name: strategy.rawValue)
                 case .taskRestart: Self.beginRestartingInHandler(app)
@@ -300,7 +310,8 @@ public struct BudgetSimulation: Sendable {
             }
             if off { tracker.stopUpdatingLocation() }
             if strategy == .locationPulse, app.state.isRunning, (t - t0).truncatingRemainder(dividingBy: 60) == 0,
-               t > t0 {
+                t > t0
+            {
                 tracker.startUpdatingLocation()
                 state.withLock { $0.pulseOff = t + 1 }
             }

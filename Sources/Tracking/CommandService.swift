@@ -18,8 +18,11 @@ public struct CommandService: Service {
 public func runAsService(_ body: @escaping @Sendable () async throws -> Void) async throws {
     var logger = Logger(label: "keeptrack.lifecycle")
     logger.logLevel = .error
-    let group = ServiceGroup(configuration: .init(
-        services: [.init(service: CommandService(body: body), successTerminationBehavior: .gracefullyShutdownGroup)],
-        gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+    let group = ServiceGroup(
+        configuration: .init(
+            services: [
+                .init(service: CommandService(body: body), successTerminationBehavior: .gracefullyShutdownGroup)
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
     try await group.run()
 }

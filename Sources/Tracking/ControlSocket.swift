@@ -5,7 +5,7 @@ import ServiceLifecycle
 import SystemIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The write end of the control socket's wake pipe, for the signal handlers.
@@ -61,10 +61,12 @@ public final class ControlSocket: Service, Sendable {
             _ = write(signalPipe, &b, 1)
         }
         let finished = Signal()
-        server.start(handler: { [self] in answer($0) }, onWake: { [tracker] byte in
-            if byte == UInt8(ascii: "1") { tracker.enterBackground() }
-            if byte == UInt8(ascii: "2") { tracker.enterForeground() }
-        }, finished: { finished.fire() })
+        server.start(
+            handler: { [self] in answer($0) },
+            onWake: { [tracker] byte in
+                if byte == UInt8(ascii: "1") { tracker.enterBackground() }
+                if byte == UInt8(ascii: "2") { tracker.enterForeground() }
+            }, finished: { finished.fire() })
         try? await gracefulShutdown()
         server.stop()
         await finished.wait()

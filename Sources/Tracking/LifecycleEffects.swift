@@ -3,7 +3,7 @@ import Lifecycle
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A source whose hold on the receiver can be given up while the app is suspended (gpsd's watch),

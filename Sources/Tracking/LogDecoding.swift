@@ -3,7 +3,7 @@ import Geo
 import NMEA
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `keeptrack decode` as a library call: an NMEA log in, one record per GNSS epoch out in a
@@ -76,9 +76,12 @@ public struct LogDecoding {
             let mb = Double(s.bytes) / 1e6
             var text = "\(label) \(grouped(s.sentences)) sentences, \(grouped(s.fixes)) fixes "
             text += "(\(grouped(s.positionFixes)) with position), \(grouped(s.badChecksums)) bad checksums, "
-            text += "\(grouped(s.rejected - s.badChecksums)) other bad sentences, \(grouped(s.skippedBytes)) skipped bytes, "
-            text += "\(grouped(s.unknownSentences)) unknown and \(grouped(s.proprietarySentences)) proprietary sentences; "
-            text += "\(formatFixed(mb, 2)) MB in \(formatFixed(elapsed, 3)) s (\(formatFixed(mb / max(elapsed, 1e-9), 2)) MB/s)"
+            text +=
+                "\(grouped(s.rejected - s.badChecksums)) other bad sentences, \(grouped(s.skippedBytes)) skipped bytes, "
+            text +=
+                "\(grouped(s.unknownSentences)) unknown and \(grouped(s.proprietarySentences)) proprietary sentences; "
+            text +=
+                "\(formatFixed(mb, 2)) MB in \(formatFixed(elapsed, 3)) s (\(formatFixed(mb / max(elapsed, 1e-9), 2)) MB/s)"
             if s.rejected > 0 {
                 let parts = s.errors.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key): \($0.value)" }
                 text += "\n  rejected by kind: " + parts.joined(separator: ", ")
@@ -92,8 +95,10 @@ public struct LogDecoding {
     /// the end when it heard anything.
     ///
     /// - Throws: `OutputError` when the output cannot be written; decoding problems are in the result.
-    public func run(output: OutputBuffer = OutputBuffer(), warn: @escaping (Warning) -> Void,
-                    progress: ((Progress?) -> Void)? = nil) throws(OutputError) -> Result {
+    public func run(
+        output: OutputBuffer = OutputBuffer(), warn: @escaping (Warning) -> Void,
+        progress: ((Progress?) -> Void)? = nil
+    ) throws(OutputError) -> Result {
         var out = output
         let started = monotonicSeconds()
         var decoder = NMEADecoder(options: options)
@@ -116,16 +121,21 @@ public struct LogDecoding {
         var lastProgress = started
         var failure: NMEAError?
         do throws(NMEAError) {
-            try decoder.decodeFile(path, progress: { reader in
-                guard let progress, let size = reader.size, size > 0 else { return }
-                let now = monotonicSeconds()
-                if now - lastProgress < 0.25 { return }
-                lastProgress = now
-                let mbps = Double(reader.position) / 1e6 / max(now - started, 1e-9)
-                let eta = Double(size - reader.position) / 1e6 / max(mbps, 1e-9)
-                progress(Progress(fraction: Double(reader.position) / Double(size), megabytesPerSecond: mbps,
-                                  secondsLeft: Int(eta.rounded())))
-            }) { fix in
+            try decoder.decodeFile(
+                path,
+                progress: { reader in
+                    guard let progress, let size = reader.size, size > 0 else { return }
+                    let now = monotonicSeconds()
+                    if now - lastProgress < 0.25 { return }
+                    lastProgress = now
+                    let mbps = Double(reader.position) / 1e6 / max(now - started, 1e-9)
+                    let eta = Double(size - reader.position) / 1e6 / max(mbps, 1e-9)
+                    progress(
+                        Progress(
+                            fraction: Double(reader.position) / Double(size), megabytesPerSecond: mbps,
+                            secondsLeft: Int(eta.rounded())))
+                }
+            ) { fix in
                 guard writeError == nil, includeAll || fix.hasPosition else { return }
                 writer.write(fix, into: &out.bytes)
                 do throws(OutputError) { try out.flushIfNeeded() } catch { writeError = error }
@@ -146,7 +156,7 @@ public struct LogDecoding {
     public static func parseDate(_ s: String) -> Int32? {
         let parts = s.split(separator: "-")
         guard parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
-              (1...12).contains(m), (1...31).contains(d), (1...9999).contains(y)
+            (1...12).contains(m), (1...31).contains(d), (1...9999).contains(y)
         else { return nil }
         return Int32(GNSSTime.daysFromCivil(year: y, month: m, day: d))
     }

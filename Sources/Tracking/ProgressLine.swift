@@ -3,7 +3,7 @@ import Formats
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Progress for long work, as one status line redrawn while the work runs and erased when it ends.
@@ -28,7 +28,8 @@ public enum ProgressLine {
         let queue = DispatchQueue(label: "keeptrack.progress")
         let drawn = Atomic(false)
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = Int(interval.components.seconds) * 1_000_000_000
+        let nanoseconds =
+            Int(interval.components.seconds) * 1_000_000_000
             + Int(interval.components.attoseconds / 1_000_000_000)
         timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds))
         timer.setEventHandler {

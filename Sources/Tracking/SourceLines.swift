@@ -39,7 +39,9 @@ public struct SourceLines {
     ///
     /// - Returns: whether the source reported an error event.
     @discardableResult
-    public mutating func pump<S: FixSource>(_ source: S, tick: ((Double?) -> Void)? = nil) async throws(OutputError) -> Bool {
+    public mutating func pump<S: FixSource>(_ source: S, tick: ((Double?) -> Void)? = nil) async throws(OutputError)
+        -> Bool
+    {
         // On the source's reading thread when it has one (gpsd): no thread hand-off per fix.
         try await withTaskExecutorPreference(source.preferredExecutor) { () async throws(OutputError) -> Bool in
             let started = monotonicSeconds()

@@ -53,7 +53,9 @@ extension TrackerCore {
 
     /// Logs a source's event: lost or failing at warning, the rest at info.
     func log(source e: SourceEvent) {
-        let metadata: Logger.Metadata = ["source": "\(e.source)", "kind": "\(e.kind.rawValue)", "message": "\(e.message)"]
+        let metadata: Logger.Metadata = [
+            "source": "\(e.source)", "kind": "\(e.kind.rawValue)", "message": "\(e.message)",
+        ]
         switch e.kind {
         case .disconnected, .error: logger.warning("source problem", metadata: metadata)
         case .connected, .released, .acquired, .endOfInput: logger.info("source changed", metadata: metadata)
@@ -62,7 +64,9 @@ extension TrackerCore {
 
     /// Logs a lifecycle transition at info (a termination at warning).
     func log(transition t: AppLifecycle.Transition) {
-        let metadata: Logger.Metadata = ["from": "\(t.from.rawValue)", "to": "\(t.to.rawValue)", "reason": "\(t.reason)"]
+        let metadata: Logger.Metadata = [
+            "from": "\(t.from.rawValue)", "to": "\(t.to.rawValue)", "reason": "\(t.reason)",
+        ]
         if t.to == .terminated {
             logger.warning("app terminated", metadata: metadata)
         } else {
@@ -75,9 +79,11 @@ extension TrackerCore {
     func checkOutboxDepth(_ outbox: Outbox) {
         let depth = outbox.waiting
         guard let level = depthAlarm.withLock({ $0.observe(depth) }) else { return }
-        logger.warning("outbox filling up", metadata: [
-            "waiting": "\(depth)", "level": "\(level)", "cap": "\(outbox.configuration.maxCount)",
-            "last-error": "\(uploads?.stats?.lastError ?? "none")",
-        ])
+        logger.warning(
+            "outbox filling up",
+            metadata: [
+                "waiting": "\(depth)", "level": "\(level)", "cap": "\(outbox.configuration.maxCount)",
+                "last-error": "\(uploads?.stats?.lastError ?? "none")",
+            ])
     }
 }

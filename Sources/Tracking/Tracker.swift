@@ -50,10 +50,12 @@ public final class Tracker: Service, Sendable {
     ///   - clock: the time of the lifecycle, the location service and the records.
     /// - Throws: ``TrackerError`` when the region store or the outbox can't be opened, or the
     ///   uploader's settings can't be used.
-    public init<S: FixSource>(source: S, configuration: Configuration, sink: any TrackerEventSink = DiscardingSink(),
-                              releaser: (any WatchReleasing)? = nil, notifier: SystemdNotifier? = nil,
-                              logger: Logger = Logger(label: "keeptrack.tracker"),
-                              clock: any EpochClock) throws {
+    public init<S: FixSource>(
+        source: S, configuration: Configuration, sink: any TrackerEventSink = DiscardingSink(),
+        releaser: (any WatchReleasing)? = nil, notifier: SystemdNotifier? = nil,
+        logger: Logger = Logger(label: "keeptrack.tracker"),
+        clock: any EpochClock
+    ) throws {
         self.configuration = configuration
         var regions = configuration.regions
         if let store = configuration.regionStore {
@@ -70,7 +72,9 @@ public final class Tracker: Service, Sendable {
             // OwnTracks' transitions carry their waypoint's creation time: when the regions were stored.
             if let defined = configuration.regionStore?.definitionsStoredAt() {
                 upload.uploader.formatSettings.regionsDefinedAt = defined
-                for i in upload.otherTargets.indices { upload.otherTargets[i].formatSettings.regionsDefinedAt = defined }
+                for i in upload.otherTargets.indices {
+                    upload.otherTargets[i].formatSettings.regionsDefinedAt = defined
+                }
             }
             do {
                 // A first run: the data directory may not exist yet.
@@ -78,22 +82,25 @@ public final class Tracker: Service, Sendable {
                     makeDirectories(String(upload.outboxPath[..<slash]))
                 }
                 outbox = try Outbox(path: upload.outboxPath, configuration: upload.outbox)
-                uploadService = try UploadService(outbox: outbox!, settings: upload, application: app, logger: logger,
-                                                  clock: WallClock())
+                uploadService = try UploadService(
+                    outbox: outbox!, settings: upload, application: app, logger: logger,
+                    clock: WallClock())
             } catch {
                 throw TrackerError("", code: .upload, underlying: error)
             }
         }
-        let core = TrackerCore(configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
-                               sink: sink, releaser: releaser, notifier: notifier, logger: logger,
-                               clock: clock)
-        let manager = LocationManager(source: GatedSource(upstream: source, core: core),
-                                      configuration: configuration.locationManager, regions: regions,
-                                      updatingLocation: configuration.updatesLocationAtStart,
-                                      rejected: { [metrics = core.metrics, core] in
-                                          metrics.filtered($0)
-                                          core.heartbeatFixRejected()
-                                      }, clock: clock)
+        let core = TrackerCore(
+            configuration: configuration, app: app, outbox: outbox, uploads: uploadService,
+            sink: sink, releaser: releaser, notifier: notifier, logger: logger,
+            clock: clock)
+        let manager = LocationManager(
+            source: GatedSource(upstream: source, core: core),
+            configuration: configuration.locationManager, regions: regions,
+            updatingLocation: configuration.updatesLocationAtStart,
+            rejected: { [metrics = core.metrics, core] in
+                metrics.filtered($0)
+                core.heartbeatFixRejected()
+            }, clock: clock)
         core.gate(manager)
         core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
         self.core = core
@@ -126,8 +133,10 @@ public final class Tracker: Service, Sendable {
     public func runGroup(before: [any Service] = [], control: String? = nil, logger: Logger) async throws {
         var services = before.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) } + self.services
         if let control { services.append(.init(service: try ControlSocket(path: control, tracker: self))) }
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
-                                                      logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         try await group.run()
     }
 
@@ -282,9 +291,11 @@ final class TrackerCore: Sendable {
     /// When a stationary device's latest location is recorded again (``Configuration/heartbeat``).
     let heartbeat: Mutex<HeartbeatState>
 
-    init(configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
-         sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
-         logger: Logger, clock: any EpochClock) {
+    init(
+        configuration: Tracker.Configuration, app: Application, outbox: Outbox?, uploads: UploadService?,
+        sink: any TrackerEventSink, releaser: (any WatchReleasing)?, notifier: SystemdNotifier?,
+        logger: Logger, clock: any EpochClock
+    ) {
         self.configuration = configuration
         self.app = app
         self.outbox = outbox
@@ -296,9 +307,11 @@ final class TrackerCore: Sendable {
         depthAlarm = Mutex(OutboxDepthAlarm(cap: outbox?.configuration.maxCount ?? 0))
         let upload = configuration.upload
         heartbeat = Mutex(HeartbeatState(interval: configuration.heartbeat))
-        unsaved = Mutex(OutboxGroupCommit(maxRecords: upload?.commitMaxRecords ?? 1, maxDelay: upload?.commitWithin ?? 0))
-        effects = LifecycleEffects(app: app, notifier: notifier, releaser: releaser,
-                                   sampleInterval: configuration.sampleInterval)
+        unsaved = Mutex(
+            OutboxGroupCommit(maxRecords: upload?.commitMaxRecords ?? 1, maxDelay: upload?.commitWithin ?? 0))
+        effects = LifecycleEffects(
+            app: app, notifier: notifier, releaser: releaser,
+            sampleInterval: configuration.sampleInterval)
     }
 
     /// Now on the tracker's clock, in seconds since 1970.

@@ -7,7 +7,7 @@ import SystemIO
 import Upload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a running ``Tracker`` reports, in order: the location service's events, the lifecycle's
@@ -109,14 +109,17 @@ public final class JSONLinesSink: TrackerEventSink {
                     EventJSON.appendStringObject(["event": "state", "region": id, "state": state.rawValue], to: &out)
                 }
             case .visit(let v, let at):
-                EventJSON.appendVisit(time: at.timestamp, arrival: v.arrival, departure: v.departure,
-                                      coordinate: v.coordinate, horizontalAccuracy: v.horizontalAccuracy, to: &out)
+                EventJSON.appendVisit(
+                    time: at.timestamp, arrival: v.arrival, departure: v.departure,
+                    coordinate: v.coordinate, horizontalAccuracy: v.horizontalAccuracy, to: &out)
             case .trip(let t, _):
-                EventJSON.appendTrip(start: t.start, end: t.end, distance: t.distance, maximumSpeed: t.maximumSpeed,
-                                     from: t.startCoordinate, to: t.endCoordinate, to: &out)
+                EventJSON.appendTrip(
+                    start: t.start, end: t.end, distance: t.distance, maximumSpeed: t.maximumSpeed,
+                    from: t.startCoordinate, to: t.endCoordinate, to: &out)
             case .error(let error):
-                EventJSON.appendStringObject(["event": "error", "code": error.code.rawValue, "reason": error.reason],
-                                             to: &out)
+                EventJSON.appendStringObject(
+                    ["event": "error", "code": error.code.rawValue, "reason": error.reason],
+                    to: &out)
             }
         case .lifecycle(let e, let remaining):
             switch e {
@@ -130,17 +133,21 @@ public final class JSONLinesSink: TrackerEventSink {
                 case .terminated: name = "terminated"
                 case .notRunning: return false
                 }
-                EventJSON.appendLifecycle(name, time: t.time, reason: t.reason.description,
-                                          backgroundTimeRemaining: t.to == .background ? .some(remaining) : nil,
-                                          to: &out)
+                EventJSON.appendLifecycle(
+                    name, time: t.time, reason: t.reason.description,
+                    backgroundTimeRemaining: t.to == .background ? .some(remaining) : nil,
+                    to: &out)
             case .expiring(_, let task, let time):
                 EventJSON.appendExpiring(task: task, time: time, to: &out)
             case .refreshed:
                 return false
             }
         case .source(let e):
-            EventJSON.appendStringObject(["event": "source", "kind": e.kind.rawValue, "source": e.source,
-                                          "message": e.message], to: &out)
+            EventJSON.appendStringObject(
+                [
+                    "event": "source", "kind": e.kind.rawValue, "source": e.source,
+                    "message": e.message,
+                ], to: &out)
         case .outboxEvicted(let e):
             EventJSON.appendOutboxEvicted(count: e.total, byCount: e.byCount, byAge: e.byAge, to: &out)
         case .heartbeat(let l):

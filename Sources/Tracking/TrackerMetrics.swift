@@ -15,13 +15,15 @@ final class TrackerMetrics: Sendable {
     let outboxOldest = Gauge(label: "keeptrack_outbox_oldest_age_seconds")
     let evicted = Counter(label: "keeptrack_outbox_evicted_total")
     let lastUpload = Gauge(label: "keeptrack_last_upload_timestamp_seconds")
-    let states: [AppLifecycle.State: Gauge] = Dictionary(uniqueKeysWithValues: AppLifecycle.State.allCases.map {
-        ($0, Gauge(label: "keeptrack_lifecycle_state", dimensions: [("state", $0.rawValue)]))
-    })
+    let states: [AppLifecycle.State: Gauge] = Dictionary(
+        uniqueKeysWithValues: AppLifecycle.State.allCases.map {
+            ($0, Gauge(label: "keeptrack_lifecycle_state", dimensions: [("state", $0.rawValue)]))
+        })
     let filteredCounters = Mutex<[String: Counter]>([:])
-    let regionEvents: [String: Counter] = Dictionary(uniqueKeysWithValues: ["enter", "exit", "dwell"].map {
-        ($0, Counter(label: "keeptrack_region_events_total", dimensions: [("event", $0)]))
-    })
+    let regionEvents: [String: Counter] = Dictionary(
+        uniqueKeysWithValues: ["enter", "exit", "dwell"].map {
+            ($0, Counter(label: "keeptrack_region_events_total", dimensions: [("event", $0)]))
+        })
 
     func filtered(_ reason: RejectReason) {
         let category = reason.category

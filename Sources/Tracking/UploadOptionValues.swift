@@ -63,7 +63,9 @@ public struct UploadOptionValues: Sendable {
     /// What is wrong with the values, or nil; the first problem found.
     public var problem: Problem? {
         if UploadFormats.named(format) == nil { return .unknownFormat(format) }
-        if let url, url != "embedded", !(url.hasPrefix("http://") || url.hasPrefix("https://")), !MQTTEndpoint.isMQTT(url) {
+        if let url, url != "embedded", !(url.hasPrefix("http://") || url.hasPrefix("https://")),
+            !MQTTEndpoint.isMQTT(url)
+        {
             return .unsupportedURL(url)
         }
         if let url, MQTTEndpoint.isMQTT(url), !["json", "owntracks"].contains(format) {
@@ -106,7 +108,9 @@ public struct UploadOptionValues: Sendable {
         c.formatSettings.regionEvents = regionEvents
         (c.maxBatchCount, c.maxWait, c.maxBackoff) = (batchSize, batchWait, maxBackoff)
         var settings = Tracker.UploadSettings(outboxPath: dataDirectory.outbox, uploader: c)
-        (settings.outbox.device, settings.outbox.maxCount, settings.outbox.maxAge) = (deviceID, outboxMaxRecords, outboxMaxAge)
+        (settings.outbox.device, settings.outbox.maxCount, settings.outbox.maxAge) = (
+            deviceID, outboxMaxRecords, outboxMaxAge
+        )
         (settings.shutdownTimeout, settings.commitWithin) = (shutdownTimeout, commitWithin)
         return settings
     }

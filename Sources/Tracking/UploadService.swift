@@ -23,8 +23,10 @@ public final class UploadService: Service, Sendable {
     /// Registered targets this run does not upload to that still lack records, found at start.
     public let orphans: [Outbox.TargetStatus]
 
-    init(outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger,
-         clock: any EpochClock) throws {
+    init(
+        outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger,
+        clock: any EpochClock
+    ) throws {
         self.outbox = outbox
         self.settings = settings
         self.application = application
@@ -69,8 +71,9 @@ public final class UploadService: Service, Sendable {
         let stats = self.stats ?? Uploader.Stats()
         let pending = (try? outbox.stats())?.pending ?? -1
         let url = uploader?.configuration.url ?? settings.uploader.url
-        return Self.line("upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
-                         left: "left in the outbox")
+        return Self.line(
+            "upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
+            left: "left in the outbox")
     }
 
     /// What one target's lane did: its name, host, counters, and the records it still lacks.
@@ -97,7 +100,8 @@ public final class UploadService: Service, Sendable {
     }
 
     static func line(_ start: String, stats: Uploader.Stats, host: String, pending: Int, left: String) -> String {
-        var line = start + "\(grouped(stats.uploaded)) records acknowledged by \(host) in "
+        var line =
+            start + "\(grouped(stats.uploaded)) records acknowledged by \(host) in "
             + "\(grouped(stats.requests)) requests, \(grouped(stats.retries)) retries"
         if stats.deadLettered > 0 { line += ", \(grouped(stats.deadLettered)) rejected (dead letters)" }
         line += "; \(grouped(pending)) \(left)"
@@ -128,8 +132,9 @@ public final class UploadService: Service, Sendable {
             uploaders = try targets.enumerated().map { i, target in
                 var c = target
                 if let url, i == embedded { c.url = url }
-                return try Uploader(outbox: outbox, configuration: c, application: application, logger: logger,
-                                    clock: clock)
+                return try Uploader(
+                    outbox: outbox, configuration: c, application: application, logger: logger,
+                    clock: clock)
             }
             current.withLock { $0 = uploaders }
         }

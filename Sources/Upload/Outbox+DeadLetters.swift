@@ -15,28 +15,31 @@ extension Outbox {
         do {
             let moved = try pool.write { db -> Int in
                 let (filter, arguments) = Outbox.deadLetterFilter(sequences, target: target)
-                try db.execute(sql: """
-                    INSERT OR IGNORE INTO outbox
-                    (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended, decided,
-                     \(Outbox.spanColumns))
-                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
-                           CASE kind WHEN 'location' THEN 1 ELSE 0 END, ?, decided, \(Outbox.spanColumns)
-                    FROM dead_letter\(filter)
-                    """, arguments: [t] + arguments)
+                try db.execute(
+                    sql: """
+                        INSERT OR IGNORE INTO outbox
+                        (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority, appended, decided,
+                         \(Outbox.spanColumns))
+                        SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
+                               CASE kind WHEN 'location' THEN 1 ELSE 0 END, ?, decided, \(Outbox.spanColumns)
+                        FROM dead_letter\(filter)
+                        """, arguments: [t] + arguments)
                 let moved = db.changesCount
                 // Its own target lacks it again; the other targets have it, unless it is theirs too.
-                try db.execute(sql: """
-                    DELETE FROM target_ack WHERE EXISTS (
-                        SELECT 1 FROM (SELECT seq, target FROM dead_letter\(filter)) d
-                        WHERE d.seq = target_ack.seq AND d.target = target_ack.target)
-                    """, arguments: arguments)
-                try db.execute(sql: """
-                    INSERT OR IGNORE INTO target_ack (seq, target)
-                    SELECT d.seq, t.name FROM (SELECT seq, target FROM dead_letter\(filter)) d, target t
-                    WHERE d.target <> '' AND t.name <> d.target
-                      AND NOT EXISTS (SELECT 1 FROM (SELECT seq, target FROM dead_letter\(filter)) e
-                                      WHERE e.seq = d.seq AND e.target = t.name)
-                    """, arguments: arguments + arguments)
+                try db.execute(
+                    sql: """
+                        DELETE FROM target_ack WHERE EXISTS (
+                            SELECT 1 FROM (SELECT seq, target FROM dead_letter\(filter)) d
+                            WHERE d.seq = target_ack.seq AND d.target = target_ack.target)
+                        """, arguments: arguments)
+                try db.execute(
+                    sql: """
+                        INSERT OR IGNORE INTO target_ack (seq, target)
+                        SELECT d.seq, t.name FROM (SELECT seq, target FROM dead_letter\(filter)) d, target t
+                        WHERE d.target <> '' AND t.name <> d.target
+                          AND NOT EXISTS (SELECT 1 FROM (SELECT seq, target FROM dead_letter\(filter)) e
+                                          WHERE e.seq = d.seq AND e.target = t.name)
+                        """, arguments: arguments + arguments)
                 try db.execute(sql: "DELETE FROM dead_letter\(filter)", arguments: arguments)
                 return moved
             }

@@ -4,7 +4,7 @@ import GRDB
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The durable outbox: every accepted location and region transition, stored with a stable id
@@ -82,8 +82,10 @@ public final class Outbox: Sendable {
     ///   - path: the SQLite file (its directory must exist).
     ///   - clock: the time records are appended at, for their ages. The default is the wall clock.
     /// - Throws: ``UploadError`` naming the file when it cannot be opened or migrated.
-    public init(path: String, configuration: Configuration = Configuration(),
-                clock: any EpochClock = WallClock()) throws(UploadError) {
+    public init(
+        path: String, configuration: Configuration = Configuration(),
+        clock: any EpochClock = WallClock()
+    ) throws(UploadError) {
         self.path = path
         self.configuration = configuration
         self.clock = clock
@@ -104,9 +106,11 @@ public final class Outbox: Sendable {
                         // Renaming a device with records in flight would split its trail.
                         let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
                         if pending > 0 {
-                            throw UploadError(.deviceMismatch, "the outbox \(path) belongs to device '\(stored)' "
-                                + "and holds \(pending) records not yet uploaded; upload them first or use "
-                                + "another data directory")
+                            throw UploadError(
+                                .deviceMismatch,
+                                "the outbox \(path) belongs to device '\(stored)' "
+                                    + "and holds \(pending) records not yet uploaded; upload them first or use "
+                                    + "another data directory")
                         }
                         try db.execute(sql: "UPDATE meta SET value = ? WHERE key = 'device'", arguments: [wanted])
                         return wanted
@@ -135,9 +139,9 @@ public final class Outbox: Sendable {
         defer { try? queue.close() }
         try queue.writeWithoutTransaction { db in
             guard try Int.fetchOne(db, sql: "PRAGMA page_size") != pageSize,
-                  try db.tableExists("outbox"),
-                  try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? .max <= 10_000,
-                  try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") == "delete"
+                try db.tableExists("outbox"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? .max <= 10_000,
+                try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") == "delete"
             else { return }
             try db.execute(sql: "PRAGMA page_size = \(pageSize)")
             try db.execute(sql: "VACUUM")
@@ -159,18 +163,20 @@ public final class Outbox: Sendable {
                 stored.reserveCapacity(records.count)
                 // Read, not written: the last sequence given is the largest stored or the mark.
                 var sequence = try Int64.fetchOne(db.cachedStatement(sql: Outbox.lastSequenceSQL)) ?? 0
-                let insert = try db.cachedStatement(sql: """
-                    INSERT INTO outbox (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority,
-                                        appended, decided, \(Outbox.spanColumns))
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
+                let insert = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO outbox (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, priority,
+                                            appended, decided, \(Outbox.spanColumns))
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """)
                 for r in records {
                     sequence += 1
-                    try insert.execute(arguments: [
-                        sequence, r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude,
-                        r.horizontalAccuracy, r.verticalAccuracy, r.speed, r.course, r.kind.isPosition ? 1 : 0, t,
-                        r.decidedAt,
-                    ] + Outbox.spanArguments(r))
+                    try insert.execute(
+                        arguments: [
+                            sequence, r.kind.rawValue, r.region, r.time, r.latitude, r.longitude, r.altitude,
+                            r.horizontalAccuracy, r.verticalAccuracy, r.speed, r.course, r.kind.isPosition ? 1 : 0, t,
+                            r.decidedAt,
+                        ] + Outbox.spanArguments(r))
                     var s = r
                     s.device = device
                     s.sequence = sequence
@@ -197,7 +203,8 @@ public final class Outbox: Sendable {
             return true
         }
         if checkAge, let oldest = try Double.fetchOne(db, sql: "SELECT appended FROM outbox ORDER BY seq LIMIT 1"),
-           oldest < t - configuration.maxAge {
+            oldest < t - configuration.maxAge
+        {
             try Outbox.rememberLastSequence(db)
             try db.execute(sql: "DELETE FROM outbox WHERE appended < ?", arguments: [t - configuration.maxAge])
             e.byAge = db.changesCount
@@ -205,8 +212,9 @@ public final class Outbox: Sendable {
         let count = pending - e.byAge
         if count > configuration.maxCount {
             try Outbox.rememberLastSequence(db)
-            try db.execute(sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
-                           arguments: [count - configuration.maxCount])
+            try db.execute(
+                sql: "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox ORDER BY seq LIMIT ?)",
+                arguments: [count - configuration.maxCount])
             e.byCount = db.changesCount
         }
         if e.total > 0 {
@@ -218,8 +226,10 @@ public final class Outbox: Sendable {
     /// The next records to send: region transitions first (they jump the backlog), then
     /// locations, each in sequence order; or, without `transitionsFirst`, all in sequence order (a
     /// transition right after the location that decided it); at most `maxCount`.
-    public func nextBatch(maxCount: Int, transitionsFirst: Bool = true,
-                          target: String? = nil) throws(UploadError) -> [TrailRecord] {
+    public func nextBatch(
+        maxCount: Int, transitionsFirst: Bool = true,
+        target: String? = nil
+    ) throws(UploadError) -> [TrailRecord] {
         let device = self.device
         // A target's batch leaves out what it acknowledged while another target lacked it.
         let lacks = target == nil ? "" : Outbox.lacksSQL
@@ -227,11 +237,13 @@ public final class Outbox: Sendable {
         let floor = target.flatMap { t in locationFloors.withLock { $0[t] } } ?? 0
         do {
             let (records, newFloor) = try pool.read { db -> ([TrailRecord], Int64?) in
-                let columns = "seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, "
+                let columns =
+                    "seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, "
                     + Outbox.spanColumns
                 guard transitionsFirst else {
-                    let rows = try Row.fetchAll(db, sql: "SELECT \(columns) FROM outbox WHERE 1\(lacks) ORDER BY seq LIMIT ?",
-                                                arguments: targetArgument + [maxCount])
+                    let rows = try Row.fetchAll(
+                        db, sql: "SELECT \(columns) FROM outbox WHERE 1\(lacks) ORDER BY seq LIMIT ?",
+                        arguments: targetArgument + [maxCount])
                     return (rows.map { Outbox.record($0, device: device) }, nil)
                 }
                 // Transitions (their partial index), then locations, each by sequence.
@@ -243,7 +255,8 @@ public final class Outbox: Sendable {
                     let transitions = rows.count
                     rows += try Row.fetchAll(
                         db,
-                        sql: "SELECT \(columns) FROM outbox WHERE priority <> 0 AND seq > ?\(lacks) ORDER BY seq LIMIT ?",
+                        sql:
+                            "SELECT \(columns) FROM outbox WHERE priority <> 0 AND seq > ?\(lacks) ORDER BY seq LIMIT ?",
                         arguments: [floor] + targetArgument + [maxCount - rows.count])
                     if target != nil {
                         // Every location before the first one it lacks, it has; with none lacking, all of them.
@@ -266,9 +279,10 @@ public final class Outbox: Sendable {
     /// A record from a row of `seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course,
     /// decided`, then ``spanColumns``.
     static func record(_ row: Row, device: String) -> TrailRecord {
-        var r = TrailRecord(device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
-                            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
-                            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
+        var r = TrailRecord(
+            device: device, sequence: row[0], kind: TrailRecord.Kind(rawValue: row[1]) ?? .location,
+            region: row[2], time: row[3], latitude: row[4], longitude: row[5], altitude: row[6],
+            horizontalAccuracy: row[7], verticalAccuracy: row[8], speed: row[9], course: row[10])
         r.decidedAt = row[11]
         if r.kind.isVisitOrTrip { r.span = Outbox.span(row, at: 12) }
         return r
@@ -280,10 +294,12 @@ public final class Outbox: Sendable {
         guard !sequences.isEmpty else { return }
         do {
             let deleted = try pool.write { db in
-                let deleted = try target.map { try acknowledge(db, sequences, target: $0) }
+                let deleted =
+                    try target.map { try acknowledge(db, sequences, target: $0) }
                     ?? deleteOutbox(db, sequences)
-                try db.execute(sql: "UPDATE meta SET value = value + ? WHERE key = 'uploaded'",
-                               arguments: [sequences.count])
+                try db.execute(
+                    sql: "UPDATE meta SET value = value + ? WHERE key = 'uploaded'",
+                    arguments: [sequences.count])
                 return deleted
             }
             pendingCount.withLock { $0 -= deleted }
@@ -294,8 +310,10 @@ public final class Outbox: Sendable {
 
     /// Moves records the endpoint rejected for good to the dead-letter table, with its answer; with a
     /// `target`, as that target's dead letters, and the records stay for the targets that lack them.
-    public func deadLetter(_ sequences: [Int64], status: Int, reason: String,
-                           target: String? = nil) throws(UploadError) {
+    public func deadLetter(
+        _ sequences: [Int64], status: Int, reason: String,
+        target: String? = nil
+    ) throws(UploadError) {
         guard !sequences.isEmpty else { return }
         let t = clock.now.secondsSince1970
         do {
@@ -303,14 +321,17 @@ public final class Outbox: Sendable {
                 for chunk in stride(from: 0, to: sequences.count, by: 500) {
                     let part = Array(sequences[chunk..<min(chunk + 500, sequences.count)])
                     let marks = part.map { _ in "?" }.joined(separator: ",")
-                    try db.execute(sql: """
-                        INSERT OR REPLACE INTO dead_letter
-                        (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, status, reason,
-                         failed, decided, \(Outbox.spanColumns), target)
-                        SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, ?, ?, ?,
-                               decided, \(Outbox.spanColumns), ?
-                        FROM outbox WHERE seq IN (\(marks))
-                        """, arguments: StatementArguments([status, reason, t, target ?? ""] as [(any DatabaseValueConvertible)?])
+                    try db.execute(
+                        sql: """
+                            INSERT OR REPLACE INTO dead_letter
+                            (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, status, reason,
+                             failed, decided, \(Outbox.spanColumns), target)
+                            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, appended, ?, ?, ?,
+                                   decided, \(Outbox.spanColumns), ?
+                            FROM outbox WHERE seq IN (\(marks))
+                            """,
+                        arguments: StatementArguments(
+                            [status, reason, t, target ?? ""] as [(any DatabaseValueConvertible)?])
                             + StatementArguments(part))
                 }
                 return try target.map { try acknowledge(db, sequences, target: $0) } ?? deleteOutbox(db, sequences)
@@ -362,11 +383,14 @@ public final class Outbox: Sendable {
         let device = self.device
         do {
             return try pool.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, \(Outbox.spanColumns),
-                           status, reason, target
-                    FROM dead_letter ORDER BY seq, target
-                    """).map { row in (Outbox.record(row, device: device), row[17], row[18], row[19]) }
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, decided, \(Outbox.spanColumns),
+                               status, reason, target
+                        FROM dead_letter ORDER BY seq, target
+                        """
+                ).map { row in (Outbox.record(row, device: device), row[17], row[18], row[19]) }
             }
         } catch {
             throw UploadError(.storage, "cannot read the dead letters of \(path)", path: path, underlying: error)
@@ -376,11 +400,12 @@ public final class Outbox: Sendable {
     public func stats() throws(UploadError) -> Stats {
         do {
             return try pool.read { db in
-                Stats(pending: pendingCount.withLock { $0 },
-                      oldestAppended: try Double.fetchOne(db, sql: "SELECT appended FROM outbox ORDER BY seq LIMIT 1"),
-                      deadLetters: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dead_letter") ?? 0,
-                      evicted: try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evicted'") ?? 0,
-                      lastSequence: try Int64.fetchOne(db, sql: Outbox.lastSequenceSQL) ?? 0)
+                Stats(
+                    pending: pendingCount.withLock { $0 },
+                    oldestAppended: try Double.fetchOne(db, sql: "SELECT appended FROM outbox ORDER BY seq LIMIT 1"),
+                    deadLetters: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dead_letter") ?? 0,
+                    evicted: try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'evicted'") ?? 0,
+                    lastSequence: try Int64.fetchOne(db, sql: Outbox.lastSequenceSQL) ?? 0)
             }
         } catch {
             throw UploadError(.storage, "cannot read the outbox \(path)", path: path, underlying: error)

@@ -74,7 +74,9 @@ public struct UploadRequest: Sendable {
 
 /// Every format the uploader speaks.
 public enum UploadFormats {
-    public static let all: [any UploadFormat] = [JSONBatchFormat(), OsmAndFormat(), OwnTracksFormat(), OverlandFormat()]
+    public static let all: [any UploadFormat] = [
+        JSONBatchFormat(), OsmAndFormat(), OwnTracksFormat(), OverlandFormat(),
+    ]
 
     /// The format named `name`, or `nil`.
     public static func named(_ name: String) -> (any UploadFormat)? { all.first { $0.name == name } }
@@ -91,8 +93,9 @@ public struct JSONBatchFormat: UploadFormat {
     public var recordsPerRequest: Int? { nil }
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
-        UploadRequest(body: JSONBatch.encode(device: device, records: records),
-                      headers: [("Content-Type", "application/json")], compressible: true)
+        UploadRequest(
+            body: JSONBatch.encode(device: device, records: records),
+            headers: [("Content-Type", "application/json")], compressible: true)
     }
 
     public func problemWithAcknowledgement(_ body: [UInt8]) -> String? {
@@ -119,7 +122,8 @@ public struct OsmAndFormat: UploadFormat {
         var out: [[TrailRecord]] = []
         for r in batch {
             if r.kind.isRegionEvent, settings.regionEvents, let last = out.last?.first, last.kind == .location,
-               (r.decidedAt ?? r.time) == last.time, r.latitude == last.latitude, r.longitude == last.longitude {
+                (r.decidedAt ?? r.time) == last.time, r.latitude == last.latitude, r.longitude == last.longitude
+            {
                 out[out.count - 1].append(r)
             } else {
                 out.append([r])
@@ -135,8 +139,9 @@ public struct OsmAndFormat: UploadFormat {
         // Positions only: visits and trips are Traccar's own to compute.
         if position.kind.isVisitOrTrip || (!position.kind.isPosition && !settings.regionEvents) { return nil }
         let events = settings.regionEvents ? records.filter { $0.kind.isRegionEvent } : []
-        return UploadRequest(body: Array(OsmAnd.parameters(position, events: events).utf8),
-                             headers: [("Content-Type", "application/x-www-form-urlencoded")])
+        return UploadRequest(
+            body: Array(OsmAnd.parameters(position, events: events).utf8),
+            headers: [("Content-Type", "application/x-www-form-urlencoded")])
     }
 
     public func problemWithAcknowledgement(_ body: [UInt8]) -> String? { nil }
@@ -159,8 +164,12 @@ public struct OwnTracksFormat: UploadFormat {
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
         if records[0].kind.isRegionEvent && !settings.regionEvents { return nil }
         guard let body = OwnTracks.encode(records[0], waypointCreated: settings.regionsDefinedAt) else { return nil }
-        return UploadRequest(body: body, headers: [("Content-Type", "application/json"), ("X-Limit-U", settings.user),
-                                                   ("X-Limit-D", device)])
+        return UploadRequest(
+            body: body,
+            headers: [
+                ("Content-Type", "application/json"), ("X-Limit-U", settings.user),
+                ("X-Limit-D", device),
+            ])
     }
 
     public func problemWithAcknowledgement(_ body: [UInt8]) -> String? { nil }

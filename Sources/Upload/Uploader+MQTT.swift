@@ -34,8 +34,10 @@ final class MQTTPublisher: Sendable {
         topic = endpoint.topic.isEmpty ? "owntracks/\(user)/\(device)" : endpoint.topic
         for level in topic.split(separator: "/", omittingEmptySubsequences: false)
         where level.contains("+") || level.contains("#") {
-            throw UploadError(.configuration, "the MQTT topic '\(topic)' contains a wildcard (+ or #): "
-                + "give the topic in the URL or another device id")
+            throw UploadError(
+                .configuration,
+                "the MQTT topic '\(topic)' contains a wildcard (+ or #): "
+                    + "give the topic in the URL or another device id")
         }
     }
 
@@ -103,8 +105,10 @@ extension Uploader {
         let acknowledged = await connection.acknowledgements(of: published.map(\.mid), timeout: configuration.timeout)
         let stored = published.filter { acknowledged.contains($0.mid) }.map(\.record)
         if !stored.isEmpty || !skipped.isEmpty {
-            if case .retry(let after, let reason) = acknowledge(stored + skipped, skipped: skipped.count,
-                                                                requests: stored.count) {
+            if case .retry(let after, let reason) = acknowledge(
+                stored + skipped, skipped: skipped.count,
+                requests: stored.count)
+            {
                 await publisher.reset()
                 return .retry(after: after, reason: reason)
             }
@@ -115,7 +119,10 @@ extension Uploader {
         if let failure { return .retry(after: nil, reason: failure) }
         if Task.isCancelled { return .retry(after: nil, reason: "cancelled: the background time ran out") }
         if let lost { return .retry(after: nil, reason: lost.message) }
-        return .retry(after: nil, reason: "no PUBACK from the MQTT broker \(publisher.endpoint) for "
-            + "\(published.count - stored.count) of \(published.count) records within \(Int(configuration.timeout)) s")
+        return .retry(
+            after: nil,
+            reason: "no PUBACK from the MQTT broker \(publisher.endpoint) for "
+                + "\(published.count - stored.count) of \(published.count) records within \(Int(configuration.timeout)) s"
+        )
     }
 }

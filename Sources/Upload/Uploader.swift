@@ -90,7 +90,9 @@ public final class Uploader: Sendable {
         /// `"Name: value"` as a header (name and value trimmed), or nil without a colon.
         public static func header(parsing text: String) -> (String, String)? {
             guard let i = text.firstIndex(of: ":") else { return nil }
-            func trimmed(_ s: Substring) -> String { String(s.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
+            func trimmed(_ s: Substring) -> String {
+                String(s.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+            }
             return (trimmed(text[..<i]), trimmed(text[text.index(after: i)...]))
         }
 
@@ -151,10 +153,12 @@ public final class Uploader: Sendable {
     ///     is the wall clock.
     ///   - random: the source of the backoff's jitter (a seeded one makes retries repeatable).
     /// - Throws: ``UploadError`` when the URL or the CA file cannot be used.
-    public init(outbox: Outbox, configuration: Configuration, application: Application? = nil,
-                logger: Logger = Logger(label: "keeptrack.upload"),
-                clock: any EpochClock = WallClock(),
-                random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()) throws(UploadError) {
+    public init(
+        outbox: Outbox, configuration: Configuration, application: Application? = nil,
+        logger: Logger = Logger(label: "keeptrack.upload"),
+        clock: any EpochClock = WallClock(),
+        random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) throws(UploadError) {
         self.outbox = outbox
         self.configuration = configuration
         self.application = application
@@ -163,7 +167,8 @@ public final class Uploader: Sendable {
         self.random = random
         metrics = UploadMetrics(target: configuration.labelMetrics ? configuration.target : nil)
         if MQTTEndpoint.isMQTT(configuration.url) {
-            transport = .mqtt(try MQTTPublisher(configuration: configuration, device: configuration.deviceID ?? outbox.device))
+            transport = .mqtt(
+                try MQTTPublisher(configuration: configuration, device: configuration.deviceID ?? outbox.device))
         } else {
             transport = .http(try Self.httpClient(configuration))
         }
@@ -181,8 +186,10 @@ public final class Uploader: Sendable {
 
     static func httpClient(_ configuration: Configuration) throws(UploadError) -> HTTPClient {
         guard configuration.url.hasPrefix("http://") || configuration.url.hasPrefix("https://") else {
-            throw UploadError(.configuration, "the upload URL must start with http://, https://, mqtt:// or mqtts://, "
-                + "got '\(configuration.url)'")
+            throw UploadError(
+                .configuration,
+                "the upload URL must start with http://, https://, mqtt:// or mqtts://, "
+                    + "got '\(configuration.url)'")
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = configuration.caFile {
@@ -191,9 +198,11 @@ public final class Uploader: Sendable {
             }
             tls.trustRoots = .file(caFile)
         }
-        var http = HTTPClient.Configuration(tlsConfiguration: tls,
-                                            timeout: .init(connect: .seconds(min(5, Int64(configuration.timeout))),
-                                                                          read: .seconds(Int64(configuration.timeout))))
+        var http = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            timeout: .init(
+                connect: .seconds(min(5, Int64(configuration.timeout))),
+                read: .seconds(Int64(configuration.timeout))))
         http.connectionPool = .init(idleTimeout: .seconds(30))
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
     }
@@ -230,9 +239,10 @@ public final class Uploader: Sendable {
                     continue
                 }
                 do {
-                    batch = try outbox.nextBatch(maxCount: limit,
-                                                 transitionsFirst: configuration.format.transitionsFirst,
-                                                 target: configuration.target)
+                    batch = try outbox.nextBatch(
+                        maxCount: limit,
+                        transitionsFirst: configuration.format.transitionsFirst,
+                        target: configuration.target)
                 } catch {
                     record(error: "\(error)")
                     action = policy.readFailed(now: clock.now)
@@ -240,9 +250,10 @@ public final class Uploader: Sendable {
                 }
                 // The oldest record's age matters only to a batch that is not full.
                 let oldest = batch.isEmpty || batch.count >= limit ? nil : try? oldestAppended()
-                action = policy.batchRead(count: batch.count,
-                                          oldestAppended: oldest.map(EpochInstant.init(secondsSince1970:)),
-                                          now: clock.now)
+                action = policy.batchRead(
+                    count: batch.count,
+                    oldestAppended: oldest.map(EpochInstant.init(secondsSince1970:)),
+                    now: clock.now)
             case .send(let more):
                 switch await sendInBackgroundTask(batch, more: more) {
                 case .done: action = policy.acknowledged()
@@ -257,7 +268,8 @@ public final class Uploader: Sendable {
                 case .tooLarge: action = policy.tooLarge()
                 }
             case .recovered(let failed):
-                logger.info("upload recovered", metadata: ["failed-attempts": "\(failed)", "records": "\(batch.count)"])
+                logger.info(
+                    "upload recovered", metadata: ["failed-attempts": "\(failed)", "records": "\(batch.count)"])
                 action = .read(limit: policy.batchLimit)
             case .waitForWake(let deadline):
                 await signal.wait(until: deadline, on: clock)
@@ -405,8 +417,10 @@ public final class Uploader: Sendable {
         if !rejected.isEmpty {
             let same = rejected.allSatisfy { $0.status == rejected[0].status && $0.text == rejected[0].text }
             if same && acknowledged == 0 && (rejected.count >= 2 || failure != nil) {
-                return failure ?? settingsProblem(rejected.flatMap(\.records), status: rejected[0].status,
-                                                  text: rejected[0].text)
+                return failure
+                    ?? settingsProblem(
+                        rejected.flatMap(\.records), status: rejected[0].status,
+                        text: rejected[0].text)
             }
             for r in rejected {
                 guard case .done = dead(r.records, status: r.status, text: r.text) else {
@@ -490,17 +504,20 @@ public final class Uploader: Sendable {
     /// says what to fix.
     func settingsProblem(_ records: [TrailRecord], status: Int, text: String) -> Attempt {
         let format = configuration.format
-        var hint = "check the upload URL (\(format.name) goes to \(format.serverPath) on a server that speaks it), "
+        var hint =
+            "check the upload URL (\(format.name) goes to \(format.serverPath) on a server that speaks it), "
             + "the format"
         if format is OsmAndFormat {
-            hint += " and the device id (Traccar answers 400 to a device it does not know: add one with identifier "
+            hint +=
+                " and the device id (Traccar answers 400 to a device it does not know: add one with identifier "
                 + "'\(device)' in Traccar first)"
         } else {
             hint += " and the device id"
         }
-        return .settings(reason: "the endpoint answered \(status) to every one of \(records.count) records alike "
-            + "(\(snippet(text))): a settings problem, not the records; \(hint); the records stay in the outbox",
-                         check: [.url, .format, .deviceID])
+        return .settings(
+            reason: "the endpoint answered \(status) to every one of \(records.count) records alike "
+                + "(\(snippet(text))): a settings problem, not the records; \(hint); the records stay in the outbox",
+            check: [.url, .format, .deviceID])
     }
 
     /// One request for `records`.
@@ -519,8 +536,11 @@ public final class Uploader: Sendable {
         case .answer(let status, let retryAfter, let body):
             if (200..<300).contains(status) {
                 if let problem = format.problemWithAcknowledgement(body) {
-                    return .failed(.retry(after: nil, reason: "the endpoint answered \(status) with \(problem) "
-                        + "(\(snippet(body)))"))
+                    return .failed(
+                        .retry(
+                            after: nil,
+                            reason: "the endpoint answered \(status) with \(problem) "
+                                + "(\(snippet(body)))"))
                 }
                 return outcome(acknowledge(records))
             }
@@ -531,12 +551,16 @@ public final class Uploader: Sendable {
             case 401, 403:
                 // An encrypted payload that does not open on the server is refused as unauthentic too.
                 let encrypted = configuration.format is EncryptedOwnTracksFormat
-                return .failed(.settings(reason: "the endpoint refuses our credentials (\(status): \(snippet(text))): "
-                    + (encrypted ? "check the token and the secret" : "check the token"),
-                    check: encrypted ? [.token, .secret] : [.token]))
+                return .failed(
+                    .settings(
+                        reason: "the endpoint refuses our credentials (\(status): \(snippet(text))): "
+                            + (encrypted ? "check the token and the secret" : "check the token"),
+                        check: encrypted ? [.token, .secret] : [.token]))
             case 404:
-                return .failed(.settings(reason: "the endpoint has no \(configuration.url) (404: \(snippet(text))): "
-                    + "check the upload URL; the records stay in the outbox", check: [.url]))
+                return .failed(
+                    .settings(
+                        reason: "the endpoint has no \(configuration.url) (404: \(snippet(text))): "
+                            + "check the upload URL; the records stay in the outbox", check: [.url]))
             case 413:
                 return records.count > 1 ? .failed(.tooLarge) : .rejected(status: status, text: text)
             default:
@@ -577,16 +601,18 @@ public final class Uploader: Sendable {
 
     func dead(_ records: [TrailRecord], status: Int, text: String) -> Attempt {
         do {
-            try outbox.deadLetter(records.map(\.sequence), status: status, reason: String(text.prefix(500)),
-                                  target: configuration.target)
+            try outbox.deadLetter(
+                records.map(\.sequence), status: status, reason: String(text.prefix(500)),
+                target: configuration.target)
         } catch {
             return .retry(after: nil, reason: "\(error)")
         }
         state.withLock { $0.deadLettered += records.count }
         metrics.deadLettered.increment(by: records.count)
         // The server's reason may quote the record: only at debug level (coordinates stay out of logs).
-        logger.error("records rejected by the endpoint, kept as dead letters",
-                     metadata: ["status": "\(status)", "count": "\(records.count)"])
+        logger.error(
+            "records rejected by the endpoint, kept as dead letters",
+            metadata: ["status": "\(status)", "count": "\(records.count)"])
         logger.debug("rejection", metadata: ["reason": "\(snippet(text))"])
         return .done
     }
@@ -602,7 +628,9 @@ public final class Uploader: Sendable {
         request.method = .POST
         request.headers.add(name: "User-Agent", value: "keeptrack")
         for (name, value) in r.headers { request.headers.add(name: name, value: value) }
-        if let token = configuration.token { request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)") }
+        if let token = configuration.token {
+            request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
+        }
         // The user's headers win over the format's (a Recorder takes the first X-Limit-U it sees).
         for (name, value) in configuration.headers { request.headers.replaceOrAdd(name: name, value: value) }
         request.body = .bytes(r.body)
@@ -610,7 +638,8 @@ public final class Uploader: Sendable {
             let response = try await client.execute(request, timeout: .seconds(Int64(configuration.timeout)))
             let body = try await response.body.collect(upTo: 64 * 1024)
             if configuration.gzip == .auto,
-               response.headers["Accept-Encoding"].contains(where: { $0.lowercased().contains("gzip") }) {
+                response.headers["Accept-Encoding"].contains(where: { $0.lowercased().contains("gzip") })
+            {
                 gzipAccepted.store(true, ordering: .relaxed)
             }
             let retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)

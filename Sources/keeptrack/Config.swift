@@ -3,7 +3,7 @@ import ConfigFile
 import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The configuration file of `keeptrack track`: YAML, one key per long option, so that every
@@ -64,7 +64,9 @@ enum TrackConfig {
     ]
 
     /// The default file: `$XDG_CONFIG_HOME/keeptrack/config.yaml` (`~/.config/keeptrack/config.yaml`).
-    static var defaultPath: String { ConfigReader.defaultPath(of: "keeptrack", environment: environment(["XDG_CONFIG_HOME", "HOME"])) }
+    static var defaultPath: String {
+        ConfigReader.defaultPath(of: "keeptrack", environment: environment(["XDG_CONFIG_HOME", "HOME"]))
+    }
 
     /// Checks the file as `track` would read it, naming the key and line of any problem.
     static func check(_ path: String, parses: inout Int) throws(ConfigFileError) -> [OptionArguments] {
@@ -106,7 +108,8 @@ struct Config: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Validate a configuration file: every key known, every value accepted, with the line of any problem.")
+            abstract:
+                "Validate a configuration file: every key known, every value accepted, with the line of any problem.")
 
         @Argument(help: "The file. Default: $XDG_CONFIG_HOME/keeptrack/config.yaml.")
         var file: String?
@@ -123,8 +126,9 @@ struct Config: ParsableCommand {
             do {
                 var parses = 0
                 let entries = try TrackConfig.check(path, parses: &parses)
-                print("\(path): ok, \(entries.count) setting\(entries.count == 1 ? "" : "s"): "
-                    + entries.map(\.key).joined(separator: ", "))
+                print(
+                    "\(path): ok, \(entries.count) setting\(entries.count == 1 ? "" : "s"): "
+                        + entries.map(\.key).joined(separator: ", "))
             } catch {
                 printError("keeptrack config check: \(error)")
                 throw ExitCode(1)

@@ -10,8 +10,9 @@ func controlRequest(_ command: String, at path: String) throws -> String {
     do {
         return try LineClient.request(command, at: path)
     } catch {
-        throw ValidationError("no tracker answers at \(path) (\(error)). "
-            + "Start one with `keeptrack track ...`, or name its socket with --control.")
+        throw ValidationError(
+            "no tracker answers at \(path) (\(error)). "
+                + "Start one with `keeptrack track ...`, or name its socket with --control.")
     }
 }
 
@@ -35,7 +36,6 @@ struct Ctl: ParsableCommand {
 
     @Argument(help: "status, foreground or background.")
     var command: String
-
 
     @Option(help: ArgumentHelp("The tracker's control socket.", valueName: "path"))
     var control: String?

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Tracking
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Formats
 import NMEA
@@ -64,21 +64,26 @@ struct Decode: ParsableCommand {
 
     func run() throws {
         if file == "-" && isatty(0) != 0 {
-            throw ValidationError("No FILE given and standard input is a terminal. Try: keeptrack decode fixtures/walk-15min.nmea")
+            throw ValidationError(
+                "No FILE given and standard input is a terminal. Try: keeptrack decode fixtures/walk-15min.nmea")
         }
-        var job = LogDecoding(path: file, format: format,
-                              options: .init(strict: strict, referenceDay: date.flatMap(LogDecoding.parseDate)))
+        var job = LogDecoding(
+            path: file, format: format,
+            options: .init(strict: strict, referenceDay: date.flatMap(LogDecoding.parseDate)))
         job.includeAll = all
         job.maxWarnings = maxWarnings
-        let progress: ((LogDecoding.Progress?) -> Void)? = progressWanted() && !quiet ? { p in
-            printErrorInline(p?.line ?? "")
-        } : nil
-        let result = try job.run(warn: { warning in
-            switch warning {
-            case .badSentence: printError("\(warning)")
-            case .moreFollow: printError("\(warning) (--max-warnings N shows more)")
-            }
-        }, progress: progress)
+        let progress: ((LogDecoding.Progress?) -> Void)? =
+            progressWanted() && !quiet
+            ? { p in
+                printErrorInline(p?.line ?? "")
+            } : nil
+        let result = try job.run(
+            warn: { warning in
+                switch warning {
+                case .badSentence: printError("\(warning)")
+                case .moreFollow: printError("\(warning) (--max-warnings N shows more)")
+                }
+            }, progress: progress)
         if !quiet { printError(result.summary(label: "\(file == "-" ? "<stdin>" : file):")) }
         if let failure = result.failure {
             let stopped = failure.code == NMEAError.Code.io ? "" : "stopped at the first bad sentence (--strict): "

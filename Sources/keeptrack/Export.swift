@@ -6,7 +6,7 @@ import TrackServer
 import TrackStorePostgres
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Export: AsyncParsableCommand {
@@ -34,8 +34,10 @@ struct Export: AsyncParsableCommand {
     @Option(help: "svg, geojson or gpx.")
     var format: String = "svg"
 
-    @Option(help: ArgumentHelp("The endpoint's database, a file or postgres://... Default: endpoint.sqlite in the data directory.",
-                               valueName: "file|url"))
+    @Option(
+        help: ArgumentHelp(
+            "The endpoint's database, a file or postgres://... Default: endpoint.sqlite in the data directory.",
+            valueName: "file|url"))
     var db: String?
 
     @Option(help: ArgumentHelp("The device (needed when the database holds several).", valueName: "id"))
@@ -59,7 +61,9 @@ struct Export: AsyncParsableCommand {
     @OptionGroup var data: DataDirectoryOption
 
     func validate() throws {
-        if !["svg", "geojson", "gpx"].contains(format) { throw ValidationError("--format must be svg, geojson or gpx.") }
+        if !["svg", "geojson", "gpx"].contains(format) {
+            throw ValidationError("--format must be svg, geojson or gpx.")
+        }
         if trips && format == "geojson" {
             throw ValidationError("--trips writes GPX (one track per trip): leave out --format geojson.")
         }
@@ -81,13 +85,14 @@ struct Export: AsyncParsableCommand {
         let export: TrailFile
         let line = progressWanted(stdoutUsed: output == nil) ? ProgressLine.Throttled(draw: printErrorInline) : nil
         do throws(TrailExportError) {
-            export = try await database.exportTrail(device: device, from: from.flatMap(ISOTime.parse) ?? -.infinity,
-                                                    to: to.flatMap(ISOTime.parse) ?? .infinity,
-                                                    format: trips ? "trips" : format,
-                                                    regions: definitions,
-                                                    progress: line.map { line in
-                                                        { line.update(Self.progress($0, of: $1)) }
-                                                    })
+            export = try await database.exportTrail(
+                device: device, from: from.flatMap(ISOTime.parse) ?? -.infinity,
+                to: to.flatMap(ISOTime.parse) ?? .infinity,
+                format: trips ? "trips" : format,
+                regions: definitions,
+                progress: line.map { line in
+                    { line.update(Self.progress($0, of: $1)) }
+                })
             line?.end()
         } catch {
             switch error.code {
@@ -99,7 +104,10 @@ struct Export: AsyncParsableCommand {
         }
         if let output {
             try writeFile(output, export.bytes)
-            printError(trips ? "\(output): the trips of \(export.device)" : "\(output): \(export.points) points of \(export.device)")
+            printError(
+                trips
+                    ? "\(output): the trips of \(export.device)"
+                    : "\(output): \(export.points) points of \(export.device)")
         } else {
             var out = OutputBuffer()
             out.bytes = export.bytes

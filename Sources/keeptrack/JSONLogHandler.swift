@@ -3,7 +3,7 @@ import Geo
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Logs for journald, Loki and other collectors (`--log-format json`): one JSON object per record
@@ -50,7 +50,6 @@ struct JSONLogHandler: LogHandler {
         _ = out.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 }
-
 
 extension JSONLogHandler {
     /// Bootstraps swift-log for the process: every logger writes to standard error (standard

@@ -4,7 +4,7 @@ import Logging
 import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @main
@@ -18,10 +18,11 @@ struct KeepTrack: AsyncParsableCommand {
         // `track` reads its configuration file first; the command line wins (the last value does).
         if arguments.first == "track" {
             do {
-                arguments = try TrackConfig.reader.insertingFile(into: arguments, at: 1, option: "--config",
-                                                                 defaultPath: TrackConfig.defaultPath,
-                                                                 replacedByCommandLine: TrackConfig.perTarget,
-                                                                 exists: { access($0, F_OK) == 0 })
+                arguments = try TrackConfig.reader.insertingFile(
+                    into: arguments, at: 1, option: "--config",
+                    defaultPath: TrackConfig.defaultPath,
+                    replacedByCommandLine: TrackConfig.perTarget,
+                    exists: { access($0, F_OK) == 0 })
             } catch {
                 printError("keeptrack: \(error) (keeptrack config check \(error.path))")
                 Glibc.exit(64)
@@ -71,7 +72,10 @@ struct KeepTrack: AsyncParsableCommand {
             Every subcommand has its own --help.
             """,
         version: BuildInfo.line,
-        subcommands: [Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self, Config.self, Regions.self,
-                      OutboxCommand.self]
+        subcommands: [
+            Decode.self, Replay.self, Track.self, Serve.self, Export.self, Simulate.self, Ctl.self, Status.self,
+            Config.self, Regions.self,
+            OutboxCommand.self,
+        ]
     )
 }

@@ -8,19 +8,27 @@ struct PolicyOptions: ParsableArguments {
     @Option(help: ArgumentHelp("ios6 (600 s), ios7 (180 s) or ios13 (30 s). The default is ios7.", valueName: "name"))
     var policy: String?
 
-    @Option(help: ArgumentHelp("Custom: background time per stretch.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("Custom: background time per stretch.", valueName: "duration"), transform: DurationText.parse
+    )
     var budget: Double?
 
-    @Option(help: ArgumentHelp("Custom: expiration handlers run this long before the end.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("Custom: expiration handlers run this long before the end.", valueName: "duration"),
+        transform: DurationText.parse)
     var warningLead: Double?
 
     @Option(help: ArgumentHelp("Custom: most task time per stretch ('none' for no cap).", valueName: "duration"))
     var totalCap: String?
 
-    @Option(help: ArgumentHelp("Custom: an idle app runs this long in the background.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("Custom: an idle app runs this long in the background.", valueName: "duration"),
+        transform: DurationText.parse)
     var grace: Double?
 
-    @Option(help: ArgumentHelp("Custom: a wake runs a suspended app this long.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("Custom: a wake runs a suspended app this long.", valueName: "duration"),
+        transform: DurationText.parse)
     var wakeWindow: Double?
 
     /// The one policy named, with the overrides applied.
@@ -44,9 +52,11 @@ struct PolicyOptions: ParsableArguments {
             throw ValidationError("--policy must be ios6, ios7 or ios13\(allowAll ? " or all" : ""), got '\(name)'.")
         }
         do {
-            return try BackgroundPolicy.resolve(name, allowAll: allowAll,
-                                                overrides: .init(budget: budget, warningLead: warningLead,
-                                                                 totalCap: totalCap, grace: grace, wakeWindow: wakeWindow))
+            return try BackgroundPolicy.resolve(
+                name, allowAll: allowAll,
+                overrides: .init(
+                    budget: budget, warningLead: warningLead,
+                    totalCap: totalCap, grace: grace, wakeWindow: wakeWindow))
         } catch {
             throw ValidationError(error.description)
         }
@@ -58,16 +68,18 @@ struct LifecycleOptions: ParsableArguments {
     @Flag(help: "Start in the background: the budget counts from the start (docs/background.md).")
     var background = false
 
-    @Option(help: ArgumentHelp(
-        "Declared background modes: location, audio, fetch, processing (comma-separated), or none.",
-        valueName: "modes"))
+    @Option(
+        help: ArgumentHelp(
+            "Declared background modes: location, audio, fetch, processing (comma-separated), or none.",
+            valueName: "modes"))
     var backgroundModes: String = "location"
 
     @OptionGroup var policyOptions: PolicyOptions
 
-    @Option(help: ArgumentHelp(
-        "While suspended, take one fix this often for significant changes and regions. The default is 1m.",
-        valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "While suspended, take one fix this often for significant changes and regions. The default is 1m.",
+            valueName: "duration"), transform: DurationText.parse)
     var sampleInterval: Double = 60
 
     /// Whether any option asks for the lifecycle to matter (it always runs; in the foreground it
@@ -78,8 +90,9 @@ struct LifecycleOptions: ParsableArguments {
 
     func validate() throws {
         if BackgroundModes(list: backgroundModes) == nil {
-            throw ValidationError("--background-modes takes location, audio, fetch, processing (comma-separated) or "
-                + "none, got '\(backgroundModes)'.")
+            throw ValidationError(
+                "--background-modes takes location, audio, fetch, processing (comma-separated) or "
+                    + "none, got '\(backgroundModes)'.")
         }
         if !(sampleInterval > 0 && sampleInterval.isFinite) {
             throw ValidationError("--sample-interval must be more than 0s.")

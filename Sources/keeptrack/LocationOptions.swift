@@ -8,7 +8,7 @@ import SystemIO
 import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension DesiredAccuracy: ExpressibleByArgument {}
@@ -16,75 +16,100 @@ extension DesiredAccuracy: ExpressibleByArgument {}
 /// The location-service options of `replay` and `track`. Any of them switches the output from
 /// fixes to location events.
 struct LocationOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Deliver a location after moving this many metres (standard updates). The default is 0.",
-                               valueName: "metres"))
+    @Option(
+        help: ArgumentHelp(
+            "Deliver a location after moving this many metres (standard updates). The default is 0.",
+            valueName: "metres"))
     var distanceFilter: Double?
 
-    @Option(help: ArgumentHelp(
-        "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs. The default is 100m.",
-        valueName: "accuracy"))
+    @Option(
+        help: ArgumentHelp(
+            "best-for-navigation, best (≤5 m), 10m, 100m, 1km or 3km: accuracy a fix needs. The default is 100m.",
+            valueName: "accuracy"))
     var desiredAccuracy: DesiredAccuracy?
 
     @Flag(help: "Also report significant changes (≥500 m moved, at most one per 5 minutes).")
     var significantChanges = false
 
-    @Option(help: ArgumentHelp("Monitor the regions in this GeoJSON file (Points with a radius property, Polygons).",
-                               valueName: "file.geojson"))
+    @Option(
+        help: ArgumentHelp(
+            "Monitor the regions in this GeoJSON file (Points with a radius property, Polygons).",
+            valueName: "file.geojson"))
     var regions: String?
 
-    @Option(help: ArgumentHelp("Report a dwell after this long inside a region (90, 90s, 5m).", valueName: "duration"),
-            transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("Report a dwell after this long inside a region (90, 90s, 5m).", valueName: "duration"),
+        transform: DurationText.parse)
     var dwell: Double?
 
     @Flag(help: "Pause standard updates while stationary (25 m for 5 minutes) and resume on movement.")
     var pauseWhenStationary = false
 
-    @Option(help: ArgumentHelp("Also deliver a location when this long passed since the last one.", valueName: "duration"),
-            transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("Also deliver a location when this long passed since the last one.", valueName: "duration"),
+        transform: DurationText.parse)
     var timeInterval: Double?
 
-    @Option(help: ArgumentHelp("Also deliver a location when the course turned this many degrees.", valueName: "degrees"))
+    @Option(
+        help: ArgumentHelp("Also deliver a location when the course turned this many degrees.", valueName: "degrees"))
     var headingChange: Double?
 
-    @Option(help: ArgumentHelp("With --pause-when-stationary: a stop stays within this radius. The default is 25.",
-                               valueName: "metres"))
+    @Option(
+        help: ArgumentHelp(
+            "With --pause-when-stationary: a stop stays within this radius. The default is 25.",
+            valueName: "metres"))
     var stationaryRadius: Double?
 
-    @Option(help: ArgumentHelp("With --pause-when-stationary: pause after this long within the radius. The default is 5m.",
-                               valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "With --pause-when-stationary: pause after this long within the radius. The default is 5m.",
+            valueName: "duration"), transform: DurationText.parse)
     var stationaryTimeout: Double?
 
-    @Option(help: ArgumentHelp("With --significant-changes: the distance of a change. The default is 500.",
-                               valueName: "metres"))
+    @Option(
+        help: ArgumentHelp(
+            "With --significant-changes: the distance of a change. The default is 500.",
+            valueName: "metres"))
     var significantChangeDistance: Double?
 
-    @Option(help: ArgumentHelp("With --significant-changes: the least time between two. The default is 5m.",
-                               valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "With --significant-changes: the least time between two. The default is 5m.",
+            valueName: "duration"), transform: DurationText.parse)
     var significantChangeInterval: Double?
 
-    @Option(help: ArgumentHelp("Fixes older than this when they arrive are stale, or 'none' (replaying an old log "
-                               + "through gpsd). The default is 10s.", valueName: "duration|none"),
-            transform: { $0 == "none" ? .infinity : try DurationText.parse($0) })
+    @Option(
+        help: ArgumentHelp(
+            "Fixes older than this when they arrive are stale, or 'none' (replaying an old log "
+                + "through gpsd). The default is 10s.", valueName: "duration|none"),
+        transform: { $0 == "none" ? .infinity : try DurationText.parse($0) })
     var maxFixAge: Double?
 
     @Flag(help: "Also report visits (a stay of 3 minutes or more, at arrival and at departure) and trips between.")
     var visits = false
 
-    @Option(help: ArgumentHelp("With --visits: a stay this long is a visit. The default is 3m.", valueName: "duration"),
-            transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("With --visits: a stay this long is a visit. The default is 3m.", valueName: "duration"),
+        transform: DurationText.parse)
     var visitMinDuration: Double?
 
-    @Option(help: ArgumentHelp("With --visits: a visit's radius, unless 2 × its fixes' accuracy and at least 50. "
-                               + "The default is adaptive.", valueName: "metres"))
+    @Option(
+        help: ArgumentHelp(
+            "With --visits: a visit's radius, unless 2 × its fixes' accuracy and at least 50. "
+                + "The default is adaptive.", valueName: "metres"))
     var visitRadius: Double?
 
-    @Option(help: ArgumentHelp("With --visits: a hole without fixes longer than this ends a visit. The default is 1h.",
-                               valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "With --visits: a hole without fixes longer than this ends a visit. The default is 1h.",
+            valueName: "duration"), transform: DurationText.parse)
     var visitGap: Double?
 
-    @Option(help: ArgumentHelp("While the device does not move (fixes held back by the distance filter or a pause), "
-                               + "record the latest location again this often, as a heartbeat (60s, 5m). "
-                               + "The default is off.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "While the device does not move (fixes held back by the distance filter or a pause), "
+                + "record the latest location again this often, as a heartbeat (60s, 5m). "
+                + "The default is off.", valueName: "duration"), transform: DurationText.parse)
     var heartbeat: Double?
 
     var wantsEvents: Bool {
@@ -95,10 +120,14 @@ struct LocationOptions: ParsableArguments {
 
     var settings: LocationSettings {
         var s = LocationSettings()
-        (s.distanceFilter, s.desiredAccuracy, s.timeInterval, s.headingChange) = (distanceFilter, desiredAccuracy, timeInterval, headingChange)
+        (s.distanceFilter, s.desiredAccuracy, s.timeInterval, s.headingChange) = (
+            distanceFilter, desiredAccuracy, timeInterval, headingChange
+        )
         (s.significantChanges, s.significantChangeDistance, s.significantChangeInterval) =
             (significantChanges, significantChangeDistance, significantChangeInterval)
-        (s.pauseWhenStationary, s.stationaryRadius, s.stationaryTimeout) = (pauseWhenStationary, stationaryRadius, stationaryTimeout)
+        (s.pauseWhenStationary, s.stationaryRadius, s.stationaryTimeout) = (
+            pauseWhenStationary, stationaryRadius, stationaryTimeout
+        )
         (s.maxFixAge, s.monitorsRegions, s.dwell) = (maxFixAge, regions != nil, dwell)
         (s.visits, s.visitMinimumDuration, s.visitRadius, s.visitGap) =
             (visits, visitMinDuration, visitRadius, visitGap)

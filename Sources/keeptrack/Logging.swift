@@ -3,14 +3,16 @@ import Logging
 import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `--log-level` and `--log-format` of the long-running commands. Logs go to standard error;
 /// standard output carries the data.
 struct LoggingOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The least level logged; coordinates appear in logs only at debug and trace.",
-                               valueName: "level"))
+    @Option(
+        help: ArgumentHelp(
+            "The least level logged; coordinates appear in logs only at debug and trace.",
+            valueName: "level"))
     var logLevel: Logger.Level = .warning
 
     @Option(help: ArgumentHelp("json writes one object a line.", valueName: "format"))
@@ -40,4 +42,3 @@ struct LoggingOptions: ParsableArguments {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
-

@@ -4,7 +4,7 @@ import Geo
 import Upload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `keeptrack outbox status | dead-letters | retry --all|SEQ... | purge [SEQ...]`.
@@ -40,11 +40,13 @@ struct OutboxCommand: ParsableCommand {
             let targets = try outbox.targetStatuses()
             guard targets.count > 1 || targets.contains(where: { !$0.inLatestRun }) else { return }
             for t in targets {
-                var line = "  target \(t.target.name) (\(t.target.url)): \(t.pending) pending, \(t.deadLetters) dead letters"
+                var line =
+                    "  target \(t.target.name) (\(t.target.url)): \(t.pending) pending, \(t.deadLetters) dead letters"
                 if let success = t.lastSuccess { line += ", last success \(ISOTime.string(success))" }
                 if let error = t.lastError { line += ", last error: \(error)" }
                 if !t.inLatestRun {
-                    line += "; orphaned: not in the last run (its records leave once the others have them; "
+                    line +=
+                        "; orphaned: not in the last run (its records leave once the others have them; "
                         + "keeptrack outbox forget-target \(t.target.name))"
                 }
                 print(line)
@@ -68,8 +70,10 @@ struct OutboxCommand: ParsableCommand {
             abstract: "Move dead letters back into the outbox, to be sent with the next run.")
         @Argument(help: "The dead letters' sequence numbers.") var sequences: [Int64] = []
         @Flag(help: "Every dead letter.") var all = false
-        @Option(help: ArgumentHelp("Only this target's dead letters (outbox status names the targets); they go "
-                                   + "to it alone.", valueName: "name"))
+        @Option(
+            help: ArgumentHelp(
+                "Only this target's dead letters (outbox status names the targets); they go "
+                    + "to it alone.", valueName: "name"))
         var target: String?
         @OptionGroup var data: DataDirectoryOption
 
@@ -91,7 +95,8 @@ struct OutboxCommand: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            let deleted = try data.existingOutbox().purgeDeadLetters(sequences.isEmpty ? nil : sequences, target: target)
+            let deleted = try data.existingOutbox().purgeDeadLetters(
+                sequences.isEmpty ? nil : sequences, target: target)
             print("\(deleted) dead letters deleted")
         }
     }
@@ -106,7 +111,9 @@ struct OutboxCommand: ParsableCommand {
 
         func run() throws {
             let (known, released) = try data.existingOutbox().forgetTarget(name)
-            guard known else { throw CommandFailure("the outbox knows no target '\(name)' (see keeptrack outbox status)") }
+            guard known else {
+                throw CommandFailure("the outbox knows no target '\(name)' (see keeptrack outbox status)")
+            }
             print("forgot target \(name); \(released) records only it lacked left the outbox")
         }
     }

@@ -4,13 +4,15 @@ import LocationService
 import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where persistent data lives: `--data-dir`, else `$XDG_DATA_HOME/keeptrack`.
 struct DataDirectoryOption: ParsableArguments {
-    @Option(help: ArgumentHelp("Directory for persistent data. Default: $XDG_DATA_HOME/keeptrack "
-                               + "(~/.local/share/keeptrack).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "Directory for persistent data. Default: $XDG_DATA_HOME/keeptrack "
+                + "(~/.local/share/keeptrack).", valueName: "dir"))
     var dataDir: String?
 
     /// The data directory: --data-dir, or $XDG_DATA_HOME/keeptrack.
@@ -56,13 +58,16 @@ struct Regions: ParsableCommand {
             } catch {
                 throw error.commandError(argument: file)
             }
-            print("imported \(result.imported) regions (\(result.added) new); \(result.total) monitored in \(store.directory)")
+            print(
+                "imported \(result.imported) regions (\(result.added) new); \(result.total) monitored in \(store.directory)"
+            )
         }
     }
 
     struct State: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a stored region's state as the tracker last saved it (at most a second old while it runs).",
+            abstract:
+                "Print a stored region's state as the tracker last saved it (at most a second old while it runs).",
             discussion: """
                 Like CLLocationManager's requestState(for:): inside, outside, or unknown before the \
                 tracker has seen a fix. With --control, the running tracker at that socket answers \

@@ -68,7 +68,7 @@ struct Serve: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "Give a device a token and print it: the only time it is shown (it is stored hashed).")
             @Argument(help: "The device id.") var id: String
-            @ParentCommand var serve: Serve // its --db and --data-dir
+            @ParentCommand var serve: Serve  // its --db and --data-dir
 
             func run() async throws {
                 let token = try await serve.withDeviceTokens(creating: true) { store in
@@ -111,9 +111,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port (0 picks a free one; 5055 is Traccar's OsmAnd port).")
     var port = 5055
 
-    @Option(help: ArgumentHelp("The SQLite file, or PostgreSQL: postgres://USER@HOST:PORT/DB[?sslmode=...] "
-                               + "(docs/endpoint.md). Default: endpoint.sqlite in the data directory.",
-                               valueName: "file|url"))
+    @Option(
+        help: ArgumentHelp(
+            "The SQLite file, or PostgreSQL: postgres://USER@HOST:PORT/DB[?sslmode=...] "
+                + "(docs/endpoint.md). Default: endpoint.sqlite in the data directory.",
+            valueName: "file|url"))
     var db: String?
 
     @Option(help: ArgumentHelp("Devices must present this token.", valueName: "token"))
@@ -122,27 +124,37 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Largest request body in bytes (after gzip). The default is 8 MiB.", valueName: "bytes"))
     var maxBody: Int?
 
-    @Option(help: ArgumentHelp("Connections served at once. At the cap, the oldest connection without a complete "
-                               + "request head, else the one idle the longest, is closed to make room; when all are "
-                               + "busy, a new one gets 503. The default is sized from the descriptor limit, which "
-                               + "serve raises to its hard limit (716 for 1,024 descriptors, at most 16,384).",
-                               valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Connections served at once. At the cap, the oldest connection without a complete "
+                + "request head, else the one idle the longest, is closed to make room; when all are "
+                + "busy, a new one gets 503. The default is sized from the descriptor limit, which "
+                + "serve raises to its hard limit (716 for 1,024 descriptors, at most 16,384).",
+            valueName: "n"))
     var maxConnections: Int?
 
-    @Option(help: ArgumentHelp("Close a new connection that has not sent a complete request head within this. "
-                               + "The default is 10s.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "Close a new connection that has not sent a complete request head within this. "
+                + "The default is 10s.", valueName: "duration"), transform: DurationText.parse)
     var firstRequestTimeout = 10.0
 
-    @Option(help: ArgumentHelp("Close a connection idle between requests (keep-alive) for this long. "
-                               + "The default is 30s.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "Close a connection idle between requests (keep-alive) for this long. "
+                + "The default is 30s.", valueName: "duration"), transform: DurationText.parse)
     var idleTimeout = 30.0
 
-    @Option(help: ArgumentHelp("Answer 408 when a request body takes longer than this. The default is 1m.",
-                               valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "Answer 408 when a request body takes longer than this. The default is 1m.",
+            valueName: "duration"), transform: DurationText.parse)
     var bodyTimeout = 60.0
 
-    @Option(help: ArgumentHelp("Request body bytes held in memory at once; more get 503. The default is 32 MiB.",
-                               valueName: "bytes"))
+    @Option(
+        help: ArgumentHelp(
+            "Request body bytes held in memory at once; more get 503. The default is 32 MiB.",
+            valueName: "bytes"))
     var maxBodiesInFlight: Int?
 
     @Flag(help: "Turn fault injection on: the fault options below and PUT /v1/faults (for tests and demos).")
@@ -163,7 +175,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Fault: wait before answering.", valueName: "duration"), transform: DurationText.parse)
     var delay = 0.0
 
-    @Option(help: ArgumentHelp("Fault: the share of requests (0-1) stored and then dropped mid-answer.", valueName: "share"))
+    @Option(
+        help: ArgumentHelp("Fault: the share of requests (0-1) stored and then dropped mid-answer.", valueName: "share")
+    )
     var dropRate = 0.0
 
     @Option(help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (with --tls-key).", valueName: "file"))
@@ -174,26 +188,39 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(help: "With a token or device tokens: store OsmAnd from unknown device ids (otherwise 400, as Traccar).")
     var openRegistration = false
-    @Option(help: ArgumentHelp("Delete points older than this (e.g. 90d), in the background.", valueName: "duration"),
-            transform: DurationText.parse) var retention: Double?
-    @Option(help: ArgumentHelp("Also store OwnTracks from this broker: mqtt(s)://[USER[:PASS]@]HOST[:PORT], then "
-                               + "/FILTER (owntracks/+/+ when none).", valueName: "url"))
+    @Option(
+        help: ArgumentHelp("Delete points older than this (e.g. 90d), in the background.", valueName: "duration"),
+        transform: DurationText.parse) var retention: Double?
+    @Option(
+        help: ArgumentHelp(
+            "Also store OwnTracks from this broker: mqtt(s)://[USER[:PASS]@]HOST[:PORT], then "
+                + "/FILTER (owntracks/+/+ when none).", valueName: "url"))
     var mqtt: String?
-    @Option(help: ArgumentHelp("Let web pages from this origin call the API (CORS), e.g. the OwnTracks Frontend's "
-                               + "https://owntracks.example.org, or *. Repeatable.", valueName: "origin"))
+    @Option(
+        help: ArgumentHelp(
+            "Let web pages from this origin call the API (CORS), e.g. the OwnTracks Frontend's "
+                + "https://owntracks.example.org, or *. Repeatable.", valueName: "origin"))
     var corsOrigin: [String] = []
-    @Option(help: ArgumentHelp("Read settings from this YAML file, one key per option (default: serve.yaml beside "
-                               + "track's config.yaml, when it exists); the command line wins.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Read settings from this YAML file, one key per option (default: serve.yaml beside "
+                + "track's config.yaml, when it exists); the command line wins.", valueName: "file"))
     var config: String?
-    @Option(help: ArgumentHelp("The map page's base map: a tile URL template ({z}/{x}/{y}), or none for a plain "
-                               + "background. The default is OpenStreetMap's standard tiles.", valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "The map page's base map: a tile URL template ({z}/{x}/{y}), or none for a plain "
+                + "background. The default is OpenStreetMap's standard tiles.", valueName: "url"))
     var tiles: String?
-    @Option(help: ArgumentHelp("Live stream clients (GET /v1/stream) at once, apart from --max-connections. "
-                               + "The default is 4096.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Live stream clients (GET /v1/stream) at once, apart from --max-connections. "
+                + "The default is 4096.", valueName: "n"))
     var maxStreams: Int?
-    @Option(help: ArgumentHelp("Declare a device offline on the live stream after this long without a record (e.g. "
-                               + "5m); online when it sends again. The default is 10m.", valueName: "duration"),
-            transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "Declare a device offline on the live stream after this long without a record (e.g. "
+                + "5m); online when it sends again. The default is 10m.", valueName: "duration"),
+        transform: DurationText.parse)
     var offlineAfter: Double?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
@@ -212,8 +239,9 @@ struct Serve: AsyncParsableCommand {
         c.bodyTimeout = TrackServer.Configuration.duration(seconds: bodyTimeout)
         c.maxBodyBytesInFlight = maxBodiesInFlight ?? 32 << 20
         c.faultInjection = faults
-        c.faults = Faults(refuse: refuse, failRate: failRate, failStatus: failStatus, retryAfter: retryAfter,
-                          delay: delay, dropRate: dropRate)
+        c.faults = Faults(
+            refuse: refuse, failRate: failRate, failStatus: failStatus, retryAfter: retryAfter,
+            delay: delay, dropRate: dropRate)
         (c.tlsCertificate, c.tlsKey, c.mqtt) = (tlsCert, tlsKey, mqtt.map { .init(url: $0) })
         (c.openRegistration, c.retention) = (openRegistration, retention)
         c.corsOrigins = corsOrigin
@@ -241,8 +269,9 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         if TrackServer.isExposed(host: host, token: token) {
-            printError("warning: serving on \(host) without --token: anyone who can reach it can read every stored "
-                + "trail and store records; pass --token or --host 127.0.0.1")
+            printError(
+                "warning: serving on \(host) without --token: anyone who can reach it can read every stored "
+                    + "trail and store records; pass --token or --host 127.0.0.1")
         }
         if db == nil { makeDirectories(data.directory) }
         let database = self.database
@@ -253,13 +282,15 @@ struct Serve: AsyncParsableCommand {
             printErrorInline(upgrade?.line ?? "")
         }
         do {
-            let store = try await database.open(environment: ProcessInfo.processInfo.environment,
-                                                progress: progressWanted(stdoutUsed: false) ? drawUpgrade : nil)
-            server = try TrackServer(configuration: configuration(database: database.description), store: store,
-                                     logger: logger)
+            let store = try await database.open(
+                environment: ProcessInfo.processInfo.environment,
+                progress: progressWanted(stdoutUsed: false) ? drawUpgrade : nil)
+            server = try TrackServer(
+                configuration: configuration(database: database.description), store: store,
+                logger: logger)
         } catch {
             // A database that can't be opened is a failure at run time, not a usage error: no usage text.
-            throw CommandFailure("\(error)") // names the database (a URL without its password)
+            throw CommandFailure("\(error)")  // names the database (a URL without its password)
         }
         try await server.run(signals: true) { line in
             var out = OutputBuffer()

@@ -38,8 +38,10 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: ArgumentHelp("One strategy, or all.", valueName: "name"))
     var strategy: String = "all"
 
-    @Option(help: ArgumentHelp("How long to simulate (3600, 1h, 90m). Default: 1h, or the whole --fixture.",
-                               valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "How long to simulate (3600, 1h, 90m). Default: 1h, or the whole --fixture.",
+            valueName: "duration"), transform: DurationText.parse)
     var duration: Double?
 
     @Option(help: ArgumentHelp("Take the motion from this NMEA log.", valueName: "file"))
@@ -50,8 +52,9 @@ struct Simulate: AsyncParsableCommand {
 
     func validate() throws {
         if strategy != "all" && Strategy(rawValue: strategy) == nil {
-            throw ValidationError("--strategy must be all or one of "
-                + Strategy.allCases.map(\.rawValue).joined(separator: ", ") + ", got '\(strategy)'.")
+            throw ValidationError(
+                "--strategy must be all or one of "
+                    + Strategy.allCases.map(\.rawValue).joined(separator: ", ") + ", got '\(strategy)'.")
         }
         if let duration, !(duration > 0 && duration.isFinite) {
             throw ValidationError("--duration must be more than 0s.")
@@ -70,16 +73,19 @@ struct Simulate: AsyncParsableCommand {
         }
         var out = OutputBuffer()
         let times = profile.fixes.compactMap { $0.time?.secondsSince1970 }
-        out.append(json ? SimulationResult.jsonLines(results)
-                        : SimulationResult.table(results, duration: times.last! - times.first!, motion: profile.name))
+        out.append(
+            json
+                ? SimulationResult.jsonLines(results)
+                : SimulationResult.table(results, duration: times.last! - times.first!, motion: profile.name))
         try out.flush()
     }
 
     func motion() async throws -> MotionProfile {
         guard let fixture else { return .commute(duration: duration ?? 3600) }
         do {
-            return try await MotionProfile.recorded(NMEALogSource(options: .init(path: fixture)), name: fixture,
-                                                    duration: duration)
+            return try await MotionProfile.recorded(
+                NMEALogSource(options: .init(path: fixture)), name: fixture,
+                duration: duration)
         } catch {
             throw ValidationError("--fixture: \(error) (\(fixture))")
         }

@@ -8,7 +8,7 @@ import TrackServer
 import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Track: AsyncParsableCommand {
@@ -40,9 +40,11 @@ struct Track: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .customLong("gpsd"), help: ArgumentHelp(
-        "Read from gpsd at HOST[:PORT] (default localhost:2947; the value may be omitted).",
-        valueName: "host[:port]"))
+    @Option(
+        name: .customLong("gpsd"),
+        help: ArgumentHelp(
+            "Read from gpsd at HOST[:PORT] (default localhost:2947; the value may be omitted).",
+            valueName: "host[:port]"))
     var gpsd: String?
 
     @Option(help: ArgumentHelp("With --gpsd: only this device's fixes.", valueName: "path"))
@@ -63,8 +65,10 @@ struct Track: AsyncParsableCommand {
     @OptionGroup(title: "Background budget (any of these also prints location events)")
     var lifecycle: LifecycleOptions
 
-    @Option(help: ArgumentHelp("Control socket for `keeptrack ctl`. Default: $XDG_RUNTIME_DIR/keeptrack/control.sock "
-                               + "(/tmp/keeptrack-UID/control.sock without XDG_RUNTIME_DIR).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "Control socket for `keeptrack ctl`. Default: $XDG_RUNTIME_DIR/keeptrack/control.sock "
+                + "(/tmp/keeptrack-UID/control.sock without XDG_RUNTIME_DIR).", valueName: "path"))
     var control: String?
 
     @OptionGroup(title: "Upload (prints location events too)")
@@ -74,13 +78,17 @@ struct Track: AsyncParsableCommand {
 
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
-    @Option(help: ArgumentHelp("Serve GET /metrics (Prometheus text) at HOST:PORT, e.g. 127.0.0.1:9477 (prints location "
-                               + "events too).", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve GET /metrics (Prometheus text) at HOST:PORT, e.g. 127.0.0.1:9477 (prints location "
+                + "events too).", valueName: "host:port"))
     var metricsListen: String?
 
-    @Option(help: ArgumentHelp("Read settings from this YAML file (default: $XDG_CONFIG_HOME/keeptrack/config.yaml "
-                               + "when it exists); the command line wins. Check it with `keeptrack config check`.",
-                               valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Read settings from this YAML file (default: $XDG_CONFIG_HOME/keeptrack/config.yaml "
+                + "when it exists); the command line wins. Check it with `keeptrack config check`.",
+            valueName: "file"))
     var config: String?
 
     var wantsEvents: Bool {
@@ -95,12 +103,15 @@ struct Track: AsyncParsableCommand {
             throw ValidationError("--gpsd takes HOST, HOST:PORT or [IPv6]:PORT, got '\(gpsd)'.")
         }
         if SerialSource.Baud(baud) == nil {
-            throw ValidationError("--baud must be one of 4800, 9600, 19200, 38400, 57600, 115200 or auto, got '\(baud)'.")
+            throw ValidationError(
+                "--baud must be one of 4800, 9600, 19200, 38400, 57600, 115200 or auto, got '\(baud)'.")
         }
         if let metricsListen, MetricsEndpoint.Address(metricsListen) == nil {
             throw ValidationError("--metrics-listen takes HOST:PORT or [IPv6]:PORT, got '\(metricsListen)'.")
         }
-        if device != nil && gpsd == nil { throw ValidationError("--device filters gpsd's devices: use it with --gpsd.") }
+        if device != nil && gpsd == nil {
+            throw ValidationError("--device filters gpsd's devices: use it with --gpsd.")
+        }
     }
 
     func run() async throws {
@@ -112,9 +123,10 @@ struct Track: AsyncParsableCommand {
     }
 
     var trackerRun: TrackerRun {
-        TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
-                   store: data.store, control: control ?? ControlSocket.defaultPath,
-                   metrics: metricsListen.flatMap(MetricsEndpoint.Address.init))
+        TrackerRun(
+            location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
+            store: data.store, control: control ?? ControlSocket.defaultPath,
+            metrics: metricsListen.flatMap(MetricsEndpoint.Address.init))
     }
 
     func track() async throws {
@@ -212,9 +224,10 @@ struct Replay: AsyncParsableCommand {
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".
-            let run = TrackerRun(location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
-                                 onLogTime: true, lineBuffered: speed != nil, quiet: quiet,
-                                 inputProgress: quiet ? nil : { @Sendable in source.progress.line(elapsed: $0) })
+            let run = TrackerRun(
+                location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
+                onLogTime: true, lineBuffered: speed != nil, quiet: quiet,
+                inputProgress: quiet ? nil : { @Sendable in source.progress.line(elapsed: $0) })
             try await run.run(source, clock: source.logClock)
             if !quiet {
                 let p = source.progress
@@ -224,13 +237,18 @@ struct Replay: AsyncParsableCommand {
         }
         var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
         let started = monotonicSeconds()
-        let failed = try await output.pump(source, tick: progressWanted() && !quiet ? { elapsed in
-            printErrorInline(elapsed.map { source.progress.line(elapsed: $0) } ?? "")
-        } : nil)
+        let failed = try await output.pump(
+            source,
+            tick: progressWanted() && !quiet
+                ? { elapsed in
+                    printErrorInline(elapsed.map { source.progress.line(elapsed: $0) } ?? "")
+                } : nil)
         if !quiet {
             let p = source.progress
-            printError("\(source.name): \(grouped(p.fixes)) fixes in \(formatFixed(monotonicSeconds() - started, 3)) s, "
-                + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes")
+            printError(
+                "\(source.name): \(grouped(p.fixes)) fixes in \(formatFixed(monotonicSeconds() - started, 3)) s, "
+                    + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes"
+            )
         }
         if failed { throw ExitCode(1) }
     }

@@ -9,7 +9,7 @@ import TrackServer
 import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What `track` and `replay` share when they print location events: the options turned into one
@@ -48,21 +48,26 @@ struct TrackerRun {
             c.regionStore = store
         }
         c.policy = try lifecycle.policyOptions.resolved()
-        (c.modes, c.startInBackground, c.sampleInterval) = (lifecycle.modes, lifecycle.background, lifecycle.sampleInterval)
+        (c.modes, c.startInBackground, c.sampleInterval) = (
+            lifecycle.modes, lifecycle.background, lifecycle.sampleInterval
+        )
         (c.launchAtFirstFix, c.deadlineTimer) = (onLogTime, !onLogTime)
         if upload.enabled { c.upload = upload.settings(dataDirectory: dataDirectory, embedded: embedded) }
         return c
     }
 
-    func run<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil,
-                           clock: any EpochClock) async throws {
+    func run<S: FixSource>(
+        _ source: S, releaser: (any WatchReleasing)? = nil,
+        clock: any EpochClock
+    ) async throws {
         let embedded = upload.embedded ? try TrackServer.embedded(dataDirectory: dataDirectory) : nil
         let tracker: Tracker
         do {
-            tracker = try Tracker(source: source, configuration: configuration(embedded: embedded),
-                                  sink: CleanPagesSink(JSONLinesSink(lineBuffered: lineBuffered)), releaser: releaser,
-                                  notifier: SystemdNotifier(environment: environment(["NOTIFY_SOCKET", "WATCHDOG_USEC"])),
-                                  logger: Logger(label: "keeptrack.track"), clock: clock)
+            tracker = try Tracker(
+                source: source, configuration: configuration(embedded: embedded),
+                sink: CleanPagesSink(JSONLinesSink(lineBuffered: lineBuffered)), releaser: releaser,
+                notifier: SystemdNotifier(environment: environment(["NOTIFY_SOCKET", "WATCHDOG_USEC"])),
+                logger: Logger(label: "keeptrack.track"), clock: clock)
         } catch let error as TrackerError {
             throw error.commandError
         }
@@ -75,8 +80,10 @@ struct TrackerRun {
         do {
             var before: [any Service] = embedded.map { [$0] } ?? []
             if let metrics {
-                before.append(MetricsEndpoint(address: metrics, logger: Logger(label: "keeptrack.metrics"),
-                                              render: Telemetry.prometheusText))
+                before.append(
+                    MetricsEndpoint(
+                        address: metrics, logger: Logger(label: "keeptrack.metrics"),
+                        render: Telemetry.prometheusText))
             }
             let draw: (@Sendable (String) -> Void)? =
                 inputProgress != nil && progressWanted() ? { @Sendable text in printErrorInline(text) } : nil
@@ -105,7 +112,9 @@ extension RunProgress {
             return input(elapsed) + (waiting.map { "  outbox \(grouped($0))" } ?? "")
         case .upload(let r):
             var text = "uploading: \(grouped(r.sent)) of \(grouped(r.total)) sent"
-            if let rate = r.rate, let left = r.secondsLeft { text += "  \(grouped(Int(rate.rounded())))/s  ETA \(left) s" }
+            if let rate = r.rate, let left = r.secondsLeft {
+                text += "  \(grouped(Int(rate.rounded())))/s  ETA \(left) s"
+            }
             return text
         }
     }

@@ -10,92 +10,121 @@ import Tracking
 import Upload
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The upload options of `replay` and `track`.
 struct UploadOptions: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "Upload every location and region transition to this endpoint: http(s)://..., mqtt(s)://[user@]host[/topic] "
-            + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process). Repeatable: each target is a lane "
-            + "of its own over one outbox; the i-th --format, --token, --user, --secret-file, --device-id, --ca-file "
-            + "and --target-name go with the i-th --upload, a single one with all (docs/upload-targets.md).",
-        valueName: "url|embedded"))
+    @Option(
+        help: ArgumentHelp(
+            "Upload every location and region transition to this endpoint: http(s)://..., mqtt(s)://[user@]host[/topic] "
+                + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process). Repeatable: each target is a lane "
+                + "of its own over one outbox; the i-th --format, --token, --user, --secret-file, --device-id, --ca-file "
+                + "and --target-name go with the i-th --upload, a single one with all (docs/upload-targets.md).",
+            valueName: "url|embedded"))
     var upload: [String] = []
 
-    @Option(name: .customLong("format"),
-            help: ArgumentHelp("json (our batch), osmand (Traccar), owntracks or overland (Overland, Dawarich). "
-                               + "The default is json.", valueName: "format"))
+    @Option(
+        name: .customLong("format"),
+        help: ArgumentHelp(
+            "json (our batch), osmand (Traccar), owntracks or overland (Overland, Dawarich). "
+                + "The default is json.", valueName: "format"))
     var formats: [String] = []
 
     /// The first target's format (the only one's).
     var format: String { Self.value(formats, 0) ?? "json" }
 
-    @Option(help: ArgumentHelp("This device's id. The default is the one the outbox was created with "
-                               + "(keeptrack- and 8 hex digits).", valueName: "id"))
+    @Option(
+        help: ArgumentHelp(
+            "This device's id. The default is the one the outbox was created with "
+                + "(keeptrack- and 8 hex digits).", valueName: "id"))
     var deviceID: [String] = []
 
-    @Option(help: ArgumentHelp("Sent as Authorization: Bearer TOKEN ('' for none, with several targets).",
-                               valueName: "token"))
+    @Option(
+        help: ArgumentHelp(
+            "Sent as Authorization: Bearer TOKEN ('' for none, with several targets).",
+            valueName: "token"))
     var token: [String] = []
 
-    @Option(help: ArgumentHelp("With --format owntracks: the user the Recorder files the device under (X-Limit-U). "
-                               + "The default is keeptrack.", valueName: "user"))
+    @Option(
+        help: ArgumentHelp(
+            "With --format owntracks: the user the Recorder files the device under (X-Limit-U). "
+                + "The default is keeptrack.", valueName: "user"))
     var user: [String] = []
 
-    @Option(help: ArgumentHelp("With --format owntracks: encrypt each payload as the OwnTracks apps do, with the "
-                               + "passphrase in this file (docs/owntracks-encryption.md).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "With --format owntracks: encrypt each payload as the OwnTracks apps do, with the "
+                + "passphrase in this file (docs/owntracks-encryption.md).", valueName: "file"))
     var secretFile: [String] = []
 
-    @Option(help: ArgumentHelp("The name the outbox files a target's progress under (outbox status, metrics' target "
-                               + "label). The default comes from its URL: host:port/path.", valueName: "name"))
+    @Option(
+        help: ArgumentHelp(
+            "The name the outbox files a target's progress under (outbox status, metrics' target "
+                + "label). The default comes from its URL: host:port/path.", valueName: "name"))
     var targetName: [String] = []
 
-    @Option(name: .customLong("target-header"),
-            help: ArgumentHelp("An extra request header for the N-th --upload only, 'N:Name: value' (repeatable).",
-                               valueName: "n:header"))
+    @Option(
+        name: .customLong("target-header"),
+        help: ArgumentHelp(
+            "An extra request header for the N-th --upload only, 'N:Name: value' (repeatable).",
+            valueName: "n:header"))
     var targetHeaders: [String] = []
 
     @Flag(help: "With --format osmand or owntracks: don't send region transitions.")
     var noRegionEvents = false
 
-    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file (a self-signed endpoint).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp("Trust the CA certificates in this PEM file (a self-signed endpoint).", valueName: "file"))
     var caFile: [String] = []
 
-    @Option(name: .customLong("header"),
-            help: ArgumentHelp("An extra request header, 'Name: value' (repeatable; with several targets, for each).",
-                               valueName: "header"))
+    @Option(
+        name: .customLong("header"),
+        help: ArgumentHelp(
+            "An extra request header, 'Name: value' (repeatable; with several targets, for each).",
+            valueName: "header"))
     var headers: [String] = []
 
     @Option(help: ArgumentHelp("Records per request with --format json.", valueName: "n"))
     var batchSize = 500
 
-    @Option(help: ArgumentHelp("How long a batch that is not full waits for more (fewer, larger requests cost less "
-                               + "CPU and radio). The default is 30s.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "How long a batch that is not full waits for more (fewer, larger requests cost less "
+                + "CPU and radio). The default is 30s.", valueName: "duration"), transform: DurationText.parse)
     var batchWait = 30.0
 
-    @Option(help: ArgumentHelp("Longest wait between retries. The default is 5m.", valueName: "duration"),
-            transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp("Longest wait between retries. The default is 5m.", valueName: "duration"),
+        transform: DurationText.parse)
     var maxBackoff = 300.0
 
-    @Option(help: ArgumentHelp("Most records the outbox keeps (the oldest go first, counted).",
-                               valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Most records the outbox keeps (the oldest go first, counted).",
+            valueName: "n"))
     var outboxMaxRecords = 1_000_000
 
-    @Option(help: ArgumentHelp("Oldest record the outbox keeps (a bare number counts days: 30, 12h). The default is 30d.",
-                               valueName: "duration"), transform: DurationText.parseDays)
+    @Option(
+        help: ArgumentHelp(
+            "Oldest record the outbox keeps (a bare number counts days: 30, 12h). The default is 30d.",
+            valueName: "duration"), transform: DurationText.parseDays)
     var outboxMaxAge = 30.0 * 86_400
 
-    @Option(help: ArgumentHelp("On SIGTERM or SIGINT, keep uploading this long before exiting (what is left stays "
-                               + "in the outbox). The default is 10s.", valueName: "duration"), transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "On SIGTERM or SIGINT, keep uploading this long before exiting (what is left stays "
+                + "in the outbox). The default is 10s.", valueName: "duration"), transform: DurationText.parse)
     var shutdownTimeout = 10.0
 
-    @Option(help: ArgumentHelp("Group commits, for flash-wear-sensitive devices: print each location at once and "
-                               + "commit to the outbox together within this long (0: commit each fix before it is "
-                               + "printed); a kill -9 or a power loss loses up to this long of printed locations. "
-                               + "The default is 0.",
-                               valueName: "duration"),
-            transform: DurationText.parse)
+    @Option(
+        help: ArgumentHelp(
+            "Group commits, for flash-wear-sensitive devices: print each location at once and "
+                + "commit to the outbox together within this long (0: commit each fix before it is "
+                + "printed); a kill -9 or a power loss loses up to this long of printed locations. "
+                + "The default is 0.",
+            valueName: "duration"),
+        transform: DurationText.parse)
     var commitWithin = 0.0
 
     var enabled: Bool { !upload.isEmpty }
@@ -105,8 +134,10 @@ struct UploadOptions: ParsableArguments {
 
     /// The options that pair by order with `--upload`, and their values.
     var paired: [(option: String, values: [String])] {
-        [("--format", formats), ("--device-id", deviceID), ("--token", token), ("--user", user),
-         ("--secret-file", secretFile), ("--ca-file", caFile), ("--target-name", targetName)]
+        [
+            ("--format", formats), ("--device-id", deviceID), ("--token", token), ("--user", user),
+            ("--secret-file", secretFile), ("--ca-file", caFile), ("--target-name", targetName),
+        ]
     }
 
     /// The `index`-th target's value of a paired option: the only one, or its own; `''` is none.
@@ -123,7 +154,8 @@ struct UploadOptions: ParsableArguments {
         (v.deviceID, v.token, v.user) = (Self.value(deviceID, index), Self.value(token, index), Self.value(user, index))
         v.regionEvents = !noRegionEvents
         v.caFile = Self.value(caFile, index)
-        v.headers = headers + targetHeaders.compactMap { Self.targetHeader($0).flatMap { $0.0 == index + 1 ? $0.1 : nil } }
+        v.headers =
+            headers + targetHeaders.compactMap { Self.targetHeader($0).flatMap { $0.0 == index + 1 ? $0.1 : nil } }
         (v.batchSize, v.batchWait, v.maxBackoff) = (batchSize, batchWait, maxBackoff)
         (v.outboxMaxRecords, v.outboxMaxAge, v.shutdownTimeout) = (outboxMaxRecords, outboxMaxAge, shutdownTimeout)
         v.commitWithin = commitWithin
@@ -142,17 +174,20 @@ struct UploadOptions: ParsableArguments {
     func validate() throws {
         let count = max(1, upload.count)
         for (option, values) in paired where values.count > 1 && values.count != count {
-            throw ValidationError("\(option) is given \(values.count) times for \(upload.count) --upload target"
-                + (upload.count == 1 ? "" : "s") + ": give it once (for every target) or once per --upload, in the same "
-                + "order.")
+            throw ValidationError(
+                "\(option) is given \(values.count) times for \(upload.count) --upload target"
+                    + (upload.count == 1 ? "" : "s")
+                    + ": give it once (for every target) or once per --upload, in the same "
+                    + "order.")
         }
         if upload.filter({ $0 == "embedded" }).count > 1 {
             throw ValidationError("--upload embedded is given twice: one embedded endpoint per run.")
         }
         for h in targetHeaders {
             guard let (n, header) = Self.targetHeader(h), n <= upload.count else {
-                throw ValidationError("--target-header takes 'N:Name: value', N the --upload it goes with (1 to "
-                    + "\(upload.count)), got '\(h)'.")
+                throw ValidationError(
+                    "--target-header takes 'N:Name: value', N the --upload it goes with (1 to "
+                        + "\(upload.count)), got '\(h)'.")
             }
             if Uploader.Configuration.header(parsing: header) == nil {
                 throw ValidationError("--target-header takes 'N:Name: value', got '\(h)'.")
@@ -171,7 +206,8 @@ struct UploadOptions: ParsableArguments {
             }
             // An HTTPS endpoint's CA file is read now: a file that is no PEM is a setting to fix.
             if let caFile = v.caFile, let url = v.url, url.hasPrefix("http"),
-               !Uploader.Configuration.holdsPEMCertificates(caFile) {
+                !Uploader.Configuration.holdsPEMCertificates(caFile)
+            {
                 throw ValidationError("--ca-file \(caFile): no PEM certificate could be read")
             }
             if let url = v.url {
@@ -302,10 +338,12 @@ extension UploadOptions {
             let database = embedded.store.location
             var visits = trail.visitsAndTrips > 0 ? ", \(grouped(trail.visitsAndTrips)) visit and trip records" : ""
             if trail.heartbeats > 0 { visits += ", \(grouped(trail.heartbeats)) heartbeats" }
-            printError("embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "
-                + "events\(visits) stored for device \(device) in \(database)")
-            printError("the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "
-                + "GET /v1/devices/\(device.replacing("/", with: "%2F"))/trail?format=geojson)")
+            printError(
+                "embedded endpoint: \(grouped(trail.points)) points and \(grouped(trail.regionEvents)) region "
+                    + "events\(visits) stored for device \(device) in \(database)")
+            printError(
+                "the trail: \(trail.path)  (see it served: keeptrack serve --db \(database), then "
+                    + "GET /v1/devices/\(device.replacing("/", with: "%2F"))/trail?format=geojson)")
         }
     }
 }
@@ -315,7 +353,8 @@ extension UploadOptions {
     /// requests, 0 retries; 0 left for it in the outbox`, and why records are left, for whom.
     static func line(_ r: UploadService.TargetReport) -> String {
         let s = r.stats
-        var line = "upload to \(r.name): \(grouped(s.uploaded)) records acknowledged by \(r.host) in "
+        var line =
+            "upload to \(r.name): \(grouped(s.uploaded)) records acknowledged by \(r.host) in "
             + "\(grouped(s.requests)) requests, \(grouped(s.retries)) retries"
         if s.deadLettered > 0 { line += ", \(grouped(s.deadLettered)) rejected (dead letters)" }
         line += "; \(grouped(r.pending)) left for it in the outbox"
@@ -326,10 +365,11 @@ extension UploadOptions {
     /// Says which registered targets this run does not upload to still lack records (standard error).
     func warnAboutOrphans(_ tracker: Tracker) {
         for orphan in tracker.uploadService?.orphans ?? [] {
-            printError("keeptrack: \(grouped(orphan.pending)) records in the outbox were not delivered to "
-                + "\(orphan.target.name), which this run does not upload to: they leave the outbox once this run's "
-                + "targets have them (give --upload \(orphan.target.url) again to deliver them; "
-                + "keeptrack outbox forget-target \(orphan.target.name) to stop tracking it)")
+            printError(
+                "keeptrack: \(grouped(orphan.pending)) records in the outbox were not delivered to "
+                    + "\(orphan.target.name), which this run does not upload to: they leave the outbox once this run's "
+                    + "targets have them (give --upload \(orphan.target.url) again to deliver them; "
+                    + "keeptrack outbox forget-target \(orphan.target.name) to stop tracking it)")
         }
     }
 }

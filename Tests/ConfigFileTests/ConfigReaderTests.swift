@@ -24,36 +24,54 @@ struct ConfigReaderTests {
     /// `track --gpsd` means `--gpsd localhost:2947`, on the command line as in the file.
     @Test func anOptionalValueGetsItsFallbackWhereItIsOmitted() {
         #expect(reader.insertingFallbacks(into: ["track", "--gpsd"]) == ["track", "--gpsd", "localhost:2947"])
-        #expect(reader.insertingFallbacks(into: ["track", "--gpsd", "--all"]) == ["track", "--gpsd", "localhost:2947", "--all"])
-        #expect(reader.insertingFallbacks(into: ["track", "--gpsd", "h:1", "--all"]) == ["track", "--gpsd", "h:1", "--all"])
-        #expect(reader.insertingFallbacks(into: ["track", "--serial", "--gpsd", "x"]) == ["track", "--serial", "--gpsd", "x"])
+        #expect(
+            reader.insertingFallbacks(into: ["track", "--gpsd", "--all"]) == [
+                "track", "--gpsd", "localhost:2947", "--all",
+            ])
+        #expect(
+            reader.insertingFallbacks(into: ["track", "--gpsd", "h:1", "--all"]) == ["track", "--gpsd", "h:1", "--all"])
+        #expect(
+            reader.insertingFallbacks(into: ["track", "--serial", "--gpsd", "x"]) == [
+                "track", "--serial", "--gpsd", "x",
+            ])
     }
 
     /// A file's settings as the arguments they stand for.
     @Test func settingsBecomeArgumentsAndListsRepeatTheOption() throws {
-        let settings = try reader.parse(Array("gpsd:\nall: false\nheader: [\"A: 1\", \"B: 2\"]\ndistance-filter: 5\n".utf8), name: "c.yaml")
+        let settings = try reader.parse(
+            Array("gpsd:\nall: false\nheader: [\"A: 1\", \"B: 2\"]\ndistance-filter: 5\n".utf8), name: "c.yaml")
         let arguments = settings.map(OptionArguments.init)
-        #expect(arguments.map(\.arguments) == [["--gpsd", "localhost:2947"], [], ["--header", "A: 1", "--header", "B: 2"],
-                                              ["--distance-filter", "5"]])
+        #expect(
+            arguments.map(\.arguments) == [
+                ["--gpsd", "localhost:2947"], [], ["--header", "A: 1", "--header", "B: 2"],
+                ["--distance-filter", "5"],
+            ])
         #expect(arguments[2].items.map(\.line) == [3, 3])
     }
 
     @Test func readsEveryKindOfValue() throws {
-        let settings = try reader.parse(Array("""
-            serial: /dev/ttyACM0
-            gpsd:
-            all: true
-            header:
-              - "X-Team: blue"
-              - 'X-Van: 7'
-            """.utf8), name: "c.yaml")
-        #expect(settings == [
-            ConfigSetting(key: "serial", line: 1, value: .option("/dev/ttyACM0")),
-            ConfigSetting(key: "gpsd", line: 2, value: .option("localhost:2947")),
-            ConfigSetting(key: "all", line: 3, value: .flag(true)),
-            ConfigSetting(key: "header", line: 4, value: .list([.init(value: "X-Team: blue", line: 5),
-                                                                .init(value: "X-Van: 7", line: 6)])),
-        ])
+        let settings = try reader.parse(
+            Array(
+                """
+                serial: /dev/ttyACM0
+                gpsd:
+                all: true
+                header:
+                  - "X-Team: blue"
+                  - 'X-Van: 7'
+                """.utf8), name: "c.yaml")
+        #expect(
+            settings == [
+                ConfigSetting(key: "serial", line: 1, value: .option("/dev/ttyACM0")),
+                ConfigSetting(key: "gpsd", line: 2, value: .option("localhost:2947")),
+                ConfigSetting(key: "all", line: 3, value: .flag(true)),
+                ConfigSetting(
+                    key: "header", line: 4,
+                    value: .list([
+                        .init(value: "X-Team: blue", line: 5),
+                        .init(value: "X-Van: 7", line: 6),
+                    ])),
+            ])
     }
 
     /// A 358-byte "billion laughs" with aliases as keys: Yams hashes a key whole, 9^8 strings
@@ -84,7 +102,10 @@ struct ConfigReaderTests {
         let p = try #require(problem(Self.aliasBomb))
         #expect(p.code == .tooComplex)
         #expect(p.line == 7)
-        #expect(p.description == "c.yaml:7: the document stands for more than 100000 values once its aliases (*name) are expanded: refused (an alias bomb?)")
+        #expect(
+            p.description
+                == "c.yaml:7: the document stands for more than 100000 values once its aliases (*name) are expanded: refused (an alias bomb?)"
+        )
         // Refused after reading a few dozen events: no expansion was ever built.
         #expect(statistics.events < 100)
     }
@@ -114,12 +135,13 @@ struct ConfigReaderTests {
         #expect(p.line == nil)
     }
 
-    @Test(arguments: [
-        ([0x73, 0x3A, 0x20, 0x00, 0x01], 1, "byte 0x00 at byte 3"),
-        (Array("serial: a\nall: true\n\u{7F}".utf8), 3, "byte 0x7F at byte 20"),
-        ([0x61, 0x3A, 0x0A, 0xC3, 0x28], 2, "byte 0xC3 (not UTF-8) at byte 3"),
-        ([0xFF, 0xFE, 0x41, 0x00], 1, "byte 0xFF (not UTF-8) at byte 0"),
-    ] as [([UInt8], Int, String)])
+    @Test(
+        arguments: [
+            ([0x73, 0x3A, 0x20, 0x00, 0x01], 1, "byte 0x00 at byte 3"),
+            (Array("serial: a\nall: true\n\u{7F}".utf8), 3, "byte 0x7F at byte 20"),
+            ([0x61, 0x3A, 0x0A, 0xC3, 0x28], 2, "byte 0xC3 (not UTF-8) at byte 3"),
+            ([0xFF, 0xFE, 0x41, 0x00], 1, "byte 0xFF (not UTF-8) at byte 0"),
+        ] as [([UInt8], Int, String)])
     func saysBinaryIsNotYAMLNamingTheByteAndLine(bytes: [UInt8], line: Int, what: String) throws {
         let p = try #require(problem(bytes))
         #expect(p.code == .notYAML)

@@ -22,8 +22,9 @@ struct DurationTextTests {
         do {
             _ = try DurationText.seconds(text)
         } catch {
-            #expect(error.description == "'\(text)' is not a duration: write a number of seconds (90) or a number "
-                + "with s, m, h or d (90s, 5m, 2h, 30d)")
+            #expect(
+                error.description == "'\(text)' is not a duration: write a number of seconds (90) or a number "
+                    + "with s, m, h or d (90s, 5m, 2h, 30d)")
         }
     }
 

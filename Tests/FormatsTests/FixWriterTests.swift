@@ -7,8 +7,9 @@ import Testing
 @Suite("Fix formats")
 struct FixWriterTests {
     let fix = Fix(
-        time: GNSSTime(year: 2024, month: 3, dayOfMonth: 9, hour: 12, minute: 0, second: 1, nanosecond: 500_000_000,
-                       fractionDigits: 2),
+        time: GNSSTime(
+            year: 2024, month: 3, dayOfMonth: 9, hour: 12, minute: 0, second: 1, nanosecond: 500_000_000,
+            fractionDigits: 2),
         coordinate: Coordinate(latitude: 48.137154, longitude: -11.5761249999), altitudeMSL: 519.25,
         geoidSeparation: 47, speed: 1.4, course: 33.2, mode: .threeD, quality: .gps, satellitesUsed: 8,
         satellitesInView: 12, hdop: 0.9, vdop: 1.2, pdop: 1.5, horizontalAccuracy: 4.5, verticalAccuracy: 6,
@@ -24,12 +25,13 @@ struct FixWriterTests {
     }
 
     @Test func writesTheDocumentedJSONLinesObject() {
-        #expect(render(.jsonl, [fix]) == """
-            {"time":"2024-03-09T12:00:01.50Z","lat":48.137154000,"lon":-11.576125000,"alt":519.250,"speed":1.400,\
-            "course":33.20,"mode":"3d","quality":"gps","hAcc":4.50,"vAcc":6.00,"sats":8,"satsInView":12,"hdop":0.90,\
-            "vdop":1.20,"pdop":1.50,"geoidSep":47.000,"lines":[10,15]}
+        #expect(
+            render(.jsonl, [fix]) == """
+                {"time":"2024-03-09T12:00:01.50Z","lat":48.137154000,"lon":-11.576125000,"alt":519.250,"speed":1.400,\
+                "course":33.20,"mode":"3d","quality":"gps","hAcc":4.50,"vAcc":6.00,"sats":8,"satsInView":12,"hdop":0.90,\
+                "vdop":1.20,"pdop":1.50,"geoidSep":47.000,"lines":[10,15]}
 
-            """)
+                """)
     }
 
     @Test func writesNullsForUnknownValuesAndNoPositionWithoutAFix() throws {
@@ -46,7 +48,10 @@ struct FixWriterTests {
         let text = render(.csv, [fix, Fix(mode: .none)])
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines[0].hasPrefix("time,lat,lon,alt"))
-        #expect(lines[1] == "2024-03-09T12:00:01.50Z,48.137154000,-11.576125000,519.250,1.400,33.20,3d,gps,4.50,6.00,8,12,0.90,1.20,1.50,47.000,10,15")
+        #expect(
+            lines[1]
+                == "2024-03-09T12:00:01.50Z,48.137154000,-11.576125000,519.250,1.400,33.20,3d,gps,4.50,6.00,8,12,0.90,1.20,1.50,47.000,10,15"
+        )
         #expect(lines[2] == ",,,,,,none,,,,,,,,,,,")
     }
 
@@ -61,13 +66,18 @@ struct FixWriterTests {
 
     @Test func writesGPXTrackPoints() {
         let text = render(.gpx, [fix])
-        #expect(text.contains("<trkpt lat=\"48.137154000\" lon=\"-11.576125000\"><ele>519.250</ele><time>2024-03-09T12:00:01.50Z</time>"))
+        #expect(
+            text.contains(
+                "<trkpt lat=\"48.137154000\" lon=\"-11.576125000\"><ele>519.250</ele><time>2024-03-09T12:00:01.50Z</time>"
+            ))
         #expect(text.contains("<fix>3d</fix><sat>8</sat><hdop>0.90</hdop>"))
         #expect(text.hasSuffix("</gpx>\n"))
     }
 
-    @Test(arguments: [(0.0, 2, "0.00"), (-0.004, 2, "0.00"), (-1.005, 1, "-1.0"), (123.456789, 3, "123.457"),
-                      (Double.nan, 2, "null"), (1e30, 2, "null"), (-7.0, 0, "-7")])
+    @Test(arguments: [
+        (0.0, 2, "0.00"), (-0.004, 2, "0.00"), (-1.005, 1, "-1.0"), (123.456789, 3, "123.457"),
+        (Double.nan, 2, "null"), (1e30, 2, "null"), (-7.0, 0, "-7"),
+    ])
     func formatsFixedPointNumbers(_ v: Double, _ decimals: Int, _ expected: String) {
         var out: [UInt8] = []
         ByteWriting.appendFixed(v, decimals: decimals, to: &out)
@@ -113,11 +123,13 @@ struct FixWriterTests {
             return sign + digits.dropLast(d) + (d > 0 ? "." + digits.suffix(d) : "")
         }
         var generator = SystemRandomNumberGenerator()
-        var values: [Double] = [0, -0.0, 0.5, -0.5, 1, 9, 10, 99, 100, 999_999_999, 1e18, 9.1e17, -9.1e17, .nan,
-                                .infinity, -.infinity, 48.137366333, -11.575408667, 0.0049999, 1e-12,
-                                // Ties and near-ties: rounding is half away from zero, as `rounded()`.
-                                0.125, -0.125, 2.5, -2.5, 0.49999999999999994, 4_503_599_627_370_495.5, 1.005,
-                                8_999_999_999_999_999_000.0]
+        var values: [Double] = [
+            0, -0.0, 0.5, -0.5, 1, 9, 10, 99, 100, 999_999_999, 1e18, 9.1e17, -9.1e17, .nan,
+            .infinity, -.infinity, 48.137366333, -11.575408667, 0.0049999, 1e-12,
+            // Ties and near-ties: rounding is half away from zero, as `rounded()`.
+            0.125, -0.125, 2.5, -2.5, 0.49999999999999994, 4_503_599_627_370_495.5, 1.005,
+            8_999_999_999_999_999_000.0,
+        ]
         for exponent in -12...19 {
             for _ in 0..<40 {
                 let v = Double.random(in: 1..<10, using: &generator) * pow(10, Double(exponent))
@@ -136,8 +148,10 @@ struct FixWriterTests {
         }
     }
 
-    @Test(arguments: [Int64.min, Int64.min + 1, -1_000_000, -10, -9, -1, 0, 1, 9, 10, 99, 100, 12_345,
-                      1_000_000_000_000, Int64.max])
+    @Test(arguments: [
+        Int64.min, Int64.min + 1, -1_000_000, -10, -9, -1, 0, 1, 9, 10, 99, 100, 12_345,
+        1_000_000_000_000, Int64.max,
+    ])
     func integerWritersMatchString(_ v: Int64) {
         var array: [UInt8] = []
         ByteWriting.appendInt(v, to: &array)

@@ -33,8 +33,10 @@ struct HostileInputTests {
 
     @Test func refusesNestingDeeperThanTheLimitAndAcceptsUpToIt() throws {
         func batch(depth: Int) -> [UInt8] {
-            Array((#"{"device":"d","extra":"# + String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-                + #","records":[]}"#).utf8)
+            Array(
+                (#"{"device":"d","extra":"# + String(repeating: "[", count: depth)
+                    + String(repeating: "]", count: depth)
+                    + #","records":[]}"#).utf8)
         }
         #expect(try JSONBatch.decode(batch(depth: JSONScanner.maxDepth), now: 2e9).records.isEmpty)
         #expect(throws: WireFormatError.self) { try JSONBatch.decode(batch(depth: JSONScanner.maxDepth + 1), now: 2e9) }
@@ -57,7 +59,8 @@ struct HostileInputTests {
         #expect(TrailRecord.identifierProblem(id)?.contains(message) == true, "\(id.debugDescription)")
         let r = TrailRecord(device: id, sequence: 1, time: 1_715_679_000, latitude: 1, longitude: 1)
         #expect(r.problem(now: 2e9)?.message.hasPrefix("device id must") == true)
-        let e = TrailRecord(device: "d", sequence: 1, kind: .enter, region: id, time: 1_715_679_000, latitude: 1, longitude: 1)
+        let e = TrailRecord(
+            device: "d", sequence: 1, kind: .enter, region: id, time: 1_715_679_000, latitude: 1, longitude: 1)
         #expect(e.problem(now: 2e9) != nil)
     }
 
@@ -68,14 +71,17 @@ struct HostileInputTests {
     }
 
     @Test func refusesAnEscapedNULInTheBatchDevice() {
-        let body = #"{"device":"van\u0000A","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#
+        let body =
+            #"{"device":"van\u0000A","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#
         #expect(throws: WireFormatError.self) { try JSONBatch.decode(Array(body.utf8), now: 2e9) }
     }
 
-    @Test(arguments: [
-        ([0x61, 0xFF], 1), ([0xC0, 0x80], 0), ([0xED, 0xA0, 0x80], 0), ([0xF4, 0x90, 0x80, 0x80], 0),
-        ([0xE2, 0x82], 0), ([0x61, 0xE2, 0x82, 0xAC, 0x80], 4), ([0xF0, 0x9F, 0x98, 0x80], nil), ([0xC3, 0xA9], nil),
-    ] as [([UInt8], Int?)])
+    @Test(
+        arguments: [
+            ([0x61, 0xFF], 1), ([0xC0, 0x80], 0), ([0xED, 0xA0, 0x80], 0), ([0xF4, 0x90, 0x80, 0x80], 0),
+            ([0xE2, 0x82], 0), ([0x61, 0xE2, 0x82, 0xAC, 0x80], 4), ([0xF0, 0x9F, 0x98, 0x80], nil),
+            ([0xC3, 0xA9], nil),
+        ] as [([UInt8], Int?)])
     func findsTheFirstByteThatIsNotUTF8(bytes: [UInt8], offset: Int?) {
         #expect(invalidUTF8Offset(bytes[...]) == offset)
     }
@@ -101,18 +107,28 @@ struct HostileInputTests {
     }
 
     @Test func osmAndRefusesIdsThatAreNotUTF8OrHoldControlCharacters() throws {
-        #expect(throws: WireFormatError.self) { try OsmAnd.decode("id=van%00A&lat=1&lon=1&timestamp=1715679000", now: 2e9) }
-        #expect(throws: WireFormatError.self) { try OsmAnd.decode("id=van%FF&lat=1&lon=1&timestamp=1715679000", now: 2e9) }
-        #expect(throws: WireFormatError.self) { try OsmAnd.decode("id=van&lat=1&lon=1&timestamp=10000000000000", now: 2e9) }
+        #expect(throws: WireFormatError.self) {
+            try OsmAnd.decode("id=van%00A&lat=1&lon=1&timestamp=1715679000", now: 2e9)
+        }
+        #expect(throws: WireFormatError.self) {
+            try OsmAnd.decode("id=van%FF&lat=1&lon=1&timestamp=1715679000", now: 2e9)
+        }
+        #expect(throws: WireFormatError.self) {
+            try OsmAnd.decode("id=van&lat=1&lon=1&timestamp=10000000000000", now: 2e9)
+        }
         #expect(try OsmAnd.decode("id=caf%C3%A9&lat=1&lon=1&timestamp=1715679000", now: 2e9).device == "café")
     }
 
     @Test func refusesNumbersOutOfRange() {
         func record(_ fields: String) -> [UInt8] {
-            Array(#"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1,\#(fields)}]}"#.utf8)
+            Array(
+                #"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1,\#(fields)}]}"#
+                    .utf8)
         }
-        for (fields, message) in [(#""vAcc":1e999"#, "vAcc"), (#""vAcc":-5"#, "vAcc"), (#""hAcc":-1"#, "hAcc"),
-                                  (#""speed":1e999"#, "speed"), (#""alt":-1e999"#, "alt"), (#""course":361"#, "course")] {
+        for (fields, message) in [
+            (#""vAcc":1e999"#, "vAcc"), (#""vAcc":-5"#, "vAcc"), (#""hAcc":-1"#, "hAcc"),
+            (#""speed":1e999"#, "speed"), (#""alt":-1e999"#, "alt"), (#""course":361"#, "course"),
+        ] {
             do {
                 _ = try JSONBatch.decode(record(fields), now: 2e9)
                 Issue.record("accepted \(fields)")

@@ -5,7 +5,7 @@ import Testing
 /// tests, Traccar Client, the OwnTracks booklet and Recorder): issue 13.
 @Suite("Peers' wire forms")
 struct PeerWireFormTests {
-    let received = 1_715_688_000.0 // 2024-05-14T12:00:00Z, the time of receipt
+    let received = 1_715_688_000.0  // 2024-05-14T12:00:00Z, the time of receipt
 
     // MARK: OsmAnd as Traccar reads it (item 9)
 
@@ -58,7 +58,7 @@ struct PeerWireFormTests {
         #expect(r.device == "123456")
         #expect(r.time == 1_715_679_000)
         #expect(r.latitude == 60 && r.longitude == 30)
-        #expect(r.speed == 2.5) // m/s in this form
+        #expect(r.speed == 2.5)  // m/s in this form
         #expect(r.course == nil)
         #expect(r.horizontalAccuracy == 5 && r.altitude == 120)
         #expect(r.attributes["is_moving"] == "true")
@@ -75,14 +75,17 @@ struct PeerWireFormTests {
 
     @Test func aTransitionIsAnEventOnThePositionThatDecidedIt() {
         let location = TrailRecord(device: "van-1", sequence: 7, time: 1_715_679_020, latitude: 48.1, longitude: 11.5)
-        var enter = TrailRecord(device: "van-1", sequence: 8, kind: .enter, region: "home", time: 1_715_679_000,
-                                latitude: 48.1, longitude: 11.5)
+        var enter = TrailRecord(
+            device: "van-1", sequence: 8, kind: .enter, region: "home", time: 1_715_679_000,
+            latitude: 48.1, longitude: 11.5)
         enter.decidedAt = 1_715_679_020
-        #expect(OsmAnd.parameters(location, events: [enter])
-            == "id=van-1&timestamp=1715679020&lat=48.100000000&lon=11.500000000&event=geofenceEnter&geofence=home")
+        #expect(
+            OsmAnd.parameters(location, events: [enter])
+                == "id=van-1&timestamp=1715679020&lat=48.100000000&lon=11.500000000&event=geofenceEnter&geofence=home")
         // Alone (its location was held back by a filter): its position, at the deciding time, not the crossing's.
-        #expect(OsmAnd.parameters(enter)
-            == "id=van-1&timestamp=1715679020&lat=48.100000000&lon=11.500000000&event=geofenceEnter&geofence=home")
+        #expect(
+            OsmAnd.parameters(enter)
+                == "id=van-1&timestamp=1715679020&lat=48.100000000&lon=11.500000000&event=geofenceEnter&geofence=home")
     }
 
     // MARK: OwnTracks as the booklet and the Recorder describe it (items 2, 10)
@@ -94,8 +97,12 @@ struct PeerWireFormTests {
         var enter = r
         enter.kind = .enter
         enter.region = "home"
-        let transition = String(decoding: try #require(OwnTracks.encode(enter, waypointCreated: 1_600_000_000)), as: UTF8.self)
-        #expect(transition == #"{"_type":"transition","event":"enter","desc":"home","wtst":1600000000,"t":"c","tst":1715679000,"lat":48.1000000,"lon":11.5000000,"acc":0,"tid":"VA"}"#)
+        let transition = String(
+            decoding: try #require(OwnTracks.encode(enter, waypointCreated: 1_600_000_000)), as: UTF8.self)
+        #expect(
+            transition
+                == #"{"_type":"transition","event":"enter","desc":"home","wtst":1600000000,"t":"c","tst":1715679000,"lat":48.1000000,"lon":11.5000000,"acc":0,"tid":"VA"}"#
+        )
         // Without a known creation time: one stable value per region, never the crossing's time.
         let stand = String(decoding: try #require(OwnTracks.encode(enter)), as: UTF8.self)
         #expect(stand.contains(#""wtst":\#(Int(OwnTracks.stableWaypointTime("home")))"#))
@@ -117,22 +124,27 @@ struct PeerWireFormTests {
         #expect(r.time == received)
         #expect(r.attributes["batt"] == "87" && r.attributes["conn"] == "w")
         // A transition without a position: kept, marked invalid.
-        let bare = #"{"_type":"transition","event":"leave","desc":"home","tst":1715679000,"wtst":1600000000,"acc":10,"t":"c"}"#
+        let bare =
+            #"{"_type":"transition","event":"leave","desc":"home","tst":1715679000,"wtst":1600000000,"acc":10,"t":"c"}"#
         let t = try #require(try OwnTracks.decode(Array(bare.utf8), user: "anna", device: "phone", now: received))
         #expect(t.kind == .exit && t.region == "home" && !t.valid)
         // Empty bodies and position-less types: nothing to store.
         #expect(try OwnTracks.decode([], user: nil, device: nil, now: received) == nil)
         #expect(try OwnTracks.decode(Array(" \n".utf8), user: nil, device: nil, now: received) == nil)
         for type in ["waypoint", "waypoints", "lwt", "card", "status", "cmd", "steps"] {
-            #expect(try OwnTracks.decode(Array(#"{"_type":"\#(type)","tst":1715679000}"#.utf8), user: nil, device: nil,
-                                         now: received) == nil)
+            #expect(
+                try OwnTracks.decode(
+                    Array(#"{"_type":"\#(type)","tst":1715679000}"#.utf8), user: nil, device: nil,
+                    now: received) == nil)
         }
         // Encrypted: refused as unsupported, not acknowledged and dropped.
         #expect(throws: WireFormatError.self) {
-            try OwnTracks.decode(Array(#"{"_type":"encrypted","data":"abc"}"#.utf8), user: nil, device: nil, now: received)
+            try OwnTracks.decode(
+                Array(#"{"_type":"encrypted","data":"abc"}"#.utf8), user: nil, device: nil, now: received)
         }
         do {
-            _ = try OwnTracks.decode(Array(#"{"_type":"encrypted","data":"abc"}"#.utf8), user: nil, device: nil, now: received)
+            _ = try OwnTracks.decode(
+                Array(#"{"_type":"encrypted","data":"abc"}"#.utf8), user: nil, device: nil, now: received)
         } catch {
             #expect(error.code == .unsupported)
         }

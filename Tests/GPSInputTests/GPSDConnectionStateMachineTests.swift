@@ -48,7 +48,8 @@ struct GPSDConnectionStateMachineTests {
         for (attempt, wait) in waits.enumerated() {
             let action = m.connectionFailed(reason: "Connection refused")
             // Said once, as an error (gpsd was never reached); later attempts fail quietly.
-            let expected: Action = attempt == 0
+            let expected: Action =
+                attempt == 0
                 ? .report(.error, .cannotConnect(reason: "Connection refused"), then: .waitToReconnect(seconds: wait))
                 : .waitToReconnect(seconds: wait)
             #expect(action == expected, "attempt \(attempt)")
@@ -60,8 +61,9 @@ struct GPSDConnectionStateMachineTests {
     func aLostConnectionIsReportedOnceAndGpsdIsAskedAgainAtOnce(loss: Machine.Loss) {
         var m = Self.watching()
         var fixes: [Fix] = []
-        #expect(m.connectionLost(loss) { fixes.append($0) }
-            == .close(then: .report(.disconnected, .lost(loss), then: .connect)))
+        #expect(
+            m.connectionLost(loss) { fixes.append($0) }
+                == .close(then: .report(.disconnected, .lost(loss), then: .connect)))
         #expect(fixes.isEmpty)
         // The loss was said: failed attempts are quiet, the backoff starts from its first wait.
         #expect(m.connectionFailed(reason: "Connection refused") == .waitToReconnect(seconds: 0.25))
@@ -80,8 +82,9 @@ struct GPSDConnectionStateMachineTests {
         _ = m.watchReleased { _ in }
         #expect(m.watchResumed() == .connect)
         let wait = Action.waitToReconnect(seconds: 0.25)
-        #expect(m.connectionFailed(reason: "Connection refused")
-            == .report(.disconnected, .cannotConnect(reason: "Connection refused"), then: wait))
+        #expect(
+            m.connectionFailed(reason: "Connection refused")
+                == .report(.disconnected, .cannotConnect(reason: "Connection refused"), then: wait))
     }
 
     @Test func aRefusedWatchClosesTheConnectionAndRetriesAfterTheSameBackoff() {
@@ -91,8 +94,9 @@ struct GPSDConnectionStateMachineTests {
         #expect(m.backoffElapsed() == .connect)
         for _ in 0..<3 {
             #expect(m.connectionOpened() == .sendWatch)
-            #expect(m.watchRefused()
-                == .close(then: .report(.error, .watchRefused, then: .waitToReconnect(seconds: 0.5))))
+            #expect(
+                m.watchRefused()
+                    == .close(then: .report(.error, .watchRefused, then: .waitToReconnect(seconds: 0.5))))
             #expect(m.backoffElapsed() == .connect)
         }
     }

@@ -22,8 +22,9 @@ struct GPSDSourceTests {
         let source = GPSDSource(options: options)
         let seen = try await collect(source, what: "12 fixes from gpsd") { $0.fixes.filter(\.hasPosition).count >= 12 }
         #expect(seen.events.first?.kind == .connected)
-        let reference = Dictionary(try decoderFixes("walk-15min.nmea").map { (timeOfDay($0)!, $0) },
-                                   uniquingKeysWith: { a, _ in a })
+        let reference = Dictionary(
+            try decoderFixes("walk-15min.nmea").map { (timeOfDay($0)!, $0) },
+            uniquingKeysWith: { a, _ in a })
         let received = seen.fixes.filter(\.hasPosition)
         // Time of day and position agree with our own decoder (gpsd may shift dates of old logs).
         for fix in received {

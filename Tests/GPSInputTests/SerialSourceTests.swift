@@ -78,13 +78,16 @@ struct SerialSourceTests {
             let kinds = seen.events.map(\.kind)
             #expect(kinds.first == .connected)
             let lost = try #require(seen.events.first { $0.kind == .disconnected })
-            #expect(lost.message.contains("the device went away") || lost.message.contains("hung up"), "\(lost.message)")
+            #expect(
+                lost.message.contains("the device went away") || lost.message.contains("hung up"), "\(lost.message)")
             #expect(kinds.filter { $0 == .connected }.count == 2)
         }
     }
 
     @Test func stopsWhenTheConsumerIsCancelled() async throws {
-        let (fake, link) = try await receiver([fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--loop"])
+        let (fake, link) = try await receiver([
+            fixturePath("walk-15min.nmea"), "--rate", "20", "--baud", "9600", "--loop",
+        ])
         defer { fake.terminate() }
         let source = SerialSource(options: .init(path: link, baud: .fixed(9600)))
         try await withTimeout(60, "the serial source to stop") {
@@ -103,7 +106,9 @@ struct SerialSourceTests {
         let source = SerialSource(options: .init(path: "/nonexistent/ttyUSB9", baud: .fixed(9600)))
         let seen = try await collect(source, what: "an error") { !$0.events.isEmpty }
         #expect(seen.events.first?.kind == .error)
-        #expect(seen.events.first?.message == "/nonexistent/ttyUSB9 is not there (receiver unplugged?); waiting for it to appear")
+        #expect(
+            seen.events.first?.message
+                == "/nonexistent/ttyUSB9 is not there (receiver unplugged?); waiting for it to appear")
     }
 
     @Test func saysWhenThePathIsNotATerminal() async throws {

@@ -10,8 +10,10 @@ import KeepTrackTesting
 /// not a speed limit: generous, because on a loaded 2-core machine the suite's blocking tests can
 /// hold both of the cooperative pool's threads for a minute (seen: trivial decoder tests waiting
 /// 60 s to start while three other builds ran).
-func collect<S: FixSource>(_ source: S, seconds: Double = 180, what: String,
-                           until stop: @escaping @Sendable ([SourceElement]) -> Bool) async throws -> [SourceElement] {
+func collect<S: FixSource>(
+    _ source: S, seconds: Double = 180, what: String,
+    until stop: @escaping @Sendable ([SourceElement]) -> Bool
+) async throws -> [SourceElement] {
     let progress = Mutex<[SourceElement]>([])
     do {
         return try await withTimeout(seconds, what) {
@@ -26,7 +28,9 @@ func collect<S: FixSource>(_ source: S, seconds: Double = 180, what: String,
     } catch let error as TimedOut {
         // Say what did arrive: events (connected? errors?) and how many fixes.
         let seen = progress.withLock { $0 }
-        throw TimedOut(what: error.what + " (seen: \(seen.fixes.count) fixes, events \(seen.events.map { "\($0.kind): \($0.message)" }))")
+        throw TimedOut(
+            what: error.what
+                + " (seen: \(seen.fixes.count) fixes, events \(seen.events.map { "\($0.kind): \($0.message)" }))")
     }
 }
 
@@ -74,7 +78,8 @@ func temporaryFile(_ bytes: [UInt8], name: String) throws -> String {
 func descriptors(openOn path: String) -> Int {
     let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? path
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == target }.count
+    return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == target }
+        .count
 }
 
 /// TCP connections of this process to `port` on the loopback: whether a source still holds its
@@ -88,7 +93,7 @@ func connections(toPort port: String) -> Int {
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count > 9, let colon = fields[2].lastIndex(of: ":"),
-                  Int(fields[2][fields[2].index(after: colon)...], radix: 16) == wanted
+                Int(fields[2][fields[2].index(after: colon)...], radix: 16) == wanted
             else { continue }
             inodes.insert(String(fields[9]))
         }
@@ -96,7 +101,8 @@ func connections(toPort port: String) -> Int {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
     return fds.filter { fd in
         guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
-              link.hasPrefix("socket:[") else { return false }
+            link.hasPrefix("socket:[")
+        else { return false }
         return inodes.contains(String(link.dropFirst(8).dropLast()))
     }.count
 }
@@ -126,7 +132,8 @@ func connectionReport(_ port: String) -> String {
     let tcp = procText("/proc/net/tcp") + procText("/proc/net/tcp6")
     let lines = tcp.split(separator: "\n").filter { $0.contains(":" + hex + " ") }
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    let links = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }.filter { $0.hasPrefix("socket") }
+    let links = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
+        .filter { $0.hasPrefix("socket") }
     return "tcp: \(lines) sockets: \(links)"
 }
 

@@ -5,7 +5,7 @@ import Testing
 @testable import GPSInput
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// gpsd's reports, built in a `gps_data_t` as libgps leaves them after a read.
@@ -24,7 +24,9 @@ final class Reports {
         data.pointee.fix.latitude = latitude
         data.pointee.fix.longitude = 11.5
         data.pointee.fix.altMSL = altitude
-        for field in [\gps_fix_t.geoid_sep, \.speed, \.track, \.magnetic_var, \.epv] { data.pointee.fix[keyPath: field] = .nan }
+        for field in [\gps_fix_t.geoid_sep, \.speed, \.track, \.magnetic_var, \.epv] {
+            data.pointee.fix[keyPath: field] = .nan
+        }
         data.pointee.fix.eph = 10
         return UnsafePointer(data)
     }

@@ -11,9 +11,10 @@ struct ConstantRandom: RandomNumberGenerator {
 
 @Suite struct BackoffTests {
     /// The ceiling doubles from the first wait up to the maximum; anything below 1 counts as 1.
-    @Test(arguments: [
-        (0, 1.0), (1, 1.0), (2, 2.0), (3, 4.0), (9, 256.0), (10, 300.0), (11, 300.0), (64, 300.0), (Int.max, 300.0),
-    ] as [(Int, Double)])
+    @Test(
+        arguments: [
+            (0, 1.0), (1, 1.0), (2, 2.0), (3, 4.0), (9, 256.0), (10, 300.0), (11, 300.0), (64, 300.0), (Int.max, 300.0),
+        ] as [(Int, Double)])
     func ceilingDoublesUpToTheMaximum(failures: Int, ceiling: Double) {
         #expect(Backoff(initial: 1, maximum: 300).ceiling(failures: failures) == ceiling)
     }

@@ -13,8 +13,10 @@ struct ReferenceRow {
     var azimuth2: Double
 
     static let all: [ReferenceRow] = {
-        guard let url = Bundle.module.url(forResource: "geodesic-reference", withExtension: "csv", subdirectory: "Resources"),
-              let text = try? String(contentsOf: url, encoding: .utf8)
+        guard
+            let url = Bundle.module.url(
+                forResource: "geodesic-reference", withExtension: "csv", subdirectory: "Resources"),
+            let text = try? String(contentsOf: url, encoding: .utf8)
         else { fatalError("geodesic-reference.csv missing from the test bundle") }
         return text.split(separator: "\n").dropFirst().map { line in
             let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
@@ -41,7 +43,9 @@ struct GeodesyTests {
         var checked = 0
         for row in ReferenceRow.all where !row.name.hasPrefix("antipodal") {
             let d = Geodesy.distance(row.p, row.q)
-            #expect(abs(d - row.distance) < 0.001, "\(row.name): \(d) vs \(row.distance) \(Geodesy.vincentyInverse(row.p, row.q) == nil)")
+            #expect(
+                abs(d - row.distance) < 0.001,
+                "\(row.name): \(d) vs \(row.distance) \(Geodesy.vincentyInverse(row.p, row.q) == nil)")
             checked += 1
         }
         #expect(checked > 180)
@@ -167,8 +171,9 @@ struct GNSSTimeTests {
     }
 
     @Test func printsISO8601WithTheSourcePrecision() {
-        let t = GNSSTime(year: 2024, month: 3, dayOfMonth: 9, hour: 7, minute: 5, second: 3, nanosecond: 120_000_000,
-                         fractionDigits: 2)
+        let t = GNSSTime(
+            year: 2024, month: 3, dayOfMonth: 9, hour: 7, minute: 5, second: 3, nanosecond: 120_000_000,
+            fractionDigits: 2)
         #expect(t.iso8601 == "2024-03-09T07:05:03.12Z")
         #expect(GNSSTime(day: nil, nanosecondOfDay: 3_600_000_000_000).iso8601 == "01:00:00Z")
         #expect(t.secondsSince1970 == 1_709_967_903.12)
@@ -181,8 +186,9 @@ struct GNSSTimeTests {
     }
 
     @Test func locationFromFixNeedsAPositionAndADate() {
-        var fix = Fix(time: GNSSTime(day: 19_000, nanosecondOfDay: 0), coordinate: Coordinate(latitude: 1, longitude: 2),
-                      mode: .twoD, horizontalAccuracy: 5)
+        var fix = Fix(
+            time: GNSSTime(day: 19_000, nanosecondOfDay: 0), coordinate: Coordinate(latitude: 1, longitude: 2),
+            mode: .twoD, horizontalAccuracy: 5)
         let location = Location(fix)
         #expect(location?.horizontalAccuracy == 5)
         #expect(location?.verticalAccuracy == -1)

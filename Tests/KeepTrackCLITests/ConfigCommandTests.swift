@@ -15,17 +15,28 @@ struct ConfigCommandTests {
     }
 
     @Test(arguments: [
-        ("serial: /dev/ttyACM0\ndistance_filter: 10\n", ":2: unknown key 'distance_filter' (did you mean 'distance-filter'?)"),
-        ("serial: /dev/ttyACM0\nsignificant-changes: yes please\n", ":2: significant-changes: expected true or false, got 'yes please'"),
-        ("serial: /dev/ttyACM0\n\n\ndistance-filter: ten\n", ":4: distance-filter: The value 'ten' is invalid for '--distance-filter <metres>'"),
+        (
+            "serial: /dev/ttyACM0\ndistance_filter: 10\n",
+            ":2: unknown key 'distance_filter' (did you mean 'distance-filter'?)"
+        ),
+        (
+            "serial: /dev/ttyACM0\nsignificant-changes: yes please\n",
+            ":2: significant-changes: expected true or false, got 'yes please'"
+        ),
+        (
+            "serial: /dev/ttyACM0\n\n\ndistance-filter: ten\n",
+            ":4: distance-filter: The value 'ten' is invalid for '--distance-filter <metres>'"
+        ),
         ("serial: [\n", ":2: not valid YAML: did not find expected node content"),
         ("serial: /dev/ttyACM0\nbaud: 1234\n", ":2: baud: --baud must be one of 4800, 9600"),
         ("- a list\n", ":1: expected keys and values (a mapping)"),
         ("serial: /dev/ttyACM0\nserial: /dev/ttyUSB0\n", ":2: 'serial' is set twice"),
         ("significant-changes: true\n", ": Choose one input"),
         ("serial: /dev/ttyACM0\nvisit-gap: 2h\n", ":2: visit-gap: --visit-gap goes with --visits."),
-        ("serial: /dev/ttyACM0\nvisits: true\nvisit-radius: 0\n",
-         ":3: visit-radius: --visit-radius must be more than 0."),
+        (
+            "serial: /dev/ttyACM0\nvisits: true\nvisit-radius: 0\n",
+            ":3: visit-radius: --visit-radius must be more than 0."
+        ),
     ])
     func checkNamesTheKeyAndTheLine(text: String, message: String) throws {
         let path = try file(text)
@@ -35,7 +46,8 @@ struct ConfigCommandTests {
     }
 
     @Test func aGoodFileChecksOut() throws {
-        let path = try file("""
+        let path = try file(
+            """
             gpsd:                    # localhost:2947
             significant-changes: true
             background: false
@@ -47,7 +59,9 @@ struct ConfigCommandTests {
             """)
         let r = try keeptrack(["config", "check", path])
         #expect(r.status == 0)
-        #expect(r.stdout == "\(path): ok, 6 settings: gpsd, significant-changes, background, upload, header, shutdown-timeout\n")
+        #expect(
+            r.stdout
+                == "\(path): ok, 6 settings: gpsd, significant-changes, background, upload, header, shutdown-timeout\n")
     }
 
     @Test func visitKeysCheckOut() throws {
@@ -72,16 +86,20 @@ struct ConfigCommandTests {
     /// A 358-byte "billion laughs" whose aliases are used as keys: refused before anything
     /// expands (it ran for minutes).
     @Test func refusesAnAliasBombUsedAsKeysAndSaysWhy() throws {
-        let bomb = ["# billion laughs, keys: *h", #"a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]"#]
-            + zip("bcdefgh", "abcdefg").map { "\($0): &\($0) [" + Array(repeating: "*\($1)", count: 9).joined(separator: ",") + "]" }
+        let bomb =
+            ["# billion laughs, keys: *h", #"a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]"#]
+            + zip("bcdefgh", "abcdefg").map {
+                "\($0): &\($0) [" + Array(repeating: "*\($1)", count: 9).joined(separator: ",") + "]"
+            }
             + ["? *h", ": x", "? [*h, *h]", ": y", ""]
         let text = bomb.joined(separator: "\n")
         #expect(text.utf8.count == 358)
         let path = try file(text)
         let r = try keeptrack(["config", "check", path])
         #expect(r.status == 1)
-        #expect(r.stderr == "keeptrack config check: \(path):7: the document stands for more than 100000 values once "
-            + "its aliases (*name) are expanded: refused (an alias bomb?)\n")
+        #expect(
+            r.stderr == "keeptrack config check: \(path):7: the document stands for more than 100000 values once "
+                + "its aliases (*name) are expanded: refused (an alias bomb?)\n")
     }
 
     @Test func saysRandomBinaryIsNotYAMLNamingTheByteAndLine() throws {
@@ -95,9 +113,12 @@ struct ConfigCommandTests {
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let r = try keeptrack(["config", "check", path])
         #expect(r.status == 1)
-        let offset = try #require(bytes.firstIndex { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 >= 0x7F })
+        let offset = try #require(
+            bytes.firstIndex { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 >= 0x7F })
         let line = bytes[..<offset].filter { $0 == 0x0A }.count + 1
-        #expect(r.stderr.hasPrefix("keeptrack config check: \(path):\(line): not YAML (a binary file?): byte 0x"), "\(r.stderr)")
+        #expect(
+            r.stderr.hasPrefix("keeptrack config check: \(path):\(line): not YAML (a binary file?): byte 0x"),
+            "\(r.stderr)")
         #expect(r.stderr.contains(" at byte \(offset) is not text"), "\(r.stderr)")
         #expect(!r.stderr.contains("set twice"))
     }
@@ -120,7 +141,8 @@ struct ConfigCommandTests {
         let path = try file("upload: embedded\nserial: /dev/ttyACM0\nheader:\n" + items.joined(separator: "\n") + "\n")
         let r = try keeptrack(["config", "check", path])
         #expect(r.status == 1)
-        #expect(r.stderr.contains("\(path):994: header: --header takes 'Name: value', got 'no colon here'"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("\(path):994: header: --header takes 'Name: value', got 'no colon here'"), "\(r.stderr)")
     }
 
     /// Every long option of `track` can be set in the file, and the file knows no other key.
@@ -146,8 +168,10 @@ struct ConfigCommandTests {
 @Suite("Logs")
 struct LoggingTests {
     @Test func jsonLogsKeepCoordinatesOutAboveDebug() throws {
-        let r = try keeptrack(["replay", "--significant-changes", "--log-level", "info", "--log-format", "json", "--quiet",
-                               "fixtures/walk-15min.nmea"])
+        let r = try keeptrack([
+            "replay", "--significant-changes", "--log-level", "info", "--log-format", "json", "--quiet",
+            "fixtures/walk-15min.nmea",
+        ])
         #expect(r.status == 0)
         let logs = r.stderr.split(separator: "\n").filter { $0.hasPrefix("{") }
         #expect(!logs.isEmpty)
@@ -164,8 +188,10 @@ struct LoggingTests {
             }
         }
         #expect(significantChanges > 0)
-        let debug = try keeptrack(["replay", "--significant-changes", "--log-level", "debug", "--quiet",
-                                   "fixtures/walk-15min.nmea"])
+        let debug = try keeptrack([
+            "replay", "--significant-changes", "--log-level", "debug", "--quiet",
+            "fixtures/walk-15min.nmea",
+        ])
         #expect(debug.stderr.contains("lat=48.13736633"))
         let quiet = try keeptrack(["replay", "--significant-changes", "--quiet", "fixtures/walk-15min.nmea"])
         #expect(quiet.stderr.isEmpty)

@@ -42,8 +42,9 @@ func keeptrack(_ arguments: [String], stdin: Data? = nil, environment: [String: 
     process.waitUntilExit()
     while errThread.isExecuting || !errThread.isFinished { Thread.sleep(forTimeInterval: 0.001) }
     while inThread.isExecuting || !inThread.isFinished { Thread.sleep(forTimeInterval: 0.001) }
-    return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                     stderr: String(decoding: errData, as: UTF8.self))
+    return CLIResult(
+        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
 }
 
 @Suite("keeptrack decode")
@@ -91,7 +92,9 @@ struct DecodeCommandTests {
     @Test func strictStopsAtTheFirstBadSentenceWithStatusOne() throws {
         let r = try keeptrack(["decode", "--strict", "fixtures/corrupted.nmea"])
         #expect(r.status == 1)
-        #expect(r.stderr.contains("error: stopped at the first bad sentence (--strict): fixtures/corrupted.nmea:161: byte 9619"))
+        #expect(
+            r.stderr.contains(
+                "error: stopped at the first bad sentence (--strict): fixtures/corrupted.nmea:161: byte 9619"))
         // Fixes before the bad sentence were printed.
         #expect(r.stdout.split(separator: "\n").count == 19)
     }
@@ -118,7 +121,9 @@ struct DecodeCommandTests {
         #expect(r.stdout.split(separator: "\n").count == 895)
         #expect(r.stdout == expected.stdout)
         #expect(r.status == 1)
-        #expect(r.stderr.contains("error: \(path):0: byte \(gz.count): io: bytes after the end of the gzip data are not gzip"))
+        #expect(
+            r.stderr.contains(
+                "error: \(path):0: byte \(gz.count): io: bytes after the end of the gzip data are not gzip"))
     }
 
     @Test func explainsAMissingFile() throws {
@@ -158,9 +163,12 @@ fileprivate func gzipped(_ bytes: Data) throws -> Data {
 
 /// What zlib can inflate from a (possibly truncated) gzip stream: everything before the cut.
 fileprivate func inflatedPrefix(_ gz: Data) throws -> Data {
-    try filtered(gz, through: "/usr/bin/python3", [
-        "-c", "import sys, zlib; sys.stdout.buffer.write(zlib.decompressobj(31).decompress(sys.stdin.buffer.read()))",
-    ])
+    try filtered(
+        gz, through: "/usr/bin/python3",
+        [
+            "-c",
+            "import sys, zlib; sys.stdout.buffer.write(zlib.decompressobj(31).decompress(sys.stdin.buffer.read()))",
+        ])
 }
 
 /// Runs `executable` with `input` on its standard input; returns its standard output.

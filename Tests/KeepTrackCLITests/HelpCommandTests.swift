@@ -32,8 +32,10 @@ struct HelpCommandTests {
 
     @Test func everyCommandHasHelpWithSubcommandsForItsVerbs() throws {
         let paths = try commands().map { $0.path.joined(separator: " ") }
-        for verbs in [["outbox status", "outbox dead-letters", "outbox retry", "outbox purge"],
-                      ["serve devices add", "serve devices list", "serve devices revoke"]] {
+        for verbs in [
+            ["outbox status", "outbox dead-letters", "outbox retry", "outbox purge"],
+            ["serve devices add", "serve devices list", "serve devices revoke"],
+        ] {
             for path in verbs { #expect(paths.contains(path), "no subcommand '\(path)' in \(paths)") }
         }
         for path in try commands().map(\.path) {
@@ -60,8 +62,9 @@ struct HelpCommandTests {
             for argument in (command.json["arguments"] as? [[String: Any]]) ?? [] {
                 guard let shown = argument["defaultValue"] as? String else { continue }
                 let abstract = argument["abstract"] as? String ?? ""
-                #expect(!abstract.lowercased().contains("default"),
-                        "keeptrack \(command.path.joined(separator: " ")): '\(abstract)' and (default: \(shown))")
+                #expect(
+                    !abstract.lowercased().contains("default"),
+                    "keeptrack \(command.path.joined(separator: " ")): '\(abstract)' and (default: \(shown))")
             }
         }
     }
@@ -76,11 +79,19 @@ struct ProblemSentenceTests {
         (["--dwell", "5"], "--dwell applies to regions: add --regions FILE.geojson."),
         (["--heading-change", "200"], "--heading-change takes 1 to 180 degrees, got 200.0."),
         (["--time-interval", "0"], "--time-interval must be more than 0."),
-        (["--stationary-radius", "40"], "--stationary-radius and --stationary-timeout go with --pause-when-stationary."),
-        (["--significant-change-distance", "9"],
-         "--significant-change-distance and --significant-change-interval go with --significant-changes."),
+        (
+            ["--stationary-radius", "40"],
+            "--stationary-radius and --stationary-timeout go with --pause-when-stationary."
+        ),
+        (
+            ["--significant-change-distance", "9"],
+            "--significant-change-distance and --significant-change-interval go with --significant-changes."
+        ),
         (["--upload", "embedded", "--batch-size", "0"], "--batch-size must be 1 or more."),
-        (["--upload", "embedded", "--outbox-max-records", "0"], "--outbox-max-records and --outbox-max-age must be positive."),
+        (
+            ["--upload", "embedded", "--outbox-max-records", "0"],
+            "--outbox-max-records and --outbox-max-age must be positive."
+        ),
         (["--upload", "ftp://x"], "--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got 'ftp://x'."),
         (["--upload", "embedded", "--format", "gpx"], "--format takes"),
         (["--user", "anna"], "--device-id, --token, --ca-file, --header and --user go with --upload URL."),
@@ -130,9 +141,11 @@ struct ProgressWordsTests {
     }
 
     @Test func serveSaysTheSchemaUpgradeOfItsStore() {
-        let upgrade = SQLiteTrackStore.Upgrade(path: "/d/endpoint.sqlite", migrations: ["v4-credentials", "v5-fleet"],
-                                               points: 3_000, seconds: 2)
-        #expect(upgrade.line == "/d/endpoint.sqlite: upgrading the schema (v4-credentials, v5-fleet) for 3,000 points, 2 s")
+        let upgrade = SQLiteTrackStore.Upgrade(
+            path: "/d/endpoint.sqlite", migrations: ["v4-credentials", "v5-fleet"],
+            points: 3_000, seconds: 2)
+        #expect(
+            upgrade.line == "/d/endpoint.sqlite: upgrading the schema (v4-credentials, v5-fleet) for 3,000 points, 2 s")
     }
 
     @Test func decodeSaysItsShareSpeedAndTimeLeft() {

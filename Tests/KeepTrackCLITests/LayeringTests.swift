@@ -43,7 +43,8 @@ struct LayeringTests {
                 let items = body[list.range.upperBound..<close].replacing(/package:\s*"[^"]*"/, with: "")
                 for quoted in items.matches(of: /"([^"]+)"/) { dependencies.insert(String(quoted.output.1)) }
             }
-            let path = body.firstMatch(of: /path:\s*"([^"]+)"/).map { String($0.output.1) }
+            let path =
+                body.firstMatch(of: /path:\s*"([^"]+)"/).map { String($0.output.1) }
                 ?? (kind == "testTarget" ? "Tests/\(name)" : "Sources/\(name)")
             targets[name] = Target(name: name, kind: kind, path: path, dependencies: dependencies)
         }
@@ -182,7 +183,8 @@ struct LayeringTests {
 
     @Test func nothingIsReExported() throws {
         for dir in ["Sources", "Tests", "Examples", "Benchmarks"] {
-            for (name, text) in try sources(under: dir) where text.split(separator: "\n").contains(where: {
+            for (name, text) in try sources(under: dir)
+            where text.split(separator: "\n").contains(where: {
                 $0.trimmingPrefix(while: \.isWhitespace).hasPrefix("@_exported")
             }) {
                 Issue.record("\(name) re-exports a module (@_exported): import it where it is used")
@@ -192,7 +194,9 @@ struct LayeringTests {
 
     @Test func theCommandLineImportsNoServerOrStorageModule() throws {
         let imported = try imports(of: "keeptrack")
-        for module in ["GRDB", "AsyncHTTPClient", "Hummingbird", "HummingbirdCore", "NIO", "NIOCore", "NIOPosix", "NIOHTTP1"] {
+        for module in [
+            "GRDB", "AsyncHTTPClient", "Hummingbird", "HummingbirdCore", "NIO", "NIOCore", "NIOPosix", "NIOHTTP1",
+        ] {
             #expect(imported[module] == nil, "Sources/keeptrack imports \(module) in \(imported[module] ?? [])")
         }
     }

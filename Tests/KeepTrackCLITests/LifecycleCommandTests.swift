@@ -3,7 +3,7 @@ import KeepTrackTesting
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// JSON Lines as dictionaries.
@@ -33,8 +33,9 @@ struct LifecycleReplayTests {
         let truth = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let stops = try #require(truth["stops"] as? [[String: Any]])
         return try stops.map {
-            Stop(name: $0["name"] as! String, start: try #require(parseTime($0["start"])),
-                 end: try #require(parseTime($0["end"])))
+            Stop(
+                name: $0["name"] as! String, start: try #require(parseTime($0["start"])),
+                end: try #require(parseTime($0["end"])))
         }
     }
 
@@ -53,8 +54,10 @@ struct LifecycleReplayTests {
     /// With auto-pause, updates pause during long stops, the app is suspended, and the next
     /// significant change wakes it: checked against the fixture's true stops.
     @Test func withAutoPauseItSuspendsDuringLongStopsAndWakesOnTheNextSignificantChange() throws {
-        let r = try keeptrack(["replay", "--background", "--pause-when-stationary", "--significant-changes",
-                               "fixtures/day-24h.nmea.gz"])
+        let r = try keeptrack([
+            "replay", "--background", "--pause-when-stationary", "--significant-changes",
+            "fixtures/day-24h.nmea.gz",
+        ])
         #expect(r.status == 0)
         let events = try jsonLines(r.stdout)
         let stops = try truthStops()
@@ -103,14 +106,18 @@ struct LifecycleReplayTests {
 
     /// Without a background mode the app is suspended within seconds, and region events wake it.
     @Test func regionEventsWakeASuspendedApp() throws {
-        let r = try keeptrack(["replay", "--background", "--background-modes", "none", "--regions",
-                               "fixtures/walk-15min.regions.geojson", "fixtures/walk-15min.nmea"])
+        let r = try keeptrack([
+            "replay", "--background", "--background-modes", "none", "--regions",
+            "fixtures/walk-15min.regions.geojson", "fixtures/walk-15min.nmea",
+        ])
         #expect(r.status == 0)
         let events = try jsonLines(r.stdout)
         let kinds = events.compactMap { $0["event"] as? String }
         let firstSuspension = try #require(kinds.firstIndex(of: "suspended"))
         let first = events[firstSuspension]
-        #expect(first["reason"] as? String == "no background task and no keep-alive (suspended 5 s after running out of work)")
+        #expect(
+            first["reason"] as? String
+                == "no background task and no keep-alive (suspended 5 s after running out of work)")
         let wakes = events.filter { $0["event"] as? String == "resumed" }
         #expect(!wakes.isEmpty)
         for wake in wakes {
@@ -147,13 +154,16 @@ struct LifecycleReplayTests {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         try #require(bound == 0)
 
-        let tool = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
-                            ["replay", "--background", "--background-modes", "none", "fixtures/walk-15min.nmea"],
-                            environment: ["NOTIFY_SOCKET": path])
+        let tool = try Tool(
+            executable: productsDirectory.appendingPathComponent("keeptrack"),
+            ["replay", "--background", "--background-modes", "none", "fixtures/walk-15min.nmea"],
+            environment: ["NOTIFY_SOCKET": path])
         tool.guardAgainstHang(seconds: 60)
         tool.drain()
         var messages: [String] = []
@@ -178,9 +188,12 @@ struct LifecycleTrackTests {
         let dir = try TemporaryDirectory("keeptrack-ctl").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let control = dir + "/control.sock"
-        let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
-                             ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--background", "--background-modes", "none",
-                              "--grace", "1", "--sample-interval", "2", "--control", control, "--data-dir", dir])
+        let track = try Tool(
+            executable: productsDirectory.appendingPathComponent("keeptrack"),
+            [
+                "track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--background", "--background-modes", "none",
+                "--grace", "1", "--sample-interval", "2", "--control", control, "--data-dir", dir,
+            ])
         track.guardAgainstHang(seconds: 90)
         defer { track.terminate() }
         var seen: [String] = []

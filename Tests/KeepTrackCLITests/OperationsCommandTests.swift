@@ -46,12 +46,14 @@ struct VersionTests {
         var env = ProcessInfo.processInfo.environment
         env["KEEPTRACK_COMMIT"] = nil
         env["GIT_CEILING_DIRECTORIES"] = dir.deletingLastPathComponent().path
-        #expect(try run("/bin/sh", [script, dir.path, dir.appendingPathComponent("out").path], environment: env).0 == 0)
+        #expect(
+            try run("/bin/sh", [script, dir.path, dir.appendingPathComponent("out").path], environment: env).0 == 0)
         var text = try String(contentsOf: generated, encoding: .utf8)
         #expect(text.contains("generatedVersion = \"9.8.7\""))
         #expect(text.contains("generatedCommit = \"unknown\""))
         env["KEEPTRACK_COMMIT"] = "abc123"
-        #expect(try run("/bin/sh", [script, dir.path, dir.appendingPathComponent("out").path], environment: env).0 == 0)
+        #expect(
+            try run("/bin/sh", [script, dir.path, dir.appendingPathComponent("out").path], environment: env).0 == 0)
         text = try String(contentsOf: generated, encoding: .utf8)
         #expect(text.contains("generatedCommit = \"abc123\""))
     }
@@ -88,8 +90,10 @@ struct DurationOptionTests {
     @Test func aBadDurationNamesTheOptionWhatWasGivenAndWhatIsAccepted() throws {
         let r = try keeptrack(["replay", "--upload", "embedded", "--batch-wait", "5x", "fixtures/walk-15min.nmea"])
         #expect(r.status == 64)
-        #expect(r.stderr.contains("The value '5x' is invalid for '--batch-wait <duration>': '5x' is not a duration: "
-            + "write a number of seconds (90) or a number with s, m, h or d (90s, 5m, 2h, 30d)"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains(
+                "The value '5x' is invalid for '--batch-wait <duration>': '5x' is not a duration: "
+                    + "write a number of seconds (90) or a number with s, m, h or d (90s, 5m, 2h, 30d)"), "\(r.stderr)")
     }
 
     @Test func theConfigFileTakesDurationsAndNamesTheLineOfABadOne() throws {
@@ -104,11 +108,14 @@ struct DurationOptionTests {
         let arguments = try TrackConfig.reader.optionArguments(path: good).flatMap(\.arguments)
         #expect(try Track.parse(arguments).upload.batchWait == 300)
         let bad = dir.appendingPathComponent("bad.yaml").path
-        try "gpsd: localhost\nupload: embedded\nmax-backoff: 5 minutes\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        try "gpsd: localhost\nupload: embedded\nmax-backoff: 5 minutes\n".write(
+            toFile: bad, atomically: true, encoding: .utf8)
         let r = try keeptrack(["config", "check", bad])
         #expect(r.status == 1)
-        #expect(r.stderr.contains("bad.yaml:3: max-backoff: The value '5 minutes' is invalid for '--max-backoff <duration>': "
-            + "'5 minutes' is not a duration"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains(
+                "bad.yaml:3: max-backoff: The value '5 minutes' is invalid for '--max-backoff <duration>': "
+                    + "'5 minutes' is not a duration"), "\(r.stderr)")
     }
 }
 
@@ -125,13 +132,17 @@ struct LocationSettingsTests {
         #expect(s.timeInterval == 60 && s.headingChange == 30 && s.stationaryRadius == 40 && s.stopTimeout == 120)
         #expect(s.maxAge == 3600)
         #expect(c.significantChanges?.distance == 1000 && c.significantChanges?.minimumInterval == 600)
-        #expect(try Track.parse(["--gpsd", "h", "--max-fix-age", "none"]).location.settings.configuration.standardUpdates?.maxAge
-            == .infinity)
+        #expect(
+            try Track.parse(["--gpsd", "h", "--max-fix-age", "none"]).location.settings.configuration.standardUpdates?
+                .maxAge
+                == .infinity)
         // The library's defaults when the options are absent.
         let d = try #require(try Track.parse(["--gpsd", "h"]).location.settings.configuration.standardUpdates)
         #expect(d.maxAge == 10 && d.stationaryRadius == 25 && d.stopTimeout == 300 && d.timeInterval == nil)
-        for key in ["time-interval", "heading-change", "stationary-radius", "stationary-timeout",
-                    "significant-change-distance", "significant-change-interval", "max-fix-age"] {
+        for key in [
+            "time-interval", "heading-change", "stationary-radius", "stationary-timeout",
+            "significant-change-distance", "significant-change-interval", "max-fix-age",
+        ] {
             #expect(TrackConfig.keys[key] != nil, "\(key)")
         }
         #expect(throws: (any Error).self) { try Track.parse(["--gpsd", "h", "--stationary-radius", "40"]) }
@@ -151,23 +162,32 @@ struct LocationSettingsTests {
 
             // The default: fixes arrive and are all filtered as stale.
             let control = dir + "/control.sock"
-            let stale = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
-                                 ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--distance-filter", "10", "--control", control,
-                                  "--data-dir", dir])
+            let stale = try Tool(
+                executable: productsDirectory.appendingPathComponent("keeptrack"),
+                [
+                    "track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--distance-filter", "10", "--control", control,
+                    "--data-dir", dir,
+                ])
             stale.guardAgainstHang(seconds: 60)
             var status = ""
             for _ in 0..<600 {
                 status = (try? keeptrack(["status", "--control", control]).stdout) ?? ""
                 if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("fixes: ") }),
-                   let received = Int(line.dropFirst(7).prefix { $0.isNumber }), received >= 5 { break }
+                    let received = Int(line.dropFirst(7).prefix { $0.isNumber }), received >= 5
+                {
+                    break
+                }
                 usleep(50_000)  // polling the tracker's counters until it has seen 5 fixes
             }
             stale.terminate()
 
             // --max-fix-age none: the same log gives location events.
-            let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
-                                 ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--distance-filter", "10", "--max-fix-age", "none",
-                                  "--control", control, "--data-dir", dir])
+            let track = try Tool(
+                executable: productsDirectory.appendingPathComponent("keeptrack"),
+                [
+                    "track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--distance-filter", "10", "--max-fix-age", "none",
+                    "--control", control, "--data-dir", dir,
+                ])
             track.guardAgainstHang(seconds: 60)
             defer { track.terminate() }
             var seen: [String] = []
@@ -200,7 +220,10 @@ struct MetricsListenTests {
         let (status, out) = try run("/usr/bin/python3", ["-c", script, url])
         guard status == 0 else { throw TimedOut(what: "an answer from \(url) (python3 exited \(status)): \(out)") }
         let lines = out.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false)
-        return (Int(lines.first ?? "") ?? 0, lines.count > 1 ? String(lines[1]) : "", lines.count > 2 ? String(lines[2]) : "")
+        return (
+            Int(lines.first ?? "") ?? 0, lines.count > 1 ? String(lines[1]) : "",
+            lines.count > 2 ? String(lines[2]) : ""
+        )
     }
 
     @Test func servesTheTrackersPrometheusTextOverHTTP() async throws {
@@ -211,10 +234,13 @@ struct MetricsListenTests {
             let dir = try TemporaryDirectory("keeptrack-metrics").path
             defer { try? FileManager.default.removeItem(atPath: dir) }
             // Port 0: the endpoint says the port it got in its log.
-            let track = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"),
-                                 ["track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--max-fix-age", "none",
-                                  "--metrics-listen", "127.0.0.1:0", "--log-level", "notice",
-                                  "--control", dir + "/control.sock", "--data-dir", dir])
+            let track = try Tool(
+                executable: productsDirectory.appendingPathComponent("keeptrack"),
+                [
+                    "track", "--gpsd", "127.0.0.1:\(gpsd.port)", "--max-fix-age", "none",
+                    "--metrics-listen", "127.0.0.1:0", "--log-level", "notice",
+                    "--control", dir + "/control.sock", "--data-dir", dir,
+                ])
             track.guardAgainstHang(seconds: 60)
             defer { track.terminate() }
             var seen: [String] = []
@@ -226,13 +252,17 @@ struct MetricsListenTests {
             guard let match = said.firstMatch(of: /127\.0\.0\.1:(\d+)\/metrics/), let port = Int(match.1) else {
                 throw TimedOut(what: "the metrics endpoint to say its port: \(said)")
             }
-            return (line, seen, try get("http://127.0.0.1:\(port)/metrics"), try get("http://127.0.0.1:\(port)/").status)
+            return (
+                line, seen, try get("http://127.0.0.1:\(port)/metrics"), try get("http://127.0.0.1:\(port)/").status
+            )
         }
         #expect(line != nil, "\(seen)")
         #expect(metrics.status == 200)
         #expect(metrics.type.hasPrefix("text/plain; version=0.0.4"))
         func value(_ name: String) -> Double? {
-            metrics.body.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            metrics.body.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap {
+                Double($0.split(separator: " ")[1])
+            }
         }
         #expect((value("keeptrack_fixes_total") ?? 0) >= 1, "\(metrics.body)")
         #expect((value("keeptrack_locations_delivered_total") ?? 0) >= 1)
@@ -264,11 +294,16 @@ struct ValidOutputTests {
 
     /// Python's `geojson` package (Debian's python3-geojson): nil when valid, else its errors.
     func geojsonProblems(_ path: String) throws -> String? {
-        let (status, out) = try run("/usr/bin/python3", ["-c", """
-            import sys, geojson
-            o = geojson.load(open(sys.argv[1]))
-            print("ok" if o.is_valid else o.errors())
-            """, path])
+        let (status, out) = try run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import sys, geojson
+                o = geojson.load(open(sys.argv[1]))
+                print("ok" if o.is_valid else o.errors())
+                """, path,
+            ])
         #expect(status == 0)
         let verdict = out.trimmingCharacters(in: .whitespacesAndNewlines)
         return verdict == "ok" ? nil : verdict
@@ -294,20 +329,25 @@ struct ValidOutputTests {
         let eighthLineEnd = walk.indices.filter { walk[$0] == UInt8(ascii: "\n") }[7]
         try Data(walk[...eighthLineEnd]).write(to: URL(fileURLWithPath: dir + "/one.nmea"))
         for (device, log, expected) in [("one", dir + "/one.nmea", 1), ("walk", "fixtures/walk-15min.nmea", 895)] {
-            let replay = try keeptrack(["replay", "--upload", "embedded", "--device-id", device, "--data-dir", dir, log])
+            let replay = try keeptrack([
+                "replay", "--upload", "embedded", "--device-id", device, "--data-dir", dir, log,
+            ])
             #expect(replay.status == 0, "\(replay.stderr)")
             for format in ["gpx", "geojson"] {
                 let path = "\(dir)/\(device).\(format)"
-                let export = try keeptrack(["export", "--db", dir + "/endpoint.sqlite", "--device", device,
-                                            "--format", format, "--output", path])
+                let export = try keeptrack([
+                    "export", "--db", dir + "/endpoint.sqlite", "--device", device,
+                    "--format", format, "--output", path,
+                ])
                 #expect(export.status == 0, "\(export.stderr)")
                 if format == "gpx" {
                     #expect(try gpsbabelTrackPoints(path).count == expected)
                 } else {
                     #expect(try geojsonProblems(path) == nil)
                     let text = try String(contentsOfFile: path, encoding: .utf8)
-                    #expect(text.contains(expected == 1 ? #""geometry":{"type":"Point""# : #""type":"LineString""#),
-                            "\(device): \(text.prefix(200))")
+                    #expect(
+                        text.contains(expected == 1 ? #""geometry":{"type":"Point""# : #""type":"LineString""#),
+                        "\(device): \(text.prefix(200))")
                 }
             }
             // The trail the replay wrote for the embedded endpoint, too.
@@ -331,8 +371,10 @@ struct OperationalLogTests {
     @Test func startSourceAndLifecycleAreLoggedWithMetadataAndNoCoordinates() async throws {
         // The process is waited for off the cooperative pool (the pty tests need its two threads).
         let r = try await offThePool {
-            try keeptrack(["replay", "--background", "--pause-when-stationary", "--significant-changes",
-                           "--log-level", "info", "--log-format", "json", "--quiet", "fixtures/walk-15min.nmea"])
+            try keeptrack([
+                "replay", "--background", "--pause-when-stationary", "--significant-changes",
+                "--log-level", "info", "--log-format", "json", "--quiet", "fixtures/walk-15min.nmea",
+            ])
         }
         #expect(r.status == 0)
         let lines = try logs(r.stderr)
@@ -357,9 +399,11 @@ struct OperationalLogTests {
         let dir = try TemporaryDirectory("keeptrack-logs").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = try await offThePool {
-            try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--outbox-max-records", "1000",
-                           "--shutdown-timeout", "0s", "--log-level", "info", "--log-format", "json", "--quiet",
-                           "--data-dir", dir, "fixtures/walk-15min.nmea"])
+            try keeptrack([
+                "replay", "--upload", "http://127.0.0.1:9/v1/locations", "--outbox-max-records", "1000",
+                "--shutdown-timeout", "0s", "--log-level", "info", "--log-format", "json", "--quiet",
+                "--data-dir", dir, "fixtures/walk-15min.nmea",
+            ])
         }
         let lines = try logs(r.stderr)
         let depth = lines.filter { $0["message"] as? String == "outbox filling up" }
@@ -373,7 +417,8 @@ struct OperationalLogTests {
 struct ReadmeOptionsTests {
     /// The rows of every table in docs/configuration.md headed `| option | default | what |`: option name and default.
     func readmeRows() throws -> [(option: String, value: String)] {
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let readme = try String(
+            contentsOf: packageRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         var rows: [(String, String)] = []
         var inTable = false
         for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -394,8 +439,10 @@ struct ReadmeOptionsTests {
         var out: [String: (String, String, String?)] = [:]
         for a in arguments {
             for n in (a["names"] as? [[String: Any]]) ?? [] where n["kind"] as? String == "long" {
-                out[n["name"] as! String] = (a["abstract"] as? String ?? "", a["sectionTitle"] as? String ?? "",
-                                             a["defaultValue"] as? String)
+                out[n["name"] as! String] = (
+                    a["abstract"] as? String ?? "", a["sectionTitle"] as? String ?? "",
+                    a["defaultValue"] as? String
+                )
             }
         }
         return out
@@ -405,7 +452,11 @@ struct ReadmeOptionsTests {
     func statedDefault(_ abstract: String) -> String? {
         guard let range = abstract.range(of: "The default is ") else { return nil }
         var text = abstract[range.upperBound...]
-        if let end = text.range(of: ". ") { text = text[..<end.lowerBound] } else if text.hasSuffix(".") { text = text.dropLast() }
+        if let end = text.range(of: ". ") {
+            text = text[..<end.lowerBound]
+        } else if text.hasSuffix(".") {
+            text = text.dropLast()
+        }
         return String(text)
     }
 
@@ -414,25 +465,34 @@ struct ReadmeOptionsTests {
         let options = try trackOptions()
         #expect(rows.count >= 20)
         for row in rows {
-            let option = try #require(options[row.option], "docs/configuration.md lists --\(row.option), which `track --help` does not have")
+            let option = try #require(
+                options[row.option], "docs/configuration.md lists --\(row.option), which `track --help` does not have")
             // The help states a default once: in its text, or as argument-parser's "(default: ...)".
-            #expect(statedDefault(option.abstract) == nil || option.defaultValue == nil,
-                    "--\(row.option) states its default twice")
+            #expect(
+                statedDefault(option.abstract) == nil || option.defaultValue == nil,
+                "--\(row.option) states its default twice")
             if let stated = statedDefault(option.abstract) ?? option.defaultValue {
-                #expect(row.value == stated, "--\(row.option): docs/configuration.md says '\(row.value)', --help says '\(stated)'")
+                #expect(
+                    row.value == stated,
+                    "--\(row.option): docs/configuration.md says '\(row.value)', --help says '\(stated)'")
             } else {
-                #expect(["off", "none"].contains(row.value),
-                        "--\(row.option): docs/configuration.md says '\(row.value)', --help states no default")
+                #expect(
+                    ["off", "none"].contains(row.value),
+                    "--\(row.option): docs/configuration.md says '\(row.value)', --help states no default")
             }
             if let shown = option.defaultValue, !["off", "none"].contains(row.value) {
-                #expect(shown == row.value || Double(shown) == Double(row.value),
-                        "--\(row.option): docs/configuration.md says '\(row.value)', the option's default is \(shown)")
+                #expect(
+                    shown == row.value || Double(shown) == Double(row.value),
+                    "--\(row.option): docs/configuration.md says '\(row.value)', the option's default is \(shown)")
             }
         }
         // Every location and upload option has its row.
         let listed = Set(rows.map(\.option))
-        for (name, option) in options where option.section.hasPrefix("Location service") || option.section.hasPrefix("Upload") {
-            #expect(listed.contains(name), "--\(name) (\(option.section)) is missing from the options tables of docs/configuration.md")
+        for (name, option) in options
+        where option.section.hasPrefix("Location service") || option.section.hasPrefix("Upload") {
+            #expect(
+                listed.contains(name),
+                "--\(name) (\(option.section)) is missing from the options tables of docs/configuration.md")
         }
     }
 
@@ -444,14 +504,17 @@ struct ReadmeOptionsTests {
         let visits = try #require(t.location.settings.configuration.visits)
         #expect(visits.radius == nil && rows["visit-radius"] == "adaptive")
         let durations: [String: Double] = [
-            "batch-wait": t.upload.batchWait, "max-backoff": t.upload.maxBackoff, "shutdown-timeout": t.upload.shutdownTimeout,
+            "batch-wait": t.upload.batchWait, "max-backoff": t.upload.maxBackoff,
+            "shutdown-timeout": t.upload.shutdownTimeout,
             "outbox-max-age": t.upload.outboxMaxAge, "max-fix-age": s.maxAge, "stationary-timeout": s.stopTimeout,
             "significant-change-interval": sc.minimumInterval, "visit-min-duration": visits.minimumDuration,
             "visit-gap": visits.maximumGap,
         ]
         for (option, value) in durations {
             let text = try #require(rows[option], "--\(option) missing from docs/configuration.md")
-            #expect(try DurationText.parse(text) == value, "--\(option): docs/configuration.md says \(text), the code \(value) s")
+            #expect(
+                try DurationText.parse(text) == value,
+                "--\(option): docs/configuration.md says \(text), the code \(value) s")
         }
         let numbers: [String: Double] = [
             "distance-filter": s.distanceFilter, "stationary-radius": s.stationaryRadius,
@@ -459,7 +522,9 @@ struct ReadmeOptionsTests {
             "outbox-max-records": Double(t.upload.outboxMaxRecords),
         ]
         for (option, value) in numbers {
-            #expect(rows[option].flatMap(Double.init) == value, "--\(option): docs/configuration.md says \(rows[option] ?? "nothing"), the code \(value)")
+            #expect(
+                rows[option].flatMap(Double.init) == value,
+                "--\(option): docs/configuration.md says \(rows[option] ?? "nothing"), the code \(value)")
         }
         #expect(rows["desired-accuracy"] == s.desiredAccuracy.rawValue)
         #expect(rows["format"] == t.upload.format)

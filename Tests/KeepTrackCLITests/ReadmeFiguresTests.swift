@@ -41,13 +41,14 @@ struct ReadmeFiguresTests {
             if lines[i].hasPrefix("|"), i + 1 < lines.count, lines[i + 1].hasPrefix("|---") {
                 var j = i + 2
                 while j < lines.count && lines[j].hasPrefix("|") { j += 1 }
-                blocks.append(Block(line: i + 1, first: lines[i], body: Array(lines[(i + 2)..<j]), marker: marker(before: i)))
+                blocks.append(
+                    Block(line: i + 1, first: lines[i], body: Array(lines[(i + 2)..<j]), marker: marker(before: i)))
                 i = j
             } else if lines[i].hasPrefix("```") {
                 var j = i + 1
                 while j < lines.count && !lines[j].hasPrefix("```") { j += 1 }
                 let body = Array(lines[(i + 1)..<min(j, lines.count)])
-                if lines[i] == "```" { // a shell snippet is ```sh
+                if lines[i] == "```" {  // a shell snippet is ```sh
                     blocks.append(Block(line: i + 2, first: body.first ?? "", body: body, marker: marker(before: i)))
                 }
                 i = j + 1
@@ -62,7 +63,7 @@ struct ReadmeFiguresTests {
     /// rates, durations, sizes or CPU figures.
     func hasFigures(_ block: Block, separator: String?) -> Bool {
         if block.first.hasPrefix("|") { return separator?.contains("---:") ?? false }
-        if block.first.hasPrefix("$ ") { return false } // a command's output shown as an example
+        if block.first.hasPrefix("$ ") { return false }  // a command's output shown as an example
         let figure = #/\d[\d,.]*\s*(?:ms|s|MB|/s|CPU-s/h|CPU-s|records/s|%)(?:\b|\s|$|,|\))/#
         return block.body.filter { $0.contains(figure) }.count >= 2
     }
@@ -71,7 +72,8 @@ struct ReadmeFiguresTests {
     /// dict's braces and quotes): what a format string holds verbatim.
     func literal(_ line: String) -> String {
         let parts = line.split(whereSeparator: { $0.isNumber || "{}'\"".contains($0) }).map { String($0) }
-        return parts.max(by: { $0.count < $1.count })?.trimmingCharacters(in: CharacterSet(charactersIn: " ,.():")) ?? ""
+        return parts.max(by: { $0.count < $1.count })?.trimmingCharacters(in: CharacterSet(charactersIn: " ,.():"))
+            ?? ""
     }
 
     /// A tool's source with string literals continued on the next line joined, as printed:
@@ -97,19 +99,25 @@ struct ReadmeFiguresTests {
         for block in try blocks(page) {
             let separator = block.first.hasPrefix("|") ? lines[block.line] : nil
             guard let marker = block.marker else {
-                #expect(!hasFigures(block, separator: separator),
-                        "\(page) line \(block.line): figures without a `<!-- figures: TOOL ... -->` line before them: \(block.first)")
+                #expect(
+                    !hasFigures(block, separator: separator),
+                    "\(page) line \(block.line): figures without a `<!-- figures: TOOL ... -->` line before them: \(block.first)"
+                )
                 continue
             }
             marked += 1
             let tool = String(marker.split(separator: " ").first ?? "")
             let source = packageRoot.appendingPathComponent(tool)
             let printed = (try? String(contentsOf: source, encoding: .utf8)).map(printedText)
-            #expect(printed != nil, "\(page) line \(block.line): the figures marker names \(tool), which is not in the package")
+            #expect(
+                printed != nil,
+                "\(page) line \(block.line): the figures marker names \(tool), which is not in the package")
             let expected = literal(block.first)
-            #expect(expected.count >= 10, "\(page) line \(block.line): the block's first line has too little text to check")
-            #expect(printed?.contains(expected) ?? false,
-                    "\(page) line \(block.line): \(tool) does not print \"\(expected)\" (the block's first line)")
+            #expect(
+                expected.count >= 10, "\(page) line \(block.line): the block's first line has too little text to check")
+            #expect(
+                printed?.contains(expected) ?? false,
+                "\(page) line \(block.line): \(tool) does not print \"\(expected)\" (the block's first line)")
         }
         return marked
     }
@@ -117,14 +125,19 @@ struct ReadmeFiguresTests {
     @Test func theCheckCatchesAnUnmarkedTableAndATextTheToolDoesNotPrint() {
         let table = Block(line: 1, first: "| run | MB/s |", body: ["| a | 407 |"], marker: nil)
         #expect(hasFigures(table, separator: "|---|---:|"))
-        #expect(!hasFigures(Block(line: 1, first: "| option | default |", body: ["| `--x` | 5 |"], marker: nil),
-                            separator: "|---|---|"))
-        let output = Block(line: 1, first: "soak: 30.9 min", body: ["CPU 1.94 s = 3.76 CPU-s/hour", "RSS 33.8 MB"], marker: nil)
+        #expect(
+            !hasFigures(
+                Block(line: 1, first: "| option | default |", body: ["| `--x` | 5 |"], marker: nil),
+                separator: "|---|---|"))
+        let output = Block(
+            line: 1, first: "soak: 30.9 min", body: ["CPU 1.94 s = 3.76 CPU-s/hour", "RSS 33.8 MB"], marker: nil)
         #expect(hasFigures(output, separator: nil))
         #expect(literal("1,000,000 locations, JSON batches of 1000, durable") == "locations, JSON batches of")
-        #expect(literal("crash-test (seed 2026, 201 s): 120 SIGKILLs of the uploader, 16 endpoint kills, phases {'a': 1}")
-                    == "SIGKILLs of the uploader")
-        #expect(printedText("print(f\"to a private mosquitto, \"\n          f\"serve --mqtt subscribed:\")")
-                    == "print(f\"to a private mosquitto, serve --mqtt subscribed:\")")
+        #expect(
+            literal("crash-test (seed 2026, 201 s): 120 SIGKILLs of the uploader, 16 endpoint kills, phases {'a': 1}")
+                == "SIGKILLs of the uploader")
+        #expect(
+            printedText("print(f\"to a private mosquitto, \"\n          f\"serve --mqtt subscribed:\")")
+                == "print(f\"to a private mosquitto, serve --mqtt subscribed:\")")
     }
 }

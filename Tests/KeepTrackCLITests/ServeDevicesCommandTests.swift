@@ -33,11 +33,13 @@ struct ServeDevicesCommandTests {
     }
 
     /// The warning comes first, before the database is opened (here it can't be, and serve stops).
-    @Test(arguments: [("0.0.0.0", nil, true), ("::", nil, true), ("127.0.0.1", nil, false), ("0.0.0.0", "s3cret", false)]
-          as [(String, String?, Bool)])
+    @Test(
+        arguments: [("0.0.0.0", nil, true), ("::", nil, true), ("127.0.0.1", nil, false), ("0.0.0.0", "s3cret", false)]
+            as [(String, String?, Bool)])
     func warnsWhenServingBeyondLoopbackWithoutAToken(host: String, token: String?, warns: Bool) throws {
-        let r = try keeptrack(["serve", "--host", host, "--port", "0", "--db", "/nonexistent/dir/endpoint.sqlite"]
-            + (token.map { ["--token", $0] } ?? []))
+        let r = try keeptrack(
+            ["serve", "--host", host, "--port", "0", "--db", "/nonexistent/dir/endpoint.sqlite"]
+                + (token.map { ["--token", $0] } ?? []))
         #expect(r.status != 0, "\(r.stderr)")
         #expect(r.stderr.contains("warning: serving on \(host) without --token") == warns, "\(r.stderr)")
     }

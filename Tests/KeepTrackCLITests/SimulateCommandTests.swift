@@ -8,8 +8,9 @@ struct SimulateCommandTests {
     @Test func defaultsReproduceTheFieldTable() throws {
         let r = try keeptrack(["simulate"])
         #expect(r.status == 0)
-        let golden = try String(contentsOf: packageRoot.appendingPathComponent("Tests/KeepTrackCLITests/Golden/simulate.txt"),
-                                encoding: .utf8)
+        let golden = try String(
+            contentsOf: packageRoot.appendingPathComponent("Tests/KeepTrackCLITests/Golden/simulate.txt"),
+            encoding: .utf8)
         #expect(r.stdout == golden)
     }
 
@@ -59,8 +60,10 @@ struct SimulateCommandTests {
     }
 
     @Test func aFixtureGivesTheMotion() throws {
-        let r = try keeptrack(["simulate", "--fixture", "fixtures/walk-15min.nmea", "--policy", "ios7",
-                               "--strategy", "location"])
+        let r = try keeptrack([
+            "simulate", "--fixture", "fixtures/walk-15min.nmea", "--policy", "ios7",
+            "--strategy", "location",
+        ])
         #expect(r.status == 0)
         #expect(r.stdout.hasPrefix("900 s of fixtures/walk-15min.nmea"))
         #expect(r.stdout.contains("ios7    location"))

@@ -52,21 +52,24 @@ struct SourceCommandTests {
 @Suite("keeptrack replay: location events")
 struct LocationEventCommandTests {
     @Test func printsTheDocumentedRegionAndLocationEvents() throws {
-        let r = try keeptrack(["replay", "--regions", "fixtures/walk-15min.regions.geojson", "--distance-filter", "100",
-                               "fixtures/walk-15min.nmea"])
+        let r = try keeptrack([
+            "replay", "--regions", "fixtures/walk-15min.regions.geojson", "--distance-filter", "100",
+            "fixtures/walk-15min.nmea",
+        ])
         #expect(r.status == 0)
         let lines = r.stdout.split(separator: "\n").map(String.init)
         let regionLines = lines.filter { !$0.hasPrefix("{\"event\":\"location\"") }
-        #expect(regionLines == [
-            #"{"event":"state","region":"marienplatz","state":"inside"}"#,
-            #"{"event":"state","region":"odeonsplatz","state":"outside"}"#,
-            #"{"event":"state","region":"hofgarten","state":"outside"}"#,
-            #"{"event":"exit","region":"marienplatz","time":"2024-05-14T09:30:45.000Z"}"#,
-            #"{"event":"enter","region":"odeonsplatz","time":"2024-05-14T09:36:16.000Z"}"#,
-            #"{"event":"exit","region":"odeonsplatz","time":"2024-05-14T09:39:05.000Z"}"#,
-            #"{"event":"enter","region":"hofgarten","time":"2024-05-14T09:40:32.000Z"}"#,
-            #"{"event":"exit","region":"hofgarten","time":"2024-05-14T09:42:22.000Z"}"#,
-        ])
+        #expect(
+            regionLines == [
+                #"{"event":"state","region":"marienplatz","state":"inside"}"#,
+                #"{"event":"state","region":"odeonsplatz","state":"outside"}"#,
+                #"{"event":"state","region":"hofgarten","state":"outside"}"#,
+                #"{"event":"exit","region":"marienplatz","time":"2024-05-14T09:30:45.000Z"}"#,
+                #"{"event":"enter","region":"odeonsplatz","time":"2024-05-14T09:36:16.000Z"}"#,
+                #"{"event":"exit","region":"odeonsplatz","time":"2024-05-14T09:39:05.000Z"}"#,
+                #"{"event":"enter","region":"hofgarten","time":"2024-05-14T09:40:32.000Z"}"#,
+                #"{"event":"exit","region":"hofgarten","time":"2024-05-14T09:42:22.000Z"}"#,
+            ])
         let firstLocation = try #require(lines.first { $0.hasPrefix("{\"event\":\"location\"") })
         let first = try JSONSerialization.jsonObject(with: Data(firstLocation.utf8)) as? [String: Any]
         #expect(first?["event"] as? String == "location")
@@ -80,11 +83,17 @@ struct LocationEventCommandTests {
         let dir = try TemporaryDirectory("kt-regions").url
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("bad.geojson")
-        try Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[11.5,48.1]},"properties":{"radius":-5}}]}"#.utf8).write(to: file)
+        try Data(
+            #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[11.5,48.1]},"properties":{"radius":-5}}]}"#
+                .utf8
+        ).write(to: file)
         // A region that cannot be monitored is an event, as CoreLocation's monitoringDidFail; the rest runs.
         let r = try keeptrack(["replay", "--regions", file.path, "fixtures/walk-15min.nmea"])
         #expect(r.status == 0)
-        #expect(r.stdout.hasPrefix(#"{"event":"error","code":"region-monitoring-failure","reason":"region a: the radius must be a positive number of metres, got -5.0"}"#))
+        #expect(
+            r.stdout.hasPrefix(
+                #"{"event":"error","code":"region-monitoring-failure","reason":"region a: the radius must be a positive number of metres, got -5.0"}"#
+            ))
         #expect(r.stdout.contains(#"{"event":"location""#))
         // Importing it into the persisted set is refused whole.
         let dataDir = try TemporaryDirectory("kt-data").path

@@ -3,7 +3,7 @@ import KeepTrackTesting
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("keeptrack replay --upload, keeptrack serve")
@@ -17,8 +17,10 @@ struct UploadCommandTests {
     @Test func theMainJobStoresTheWalkInTheEmbeddedEndpoint() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try keeptrack(["replay", "--upload", "embedded", "--regions", "fixtures/walk-15min.regions.geojson",
-                               "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        let r = try keeptrack([
+            "replay", "--upload", "embedded", "--regions", "fixtures/walk-15min.regions.geojson",
+            "--data-dir", dir, "fixtures/walk-15min.nmea",
+        ])
         #expect(r.status == 0)
         #expect(r.stderr.contains("upload: 900 records acknowledged"))
         #expect(r.stderr.contains("0 left in the outbox"))
@@ -38,8 +40,10 @@ struct UploadCommandTests {
     @Test func anUnreachableEndpointKeepsEverythingForTheNextRun() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
-                               "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        let r = try keeptrack([
+            "replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
+            "--data-dir", dir, "fixtures/walk-15min.nmea",
+        ])
         #expect(r.status == 0)
         #expect(r.stderr.contains("895 left in the outbox"))
         #expect(r.stderr.contains("they go with the next run"))
@@ -58,8 +62,10 @@ struct UploadCommandTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = try await offThePool {
-            try keeptrack(["replay", "--upload", "mqtts://127.0.0.1:9", "--ca-file", dir + "/missing.pem", "--max-backoff", "0.01",
-                           "--data-dir", dir, "fixtures/walk-15min.nmea"])
+            try keeptrack([
+                "replay", "--upload", "mqtts://127.0.0.1:9", "--ca-file", dir + "/missing.pem", "--max-backoff", "0.01",
+                "--data-dir", dir, "fixtures/walk-15min.nmea",
+            ])
         }
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stderr.contains("the CA file \(dir)/missing.pem: No such file or directory"), "\(r.stderr)")
@@ -85,11 +91,14 @@ struct UploadCommandTests {
         let dir = parent + "/first-run/keeptrack"
         let results = try await offThePool { () throws -> [CLIResult] in
             let missing = try keeptrack(["outbox", "status", "--data-dir", dir])
-            _ = try keeptrack(["replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
-                               "--device-id", "van-1", "--data-dir", dir, "fixtures/walk-15min.nmea"])
-            return [missing] + (try [["status"], ["dead-letters"], ["retry", "--all"], ["retry"]].map {
-                try keeptrack(["outbox"] + $0 + ["--data-dir", dir])
-            })
+            _ = try keeptrack([
+                "replay", "--upload", "http://127.0.0.1:9/v1/locations", "--max-backoff", "0.01",
+                "--device-id", "van-1", "--data-dir", dir, "fixtures/walk-15min.nmea",
+            ])
+            return [missing]
+                + (try [["status"], ["dead-letters"], ["retry", "--all"], ["retry"]].map {
+                    try keeptrack(["outbox"] + $0 + ["--data-dir", dir])
+                })
         }
         #expect(results[0].stderr.contains("no outbox at \(dir)/outbox.sqlite"))
         #expect(results[1].status == 0)
@@ -101,12 +110,26 @@ struct UploadCommandTests {
     }
 
     @Test(arguments: [
-        (["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"], "--upload takes an http(s):// or mqtt(s):// URL"),
-        (["replay", "--upload", "mqtt://h", "--format", "osmand", "fixtures/walk-15min.nmea"],
-         "--upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."),
-        (["serve", "--mqtt", "mqtt://h:0"], "--mqtt: the port '0' of the mqtt:// URL is not a number from 1 to 65535."),
-        (["replay", "--token", "t", "fixtures/walk-15min.nmea"], "--device-id, --token, --ca-file, --header and --user go with --upload URL."),
-        (["replay", "--upload", "embedded", "--header", "nocolon", "fixtures/walk-15min.nmea"], "--header takes 'Name: value'"),
+        (
+            ["replay", "--upload", "ftp://x", "fixtures/walk-15min.nmea"],
+            "--upload takes an http(s):// or mqtt(s):// URL"
+        ),
+        (
+            ["replay", "--upload", "mqtt://h", "--format", "osmand", "fixtures/walk-15min.nmea"],
+            "--upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."
+        ),
+        (
+            ["serve", "--mqtt", "mqtt://h:0"],
+            "--mqtt: the port '0' of the mqtt:// URL is not a number from 1 to 65535."
+        ),
+        (
+            ["replay", "--token", "t", "fixtures/walk-15min.nmea"],
+            "--device-id, --token, --ca-file, --header and --user go with --upload URL."
+        ),
+        (
+            ["replay", "--upload", "embedded", "--header", "nocolon", "fixtures/walk-15min.nmea"],
+            "--header takes 'Name: value'"
+        ),
         (["serve", "--fail-rate", "2"], "Faults: failRate must be between 0 and 1."),
         (["replay", "--upload", "embedded", "--format", "gpx", "fixtures/walk-15min.nmea"], "--format"),
     ])
@@ -119,8 +142,10 @@ struct UploadCommandTests {
     @Test func aCAFileThatIsNotPEMIsNamed() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try keeptrack(["replay", "--upload", "https://127.0.0.1:9/v1/locations", "--ca-file",
-                               "fixtures/walk-15min.nmea", "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        let r = try keeptrack([
+            "replay", "--upload", "https://127.0.0.1:9/v1/locations", "--ca-file",
+            "fixtures/walk-15min.nmea", "--data-dir", dir, "fixtures/walk-15min.nmea",
+        ])
         #expect(r.status == 64)
         #expect(r.stderr.contains("--ca-file fixtures/walk-15min.nmea: no PEM certificate could be read"))
     }
@@ -132,11 +157,17 @@ struct CrashTestTests {
     /// the script checks the endpoint holds every id once, in order (`tools/crash-test.py --kills 100`
     /// is the long version).
     @Test func killsAndOutagesLoseNothingAndStoreNothingTwice() async throws {
-        let tool = try Tool("tools/crash-test.py", ["--kills", "5", "--seed", "7", "--speed", "120",
-                                                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
+        let tool = try Tool(
+            "tools/crash-test.py",
+            [
+                "--kills", "5", "--seed", "7", "--speed", "120",
+                "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
+            ])
         tool.guardAgainstHang(seconds: 600)
         let lines = try await tool.remainingLines()
-        #expect(lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept", "\(lines) \(tool.errors())")
+        #expect(
+            lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept",
+            "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 
@@ -144,22 +175,34 @@ struct CrashTestTests {
     /// `serve --mqtt` storing what the broker delivers (`tools/crash-test.py --mqtt --kills 100` is the
     /// long version).
     @Test func overMQTTKillsAndBrokerRestartsLoseNothingAndStoreNothingTwice() async throws {
-        let tool = try Tool("tools/crash-test.py", ["--mqtt", "--kills", "5", "--seed", "7", "--speed", "120",
-                                                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
+        let tool = try Tool(
+            "tools/crash-test.py",
+            [
+                "--mqtt", "--kills", "5", "--seed", "7", "--speed", "120",
+                "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
+            ])
         tool.guardAgainstHang(seconds: 600)
         let lines = try await tool.remainingLines()
-        #expect(lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept", "\(lines) \(tool.errors())")
+        #expect(
+            lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept",
+            "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 
     /// The same with the endpoint on PostgreSQL (a throwaway cluster), which is also restarted and
     /// SIGKILLed mid-run (`tools/crash-test.py --postgres --kills 40` is the long version).
     @Test func onPostgreSQLKillsAndDatabaseRestartsLoseNothingAndStoreNothingTwice() async throws {
-        let tool = try Tool("tools/crash-test.py", ["--postgres", "--kills", "5", "--seed", "5", "--speed", "120",
-                                                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path])
+        let tool = try Tool(
+            "tools/crash-test.py",
+            [
+                "--postgres", "--kills", "5", "--seed", "5", "--speed", "120",
+                "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
+            ])
         tool.guardAgainstHang(seconds: 600)
         let lines = try await tool.remainingLines()
-        #expect(lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept", "\(lines) \(tool.errors())")
+        #expect(
+            lines.last == "OK: nothing lost, every printed location stored, nothing stored twice, order kept",
+            "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("5 SIGKILLs of the uploader") == true)
     }
 }
@@ -171,16 +214,24 @@ struct GracefulShutdownTests {
     @Test func sigtermUploadsTheOutboxBeforeExiting() throws {
         let dir = try TemporaryDirectory("keeptrack-term").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let receiver = try Tool("tools/fake-receiver.py", ["fixtures/walk-15min.nmea", "--now", "--baud", "38400",
-                                                        "--rate", "4", "--link", dir + "/ttyGPS"])
+        let receiver = try Tool(
+            "tools/fake-receiver.py",
+            [
+                "fixtures/walk-15min.nmea", "--now", "--baud", "38400",
+                "--rate", "4", "--link", dir + "/ttyGPS",
+            ])
         receiver.guardAgainstHang(seconds: 120)
         defer { receiver.terminate() }
         _ = receiver.readLine()
         let errors = dir + "/stderr"
-        let track = try Tool(executable: URL(fileURLWithPath: "/bin/sh"), ["-c",
-            "exec \"$0\" track --serial \"$1\" --baud 38400 --upload embedded --batch-wait 3600 --data-dir \"$2\" "
-                + "--control \"$2/control.sock\" 2>\"$3\"",
-            productsDirectory.appendingPathComponent("keeptrack").path, dir + "/ttyGPS", dir, errors])
+        let track = try Tool(
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c",
+                "exec \"$0\" track --serial \"$1\" --baud 38400 --upload embedded --batch-wait 3600 --data-dir \"$2\" "
+                    + "--control \"$2/control.sock\" 2>\"$3\"",
+                productsDirectory.appendingPathComponent("keeptrack").path, dir + "/ttyGPS", dir, errors,
+            ])
         track.guardAgainstHang(seconds: 120)
         var seen: [String] = []
         for _ in 0..<3 { _ = track.readLine(containing: "\"event\":\"location\"", seen: &seen) }
@@ -208,8 +259,10 @@ struct GracefulShutdownTests {
 @Suite("Ctrl-C")
 struct InterruptTests {
     /// A paced replay stops at SIGINT (a graceful shutdown), rather than running to the end.
-    @Test(arguments: [["replay", "--speed", "1", "fixtures/walk-15min.nmea"],
-                      ["replay", "--speed", "1", "--distance-filter", "5", "fixtures/walk-15min.nmea"]])
+    @Test(arguments: [
+        ["replay", "--speed", "1", "fixtures/walk-15min.nmea"],
+        ["replay", "--speed", "1", "--distance-filter", "5", "fixtures/walk-15min.nmea"],
+    ])
     func aPacedReplayStopsOnSIGINT(arguments: [String]) throws {
         let replay = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"), arguments)
         replay.guardAgainstHang(seconds: 60)

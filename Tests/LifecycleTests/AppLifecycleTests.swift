@@ -120,8 +120,9 @@ struct KeepAliveRuleTests {
         #expect(transitions(events).map(\.0) == [.terminated])
         #expect(transitions(events).map(\.1) == [280])
         #expect(reasons(events) == [.tasksNotEnded(["upload"])])
-        #expect(AppLifecycle.Reason.tasksNotEnded(["upload"]).description
-            == "background task 'upload' not ended before the background time ran out")
+        #expect(
+            AppLifecycle.Reason.tasksNotEnded(["upload"]).description
+                == "background task 'upload' not ended before the background time ran out")
     }
 
     @Test func rule4_beginningTasksDoesNotExtendTheBudget() {
@@ -256,7 +257,8 @@ struct KeepAliveRuleTests {
         var app = backgrounded(modes: .fetch)
         let events = app.advance(to: 3000)
         let states = transitions(events)
-        #expect(states.map(\.0) == [.suspended, .background, .suspended, .background, .suspended, .background, .suspended])
+        #expect(
+            states.map(\.0) == [.suspended, .background, .suspended, .background, .suspended, .background, .suspended])
         #expect(states.map(\.1) == [105, 1005, 1015, 1915, 1925, 2825, 2835])
     }
 
@@ -330,18 +332,30 @@ struct TransitionTableTests {
     }
 
     static let expected: [State: [Input: State]] = [
-        .notRunning: [.resignActive: .notRunning, .becomeActive: .notRunning, .enterBackground: .notRunning,
-                      .enterForeground: .notRunning, .wake: .background, .terminate: .terminated],
-        .active: [.resignActive: .inactive, .becomeActive: .active, .enterBackground: .background,
-                  .enterForeground: .active, .wake: .active, .terminate: .terminated],
-        .inactive: [.resignActive: .inactive, .becomeActive: .active, .enterBackground: .background,
-                    .enterForeground: .inactive, .wake: .inactive, .terminate: .terminated],
-        .background: [.resignActive: .background, .becomeActive: .background, .enterBackground: .background,
-                      .enterForeground: .active, .wake: .background, .terminate: .terminated],
-        .suspended: [.resignActive: .suspended, .becomeActive: .suspended, .enterBackground: .suspended,
-                     .enterForeground: .active, .wake: .background, .terminate: .terminated],
-        .terminated: [.resignActive: .terminated, .becomeActive: .terminated, .enterBackground: .terminated,
-                      .enterForeground: .terminated, .wake: .terminated, .terminate: .terminated],
+        .notRunning: [
+            .resignActive: .notRunning, .becomeActive: .notRunning, .enterBackground: .notRunning,
+            .enterForeground: .notRunning, .wake: .background, .terminate: .terminated,
+        ],
+        .active: [
+            .resignActive: .inactive, .becomeActive: .active, .enterBackground: .background,
+            .enterForeground: .active, .wake: .active, .terminate: .terminated,
+        ],
+        .inactive: [
+            .resignActive: .inactive, .becomeActive: .active, .enterBackground: .background,
+            .enterForeground: .inactive, .wake: .inactive, .terminate: .terminated,
+        ],
+        .background: [
+            .resignActive: .background, .becomeActive: .background, .enterBackground: .background,
+            .enterForeground: .active, .wake: .background, .terminate: .terminated,
+        ],
+        .suspended: [
+            .resignActive: .suspended, .becomeActive: .suspended, .enterBackground: .suspended,
+            .enterForeground: .active, .wake: .background, .terminate: .terminated,
+        ],
+        .terminated: [
+            .resignActive: .terminated, .becomeActive: .terminated, .enterBackground: .terminated,
+            .enterForeground: .terminated, .wake: .terminated, .terminate: .terminated,
+        ],
     ]
 
     @Test(arguments: State.allCases)

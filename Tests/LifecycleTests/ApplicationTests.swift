@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("Application: handlers, observers, time")
@@ -33,9 +33,10 @@ struct ApplicationTests {
         // still runs at 175 s and the app is suspended, not terminated, at 180 s.
         clock.advance(to: .init(secondsSince1970: 1000))
         app.advance()
-        #expect(log.withLock { $0 } == [
-            "active@0", "inactive@0", "background@0", "handler@175", "restart refused", "suspended@180",
-        ])
+        #expect(
+            log.withLock { $0 } == [
+                "active@0", "inactive@0", "background@0", "handler@175", "restart refused", "suspended@180",
+            ])
         #expect(app.state == .suspended)
     }
 
@@ -83,7 +84,9 @@ struct SystemdNotifierTests {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let r = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         try #require(r == 0)
         return (fd, path)

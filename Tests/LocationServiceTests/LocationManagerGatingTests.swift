@@ -39,15 +39,17 @@ struct LocationManagerGatingTests {
     static func run(_ table: [(call: Call, delivered: Bool)], updatingLocation: Bool = true) async {
         let fixes = table.indices.map { i in
             let nanoseconds = Int64(1_700_000_000 + 300 * i) * 1_000_000_000
-            return Fix(time: GNSSTime(nanosecondsSince1970: nanoseconds, fractionDigits: 0),
-                       coordinate: Coordinate(latitude: 48 + 0.01 * Double(i), longitude: 11.5), mode: .threeD,
-                       horizontalAccuracy: 5)
+            return Fix(
+                time: GNSSTime(nanosecondsSince1970: nanoseconds, fractionDigits: 0),
+                coordinate: Coordinate(latitude: 48 + 0.01 * Double(i), longitude: 11.5), mode: .threeD,
+                horizontalAccuracy: 5)
         }
         var configuration = LocationManagerConfiguration()
         configuration.significantChanges = SignificantChangeMonitor()
         let source = ListSource(fixes: fixes)
-        let manager = LocationManager(source: source, configuration: configuration,
-                                      updatingLocation: updatingLocation, clock: source.clock)
+        let manager = LocationManager(
+            source: source, configuration: configuration,
+            updatingLocation: updatingLocation, clock: source.clock)
         var events = manager.events.makeAsyncIterator()
         for (i, row) in table.enumerated() {
             switch row.call {
@@ -80,8 +82,9 @@ struct LocationManagerGatingTests {
     }
 
     @Test func aManagerMadeNotUpdatingDeliversOnceStarted() async {
-        await Self.run([(.none, false), (.suspend, false), (.startUpdating, false), (.unsuspend, true)],
-                       updatingLocation: false)
+        await Self.run(
+            [(.none, false), (.suspend, false), (.startUpdating, false), (.unsuspend, true)],
+            updatingLocation: false)
     }
 
     @Test func theCallsAreReadBack() {

@@ -11,8 +11,10 @@ import Testing
 struct LocationUnknownTests {
     /// A 3D fix with 5 m accuracy at the origin, its time `t` (seconds since 1970).
     func fix(_ t: Double) -> SourceElement {
-        .fix(Fix(time: GNSSTime(nanosecondsSince1970: Int64(t * 1e9), fractionDigits: 0), coordinate: origin,
-                 mode: .threeD, horizontalAccuracy: 5))
+        .fix(
+            Fix(
+                time: GNSSTime(nanosecondsSince1970: Int64(t * 1e9), fractionDigits: 0), coordinate: origin,
+                mode: .threeD, horizontalAccuracy: 5))
     }
 
     func errors(_ events: [LocationEvent]) -> [String] {
@@ -30,8 +32,11 @@ struct LocationUnknownTests {
         // Once a second for a minute, each fix 12 s older than the clock (the limit is 10 s).
         for s in 0..<60 { events += decisions.handle(fix(start + Double(s) - 12), now: start + Double(s)) }
         #expect(locations(events) == 0)
-        #expect(errors(events) == ["no usable fix for 30 s: every fix is stale, the last 12 s older than the clock "
-                                   + "(is the system clock right?)"])
+        #expect(
+            errors(events) == [
+                "no usable fix for 30 s: every fix is stale, the last 12 s older than the clock "
+                    + "(is the system clock right?)"
+            ])
         #expect(decisions.lastRejections == [.stale(age: 12)])
         // A fresh fix is delivered; the next stale run is said again, 30 s after it.
         events = decisions.handle(fix(start + 60), now: start + 60)

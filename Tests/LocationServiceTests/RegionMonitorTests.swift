@@ -97,13 +97,17 @@ struct RegionMonitorTests {
 
     @Test func rejectsInvalidRegionsWithAReason() {
         #expect(throws: LocationError.self) { try Region(id: "a", center: origin, radius: 0) }
-        #expect(throws: LocationError.self) { try Region(id: "b", center: Coordinate(latitude: 91, longitude: 0), radius: 5) }
+        #expect(throws: LocationError.self) {
+            try Region(id: "b", center: Coordinate(latitude: 91, longitude: 0), radius: 5)
+        }
         #expect(throws: LocationError.self) { try Region(id: "", center: origin, radius: 5) }
         do {
-            _ = try Region(id: "bow", ring: [
-                Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 1, longitude: 1),
-                Coordinate(latitude: 1, longitude: 0), Coordinate(latitude: 0, longitude: 1),
-            ])
+            _ = try Region(
+                id: "bow",
+                ring: [
+                    Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 1, longitude: 1),
+                    Coordinate(latitude: 1, longitude: 0), Coordinate(latitude: 0, longitude: 1),
+                ])
             Issue.record("a self-intersecting polygon was accepted")
         } catch {
             #expect(error.description == "region bow: the polygon intersects itself (edge 0 crosses edge 2)")
@@ -114,12 +118,14 @@ struct RegionMonitorTests {
         // A 200 m square centred on the origin.
         let d = 100.0 / 111_195
         let e = d / cos(origin.latitude * .pi / 180)
-        let square = try Region(id: "square", ring: [
-            Coordinate(latitude: origin.latitude - d, longitude: origin.longitude - e),
-            Coordinate(latitude: origin.latitude - d, longitude: origin.longitude + e),
-            Coordinate(latitude: origin.latitude + d, longitude: origin.longitude + e),
-            Coordinate(latitude: origin.latitude + d, longitude: origin.longitude - e),
-        ])
+        let square = try Region(
+            id: "square",
+            ring: [
+                Coordinate(latitude: origin.latitude - d, longitude: origin.longitude - e),
+                Coordinate(latitude: origin.latitude - d, longitude: origin.longitude + e),
+                Coordinate(latitude: origin.latitude + d, longitude: origin.longitude + e),
+                Coordinate(latitude: origin.latitude + d, longitude: origin.longitude - e),
+            ])
         var m = RegionMonitor()
         m.add(square)
         var events: [RegionMonitor.Event] = []
@@ -151,8 +157,9 @@ struct RegionMonitorTests {
             b += brute.process(l)
         }
         func key(_ e: RegionMonitor.Event) -> String { "\(e)" }
-        #expect(a.filter { if case .state = $0 { false } else { true } }.map(key).sorted()
-            == b.filter { if case .state = $0 { false } else { true } }.map(key).sorted())
+        #expect(
+            a.filter { if case .state = $0 { false } else { true } }.map(key).sorted()
+                == b.filter { if case .state = $0 { false } else { true } }.map(key).sorted())
         #expect(a.contains { if case .enter = $0 { true } else { false } })
     }
 }

@@ -90,14 +90,22 @@ struct RegionScaleTests {
 
     @Test(arguments: [
         // Key order, number ids, a Feature root, notify flags, an altitude.
-        (#"{"features":[{"properties":{"radius":30,"notifyOnExit":false},"geometry":{"coordinates":[11.5,48.1,500],"type":"Point"},"id":7,"type":"Feature"}],"type":"FeatureCollection"}"#,
-         "7 11.5 48.1 30.0 true false"),
-        (#"{"type":"Feature","id":"a\u00e9","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":5.5,"dwell":60}}"#,
-         "aé 1.0 2.0 5.5 true true"),
-        (#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"p","radius":1,"extra":{"deep":[1,[2]]}}}]}"#,
-         "p 1.0 2.0 1.0 true true"),
-        (#"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"q","radius":1}}"#,
-         "q 1.0 2.0 1.0 true true"),
+        (
+            #"{"features":[{"properties":{"radius":30,"notifyOnExit":false},"geometry":{"coordinates":[11.5,48.1,500],"type":"Point"},"id":7,"type":"Feature"}],"type":"FeatureCollection"}"#,
+            "7 11.5 48.1 30.0 true false"
+        ),
+        (
+            #"{"type":"Feature","id":"a\u00e9","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":5.5,"dwell":60}}"#,
+            "aé 1.0 2.0 5.5 true true"
+        ),
+        (
+            #"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"p","radius":1,"extra":{"deep":[1,[2]]}}}]}"#,
+            "p 1.0 2.0 1.0 true true"
+        ),
+        (
+            #"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"q","radius":1}}"#,
+            "q 1.0 2.0 1.0 true true"
+        ),
     ])
     func readsGeoJSONInAnyKeyOrder(json: String, expected: String) throws {
         let d = try RegionDefinition.parseGeoJSON(Array(json.utf8))
@@ -110,24 +118,40 @@ struct RegionScaleTests {
     }
 
     @Test(arguments: [
-        (#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}}]}"#,
-         "feature 1: no id"),
+        (
+            #"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}}]}"#,
+            "feature 1: no id"
+        ),
         // Found by RegionsGeoJSONFuzz in CI: an empty string was taken as an id.
-        (#"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":1}}"#,
-         "feature 1: no id"),
-        (#"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"","radius":1}}"#,
-         "feature 1: no id"),
-        (#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,2]}}]}"#,
-         "feature 1 (x): a Point region needs a numeric properties.radius in metres"),
-        (#"{"type":"FeatureCollection","features":[{"type":"Feature","id":"x","geometry":{"type":"LineString","coordinates":[[1,2]]}}]}"#,
-         "feature 1 (x): geometry LineString is not supported"),
+        (
+            #"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":1}}"#,
+            "feature 1: no id"
+        ),
+        (
+            #"{"type":"Feature","id":"","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"id":"","radius":1}}"#,
+            "feature 1: no id"
+        ),
+        (
+            #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,2]}}]}"#,
+            "feature 1 (x): a Point region needs a numeric properties.radius in metres"
+        ),
+        (
+            #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"x","geometry":{"type":"LineString","coordinates":[[1,2]]}}]}"#,
+            "feature 1 (x): geometry LineString is not supported"
+        ),
         // Found by RegionsGeoJSONFuzz: a number too large for a double read as infinity.
-        (#"{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,4099939e99999999999999]},"properties":{"radius":1}}"#,
-         "feature 1 (x): a Point's coordinates overflow a number"),
-        (#"{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":1e999}}"#,
-         "feature 1 (x): properties.radius overflows a number"),
-        (#"{"type":"Feature","id":"x","geometry":{"type":"Polygon","coordinates":[[[1,2],[1,-1e999],[2,2]]]}}"#,
-         "feature 1 (x): vertex 2 overflows a number"),
+        (
+            #"{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,4099939e99999999999999]},"properties":{"radius":1}}"#,
+            "feature 1 (x): a Point's coordinates overflow a number"
+        ),
+        (
+            #"{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"radius":1e999}}"#,
+            "feature 1 (x): properties.radius overflows a number"
+        ),
+        (
+            #"{"type":"Feature","id":"x","geometry":{"type":"Polygon","coordinates":[[[1,2],[1,-1e999],[2,2]]]}}"#,
+            "feature 1 (x): vertex 2 overflows a number"
+        ),
         (#"{"type":"Topology"}"#, "expected a GeoJSON FeatureCollection or Feature"),
         (#"{"type":"FeatureCollection","features":[{"#, "not valid JSON"),
     ])
@@ -183,8 +207,9 @@ struct RegionCheapTestTests {
             let step = next() < 0.01 ? 1_500 * next() : 3 * next()
             position = Geodesy.destination(from: position, bearing: next() * 360, distance: step)
             if Geodesy.haversineDistance(position, centre) > 2_500 { position = centre }
-            let location = Location(coordinate: position, horizontalAccuracy: 3 + next() * 60,
-                                    timestamp: 1_700_000_000 + Double(t))
+            let location = Location(
+                coordinate: position, horizontalAccuracy: 3 + next() * 60,
+                timestamp: 1_700_000_000 + Double(t))
             let a = indexed.process(location).map { "\($0)" }.sorted()
             let b = exact.process(location).map { "\($0)" }.sorted()
             if a != b { differences += 1 }

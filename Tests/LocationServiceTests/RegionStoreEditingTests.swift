@@ -64,7 +64,9 @@ struct RegionStoreEditingTests {
         #expect(lines.count == 2)
         #expect(lines[0].hasPrefix(#"{"region":"a","shape":"circle","lat":48.130000000,"#), "\(lines[0])")
         #expect(lines[0].hasSuffix(#","radius":100.0,"state":"unknown"}"#), "\(lines[0])")
-        #expect(String(decoding: try store.stateLine(of: "b"), as: UTF8.self) == #"{"region":"b","state":"unknown"}"# + "\n")
+        #expect(
+            String(decoding: try store.stateLine(of: "b"), as: UTF8.self) == #"{"region":"b","state":"unknown"}"# + "\n"
+        )
         #expect(throws: LocationError.self) { try store.stateLine(of: "nope") }
     }
 }

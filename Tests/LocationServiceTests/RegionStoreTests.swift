@@ -13,10 +13,12 @@ struct RegionStoreTests {
 
     @Test func regionsAndTheirStatesSurviveARestart() throws {
         let store = try tempStore()
-        var square = try Region(id: "square", ring: [
-            Coordinate(latitude: 48.13, longitude: 11.57), Coordinate(latitude: 48.13, longitude: 11.58),
-            Coordinate(latitude: 48.14, longitude: 11.58), Coordinate(latitude: 48.14, longitude: 11.57),
-        ])
+        var square = try Region(
+            id: "square",
+            ring: [
+                Coordinate(latitude: 48.13, longitude: 11.57), Coordinate(latitude: 48.13, longitude: 11.58),
+                Coordinate(latitude: 48.14, longitude: 11.58), Coordinate(latitude: 48.14, longitude: 11.57),
+            ])
         square.loiteringDelay = 60
         var home = circle("home")
         home.notifyOnExit = false
@@ -66,8 +68,11 @@ struct RegionStoreFileTests {
     @Test func readsTheFilesTheFormerEncoderWrote() throws {
         let store = tempStore()
         try FileManager.default.createDirectory(atPath: store.directory, withIntermediateDirectories: true)
-        try Data(#"[{"id":"a","lat":48.1,"lon":11.5,"notifyOnEntry":true,"notifyOnExit":false,"radius":50},{"dwell":60,"id":"b","notifyOnEntry":true,"notifyOnExit":true,"ring":[[48.13,11.57],[48.13,11.58],[48.14,11.58]]}]"#.utf8)
-            .write(to: URL(fileURLWithPath: store.directory + "/regions.json"))
+        try Data(
+            #"[{"id":"a","lat":48.1,"lon":11.5,"notifyOnEntry":true,"notifyOnExit":false,"radius":50},{"dwell":60,"id":"b","notifyOnEntry":true,"notifyOnExit":true,"ring":[[48.13,11.57],[48.13,11.58],[48.14,11.58]]}]"#
+                .utf8
+        )
+        .write(to: URL(fileURLWithPath: store.directory + "/regions.json"))
         try Data(#"{"inside":[{"dwellReported":false,"enteredAt":1715679000,"id":"a"}]}"#.utf8)
             .write(to: URL(fileURLWithPath: store.directory + "/region-states.json"))
         let regions = try store.loadRegions()
@@ -83,8 +88,11 @@ struct RegionStoreFileTests {
     @Test func numbersSurviveARoundTripExactly() throws {
         let store = tempStore()
         let regions = (0..<200).map { i in
-            circle("c\(i)", radius: 10 + Double(i) / 7, at: Coordinate(latitude: 48.137 + Double(i) * 1e-7 / 3,
-                                                                   longitude: -179.9 + Double(i) * 0.123456789))
+            circle(
+                "c\(i)", radius: 10 + Double(i) / 7,
+                at: Coordinate(
+                    latitude: 48.137 + Double(i) * 1e-7 / 3,
+                    longitude: -179.9 + Double(i) * 0.123456789))
         }
         try store.saveRegions(regions)
         #expect(try store.loadRegions() == regions)

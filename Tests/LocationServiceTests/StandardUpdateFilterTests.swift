@@ -7,8 +7,9 @@ let origin = Coordinate(latitude: 48.137, longitude: 11.575)
 
 /// A location `metres` north-east-ish of the origin at `t` seconds, with accuracy `acc`.
 func at(_ t: Double, metres: Double = 0, bearing: Double = 90, acc: Double = 5, course: Double = -1) -> Location {
-    Location(coordinate: Geodesy.destination(from: origin, bearing: bearing, distance: metres), horizontalAccuracy: acc,
-             course: course, timestamp: 1_700_000_000 + t)
+    Location(
+        coordinate: Geodesy.destination(from: origin, bearing: bearing, distance: metres), horizontalAccuracy: acc,
+        course: course, timestamp: 1_700_000_000 + t)
 }
 
 extension StandardUpdateFilter {

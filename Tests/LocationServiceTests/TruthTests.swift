@@ -27,7 +27,11 @@ struct TruthTests {
         case string(String), number(Double)
         init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
-            if let n = try? c.decode(Double.self) { self = .number(n) } else { self = .string(try c.decode(String.self)) }
+            if let n = try? c.decode(Double.self) {
+                self = .number(n)
+            } else {
+                self = .string(try c.decode(String.self))
+            }
         }
         var number: Double? { if case .number(let n) = self { n } else { nil } }
         var string: String? { if case .string(let s) = self { s } else { nil } }
@@ -40,7 +44,8 @@ struct TruthTests {
     }
 
     static func truth(_ name: String) throws -> Truth {
-        try JSONDecoder().decode(Truth.self, from: Data(contentsOf: URL(fileURLWithPath: fixturePath("\(name).truth.json"))))
+        try JSONDecoder().decode(
+            Truth.self, from: Data(contentsOf: URL(fileURLWithPath: fixturePath("\(name).truth.json"))))
     }
 
     static func monitor(_ name: String) throws -> RegionMonitor {
@@ -53,16 +58,20 @@ struct TruthTests {
     }
 
     /// Replays a fixture through the manager on log time and returns every event.
-    static func replay(_ file: String, regions: RegionMonitor = RegionMonitor(),
-                       configure: (inout LocationManager<NMEALogSource>.Configuration) -> Void = { _ in },
-                       speed: Double? = nil, clock: ManualClock? = nil) async -> [LocationEvent] {
-        let source = clock.map { NMEALogSource(options: .init(path: fixturePath(file), speed: speed), clock: $0) }
+    static func replay(
+        _ file: String, regions: RegionMonitor = RegionMonitor(),
+        configure: (inout LocationManager<NMEALogSource>.Configuration) -> Void = { _ in },
+        speed: Double? = nil, clock: ManualClock? = nil
+    ) async -> [LocationEvent] {
+        let source =
+            clock.map { NMEALogSource(options: .init(path: fixturePath(file), speed: speed), clock: $0) }
             ?? NMEALogSource(options: .init(path: fixturePath(file), speed: speed))
         var configuration = LocationManager<NMEALogSource>.Configuration()
         configure(&configuration)
         let logClock = source.logClock
-        let manager = LocationManager(source: source, configuration: configuration, regions: regions,
-                                      clock: logClock)
+        let manager = LocationManager(
+            source: source, configuration: configuration, regions: regions,
+            clock: logClock)
         var events: [LocationEvent] = []
         for await e in manager.events { events.append(e) }
         return events
@@ -113,8 +122,9 @@ struct TruthTests {
             while k + 1 < points.count && points[k + 1].t <= t { k += 1 }
             let a = points[k], b = points[min(k + 1, points.count - 1)]
             let f = b.t > a.t ? (t - a.t) / (b.t - a.t) : 0
-            let c = Coordinate(latitude: a.c.latitude + (b.c.latitude - a.c.latitude) * f,
-                               longitude: a.c.longitude + (b.c.longitude - a.c.longitude) * f)
+            let c = Coordinate(
+                latitude: a.c.latitude + (b.c.latitude - a.c.latitude) * f,
+                longitude: a.c.longitude + (b.c.longitude - a.c.longitude) * f)
             if expected.process(Location(coordinate: c, horizontalAccuracy: 1, timestamp: t)) != nil { count += 1 }
             t += 1
         }
@@ -138,9 +148,11 @@ struct TruthTests {
                 await Task.yield()
             }
         }
-        let paced = await Self.replay("walk-15min.nmea", regions: try Self.monitor("walk-15min"), configure: {
-            $0.standardUpdates?.distanceFilter = 20
-        }, speed: 4, clock: clock)
+        let paced = await Self.replay(
+            "walk-15min.nmea", regions: try Self.monitor("walk-15min"),
+            configure: {
+                $0.standardUpdates?.distanceFilter = 20
+            }, speed: 4, clock: clock)
         ticker.cancel()
         #expect(fast.count > 20)
         #expect(paced == fast)
@@ -170,14 +182,16 @@ struct DelegateTests {
         let clock = source.logClock
         var configuration = LocationManager<NMEALogSource>.Configuration()
         configuration.standardUpdates?.distanceFilter = 200
-        let manager = LocationManager(source: source, configuration: configuration,
-                                      regions: try TruthTests.monitor("walk-15min"), clock: clock)
+        let manager = LocationManager(
+            source: source, configuration: configuration,
+            regions: try TruthTests.monitor("walk-15min"), clock: clock)
         let delegate = RecordingDelegate()
         await manager.run(delegate: delegate)
-        #expect(delegate.calls.filter { !$0.hasPrefix("location") } == [
-            "state marienplatz inside", "state odeonsplatz outside", "state hofgarten outside", "exit marienplatz",
-            "enter odeonsplatz", "exit odeonsplatz", "enter hofgarten", "exit hofgarten",
-        ])
+        #expect(
+            delegate.calls.filter { !$0.hasPrefix("location") } == [
+                "state marienplatz inside", "state odeonsplatz outside", "state hofgarten outside", "exit marienplatz",
+                "enter odeonsplatz", "exit odeonsplatz", "enter hofgarten", "exit hofgarten",
+            ])
         #expect(delegate.calls.filter { $0 == "location" }.count > 3)
     }
 }

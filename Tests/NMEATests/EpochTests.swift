@@ -54,17 +54,20 @@ struct EpochTests {
     }
 
     @Test func rollsTheDateOverAtMidnightWithoutADateSentence() {
-        let text = rmc1 + gga1 + gga2 + nmea("GPGGA,000000.00,4807.040,N,01131.002,E,1,08,0.9,545.6,M,46.9,M,,")
+        let text =
+            rmc1 + gga1 + gga2 + nmea("GPGGA,000000.00,4807.040,N,01131.002,E,1,08,0.9,545.6,M,46.9,M,,")
             + nmea("GPGGA,000001.00,4807.041,N,01131.003,E,1,08,0.9,545.6,M,46.9,M,,")
         let times = decode(text).fixes.map { $0.time?.iso8601 }
-        #expect(times == [
-            "2023-12-31T23:59:58.00Z", "2023-12-31T23:59:59.00Z", "2024-01-01T00:00:00.00Z",
-            "2024-01-01T00:00:01.00Z",
-        ])
+        #expect(
+            times == [
+                "2023-12-31T23:59:58.00Z", "2023-12-31T23:59:59.00Z", "2024-01-01T00:00:00.00Z",
+                "2024-01-01T00:00:01.00Z",
+            ])
     }
 
     @Test func takesTheRMCDateWhenItArrivesAfterGGAInTheRolloverEpoch() {
-        let text = rmc1 + nmea("GPGGA,000000.00,4807.040,N,01131.002,E,1,08,0.9,545.6,M,46.9,M,,")
+        let text =
+            rmc1 + nmea("GPGGA,000000.00,4807.040,N,01131.002,E,1,08,0.9,545.6,M,46.9,M,,")
             + nmea("GPRMC,000000.00,A,4807.040,N,01131.002,E,1.0,90.0,010124,,,A")
         #expect(decode(text).fixes.map { $0.time?.iso8601 } == ["2023-12-31T23:59:58.00Z", "2024-01-01T00:00:00.00Z"])
     }
@@ -108,7 +111,8 @@ struct EpochTests {
 struct NoFixEpochTests {
     @Test func anUntimedNoFixEpochDoesNotSpoilTheFirstTimedOne() throws {
         // Garmin receivers send empty time fields until they have a fix (corpus: foretrex-201).
-        let text = nmea("GPRMC,,V,,,,,,,260810,1.0,E,N") + nmea("GPGGA,,,,,,0,00,,,M,,M,,")
+        let text =
+            nmea("GPRMC,,V,,,,,,,260810,1.0,E,N") + nmea("GPGGA,,,,,,0,00,,,M,,M,,")
             + nmea("GPGSA,A,1,,,,,,,,,,,,,,,") + nmea("GPRMC,200004,A,5504.4343,N,01025.5386,E,0.0,0.0,260810,1.0,E,D")
             + nmea("GPGGA,200004,5504.4343,N,01025.5386,E,2,03,2.5,-9.1,M,43.9,M,,")
             + nmea("GPGSA,A,2,06,,,,,,19,22,,,,,2.7,2.5,1.0")

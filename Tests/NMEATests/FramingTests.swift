@@ -88,7 +88,8 @@ struct FramingTests {
     }
 
     @Test func acceptsLFOnlyAndCROnlyLineEndingsAndCountsLineFeeds() {
-        let text = nmea("GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", ending: "\n")
+        let text =
+            nmea("GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", ending: "\n")
             + nmea("GPGGA,120001,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", ending: "\r")
             + nmea("GPGGA,120002,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", ending: "\r\n")
             + nmea("GPGGA,120003,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
@@ -109,7 +110,8 @@ struct FramingTests {
         let bad = "$GPGGA,120001,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*00\r\n"
         var decoder = NMEADecoder(options: .init(strict: true, sourceName: "test.nmea"))
         var fixes: [Fix] = []
-        let bytes = Array((good + nmea("GPGGA,115959,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,") + bad + good).utf8)
+        let bytes = Array(
+            (good + nmea("GPGGA,115959,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,") + bad + good).utf8)
         let error = #expect(throws: NMEAError.self) {
             try bytes.withUnsafeBytes { raw in try decoder.decode(raw) { fixes.append($0) } }
         }

@@ -57,7 +57,8 @@ struct SentenceTests {
     }
 
     @Test func decodesGSAFixTypeDOPsAndUsedSatellites() throws {
-        let text = nmea("GPGGA,123519,4807.038,N,01131.000,E,1,04,0.9,545.4,M,46.9,M,,")
+        let text =
+            nmea("GPGGA,123519,4807.038,N,01131.000,E,1,04,0.9,545.4,M,46.9,M,,")
             + nmea("GPGSA,A,2,04,05,,09,12,,,24,,,,,2.5,1.3,2.1")
         let fix = try #require(decode(text).fixes.first)
         #expect(fix.mode == .twoD)
@@ -70,7 +71,8 @@ struct SentenceTests {
     }
 
     @Test func decodesNMEA41GSAWithSystemIDAndSumsConstellations() throws {
-        let text = nmea("GNGGA,000001.00,4807.038,N,01131.000,E,1,12,0.8,545.4,M,46.9,M,,")
+        let text =
+            nmea("GNGGA,000001.00,4807.038,N,01131.000,E,1,12,0.8,545.4,M,46.9,M,,")
             + nmea("GNGSA,A,3,01,02,03,04,05,06,,,,,,,1.2,0.8,0.9,1")
             + nmea("GNGSA,A,3,65,66,67,,,,,,,,,,1.2,0.8,0.9,2")
             + nmea("GNGSA,A,3,301,302,,,,,,,,,,,1.2,0.8,0.9,3")
@@ -82,7 +84,8 @@ struct SentenceTests {
     }
 
     @Test func sumsSatellitesInViewPerTalkerFromGSV() throws {
-        let text = nmea("GNRMC,000001.00,A,4807.038,N,01131.000,E,0.0,0.0,010124,,,A")
+        let text =
+            nmea("GNRMC,000001.00,A,4807.038,N,01131.000,E,0.0,0.0,010124,,,A")
             + nmea("GPGSV,2,1,07,01,40,083,46,02,17,308,41,12,07,344,39,14,22,228,45")
             + nmea("GPGSV,2,2,07,15,40,083,46,16,17,308,41,17,07,344,39")
             + nmea("GPGSV,1,1,07,01,40,083,46,1")  // a second signal group repeats the total
@@ -92,12 +95,14 @@ struct SentenceTests {
     }
 
     @Test func decodesVTGInBothLayouts() throws {
-        let modern = nmea("GPRMC,000001,A,4807.038,N,01131.000,E,,,010124,,")
+        let modern =
+            nmea("GPRMC,000001,A,4807.038,N,01131.000,E,,,010124,,")
             + nmea("GPVTG,054.7,T,034.4,M,005.5,N,010.2,K,A")
         let fix = try #require(decode(modern).fixes.first)
         #expect(fix.course == 54.7)
         #expect(abs(fix.speed! - 10.2 / 3.6) < 1e-9)
-        let old = nmea("GPRMC,000001,A,4807.038,N,01131.000,E,,,010124,,")
+        let old =
+            nmea("GPRMC,000001,A,4807.038,N,01131.000,E,,,010124,,")
             + nmea("GPVTG,054.7,034.4,005.5,010.2")
         let oldFix = try #require(decode(old).fixes.first)
         #expect(oldFix.course == 54.7)
@@ -116,14 +121,16 @@ struct SentenceTests {
     }
 
     @Test func decodesZDADateWithFourDigitYear() throws {
-        let text = nmea("GPZDA,201530.00,04,07,2002,00,00")
+        let text =
+            nmea("GPZDA,201530.00,04,07,2002,00,00")
             + nmea("GPGGA,201530.00,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
         let fix = try #require(decode(text).fixes.first)
         #expect(fix.time?.iso8601 == "2002-07-04T20:15:30.00Z")
     }
 
     @Test func usesGSTSigmasForAccuracy() throws {
-        let text = nmea("GPGGA,172814.0,3723.46587704,N,12202.26957864,W,2,6,1.2,18.893,M,-25.669,M,2.0,0031")
+        let text =
+            nmea("GPGGA,172814.0,3723.46587704,N,12202.26957864,W,2,6,1.2,18.893,M,-25.669,M,2.0,0031")
             + nmea("GPGST,172814.0,0.006,0.023,0.020,273.6,0.023,0.020,0.031")
         let fix = try #require(decode(text).fixes.first)
         #expect(abs(fix.horizontalAccuracy! - (0.023 * 0.023 + 0.020 * 0.020).squareRoot()) < 1e-12)
@@ -139,7 +146,8 @@ struct SentenceTests {
     }
 
     @Test func countsProprietaryAndUnknownSentencesWithoutRejectingThem() {
-        let text = nmea("PGRME,15.0,M,45.0,M,25.0,M") + nmea("GPXYZ,1,2,3")
+        let text =
+            nmea("PGRME,15.0,M,45.0,M,25.0,M") + nmea("GPXYZ,1,2,3")
             + "!AIVDM,1,1,,A,13aGmP0P00PD;88MD5MTDww@2<0L,0*23\r\n"
         let r = decode(text, options: .init(strict: true))
         #expect(r.statistics.proprietarySentences == 1)

@@ -29,6 +29,8 @@ func decodeChunked(_ bytes: [UInt8], chunk: Int, options: NMEADecoder.Options = 
     return (fixes, errors, decoder.statistics)
 }
 
-func decode(_ text: String, options: NMEADecoder.Options = .init()) -> (fixes: [Fix], errors: [NMEAError], statistics: NMEAStatistics) {
+func decode(_ text: String, options: NMEADecoder.Options = .init()) -> (
+    fixes: [Fix], errors: [NMEAError], statistics: NMEAStatistics
+) {
     decodeChunked(Array(text.utf8), chunk: Int.max, options: options)
 }

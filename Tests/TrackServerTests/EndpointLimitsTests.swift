@@ -18,8 +18,10 @@ func exchange(_ endpoint: Endpoint, _ request: String, guardSeconds: Int = 15) a
 
 /// `GET path` with the test token, over a fresh connection.
 func get(_ endpoint: Endpoint, _ path: String, guardSeconds: Int = 15) async throws -> String {
-    try await exchange(endpoint, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-        + "Connection: close\r\n\r\n", guardSeconds: guardSeconds)
+    try await exchange(
+        endpoint,
+        "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+            + "Connection: close\r\n\r\n", guardSeconds: guardSeconds)
 }
 
 /// A response's body (after the head).
@@ -59,8 +61,9 @@ struct EndpointLimitsTests {
     @Test func answers408WhenABodyStallsAndClosesTheConnection() async throws {
         let endpoint = try await Endpoint.start { $0.bodyTimeout = .milliseconds(300) }
         let socket = try RawSocket(port: endpoint.port)
-        socket.send("POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-            + "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + String(repeating: " ", count: 100))
+        socket.send(
+            "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + String(repeating: " ", count: 100))
         let (text, eof) = await socket.readToEnd()
         #expect(status(text) == 408, "\(text)")
         #expect(eof)
@@ -72,8 +75,10 @@ struct EndpointLimitsTests {
     @Test func answers413FromContentLengthWithoutWaitingForTheBody() async throws {
         let endpoint = try await Endpoint.start()
         let socket = try RawSocket(port: endpoint.port)
-        socket.send("POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-            + "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n" + String(repeating: " ", count: 100))
+        socket.send(
+            "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
+                + String(repeating: " ", count: 100))
         let (text, eof) = await socket.readToEnd()
         #expect(status(text) == 413, "\(text)")
         #expect(body(text).contains("larger than 8388608 bytes"))
@@ -89,8 +94,9 @@ struct EndpointLimitsTests {
         var held: [RawSocket] = []
         for _ in 0..<3 {
             let s = try RawSocket(port: endpoint.port)
-            s.send("POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-                + "Content-Length: 1000\r\n\r\n{")
+            s.send(
+                "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                    + "Content-Length: 1000\r\n\r\n{")
             held.append(s)
         }
         try await withTimeout(30, "three bodies in flight") {
@@ -114,8 +120,10 @@ struct EndpointLimitsTests {
 
     @Test func answers400ToAHeadOverItsLimit() async throws {
         let endpoint = try await Endpoint.start()
-        let r = try await exchange(endpoint, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: "
-            + String(repeating: "a", count: 100 << 10) + "\r\n\r\n")
+        let r = try await exchange(
+            endpoint,
+            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: "
+                + String(repeating: "a", count: 100 << 10) + "\r\n\r\n")
         #expect(status(r) == 400, "\(r.prefix(200))")
         await endpoint.stop()
     }
@@ -127,11 +135,13 @@ struct EndpointLimitsTests {
             $0.maxBodyBytes = 4096
             $0.maxBodyBytesInFlight = 4096
         }
-        let batch = #"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":48.1,"lon":11.5}]}"#
+        let batch =
+            #"{"device":"d","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":48.1,"lon":11.5}]}"#
         let padded = batch + String(repeating: " ", count: 3000 - batch.utf8.count)
         let slow = try RawSocket(port: endpoint.port)
-        slow.send("POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-            + "Content-Type: application/json\r\nContent-Length: 3000\r\n\r\n" + padded.prefix(1000))
+        slow.send(
+            "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 3000\r\n\r\n" + padded.prefix(1000))
         // Wait (request by request, bounded) until the first body holds its 3000 bytes.
         var reserved = 0
         for _ in 0..<1000 where reserved != 3000 {
@@ -140,16 +150,21 @@ struct EndpointLimitsTests {
         }
         #expect(reserved == 3000)
         let second = String(repeating: " ", count: 2000)
-        let busy = try await exchange(endpoint, "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + "Authorization: Bearer secret\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n" + second)
+        let busy = try await exchange(
+            endpoint,
+            "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Authorization: Bearer secret\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n" + second)
         #expect(status(busy) == 503, "\(busy)")
         #expect(header("Retry-After", busy) == "1")
         slow.send(String(padded.dropFirst(1000)))
         let first = await slow.readResponse()
         #expect(body(first) == "{\"accepted\":1,\"duplicates\":0}\n", "\(first)")
         #expect(await endpoint.metric("keeptrack_serve_body_bytes_in_flight") == 0)
-        let again = try await exchange(endpoint, "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + "Authorization: Bearer secret\r\nContent-Length: \(batch.utf8.count)\r\nConnection: close\r\n\r\n" + batch)
+        let again = try await exchange(
+            endpoint,
+            "POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Authorization: Bearer secret\r\nContent-Length: \(batch.utf8.count)\r\nConnection: close\r\n\r\n"
+                + batch)
         #expect(body(again) == "{\"accepted\":0,\"duplicates\":1}\n", "\(again)")
         slow.close()
         await endpoint.stop()
@@ -161,12 +176,14 @@ struct EndpointLimitsTests {
         let t0 = 1_715_679_000.0
         // 23 batch records (three share each time) and 7 OsmAnd ones (no sequence) at the same times.
         let batch = (1...23).map { i in
-            TrailRecord(device: "van", sequence: Int64(i), time: t0 + Double((i - 1) / 3), latitude: 48 + Double(i) * 1e-4,
-                        longitude: 11.5)
+            TrailRecord(
+                device: "van", sequence: Int64(i), time: t0 + Double((i - 1) / 3), latitude: 48 + Double(i) * 1e-4,
+                longitude: 11.5)
         }
         _ = try await endpoint.server.store.insert(batch, format: "json", received: t0)
         let osmand = (0..<7).map { i in
-            TrailRecord(device: "van", sequence: 0, time: t0 + Double(i), latitude: 47, longitude: 11 + Double(i) * 1e-4)
+            TrailRecord(
+                device: "van", sequence: 0, time: t0 + Double(i), latitude: 47, longitude: 11 + Double(i) * 1e-4)
         }
         _ = try await endpoint.server.store.insert(osmand, format: "osmand", received: t0)
         let all = try await endpoint.server.store.trail(device: "van")
@@ -213,16 +230,20 @@ struct EndpointLimitsTests {
         await endpoint.stop()
     }
 
-    @Test(arguments: StoreKind.allCases) func listsDevicesFromTheDevicesTableAndAnswers404ForAnUnknownOne(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func listsDevicesFromTheDevicesTableAndAnswers404ForAnUnknownOne(
+        kind: StoreKind
+    ) async throws {
         let endpoint = try await Endpoint.start(store: kind)
         let store = endpoint.server.store
         _ = try await store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 1000)
         _ = try await store.insert(walk(5, from: 100, device: "van"), format: "osmand", received: 2000)  // duplicates
-        _ = try await store.insert(walk(3, from: 50, device: "van") + walk(2, from: 500, device: "bike"), format: "osmand", received: 3000)
-        #expect(try await store.devices() == [
-            .init(id: "bike", points: 2, first: 500, last: 501, lastReceived: 3000),
-            .init(id: "van", points: 8, first: 50, last: 104, lastReceived: 3000),
-        ])
+        _ = try await store.insert(
+            walk(3, from: 50, device: "van") + walk(2, from: 500, device: "bike"), format: "osmand", received: 3000)
+        #expect(
+            try await store.devices() == [
+                .init(id: "bike", points: 2, first: 500, last: 501, lastReceived: 3000),
+                .init(id: "van", points: 8, first: 50, last: 104, lastReceived: 3000),
+            ])
         #expect(try await store.device("nobody") == nil)
         #expect(try await store.count() == 10)
         let response = try await get(endpoint, "/v1/devices/nobody/trail")
@@ -253,10 +274,11 @@ struct EndpointLimitsTests {
         p.waitUntilExit()
         try #require(p.terminationStatus == 0)
         let store = try SQLiteTrackStore(path: dir + "/old.sqlite")
-        #expect(try await store.devices() == [
-            .init(id: "bike", points: 1, first: 20, last: 20, lastReceived: 50),
-            .init(id: "van", points: 2, first: 10, last: 30, lastReceived: 100),
-        ])
+        #expect(
+            try await store.devices() == [
+                .init(id: "bike", points: 1, first: 20, last: 20, lastReceived: 50),
+                .init(id: "van", points: 2, first: 10, last: 30, lastReceived: 100),
+            ])
         _ = try await store.insert(walk(1, from: 40, device: "bike"), format: "osmand", received: 60)
         #expect(try await store.device("bike") == .init(id: "bike", points: 2, first: 20, last: 40, lastReceived: 60))
 
@@ -271,10 +293,15 @@ struct EndpointLimitsTests {
         let reports = Mutex<[SQLiteTrackStore.Upgrade?]>([])
         _ = try SQLiteTrackStore(path: dir + "/old.sqlite", progress: { u in reports.withLock { $0.append(u) } })
         let said = reports.withLock { $0 }
-        #expect(said.first == SQLiteTrackStore.Upgrade(path: dir + "/old.sqlite", migrations: [
-            "v2-devices-and-pages", "v3-validity-and-attributes", "v4-credentials", "v5-fleet", "v6-device-secrets",
-            "v7-visits-and-trips", "v8-stored-stops",
-        ], points: 3, seconds: 0), "\(said)")
+        #expect(
+            said.first
+                == SQLiteTrackStore.Upgrade(
+                    path: dir + "/old.sqlite",
+                    migrations: [
+                        "v2-devices-and-pages", "v3-validity-and-attributes", "v4-credentials", "v5-fleet",
+                        "v6-device-secrets",
+                        "v7-visits-and-trips", "v8-stored-stops",
+                    ], points: 3, seconds: 0), "\(said)")
         #expect(said.last == .some(nil), "the end is reported when the upgrade is done")
         reports.withLock { $0 = [] }
         _ = try SQLiteTrackStore(path: dir + "/old.sqlite", progress: { u in reports.withLock { $0.append(u) } })
@@ -289,15 +316,19 @@ struct EndpointLimitsTests {
         startFaults.failNext = 1
         let endpoint = try await Endpoint.start(faults: startFaults) { $0.faultInjection = false }
         #expect(status(try await get(endpoint, "/v1/devices")) == 200)
-        let put = try await exchange(endpoint, "PUT /v1/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-            + "Content-Type: application/json\r\nContent-Length: 16\r\nConnection: close\r\n\r\n{\"refuse\":true} ")
+        let put = try await exchange(
+            endpoint,
+            "PUT /v1/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 16\r\nConnection: close\r\n\r\n{\"refuse\":true} ")
         #expect(status(put) == 404, "\(put)")
         #expect(status(try await get(endpoint, "/healthz")) == 200)
         await endpoint.stop()
 
         let open = try await Endpoint.start(token: nil) { $0.faultInjection = false }
-        let anyone = try await exchange(open, "PUT /v1/faults HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + "Content-Length: 16\r\nConnection: close\r\n\r\n{\"refuse\":true} ")
+        let anyone = try await exchange(
+            open,
+            "PUT /v1/faults HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Content-Length: 16\r\nConnection: close\r\n\r\n{\"refuse\":true} ")
         #expect(status(anyone) == 404)
         await open.stop()
     }
@@ -306,17 +337,20 @@ struct EndpointLimitsTests {
     func injectsOnlyErrorStatuses(failStatus: Int, answer: Int) async throws {
         let endpoint = try await Endpoint.start()
         let json = "{\"failNext\":1,\"failStatus\":\(failStatus)}"
-        let r = try await exchange(endpoint, "PUT /v1/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-            + "Content-Length: \(json.utf8.count)\r\nConnection: close\r\n\r\n" + json)
+        let r = try await exchange(
+            endpoint,
+            "PUT /v1/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
+                + "Content-Length: \(json.utf8.count)\r\nConnection: close\r\n\r\n" + json)
         #expect(status(r) == answer, "\(r)")
         if answer == 400 { #expect(body(r).contains("failStatus must be an HTTP error status (400-599)")) }
         await endpoint.stop()
     }
 
-    @Test(arguments: [
-        ("127.0.0.1", nil, false), ("::1", nil, false), ("localhost", nil, false), ("127.0.0.2", nil, false),
-        ("0.0.0.0", nil, true), ("::", nil, true), ("192.168.1.20", nil, true), ("0.0.0.0", "s3cret", false),
-    ] as [(String, String?, Bool)])
+    @Test(
+        arguments: [
+            ("127.0.0.1", nil, false), ("::1", nil, false), ("localhost", nil, false), ("127.0.0.2", nil, false),
+            ("0.0.0.0", nil, true), ("::", nil, true), ("192.168.1.20", nil, true), ("0.0.0.0", "s3cret", false),
+        ] as [(String, String?, Bool)])
     func warnsWhenListeningBeyondLoopbackWithoutAToken(host: String, token: String?, warns: Bool) {
         #expect(TrackServer.isExposed(host: host, token: token) == warns)
     }

@@ -17,8 +17,9 @@ struct ExportProgressTests {
         _ = try await store.insert(records, format: "json", received: 0)
         for format in ["gpx", "geojson", "svg"] {
             var reports: [[Int]] = []
-            let paged = try await store.export(device: nil, format: format, progress: { reports.append([$0, $1]) },
-                                         pageSize: 1_000)
+            let paged = try await store.export(
+                device: nil, format: format, progress: { reports.append([$0, $1]) },
+                pageSize: 1_000)
             let whole = try await store.export(device: nil, format: format)
             #expect(paged.bytes == whole.bytes, "\(format)")
             #expect(paged.points == 2_500)

@@ -12,8 +12,10 @@ import TrackStorePostgres
 /// on loopback with its own SQLite store.
 @Suite("Endpoint: fleet credentials, queries and retention", .serialized)
 struct FleetEndpointTests {
-    func batch(_ device: String, seq: Int = 1, time: String = "2024-05-14T09:30:00Z", lat: Double = 48.1,
-               lon: Double = 11.5) -> String {
+    func batch(
+        _ device: String, seq: Int = 1, time: String = "2024-05-14T09:30:00Z", lat: Double = 48.1,
+        lon: Double = 11.5
+    ) -> String {
         #"{"device":"\#(device)","records":[{"seq":\#(seq),"kind":"location","time":"\#(time)","lat":\#(lat),"lon":\#(lon)}]}"#
     }
 
@@ -29,7 +31,7 @@ struct FleetEndpointTests {
         let other = try await raw.send(.POST, "/v1/locations", body: batch("van2"), token: van)
         #expect(other.status == 403)
         #expect(other.body.contains("'van1'") && other.body.contains("'van2'"))
-        #expect(try await raw.send(.POST, "/v1/locations", body: batch("van2")).status == 200) // admin
+        #expect(try await raw.send(.POST, "/v1/locations", body: batch("van2")).status == 200)  // admin
         #expect(try await raw.send(.GET, "/v1/devices/van1/trail", token: van).status == 200)
         #expect(try await raw.send(.GET, "/v1/devices/van2/trail", token: van).status == 403)
         let listed = try await raw.send(.GET, "/v1/devices", token: van)
@@ -86,15 +88,27 @@ struct FleetEndpointTests {
             ("Authorization", "Basic " + Data("\(user):\(password)".utf8).base64EncodedString())
         }
         let phone = [("X-Limit-U", "anna"), ("X-Limit-D", "phone")]
-        #expect(try await raw.send(.POST, "/owntracks", body: location, headers: phone + [basic("anna", token)],
-                                   token: nil).status == 200)
-        #expect(try await raw.send(.POST, "/owntracks", body: location,
-                                   headers: [("X-Limit-U", "anna"), ("X-Limit-D", "tablet"), basic("anna", token)],
-                                   token: nil).status == 403)
-        #expect(try await raw.send(.POST, "/owntracks", body: location, headers: phone + [basic("bob", token)],
-                                   token: nil).status == 403)
-        #expect(try await raw.send(.POST, "/owntracks", body: location, headers: phone + [basic("anna", "guess")],
-                                   token: nil).status == 401)
+        #expect(
+            try await raw.send(
+                .POST, "/owntracks", body: location, headers: phone + [basic("anna", token)],
+                token: nil
+            ).status == 200)
+        #expect(
+            try await raw.send(
+                .POST, "/owntracks", body: location,
+                headers: [("X-Limit-U", "anna"), ("X-Limit-D", "tablet"), basic("anna", token)],
+                token: nil
+            ).status == 403)
+        #expect(
+            try await raw.send(
+                .POST, "/owntracks", body: location, headers: phone + [basic("bob", token)],
+                token: nil
+            ).status == 403)
+        #expect(
+            try await raw.send(
+                .POST, "/owntracks", body: location, headers: phone + [basic("anna", "guess")],
+                token: nil
+            ).status == 401)
         #expect(try await endpoint.server.store.device("anna/phone")?.points == 1)
         await raw.close()
         await endpoint.stop()
@@ -112,14 +126,20 @@ struct FleetEndpointTests {
         let unknown = try await raw.send(.GET, "/?id=stranger&lat=48.1&lon=11.5&timestamp=1715679000", token: nil)
         #expect(unknown.status == (open ? 200 : 400))
         #expect(unknown.body.isEmpty)
-        let json = #"{"location":{"timestamp":"2024-05-14T09:32:00Z","coords":{"latitude":60.2,"longitude":30.2}},"device_id":"stranger2"}"#
-        #expect(try await raw.send(.POST, "/", body: json, headers: [("Content-Type", "application/json")],
-                                   token: nil).status == (open ? 200 : 404))
+        let json =
+            #"{"location":{"timestamp":"2024-05-14T09:32:00Z","coords":{"latitude":60.2,"longitude":30.2}},"device_id":"stranger2"}"#
+        #expect(
+            try await raw.send(
+                .POST, "/", body: json, headers: [("Content-Type", "application/json")],
+                token: nil
+            ).status == (open ? 200 : 404))
         // A credential still counts: the admin token stores any id, a wrong one is 401.
         #expect(try await raw.send(.GET, "/?id=other&lat=48.1&lon=11.5&timestamp=1715679000").status == 200)
-        #expect(try await raw.send(.GET, "/?id=other&lat=48.1&lon=11.5&timestamp=1715679001", token: "guess").status == 401)
-        #expect(try await endpoint.server.store.devices().map(\.id).sorted()
-            == (open ? ["known", "other", "stranger", "stranger2"] : ["known", "other"]))
+        #expect(
+            try await raw.send(.GET, "/?id=other&lat=48.1&lon=11.5&timestamp=1715679001", token: "guess").status == 401)
+        #expect(
+            try await endpoint.server.store.devices().map(\.id).sorted()
+                == (open ? ["known", "other", "stranger", "stranger2"] : ["known", "other"]))
         await raw.close()
         await endpoint.stop()
     }
@@ -128,8 +148,14 @@ struct FleetEndpointTests {
     @Test(arguments: StoreKind.allCases) func latestIsEachDevicesNewestValidPosition(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
-        #expect(try await raw.send(.POST, "/v1/locations", body: batch("a", seq: 2, time: "2024-05-14T10:00:00Z", lat: 48.2)).status == 200)
-        #expect(try await raw.send(.POST, "/v1/locations", body: batch("a", seq: 1, time: "2024-05-14T09:00:00Z", lat: 48.1)).status == 200)
+        #expect(
+            try await raw.send(
+                .POST, "/v1/locations", body: batch("a", seq: 2, time: "2024-05-14T10:00:00Z", lat: 48.2)
+            ).status == 200)
+        #expect(
+            try await raw.send(
+                .POST, "/v1/locations", body: batch("a", seq: 1, time: "2024-05-14T09:00:00Z", lat: 48.1)
+            ).status == 200)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("b", lat: 47.5, lon: 10.25)).status == 200)
         // Invalid: stored, not the latest.
         #expect(try await raw.send(.GET, "/?id=a&lat=40&lon=10&timestamp=1715684400&valid=false").status == 200)
@@ -138,7 +164,8 @@ struct FleetEndpointTests {
         #expect(latest[0].latitude == 48.2 && latest[0].time == ISOTime.parse("2024-05-14T10:00:00Z"))
         #expect(latest[0].points == 3)
         let body = try await raw.send(.GET, "/v1/devices/latest").body
-        #expect(body.contains(#"{"id":"a","time":"2024-05-14T10:00:00.000Z","lat":48.2000000,"lon":11.5000000,"points":3"#))
+        #expect(
+            body.contains(#"{"id":"a","time":"2024-05-14T10:00:00.000Z","lat":48.2000000,"lon":11.5000000,"points":3"#))
         #expect(body.contains(#"{"id":"b","time":"2024-05-14T09:30:00.000Z","lat":47.5000000,"lon":10.2500000"#))
         let map = try await raw.send(.GET, "/map/svg").body
         #expect(map.contains("Latest positions (2 devices)"))
@@ -149,25 +176,31 @@ struct FleetEndpointTests {
 
     /// Random points of several devices: a box and a circle return exactly the points a brute-force
     /// scan finds, in time order, each once across pages, within the time range.
-    @Test(arguments: StoreKind.allCases) func boxAndCircleQueriesFindExactlyThePointsInside(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func boxAndCircleQueriesFindExactlyThePointsInside(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         var rng = SplitMix(state: 7)
         let t0 = 1_715_679_000.0
         var records: [TrailRecord] = []
         for i in 0..<3000 {
-            records.append(TrailRecord(device: "d\(i % 7)", sequence: Int64(i), time: t0 + Double(i),
-                                       latitude: 48 + Double.random(in: 0...0.1, using: &rng),
-                                       longitude: 11.45 + Double.random(in: 0...0.1, using: &rng)))
+            records.append(
+                TrailRecord(
+                    device: "d\(i % 7)", sequence: Int64(i), time: t0 + Double(i),
+                    latitude: 48 + Double.random(in: 0...0.1, using: &rng),
+                    longitude: 11.45 + Double.random(in: 0...0.1, using: &rng)))
         }
         for d in 0..<7 {
-            _ = try await endpoint.server.store.insert(records.filter { $0.device == "d\(d)" }, format: "json", received: t0)
+            _ = try await endpoint.server.store.insert(
+                records.filter { $0.device == "d\(d)" }, format: "json", received: t0)
         }
         func all(_ query: String) async throws -> [(String, Double, Double)] {
             var out: [(String, Double, Double)] = []
             var cursor: String?
             repeat {
-                let r = try await raw.send(.GET, "/v1/positions?\(query)&limit=97" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                let r = try await raw.send(
+                    .GET, "/v1/positions?\(query)&limit=97" + (cursor.map { "&cursor=\($0)" } ?? ""))
                 #expect(r.status == 200, "\(r.body)")
                 let json = try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as! [String: Any]
                 for p in json["positions"] as! [[String: Any]] {
@@ -250,10 +283,13 @@ struct RetentionTests {
             let cluster = try await Postgres.shared()
             let name = try await offThePool { try cluster.createDatabase() }
             let store = try await openTrackStore(cluster.url(name))
-            return (store, {
-                await store.close()
-                _ = try? await offThePool { try cluster.dropDatabase(name) }
-            })
+            return (
+                store,
+                {
+                    await store.close()
+                    _ = try? await offThePool { try cluster.dropDatabase(name) }
+                }
+            )
         }
     }
 
@@ -269,7 +305,9 @@ struct RetentionTests {
             mixed[i].valid = false
         }
         let fresh = walk(5, from: t0 + 20_000, device: "fresh")
-        for records in [old, mixed, fresh] { _ = try await store.insert(numbered(records, from: 0), format: "json", received: t0) }
+        for records in [old, mixed, fresh] {
+            _ = try await store.insert(numbered(records, from: 0), format: "json", received: t0)
+        }
         let cutoff = t0 + 5000
         var batches: [Int] = []
         while true {
@@ -295,15 +333,17 @@ struct RetentionTests {
         let clock = ManualClock(now: .init(secondsSince1970: t0 + 100 * 86_400))
         _ = try await store.insert(numbered(walk(10, from: t0, device: "a"), from: 0), format: "json", received: t0)
         let (sweeps, continuation) = AsyncStream.makeStream(of: Int.self)
-        let service = RetentionService(store: store, retention: 90 * 86_400, interval: .seconds(3600), batch: 3,
-                                       clock: clock, logger: Logger(label: "test"),
-                                       onSweep: { continuation.yield($0) })
+        let service = RetentionService(
+            store: store, retention: 90 * 86_400, interval: .seconds(3600), batch: 3,
+            clock: clock, logger: Logger(label: "test"),
+            onSweep: { continuation.yield($0) })
         let task = Task { try await service.run() }
         var it = sweeps.makeAsyncIterator()
         #expect(await it.next() == 10)
         #expect(try await store.count() == 0)
         // Points 89.9 days old at the next sweep: kept; a day later, gone.
-        _ = try await store.insert(numbered(walk(4, from: t0 + 10.1 * 86_400, device: "b"), from: 0), format: "json", received: t0)
+        _ = try await store.insert(
+            numbered(walk(4, from: t0 + 10.1 * 86_400, device: "b"), from: 0), format: "json", received: t0)
         clock.advance(by: .seconds(3600))
         #expect(await it.next() == 0)
         #expect(try await store.count() == 4)

@@ -12,8 +12,10 @@ import TrackServerTesting
 @Suite("TrackServer: hostile requests", .serialized)
 struct HostileRequestTests {
     /// Sends raw bytes (which may not be UTF-8).
-    func send(_ endpoint: Endpoint, _ method: HTTPMethod, _ path: String, bytes: [UInt8],
-              headers: [(String, String)] = []) async throws -> (status: Int, body: String) {
+    func send(
+        _ endpoint: Endpoint, _ method: HTTPMethod, _ path: String, bytes: [UInt8],
+        headers: [(String, String)] = []
+    ) async throws -> (status: Int, body: String) {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         defer { _ = client.shutdown() }
         var request = HTTPClientRequest(url: endpoint.url(path))
@@ -34,8 +36,9 @@ struct HostileRequestTests {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         for time in ["2262-04-11T23:47:17Z", "9999-12-31T23:59:59.999Z"] {
-            let r = try await raw.send(.POST, "/v1/locations",
-                                       body: #"{"device":"d","records":[{"seq":1,"kind":"location","time":"\#(time)","lat":1,"lon":1}]}"#)
+            let r = try await raw.send(
+                .POST, "/v1/locations",
+                body: #"{"device":"d","records":[{"seq":1,"kind":"location","time":"\#(time)","lat":1,"lon":1}]}"#)
             #expect(r.status == 400)
             #expect(r.body.contains("records[0]: time \(time.prefix(19))"), "\(r.body)")
         }
@@ -45,8 +48,9 @@ struct HostileRequestTests {
             #expect(r.body.contains("is impossible"), "\(r.body)")
         }
         for tst in ["1e10", "1e300", "-1e300"] {
-            let r = try await raw.send(.POST, "/owntracks", body: #"{"_type":"location","tst":\#(tst),"lat":1,"lon":2}"#,
-                                       headers: [("X-Limit-D", "phone")])
+            let r = try await raw.send(
+                .POST, "/owntracks", body: #"{"_type":"location","tst":\#(tst),"lat":1,"lon":2}"#,
+                headers: [("X-Limit-D", "phone")])
             #expect(r.status == 400, "\(tst)")
         }
         try await expectAlive(raw)
@@ -56,8 +60,10 @@ struct HostileRequestTests {
     }
 
     /// The admin token is compared in a time that does not depend on how much of a guess is right.
-    @Test(arguments: [("s3cret", "s3cret", true), ("s3cret", "s3creT", false), ("s3cret", "s3cre", false),
-                      ("s3cret", "s3crett", false), ("", "", true), ("x", "", false), ("é", "e\u{301}", false)])
+    @Test(arguments: [
+        ("s3cret", "s3cret", true), ("s3cret", "s3creT", false), ("s3cret", "s3cre", false),
+        ("s3cret", "s3crett", false), ("", "", true), ("x", "", false), ("é", "e\u{301}", false),
+    ])
     func theTokenComparisonIsExact(a: String, b: String, same: Bool) {
         #expect(AccessMiddleware.sameSecret(a, b) == same)
         #expect(AccessMiddleware.sameSecret(b, a) == same)
@@ -74,15 +80,18 @@ struct HostileRequestTests {
         #expect(inRecord.body.contains("nested deeper than 64 levels"), "\(inRecord.body)")
         let gzipped = try await raw.send(.POST, "/v1/locations", body: #"{"device":"d","x":\#(brackets)"#, gzip: true)
         #expect(gzipped.status == 400)
-        let ownTracks = try await raw.send(.POST, "/owntracks", body: #"{"_type":"location","x":\#(brackets)"#,
-                                           headers: [("X-Limit-D", "phone")])
+        let ownTracks = try await raw.send(
+            .POST, "/owntracks", body: #"{"_type":"location","x":\#(brackets)"#,
+            headers: [("X-Limit-D", "phone")])
         #expect(ownTracks.status == 400)
         try await expectAlive(raw)
         await raw.close()
         await endpoint.stop()
     }
 
-    @Test(arguments: StoreKind.allCases) func aNULInADeviceIdIsRefusedAndNoRecordIsTakenForAnother(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func aNULInADeviceIdIsRefusedAndNoRecordIsTakenForAnother(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         func records(_ n: Int) -> String {
@@ -90,9 +99,11 @@ struct HostileRequestTests {
                 .joined(separator: ",")
         }
         // The report's request: before, every record was keyed id:van and 6 of 7 answered as duplicates.
-        let nul = try await raw.send(.POST, "/v1/locations", body: #"{"device":"van\u0000A","records":[\#(records(7))]}"#)
+        let nul = try await raw.send(
+            .POST, "/v1/locations", body: #"{"device":"van\u0000A","records":[\#(records(7))]}"#)
         #expect(nul.status == 400)
-        #expect(nul.body.contains("device id must not contain control characters (U+0000 at character 4)"), "\(nul.body)")
+        #expect(
+            nul.body.contains("device id must not contain control characters (U+0000 at character 4)"), "\(nul.body)")
         for id in ["van%00A", "van%0A", "van%FF", "van%C0%80"] {
             #expect(try await raw.send(.GET, "/?id=\(id)&lat=1&lon=1&timestamp=1715679000").status == 400, "\(id)")
         }
@@ -100,7 +111,8 @@ struct HostileRequestTests {
         let notUTF8 = try await send(endpoint, .POST, "/v1/locations", bytes: invalid)
         #expect(notUTF8.status == 400)
         #expect(notUTF8.body.contains("invalid UTF-8"), "\(notUTF8.body)")
-        invalid = Array(#"{"device":"v","records":[{"seq":1,"kind":"enter","region":"h"#.utf8) + [0xC3]
+        invalid =
+            Array(#"{"device":"v","records":[{"seq":1,"kind":"enter","region":"h"#.utf8) + [0xC3]
             + Array(#"","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#.utf8)
         #expect(try await send(endpoint, .POST, "/v1/locations", bytes: invalid).status == 400)
         #expect(try await endpoint.server.store.count() == 0)
@@ -111,7 +123,9 @@ struct HostileRequestTests {
         await endpoint.stop()
     }
 
-    @Test(arguments: StoreKind.allCases) func valuesOutOfRangeImpossibleDatesAndBadGzipAreRefused(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func valuesOutOfRangeImpossibleDatesAndBadGzipAreRefused(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
         func body(_ fields: String, time: String = "2024-05-14T09:30:00Z") -> String {
@@ -126,13 +140,15 @@ struct HostileRequestTests {
         #expect(feb31.body.contains("'2024-02-31T12:00:00Z' is not an ISO 8601 UTC time"), "\(feb31.body)")
         // gzip followed by junk
         let junk = Gzip.compress(Array(body("").utf8)) + Array("junk".utf8)
-        let junked = try await send(endpoint, .POST, "/v1/locations", bytes: junk, headers: [("Content-Encoding", "gzip")])
+        let junked = try await send(
+            endpoint, .POST, "/v1/locations", bytes: junk, headers: [("Content-Encoding", "gzip")])
         #expect(junked.status == 400)
         #expect(junked.body.contains("not gzip after the stream's end"), "\(junked.body)")
         // A small body that inflates past the limit is too large, as one sent that large would be.
         let bomb = Gzip.compress([UInt8](repeating: 32, count: 9 << 20))
         #expect(bomb.count < 100_000)
-        let inflated = try await send(endpoint, .POST, "/v1/locations", bytes: bomb, headers: [("Content-Encoding", "gzip")])
+        let inflated = try await send(
+            endpoint, .POST, "/v1/locations", bytes: bomb, headers: [("Content-Encoding", "gzip")])
         #expect(inflated.status == 413)
         #expect(try await endpoint.server.store.count() == 0)
         try await expectAlive(raw)

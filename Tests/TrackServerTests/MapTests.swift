@@ -14,14 +14,19 @@ func referenceStops(_ records: [TrailRecord], radius: Double = 50, minimumDurati
         let anchor = Coordinate(latitude: points[i].latitude, longitude: points[i].longitude)
         var j = i
         while j + 1 < points.count,
-              Geodesy.haversineDistance(anchor, Coordinate(latitude: points[j + 1].latitude,
-                                                           longitude: points[j + 1].longitude)) <= radius {
+            Geodesy.haversineDistance(
+                anchor,
+                Coordinate(
+                    latitude: points[j + 1].latitude,
+                    longitude: points[j + 1].longitude)) <= radius
+        {
             j += 1
         }
         if points[j].time - points[i].time >= minimumDuration {
             let lat = points[i...j].reduce(0) { $0 + $1.latitude } / Double(j - i + 1)
             let lon = points[i...j].reduce(0) { $0 + $1.longitude } / Double(j - i + 1)
-            out.append(.init(center: Coordinate(latitude: lat, longitude: lon), start: points[i].time, end: points[j].time))
+            out.append(
+                .init(center: Coordinate(latitude: lat, longitude: lon), start: points[i].time, end: points[j].time))
             i = j + 1
         } else {
             i += 1
@@ -75,7 +80,9 @@ struct MapTests {
         #expect(fast.count == reference.count)
         for (a, b) in zip(fast, reference) {
             #expect(a.start == b.start && a.end == b.end)
-            #expect(abs(a.center.latitude - b.center.latitude) < 1e-9 && abs(a.center.longitude - b.center.longitude) < 1e-9)
+            #expect(
+                abs(a.center.latitude - b.center.latitude) < 1e-9 && abs(a.center.longitude - b.center.longitude) < 1e-9
+            )
         }
         #expect(!reference.isEmpty, "the trail has stops to find")
     }
@@ -95,9 +102,10 @@ struct MapTests {
         let t0 = 1_715_679_000.0
         var rng = SplitMix(state: 42)
         let cluster = (0..<60_000).map { i in
-            TrailRecord(device: "parked", sequence: Int64(i + 1), time: t0 + Double(i) * 0.004,
-                        latitude: 48.1 + Double.random(in: -1e-4...1e-4, using: &rng),
-                        longitude: 11.5 + Double.random(in: -1e-4...1e-4, using: &rng))
+            TrailRecord(
+                device: "parked", sequence: Int64(i + 1), time: t0 + Double(i) * 0.004,
+                latitude: 48.1 + Double.random(in: -1e-4...1e-4, using: &rng),
+                longitude: 11.5 + Double.random(in: -1e-4...1e-4, using: &rng))
         }
         _ = try await endpoint.server.store.insert(cluster, format: "json", received: t0)
         let map = try await get(endpoint, "/map/svg?device=parked&limit=100000", guardSeconds: 240)

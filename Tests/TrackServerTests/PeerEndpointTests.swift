@@ -15,10 +15,13 @@ struct PeerEndpointTests {
 
     /// Two users' phones, both named `phone`, reporting the same second: two devices, two points
     /// (before: one device, and the second point dropped as a duplicate of the first).
-    @Test(arguments: StoreKind.allCases) func twoUsersPhonesAreTwoDevicesAndNeitherPointIsLost(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func twoUsersPhonesAreTwoDevicesAndNeitherPointIsLost(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
-        let anna = try await raw.send(.POST, "/owntracks", body: location, headers: [("X-Limit-U", "anna"), ("X-Limit-D", "phone")])
+        let anna = try await raw.send(
+            .POST, "/owntracks", body: location, headers: [("X-Limit-U", "anna"), ("X-Limit-D", "phone")])
         let bob = try await raw.send(.POST, "/owntracks?u=Bob&d=Phone", body: location)
         #expect(anna.status == 200 && anna.body == "[]")
         #expect(bob.status == 200)
@@ -29,8 +32,9 @@ struct PeerEndpointTests {
         _ = try await raw.send(.POST, "/owntracks", body: location)
         #expect(try await endpoint.server.store.device("owntracks/phone")?.points == 1)
         // The Recorder takes the first header of a name.
-        _ = try await raw.send(.POST, "/owntracks", body: location,
-                               headers: [("X-Limit-U", "carol"), ("X-Limit-U", "dave"), ("X-Limit-D", "tab")])
+        _ = try await raw.send(
+            .POST, "/owntracks", body: location,
+            headers: [("X-Limit-U", "carol"), ("X-Limit-U", "dave"), ("X-Limit-D", "tab")])
         #expect(try await endpoint.server.store.device("carol/tab")?.points == 1)
         await raw.close()
         await endpoint.stop()
@@ -44,28 +48,38 @@ struct PeerEndpointTests {
         let basic = "Basic " + Data("anna:secret".utf8).base64EncodedString()
         let wrong = "Basic " + Data("anna:guess".utf8).base64EncodedString()
         let headers = [("X-Limit-U", "anna"), ("X-Limit-D", "phone")]
-        #expect(try await raw.send(.POST, "/owntracks", body: location, headers: headers + [("Authorization", basic)],
-                                   token: nil).status == 200)
-        #expect(try await raw.send(.POST, "/owntracks", body: location, headers: headers + [("Authorization", wrong)],
-                                   token: nil).status == 401)
+        #expect(
+            try await raw.send(
+                .POST, "/owntracks", body: location, headers: headers + [("Authorization", basic)],
+                token: nil
+            ).status == 200)
+        #expect(
+            try await raw.send(
+                .POST, "/owntracks", body: location, headers: headers + [("Authorization", wrong)],
+                token: nil
+            ).status == 401)
         let empty = try await raw.send(.POST, "/owntracks", body: "", headers: headers)
         #expect(empty.status == 200 && empty.body == "[]")
         let strings = #"{"_type":"location","lat":"48.2","lon":"11.6","acc":"5","batt":"87"}"#
         #expect(try await raw.send(.POST, "/owntracks", body: strings, headers: headers).status == 200)
-        let transition = #"{"_type":"transition","event":"enter","desc":"home","tst":1715679100,"wtst":1600000000,"acc":10,"t":"c"}"#
+        let transition =
+            #"{"_type":"transition","event":"enter","desc":"home","tst":1715679100,"wtst":1600000000,"acc":10,"t":"c"}"#
         #expect(try await raw.send(.POST, "/owntracks", body: transition, headers: headers).status == 200)
-        for other in [#"{"_type":"lwt","tst":1715679000}"#, #"{"_type":"card","name":"Anna"}"#,
-                      #"{"_type":"waypoints","waypoints":[]}"#, #"{"_type":"status","android":{}}"#] {
+        for other in [
+            #"{"_type":"lwt","tst":1715679000}"#, #"{"_type":"card","name":"Anna"}"#,
+            #"{"_type":"waypoints","waypoints":[]}"#, #"{"_type":"status","android":{}}"#,
+        ] {
             let r = try await raw.send(.POST, "/owntracks", body: other, headers: headers)
             #expect(r.status == 200 && r.body == "[]")
         }
-        let encrypted = try await raw.send(.POST, "/owntracks", body: #"{"_type":"encrypted","data":"bm90IGEga2V5"}"#,
-                                           headers: headers)
+        let encrypted = try await raw.send(
+            .POST, "/owntracks", body: #"{"_type":"encrypted","data":"bm90IGEga2V5"}"#,
+            headers: headers)
         #expect(encrypted.status == 415)
         #expect(encrypted.body.contains("encrypted payloads are not supported"))
         let store = endpoint.server.store
         let trail = try await store.trail(device: "anna/phone")
-        #expect(trail.count == 2) // the transition without a position is left out
+        #expect(trail.count == 2)  // the transition without a position is left out
         #expect(trail.contains { $0.latitude == 48.2 && $0.attributes["batt"] == "87" && $0.time > 1_715_679_100 })
         let all = try await store.trail(device: "anna/phone", includeInvalid: true)
         #expect(all.contains { $0.kind == .enter && $0.region == "home" && !$0.valid })
@@ -75,11 +89,15 @@ struct PeerEndpointTests {
 
     /// Records without an id are told apart by everything that identifies them: one device at one
     /// time in two places is two records; the same request twice is one.
-    @Test(arguments: StoreKind.allCases) func idLessRecordsAreKeyedByDeviceKindTimeAndPosition(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func idLessRecordsAreKeyedByDeviceKindTimeAndPosition(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
-        for query in ["/?id=van&timestamp=1715679000&lat=48.1&lon=11.5", "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5",
-                      "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5"] {
+        for query in [
+            "/?id=van&timestamp=1715679000&lat=48.1&lon=11.5", "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5",
+            "/?id=van&timestamp=1715679000&lat=48.2&lon=11.5",
+        ] {
             #expect(try await raw.send(.GET, query).status == 200)
         }
         #expect(try await endpoint.server.store.device("van")?.points == 2)
@@ -89,20 +107,32 @@ struct PeerEndpointTests {
     }
 
     /// OsmAnd as Traccar Client and the OsmAnd app send it, and what the JSON trail gives back.
-    @Test(arguments: StoreKind.allCases) func storesOsmAndAsTraccarClientsSendItAndReturnsItsAttributes(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func storesOsmAndAsTraccarClientsSendItAndReturnsItsAttributes(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
-        #expect(try await raw.send(.GET, "/?id=123456&timestamp=2024-05-14%2009:30:00&location=60.0,30.0&heading=90"
-            + "&speed=-1&hdop=0.9&batt=87&charge=true&driverUniqueId=D-17").status == 200)
-        #expect(try await raw.send(.POST, "/", body: "id=123456&timestamp=1715679060&lat=60.1&lon=30.1&valid=false",
-                                   headers: [("Content-Type", "application/x-www-form-urlencoded")]).status == 200)
-        let json = #"{"location":{"timestamp":"2024-05-14T09:32:00Z","coords":{"latitude":60.2,"longitude":30.2,"speed":3,"heading":-1,"accuracy":4,"altitude":10},"is_moving":true,"odometer":100,"battery":{"level":0.5,"is_charging":true},"activity":{"type":"still"}},"device_id":"123456"}"#
-        #expect(try await raw.send(.POST, "/", body: json, headers: [("Content-Type", "application/json")]).status == 200)
+        #expect(
+            try await raw.send(
+                .GET,
+                "/?id=123456&timestamp=2024-05-14%2009:30:00&location=60.0,30.0&heading=90"
+                    + "&speed=-1&hdop=0.9&batt=87&charge=true&driverUniqueId=D-17"
+            ).status == 200)
+        #expect(
+            try await raw.send(
+                .POST, "/", body: "id=123456&timestamp=1715679060&lat=60.1&lon=30.1&valid=false",
+                headers: [("Content-Type", "application/x-www-form-urlencoded")]
+            ).status == 200)
+        let json =
+            #"{"location":{"timestamp":"2024-05-14T09:32:00Z","coords":{"latitude":60.2,"longitude":30.2,"speed":3,"heading":-1,"accuracy":4,"altitude":10},"is_moving":true,"odometer":100,"battery":{"level":0.5,"is_charging":true},"activity":{"type":"still"}},"device_id":"123456"}"#
+        #expect(
+            try await raw.send(.POST, "/", body: json, headers: [("Content-Type", "application/json")]).status == 200)
         let trail = try await raw.send(.GET, "/v1/devices/123456/trail?format=json")
         #expect(trail.status == 200)
-        #expect(trail.body.contains(#""attributes":{"batt":"87","charge":"true","driverUniqueId":"D-17","hdop":"0.9"}"#))
+        #expect(
+            trail.body.contains(#""attributes":{"batt":"87","charge":"true","driverUniqueId":"D-17","hdop":"0.9"}"#))
         #expect(trail.body.contains(#""battery.is_charging":"true""#))
-        #expect(!trail.body.contains("60.100000000")) // valid=false: stored, left out by default
+        #expect(!trail.body.contains("60.100000000"))  // valid=false: stored, left out by default
         let all = try await raw.send(.GET, "/v1/devices/123456/trail?format=json&invalid=true")
         #expect(all.body.contains(#""lat":60.100000000"#) && all.body.contains(#""valid":false"#))
         #expect(try await endpoint.server.store.device("123456")?.points == 3)

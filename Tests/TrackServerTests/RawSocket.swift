@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A plain TCP connection to the endpoint on 127.0.0.1, for requests no HTTP client would send:
@@ -96,7 +96,7 @@ final class RawSocket: @unchecked Sendable {
     static func responseEnd(_ bytes: [UInt8]) -> Int? {
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         guard bytes.count >= 4,
-              let headEnd = (0...(bytes.count - 4)).first(where: { Array(bytes[$0..<$0 + 4]) == separator })
+            let headEnd = (0...(bytes.count - 4)).first(where: { Array(bytes[$0..<$0 + 4]) == separator })
         else { return nil }
         let head = String(decoding: bytes[..<headEnd], as: UTF8.self).lowercased()
         var length = 0

@@ -16,15 +16,18 @@ import Upload
 /// schema, and several `keeptrack serve` instances sharing one database.
 @Suite("PostgreSQL store")
 struct PostgresStoreTests {
-    @Test(arguments: [
-        ("postgres://kt@127.0.0.1:5433/track", "127.0.0.1", nil, 5433, "track", PostgresURL.SSLMode.prefer),
-        ("postgresql://fleet:s%40cret@db.example:5432/t?sslmode=require", "db.example", nil, 5432, "t", .require),
-        ("postgres://kt@/track?host=/tmp/pg", nil, "/tmp/pg", 5432, "track", .prefer),
-        ("postgres://kt@%2Ftmp%2Fpg:6000/track", nil, "/tmp/pg", 6000, "track", .prefer),
-        ("postgres://kt@[::1]:7000/track?sslmode=disable", "::1", nil, 7000, "track", .disable),
-    ] as [(String, String?, String?, Int, String, PostgresURL.SSLMode)])
-    func parsesTheURLForms(text: String, host: String?, socket: String?, port: Int, database: String,
-                           mode: PostgresURL.SSLMode) throws {
+    @Test(
+        arguments: [
+            ("postgres://kt@127.0.0.1:5433/track", "127.0.0.1", nil, 5433, "track", PostgresURL.SSLMode.prefer),
+            ("postgresql://fleet:s%40cret@db.example:5432/t?sslmode=require", "db.example", nil, 5432, "t", .require),
+            ("postgres://kt@/track?host=/tmp/pg", nil, "/tmp/pg", 5432, "track", .prefer),
+            ("postgres://kt@%2Ftmp%2Fpg:6000/track", nil, "/tmp/pg", 6000, "track", .prefer),
+            ("postgres://kt@[::1]:7000/track?sslmode=disable", "::1", nil, 7000, "track", .disable),
+        ] as [(String, String?, String?, Int, String, PostgresURL.SSLMode)])
+    func parsesTheURLForms(
+        text: String, host: String?, socket: String?, port: Int, database: String,
+        mode: PostgresURL.SSLMode
+    ) throws {
         let url = try PostgresURL(parsing: text)
         #expect(url.host == host)
         #expect(url.socketDirectory == socket)
@@ -36,7 +39,8 @@ struct PostgresStoreTests {
 
     @Test(arguments: [
         ("postgres://127.0.0.1/track", "no user name"), ("postgres://kt@127.0.0.1", "no database name"),
-        ("postgres://kt@127.0.0.1:99999/t", "the port is not 1-65535"), ("postgres://kt@h/t?sslmode=maybe", "sslmode 'maybe'"),
+        ("postgres://kt@127.0.0.1:99999/t", "the port is not 1-65535"),
+        ("postgres://kt@h/t?sslmode=maybe", "sslmode 'maybe'"),
         ("postgres://kt@/t", "no host"), ("postgres://kt@h/t?colour=red", "unknown parameter 'colour'"),
     ])
     func refusesWhatIsNotAURLItCanUse(text: String, message: String) {
@@ -46,7 +50,8 @@ struct PostgresStoreTests {
 
     @Test func thePasswordComesFromPGPASSWORDWhenTheURLHasNone() throws {
         #expect(try PostgresURL(parsing: "postgres://kt@h/t", environment: ["PGPASSWORD": "pw"]).password == "pw")
-        #expect(try PostgresURL(parsing: "postgres://kt:mine@h/t", environment: ["PGPASSWORD": "pw"]).password == "mine")
+        #expect(
+            try PostgresURL(parsing: "postgres://kt:mine@h/t", environment: ["PGPASSWORD": "pw"]).password == "mine")
     }
 
     /// The schema as a DBA would look at it, over the Unix-socket URL form; opening it again (a second
@@ -62,14 +67,21 @@ struct PostgresStoreTests {
         await first.close()
         await second.close()
         let (migrations, indexes, columns) = try await offThePool {
-            (try cluster.psql("SELECT identifier FROM keeptrack_migrations ORDER BY identifier", database: name),
-             try cluster.psql("SELECT indexdef FROM pg_indexes WHERE tablename = 'positions' ORDER BY indexname", database: name),
-             try cluster.psql("""
-                 SELECT column_name || ' ' || udt_name FROM information_schema.columns
-                 WHERE table_name = 'positions' AND column_name IN ('position', 'attributes', 'time') ORDER BY column_name
-                 """, database: name))
+            (
+                try cluster.psql("SELECT identifier FROM keeptrack_migrations ORDER BY identifier", database: name),
+                try cluster.psql(
+                    "SELECT indexdef FROM pg_indexes WHERE tablename = 'positions' ORDER BY indexname", database: name),
+                try cluster.psql(
+                    """
+                    SELECT column_name || ' ' || udt_name FROM information_schema.columns
+                    WHERE table_name = 'positions' AND column_name IN ('position', 'attributes', 'time') ORDER BY column_name
+                    """, database: name)
+            )
         }
-        #expect(migrations == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\n")
+        #expect(
+            migrations
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\n"
+        )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
         #expect(indexes.contains("positions_position ON public.positions USING gist (\"position\")"))
@@ -103,12 +115,15 @@ struct PostgresStoreTests {
     @Test func copyAndTheStatementStoreTheSameRows() async throws {
         let cluster = try await Postgres.shared()
         let (copied, stated) = try await offThePool { (try cluster.createDatabase(), try cluster.createDatabase()) }
-        let times: [Double] = [1_715_679_000.0000005, 1_715_679_000.0000015, 946_684_799.9999995, 946_684_800.0000025,
-                               0.0000005, 1_715_679_000.123456789, 4_102_444_799.9999996, 1_234_567_890.5]
+        let times: [Double] = [
+            1_715_679_000.0000005, 1_715_679_000.0000015, 946_684_799.9999995, 946_684_800.0000025,
+            0.0000005, 1_715_679_000.123456789, 4_102_444_799.9999996, 1_234_567_890.5,
+        ]
         var records: [TrailRecord] = times.enumerated().map { i, t in
-            var r = TrailRecord(device: i % 2 == 0 ? "van 1" : "ünï\\van", sequence: Int64(i + 1), time: t,
-                                latitude: [-0.0, 89.9999999, -45.123456789012345][i % 3],
-                                longitude: [-180, 179.99999999, 0.1 + 0.2][i % 3])
+            var r = TrailRecord(
+                device: i % 2 == 0 ? "van 1" : "ünï\\van", sequence: Int64(i + 1), time: t,
+                latitude: [-0.0, 89.9999999, -45.123456789012345][i % 3],
+                longitude: [-180, 179.99999999, 0.1 + 0.2][i % 3])
             r.altitude = i == 3 ? nil : 1e-7 * Double(i)
             r.horizontalAccuracy = i == 4 ? nil : 5
             r.speed = 1.0 / 3
@@ -121,8 +136,9 @@ struct PostgresStoreTests {
         let a = try await openTrackStore(cluster.url(copied))
         let b = try await openTrackStore(cluster.url(stated))
         #expect(try await a.insert(records, format: "json", received: 1_715_690_000.0000005) == (records.count, 0))
-        #expect(try await b.insert(records + [records[0]], format: "json", received: 1_715_690_000.0000005)
-            == (records.count, 1))
+        #expect(
+            try await b.insert(records + [records[0]], format: "json", received: 1_715_690_000.0000005)
+                == (records.count, 1))
         // Again: all duplicates, on both paths.
         #expect(try await a.insert(records, format: "json", received: 1) == (0, records.count))
         await a.close()
@@ -138,10 +154,14 @@ struct PostgresStoreTests {
                    latest_alt, latest_h_acc, latest_speed, latest_course FROM devices ORDER BY id
             """
         let (x, y, rounding) = try await offThePool {
-            (try cluster.psql(dump, database: copied) + cluster.psql(summaries, database: copied),
-             try cluster.psql(dump, database: stated) + cluster.psql(summaries, database: stated),
-             try cluster.psql("SELECT " + times.map { "to_timestamp(\($0)) = '\(CopyRows.timestamp($0)!)'::timestamptz" }
-                .joined(separator: ", "), database: copied))
+            (
+                try cluster.psql(dump, database: copied) + cluster.psql(summaries, database: copied),
+                try cluster.psql(dump, database: stated) + cluster.psql(summaries, database: stated),
+                try cluster.psql(
+                    "SELECT "
+                        + times.map { "to_timestamp(\($0)) = '\(CopyRows.timestamp($0)!)'::timestamptz" }
+                        .joined(separator: ", "), database: copied)
+            )
         }
         #expect(x == y)
         #expect(x.split(separator: "\n").count == records.count + 2)
@@ -168,16 +188,22 @@ struct PostgresStoreTests {
             await store.close()
         }
         for format in ["gpx", "geojson", "svg"] {
-            let pg = try await TrackDatabase(cluster.url(name)).exportTrail(device: nil, from: -.infinity,
-                                                                            to: .infinity, format: format)
-            let lite = try await TrackDatabase(dir + "/endpoint.sqlite").exportTrail(device: nil, from: -.infinity,
-                                                                                     to: .infinity, format: format)
+            let pg = try await TrackDatabase(cluster.url(name)).exportTrail(
+                device: nil, from: -.infinity,
+                to: .infinity, format: format)
+            let lite = try await TrackDatabase(dir + "/endpoint.sqlite").exportTrail(
+                device: nil, from: -.infinity,
+                to: .infinity, format: format)
             #expect(pg.bytes == lite.bytes, "\(format)")
             #expect(pg.points == 30)
         }
-        await #expect { _ = try await TrackDatabase(cluster.url(name)).exportTrail(device: "bike", from: 0, to: 1,
-                                                                                   format: "gpx") }
-            throws: { "\($0)".contains("no device 'bike' in postgres://kt@127.0.0.1:") && "\($0)".contains("it has: van") }
+        await #expect {
+            _ = try await TrackDatabase(cluster.url(name)).exportTrail(
+                device: "bike", from: 0, to: 1,
+                format: "gpx")
+        } throws: {
+            "\($0)".contains("no device 'bike' in postgres://kt@127.0.0.1:") && "\($0)".contains("it has: van")
+        }
         try await offThePool { try cluster.dropDatabase(name) }
     }
 
@@ -185,11 +211,13 @@ struct PostgresStoreTests {
     /// the URL's password left out.
     @Test func saysAtOnceWhyItCannotConnect() async throws {
         let cluster = try await Postgres.shared()
-        await #expect { _ = try await openTrackStore("postgres://kt:hunter2@127.0.0.1:\(cluster.port)/kt_missing?sslmode=disable") }
-            throws: { "\($0)".contains(#"database "kt_missing" does not exist"#) && !"\($0)".contains("hunter2") }
+        await #expect {
+            _ = try await openTrackStore("postgres://kt:hunter2@127.0.0.1:\(cluster.port)/kt_missing?sslmode=disable")
+        } throws: { "\($0)".contains(#"database "kt_missing" does not exist"#) && !"\($0)".contains("hunter2") }
         let closed = try ReservedPort()
-        await #expect { _ = try await openTrackStore("postgres://kt@127.0.0.1:\(closed)/x?sslmode=disable") }
-            throws: { "\($0)".contains("cannot connect to postgres://kt@127.0.0.1:\(closed)/x") && "\($0)".contains("refused") }
+        await #expect { _ = try await openTrackStore("postgres://kt@127.0.0.1:\(closed)/x?sslmode=disable") } throws: {
+            "\($0)".contains("cannot connect to postgres://kt@127.0.0.1:\(closed)/x") && "\($0)".contains("refused")
+        }
     }
 
     /// Two `keeptrack serve` instances on one database, the same batches sent to both at once: every
@@ -229,7 +257,8 @@ struct PostgresStoreTests {
         for (_, body) in answers {
             let reply = try #require(JSONBatch.Reply.decode(Array(body.utf8)))
             accepted += reply.accepted
-            duplicates += body.components(separatedBy: "\"duplicates\":").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? -1
+            duplicates +=
+                body.components(separatedBy: "\"duplicates\":").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? -1
         }
         #expect(accepted == 1000)
         #expect(duplicates == 1000)
@@ -270,15 +299,19 @@ struct PostgresStoreTests {
         let store = try await openTrackStore(cluster.url(name))
         func batch(_ device: String) -> CopyRows {
             let records = numbered(walk(3, device: device))
-            return CopyRows(records, keys: records.map { PostgresTrackStore.key($0, format: "json") }, format: "json",
-                            received: 1_715_679_100)!
+            return CopyRows(
+                records, keys: records.map { PostgresTrackStore.key($0, format: "json") }, format: "json",
+                received: 1_715_679_100)!
         }
         let first = batch("van-a"), second = batch("van-b")
         let last = ByteBuffer(bytes: second.bytes[second.ends[1]...])
         let configuration = try PostgresTrackStore.connectionConfiguration(PostgresURL(parsing: cluster.url(name)))
         let logger = Logger(label: "test")
         var connections: [PostgresConnection] = []
-        for id in 0..<3 { connections.append(try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)) }
+        for id in 0..<3 {
+            connections.append(
+                try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger))
+        }
         let (holder, one, two) = (connections[0], connections[1], connections[2])
         func copy(_ buffer: ByteBuffer, on connection: PostgresConnection) async throws {
             try await connection.copyFrom(table: "positions", columns: CopyRows.columns, logger: logger) {
@@ -287,7 +320,8 @@ struct PostgresStoreTests {
         }
         func waitingOnLocks(_ n: Int) async throws {
             for _ in 0..<100_000 {
-                let rows = try await holder.query("""
+                let rows = try await holder.query(
+                    """
                     SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
                     """, logger: logger)
                 for try await count in rows.decode(Int64.self) where count == n { return }
@@ -376,7 +410,9 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
 
     var location: String { base.location }
 
-    func insert(_ records: [TrailRecord], format: String, received: Double) async throws -> (accepted: Int, duplicates: Int) {
+    func insert(_ records: [TrailRecord], format: String, received: Double) async throws -> (
+        accepted: Int, duplicates: Int
+    ) {
         let n = lock.withLock {
             inserts += 1
             return inserts
@@ -387,22 +423,29 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
 
     func devices() async throws -> [DeviceSummary] { try await base.devices() }
     func device(_ id: String) async throws -> DeviceSummary? { try await base.device(id) }
-    func trail(device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-               includeInvalid: Bool) async throws -> (records: [TrailRecord], next: TrailCursor?) {
-        try await base.trail(device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
+    func trail(
+        device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
+        includeInvalid: Bool
+    ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
+        try await base.trail(
+            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
     }
     func count() async throws -> Int { try await base.count() }
 
     // The fleet side, passed through.
-    func addCredential(device: String, now: Double) async throws -> String { try await base.addCredential(device: device, now: now) }
+    func addCredential(device: String, now: Double) async throws -> String {
+        try await base.addCredential(device: device, now: now)
+    }
     func credentials() async throws -> [DeviceCredential] { try await base.credentials() }
     func revokeCredential(device: String) async throws -> Bool { try await base.revokeCredential(device: device) }
     func credentialDevice(token: String) async throws -> String? { try await base.credentialDevice(token: token) }
     func hasCredential(device: String) async throws -> Bool { try await base.hasCredential(device: device) }
     func hasCredentials() async throws -> Bool { try await base.hasCredentials() }
     func latest(device: String?) async throws -> [LatestPosition] { try await base.latest(device: device) }
-    func positions(in area: PositionArea, from: Double, to: Double, device: String?, after cursor: TrailCursor?,
-                   limit: Int) async throws -> (records: [TrailRecord], next: TrailCursor?) {
+    func positions(
+        in area: PositionArea, from: Double, to: Double, device: String?, after cursor: TrailCursor?,
+        limit: Int
+    ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         try await base.positions(in: area, from: from, to: to, device: device, after: cursor, limit: limit)
     }
     func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
@@ -465,8 +508,10 @@ struct CopyCoalescerTests {
     /// Batches merged into one `COPY` give their rows in key order over all of them, each row whole
     /// and once, whatever order the batches came in.
     @Test func mergedBatchesGiveTheirRowsInKeyOrder() {
-        let parts: [CopyRows] = [.lines("id:van-b:1", "id:van-b:3"), .lines("id:van-a:2", "id:van-b:2", "id:van-c:1"),
-                                 .lines("id:van-a:10")]
+        let parts: [CopyRows] = [
+            .lines("id:van-b:1", "id:van-b:3"), .lines("id:van-a:2", "id:van-b:2", "id:van-c:1"),
+            .lines("id:van-a:10"),
+        ]
         let merged = String(buffer: CopyRows.merged(parts))
         #expect(merged == "id:van-a:10\nid:van-a:2\nid:van-b:1\nid:van-b:2\nid:van-b:3\nid:van-c:1\n")
         #expect(String(buffer: CopyRows.merged([parts[1]])) == "id:van-a:2\nid:van-b:2\nid:van-c:1\n")
@@ -475,11 +520,15 @@ struct CopyCoalescerTests {
         let records = numbered(walk(12, device: "van"))
         let keys = records.map { PostgresTrackStore.key($0, format: "json") }
         let halves = [records.indices.filter { $0 % 2 == 1 }, records.indices.filter { $0 % 2 == 0 }].map { picked in
-            CopyRows(picked.map { records[$0] }, keys: picked.map { keys[$0] }, format: "json", received: 1_715_679_100)!
+            CopyRows(
+                picked.map { records[$0] }, keys: picked.map { keys[$0] }, format: "json", received: 1_715_679_100)!
         }
         let whole = CopyRows(records, keys: keys, format: "json", received: 1_715_679_100)!
         #expect(CopyRows.merged(halves) == whole.buffer)
-        #expect(whole.keys.map { String(decoding: $0, as: UTF8.self) }.prefix(4) == ["id:van:1", "id:van:10", "id:van:11", "id:van:12"])
+        #expect(
+            whole.keys.map { String(decoding: $0, as: UTF8.self) }.prefix(4) == [
+                "id:van:1", "id:van:10", "id:van:11", "id:van:12",
+            ])
     }
 
     @Test func eachInstanceTakesItsShareOfTheBudget() {
@@ -505,7 +554,9 @@ struct CopyCoalescerTests {
                 group.addTask { try await coalescer.copy(.lines(name)) }
             }
             // Each of them either waits or has started.
-            while await coalescer.queue.count + gate.started.count < 3 { try Task.checkCancellation(); await Task.yield() }
+            while await coalescer.queue.count + gate.started.count < 3 {
+                try Task.checkCancellation(); await Task.yield()
+            }
             #expect(await coalescer.inFlight == 1)
             await gate.releaseAll(true)
             await iterator.next()
@@ -520,8 +571,9 @@ struct CopyCoalescerTests {
     @Test(.timeLimit(.minutes(1))) func theInstancesAreCountedAgainEveryRecount() async throws {
         let clock = ManualClock()
         let answers = Answers([3, nil, 1])
-        let coalescer = CopyCoalescer(run: { _ in true }, countInstances: { try await answers.next() },
-                                      clock: clock)
+        let coalescer = CopyCoalescer(
+            run: { _ in true }, countInstances: { try await answers.next() },
+            clock: clock)
         func copy() async throws { _ = try await coalescer.copy(.lines("x")) }
         func counted(_ n: Int) async throws {
             while await coalescer.counts < n { try Task.checkCancellation(); await Task.yield() }

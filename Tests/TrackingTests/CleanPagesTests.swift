@@ -7,7 +7,7 @@ import Testing
 @testable import Tracking
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Giving back the clean pages start-up touched: `CleanPages` on mappings of a real file in this
@@ -53,8 +53,11 @@ struct CleanPagesTests {
             """
         let mappings = CleanPages.parse(Array(text.utf8))
         #expect(mappings.count == 2)
-        #expect(mappings.first == CleanPages.Mapping(start: 0x400000, end: 0x452000, permissions: "r-xp",
-                                                     path: "/usr/bin/a b", rssKB: 200, anonymousKB: 0))
+        #expect(
+            mappings.first
+                == CleanPages.Mapping(
+                    start: 0x400000, end: 0x452000, permissions: "r-xp",
+                    path: "/usr/bin/a b", rssKB: 200, anonymousKB: 0))
         #expect(mappings.first?.isReleasable == true)
         #expect(mappings.last?.path == "")
         #expect(mappings.last?.isReleasable == false)

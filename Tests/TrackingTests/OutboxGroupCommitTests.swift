@@ -13,9 +13,10 @@ import Upload
 
 @Suite("Outbox group commits")
 struct OutboxGroupCommitTests {
-    static let record = TrailRecord(device: "d", sequence: 0, kind: .location, region: nil, time: 0, latitude: 48,
-                                    longitude: 11, altitude: nil, horizontalAccuracy: 5, verticalAccuracy: nil,
-                                    speed: nil, course: nil)
+    static let record = TrailRecord(
+        device: "d", sequence: 0, kind: .location, region: nil, time: 0, latitude: 48,
+        longitude: 11, altitude: nil, horizontalAccuracy: 5, verticalAccuracy: nil,
+        speed: nil, course: nil)
 
     /// (records added at these times, with these settings) -> whether each add made the group due.
     @Test(arguments: [
@@ -27,7 +28,8 @@ struct OutboxGroupCommitTests {
         (maxRecords: 100, maxDelay: 10.0, times: [50.0, 40], due: [false, true]),
     ])
     func aGroupIsDueAtItsSizeOrItsOldestRecordsAge(
-        _ c: (maxRecords: Int, maxDelay: Double, times: [Double], due: [Bool])) {
+        _ c: (maxRecords: Int, maxDelay: Double, times: [Double], due: [Bool])
+    ) {
         var group = OutboxGroupCommit(maxRecords: c.maxRecords, maxDelay: c.maxDelay)
         #expect(c.times.map { group.add(Self.record, at: $0) } == c.due)
     }
@@ -49,7 +51,8 @@ struct OutboxGroupCommitTests {
     /// receives: the number of distinct values is the number of commits seen. `commitWithin` nil
     /// keeps the default.
     static func replay(commitWithin: Double?) async throws
-        -> (commits: Int, lagging: Int, durable: Int, delivered: Int, stored: Int) {
+        -> (commits: Int, lagging: Int, durable: Int, delivered: Int, stored: Int)
+    {
         let endpoint = try await Endpoint.start()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -111,8 +114,9 @@ struct OutboxGroupCommitTests {
     }
 
     @Test func commitWithinZeroIsTheDefault() {
-        let settings = Tracker.UploadSettings(outboxPath: "/nonexistent/outbox.sqlite",
-                                              uploader: .init(url: "http://127.0.0.1:1/v1/locations"))
+        let settings = Tracker.UploadSettings(
+            outboxPath: "/nonexistent/outbox.sqlite",
+            uploader: .init(url: "http://127.0.0.1:1/v1/locations"))
         #expect(settings.commitWithin == 0)
         #expect(UploadOptionValues().commitWithin == 0)
     }

@@ -64,10 +64,11 @@ struct TrackerGatingTests {
             if case .state = r { return nil }
             return "\(r)"
         }
-        #expect(transitions == [
-            #"exit("marienplatz", time: 1715679045.0)"#, #"enter("odeonsplatz", time: 1715679376.0)"#,
-            #"exit("odeonsplatz", time: 1715679545.0)"#, #"enter("hofgarten", time: 1715679632.0)"#,
-            #"exit("hofgarten", time: 1715679742.0)"#,
-        ])
+        #expect(
+            transitions == [
+                #"exit("marienplatz", time: 1715679045.0)"#, #"enter("odeonsplatz", time: 1715679376.0)"#,
+                #"exit("odeonsplatz", time: 1715679545.0)"#, #"enter("hofgarten", time: 1715679632.0)"#,
+                #"exit("hofgarten", time: 1715679742.0)"#,
+            ])
     }
 }

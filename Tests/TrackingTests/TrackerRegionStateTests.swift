@@ -17,11 +17,17 @@ struct TrackerRegionStateTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = RegionStore(directory: dir)
-        var regions = try RegionDefinition.parseGeoJSON(fixtureBytes("walk-15min.regions.geojson")).map { try Region($0) }
+        var regions = try RegionDefinition.parseGeoJSON(fixtureBytes("walk-15min.regions.geojson")).map {
+            try Region($0)
+        }
         for i in 0..<5_000 {
-            regions.append(try Region(id: "far\(i)", center: Coordinate(latitude: -50 + Double(i % 100),
-                                                                       longitude: -170 + Double(i / 100) * 3),
-                                      radius: 300))
+            regions.append(
+                try Region(
+                    id: "far\(i)",
+                    center: Coordinate(
+                        latitude: -50 + Double(i % 100),
+                        longitude: -170 + Double(i / 100) * 3),
+                    radius: 300))
         }
         try store.saveRegions(regions)
         var c = Tracker.Configuration()
@@ -65,9 +71,13 @@ struct TrackerRegionStateTests {
         var regions: [Region] = []
         for i in 0..<1_000 { regions.append(try Region(id: "home\(i)", center: start, radius: 150 + Double(i))) }
         for i in 0..<5_000 {
-            regions.append(try Region(id: "far\(i)", center: Coordinate(latitude: -50 + Double(i % 100),
-                                                                       longitude: -170 + Double(i / 100) * 3),
-                                      radius: 300))
+            regions.append(
+                try Region(
+                    id: "far\(i)",
+                    center: Coordinate(
+                        latitude: -50 + Double(i % 100),
+                        longitude: -170 + Double(i / 100) * 3),
+                    radius: 300))
         }
         try store.saveRegions(regions)
         var c = Tracker.Configuration()
@@ -119,7 +129,8 @@ final class StatesFileWatch: TrackerEventSink {
 
     func receive(_ event: TrackerEvent) throws {
         var info = stat()
-        let file = stat(path, &info) == 0
+        let file =
+            stat(path, &info) == 0
             ? [Int(info.st_ino), Int(info.st_ctim.tv_sec), Int(info.st_ctim.tv_nsec)] : nil
         let isState: Bool
         if case .location(.region(.state, _)) = event { isState = true } else { isState = false }

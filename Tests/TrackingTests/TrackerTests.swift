@@ -64,11 +64,12 @@ struct TrackerTests {
             return (r, at)
         }
         #expect(delivered.count == 895)
-        #expect(transitions.map { "\($0.0)" } == [
-            #"exit("marienplatz", time: 1715679045.0)"#, #"enter("odeonsplatz", time: 1715679376.0)"#,
-            #"exit("odeonsplatz", time: 1715679545.0)"#, #"enter("hofgarten", time: 1715679632.0)"#,
-            #"exit("hofgarten", time: 1715679742.0)"#,
-        ])
+        #expect(
+            transitions.map { "\($0.0)" } == [
+                #"exit("marienplatz", time: 1715679045.0)"#, #"enter("odeonsplatz", time: 1715679376.0)"#,
+                #"exit("odeonsplatz", time: 1715679545.0)"#, #"enter("hofgarten", time: 1715679632.0)"#,
+                #"exit("hofgarten", time: 1715679742.0)"#,
+            ])
         #expect(tracker.inputFinished)
         #expect(try tracker.outbox!.stats().pending == 0)
         let device = tracker.outbox!.device
@@ -124,8 +125,10 @@ struct TrackerTests {
         (.suspended, "enter", .background), (.suspended, "dwell", .background), (.suspended, "state", .suspended),
         (.suspended, "error", .suspended),
     ])
-    func keepAliveWakesASuspendedAppOnlyForMovesAndTransitions(from: AppLifecycle.State, event: String,
-                                                               to: AppLifecycle.State) {
+    func keepAliveWakesASuspendedAppOnlyForMovesAndTransitions(
+        from: AppLifecycle.State, event: String,
+        to: AppLifecycle.State
+    ) {
         let clock = ManualClock(now: .init(secondsSince1970: 1000))
         let app = Application(policy: .ios7, modes: [], clock: clock)
         app.launch()
@@ -134,31 +137,41 @@ struct TrackerTests {
         app.advance()
         #expect(app.state == from)
         let l = Location(coordinate: Coordinate(latitude: 1, longitude: 1), horizontalAccuracy: 5, timestamp: 1100)
-        let e: LocationEvent = switch event {
-        case "significant": .significantChange(l)
-        case "enter": .region(.enter("home", time: 1100), at: l)
-        case "dwell": .region(.dwell("home", time: 1100), at: l)
-        case "state": .region(.state("home", .inside), at: l)
-        default: .error(LocationError(.locationUnknown, "none"))
-        }
+        let e: LocationEvent =
+            switch event {
+            case "significant": .significantChange(l)
+            case "enter": .region(.enter("home", time: 1100), at: l)
+            case "dwell": .region(.dwell("home", time: 1100), at: l)
+            case "state": .region(.state("home", .inside), at: l)
+            default: .error(LocationError(.locationUnknown, "none"))
+            }
         KeepAlive.apply(e, to: app)
         #expect(app.state == to)
     }
 
     @Test func theManualsExampleIsTheExampleProgramAndItRuns() async throws {
         let page = try String(contentsOf: packageRoot.appendingPathComponent("docs/embedding.md"), encoding: .utf8)
-        let example = try String(contentsOf: packageRoot.appendingPathComponent("Examples/EmbedTracker/main.swift"),
-                                 encoding: .utf8)
-        #expect(page.contains("```swift\n" + example + "```\n"), "docs/embedding.md's example differs from Examples/EmbedTracker")
+        let example = try String(
+            contentsOf: packageRoot.appendingPathComponent("Examples/EmbedTracker/main.swift"),
+            encoding: .utf8)
+        #expect(
+            page.contains("```swift\n" + example + "```\n"),
+            "docs/embedding.md's example differs from Examples/EmbedTracker")
         #expect(example.split(separator: "\n").count <= 30)
 
         let endpoint = try await Endpoint.start()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let exe = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("embed-tracker")
-        let tool = try Tool(executable: exe, [fixturePath("walk-15min.nmea"), endpoint.url(), "secret",
-                                              dir + "/outbox.sqlite"])
+        let exe = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0]
+        ).deletingLastPathComponent().appendingPathComponent("embed-tracker")
+        let tool = try Tool(
+            executable: exe,
+            [
+                fixturePath("walk-15min.nmea"), endpoint.url(), "secret",
+                dir + "/outbox.sqlite",
+            ])
         tool.guardAgainstHang(seconds: 120)
         let lines = try await tool.remainingLines()
         tool.process.waitUntilExit()
@@ -190,7 +203,9 @@ func nmeaSentences(_ fix: Fix) -> String {
         return "$" + body + "*" + String(format: "%02X", x) + "\r\n"
     }
     let knots = (fix.speed ?? 0) * 3600 / 1852
-    return sentence("GPRMC,\(time),A,\(lat),\(lon),\(String(format: "%.2f", knots)),\(String(format: "%.1f", fix.course ?? 0)),\(date),,,A")
+    return sentence(
+        "GPRMC,\(time),A,\(lat),\(lon),\(String(format: "%.2f", knots)),\(String(format: "%.1f", fix.course ?? 0)),\(date),,,A"
+    )
         + sentence("GPGGA,\(time),\(lat),\(lon),1,08,1.0,,M,,M,,")
 }
 

@@ -18,8 +18,10 @@ struct AcknowledgementTests {
         #expect(JSONBatch.Reply.decode(Array(body.utf8))?.accepted == accepted)
     }
 
-    @Test(arguments: ["<html>Welcome to the hotel WiFi</html>", "", "{}", #"{"accepted":"3"}"#, #"{"accepted":-1}"#,
-                      #"{"accepted":1.5}"#, #"{"accepted":3} trailing"#, "[]", #"{"accepted":3"#])
+    @Test(arguments: [
+        "<html>Welcome to the hotel WiFi</html>", "", "{}", #"{"accepted":"3"}"#, #"{"accepted":-1}"#,
+        #"{"accepted":1.5}"#, #"{"accepted":3} trailing"#, "[]", #"{"accepted":3"#,
+    ])
     func refusesWhatIsNotOne(body: String) {
         #expect(JSONBatch.Reply.decode(Array(body.utf8)) == nil)
     }

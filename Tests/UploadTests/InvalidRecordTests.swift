@@ -29,15 +29,17 @@ struct InvalidRecordTests {
         let dead = try outbox.deadLetters()
         #expect(dead.map(\.record.sequence) == [3, 5])
         #expect(dead.allSatisfy { $0.status == 0 && $0.reason.hasPrefix("not sent: ") })
-        let device = format == "owntracks" ? OwnTracks.deviceID(user: "keeptrack", device: outbox.device) : outbox.device
+        let device =
+            format == "owntracks" ? OwnTracks.deviceID(user: "keeptrack", device: outbox.device) : outbox.device
         #expect(try await endpoint.server.store.trail(device: device).count == 4)
         await uploader.shutdown()
         await endpoint.stop()
     }
 
     @Test func theEncodersLeaveOutWhatTheyCannotWrite() {
-        var r = TrailRecord(device: "d", sequence: 1, time: 1_715_679_000, latitude: 1, longitude: 2,
-                            horizontalAccuracy: 1e300, speed: .infinity, course: 1e20)
+        var r = TrailRecord(
+            device: "d", sequence: 1, time: 1_715_679_000, latitude: 1, longitude: 2,
+            horizontalAccuracy: 1e300, speed: .infinity, course: 1e20)
         #expect(!OsmAnd.parameters(r).contains("null"))
         #expect(!OsmAnd.parameters(r).contains("accuracy"))
         #expect(OwnTracks.encode(r).map { String(decoding: $0, as: UTF8.self).contains("acc") } == false)

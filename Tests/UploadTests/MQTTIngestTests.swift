@@ -8,7 +8,9 @@ import TrackServerTesting
 
 /// An endpoint subscribed to `owntracks/+/+` on `broker`, once its subscription is in place.
 func subscribedEndpoint(_ broker: Broker, store: StoreKind = .sqlite) async throws -> Endpoint {
-    let endpoint = try await Endpoint.start(store: store, token: nil) { $0.mqtt = .init(url: "mqtt://127.0.0.1:\(broker.port)") }
+    let endpoint = try await Endpoint.start(store: store, token: nil) {
+        $0.mqtt = .init(url: "mqtt://127.0.0.1:\(broker.port)")
+    }
     try await withTimeout(30, "the MQTT subscription") { await endpoint.server.mqttSubscription() }
     return endpoint
 }
@@ -24,7 +26,9 @@ func waitUntilStored(_ n: Int, _ endpoint: Endpoint) async throws {
 struct MQTTIngestTests {
     /// The uploader publishes to the broker, the endpoint takes from it: every record once, in
     /// order, filed under the topic's user/device.
-    @Test(arguments: StoreKind.allCases) func uploaderToBrokerToEndpointStoresEveryRecordOnce(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func uploaderToBrokerToEndpointStoresEveryRecordOnce(kind: StoreKind)
+        async throws
+    {
         let broker = try Broker()
         let endpoint = try await subscribedEndpoint(broker, store: kind)
         let (outbox, dir) = try filledOutbox(150)
@@ -74,7 +78,9 @@ struct MQTTIngestTests {
             """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-        p.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", "owntracks/jane/phone", "-m", payload]
+        p.arguments = [
+            "-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", "owntracks/jane/phone", "-m", payload,
+        ]
         try p.run()
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
@@ -99,9 +105,11 @@ struct MQTTIngestTests {
             $0.mqtt?.topicFilter = "owntracks/#"
         }
         try await withTimeout(30, "the MQTT subscription") { await endpoint.server.mqttSubscription() }
-        for (topic, message) in [("owntracks/jane", #"{"_type":"location","lat":1,"lon":2,"tst":1500000000}"#),
-                                 ("owntracks/jane/phone", #"{"_type":"location","lat":95,"lon":2,"tst":1500000000}"#),
-                                 ("owntracks/jane/phone", #"{"_type":"location","lat":1,"lon":2,"tst":1500000000}"#)] {
+        for (topic, message) in [
+            ("owntracks/jane", #"{"_type":"location","lat":1,"lon":2,"tst":1500000000}"#),
+            ("owntracks/jane/phone", #"{"_type":"location","lat":95,"lon":2,"tst":1500000000}"#),
+            ("owntracks/jane/phone", #"{"_type":"location","lat":1,"lon":2,"tst":1500000000}"#),
+        ] {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
             p.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "-q", "1", "-t", topic, "-m", message]

@@ -6,8 +6,10 @@ import TrackServerTesting
 @testable import Upload
 
 /// An uploader to a broker (`mqtt://127.0.0.1:PORT` and `path`), quick to retry.
-func mqttUploader(_ outbox: Outbox, url: String, batch: Int = 100, attempts: Int = 5, timeout: Double = 30,
-                  caFile: String? = nil) throws -> Uploader {
+func mqttUploader(
+    _ outbox: Outbox, url: String, batch: Int = 100, attempts: Int = 5, timeout: Double = 30,
+    caFile: String? = nil
+) throws -> Uploader {
     var c = Uploader.Configuration(url: url)
     c.maxBatchCount = batch
     c.initialBackoff = 0.01
@@ -34,9 +36,11 @@ struct MQTTUploadTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let t = 1_715_679_000.0 + 120
         try outbox.append([
-            TrailRecord(device: "", sequence: 0, kind: .enter, region: "home", time: t, latitude: 48.2, longitude: 11.6,
-                        horizontalAccuracy: 12),
-            TrailRecord(device: "", sequence: 0, kind: .dwell, region: "home", time: t + 1, latitude: 48.2, longitude: 11.6),
+            TrailRecord(
+                device: "", sequence: 0, kind: .enter, region: "home", time: t, latitude: 48.2, longitude: 11.6,
+                horizontalAccuracy: 12),
+            TrailRecord(
+                device: "", sequence: 0, kind: .dwell, region: "home", time: t + 1, latitude: 48.2, longitude: 11.6),
         ])
         let subscriber = try Subscriber(port: broker.port, topic: "owntracks/#", count: 121)
         let u = try mqttUploader(outbox, url: "mqtt://127.0.0.1:\(broker.port)", batch: 50)
@@ -188,8 +192,10 @@ struct MQTTUploadTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out",
-                       dir + "/cert.pem", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        p.arguments = [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out",
+            dir + "/cert.pem", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
@@ -201,8 +207,9 @@ struct MQTTUploadTests {
         try await drain(untrusted)
         await untrusted.shutdown()
         #expect(try outbox.stats().pending == 5)
-        #expect(untrusted.stats.lastError?.contains("MQTT broker 127.0.0.1:\(broker.port)") == true,
-                "\(untrusted.stats.lastError ?? "")")
+        #expect(
+            untrusted.stats.lastError?.contains("MQTT broker 127.0.0.1:\(broker.port)") == true,
+            "\(untrusted.stats.lastError ?? "")")
         let trusted = try mqttUploader(outbox, url: "mqtts://127.0.0.1:\(broker.port)", caFile: dir + "/cert.pem")
         try await drain(trusted)
         #expect(try outbox.stats().pending == 0)

@@ -118,7 +118,9 @@ struct OutboxTests {
         try outbox.append(walk(1))
         /// The WAL's frames written by `records`' commit, from an empty WAL.
         func framesWritten(_ records: [TrailRecord]) throws -> Int {
-            try outbox.pool.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            try outbox.pool.writeWithoutTransaction { db in
+                _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
             try outbox.append(records)
             return try outbox.pool.writeWithoutTransaction { db in
                 // (busy, frames in the WAL, frames checkpointed)

@@ -24,7 +24,9 @@ struct PeerUploadTests {
         #expect(u.stats.deadLettered == 0)
         #expect(u.stats.lastError?.contains("a settings problem, not the records; check the upload URL") == true)
         // (OsmAnd keeps a full batch's last location for the next, in case its transitions follow.)
-        #expect(u.stats.lastError?.contains("answered 400 to every one of \(format == "json" ? 20 : 19) records alike") == true)
+        #expect(
+            u.stats.lastError?.contains("answered 400 to every one of \(format == "json" ? 20 : 19) records alike")
+                == true)
         #expect(try await endpoint.server.store.count() == 0)
         await u.shutdown()
         await endpoint.stop()
@@ -32,7 +34,9 @@ struct PeerUploadTests {
 
     /// Traccar's OsmAnd clients: a region transition is an event on the position that decided it;
     /// never a position of its own at the crossing's (earlier) time.
-    @Test(arguments: StoreKind.allCases) func transitionsReachTraccarAsEventsOnTheirPosition(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func transitionsReachTraccarAsEventsOnTheirPosition(kind: StoreKind)
+        async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(0)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -55,8 +59,11 @@ struct PeerUploadTests {
         try await drain(u)
         let trail = try await endpoint.server.store.trail(device: "van-1")
         #expect(trail.count == 6)
-        #expect(trail.map(\.time) == [records[0].time, records[1].time, records[2].time, records[3].time, records[5].time,
-                                      exit.decidedAt!])
+        #expect(
+            trail.map(\.time) == [
+                records[0].time, records[1].time, records[2].time, records[3].time, records[5].time,
+                exit.decidedAt!,
+            ])
         #expect(trail[3].attributes == ["event": "geofenceEnter", "geofence": "home"])
         #expect(trail[5].attributes == ["event": "geofenceExit", "geofence": "home"])
         #expect(trail.allSatisfy { $0.kind == .location })
@@ -120,7 +127,10 @@ struct PeerUploadTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try outbox.deadLetter([2, 3, 4, 7], status: 400, reason: "id: missing")
         #expect(try outbox.stats().pending == 6 && outbox.stats().deadLetters == 4)
-        #expect(try outbox.deadLetterLines().first == #"{"seq":2,"kind":"location","time":"2024-05-14T09:30:01.000Z","status":400,"reason":"id: missing"}"#)
+        #expect(
+            try outbox.deadLetterLines().first
+                == #"{"seq":2,"kind":"location","time":"2024-05-14T09:30:01.000Z","status":400,"reason":"id: missing"}"#
+        )
         #expect(try outbox.retryDeadLetters([2, 3]) == 2)
         #expect(try outbox.stats().pending == 8)
         #expect(try outbox.deadLetters().map(\.record.sequence) == [4, 7])
@@ -153,7 +163,9 @@ struct PeerUploadTests {
     }
 
     /// A backlog of single-record requests drains with several in flight, every record once.
-    @Test(arguments: StoreKind.allCases) func anOsmAndBacklogDrainsWithSeveralRequestsInFlight(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func anOsmAndBacklogDrainsWithSeveralRequestsInFlight(kind: StoreKind)
+        async throws
+    {
         var faults = Faults()
         faults.delay = 0.05
         let endpoint = try await Endpoint.start(store: kind, faults: faults)

@@ -19,9 +19,11 @@ func filledOutbox(_ n: Int, device: String = "van-1") throws -> (Outbox, String)
     return (outbox, dir)
 }
 
-func uploader(_ outbox: Outbox, _ endpoint: Endpoint, path: String = "/v1/locations", format: String = "json",
-              token: String? = "secret", batch: Int = 100, application: Application? = nil,
-              clock: any EpochClock = WallClock(), regionEvents: Bool = true) throws -> Uploader {
+func uploader(
+    _ outbox: Outbox, _ endpoint: Endpoint, path: String = "/v1/locations", format: String = "json",
+    token: String? = "secret", batch: Int = 100, application: Application? = nil,
+    clock: any EpochClock = WallClock(), regionEvents: Bool = true
+) throws -> Uploader {
     var c = Uploader.Configuration(url: endpoint.url(path))
     c.format = UploadFormats.named(format)!
     c.formatSettings.regionEvents = regionEvents
@@ -130,7 +132,8 @@ struct UploaderTests {
     /// (Records the uploader itself finds invalid never reach the server: `InvalidRecordTests`. Here
     /// the device's clock is a year ahead of the endpoint's, so two records are in the endpoint's
     /// future: valid to send, refused when they arrive.)
-    @Test(arguments: StoreKind.allCases) func badRecordsGoToDeadLettersAndTheRestIsStored(kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.allCases) func badRecordsGoToDeadLettersAndTheRestIsStored(kind: StoreKind) async throws
+    {
         let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(0)
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -285,8 +288,10 @@ struct TLSTests {
         let cert = dir + "/cert.pem", key = dir + "/key.pem"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
-                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        p.arguments = [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+            "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()

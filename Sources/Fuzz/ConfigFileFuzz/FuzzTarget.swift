@@ -27,7 +27,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         preconditionFailure("accepted settings, written as YAML, are refused: \(error)\n\(yaml)")
     }
     precondition(again.map(\.key) == settings.map(\.key), "the keys changed in the round trip")
-    precondition(again.map(\.value.withoutLines) == settings.map(\.value.withoutLines), "a value changed in the round trip\n\(yaml)")
+    precondition(
+        again.map(\.value.withoutLines) == settings.map(\.value.withoutLines),
+        "a value changed in the round trip\n\(yaml)")
     return 0
 }
 

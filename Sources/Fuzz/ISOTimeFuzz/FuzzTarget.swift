@@ -13,7 +13,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // seconds ("253402300800.0"), which parse refuses. Reported; skipped so the run goes on.
     guard ISOTime.representable.contains(seconds) else { return 0 }
     let written = ISOTime.string(seconds)
-    guard let again = ISOTime.parse(written) else { preconditionFailure("'\(written)' (from '\(text)') does not parse") }
+    guard let again = ISOTime.parse(written) else {
+        preconditionFailure("'\(written)' (from '\(text)') does not parse")
+    }
     precondition(abs(again - seconds) <= 0.0005 + abs(seconds) * 1e-15, "'\(text)' → '\(written)' moved the time")
     precondition(ISOTime.string(again) == written, "'\(written)' written again differs")
     return 0

@@ -26,7 +26,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     do throws(WireFormatError) {
         second = try JSONBatch.decode(encoded, now: now)
     } catch {
-        preconditionFailure("an accepted batch, encoded, is refused: \(error): \(String(decoding: encoded, as: UTF8.self))")
+        preconditionFailure(
+            "an accepted batch, encoded, is refused: \(error): \(String(decoding: encoded, as: UTF8.self))")
     }
     precondition(second.device == first.device, "the device changed in the round trip")
     precondition(second.records.count == first.records.count, "the record count changed in the round trip")
@@ -42,10 +43,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// Whether every number of `r` has a fixed-decimal form (`ByteWriting.appendFixed` writes null
 /// past 9e18 once scaled).
 func writable(_ r: TrailRecord) -> Bool {
-    let values: [(Double?, Double)] = [(r.latitude, 1e9), (r.longitude, 1e9), (r.altitude, 1e3), (r.horizontalAccuracy, 1e2),
-                                       (r.verticalAccuracy, 1e2), (r.speed, 1e3), (r.course, 1e2),
-                                       (r.span?.endLatitude, 1e9), (r.span?.endLongitude, 1e9),
-                                       (r.span?.distance, 1e1), (r.span?.maximumSpeed, 1e3)]
+    let values: [(Double?, Double)] = [
+        (r.latitude, 1e9), (r.longitude, 1e9), (r.altitude, 1e3), (r.horizontalAccuracy, 1e2),
+        (r.verticalAccuracy, 1e2), (r.speed, 1e3), (r.course, 1e2),
+        (r.span?.endLatitude, 1e9), (r.span?.endLongitude, 1e9),
+        (r.span?.distance, 1e1), (r.span?.maximumSpeed, 1e3),
+    ]
     return values.allSatisfy { v, scale in v.map { abs($0) * scale < 9e18 } ?? true }
 }
 
@@ -60,7 +63,8 @@ func same(_ a: TrailRecord, _ b: TrailRecord) -> Bool {
         }
     }
     return a.device == b.device && a.sequence == b.sequence && a.kind == b.kind && a.region == b.region
-        && close(a.time, b.time, 0.0005) && close(a.latitude, b.latitude, 5e-10) && close(a.longitude, b.longitude, 5e-10)
+        && close(a.time, b.time, 0.0005) && close(a.latitude, b.latitude, 5e-10)
+        && close(a.longitude, b.longitude, 5e-10)
         && close(a.altitude, b.altitude, 5e-4) && close(a.horizontalAccuracy, b.horizontalAccuracy, 5e-3)
         && close(a.verticalAccuracy, b.verticalAccuracy, 5e-3) && close(a.speed, b.speed, 5e-4)
         && close(a.course, b.course, 5e-3) && close(a.span?.end, b.span?.end, 0.0005)

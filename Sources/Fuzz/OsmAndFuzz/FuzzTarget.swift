@@ -44,7 +44,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 /// Whether every number of `r` has a fixed-decimal form (`ByteWriting.appendFixed` writes "null"
 /// past 9e18 once scaled).
 func writable(_ r: TrailRecord) -> Bool {
-    let values: [(Double?, Double)] = [(r.latitude, 1e9), (r.longitude, 1e9), (r.speed.map { $0 / OsmAnd.metresPerSecondPerKnot }, 1e3),
-                                       (r.course, 1e2), (r.altitude, 1e3), (r.horizontalAccuracy, 1e2)]
+    let values: [(Double?, Double)] = [
+        (r.latitude, 1e9), (r.longitude, 1e9), (r.speed.map { $0 / OsmAnd.metresPerSecondPerKnot }, 1e3),
+        (r.course, 1e2), (r.altitude, 1e3), (r.horizontalAccuracy, 1e2),
+    ]
     return values.allSatisfy { v, scale in v.map { abs($0) * scale < 9e18 } ?? true }
 }

@@ -26,7 +26,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     do throws(WireFormatError) {
         second = try OwnTracks.decode(encoded, device: "phone", now: now)
     } catch {
-        preconditionFailure("an accepted record, encoded, is refused: \(error): \(String(decoding: encoded, as: UTF8.self))")
+        preconditionFailure(
+            "an accepted record, encoded, is refused: \(error): \(String(decoding: encoded, as: UTF8.self))")
     }
     guard let second else { preconditionFailure("an accepted record, encoded, is not a location or transition") }
     precondition(second.kind == first.kind && second.region == first.region, "kind or region changed in the round trip")

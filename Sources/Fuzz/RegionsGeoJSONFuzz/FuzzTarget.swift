@@ -17,9 +17,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(!region.id.isEmpty, "a region without an id")
         switch region.shape {
         case .circle(let center, let radius):
-            precondition(center.latitude.isFinite && center.longitude.isFinite && radius.isFinite, "a circle that is not finite")
+            precondition(
+                center.latitude.isFinite && center.longitude.isFinite && radius.isFinite, "a circle that is not finite")
         case .polygon(let points):
-            precondition(points.allSatisfy { $0.latitude.isFinite && $0.longitude.isFinite }, "a polygon that is not finite")
+            precondition(
+                points.allSatisfy { $0.latitude.isFinite && $0.longitude.isFinite }, "a polygon that is not finite")
         }
     }
     precondition((try? RegionDefinition.parseGeoJSON(bytes)) == regions, "parsing twice differs")
