@@ -223,6 +223,7 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // docs/openapi.yaml against a real server: every route documented, every answer its schema; and
         // the JSON the server compiles in (Sources/TrackServer/Resources/openapi.json) the YAML's.

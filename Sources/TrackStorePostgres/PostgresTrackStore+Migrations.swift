@@ -87,46 +87,44 @@ extension PostgresTrackStore {
     /// Creates PostGIS when it is missing (which needs a superuser, or a database owner where it is
     /// trusted), then applies the migrations not yet applied, in one transaction under an advisory
     /// lock: instances starting at once apply each once.
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
-        try await client.withConnection { connection in
-            var postgis = false
-            for try await _ in try await connection.query(
-                "SELECT 1 FROM pg_extension WHERE extname = 'postgis'",
-                logger: logger)
-            { postgis = true }
-            if !postgis {
-                do {
-                    try await connection.query("CREATE EXTENSION IF NOT EXISTS postgis", logger: logger)
-                } catch {
-                    let why = storeError(error, doing: "PostGIS is not installed in this database").message
-                    throw TrackStoreError(message: why + "; a superuser must run CREATE EXTENSION postgis in it first")
-                }
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        var postgis = false
+        for try await _ in try await connection.query(
+            "SELECT 1 FROM pg_extension WHERE extname = 'postgis'",
+            logger: logger)
+        { postgis = true }
+        if !postgis {
+            do {
+                try await connection.query("CREATE EXTENSION IF NOT EXISTS postgis", logger: logger)
+            } catch {
+                let why = storeError(error, doing: "PostGIS is not installed in this database").message
+                throw TrackStoreError(message: why + "; a superuser must run CREATE EXTENSION postgis in it first")
             }
-            try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(7152015)", logger: logger)
+        }
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(7152015)", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS keeptrack_migrations (
+                    identifier text PRIMARY KEY,
+                    applied timestamptz NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+            var applied: Set<String> = []
+            for try await id in try await connection.query(
+                "SELECT identifier FROM keeptrack_migrations",
+                logger: logger
+            ).decode(String.self) {
+                applied.insert(id)
+            }
+            for (identifier, statements) in migrations where !applied.contains(identifier) {
+                for statement in statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
                 try await connection.query(
-                    """
-                    CREATE TABLE IF NOT EXISTS keeptrack_migrations (
-                        identifier text PRIMARY KEY,
-                        applied timestamptz NOT NULL DEFAULT now()
-                    )
-                    """, logger: logger)
-                var applied: Set<String> = []
-                for try await id in try await connection.query(
-                    "SELECT identifier FROM keeptrack_migrations",
-                    logger: logger
-                ).decode(String.self) {
-                    applied.insert(id)
-                }
-                for (identifier, statements) in migrations where !applied.contains(identifier) {
-                    for statement in statements {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                    }
-                    try await connection.query(
-                        "INSERT INTO keeptrack_migrations (identifier) VALUES (\(identifier))",
-                        logger: logger)
-                    logger.info("migrated", metadata: ["migration": "\(identifier)"])
-                }
+                    "INSERT INTO keeptrack_migrations (identifier) VALUES (\(identifier))",
+                    logger: logger)
+                logger.info("migrated", metadata: ["migration": "\(identifier)"])
             }
         }
     }

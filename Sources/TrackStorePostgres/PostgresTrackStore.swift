@@ -42,12 +42,14 @@ public final class PostgresTrackStore: TrackStore {
     ///
     /// - Parameters:
     ///   - maxConnections: the pool's size. The default is 10.
-    ///   - connectTimeout: how long to wait for the database at the start. The default is 30 s.
+    ///   - connectTimeout: how long to wait for the database to answer at the start (the migrations that
+    ///     follow have no deadline). The default is 30 s.
+    ///   - clock: the clock of that deadline.
     /// - Throws: ``TrackStoreError`` naming what is wrong (unreachable, PostGIS missing, a migration
     ///   failing).
     public init(
         url: PostgresURL, maxConnections: Int = 10, connectTimeout: Duration = .seconds(30),
-        logger: Logger = Logger(label: "keeptrack.postgres")
+        clock: some Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "keeptrack.postgres")
     ) async throws {
         self.url = url
         self.logger = logger
@@ -62,15 +64,27 @@ public final class PostgresTrackStore: TrackStore {
         }
         // One connection first, so that a refused connection, a wrong password or a missing database
         // is said at once, in PostgreSQL's words (the pool would retry it quietly until the deadline).
+        // The deadline is for reaching the database; the migrations then run on this connection
+        // without one: on a large database one may rewrite a table for minutes, and another instance
+        // migrating at the same time is waited for (an advisory lock), neither of which is "no answer".
+        let first: PostgresConnection
         do {
-            try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
-                let probe = try await PostgresConnection.connect(
+            first = try await withDeadline(
+                connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)", clock: clock
+            ) {
+                try await PostgresConnection.connect(
                     configuration: Self.connectionConfiguration(url),
                     id: 0, logger: logger)
-                try await probe.close()
             }
         } catch {
             throw Self.storeError(error, doing: "cannot connect to \(url)")
+        }
+        do {
+            try await Self.migrate(first, logger: logger)
+            try await first.close()
+        } catch {
+            try? await first.close()
+            throw Self.storeError(error, doing: "opening \(url)")
         }
         configuration.options.maximumConnections = max(1, maxConnections)
         configuration.options.minimumConnections = 0
@@ -85,14 +99,6 @@ public final class PostgresTrackStore: TrackStore {
             countInstances: { try await Self.instances(client: client, name: name, logger: logger) },
             logger: logger)
         runner = Task { await client.run() }
-        do {
-            try await withDeadline(connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)") {
-                try await Self.migrate(client, logger: logger)
-            }
-        } catch {
-            runner.cancel()
-            throw Self.storeError(error, doing: "opening \(url)")
-        }
         await stopsCatchUp.attach { [weak self] devices in await self?.catchUpStoredStops(devices: devices) }
     }
 

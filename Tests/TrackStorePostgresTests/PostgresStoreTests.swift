@@ -4,6 +4,7 @@ import Foundation
 import KeepTrackTesting
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 import Synchronization
 import Testing
@@ -218,6 +219,57 @@ struct PostgresStoreTests {
         await #expect { _ = try await openTrackStore("postgres://kt@127.0.0.1:\(closed)/x?sslmode=disable") } throws: {
             "\($0)".contains("cannot connect to postgres://kt@127.0.0.1:\(closed)/x") && "\($0)".contains("refused")
         }
+    }
+
+    /// The connect timeout is for reaching the database: a migration that waits (here for another
+    /// instance's migration lock, as a long one on a large database would run) is not cut at it.
+    @Test func aMigrationThatTakesLongerThanTheConnectTimeoutIsWaitedFor() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let logger = Logger(label: "test")
+        let holder = try await PostgresConnection.connect(
+            configuration: .init(
+                host: "127.0.0.1", port: cluster.port, username: cluster.user, password: nil, database: name,
+                tls: .disable),
+            id: 1, logger: logger)
+        // The key the migrations lock (PostgresTrackStore.migrate).
+        try await holder.query("SELECT pg_advisory_lock(7152015)", logger: logger)
+        let clock = ManualClock()
+        let url = try PostgresURL(parsing: cluster.url(name))
+        let opening = Task { try await PostgresTrackStore(url: url, connectTimeout: .seconds(30), clock: clock) }
+        // Connected, and waiting for the lock: then the deadline passes.
+        var waiting = 0
+        while waiting == 0 {
+            for try await n in try await holder.query(
+                "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", logger: logger
+            ).decode(Int.self) { waiting = n }
+        }
+        clock.advance(by: .seconds(3600))
+        try await holder.query("SELECT pg_advisory_unlock(7152015)", logger: logger)
+        let opened = await opening.result
+        try await holder.close()
+        let store = try opened.get()
+        #expect(try await store.count() == 0)
+        await store.close()
+        try await offThePool { try cluster.dropDatabase(name) }
+    }
+
+    /// A server that accepts the connection and never answers is named at the deadline.
+    @Test func aServerThatNeverAnswersIsNamedAtTheDeadline() async throws {
+        let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in channel.eventLoop.makeSucceededVoidFuture() }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(silent.localAddress?.port)
+        let clock = ManualClock()
+        let url = try PostgresURL(parsing: "postgres://kt@127.0.0.1:\(port)/x?sslmode=disable")
+        let opening = Task { try await PostgresTrackStore(url: url, connectTimeout: .seconds(30), clock: clock) }
+        // The deadline's sleeper, then its passing.
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: .seconds(31))
+        await #expect { _ = try await opening.value } throws: {
+            "\($0)".contains("no answer from PostgreSQL at postgres://kt@127.0.0.1:\(port)/x")
+        }
+        try await silent.close()
     }
 
     /// Two `keeptrack serve` instances on one database, the same batches sent to both at once: every
