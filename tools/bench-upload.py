@@ -252,10 +252,8 @@ def mqtt_keeptrack(keeptrack, bench, count, batch):
         result = json.loads(out)
         result["stored"] = wait_stored(work, count)
     finally:
-        server.terminate()
-        server.wait()
-        b.terminate()
-        b.wait()
+        for p in (server, b):
+            keeptrack_tools.stop(p)
     subprocess.run(["rm", "-rf", work])
     if result["stored"] != count or result["pending"] != 0:
         sys.exit(f"bench-upload: serve --mqtt holds {result['stored']} of {count} ({result['pending']} pending)")
@@ -284,10 +282,8 @@ def mqtt_peer(keeptrack, count):
             seconds = time.monotonic() - start
         n = wait_stored(work, count)
     finally:
-        server.terminate()
-        server.wait()
-        b.terminate()
-        b.wait()
+        for p in (server, b):
+            keeptrack_tools.stop(p)
     subprocess.run(["rm", "-rf", work])
     if n != count:
         sys.exit(f"bench-upload: the peer's serve --mqtt holds {n} of {count}")
