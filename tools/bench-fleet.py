@@ -26,7 +26,7 @@ With --sqlite-dir, the SQLite store is kept in DIR and used again when it is the
 same sizes). With --postgres, also on a throwaway PostgreSQL 15 + PostGIS cluster (tools/pgcluster.py).
 Needs `swift build -c release --scratch-path .build-release --product keeptrack` first.
 """
-import argparse, http.client, json, os, sqlite3, statistics, subprocess, sys, tempfile, time, urllib.parse
+import argparse, json, os, sqlite3, statistics, subprocess, sys, tempfile, time, urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -53,72 +53,27 @@ def lon_sql(d, j):
 
 
 def fill_sqlite(path, devices, per):
-    db = sqlite3.connect(path)
-    db.executescript("DROP INDEX points_page; DROP INDEX points_cell; PRAGMA synchronous = OFF;")
-    db.execute(f"""
-        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {devices * per})
-        INSERT INTO points (key, device, seq, kind, time, lat, lon, format, received)
-        SELECT 'id:dev-' || (i / {per}) || ':' || (i % {per}), 'dev-' || (i / {per}), i % {per}, 'location',
-               {T0} + (i % {per}) * {STEP} + (i / {per}) % {STEP}, {lat_sql(f'(i / {per})', f'(i % {per})')},
-               {lon_sql(f'(i / {per})', f'(i % {per})')}, 'json', {T0} + (i % {per}) * {STEP} FROM n
-    """)
-    db.commit()
-    db.executescript("""
-        CREATE INDEX points_page ON points (device, time, seq);
-        CREATE INDEX points_cell ON points (cell, time);
-        INSERT INTO devices (id, points, first, last, lastReceived)
-            SELECT device, COUNT(*), MIN(time), MAX(time), MAX(received) FROM points GROUP BY device;
-        UPDATE devices SET (latestTime, latestLat, latestLon, latestAlt, latestHAcc, latestSpeed, latestCourse) =
-            (SELECT time, lat, lon, alt, hAcc, speed, course FROM points
-             WHERE device = devices.id AND valid = 1 ORDER BY time DESC LIMIT 1);
-        ANALYZE;
-    """)
-    db.commit()
-    db.close()
+    keeptrack_tools.fill_sqlite(
+        path, devices * per, "key, device, seq, kind, time, lat, lon, format, received",
+        f"""'id:dev-' || (i / {per}) || ':' || (i % {per}), 'dev-' || (i / {per}), i % {per}, 'location',
+            {T0} + (i % {per}) * {STEP} + (i / {per}) % {STEP}, {lat_sql(f'(i / {per})', f'(i % {per})')},
+            {lon_sql(f'(i / {per})', f'(i % {per})')}, 'json', {T0} + (i % {per}) * {STEP}""",
+        ["points_page", "points_cell"])
 
 
 def fill_postgres(cluster, name, devices, per):
     d, j = "d::bigint", "j::bigint"
-    cluster.psql(f"""
-        ALTER TABLE positions DROP CONSTRAINT positions_key;
-        DROP INDEX positions_device_time; DROP INDEX positions_position;
-        -- The devices' summaries are computed once below, not by the trigger over 10 million rows.
-        ALTER TABLE positions DISABLE TRIGGER positions_devices;
-        INSERT INTO positions (key, device, seq, kind, time, position, format, received, valid)
-        SELECT 'id:dev-' || d || ':' || j, 'dev-' || d, j, 'location', to_timestamp({T0} + j * {STEP} + d % {STEP}),
-               ST_SetSRID(ST_MakePoint({lon_sql(d, j)}, {lat_sql(d, j)}), 4326)::geography, 'json',
-               to_timestamp({T0} + j * {STEP}), true
-        FROM generate_series(0, {devices - 1}) d, generate_series(0, {per - 1}) j;
-        ALTER TABLE positions ADD CONSTRAINT positions_key PRIMARY KEY (key);
-        CREATE INDEX positions_device_time ON positions (device, time);
-        CREATE INDEX positions_position ON positions USING gist (position);
-        INSERT INTO devices (id, points, first, last, last_received)
-            SELECT device, count(*), min(time), max(time), max(received) FROM positions GROUP BY device;
-        UPDATE devices d SET (latest_time, latest_lat, latest_lon, latest_alt, latest_h_acc, latest_speed, latest_course) =
-            (SELECT time, ST_Y(position::geometry), ST_X(position::geometry), alt, h_acc, speed, course FROM positions p
-             WHERE p.device = d.id AND p.valid ORDER BY time DESC LIMIT 1);
-        ALTER TABLE positions ENABLE TRIGGER positions_devices;
-    """, name)
-    cluster.psql("VACUUM ANALYZE", name)
+    keeptrack_tools.fill_postgres(
+        cluster, name, "key, device, seq, kind, time, position, format, received, valid",
+        f"""'id:dev-' || d || ':' || j, 'dev-' || d, j, 'location', to_timestamp({T0} + j * {STEP} + d % {STEP}),
+            ST_SetSRID(ST_MakePoint({lon_sql(d, j)}, {lat_sql(d, j)}), 4326)::geography, 'json',
+            to_timestamp({T0} + j * {STEP}), true""",
+        f"generate_series(0, {devices - 1}) d, generate_series(0, {per - 1}) j",
+        ["positions_device_time", "positions_position"])
 
 
 def timed(url, path, runs, check):
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    times = []
-    for i in range(runs + 1):
-        start = time.perf_counter()
-        conn.request("GET", path, headers=headers)
-        r = conn.getresponse()
-        body = r.read()
-        elapsed = time.perf_counter() - start
-        if r.status != 200:
-            sys.exit(f"bench-fleet: GET {path}: {r.status} {body[:200]!r}")
-        if i == 0:
-            check(json.loads(body))
-        else:
-            times.append(elapsed * 1000)
-    conn.close()
+    times, body = keeptrack_tools.timed_gets(url, path, runs, check, TOKEN)
     times.sort()
     return statistics.median(times), times[int(len(times) * 0.95) - 1], len(body)
 

@@ -56,19 +56,26 @@ def write_nmea(path, n):
             f.write(nmea_sentence("GPGGA,%s,%s,%s,%s,%s,1,09,0.9,%.1f,M,47.0,M,," % (hms, la, lah, lo, loh, alt)))
 
 
+def write_points(f, megabytes, text):
+    """Writes `text(n, t, lat, lon, alt)` for the walk's points, n from 0, until `megabytes` MB are
+    written; returns how many."""
+    n, size, limit = 0, 0, megabytes * 1_000_000
+    for t, lat, lon, alt in walk(10**9):
+        item = text(n, t, lat, lon, alt)
+        f.write(item)
+        size += len(item)
+        n += 1
+        if size >= limit:
+            break
+    return n
+
+
 def write_gpx(path, megabytes):
-    n = 0
     with open(path, "w", buffering=1 << 20) as f:
         f.write('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="tools/bench-readers.py" '
                 'xmlns="http://www.topografix.com/GPX/1/1">\n <trk><name>walk</name><trkseg>\n')
-        size, limit = 0, megabytes * 1_000_000
-        for t, lat, lon, alt in walk(10**9):
-            line = '  <trkpt lat="%.7f" lon="%.7f"><ele>%.1f</ele><time>%s</time></trkpt>\n' % (lat, lon, alt, iso(t))
-            f.write(line)
-            size += len(line)
-            n += 1
-            if size >= limit:
-                break
+        n = write_points(f, megabytes, lambda n, t, lat, lon, alt: (
+            '  <trkpt lat="%.7f" lon="%.7f"><ele>%.1f</ele><time>%s</time></trkpt>\n' % (lat, lon, alt, iso(t))))
         f.write(" </trkseg></trk>\n</gpx>\n")
     return n
 
@@ -99,18 +106,10 @@ TAKEOUT = """    {
 
 
 def write_takeout(path, megabytes):
-    n = 0
     with open(path, "w", buffering=1 << 20) as f:
         f.write('{\n  "locations": [')
-        size, limit = 0, megabytes * 1_000_000
-        for t, lat, lon, alt in walk(10**9):
-            record = ("" if n == 0 else ",") + "\n" + TAKEOUT % (
-                round(lat * 1e7), round(lon * 1e7), round(alt), iso(t, ".123"), iso(t, ".000"))
-            f.write(record)
-            size += len(record)
-            n += 1
-            if size >= limit:
-                break
+        n = write_points(f, megabytes, lambda n, t, lat, lon, alt: ("" if n == 0 else ",") + "\n" + TAKEOUT % (
+            round(lat * 1e7), round(lon * 1e7), round(alt), iso(t, ".123"), iso(t, ".000")))
         f.write("\n  ]\n}\n")
     return n
 

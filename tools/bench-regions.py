@@ -243,11 +243,7 @@ def track(binary, data_dir, runtime, window, rate, probe_id):
         return dict(first=first, hwm_start=hwm_start, states=states, delivered=delivered, sent=sent,
                     cpu_ms_per_fix=(cpu1 - cpu0) / max(1, sent) * 1000, rss=rss, hwm=hwm, exit=exit_s, answer=answer)
     finally:
-        fake.send_signal(signal.SIGTERM)
-        try:
-            fake.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            fake.kill()
+        keeptrack_tools.stop(fake, 5)
 
 
 def main():

@@ -77,69 +77,25 @@ def peak_kib(p):
 
 
 def fill_sqlite(path, n):
-    lat, lon = position_sql("i", f"(i % 86400)")
-    db = sqlite3.connect(path)
-    db.executescript("DROP INDEX points_page; DROP INDEX points_cell; DROP INDEX points_locations; "
-                     "PRAGMA synchronous = OFF;")
-    db.execute(f"""
-        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {n})
-        INSERT INTO points (key, device, seq, kind, time, lat, lon, hAcc, format, received)
-        SELECT 'id:{DEVICE}:' || (i + 1), '{DEVICE}', i + 1, 'location', {T0} + i, {lat}, {lon}, 5, 'json',
-               {T0} + i FROM n
-    """)
-    db.commit()
-    db.executescript("""
-        CREATE INDEX points_page ON points (device, time, seq);
-        CREATE INDEX points_cell ON points (cell, time);
-        CREATE INDEX points_locations ON points (device, time, lat, lon, hAcc, speed, kind, valid)
-            WHERE kind = 'location' AND valid = 1;
-        INSERT INTO devices (id, points, first, last, lastReceived)
-            SELECT device, COUNT(*), MIN(time), MAX(time), MAX(received) FROM points GROUP BY device;
-        ANALYZE;
-    """)
-    db.commit()
-    db.close()
+    lat, lon = position_sql("i", "(i % 86400)")
+    keeptrack_tools.fill_sqlite(
+        path, n, "key, device, seq, kind, time, lat, lon, hAcc, format, received",
+        f"'id:{DEVICE}:' || (i + 1), '{DEVICE}', i + 1, 'location', {T0} + i, {lat}, {lon}, 5, 'json', {T0} + i",
+        ["points_page", "points_cell", "points_locations"])
 
 
 def fill_postgres(cluster, name, n):
     lat, lon = position_sql("i", "(i % 86400)")
-    cluster.psql(f"""
-        ALTER TABLE positions DROP CONSTRAINT positions_key;
-        DROP INDEX positions_device_time; DROP INDEX positions_position; DROP INDEX positions_locations;
-        ALTER TABLE positions DISABLE TRIGGER positions_devices;
-        INSERT INTO positions (key, device, seq, kind, time, position, h_acc, format, received, valid)
-        SELECT 'id:{DEVICE}:' || (i + 1), '{DEVICE}', i + 1, 'location', to_timestamp({T0} + i),
-               ST_SetSRID(ST_MakePoint({lon}, {lat}), 4326)::geography, 5, 'json', to_timestamp({T0} + i), true
-        FROM generate_series(0::bigint, {n - 1}) i;
-        ALTER TABLE positions ADD CONSTRAINT positions_key PRIMARY KEY (key);
-        CREATE INDEX positions_device_time ON positions (device, time);
-        CREATE INDEX positions_position ON positions USING gist (position);
-        CREATE INDEX positions_locations ON positions (device, time) INCLUDE (position, h_acc, speed)
-            WHERE kind = 'location' AND valid;
-        INSERT INTO devices (id, points, first, last, last_received)
-            SELECT device, count(*), min(time), max(time), max(received) FROM positions GROUP BY device;
-        ALTER TABLE positions ENABLE TRIGGER positions_devices;
-    """, name)
-    cluster.psql("VACUUM ANALYZE", name)
+    keeptrack_tools.fill_postgres(
+        cluster, name, "key, device, seq, kind, time, position, h_acc, format, received, valid",
+        f"""'id:{DEVICE}:' || (i + 1), '{DEVICE}', i + 1, 'location', to_timestamp({T0} + i),
+            ST_SetSRID(ST_MakePoint({lon}, {lat}), 4326)::geography, 5, 'json', to_timestamp({T0} + i), true""",
+        f"generate_series(0::bigint, {n - 1}) i",
+        ["positions_device_time", "positions_position", "positions_locations"])
 
 
 def timed(url, path, runs, check):
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=300)
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    times = []
-    for i in range(runs + 1):
-        start = time.perf_counter()
-        conn.request("GET", path, headers=headers)
-        r = conn.getresponse()
-        body = r.read()
-        elapsed = time.perf_counter() - start
-        if r.status != 200:
-            sys.exit(f"bench-stops: GET {path}: {r.status} {body[:200]!r}")
-        if i == 0:
-            check(json.loads(body))
-        else:
-            times.append(elapsed * 1000)
-    conn.close()
+    times, _ = keeptrack_tools.timed_gets(url, path, runs, check, TOKEN, timeout=300)
     return statistics.median(times), max(times)
 
 

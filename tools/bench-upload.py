@@ -114,57 +114,18 @@ def iso(t):
     return f"{s}.{int(round((t % 1) * 1000)):03d}Z"
 
 
-def peer_upload(keeptrack, count, batch):
+def peer_posts(keeptrack, count, requests):
+    """Python's http.client sending `requests` ((path, body, headers) each, made as they go) one at a time
+    over one keep-alive connection to a fresh `keeptrack serve`: the seconds they took. Exits the bench if
+    the endpoint answers one with other than 200, or does not end up holding `count` records."""
     work = tempfile.mkdtemp(prefix="keeptrack-bench-peer-")
     server, url = serve(keeptrack, work)
     host, port = url.split("//")[1].split(":")
     try:
         conn = http.client.HTTPConnection(host, int(port))
         start = time.monotonic()
-        for b in range(0, count, batch):
-            recs = []
-            for r in map(record, range(b, min(count, b + batch))):
-                recs.append({"id": r[0], "seq": r[1], "kind": "location", "time": iso(r[4]), "lat": r[5], "lon": r[6],
-                             "alt": r[7], "hAcc": r[8], "vAcc": r[9], "speed": r[10], "course": r[11]})
-            body = json.dumps({"device": "bench", "records": recs})
-            conn.request("POST", "/v1/locations", body, {"Content-Type": "application/json",
-                                                         "Authorization": "Bearer bench"})
-            resp = conn.getresponse()
-            resp.read()
-            if resp.status != 200:
-                sys.exit(f"bench-upload: the peer got {resp.status}")
-        seconds = time.monotonic() - start
-    finally:
-        server.terminate()
-        server.wait()
-    n = stored(work)
-    subprocess.run(["rm", "-rf", work])
-    if n != count:
-        sys.exit(f"bench-upload: the peer's endpoint holds {n} of {count}")
-    return count / seconds
-
-
-def osmand_body(r):
-    return (f"id=bench&timestamp={r[4]:.3f}".replace(".000", "") + f"&lat={r[5]:.9f}&lon={r[6]:.9f}&speed={r[10] / 0.514444:.3f}"
-            f"&bearing={r[11]:.2f}&altitude={r[7]:.3f}&accuracy={r[8]:.2f}")
-
-
-def owntracks_body(r):
-    return json.dumps({"_type": "location", "tst": int(r[4]), "lat": round(r[5], 7), "lon": round(r[6], 7),
-                       "acc": round(r[8]), "alt": round(r[7]), "vel": round(r[10] * 3.6), "cog": round(r[11]), "tid": "BE"})
-
-
-def peer_single(keeptrack, count, path, content_type, body, extra_headers=()):
-    """Python's http.client: one request per record, one at a time, over one keep-alive connection."""
-    work = tempfile.mkdtemp(prefix="keeptrack-bench-peer-")
-    server, url = serve(keeptrack, work)
-    host, port = url.split("//")[1].split(":")
-    try:
-        conn = http.client.HTTPConnection(host, int(port))
-        headers = {"Content-Type": content_type, "Authorization": "Bearer bench", **dict(extra_headers)}
-        start = time.monotonic()
-        for i in range(count):
-            conn.request("POST", path, body(record(i)), headers)
+        for path, body, headers in requests:
+            conn.request("POST", path, body, headers)
             resp = conn.getresponse()
             resp.read()
             if resp.status != 200:
@@ -180,27 +141,39 @@ def peer_single(keeptrack, count, path, content_type, body, extra_headers=()):
     return seconds
 
 
+def json_batches(count, batch):
+    """Our JSON batches of `batch` records, as requests for `peer_posts`."""
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
+    for b in range(0, count, batch):
+        recs = [{"id": r[0], "seq": r[1], "kind": "location", "time": iso(r[4]), "lat": r[5], "lon": r[6],
+                 "alt": r[7], "hAcc": r[8], "vAcc": r[9], "speed": r[10], "course": r[11]}
+                for r in map(record, range(b, min(count, b + batch)))]
+        yield "/v1/locations", json.dumps({"device": "bench", "records": recs}), headers
+
+
+def peer_upload(keeptrack, count, batch):
+    """Records a second, posted as JSON batches."""
+    return count / peer_posts(keeptrack, count, json_batches(count, batch))
+
+
+def osmand_body(r):
+    return (f"id=bench&timestamp={r[4]:.3f}".replace(".000", "") + f"&lat={r[5]:.9f}&lon={r[6]:.9f}&speed={r[10] / 0.514444:.3f}"
+            f"&bearing={r[11]:.2f}&altitude={r[7]:.3f}&accuracy={r[8]:.2f}")
+
+
+def owntracks_body(r):
+    return json.dumps({"_type": "location", "tst": int(r[4]), "lat": round(r[5], 7), "lon": round(r[6], 7),
+                       "acc": round(r[8]), "alt": round(r[7]), "vel": round(r[10] * 3.6), "cog": round(r[11]), "tid": "BE"})
+
+
+def peer_single(keeptrack, count, path, content_type, body, extra_headers=()):
+    """Python's http.client: one request per record, one at a time, over one keep-alive connection."""
+    headers = {"Content-Type": content_type, "Authorization": "Bearer bench", **dict(extra_headers)}
+    return peer_posts(keeptrack, count, ((path, body(record(i)), headers) for i in range(count)))
+
+
 def peer_json(keeptrack, count, batch=500):
-    work = tempfile.mkdtemp(prefix="keeptrack-bench-peer-")
-    server, url = serve(keeptrack, work)
-    host, port = url.split("//")[1].split(":")
-    try:
-        conn = http.client.HTTPConnection(host, int(port))
-        start = time.monotonic()
-        for b in range(0, count, batch):
-            recs = [{"id": r[0], "seq": r[1], "kind": "location", "time": iso(r[4]), "lat": r[5], "lon": r[6],
-                     "alt": r[7], "hAcc": r[8], "vAcc": r[9], "speed": r[10], "course": r[11]}
-                    for r in map(record, range(b, min(count, b + batch)))]
-            conn.request("POST", "/v1/locations", json.dumps({"device": "bench", "records": recs}),
-                         {"Content-Type": "application/json", "Authorization": "Bearer bench"})
-            resp = conn.getresponse()
-            resp.read()
-        seconds = time.monotonic() - start
-    finally:
-        server.terminate()
-        server.wait()
-    subprocess.run(["rm", "-rf", work])
-    return seconds
+    return peer_posts(keeptrack, count, json_batches(count, batch))
 
 
 # One row per wire format: (--format, the endpoint's path, the peer doing the same requests). A new
@@ -279,10 +252,8 @@ def mqtt_keeptrack(keeptrack, bench, count, batch):
         result = json.loads(out)
         result["stored"] = wait_stored(work, count)
     finally:
-        server.terminate()
-        server.wait()
-        b.terminate()
-        b.wait()
+        for p in (server, b):
+            keeptrack_tools.stop(p)
     subprocess.run(["rm", "-rf", work])
     if result["stored"] != count or result["pending"] != 0:
         sys.exit(f"bench-upload: serve --mqtt holds {result['stored']} of {count} ({result['pending']} pending)")
@@ -311,10 +282,8 @@ def mqtt_peer(keeptrack, count):
             seconds = time.monotonic() - start
         n = wait_stored(work, count)
     finally:
-        server.terminate()
-        server.wait()
-        b.terminate()
-        b.wait()
+        for p in (server, b):
+            keeptrack_tools.stop(p)
     subprocess.run(["rm", "-rf", work])
     if n != count:
         sys.exit(f"bench-upload: the peer's serve --mqtt holds {n} of {count}")

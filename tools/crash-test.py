@@ -171,6 +171,70 @@ def unstored(printed, stored_times):
 PHASES = ["healthy", "failing", "slow", "dropping", "refusing", "down"]
 
 
+def kill_runs(args, rng, pick, start_run):
+    """The loop of every mode: runs until `args.kills` SIGKILLs. Before each run `pick()` draws its phases,
+    sets the endpoints up for them, and returns the words of the progress line, a call to make at a random
+    moment of the run (or None) and one to make after it (or None); `start_run(run)` starts run `run`,
+    which is killed after a random 0.1-3 s. Returns the kills and the number of runs."""
+    kills, run = 0, 0
+    while kills < args.kills:
+        words, midway, after = pick()
+        proc = start_run(run)
+        lifetime = rng.uniform(0.1, 3.0)
+        if midway:
+            first = rng.uniform(0, lifetime)
+            time.sleep(first)
+            midway()
+            time.sleep(max(0.0, lifetime - first))
+        else:
+            time.sleep(lifetime)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        run += 1
+        if after:
+            after()
+        print(f"  kill {kills}/{args.kills} during {words}", file=sys.stderr, end="\r")
+    print(file=sys.stderr)
+    return kills, run
+
+
+def final_run(proc):
+    """Waits for the last, complete replay; exits the tool if it failed."""
+    _, err = proc.communicate(timeout=600)
+    if proc.returncode != 0:
+        sys.exit(f"crash-test: the final replay failed ({proc.returncode}): {err}")
+
+
+def outbox_at_end(work):
+    """The outbox once the last run ended: its connection, the last id it gave, the records still pending
+    and the dead letters, and those two as problems."""
+    outbox = sqlite3.connect(os.path.join(work, "outbox.sqlite"))
+    last_seq = last_sequence(outbox)
+    pending = outbox.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
+    dead = outbox.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0]
+    problems = []
+    if pending:
+        problems.append(f"{pending} records still in the outbox")
+    if dead:
+        problems.append(f"{dead} dead letters")
+    return outbox, last_seq, pending, dead, problems
+
+
+def finish(args, work, problems, ok):
+    """Removes the work directory (unless --keep), then says FAILED with the problems (exit status 1) or
+    OK with `ok`."""
+    if not args.keep:
+        subprocess.run(["rm", "-rf", work])
+    else:
+        print(f"  work directory: {work}")
+    if problems:
+        print("FAILED: " + "; ".join(problems))
+        sys.exit(1)
+    print("OK: " + ok)
+
+
 class Broker:
     """A private mosquitto: its own config, persistence on, stopped and started by pid."""
 
@@ -275,55 +339,36 @@ def mqtt_main(args, keeptrack, seed, rng):
     serve, serve_url = mqtt_serve(keeptrack, work, broker.port)
     url = f"mqtt://127.0.0.1:{broker.port}"
     phases = {p: 0 for p in ["healthy", "down", "restart"]}
-    kills, run = 0, 0
     started = time.monotonic()
 
-    def replay_run(speed, batch_wait="0.2"):
+    def replay_run(run, speed, batch_wait="0.2"):
         with open(printed_path(work, run), "w") as out:
             return subprocess.Popen([keeptrack, "replay", "--upload", url, "--device-id", DEVICE, "--data-dir", work,
                                      "--speed", str(speed), "--batch-size", "25", "--batch-wait", batch_wait,
                                      "--max-backoff", "1", "--quiet", *args.replay_option, shifted_walk(work, run)],
                                     stdout=out, stderr=subprocess.PIPE, text=True)
+    def restart():
+        broker.stop()
+        broker.start()
+
+    def pick():
+        phase = rng.choice(list(phases))
+        phases[phase] += 1
+        if phase == "down":
+            broker.stop()
+        return f"'{phase}'", restart if phase == "restart" else None, broker.start if phase == "down" else None
+
     try:
-        while kills < args.kills:
-            phase = rng.choice(list(phases))
-            phases[phase] += 1
-            if phase == "down":
-                broker.stop()
-            proc = replay_run(args.speed)
-            lifetime = rng.uniform(0.1, 3.0)
-            if phase == "restart":
-                first = rng.uniform(0, lifetime)
-                time.sleep(first)
-                broker.stop()
-                broker.start()
-                time.sleep(lifetime - first)
-            else:
-                time.sleep(lifetime)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                kills += 1
-            proc.wait()
-            run += 1
-            if phase == "down":
-                broker.start()
-            print(f"  kill {kills}/{args.kills} during '{phase}'", file=sys.stderr, end="\r")
-        print(file=sys.stderr)
+        kills, run = kill_runs(args, rng, pick, lambda run: replay_run(run, args.speed))
         # The end: the endpoint restarted (it reconnects at once; its session kept what came meanwhile)
         # and one complete run, which also sends what earlier runs left.
         before = urllib.request.urlopen(serve_url + "/metrics", timeout=10).read().decode()
         serve.terminate()
         serve.wait(10)
         serve, serve_url = mqtt_serve(keeptrack, work, broker.port)
-        final = replay_run(args.speed * 4, batch_wait="0.05")
-        _, err = final.communicate(timeout=600)
-        if final.returncode != 0:
-            sys.exit(f"crash-test: the final replay failed ({final.returncode}): {err}")
+        final_run(replay_run(run, args.speed * 4, batch_wait="0.05"))
         run += 1
-        outbox = sqlite3.connect(os.path.join(work, "outbox.sqlite"))
-        last_seq = last_sequence(outbox)
-        pending = outbox.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
-        dead = outbox.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0]
+        _, last_seq, pending, dead, problems = outbox_at_end(work)
         # Delivery to the endpoint goes on after the broker's PUBACK: wait (bounded) until it holds the count.
         store = sqlite3.connect(os.path.join(work, "endpoint.sqlite"))
         deadline = time.monotonic() + 120
@@ -340,11 +385,6 @@ def mqtt_main(args, keeptrack, seed, rng):
 
     rows = store.execute("SELECT time, received FROM points WHERE device = ? ORDER BY received, time",
                          ("keeptrack/" + DEVICE,)).fetchall()
-    problems = []
-    if pending:
-        problems.append(f"{pending} records still in the outbox")
-    if dead:
-        problems.append(f"{dead} dead letters")
     # Each run's records: a prefix of its walk (one fix a second, 895 of them), by day.
     # Run k's walk starts k days after the walk's own first fix (not the first stored: a run 0 killed
     # before its first record would move every run's day by one).
@@ -379,33 +419,30 @@ def mqtt_main(args, keeptrack, seed, rng):
           f"stored")
     print(f"  outbox gave {last_seq} records; pending {pending}, dead letters {dead}")
     print(f"  printed {len(printed)} locations; stored {len(printed) - len(lost)} of them")
-    if not args.keep:
-        subprocess.run(["rm", "-rf", work])
-    else:
-        print(f"  work directory: {work}")
-    if problems:
-        print("FAILED: " + "; ".join(problems))
-        sys.exit(1)
-    print("OK: nothing lost, every printed location stored, nothing stored twice, order kept")
+    finish(args, work, problems, "nothing lost, every printed location stored, nothing stored twice, order kept")
 
 
-def check_endpoint(name, rows, last_seq, printed):
-    """What is wrong with what an endpoint holds (`rows`: seq, time by seq): gaps, twice, order, printed."""
+def check_endpoint(rows, last_seq, printed, name=None):
+    """What is wrong with what an endpoint holds (`rows`: seq, time by seq): gaps, twice, order, printed;
+    each problem starts with `name` when given. Also returns how many printed locations it holds."""
+    at = f"{name}: " if name else ""
     seqs = [r[0] for r in rows]
     problems = []
     missing = sorted(set(range(1, last_seq + 1)) - set(seqs))
     if missing:
-        problems.append(f"{name}: {len(missing)} ids lost, e.g. {missing[:10]}")
+        problems.append(f"{at}{len(missing)} ids lost, e.g. {missing[:10]}")
     if len(seqs) != len(set(seqs)):
-        problems.append(f"{name}: an id stored twice")
-    if any(s < 1 or s > last_seq for s in seqs):
-        problems.append(f"{name}: ids the outbox never gave")
+        problems.append(f"{at}an id stored twice")
+    extra = [s for s in seqs if s < 1 or s > last_seq]
+    if extra:
+        problems.append(f"{at}{len(extra)} ids the outbox never gave")
+    # Order: run k's walk is k days after run k-1's, so by id the times increase throughout.
     backwards = sum(1 for a, b in zip(rows, rows[1:]) if b[1] < a[1])
     if backwards:
-        problems.append(f"{name}: {backwards} places where the time goes backwards")
+        problems.append(f"{at}{backwards} places where the time goes backwards")
     lost = unstored(printed, [r[1] for r in rows])
     if lost:
-        problems.append(f"{name}: {len(lost)} of {len(printed)} printed locations not stored")
+        problems.append(f"{at}{len(lost)} of {len(printed)} printed locations not stored")
     return problems, len(printed) - len(lost)
 
 
@@ -419,58 +456,38 @@ def two_targets_main(args, keeptrack, seed, rng):
     names = ["--target-name", "a", "--target-name", "b"]
     phases_a = {p: 0 for p in PHASES[:5]}
     phases_b = {p: 0 for p in ["up", "down", "killed-mid-run"]}
-    kills, run = 0, 0
     started = time.monotonic()
+
+    def restart_b():
+        b.kill()
+        b.start()
+
+    def pick():
+        pa, pb = rng.choice(list(phases_a)), rng.choice(list(phases_b))
+        phases_a[pa] += 1
+        phases_b[pb] += 1
+        if b.proc.poll() is not None:
+            b.start()
+        if pb == "down":
+            b.kill()
+        a.faults(failRate=0.5 if pa == "failing" else 0.0, failStatus=503, delay=0.4 if pa == "slow" else 0.0,
+                 dropRate=0.3 if pa == "dropping" else 0.0, refuse=pa == "refusing")
+        return f"A '{pa}', B '{pb}'", restart_b if pb == "killed-mid-run" else None, None
+
     try:
-        while kills < args.kills:
-            pa, pb = rng.choice(list(phases_a)), rng.choice(list(phases_b))
-            phases_a[pa] += 1
-            phases_b[pb] += 1
-            if b.proc.poll() is not None:
-                b.start()
-            if pb == "down":
-                b.kill()
-            a.faults(failRate=0.5 if pa == "failing" else 0.0, failStatus=503, delay=0.4 if pa == "slow" else 0.0,
-                     dropRate=0.3 if pa == "dropping" else 0.0, refuse=pa == "refusing")
-            proc = replay(keeptrack, urls, work, args.speed, run, extra=names + args.replay_option)
-            lifetime = rng.uniform(0.1, 3.0)
-            if pb == "killed-mid-run":
-                first = rng.uniform(0, lifetime)
-                time.sleep(first)
-                b.kill()
-                b.start()
-                time.sleep(max(0.0, lifetime - first))
-            else:
-                time.sleep(lifetime)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                kills += 1
-            proc.wait()
-            run += 1
-            print(f"  kill {kills}/{args.kills} during A '{pa}', B '{pb}'", file=sys.stderr, end="\r")
-        print(file=sys.stderr)
+        kills, run = kill_runs(args, rng, pick, lambda run: replay(keeptrack, urls, work, args.speed, run,
+                                                                  extra=names + args.replay_option))
         if b.proc.poll() is not None:
             b.start()
         a.faults()
-        final = replay(keeptrack, urls, work, args.speed * 4, run, batch_wait="0.05", extra=names + args.replay_option)
-        _, err = final.communicate(timeout=600)
-        if final.returncode != 0:
-            sys.exit(f"crash-test: the final replay failed ({final.returncode}): {err}")
+        final_run(replay(keeptrack, urls, work, args.speed * 4, run, batch_wait="0.05", extra=names + args.replay_option))
         run += 1
     finally:
         a.stop()
         b.stop()
-    outbox = sqlite3.connect(os.path.join(work, "outbox.sqlite"))
-    last_seq = last_sequence(outbox)
-    pending = outbox.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
-    dead = outbox.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0]
+    outbox, last_seq, pending, dead, problems = outbox_at_end(work)
     acks = outbox.execute("SELECT COUNT(*) FROM target_ack").fetchone()[0]
     printed = printed_locations(work, run)
-    problems = []
-    if pending:
-        problems.append(f"{pending} records still in the outbox")
-    if dead:
-        problems.append(f"{dead} dead letters")
     if acks:
         problems.append(f"{acks} acknowledgement rows left")
     print(f"crash-test --two-targets (seed {seed}, {time.monotonic() - started:.0f} s): {kills} SIGKILLs of the "
@@ -479,20 +496,13 @@ def two_targets_main(args, keeptrack, seed, rng):
     for name, e in (("A", a), ("B", b)):
         rows = sqlite3.connect(e.db).execute("SELECT seq, time FROM points WHERE device = ? ORDER BY seq",
                                              (DEVICE,)).fetchall()
-        found, stored = check_endpoint(name, rows, last_seq, printed)
+        found, stored = check_endpoint(rows, last_seq, printed, name)
         problems += found
         m = e.metrics_total
         print(f"  endpoint {name}: holds {len(rows)} ({len({r[0] for r in rows})} distinct), "
               f"{m.get('keeptrack_serve_records_duplicate_total', 0)} duplicates recognised and not stored; "
               f"{stored} of the printed locations stored")
-    if not args.keep:
-        subprocess.run(["rm", "-rf", work])
-    else:
-        print(f"  work directory: {work}")
-    if problems:
-        print("FAILED: " + "; ".join(problems))
-        sys.exit(1)
-    print("OK: both targets hold every printed location exactly once, nothing lost, order kept")
+    finish(args, work, problems, "both targets hold every printed location exactly once, nothing lost, order kept")
 
 
 def main():
@@ -528,46 +538,30 @@ def main():
     url = f"http://127.0.0.1:{endpoint.port}/v1/locations"
     all_phases = PHASES + (["pg-restart", "pg-killed"] if cluster else [])
     phases = {p: 0 for p in all_phases}
-    kills, run = 0, 0
     started = time.monotonic()
+
+    def pick():
+        phase = rng.choice(all_phases)
+        phases[phase] += 1
+        if endpoint.proc.poll() is not None:
+            endpoint.start()
+        if phase == "down":
+            endpoint.kill()
+        else:
+            endpoint.faults(failRate=0.5 if phase == "failing" else 0.0, failStatus=503,
+                            delay=0.4 if phase == "slow" else 0.0, dropRate=0.3 if phase == "dropping" else 0.0,
+                            refuse=phase == "refusing")
+        midway = {"pg-restart": cluster.restart, "pg-killed": cluster.kill}.get(phase) if cluster else None
+        return f"'{phase}'", midway, endpoint.start if phase == "down" else None
+
     try:
-        while kills < args.kills:
-            phase = rng.choice(all_phases)
-            phases[phase] += 1
-            if endpoint.proc.poll() is not None:
-                endpoint.start()
-            if phase == "down":
-                endpoint.kill()
-            else:
-                endpoint.faults(failRate=0.5 if phase == "failing" else 0.0, failStatus=503,
-                                delay=0.4 if phase == "slow" else 0.0, dropRate=0.3 if phase == "dropping" else 0.0,
-                                refuse=phase == "refusing")
-            proc = replay(keeptrack, url, work, args.speed, run, extra=args.replay_option)
-            lifetime = rng.uniform(0.1, 3.0)
-            if phase.startswith("pg-"):
-                first = rng.uniform(0, lifetime)
-                time.sleep(first)
-                cluster.restart() if phase == "pg-restart" else cluster.kill()
-                time.sleep(max(0.0, lifetime - first))
-            else:
-                time.sleep(lifetime)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                kills += 1
-            proc.wait()
-            run += 1
-            if phase == "down":
-                endpoint.start()
-            print(f"  kill {kills}/{args.kills} during '{phase}'", file=sys.stderr, end="\r")
-        print(file=sys.stderr)
+        kills, run = kill_runs(args, rng, pick, lambda run: replay(keeptrack, url, work, args.speed, run,
+                                                                  extra=args.replay_option))
         # The end: a healthy endpoint and one complete run (which also sends what earlier runs left).
         if endpoint.proc.poll() is not None:
             endpoint.start()
         endpoint.faults()
-        final = replay(keeptrack, url, work, args.speed * 4, run, batch_wait="0.05", extra=args.replay_option)
-        _, err = final.communicate(timeout=600)
-        if final.returncode != 0:
-            sys.exit(f"crash-test: the final replay failed ({final.returncode}): {err}")
+        final_run(replay(keeptrack, url, work, args.speed * 4, run, batch_wait="0.05", extra=args.replay_option))
         run += 1
     finally:
         endpoint.stop()
@@ -578,35 +572,14 @@ def main():
             cluster.remove()
 
     # The outbox: every id it ever gave, and nothing left.
-    outbox = sqlite3.connect(os.path.join(work, "outbox.sqlite"))
-    last_seq = last_sequence(outbox)
-    pending = outbox.execute("SELECT COUNT(*) FROM outbox").fetchone()[0]
-    dead = outbox.execute("SELECT COUNT(*) FROM dead_letter").fetchone()[0]
+    _, last_seq, pending, dead, problems = outbox_at_end(work)
     if not cluster:
         store = sqlite3.connect(endpoint.db)
         rows = store.execute("SELECT seq, time FROM points WHERE device = ? ORDER BY seq", (DEVICE,)).fetchall()
     seqs = [r[0] for r in rows]
-    problems = []
-    if pending:
-        problems.append(f"{pending} records still in the outbox")
-    if dead:
-        problems.append(f"{dead} dead letters")
-    missing = sorted(set(range(1, last_seq + 1)) - set(seqs))
-    if missing:
-        problems.append(f"{len(missing)} ids lost, e.g. {missing[:10]}")
-    if len(seqs) != len(set(seqs)):
-        problems.append("an id stored twice")
-    extra = [s for s in seqs if s < 1 or s > last_seq]
-    if extra:
-        problems.append(f"{len(extra)} ids the outbox never gave")
-    # Order: run k's walk is k days after run k-1's, so by id the times increase throughout.
-    backwards = sum(1 for a, b in zip(rows, rows[1:]) if b[1] < a[1])
-    if backwards:
-        problems.append(f"{backwards} places where the time goes backwards")
     printed = printed_locations(work, run)
-    lost = unstored(printed, [r[1] for r in rows])
-    if lost:
-        problems.append(f"{len(lost)} of {len(printed)} printed locations not stored")
+    found, stored = check_endpoint(rows, last_seq, printed)
+    problems += found
     last_run = [r for r in rows if r[0] > last_seq - WALK_FIXES]
     if len(last_run) != WALK_FIXES:
         problems.append(f"the complete last run delivered {len(last_run)} of {WALK_FIXES} locations")
@@ -621,15 +594,8 @@ def main():
           f"{retried} requests failed, dropped or refused (each retried)")
     print(f"  outbox gave ids 1..{last_seq}; the endpoint holds {len(seqs)} ({len(set(seqs))} distinct); "
           f"pending {pending}, dead letters {dead}")
-    print(f"  printed {len(printed)} locations; stored {len(printed) - len(lost)} of them")
-    if not args.keep:
-        subprocess.run(["rm", "-rf", work])
-    else:
-        print(f"  work directory: {work}")
-    if problems:
-        print("FAILED: " + "; ".join(problems))
-        sys.exit(1)
-    print("OK: nothing lost, every printed location stored, nothing stored twice, order kept")
+    print(f"  printed {len(printed)} locations; stored {stored} of them")
+    finish(args, work, problems, "nothing lost, every printed location stored, nothing stored twice, order kept")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ the server's peak RSS. Each answer is checked (status 200 and its body) before i
 
 Without --keeptrack it builds the release binary of this checkout (.build-release).
 """
-import argparse, json, os, resource, selectors, signal, socket, subprocess, sys, tempfile, threading, time
+import argparse, json, os, resource, selectors, socket, subprocess, sys, tempfile, threading, time
 
 import keeptrack_tools
 
@@ -203,12 +203,7 @@ def run_flood(binary, kind, count, args):
             rss = proc_kb(server.pid, "VmHWM") / 1024
             return cells, flood, rss
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            keeptrack_tools.stop(server)
 
 
 def main():

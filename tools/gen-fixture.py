@@ -90,26 +90,25 @@ def fmt_time(t, decimals):
     return "%02d%02d%02d.%02d" % (t.hour, t.minute, t.second, t.microsecond // 10000)
 
 
-def fmt_lat(lat):
-    h = "N" if lat >= 0 else "S"
-    a = abs(lat)
+def fmt_ddmm(value, width, positive, negative):
+    """Degrees and minutes as NMEA writes them (`width` digits of degrees, minutes to 5 decimals, a
+    rounding up to 60 minutes carried into the degrees), and the hemisphere letter."""
+    h = positive if value >= 0 else negative
+    a = abs(value)
     d = int(a)
     m = round((a - d) * 60.0, 5)
     if m >= 60.0:
         d += 1
         m -= 60.0
-    return "%02d%08.5f" % (d, m), h
+    return "%0*d%08.5f" % (width, d, m), h
+
+
+def fmt_lat(lat):
+    return fmt_ddmm(lat, 2, "N", "S")
 
 
 def fmt_lon(lon):
-    h = "E" if lon >= 0 else "W"
-    a = abs(lon)
-    d = int(a)
-    m = round((a - d) * 60.0, 5)
-    if m >= 60.0:
-        d += 1
-        m -= 60.0
-    return "%03d%08.5f" % (d, m), h
+    return fmt_ddmm(lon, 3, "E", "W")
 
 
 def seg_metrics(p, q):

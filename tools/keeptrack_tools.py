@@ -1,10 +1,10 @@
 """What the Python tools under tools/ share: building the package's executables, ports on 127.0.0.1
-without a race, and a process's CPU time read one way.
+without a race, a process's CPU time read one way, and an endpoint's store filled fast for a benchmark.
 
 A tool imports it as `import keeptrack_tools` (Python puts the script's directory, tools/, first on
 sys.path).
 """
-import json, os, socket, subprocess, sys, time
+import json, os, socket, sqlite3, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where release builds go: apart from the debug build in .build, so that neither evicts the other.
@@ -122,6 +122,81 @@ def stop(p, seconds=30):
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
+
+
+def fill_sqlite(path, count, columns, values, indexes):
+    """Fills the `points` of a SQLite store `keeptrack serve --db` made (its own schema, migrated) with
+    `count` generated rows, fast, for a benchmark: `INSERT INTO points (columns) SELECT values` over a
+    recursive CTE counting `i` from 0; the named `indexes` dropped before and made again after, from the
+    store's own definitions; then the devices' summaries (counts, times, latest position) computed from
+    the points, as the server keeps them, and ANALYZE."""
+    db = sqlite3.connect(path)
+    made = [db.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone()[0]
+            for name in indexes]
+    db.executescript("".join(f"DROP INDEX {name}; " for name in indexes) + "PRAGMA synchronous = OFF;")
+    db.execute(f"""
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {count})
+        INSERT INTO points ({columns}) SELECT {values} FROM n
+    """)
+    db.commit()
+    db.executescript("".join(f"{sql};\n" for sql in made) + """
+        INSERT INTO devices (id, points, first, last, lastReceived)
+            SELECT device, COUNT(*), MIN(time), MAX(time), MAX(received) FROM points GROUP BY device;
+        UPDATE devices SET (latestTime, latestLat, latestLon, latestAlt, latestHAcc, latestSpeed, latestCourse) =
+            (SELECT time, lat, lon, alt, hAcc, speed, course FROM points
+             WHERE device = devices.id AND valid = 1 ORDER BY time DESC LIMIT 1);
+        ANALYZE;
+    """)
+    db.commit()
+    db.close()
+
+
+def fill_postgres(cluster, database, columns, values, rows, indexes):
+    """Fills the `positions` of a PostgreSQL store `keeptrack serve --db` made (tools/pgcluster.py's
+    `cluster`, `database`) the same way: `INSERT INTO positions (columns) SELECT values FROM rows` (rows: a
+    FROM clause, generate_series), the primary key and the named `indexes` dropped before and made again
+    after from the store's own definitions, the devices' summaries computed once at the end (not by the
+    trigger, row by row), then VACUUM ANALYZE."""
+    made = [cluster.psql(f"SELECT pg_get_indexdef('{name}'::regclass)", database).strip() for name in indexes]
+    cluster.psql(f"""
+        ALTER TABLE positions DROP CONSTRAINT positions_key;
+        {"".join(f"DROP INDEX {name}; " for name in indexes)}
+        ALTER TABLE positions DISABLE TRIGGER positions_devices;
+        INSERT INTO positions ({columns}) SELECT {values} FROM {rows};
+        ALTER TABLE positions ADD CONSTRAINT positions_key PRIMARY KEY (key);
+        {"".join(f"{sql}; " for sql in made)}
+        INSERT INTO devices (id, points, first, last, last_received)
+            SELECT device, count(*), min(time), max(time), max(received) FROM positions GROUP BY device;
+        UPDATE devices d SET (latest_time, latest_lat, latest_lon, latest_alt, latest_h_acc, latest_speed, latest_course) =
+            (SELECT time, ST_Y(position::geometry), ST_X(position::geometry), alt, h_acc, speed, course FROM positions p
+             WHERE p.device = d.id AND p.valid ORDER BY time DESC LIMIT 1);
+        ALTER TABLE positions ENABLE TRIGGER positions_devices;
+    """, database)
+    cluster.psql("VACUUM ANALYZE", database)
+
+
+def timed_gets(url, path, runs, check, token, timeout=120):
+    """GET `path` of `url` (a urllib.parse result) `runs` + 1 times over one kept-alive connection, with
+    the bearer `token`: the first answer, a warm-up, goes to `check` (its JSON) and is not timed. Returns
+    the others' times in milliseconds and the last body. Exits the tool, saying so, on a status but 200."""
+    import http.client
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+    headers = {"Authorization": f"Bearer {token}"}
+    times, body = [], b""
+    for i in range(runs + 1):
+        start = time.perf_counter()
+        conn.request("GET", path, headers=headers)
+        r = conn.getresponse()
+        body = r.read()
+        elapsed = time.perf_counter() - start
+        if r.status != 200:
+            sys.exit(f"{os.path.basename(sys.argv[0])}: GET {path}: {r.status} {body[:200]!r}")
+        if i == 0:
+            check(json.loads(body))
+        else:
+            times.append(elapsed * 1000)
+    conn.close()
+    return times, body
 
 
 def best_ms(fn, runs):

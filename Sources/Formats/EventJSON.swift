@@ -1,6 +1,6 @@
 import Geo
 
-/// The JSON Lines schema of the tracker's events (README, "location events"): one object per line,
+/// The JSON Lines schema of the tracker's events (docs/protocols.md, "Location events"): one object per line,
 /// `event` first. Every writer of these lines goes through here, as fixes go through ``FixWriter``.
 ///
 /// ```json

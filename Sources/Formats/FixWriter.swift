@@ -2,7 +2,7 @@ import Geo
 
 /// The output formats of `keeptrack decode`.
 public enum FixFormat: String, CaseIterable, Sendable {
-    /// One JSON object per fix per line; the schema is in README ("decode JSON").
+    /// One JSON object per fix per line; the schema is in docs/protocols.md ("decode output (JSON Lines)").
     case jsonl
     /// A header line, then one comma-separated line per fix; unknown values are empty.
     case csv

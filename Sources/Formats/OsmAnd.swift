@@ -8,7 +8,7 @@
 /// it goes as `event=geofenceEnter|geofenceExit|geofenceDwell&geofence=REGION` on the position of
 /// the location that decided it (``parameters(_:events:)``); further transitions of the same
 /// location as `event2`/`geofence2`, ... The protocol has no record id; a server makes storage
-/// idempotent by device, time and position (Traccar does not: see the README's guarantees).
+/// idempotent by device, time and position (Traccar does not: docs/uploads.md, "What it guarantees, and how").
 ///
 /// Read as Traccar reads it: `id` or `deviceid`; `lat`+`lon` or `location=lat,lon`; `timestamp` as
 /// Unix seconds (milliseconds from 2^31), ISO 8601 with any offset, `yyyy-MM-dd HH:mm:ss` (UTC), or

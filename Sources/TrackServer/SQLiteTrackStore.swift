@@ -46,7 +46,8 @@ public final class SQLiteTrackStore: TrackStore {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // Reads through a memory map (up to 1 GiB of the file): a page costs no system call, which
             // halved the time of a box query's thousands of lookups by key in a store of 10 million
-            // points (README, "Fleet"). Writes still go through the journal as before.
+            // points (docs/endpoint.md, "Fleet: device tokens, queries across devices, retention"; the
+            // figures: docs/performance.md, "Fleet queries: speed"). Writes still go through the journal as before.
             try db.execute(sql: "PRAGMA mmap_size = 1073741824")
             Self.addFleetFunctions(db)
         }

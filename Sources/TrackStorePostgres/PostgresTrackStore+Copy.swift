@@ -9,13 +9,13 @@ import TrackServer
 ///
 /// `INSERT ... SELECT ... ON CONFLICT` inserts its rows one at a time; `COPY` hands them to the heap in
 /// groups (PostgreSQL's multi-insert), which measured here about a third less PostgreSQL CPU per row
-/// (README, "PostgreSQL"). `COPY` knows no `ON CONFLICT`, so it is the path for the usual batch, whose
-/// records are all new: the rows go in by key (the order the statement locks them in), the trigger
-/// `positions_devices` adds them to their devices' summaries in the same transaction, and the one
-/// statement is committed before its answer, as the statement's is. A key that is already stored (a
-/// retried batch, or the same batch at another instance at the same time) fails the `COPY` with a
-/// unique violation: nothing of it is kept, and the batch goes through the statement, which tells
-/// new records from duplicates.
+/// (docs/endpoint.md, "On PostgreSQL + PostGIS"). `COPY` knows no `ON CONFLICT`, so it is the path for
+/// the usual batch, whose records are all new: the rows go in by key (the order the statement locks
+/// them in), the trigger `positions_devices` adds them to their devices' summaries in the same
+/// transaction, and the one statement is committed before its answer, as the statement's is. A key that
+/// is already stored (a retried batch, or the same batch at another instance at the same time) fails
+/// the `COPY` with a unique violation: nothing of it is kept, and the batch goes through the statement,
+/// which tells new records from duplicates.
 extension PostgresTrackStore {
     /// Stores `records` (their keys in `keys`) with `COPY`, all of them new, and returns `true`; or
     /// returns `false`, having stored nothing, when one of them is stored already or the batch has a
@@ -55,7 +55,7 @@ extension PostgresTrackStore {
 /// as many, the database runs more transactions at once on the same cores, each commits fewer rows,
 /// and the commits wait on each other's WAL writes (two instances, 3 each: 157 rows a commit, and a
 /// record cost keeptrack 15.3 µs of CPU against one instance's 12.2, PostgreSQL 37.6 against 32.9;
-/// README, "Load and figures"). So the instances share the
+/// docs/performance.md, "The endpoint on PostgreSQL: load and figures"). So the instances share the
 /// budget: `countInstances` says how many are loading the database (``PostgresTrackStore/instances()``),
 /// counted again under load every ``recount``, and each takes its share (``share(of:)``). It is a
 /// pace, not state: instances that count differently for a moment still store the same rows.

@@ -7,7 +7,8 @@ extension PostgresTrackStore {
     /// GRDB's migrator does for the SQLite store). Append; never change one that shipped.
     ///
     /// `geography(Point,4326)`, not `geometry`: distances and radii are in metres anywhere on the globe
-    /// and its GiST index serves `ST_DWithin` in metres, at a measured ingest cost (README, "PostgreSQL").
+    /// and its GiST index serves `ST_DWithin` in metres, at a measured ingest cost (docs/endpoint.md,
+    /// "On PostgreSQL + PostGIS").
     static let migrations: [(identifier: String, statements: [String])] = [
         (
             "v1-positions",

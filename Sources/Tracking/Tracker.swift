@@ -276,7 +276,7 @@ final class TrackerCore: Sendable {
     /// The location manager the tracker gates, set once made (after this core, which its source
     /// holds: weak, or the two would keep each other alive).
     private let gated = Mutex(GatedManager())
-    let metrics = TrackerMetrics()
+    let metrics: TrackerMetrics
     let logger: Logger
     let clock: any EpochClock
     let timer = Signal()
@@ -300,6 +300,7 @@ final class TrackerCore: Sendable {
         self.app = app
         self.outbox = outbox
         self.uploads = uploads
+        metrics = TrackerMetrics(uploadTargets: uploads?.targets.compactMap(\.target) ?? [])
         self.sink = sink
         self.releaser = releaser
         self.logger = logger
@@ -517,7 +518,9 @@ final class TrackerCore: Sendable {
         if let outbox, let stats = try? outbox.stats() {
             metrics.outboxDepth.record(stats.pending)
             metrics.outboxOldest.record(stats.oldestAppended.map { max(0, WallClock.seconds() - $0) } ?? 0)
-            if let last = uploads?.stats?.lastSuccess { metrics.lastUpload.record(last) }
+            for (gauge, uploader) in zip(metrics.lastUpload, uploads?.uploaders ?? []) {
+                if let last = uploader.stats.lastSuccess { gauge.record(last) }
+            }
         }
     }
 

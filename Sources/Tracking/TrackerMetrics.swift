@@ -14,7 +14,10 @@ final class TrackerMetrics: Sendable {
     let outboxDepth = Gauge(label: "keeptrack_outbox_records")
     let outboxOldest = Gauge(label: "keeptrack_outbox_oldest_age_seconds")
     let evicted = Counter(label: "keeptrack_outbox_evicted_total")
-    let lastUpload = Gauge(label: "keeptrack_last_upload_timestamp_seconds")
+    /// When each upload target last succeeded, in the order of the settings: one gauge without
+    /// labels for a single target, one with a `target` label per target when there are several (as
+    /// the uploader's counters).
+    let lastUpload: [Gauge]
     let states: [AppLifecycle.State: Gauge] = Dictionary(
         uniqueKeysWithValues: AppLifecycle.State.allCases.map {
             ($0, Gauge(label: "keeptrack_lifecycle_state", dimensions: [("state", $0.rawValue)]))
@@ -24,6 +27,14 @@ final class TrackerMetrics: Sendable {
         uniqueKeysWithValues: ["enter", "exit", "dwell"].map {
             ($0, Counter(label: "keeptrack_region_events_total", dimensions: [("event", $0)]))
         })
+
+    /// - Parameter uploadTargets: the names of the upload targets, in the order of the settings.
+    init(uploadTargets: [String] = []) {
+        let name = "keeptrack_last_upload_timestamp_seconds"
+        lastUpload =
+            uploadTargets.count > 1
+            ? uploadTargets.map { Gauge(label: name, dimensions: [("target", $0)]) } : [Gauge(label: name)]
+    }
 
     func filtered(_ reason: RejectReason) {
         let category = reason.category

@@ -45,6 +45,65 @@ enum TrackerStatus {
         return out
     }
 
+    /// One series of Prometheus text: its name, its labels and its value.
+    struct Series: Equatable {
+        var name: String
+        var labels: [String: String]
+        var value: Double
+    }
+
+    /// Every series of Prometheus text, labels unescaped (`\\`, `\"`, `\n`).
+    static func series(_ text: String) -> [Series] {
+        parse(text).compactMap { key, value in
+            guard let open = key.firstIndex(of: "{") else { return Series(name: key, labels: [:], value: value) }
+            var labels: [String: String] = [:]
+            var rest = key[key.index(after: open)...]
+            while let equals = rest.firstIndex(of: "="), rest[rest.index(after: equals)...].hasPrefix("\"") {
+                let label = rest[..<equals].drop { $0 == "," }
+                var text = ""
+                var i = rest.index(equals, offsetBy: 2)
+                while i < rest.endIndex && rest[i] != "\"" {
+                    if rest[i] == "\\", rest.index(after: i) < rest.endIndex {
+                        i = rest.index(after: i)
+                        text.append(rest[i] == "n" ? "\n" : rest[i])
+                    } else {
+                        text.append(rest[i])
+                    }
+                    i = rest.index(after: i)
+                }
+                guard i < rest.endIndex else { return nil }
+                labels[String(label)] = text
+                rest = rest[rest.index(after: i)...]
+            }
+            return Series(name: String(key[..<open]), labels: labels, value: value)
+        }
+    }
+
+    /// The uploads' figures: one line, or with several targets (whose counters carry a `target`
+    /// label) one line per target, by name.
+    static func uploadLines(_ metrics: String) -> [String] {
+        let all = series(metrics).filter {
+            $0.name.hasPrefix("keeptrack_upload_") || $0.name == "keeptrack_last_upload_timestamp_seconds"
+        }
+        func value(_ name: String, _ labels: [String: String]) -> Double? {
+            all.first { $0.name == name && $0.labels == labels }?.value
+        }
+        func line(_ start: String, _ target: [String: String]) -> String {
+            func n(_ name: String, _ result: String) -> String {
+                grouped(Int(value(name, target.merging(["result": result]) { a, _ in a }) ?? 0))
+            }
+            let last = value("keeptrack_last_upload_timestamp_seconds", target).map { Int(WallClock.seconds() - $0) }
+            return start + "\(n("keeptrack_upload_records_total", "ok")) records in "
+                + "\(n("keeptrack_upload_requests_total", "ok")) requests, "
+                + "\(n("keeptrack_upload_requests_total", "retried")) retried, "
+                + "\(n("keeptrack_upload_records_total", "dead_letter")) dead letters; last success "
+                + (last.map { "\($0) s ago" } ?? "never")
+        }
+        let targets = Set(all.compactMap { $0.labels["target"] }).sorted()
+        if targets.isEmpty { return [line("uploads: ", [:])] }
+        return targets.map { line("uploads to \($0): ", ["target": $0]) }
+    }
+
     static func summary(status: String, metrics: String) -> String {
         let m = parse(metrics)
         func n(_ key: String) -> Int { Int(m[key] ?? 0) }
@@ -68,13 +127,7 @@ enum TrackerStatus {
                 "outbox: \(grouped(n("keeptrack_outbox_records"))) records waiting, oldest "
                     + "\(n("keeptrack_outbox_oldest_age_seconds")) s; \(grouped(n("keeptrack_outbox_evicted_total"))) evicted"
             )
-            let last = m["keeptrack_last_upload_timestamp_seconds"].map { Int(WallClock.seconds() - $0) }
-            lines.append(
-                "uploads: \(grouped(n("keeptrack_upload_records_total{result=\"ok\"}"))) records in "
-                    + "\(grouped(n("keeptrack_upload_requests_total{result=\"ok\"}"))) requests, "
-                    + "\(grouped(n("keeptrack_upload_requests_total{result=\"retried\"}"))) retried, "
-                    + "\(grouped(n("keeptrack_upload_records_total{result=\"dead_letter\"}"))) dead letters; last success "
-                    + (last.map { "\($0) s ago" } ?? "never"))
+            lines += uploadLines(metrics)
         } else {
             lines.append("uploads: off (no --upload)")
         }

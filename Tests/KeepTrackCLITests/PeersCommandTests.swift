@@ -8,12 +8,13 @@ import TrackServer
     import Glibc
 #endif
 
-/// `keeptrack serve` (the built binary) on a port it picks over `db`, token `t0ken`: the process
-/// and its URL once it listens (the CLI suites that upload to a real endpoint share it).
-func serve(_ db: String) throws -> (Tool, String) {
+/// `keeptrack serve` (the built binary) on a port it picks over `db`, token `t0ken`, with `options`
+/// added (`--faults`): the process and its URL once it listens (the CLI suites that upload to a
+/// real endpoint share it).
+func serve(_ db: String, _ options: [String] = []) throws -> (Tool, String) {
     let server = try Tool(
         executable: productsDirectory.appendingPathComponent("keeptrack"),
-        ["serve", "--port", "0", "--db", db, "--token", "t0ken"])
+        ["serve", "--port", "0", "--db", db, "--token", "t0ken"] + options)
     server.guardAgainstHang(seconds: 240)
     var seen: [String] = []
     let line = try #require(server.readLine(containing: "\"listening\"", seen: &seen), "\(server.errors())")

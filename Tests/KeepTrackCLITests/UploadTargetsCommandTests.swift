@@ -2,6 +2,8 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
+@testable import keeptrack
+
 /// Issue 29, item 1: `--upload` repeated, per-target options paired by order, each target a lane.
 @Suite("keeptrack replay with several --upload targets")
 struct UploadTargetsCommandTests {
@@ -72,6 +74,104 @@ struct UploadTargetsCommandTests {
         ])
         #expect(forget.status == 0 && forget.stdout.contains("forgot target"))
         closed.release()
+    }
+
+    /// `keeptrack status` of a tracker with two targets, one of them (`keeptrack serve --faults`)
+    /// rejecting records: a line per target, the dead letters against the one that rejected them.
+    @Test func statusShowsEachTargetsUploadsAndDeadLetters() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (server, url) = try serve(dir + "/fleet.sqlite", ["--faults"])
+        defer { server.terminate() }
+        // The next two requests are refused with 422: the first batch (two records) and, bisected,
+        // its first record, which becomes a dead letter; the second record is stored.
+        let (put, answer) = try run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import sys, urllib.request
+                r = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method="PUT",
+                    headers={"Authorization": "Bearer t0ken", "Content-Type": "application/json"})
+                print(urllib.request.urlopen(r, timeout=60).status)
+                """,
+                url + "/v1/faults", #"{"failNext":2,"failStatus":422}"#,
+            ])
+        #expect(put == 0 && answer == "200\n", "\(answer)")
+        let receiver = try Tool(
+            "tools/fake-receiver.py",
+            ["fixtures/walk-15min.nmea", "--now", "--baud", "38400", "--rate", "4", "--link", dir + "/ttyGPS"])
+        receiver.guardAgainstHang(seconds: 240)
+        defer { receiver.terminate() }
+        _ = receiver.readLine()
+        let control = dir + "/control.sock"
+        let track = try Tool(
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c", "exec \"$0\" \"$@\" >/dev/null",
+                productsDirectory.appendingPathComponent("keeptrack").path, "track", "--serial", dir + "/ttyGPS",
+                "--baud", "38400", "--upload", "embedded", "--upload", url + "/v1/locations", "--target-name", "local",
+                "--target-name", "fleet", "--token", "t0ken", "--batch-size", "2", "--batch-wait", "1",
+                "--data-dir", dir, "--control", control,
+            ])
+        track.guardAgainstHang(seconds: 240)
+        defer { track.terminate() }
+        @Sendable func figure(_ line: Substring?, before words: String) -> Int {
+            guard let line, let end = line.range(of: " " + words) else { return -1 }
+            return Int(line[..<end.lowerBound].split(separator: " ").last?.filter(\.isNumber) ?? "") ?? -1
+        }
+        let (status, fleet, local) = try await offThePool { () throws -> (String, Substring?, Substring?) in
+            var (status, fleet, local): (String, Substring?, Substring?) = ("", nil, nil)
+            for _ in 0..<2400 {
+                status = (try? keeptrack(["status", "--control", control]).stdout) ?? ""
+                let lines = status.split(separator: "\n")
+                fleet = lines.first { $0.hasPrefix("uploads to fleet: ") }
+                local = lines.first { $0.hasPrefix("uploads to local: ") }
+                if figure(fleet, before: "dead letters") > 0 && figure(fleet, before: "records in") > 0
+                    && figure(local, before: "records in") > 0
+                {
+                    break
+                }
+                usleep(50_000)  // polling the tracker's counters until both targets have stored records
+            }
+            return (status, fleet, local)
+        }
+        #expect(!status.contains("\nuploads: "), "\(status)")
+        // One or two dead letters: two if the first batch left with a single record.
+        #expect((1...2).contains(figure(fleet, before: "dead letters")), "\(status)")
+        #expect(fleet?.contains(" requests, ") == true && fleet?.contains(" retried, ") == true, "\(status)")
+        #expect(fleet?.hasSuffix(" s ago") == true, "\(status)")
+        #expect(figure(local, before: "dead letters") == 0, "\(status)")
+        #expect(figure(local, before: "records in") > 0, "\(status)")
+        #expect(local?.hasSuffix(" s ago") == true, "\(status)")
+    }
+
+    /// `keeptrack status` reads the uploads' figures by name and labels, in any order: one line when
+    /// the counters have no `target` label (a single target, as before), one per target by name when
+    /// they have (escapes undone); a series cut short is skipped.
+    @Test func statusReadsTheUploadFiguresOfEachTargetLabel() {
+        let single = """
+            # TYPE keeptrack_upload_records_total counter
+            keeptrack_upload_records_total{result="ok"} 28
+            keeptrack_upload_records_total{result="dead_letter"} 0
+            keeptrack_upload_requests_total{result="ok"} 3
+            keeptrack_upload_requests_total{result="retried"} 0
+            """
+        #expect(
+            TrackerStatus.uploadLines(single) == [
+                "uploads: 28 records in 3 requests, 0 retried, 0 dead letters; last success never"
+            ])
+        let several = """
+            keeptrack_upload_records_total{target="b \\"x\\"",result="ok"} 1500
+            keeptrack_upload_records_total{result="dead_letter",target="a"} 2
+            keeptrack_upload_requests_total{result="retried",target="a"} 4
+            keeptrack_upload_records_total{result="ok",target="cut 9
+            """
+        #expect(
+            TrackerStatus.uploadLines(several) == [
+                "uploads to a: 0 records in 0 requests, 4 retried, 2 dead letters; last success never",
+                "uploads to b \"x\": 1,500 records in 0 requests, 0 retried, 0 dead letters; last success never",
+            ])
     }
 
     /// The pairing rules: one value for all, one per --upload in order, anything else named.
