@@ -5,7 +5,8 @@ import NIOCore
 /// The OwnTracks Recorder's `/ws/last` WebSocket (docs/owntracks-recorder-api.md): the client sends
 /// `LAST` and is sent the latest location of each device it may see, one Recorder location object
 /// per text frame (the objects of `/api/0/last`); then a location object for every location stored,
-/// as it arrives. `?user=U&device=D` narrows to that device, `?user=U` to that user's devices. Authentication and refusals are the live stream's (``TrackServer/streamAccess(_:)``).
+/// as it arrives. `?user=U&device=D` narrows to that device, `?user=U` to that user's devices.
+/// Authentication and refusals are the live stream's (``TrackServer/streamAccess(_:)``).
 extension TrackServer {
     /// The path of the Recorder's WebSocket.
     static let recorderLivePath = "/ws/last"

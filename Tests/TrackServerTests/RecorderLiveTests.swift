@@ -146,8 +146,8 @@ struct RecorderLiveTests {
     }
 
     /// The Recorder's `?user=U` alone narrows to that user's devices (its `last_users` for `LAST`): the
-    /// latest location of each of them, then only what they store. A device token may ask for its own
-    /// user, not another's.
+    /// latest location of each of them, then only what they store; not those of `ann`, whose name is a
+    /// prefix of `anna` and whose devices sort first. A device token may ask for its own user, not another's.
     @Test func userAloneNarrowsToThatUsersDevices() async throws {
         let endpoint = try await Endpoint.start()
         let raw = Raw(endpoint: endpoint)
@@ -159,9 +159,9 @@ struct RecorderLiveTests {
                 #expect(try await raw.send(.POST, "/owntracks", body: body, headers: headers).status == 200)
             }
             try await store("anna", "phone", 1_715_679_000)
-            try await store("bob", "phone", 1_715_679_010)
+            try await store("ann", "phone", 1_715_679_010)
             try await store("anna", "tablet", 1_715_679_020)
-            let bob = try await endpoint.server.store.addCredential(device: "bob/phone", now: 1_715_679_000)
+            let ann = try await endpoint.server.store.addCredential(device: "ann/phone", now: 1_715_679_000)
             let anna = RecorderLiveClient("ws://127.0.0.1:\(endpoint.port)/ws/last?token=secret&user=Anna")
             clients.append(anna)
             var last: [String] = []
@@ -170,19 +170,19 @@ struct RecorderLiveTests {
                 last.append("\(frame["username"] as? String ?? "?")/\(frame["device"] as? String ?? "?")")
             }
             #expect(last.sorted() == ["anna/phone", "anna/tablet"])
-            // bob's first: were it sent, it would come before anna's.
-            try await store("bob", "phone", 1_715_679_100)
+            // ann's first: were it sent, it would come before anna's.
+            try await store("ann", "phone", 1_715_679_100)
             try await store("anna", "tablet", 1_715_679_200)
             let pushed = try await anna.next()
             #expect(pushed["username"] as? String == "anna" && pushed["tst"] as? Int == 1_715_679_200)
-            // bob's device token: its own user, yes; anna, no.
-            let own = RecorderLiveClient("ws://127.0.0.1:\(endpoint.port)/ws/last?token=\(bob)&user=bob")
+            // ann's device token: its own user, yes; anna, no.
+            let own = RecorderLiveClient("ws://127.0.0.1:\(endpoint.port)/ws/last?token=\(ann)&user=ann")
             clients.append(own)
             #expect(try await own.next()["tst"] as? Int == 1_715_679_100)
             let socket = try RawSocket(port: endpoint.port)
             socket.send(
-                "GET /ws/last?token=\(bob)&user=anna HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\nUpgrade: websocket\r\n"
-                    + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "GET /ws/last?token=\(ann)&user=anna HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n"
+                    + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                     + "Sec-WebSocket-Version: 13\r\n\r\n")
             let (bytes, eof) = await socket.readBytesToEnd()
             socket.close()
@@ -208,8 +208,8 @@ struct RecorderLiveTests {
             ] {
                 let socket = try RawSocket(port: endpoint.port)
                 socket.send(
-                    "GET /ws/last HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\(authorization)Upgrade: websocket\r\n"
-                        + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                    "GET /ws/last HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\(authorization)"
+                        + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                         + "Sec-WebSocket-Version: 13\r\n\r\n")
                 if authorization.isEmpty {
                     let (bytes, eof) = await socket.readBytesToEnd()
