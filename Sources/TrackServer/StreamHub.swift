@@ -36,13 +36,15 @@ final class StreamHub: Sendable {
         self.metrics = metrics
     }
 
-    /// A new client that sees `device` only (all devices when `nil`), or `nil` at ``Limits/maxClients``.
+    /// A new client that sees `device` only (all devices when `nil`; when `sees` is given too, the
+    /// devices it accepts), or `nil` at ``Limits/maxClients``.
     func register(
-        device: String?, encoding: StreamEncoding = .record,
+        device: String?, sees: (@Sendable (String) -> Bool)? = nil, encoding: StreamEncoding = .record,
         onOverflow: @escaping @Sendable (_ writerBusy: Bool) -> Void
     ) -> StreamClient? {
         let id = nextID.add(1, ordering: .relaxed).newValue
-        let client = StreamClient(id: id, device: device, encoding: encoding, hub: self, onOverflow: onOverflow)
+        let client = StreamClient(
+            id: id, device: device, sees: sees, encoding: encoding, hub: self, onOverflow: onOverflow)
         let admitted = clients.withLock { c -> Bool in
             guard c.count < limits.maxClients else { return false }
             c[id] = client
@@ -79,27 +81,37 @@ final class StreamHub: Sendable {
     }
 
     /// Queues `items` for every client that may see their devices, each item encoded once per kind of
-    /// client, its frames by device: a client takes its device's (a dictionary lookup) or all of them.
+    /// client, its frames by device: a client takes its device's (a dictionary lookup), those of the
+    /// devices it accepts (``StreamClient/sees``, in order), or all of them.
     private func fanOut<Item>(
         _ items: [Item], device: (Item) -> String, encode: (StreamEncoding, Item) -> Frame?
     ) {
         guard !items.isEmpty else { return }
         let all = clients.withLock { Array($0.values) }
         guard !all.isEmpty else { return }
-        var encoded: [StreamEncoding: (all: [Frame], byDevice: [String: [Frame]])] = [:]
+        var encoded: [StreamEncoding: (all: [Frame], devices: [String], byDevice: [String: [Frame]])] = [:]
         for client in all {
             if encoded[client.encoding] == nil {
                 var frames: [Frame] = []
+                var devices: [String] = []
                 var byDevice: [String: [Frame]] = [:]
                 for item in items {
                     guard let frame = encode(client.encoding, item) else { continue }
                     frames.append(frame)
+                    devices.append(device(item))
                     byDevice[device(item), default: []].append(frame)
                 }
-                encoded[client.encoding] = (frames, byDevice)
+                encoded[client.encoding] = (frames, devices, byDevice)
             }
             let batch = encoded[client.encoding]!
-            let frames = client.device.map { batch.byDevice[$0] ?? [] } ?? batch.all
+            let frames: [Frame]
+            if let only = client.device {
+                frames = batch.byDevice[only] ?? []
+            } else if let sees = client.sees {
+                frames = batch.all.indices.filter { sees(batch.devices[$0]) }.map { batch.all[$0] }
+            } else {
+                frames = batch.all
+            }
             if !frames.isEmpty { client.push(frames) }
         }
     }
@@ -162,8 +174,11 @@ final class StreamClient: Sendable {
     typealias Queue = StreamQueue<StreamHub.Frame, CheckedContinuation<StreamHub.Frame?, Never>>
 
     let id: Int
-    /// The only device it sees, or `nil` for all.
+    /// The only device it sees, or `nil` for all (or those ``sees`` accepts).
     let device: String?
+    /// Which devices it sees when ``device`` is `nil` (`nil`: all): the OwnTracks Recorder's
+    /// `/ws/last?user=U`, that user's devices.
+    let sees: (@Sendable (String) -> Bool)?
     let encoding: StreamEncoding
     let queue: Mutex<Queue>
     /// Called when the queue overflows, with whether the writer is held up in a write (the client does
@@ -174,11 +189,12 @@ final class StreamClient: Sendable {
     let metrics: StreamMetrics
 
     init(
-        id: Int, device: String?, encoding: StreamEncoding, hub: StreamHub,
-        onOverflow: @escaping @Sendable (_ writerBusy: Bool) -> Void
+        id: Int, device: String?, sees: (@Sendable (String) -> Bool)? = nil, encoding: StreamEncoding,
+        hub: StreamHub, onOverflow: @escaping @Sendable (_ writerBusy: Bool) -> Void
     ) {
         self.id = id
         self.device = device
+        self.sees = sees
         self.encoding = encoding
         self.queue = Mutex(Queue(maxMessages: hub.limits.maxMessages, maxBytes: hub.limits.maxBytes))
         self.onOverflow = onOverflow

@@ -83,9 +83,12 @@ struct AccessMiddleware: RouterMiddleware {
         return difference == 0
     }
 
+    /// The `WWW-Authenticate` of a request without a valid credential.
+    static let basicChallenge = "Basic realm=\"keeptrack\""
+
     static func unauthorized() -> HTTPError {
         HTTPError(
-            .unauthorized, headers: [.wwwAuthenticate: "Basic realm=\"keeptrack\""],
+            .unauthorized, headers: [.wwwAuthenticate: basicChallenge],
             message: "a valid token is required (Authorization: Bearer TOKEN, or Basic with it as the password)")
     }
 }

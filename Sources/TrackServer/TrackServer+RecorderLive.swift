@@ -5,7 +5,8 @@ import NIOCore
 /// The OwnTracks Recorder's `/ws/last` WebSocket (docs/owntracks-recorder-api.md): the client sends
 /// `LAST` and is sent the latest location of each device it may see, one Recorder location object
 /// per text frame (the objects of `/api/0/last`); then a location object for every location stored,
-/// as it arrives. Authentication and refusals are the live stream's (``TrackServer/streamAccess(_:)``).
+/// as it arrives. `?user=U&device=D` narrows to that device, `?user=U` to that user's devices.
+/// Authentication and refusals are the live stream's (``TrackServer/streamAccess(_:)``).
 extension TrackServer {
     /// The path of the Recorder's WebSocket.
     static let recorderLivePath = "/ws/last"
@@ -22,10 +23,18 @@ extension TrackServer {
         return ids.first ?? "\u{1}"
     }
 
+    /// Whether the stored device `id` is one of the Recorder user `user`'s (as `/api/0/last?user=`
+    /// reads it: the user name of ``RecorderAPI/names(of:)``, or the same in lower case).
+    static func recorderUser(_ user: String, owns id: String) -> Bool {
+        let u = RecorderAPI.names(of: id).user
+        return u == user || u.lowercased() == user.lowercased()
+    }
+
     /// The frames `LAST` is answered with: each visible device's latest location.
-    func recorderLastFrames(device: String?) async throws -> [StreamHub.Frame] {
+    func recorderLastFrames(_ scope: StreamScope) async throws -> [StreamHub.Frame] {
         var frames: [StreamHub.Frame] = []
-        for position in try await store.latest(device: device) {
+        for position in try await store.latest(device: scope.device)
+        where scope.device != nil || scope.user.map({ Self.recorderUser($0, owns: position.device) }) ?? true {
             var out: [UInt8] = []
             RecorderAPI.appendLocation(try await store.latestRecord(position), received: false, to: &out)
             frames.append(StreamHub.Frame(text: ByteBuffer(bytes: out)))

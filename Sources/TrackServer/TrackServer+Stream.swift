@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOWebSocket
 import ServiceLifecycle
 
@@ -56,16 +57,36 @@ extension TrackServer {
     struct StreamRefusal: Error, Sendable {
         var code: WebSocketErrorCode
         var reason: String
+        /// Whether the request presented no credential at all to a route that a browser opens with the
+        /// HTTP Basic credentials it holds (`/ws/last`): it is answered 401 with `WWW-Authenticate`, not
+        /// upgraded, so that the browser sends them (it does not before it is challenged, unless the
+        /// path is below the one they were first asked for).
+        var challenge = false
     }
 
-    /// Who may see what on a stream request: the only device it sees (`nil`: all), or why not.
-    func streamAccess(_ head: HTTPRequest) async throws -> Result<String?, StreamRefusal> {
+    /// What a stream client sees.
+    struct StreamScope: Sendable, Equatable {
+        /// The only device it sees (`nil`: all, or ``user``'s).
+        var device: String?
+        /// When ``device`` is `nil`, the OwnTracks Recorder user whose devices it sees (`/ws/last?user=U`).
+        var user: String?
+    }
+
+    /// Who may see what on a stream request, or why not.
+    func streamAccess(_ head: HTTPRequest) async throws -> Result<StreamScope, StreamRefusal> {
         let uri = URI(head.path ?? "/")
         let q = uri.queryParameters
-        let wanted =
-            uri.path == Self.recorderLivePath
-            ? try await recorderLiveDevice(user: q["user"].map(String.init), device: q["device"].map(String.init))
-            : q["device"].flatMap { $0.isEmpty ? nil : String($0) }
+        let wanted: String?
+        var user: String?
+        if uri.path == Self.recorderLivePath {
+            let u = q["user"].map(String.init), d = q["device"].map(String.init)
+            wanted = try await recorderLiveDevice(user: u, device: d)
+            // The Recorder's `?user=U` alone: that user's devices (its `last_users` for LAST, and the
+            // intent of its `http_ws_push_json` for what follows).
+            if let u, !u.isEmpty, d?.isEmpty ?? true { user = u }
+        } else {
+            wanted = q["device"].flatMap { $0.isEmpty ? nil : String($0) }
+        }
         // /ws/last is opened by web apps of other origins (the OwnTracks Frontend) that may hold HTTP
         // Basic credentials for this one: only the CORS origins (or this one) may use them.
         if uri.path == Self.recorderLivePath, let origin = head.headerFields[.origin] {
@@ -94,19 +115,25 @@ extension TrackServer {
                 identity = .device(device)
             } else {
                 return .failure(
-                    StreamRefusal(code: .policyViolation, reason: "unauthorized: a valid token is required"))
+                    StreamRefusal(
+                        code: .policyViolation, reason: "unauthorized: a valid token is required",
+                        challenge: uri.path == Self.recorderLivePath && authorization == nil && query == nil))
             }
         }
         if let own = identity.onlyDevice {
-            if let wanted, wanted != own {
+            // Another device, or a Recorder user it is not one of.
+            var other: String?
+            if let wanted, wanted != own { other = wanted }
+            if wanted == nil, let user, !Self.recorderUser(user, owns: own) { other = user }
+            if let other {
                 // A close reason holds at most 123 bytes.
-                let shown = String(decoding: wanted.utf8.prefix(40), as: UTF8.self)
+                let shown = String(decoding: other.utf8.prefix(40), as: UTF8.self)
                 return .failure(
                     StreamRefusal(code: .policyViolation, reason: "forbidden: this token may not read '\(shown)'"))
             }
-            return .success(own)
+            return .success(StreamScope(device: own))
         }
-        return .success(wanted)
+        return .success(StreamScope(device: wanted, user: wanted == nil ? user : nil))
     }
 
     func streamUpgrade(_ head: HTTPRequest, channel: any Channel, logger: Logger) async throws
@@ -119,25 +146,31 @@ extension TrackServer {
         // The OwnTracks Recorder's /ws/last: its location objects, and each device's latest on LAST.
         let recorder = path == Self.recorderLivePath
         let access = try await streamAccess(head)
+        if case .failure(let refusal) = access, refusal.challenge {
+            await Self.challengeNow(channel, reason: refusal.reason)
+            return .dontUpgrade
+        }
         return .upgrade([:]) { [self] inbound, outbound, _ in
             // The kernel's send buffer kept small (it grows to megabytes on its own): a client that does not
             // read holds up its writer, and overflows its bounded queue, after 64 KiB instead.
             _ = channel.setOption(.socketOption(.so_sndbuf), value: 1 << 16)
             // The connection left the HTTP connection cap at its 101 (ConnectionGate.leftForStream): the
             // streams have a cap of their own (StreamHub).
-            let device: String?
+            let scope: StreamScope
             switch access {
             case .failure(let refusal):
                 // Said and closed at once: no close handshake is waited for with a refused client.
                 Self.closeNow(channel, code: refusal.code, reason: refusal.reason)
                 return
-            case .success(let d): device = d
+            case .success(let s): scope = s
             }
+            let device = scope.device
+            let sees = scope.user.map { user in { @Sendable (id: String) in Self.recorderUser(user, owns: id) } }
             let limits = streamHub.limits
             let reason = "too slow: more than \(limits.maxMessages) messages or \(limits.maxBytes) bytes queued"
             guard
                 let client = streamHub.register(
-                    device: device, encoding: recorder ? .recorderLocation : .record,
+                    device: device, sees: sees, encoding: recorder ? .recorderLocation : .record,
                     onOverflow: { if $0 { Self.closeOverflowed(channel, reason: reason) } })
             else {
                 Self.closeNow(
@@ -159,7 +192,7 @@ extension TrackServer {
                     if recorder {
                         for try await message in inbound.messages(maxSize: 1 << 14) {
                             guard case .text(let text) = message, text == Self.recorderLastRequest else { continue }
-                            client.push(try await recorderLastFrames(device: device))
+                            client.push(try await recorderLastFrames(scope))
                         }
                     } else {
                         for try await _ in inbound {}
@@ -182,6 +215,29 @@ extension TrackServer {
                 group.cancelAll()
             }
         }
+    }
+
+    /// Answers an upgrade 401 with `WWW-Authenticate: Basic` (as ``AccessMiddleware`` answers any request
+    /// without a credential) and `Connection: close`: a browser that holds HTTP Basic credentials for this
+    /// server then asks again with them. Written here, before the upgrade is declined, since a declined
+    /// upgrade is answered with an empty 400 (Hummingbird's), which is then dropped (``DiscardWrites``)
+    /// before Hummingbird closes the connection.
+    static func challengeNow(_ channel: any Channel, reason: String) async {
+        let body = ByteBuffer(string: reason + "\n")
+        let head = HTTPResponseHead(
+            version: .http1_1, status: .unauthorized,
+            headers: [
+                "WWW-Authenticate": AccessMiddleware.basicChallenge, "Content-Type": "text/plain; charset=utf-8",
+                "Content-Length": String(body.readableBytes), "Connection": "close",
+            ])
+        let written = channel.eventLoop.flatSubmit {
+            channel.write(HTTPServerResponsePart.head(head), promise: nil)
+            channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil)
+            return channel.writeAndFlush(HTTPServerResponsePart.end(nil)).flatMapThrowing {
+                try channel.pipeline.syncOperations.addHandler(DiscardWrites(), position: .first)
+            }
+        }
+        try? await written.get()
     }
 
     /// Closes a stream whose queue overflowed: a close frame (1008, with the reason) and the
@@ -394,5 +450,15 @@ final class HeadGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.close(mode: .output, promise: nil)
         let loopContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(in: .seconds(2)) { loopContext.value.close(promise: nil) }
+    }
+}
+
+/// Drops every write after it is added, at the front of a connection's pipeline: what Hummingbird
+/// answers a declined upgrade with, after ``TrackServer/challengeNow(_:reason:)`` answered it.
+final class DiscardWrites: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = Any
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        promise?.succeed(())
     }
 }

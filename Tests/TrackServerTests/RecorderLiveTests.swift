@@ -144,4 +144,89 @@ struct RecorderLiveTests {
         await raw.close()
         await endpoint.stop()
     }
+
+    /// The Recorder's `?user=U` alone narrows to that user's devices (its `last_users` for `LAST`): the
+    /// latest location of each of them, then only what they store; not those of `ann`, whose name is a
+    /// prefix of `anna` and whose devices sort first. A device token may ask for its own user, not another's.
+    @Test func userAloneNarrowsToThatUsersDevices() async throws {
+        let endpoint = try await Endpoint.start()
+        let raw = Raw(endpoint: endpoint)
+        var clients: [RecorderLiveClient] = []
+        do {
+            func store(_ user: String, _ device: String, _ tst: Int) async throws {
+                let body = #"{"_type":"location","lat":48.3,"lon":11.7,"tst":\#(tst),"acc":5,"tid":"ph"}"#
+                let headers = [("X-Limit-U", user), ("X-Limit-D", device)]
+                #expect(try await raw.send(.POST, "/owntracks", body: body, headers: headers).status == 200)
+            }
+            try await store("anna", "phone", 1_715_679_000)
+            try await store("ann", "phone", 1_715_679_010)
+            try await store("anna", "tablet", 1_715_679_020)
+            let ann = try await endpoint.server.store.addCredential(device: "ann/phone", now: 1_715_679_000)
+            let anna = RecorderLiveClient("ws://127.0.0.1:\(endpoint.port)/ws/last?token=secret&user=Anna")
+            clients.append(anna)
+            var last: [String] = []
+            for _ in 0..<2 {
+                let frame = try await anna.next()
+                last.append("\(frame["username"] as? String ?? "?")/\(frame["device"] as? String ?? "?")")
+            }
+            #expect(last.sorted() == ["anna/phone", "anna/tablet"])
+            // ann's first: were it sent, it would come before anna's.
+            try await store("ann", "phone", 1_715_679_100)
+            try await store("anna", "tablet", 1_715_679_200)
+            let pushed = try await anna.next()
+            #expect(pushed["username"] as? String == "anna" && pushed["tst"] as? Int == 1_715_679_200)
+            // ann's device token: its own user, yes; anna, no.
+            let own = RecorderLiveClient("ws://127.0.0.1:\(endpoint.port)/ws/last?token=\(ann)&user=ann")
+            clients.append(own)
+            #expect(try await own.next()["tst"] as? Int == 1_715_679_100)
+            let socket = try RawSocket(port: endpoint.port)
+            socket.send(
+                "GET /ws/last?token=\(ann)&user=anna HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n"
+                    + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                    + "Sec-WebSocket-Version: 13\r\n\r\n")
+            let (bytes, eof) = await socket.readBytesToEnd()
+            socket.close()
+            let answer = String(decoding: bytes, as: UTF8.self)
+            #expect(eof && answer.hasPrefix("HTTP/1.1 101") && answer.contains("forbidden"), "\(answer)")
+        } catch {
+            Issue.record(error)
+        }
+        for client in clients { client.stop() }
+        await raw.close()
+        await endpoint.stop()
+    }
+
+    /// An upgrade with no credential at all is answered 401 with `WWW-Authenticate: Basic`, not
+    /// upgraded: a browser holding HTTP Basic credentials for the server (the OwnTracks Frontend's only
+    /// way in) sends them only when challenged, unless they were first asked for below `/ws/`. Asked
+    /// again with them, it is upgraded.
+    @Test func anUpgradeWithoutACredentialIsChallengedAndBasicThenUpgrades() async throws {
+        let endpoint = try await Endpoint.start()
+        do {
+            for authorization in [
+                "", "Authorization: Basic \(Data("owntracks:secret".utf8).base64EncodedString())\r\n",
+            ] {
+                let socket = try RawSocket(port: endpoint.port)
+                socket.send(
+                    "GET /ws/last HTTP/1.1\r\nHost: 127.0.0.1:\(endpoint.port)\r\n\(authorization)"
+                        + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                        + "Sec-WebSocket-Version: 13\r\n\r\n")
+                if authorization.isEmpty {
+                    let (bytes, eof) = await socket.readBytesToEnd()
+                    let answer = String(decoding: bytes, as: UTF8.self)
+                    #expect(eof && answer.hasPrefix("HTTP/1.1 401"), "\(answer)")
+                    #expect(answer.lowercased().contains("www-authenticate: basic realm=\"keeptrack\"\r\n"))
+                    // Nothing after its body: not the empty 400 of a declined upgrade.
+                    #expect(answer.hasSuffix("\r\n\r\nunauthorized: a valid token is required\n"), "\(answer)")
+                } else {
+                    let answer = await socket.readResponse()
+                    #expect(answer.hasPrefix("HTTP/1.1 101"), "\(answer)")
+                }
+                socket.close()
+            }
+        } catch {
+            Issue.record(error)
+        }
+        await endpoint.stop()
+    }
 }
