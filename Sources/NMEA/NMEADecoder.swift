@@ -107,6 +107,18 @@ public struct NMEADecoder {
         if let failure { throw failure }
     }
 
+    /// The `$` at `offset` of the input begins a sentence on the current line.
+    @inline(__always)
+    mutating func beginSentence(at offset: Int64) {
+        lineHasContent = true
+        phase = .body
+        xor = 0
+        sentenceLength = 1
+        sentenceLine = lineNumber
+        sentenceOffset = offset
+        if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
+    }
+
     mutating func decodeChunk(
         _ buffer: UnsafeRawBufferPointer, bounds: UnsafeMutablePointer<Int16>,
         _ emit: (Fix) -> Void
@@ -144,14 +156,8 @@ public struct NMEADecoder {
                 stats.skippedBytes += Int64(skipped)
                 lineHasContent = content
                 if i == n { break scan }
-                lineHasContent = true
-                phase = .body
-                xor = 0
-                sentenceLength = 1
-                sentenceLine = lineNumber
-                sentenceOffset = chunkOffset + Int64(i)
+                beginSentence(at: chunkOffset + Int64(i))
                 sentenceStart = i
-                if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
                 i += 1
 
             case .body:
@@ -219,14 +225,8 @@ public struct NMEADecoder {
                             if i &+ 2 < n && base[i] == 0x0D && base[i &+ 1] == 0x0A && base[i &+ 2] == 0x24 {
                                 lineNumber += 1
                                 i &+= 2
-                                lineHasContent = true
-                                phase = .body
-                                xor = 0
-                                sentenceLength = 1
-                                sentenceLine = lineNumber
-                                sentenceOffset = chunkOffset + Int64(i)
+                                beginSentence(at: chunkOffset + Int64(i))
                                 sentenceStart = i
-                                if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
                                 i &+= 1
                             }
                             continue scan
