@@ -276,16 +276,9 @@ public struct CSVReader: TrackReader {
         // Blank lines are no rows.
         guard rowHasContent else { return }
         row.line = rowLine
-        switch row.fix(lastLine: position.line) {
-        case .success(let fix):
-            statistics.fixes += 1
-            emit(fix)
-        case .failure(let box):
-            switch box.problem {
-            case .untimed, .noPosition: statistics.untimed += 1
-            case .latitude: throw fail(.invalidValue, "a latitude outside -90...90", line: rowLine)
-            case .longitude: throw fail(.invalidValue, "a longitude outside -180...180", line: rowLine)
-            }
+        let (line, offset) = (rowLine, position.offset)
+        try row.deliver(lastLine: position.line, to: &statistics, emit) {
+            TrackFileError(.invalidValue, $0, format: .csv, line: line, byteOffset: offset)
         }
     }
 

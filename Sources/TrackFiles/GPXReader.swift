@@ -146,18 +146,9 @@ public struct GPXReader: TrackReader {
             }
             if depth == pointDepth {
                 pointDepth = 0
-                switch point.fix(lastLine: line) {
-                case .success(let fix):
-                    statistics.fixes += 1
-                    emit(fix)
-                case .failure(let box):
-                    switch box.problem {
-                    case .untimed, .noPosition: statistics.untimed += 1
-                    case .latitude:
-                        throw TrackFileError(.invalidValue, "a latitude outside -90...90", line: point.line)
-                    case .longitude:
-                        throw TrackFileError(.invalidValue, "a longitude outside -180...180", line: point.line)
-                    }
+                let pointLine = point.line
+                try point.deliver(lastLine: line, to: &statistics, emit) {
+                    TrackFileError(.invalidValue, $0, line: pointLine)
                 }
             }
         }

@@ -217,20 +217,8 @@ public struct RecReader: TrackReader {
             var f = fields
             if f.time == nil { f.time = lineTime }
             f.line = line
-            switch f.fix(lastLine: line) {
-            case .success(let fix):
-                statistics.fixes += 1
-                emit(fix)
-            case .failure(let box):
-                switch box.problem {
-                case .untimed, .noPosition: statistics.untimed += 1
-                case .latitude:
-                    throw TrackFileError(
-                        .invalidValue, "a latitude outside -90...90", format: .owntracksRec, line: line)
-                case .longitude:
-                    throw TrackFileError(
-                        .invalidValue, "a longitude outside -180...180", format: .owntracksRec, line: line)
-                }
+            try f.deliver(lastLine: line, to: &statistics, emit) {
+                TrackFileError(.invalidValue, $0, format: .owntracksRec, line: line)
             }
         }
     }
