@@ -18,19 +18,11 @@ public struct GPXReader: TrackReader {
     public var statistics: TrackFileStatistics { consumer.statistics }
 
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.feed(bytes, &consumer, emit)
-        } catch {
-            throw error.in(.gpx)
-        }
+        try TrackFileError.reading(.gpx) { () throws(TrackFileError) in try tokenizer.feed(bytes, &consumer, emit) }
     }
 
     public mutating func finish(_ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.finish()
-        } catch {
-            throw error.in(.gpx)
-        }
+        try TrackFileError.reading(.gpx) { () throws(TrackFileError) in try tokenizer.finish() }
     }
 
     struct Consumer: XMLConsumer {

@@ -32,18 +32,13 @@ public struct JSONTrackReader: TrackReader {
     public var statistics: TrackFileStatistics { consumer.statistics }
 
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
+        try TrackFileError.reading(consumer.format) { () throws(TrackFileError) in
             try tokenizer.feed(bytes, &consumer, emit)
-        } catch {
-            throw error.in(consumer.format)
         }
     }
 
     public mutating func finish(_ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.finish(&consumer, emit)
-        } catch {
-            throw error.in(consumer.format)
+        try TrackFileError.reading(consumer.format) { () throws(TrackFileError) in try tokenizer.finish(&consumer, emit)
         }
     }
 

@@ -76,10 +76,9 @@ public struct RecReader: TrackReader {
                 var j = i
                 while j < n, bytes[j] != 0x0A { j += 1 }
                 if j > i {
-                    do {
-                        try tokenizer.feed(UnsafeRawBufferPointer(rebasing: bytes[i..<j]), &consumer, emit)
-                    } catch {
-                        throw error.in(.owntracksRec)
+                    let line = UnsafeRawBufferPointer(rebasing: bytes[i..<j])
+                    try TrackFileError.reading(.owntracksRec) { () throws(TrackFileError) in
+                        try tokenizer.feed(line, &consumer, emit)
                     }
                     position.offset += Int64(j - i)
                     i = j
@@ -112,11 +111,7 @@ public struct RecReader: TrackReader {
     }
 
     private mutating func endLine(_ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.finish(&consumer, emit)
-        } catch {
-            throw error.in(.owntracksRec)
-        }
+        try TrackFileError.reading(.owntracksRec) { () throws(TrackFileError) in try tokenizer.finish(&consumer, emit) }
         do {
             try consumer.endLine(lineTime: lineTime, line: position.line, emit)
         } catch {
