@@ -225,23 +225,17 @@ extension JSONBatch.Reply {
             return Int(d)
         }
         do {
-            try s.expect(UInt8(ascii: "{"))
-            if !s.take(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
-                    switch key {
-                    case "accepted":
-                        guard let n = count(try s.value()) else { return nil }
-                        accepted = n
-                    case "duplicates":
-                        guard let n = count(try s.value()) else { return nil }
-                        duplicates = n
-                    default:
-                        try s.skipValue()
-                    }
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+            try s.members { (s, key) throws(FormatsError) in
+                switch key {
+                case "accepted":
+                    guard let n = count(try s.value()) else { throw s.fail("accepted: expected a count") }
+                    accepted = n
+                case "duplicates":
+                    guard let n = count(try s.value()) else { throw s.fail("duplicates: expected a count") }
+                    duplicates = n
+                default:
+                    try s.skipValue()
+                }
             }
             guard s.atEnd else { return nil }
         } catch {

@@ -158,24 +158,20 @@ public enum OsmAnd {
     public static func decodeJSON(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> TrailRecord {
         var values: [String: JSONScanner.Value] = [:]
         var s = JSONScanner(bytes)
-        func object(_ prefix: String, depth: Int) throws(JSONScanner.Failure) {
-            try s.expect(UInt8(ascii: "{"))
-            if s.take(UInt8(ascii: "}")) { return }
-            repeat {
-                let key = prefix + (try s.string())
-                try s.expect(UInt8(ascii: ":"))
+        func object(_ s: inout JSONScanner, _ prefix: String, depth: Int) throws(JSONScanner.Failure) {
+            try s.members { (s, name) throws(FormatsError) in
+                let key = prefix + name
                 s.skipWhitespace()
                 if depth < 4, s.i < s.bytes.count, s.bytes[s.i] == UInt8(ascii: "{") {
-                    try object(key + ".", depth: depth + 1)
+                    try object(&s, key + ".", depth: depth + 1)
                 } else {
                     let v = try s.value()
                     if values.count < 4 * TrailRecord.maxAttributes { values[key] = v }
                 }
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            }
         }
         do {
-            try object("", depth: 0)
+            try object(&s, "", depth: 0)
             guard s.atEnd else { throw s.fail("text after the object") }
         }
         func number(_ key: String) throws(WireFormatError) -> Double? {

@@ -59,19 +59,14 @@ public enum Overland {
         var s = JSONScanner(body)
         var ok = false
         do {
-            try s.expect(UInt8(ascii: "{"))
-            if s.take(UInt8(ascii: "}")) { return false }
-            repeat {
-                let key = try s.string()
-                try s.expect(UInt8(ascii: ":"))
+            try s.members { (s, key) throws(FormatsError) in
                 if key == "result" {
-                    guard case .string(let v) = try s.value() else { return false }
+                    guard case .string(let v) = try s.value() else { throw s.fail("result: expected a string") }
                     ok = v == "ok"
                 } else {
                     try s.skipValue()
                 }
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            }
             return ok && s.atEnd
         } catch {
             return false
