@@ -119,6 +119,26 @@ public enum ByteWriting {
         out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
+    /// Appends `{"device":DEVICE,"KEY":[...]}`, each element written by `element`: the one shape of
+    /// the per-device documents (a batch's records, the endpoint's stops and trips).
+    public static func appendDeviceDocument<C: Collection>(
+        device: String, key: StaticString, _ elements: C, to out: inout [UInt8],
+        element: (C.Element, inout [UInt8]) -> Void
+    ) {
+        appendStatic("{\"device\":", to: &out)
+        appendJSONString(device, to: &out)
+        appendStatic(",\"", to: &out)
+        appendStatic(key, to: &out)
+        appendStatic("\":[", to: &out)
+        var first = true
+        for e in elements {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            element(e, &out)
+        }
+        appendStatic("]}", to: &out)
+    }
+
     /// Appends a JSON string literal, quoted and escaped.
     public static func appendJSONString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))

@@ -18,16 +18,7 @@ public enum JSONBatch {
     public static func encode(device: String, records: some Collection<TrailRecord>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + records.count * 220)
-        ByteWriting.appendStatic("{\"device\":", to: &out)
-        ByteWriting.appendJSONString(device, to: &out)
-        ByteWriting.appendStatic(",\"records\":[", to: &out)
-        var first = true
-        for r in records {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            append(r, to: &out)
-        }
-        ByteWriting.appendStatic("]}", to: &out)
+        ByteWriting.appendDeviceDocument(device: device, key: "records", records, to: &out) { append($0, to: &$1) }
         return out
     }
 

@@ -70,15 +70,11 @@ public enum StopsJSON {
     /// `{"device":ID,"stops":[...]}`.
     public static func stops(device: String, _ visits: [Visit]) -> [UInt8] {
         var out: [UInt8] = []
-        ByteWriting.appendStatic("{\"device\":", to: &out)
-        ByteWriting.appendJSONString(device, to: &out)
-        ByteWriting.appendStatic(",\"stops\":[", to: &out)
-        for (i, v) in visits.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
+        ByteWriting.appendDeviceDocument(device: device, key: "stops", visits, to: &out) { v, out in
             out.append(UInt8(ascii: "{"))
             stopMembers(v, to: &out)
         }
-        ByteWriting.appendStatic("]}\n", to: &out)
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 
@@ -104,15 +100,11 @@ public enum StopsJSON {
     /// `{"device":ID,"trips":[...]}`.
     public static func trips(device: String, _ trips: [Trip]) -> [UInt8] {
         var out: [UInt8] = []
-        ByteWriting.appendStatic("{\"device\":", to: &out)
-        ByteWriting.appendJSONString(device, to: &out)
-        ByteWriting.appendStatic(",\"trips\":[", to: &out)
-        for (i, t) in trips.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
+        ByteWriting.appendDeviceDocument(device: device, key: "trips", trips, to: &out) { t, out in
             out.append(UInt8(ascii: "{"))
             tripMembers(t, to: &out)
         }
-        ByteWriting.appendStatic("]}\n", to: &out)
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 
