@@ -86,14 +86,8 @@ public enum RecorderAPI {
                         guard let s = number(maxDigits: 2), s <= 60 else { return nil }
                         second = s
                         if take(46) {
-                            var scale = 0.1
-                            let start = i
-                            while i < b.count, b[i] >= 48, b[i] <= 57 {
-                                fraction += Double(b[i] - 48) * scale
-                                scale /= 10
-                                i += 1
-                            }
-                            guard i > start else { return nil }
+                            guard let f = ISOTime.fraction(b, at: &i) else { return nil }
+                            fraction = f
                         }
                     }
                 }

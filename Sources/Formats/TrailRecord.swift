@@ -246,6 +246,20 @@ public enum ISOTime {
         }
     }
 
+    /// The fraction of a second whose digits start at `i` (after the `.`), with `i` moved past
+    /// them; `nil` when no digit is there.
+    static func fraction(_ b: [UInt8], at i: inout Int) -> Double? {
+        var fraction = 0.0
+        var scale = 0.1
+        let start = i
+        while i < b.count, b[i] >= 48, b[i] <= 57 {
+            fraction += Double(b[i] - 48) * scale
+            scale /= 10
+            i += 1
+        }
+        return i > start ? fraction : nil
+    }
+
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that, names a day the
     /// month doesn't have (`2024-02-31`), or lies past ``representable`` (a leap second at the very end).
     public static func parse(_ text: String) -> Double? { parse(text, anyOffset: false) }
@@ -275,14 +289,8 @@ public enum ISOTime {
         var fraction = 0.0
         if i < b.count && b[i] == 46 {
             i += 1
-            var scale = 0.1
-            let start = i
-            while i < b.count, b[i] >= 48, b[i] <= 57 {
-                fraction += Double(b[i] - 48) * scale
-                scale /= 10
-                i += 1
-            }
-            guard i > start else { return nil }
+            guard let f = ISOTime.fraction(b, at: &i) else { return nil }
+            fraction = f
         }
         let zone = b[i...]
         var offset = 0
