@@ -213,13 +213,11 @@ public struct NMEADecoder {
                             stated = v
                             sentenceLength += 3
                             i &+= 3
-                            phase = .seek
-                            if !complete(
+                            if endSentence(
                                 base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
-                                checked: true, emit)
+                                checked: true, pending: &pendingError, emit)
                             {
-                                pendingError = takeRejection()
-                                if reject(&pendingError) { break scan }
+                                break scan
                             }
                             // CR LF and the next sentence's `$`, as the seek phase would find them.
                             if i &+ 2 < n && base[i] == 0x0D && base[i &+ 1] == 0x0A && base[i &+ 2] == 0x24 {
@@ -243,13 +241,11 @@ public struct NMEADecoder {
                         phase = .seek
                         if reject(&pendingError) { break scan }
                     } else {
-                        phase = .seek
-                        if !complete(
+                        if endSentence(
                             base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength,
-                            checked: false, emit)
+                            checked: false, pending: &pendingError, emit)
                         {
-                            pendingError = takeRejection()
-                            if reject(&pendingError) { break scan }
+                            break scan
                         }
                     }
                 } else if b == 0x24 || b == 0x21 {
@@ -302,13 +298,11 @@ public struct NMEADecoder {
             case .afterChecksum:
                 let b = base[i]
                 if b == 0x0D || b == 0x0A {
-                    phase = .seek
-                    if !complete(
+                    if endSentence(
                         base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
-                        checked: true, emit)
+                        checked: true, pending: &pendingError, emit)
                     {
-                        pendingError = takeRejection()
-                        if reject(&pendingError) { break scan }
+                        break scan
                     }
                 } else {
                     pendingError = makeError(
@@ -431,6 +425,21 @@ public struct NMEADecoder {
             code: code, message: message(), file: options.sourceName, line: sentenceLine,
             byteOffset: sentenceOffset,
             text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)), field: field)
+    }
+
+    /// Ends the sentence framed from `from` to `to` (the seek phase comes next) and decodes it;
+    /// returns `true` when decoding must stop (strict mode), with the rejection in `pending`.
+    @inline(__always)
+    mutating func endSentence(
+        base: UnsafePointer<UInt8>, bounds: UnsafeMutablePointer<Int16>, from: Int, to: Int,
+        bodyEnd: Int, checked: Bool, pending: inout NMEAError?, _ emit: (Fix) -> Void
+    ) -> Bool {
+        phase = .seek
+        if complete(base: base, bounds: bounds, from: from, to: to, bodyEnd: bodyEnd, checked: checked, emit) {
+            return false
+        }
+        pending = takeRejection()
+        return reject(&pending)
     }
 
     /// A framed sentence: verify the checksum and decode it. Returns `false` for a rejected one,
