@@ -147,14 +147,7 @@ public struct CSVReader: TrackReader {
                     continue
                 }
             case .unquoted:
-                if c == separator {
-                    try endField()
-                    state = .fieldStart
-                } else if c == 0x0A {
-                    try endField()
-                    try endRow(emit)
-                    state = .fieldStart
-                } else {
+                if try !endsField(c, emit) {
                     if c != 0x0D { rowHasContent = true }
                     try append(c)
                 }
@@ -168,13 +161,8 @@ public struct CSVReader: TrackReader {
                 if c == 0x22 {
                     try append(c)
                     state = .quoted
-                } else if c == separator {
-                    try endField()
-                    state = .fieldStart
-                } else if c == 0x0A {
-                    try endField()
-                    try endRow(emit)
-                    state = .fieldStart
+                } else if try endsField(c, emit) {
+                    // The field ended (and the row, at a line end).
                 } else if c == 0x0D || c == 0x20 {
                     // CRLF, or blanks after the closing quote.
                 } else {
@@ -212,6 +200,17 @@ public struct CSVReader: TrackReader {
         column = 0
         rowLine = 2
         row = PointFields()
+    }
+
+    /// A separator or a line end after a field ends the field (and the row, at a line end): `false`
+    /// for any other byte.
+    @inline(__always) private mutating func endsField(_ c: UInt8, _ emit: (Fix) -> Void) throws(TrackFileError) -> Bool
+    {
+        guard c == separator || c == 0x0A else { return false }
+        try endField()
+        if c == 0x0A { try endRow(emit) }
+        state = .fieldStart
+        return true
     }
 
     @inline(__always) private mutating func append(_ c: UInt8) throws(TrackFileError) {
