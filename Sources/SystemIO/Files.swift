@@ -92,12 +92,12 @@ public func writeFile(_ path: String, _ bytes: [UInt8]) throws(FileError) {
     guard rename(temporary, path) == 0 else { throw FileError(.write, path: path, errno: errno) }
 }
 
-/// Creates a directory and its parents, mode 0700 (a trail is personal data).
-public func makeDirectories(_ path: String) {
+/// Creates a directory and its parents, mode 0700 by default (a trail is personal data).
+public func makeDirectories(_ path: String, mode: mode_t = 0o700) {
     var current = ""
     for part in path.split(separator: "/", omittingEmptySubsequences: false) {
         current +=
             (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
-        if !current.isEmpty && current != "/" { mkdir(current, 0o700) }
+        if !current.isEmpty && current != "/" { mkdir(current, mode) }
     }
 }
