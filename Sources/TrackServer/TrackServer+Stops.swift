@@ -69,10 +69,17 @@ extension TrackServer {
 public enum StopsJSON {
     /// `{"device":ID,"stops":[...]}`.
     public static func stops(device: String, _ visits: [Visit]) -> [UInt8] {
+        document(device: device, key: "stops", visits, stopMembers)
+    }
+
+    /// `{"device":ID,"KEY":[{...},...]}` and a line end, each object's members written by `members`.
+    static func document<T>(
+        device: String, key: StaticString, _ items: [T], _ members: (T, inout [UInt8]) -> Void
+    ) -> [UInt8] {
         var out: [UInt8] = []
-        ByteWriting.appendDeviceDocument(device: device, key: "stops", visits, to: &out) { v, out in
+        ByteWriting.appendDeviceDocument(device: device, key: key, items, to: &out) { item, out in
             out.append(UInt8(ascii: "{"))
-            stopMembers(v, to: &out)
+            members(item, &out)
         }
         out.append(UInt8(ascii: "\n"))
         return out
@@ -99,13 +106,7 @@ public enum StopsJSON {
 
     /// `{"device":ID,"trips":[...]}`.
     public static func trips(device: String, _ trips: [Trip]) -> [UInt8] {
-        var out: [UInt8] = []
-        ByteWriting.appendDeviceDocument(device: device, key: "trips", trips, to: &out) { t, out in
-            out.append(UInt8(ascii: "{"))
-            tripMembers(t, to: &out)
-        }
-        out.append(UInt8(ascii: "\n"))
-        return out
+        document(device: device, key: "trips", trips, tripMembers)
     }
 
     /// A trip's members and its closing brace: `"start":ISO,...,"endLon":..}`.
