@@ -221,16 +221,8 @@ public enum OsmAnd {
             "location.coords.longitude", "location.coords.altitude", "location.coords.accuracy",
             "location.coords.speed", "location.coords.heading",
         ]
-        for (key, v) in values where !read.contains(key) && r.attributes.count < TrailRecord.maxAttributes {
-            let name = key.hasPrefix("location.") ? String(key.dropFirst(9)) : key
-            guard TrailRecord.identifierProblem(name) == nil else { continue }
-            switch v {
-            case .bool(let b): r.attributes[name] = b ? "true" : "false"
-            case .string(let t) where t.utf8.count <= TrailRecord.maxAttributeBytes && !t.utf8.contains(0):
-                r.attributes[name] = t
-            case .number: r.attributes[name] = text(key)
-            default: break
-            }
+        for (key, v) in values where !read.contains(key) {
+            TrailRecord.keepAttribute(key.hasPrefix("location.") ? String(key.dropFirst(9)) : key, v, in: &r.attributes)
         }
         if let problem = r.problem(now: now) { throw problem }
         return r

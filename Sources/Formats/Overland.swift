@@ -143,19 +143,7 @@ public enum Overland {
                         default: throw WireFormatError("\(at).properties.device_id: expected a string")
                         }
                     default:
-                        guard attributes.count < TrailRecord.maxAttributes,
-                            TrailRecord.identifierProblem(name) == nil
-                        else { break }
-                        switch v {
-                        case .string(let t)
-                        where t.utf8.count <= TrailRecord.maxAttributeBytes
-                            && !t.unicodeScalars.contains(where: { $0.value == 0 }):
-                            attributes[name] = t
-                        case .number(let d):
-                            attributes[name] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
-                        case .bool(let b): attributes[name] = b ? "true" : "false"
-                        default: break
-                        }
+                        TrailRecord.keepAttribute(name, v, in: &attributes)
                     }
                 }
             default:

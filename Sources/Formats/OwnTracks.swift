@@ -156,19 +156,7 @@ public enum OwnTracks {
                     case "event": event = try text()
                     case "desc": desc = try text()
                     default:
-                        guard attributes.count < TrailRecord.maxAttributes,
-                            TrailRecord.identifierProblem(key) == nil
-                        else { break }
-                        switch v {
-                        case .string(let t)
-                        where t.utf8.count <= TrailRecord.maxAttributeBytes
-                            && !t.unicodeScalars.contains(where: { $0.value == 0 }):
-                            attributes[key] = t
-                        case .number(let d):
-                            attributes[key] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
-                        case .bool(let b): attributes[key] = b ? "true" : "false"
-                        default: break
-                        }
+                        TrailRecord.keepAttribute(key, v, in: &attributes)
                     }
                 }
                 guard s.atEnd else { throw s.fail("text after the object") }

@@ -141,6 +141,21 @@ public struct TrailRecord: Hashable, Sendable {
     /// The longest attribute value, in UTF-8 bytes.
     public static let maxAttributeBytes = 1024
 
+    /// Keeps a sender's member `name` as an attribute when there is room (``maxAttributes``), the
+    /// name is an identifier and the value is text (at most ``maxAttributeBytes``, without NUL), a
+    /// number or a boolean; drops it otherwise.
+    static func keepAttribute(_ name: String, _ v: JSONScanner.Value, in attributes: inout [String: String]) {
+        guard attributes.count < maxAttributes, identifierProblem(name) == nil else { return }
+        switch v {
+        case .string(let t) where t.utf8.count <= maxAttributeBytes && !t.utf8.contains(0):
+            attributes[name] = t
+        case .number(let d):
+            attributes[name] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
+        case .bool(let b): attributes[name] = b ? "true" : "false"
+        default: break
+        }
+    }
+
     /// The attributes as a JSON object (`{"batt":"87","hdop":"0.9"}`, keys sorted), or `nil` when
     /// there are none: how a store keeps them.
     public static func attributesJSON(_ attributes: [String: String]) -> String? {
