@@ -52,7 +52,7 @@ let package = Package(
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
         .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "Formats", "CGPS", "SystemIO", "TrackFiles"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
-        .target(name: "LocationService", dependencies: ["Geo", "Formats"]),
+        .target(name: "LocationService", dependencies: ["Geo", "Formats", "SystemIO"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
         .target(name: "Lifecycle", dependencies: ["Geo"]),
         // Wire and file formats, both directions: JSON Lines, CSV, GPX, GeoJSON, our JSON batch,

@@ -69,7 +69,7 @@ public struct ByteCursor {
             p += n
             return
         }
-        let unit = ByteWriting.power(decimals)
+        let unit: UInt64 = ByteWriting.power(decimals)
         let whole = scaled / unit
         var fraction = scaled &- whole &* unit
         let n = Self.digitCount(whole)

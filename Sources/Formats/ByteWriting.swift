@@ -5,26 +5,10 @@ public enum ByteWriting {
     @usableFromInline static let digitPairs: StaticString =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
-    /// 10^`decimals` for 0...9, without an array access.
+    /// 10^`n` for 0...9 (a `UInt64`, or a `Double` to scale by), without an array access: the
+    /// constants fold into the caller.
     @inlinable @inline(__always)
-    static func scale(_ decimals: Int) -> Double {
-        switch decimals {
-        case 0: 1
-        case 1: 10
-        case 2: 100
-        case 3: 1000
-        case 4: 10_000
-        case 5: 100_000
-        case 6: 1_000_000
-        case 7: 10_000_000
-        case 8: 100_000_000
-        default: 1_000_000_000
-        }
-    }
-
-    /// 10^`n` for 0...9 as an integer, without an array access.
-    @inlinable @inline(__always)
-    static func power(_ n: Int) -> UInt64 {
+    static func power<T: ExpressibleByIntegerLiteral>(_ n: Int) -> T {
         switch n {
         case 0: 1
         case 1: 10
@@ -44,7 +28,7 @@ public enum ByteWriting {
     /// fraction `x - trunc(x)` is exact, above it `x` is already whole.
     @inlinable @inline(__always)
     static func scaledMagnitude(_ value: Double, decimals: Int) -> UInt64? {
-        let x = abs(value) * scale(decimals)
+        let x = abs(value) * (power(decimals) as Double)
         guard x < 9.0e18 else { return nil }
         let whole = Int64(x)
         return UInt64(whole) &+ (x - Double(whole) >= 0.5 ? 1 : 0)
@@ -133,6 +117,26 @@ public enum ByteWriting {
     @inlinable
     public static func appendStatic(_ s: StaticString, to out: inout [UInt8]) {
         out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    /// Appends `{"device":DEVICE,"KEY":[...]}`, each element written by `element`: the one shape of
+    /// the per-device documents (a batch's records, the endpoint's stops and trips).
+    public static func appendDeviceDocument<C: Collection>(
+        device: String, key: StaticString, _ elements: C, to out: inout [UInt8],
+        element: (C.Element, inout [UInt8]) -> Void
+    ) {
+        appendStatic("{\"device\":", to: &out)
+        appendJSONString(device, to: &out)
+        appendStatic(",\"", to: &out)
+        appendStatic(key, to: &out)
+        appendStatic("\":[", to: &out)
+        var first = true
+        for e in elements {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            element(e, &out)
+        }
+        appendStatic("]}", to: &out)
     }
 
     /// Appends a JSON string literal, quoted and escaped.

@@ -159,20 +159,8 @@ public struct FixWriter: Sendable {
         }
     }
 
-    /// ``Fix/Quality/name`` as static text.
-    static func qualityName(_ q: Fix.Quality) -> StaticString {
-        switch q {
-        case .invalid: "invalid"
-        case .gps: "gps"
-        case .dgps: "dgps"
-        case .pps: "pps"
-        case .rtkFixed: "rtk-fixed"
-        case .rtkFloat: "rtk-float"
-        case .estimated: "estimated"
-        case .manual: "manual"
-        case .simulated: "simulated"
-        }
-    }
+    /// The JSON writer's quality name: ``Fix/Quality/staticName``.
+    static func qualityName(_ q: Fix.Quality) -> StaticString { q.staticName }
 
     public static func appendCSV(_ fix: Fix, to out: inout [UInt8]) {
         if let t = fix.time { t.appendISO8601(to: &out) }

@@ -18,16 +18,7 @@ public enum JSONBatch {
     public static func encode(device: String, records: some Collection<TrailRecord>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + records.count * 220)
-        ByteWriting.appendStatic("{\"device\":", to: &out)
-        ByteWriting.appendJSONString(device, to: &out)
-        ByteWriting.appendStatic(",\"records\":[", to: &out)
-        var first = true
-        for r in records {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            append(r, to: &out)
-        }
-        ByteWriting.appendStatic("]}", to: &out)
+        ByteWriting.appendDeviceDocument(device: device, key: "records", records, to: &out) { append($0, to: &$1) }
         return out
     }
 
@@ -225,23 +216,17 @@ extension JSONBatch.Reply {
             return Int(d)
         }
         do {
-            try s.expect(UInt8(ascii: "{"))
-            if !s.take(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
-                    switch key {
-                    case "accepted":
-                        guard let n = count(try s.value()) else { return nil }
-                        accepted = n
-                    case "duplicates":
-                        guard let n = count(try s.value()) else { return nil }
-                        duplicates = n
-                    default:
-                        try s.skipValue()
-                    }
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+            try s.members { (s, key) throws(FormatsError) in
+                switch key {
+                case "accepted":
+                    guard let n = count(try s.value()) else { throw s.fail("accepted: expected a count") }
+                    accepted = n
+                case "duplicates":
+                    guard let n = count(try s.value()) else { throw s.fail("duplicates: expected a count") }
+                    duplicates = n
+                default:
+                    try s.skipValue()
+                }
             }
             guard s.atEnd else { return nil }
         } catch {

@@ -158,24 +158,20 @@ public enum OsmAnd {
     public static func decodeJSON(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> TrailRecord {
         var values: [String: JSONScanner.Value] = [:]
         var s = JSONScanner(bytes)
-        func object(_ prefix: String, depth: Int) throws(JSONScanner.Failure) {
-            try s.expect(UInt8(ascii: "{"))
-            if s.take(UInt8(ascii: "}")) { return }
-            repeat {
-                let key = prefix + (try s.string())
-                try s.expect(UInt8(ascii: ":"))
+        func object(_ s: inout JSONScanner, _ prefix: String, depth: Int) throws(JSONScanner.Failure) {
+            try s.members { (s, name) throws(FormatsError) in
+                let key = prefix + name
                 s.skipWhitespace()
                 if depth < 4, s.i < s.bytes.count, s.bytes[s.i] == UInt8(ascii: "{") {
-                    try object(key + ".", depth: depth + 1)
+                    try object(&s, key + ".", depth: depth + 1)
                 } else {
                     let v = try s.value()
                     if values.count < 4 * TrailRecord.maxAttributes { values[key] = v }
                 }
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            }
         }
         do {
-            try object("", depth: 0)
+            try object(&s, "", depth: 0)
             guard s.atEnd else { throw s.fail("text after the object") }
         }
         func number(_ key: String) throws(WireFormatError) -> Double? {
@@ -225,16 +221,8 @@ public enum OsmAnd {
             "location.coords.longitude", "location.coords.altitude", "location.coords.accuracy",
             "location.coords.speed", "location.coords.heading",
         ]
-        for (key, v) in values where !read.contains(key) && r.attributes.count < TrailRecord.maxAttributes {
-            let name = key.hasPrefix("location.") ? String(key.dropFirst(9)) : key
-            guard TrailRecord.identifierProblem(name) == nil else { continue }
-            switch v {
-            case .bool(let b): r.attributes[name] = b ? "true" : "false"
-            case .string(let t) where t.utf8.count <= TrailRecord.maxAttributeBytes && !t.utf8.contains(0):
-                r.attributes[name] = t
-            case .number: r.attributes[name] = text(key)
-            default: break
-            }
+        for (key, v) in values where !read.contains(key) {
+            TrailRecord.keepAttribute(key.hasPrefix("location.") ? String(key.dropFirst(9)) : key, v, in: &r.attributes)
         }
         if let problem = r.problem(now: now) { throw problem }
         return r

@@ -59,19 +59,14 @@ public enum Overland {
         var s = JSONScanner(body)
         var ok = false
         do {
-            try s.expect(UInt8(ascii: "{"))
-            if s.take(UInt8(ascii: "}")) { return false }
-            repeat {
-                let key = try s.string()
-                try s.expect(UInt8(ascii: ":"))
+            try s.members { (s, key) throws(FormatsError) in
                 if key == "result" {
-                    guard case .string(let v) = try s.value() else { return false }
+                    guard case .string(let v) = try s.value() else { throw s.fail("result: expected a string") }
                     ok = v == "ok"
                 } else {
                     try s.skipValue()
                 }
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            }
             return ok && s.atEnd
         } catch {
             return false
@@ -148,19 +143,7 @@ public enum Overland {
                         default: throw WireFormatError("\(at).properties.device_id: expected a string")
                         }
                     default:
-                        guard attributes.count < TrailRecord.maxAttributes,
-                            TrailRecord.identifierProblem(name) == nil
-                        else { break }
-                        switch v {
-                        case .string(let t)
-                        where t.utf8.count <= TrailRecord.maxAttributeBytes
-                            && !t.unicodeScalars.contains(where: { $0.value == 0 }):
-                            attributes[name] = t
-                        case .number(let d):
-                            attributes[name] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
-                        case .bool(let b): attributes[name] = b ? "true" : "false"
-                        default: break
-                        }
+                        TrailRecord.keepAttribute(name, v, in: &attributes)
                     }
                 }
             default:

@@ -122,60 +122,42 @@ public enum OwnTracks {
         init(_ bytes: [UInt8]) throws(WireFormatError) {
             var s = JSONScanner(bytes)
             do {
-                try s.expect(UInt8(ascii: "{"))
-                if !s.take(UInt8(ascii: "}")) {
-                    repeat {
-                        let key = try s.string()
-                        try s.expect(UInt8(ascii: ":"))
-                        let v = try s.value()
-                        func number() throws(WireFormatError) -> Double? {
-                            switch v {
-                            case .number(let d): return d
-                            case .string(let t):
-                                guard let d = Double(t.trimmingSpaces), d.isFinite else {
-                                    throw WireFormatError("\(key): '\(t.prefix(32))' is not a number")
-                                }
-                                return d
-                            case .null: return nil
-                            default: throw WireFormatError("\(key): expected a number")
+                try s.members { (s, key) throws(FormatsError) in
+                    let v = try s.value()
+                    func number() throws(WireFormatError) -> Double? {
+                        switch v {
+                        case .number(let d): return d
+                        case .string(let t):
+                            guard let d = Double(t.trimmingSpaces), d.isFinite else {
+                                throw WireFormatError("\(key): '\(t.prefix(32))' is not a number")
                             }
+                            return d
+                        case .null: return nil
+                        default: throw WireFormatError("\(key): expected a number")
                         }
-                        func text() throws(WireFormatError) -> String? {
-                            switch v {
-                            case .string(let t): return t
-                            case .null: return nil
-                            default: throw WireFormatError("\(key): expected a string")
-                            }
+                    }
+                    func text() throws(WireFormatError) -> String? {
+                        switch v {
+                        case .string(let t): return t
+                        case .null: return nil
+                        default: throw WireFormatError("\(key): expected a string")
                         }
-                        switch key {
-                        case "_type": _type = try text()
-                        case "tst": tst = try number()
-                        case "lat": lat = try number()
-                        case "lon": lon = try number()
-                        case "acc": acc = try number()
-                        case "alt": alt = try number()
-                        case "vac": vac = try number()
-                        case "vel": vel = try number()
-                        case "cog": cog = try number()
-                        case "event": event = try text()
-                        case "desc": desc = try text()
-                        default:
-                            guard attributes.count < TrailRecord.maxAttributes,
-                                TrailRecord.identifierProblem(key) == nil
-                            else { break }
-                            switch v {
-                            case .string(let t)
-                            where t.utf8.count <= TrailRecord.maxAttributeBytes
-                                && !t.unicodeScalars.contains(where: { $0.value == 0 }):
-                                attributes[key] = t
-                            case .number(let d):
-                                attributes[key] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
-                            case .bool(let b): attributes[key] = b ? "true" : "false"
-                            default: break
-                            }
-                        }
-                    } while s.take(UInt8(ascii: ","))
-                    try s.expect(UInt8(ascii: "}"))
+                    }
+                    switch key {
+                    case "_type": _type = try text()
+                    case "tst": tst = try number()
+                    case "lat": lat = try number()
+                    case "lon": lon = try number()
+                    case "acc": acc = try number()
+                    case "alt": alt = try number()
+                    case "vac": vac = try number()
+                    case "vel": vel = try number()
+                    case "cog": cog = try number()
+                    case "event": event = try text()
+                    case "desc": desc = try text()
+                    default:
+                        TrailRecord.keepAttribute(key, v, in: &attributes)
+                    }
                 }
                 guard s.atEnd else { throw s.fail("text after the object") }
             }

@@ -23,22 +23,16 @@ public enum OwnTracksEnvelope {
         var text: String?
         var sawData = false
         do throws(WireFormatError) {
-            try s.expect(UInt8(ascii: "{"))
-            if !s.take(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
-                    switch key {
-                    case "_type":
-                        if case .string(let t) = try s.value() { type = t }
-                    case "data":
-                        sawData = true
-                        if case .string(let t) = try s.value() { text = t }
-                    default:
-                        try s.skipValue()
-                    }
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+            try s.members { (s, key) throws(FormatsError) in
+                switch key {
+                case "_type":
+                    if case .string(let t) = try s.value() { type = t }
+                case "data":
+                    sawData = true
+                    if case .string(let t) = try s.value() { text = t }
+                default:
+                    try s.skipValue()
+                }
             }
             guard s.atEnd else { throw s.fail("text after the object") }
         } catch {

@@ -86,14 +86,8 @@ public enum RecorderAPI {
                         guard let s = number(maxDigits: 2), s <= 60 else { return nil }
                         second = s
                         if take(46) {
-                            var scale = 0.1
-                            let start = i
-                            while i < b.count, b[i] >= 48, b[i] <= 57 {
-                                fraction += Double(b[i] - 48) * scale
-                                scale /= 10
-                                i += 1
-                            }
-                            guard i > start else { return nil }
+                            guard let f = ISOTime.fraction(b, at: &i) else { return nil }
+                            fraction = f
                         }
                     }
                 }
@@ -135,26 +129,19 @@ public enum RecorderAPI {
         var lat = (-90.0, 90.0), lon = (-180.0, 180.0)
         var out: [UInt8] = []
         var bits = 0, value = 0, even = true
-        while out.count < precision {
-            if even {
-                let mid = (lon.0 + lon.1) / 2
-                if longitude >= mid {
-                    value = value << 1 | 1
-                    lon.0 = mid
-                } else {
-                    value <<= 1
-                    lon.1 = mid
-                }
+        /// One bit: which half of `range` holds `v`, the range narrowed to it.
+        func bisect(_ v: Double, _ range: inout (Double, Double)) {
+            let mid = (range.0 + range.1) / 2
+            if v >= mid {
+                value = value << 1 | 1
+                range.0 = mid
             } else {
-                let mid = (lat.0 + lat.1) / 2
-                if latitude >= mid {
-                    value = value << 1 | 1
-                    lat.0 = mid
-                } else {
-                    value <<= 1
-                    lat.1 = mid
-                }
+                value <<= 1
+                range.1 = mid
             }
+        }
+        while out.count < precision {
+            if even { bisect(longitude, &lon) } else { bisect(latitude, &lat) }
             even.toggle()
             bits += 1
             if bits == 5 {

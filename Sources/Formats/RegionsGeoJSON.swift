@@ -44,31 +44,21 @@ public struct RegionDefinition: Hashable, Sendable {
         do throws(FormatsError) {
             var root = Feature()
             var count = 0
-            try scanner.expect(UInt8(ascii: "{"))
-            if !scanner.take(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try scanner.string()
-                    try scanner.expect(UInt8(ascii: ":"))
-                    if key == "features" {
-                        guard scanner.peek == UInt8(ascii: "[") else {
-                            throw FormatsError("FeatureCollection without features")
-                        }
-                        try scanner.expect(UInt8(ascii: "["))
-                        if !scanner.take(UInt8(ascii: "]")) {
-                            repeat {
-                                count += 1
-                                var feature = Feature()
-                                try feature.read(&scanner)
-                                body(try feature.definition(name: "feature \(count)"))
-                            } while scanner.take(UInt8(ascii: ","))
-                            try scanner.expect(UInt8(ascii: "]"))
-                        }
-                        root.hasFeatures = true
-                    } else {
-                        try root.readField(key, &scanner)
+            try scanner.members { (s, key) throws(FormatsError) in
+                if key == "features" {
+                    guard s.peek == UInt8(ascii: "[") else {
+                        throw FormatsError("FeatureCollection without features")
                     }
-                } while scanner.take(UInt8(ascii: ","))
-                try scanner.expect(UInt8(ascii: "}"))
+                    try s.elements { (s) throws(FormatsError) in
+                        count += 1
+                        var feature = Feature()
+                        try feature.read(&s)
+                        body(try feature.definition(name: "feature \(count)"))
+                    }
+                    root.hasFeatures = true
+                } else {
+                    try root.readField(key, &s)
+                }
             }
             guard scanner.atEnd else { throw scanner.fail("data after the document") }
             switch root.type {
@@ -124,14 +114,7 @@ public struct RegionDefinition: Hashable, Sendable {
 
         mutating func read(_ s: inout JSONScanner) throws(JSONScanner.Failure) {
             if s.takeNull() { return }
-            try s.expect(UInt8(ascii: "{"))
-            if s.take(UInt8(ascii: "}")) { return }
-            repeat {
-                let key = try s.string()
-                try s.expect(UInt8(ascii: ":"))
-                try readField(key, &s)
-            } while s.take(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            try s.members { (s, key) throws(FormatsError) in try readField(key, &s) }
         }
 
         mutating func readField(_ key: String, _ s: inout JSONScanner) throws(JSONScanner.Failure) {
@@ -141,18 +124,13 @@ public struct RegionDefinition: Hashable, Sendable {
             case "geometry":
                 if s.takeNull() { return }
                 geometryPresent = true
-                try s.expect(UInt8(ascii: "{"))
-                if s.take(UInt8(ascii: "}")) { return }
-                repeat {
-                    let k = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
+                try s.members { (s, k) throws(FormatsError) in
                     switch k {
                     case "type": geometryType = try s.optionalString()
                     case "coordinates": coordinates = try s.coordinates(depth: 0)
                     default: try s.skipValue()
                     }
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+                }
             case "properties":
                 if s.takeNull() { return }
                 s.skipWhitespace()
@@ -160,11 +138,7 @@ public struct RegionDefinition: Hashable, Sendable {
                     try s.skipValue()
                     return
                 }
-                try s.expect(UInt8(ascii: "{"))
-                if s.take(UInt8(ascii: "}")) { return }
-                repeat {
-                    let k = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
+                try s.members { (s, k) throws(FormatsError) in
                     switch k {
                     case "id": propertyID = try s.idValue()
                     case "radius": radius = try s.optionalNumber()
@@ -173,8 +147,7 @@ public struct RegionDefinition: Hashable, Sendable {
                     case "notifyOnExit": notifyOnExit = try s.optionalBool()
                     default: try s.skipValue()
                     }
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+                }
             default:
                 try s.skipValue()
             }
@@ -261,54 +234,44 @@ extension RegionDefinition {
     public static func parseStoreRecords(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(FormatsError) {
         var s = JSONScanner(data)
         do {
-            try s.expect(UInt8(ascii: "["))
-            if !s.take(UInt8(ascii: "]")) {
-                var n = 0
-                repeat {
-                    n += 1
-                    var id: String?, lat: Double?, lon: Double?, radius: Double?, dwell: Double?
-                    var ring: Coordinates?
-                    var onEntry = true, onExit = true
-                    try s.expect(UInt8(ascii: "{"))
-                    if !s.take(UInt8(ascii: "}")) {
-                        repeat {
-                            let key = try s.string()
-                            try s.expect(UInt8(ascii: ":"))
-                            switch key {
-                            case "id": id = try s.string()
-                            case "lat": lat = try s.optionalNumber()
-                            case "lon": lon = try s.optionalNumber()
-                            case "radius": radius = try s.optionalNumber()
-                            case "dwell": dwell = try s.optionalNumber()
-                            case "ring": ring = try s.takeNull() ? nil : s.coordinates(depth: 0)
-                            case "notifyOnEntry": onEntry = try s.optionalBool() ?? true
-                            case "notifyOnExit": onExit = try s.optionalBool() ?? true
-                            default: try s.skipValue()
-                            }
-                        } while s.take(UInt8(ascii: ","))
-                        try s.expect(UInt8(ascii: "}"))
+            var n = 0
+            try s.elements { (s) throws(FormatsError) in
+                n += 1
+                var id: String?, lat: Double?, lon: Double?, radius: Double?, dwell: Double?
+                var ring: Coordinates?
+                var onEntry = true, onExit = true
+                try s.members { (s, key) throws(FormatsError) in
+                    switch key {
+                    case "id": id = try s.string()
+                    case "lat": lat = try s.optionalNumber()
+                    case "lon": lon = try s.optionalNumber()
+                    case "radius": radius = try s.optionalNumber()
+                    case "dwell": dwell = try s.optionalNumber()
+                    case "ring": ring = try s.takeNull() ? nil : s.coordinates(depth: 0)
+                    case "notifyOnEntry": onEntry = try s.optionalBool() ?? true
+                    case "notifyOnExit": onExit = try s.optionalBool() ?? true
+                    default: try s.skipValue()
                     }
-                    guard let id, !id.isEmpty else { throw FormatsError("record \(n) has no id") }
-                    let shape: Shape
-                    if let ring {
-                        var vertices: [Coordinate] = []
-                        for (k, p) in (ring.list ?? []).enumerated() {
-                            guard let pair = p.numbers, pair.count == 2 else {
-                                throw FormatsError("region \(id): vertex \(k + 1) is not [lat, lon]")
-                            }
-                            vertices.append(Coordinate(latitude: pair[0], longitude: pair[1]))
+                }
+                guard let id, !id.isEmpty else { throw FormatsError("record \(n) has no id") }
+                let shape: Shape
+                if let ring {
+                    var vertices: [Coordinate] = []
+                    for (k, p) in (ring.list ?? []).enumerated() {
+                        guard let pair = p.numbers, pair.count == 2 else {
+                            throw FormatsError("region \(id): vertex \(k + 1) is not [lat, lon]")
                         }
-                        shape = .polygon(vertices)
-                    } else if let lat, let lon, let radius {
-                        shape = .circle(center: Coordinate(latitude: lat, longitude: lon), radius: radius)
-                    } else {
-                        throw FormatsError("region \(id) has neither a centre and radius nor a ring")
+                        vertices.append(Coordinate(latitude: pair[0], longitude: pair[1]))
                     }
-                    body(
-                        RegionDefinition(
-                            id: id, shape: shape, dwell: dwell, notifyOnEntry: onEntry, notifyOnExit: onExit))
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "]"))
+                    shape = .polygon(vertices)
+                } else if let lat, let lon, let radius {
+                    shape = .circle(center: Coordinate(latitude: lat, longitude: lon), radius: radius)
+                } else {
+                    throw FormatsError("region \(id) has neither a centre and radius nor a ring")
+                }
+                body(
+                    RegionDefinition(
+                        id: id, shape: shape, dwell: dwell, notifyOnEntry: onEntry, notifyOnExit: onExit))
             }
             guard s.atEnd else { throw s.fail("data after the array") }
         }
@@ -463,39 +426,24 @@ extension RegionDefinition {
         var s = JSONScanner(data)
         var out: [(id: String, enteredAt: Double?, dwellReported: Bool)] = []
         do {
-            try s.expect(UInt8(ascii: "{"))
-            if !s.take(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try s.string()
-                    try s.expect(UInt8(ascii: ":"))
-                    guard key == "inside" else {
-                        try s.skipValue()
-                        continue
-                    }
-                    try s.expect(UInt8(ascii: "["))
-                    if s.take(UInt8(ascii: "]")) { continue }
-                    repeat {
-                        var id: String?, enteredAt: Double?, dwell = false
-                        try s.expect(UInt8(ascii: "{"))
-                        if !s.take(UInt8(ascii: "}")) {
-                            repeat {
-                                let k = try s.string()
-                                try s.expect(UInt8(ascii: ":"))
-                                switch k {
-                                case "id": id = try s.string()
-                                case "enteredAt": enteredAt = try s.optionalNumber()
-                                case "dwellReported": dwell = try s.optionalBool() ?? false
-                                default: try s.skipValue()
-                                }
-                            } while s.take(UInt8(ascii: ","))
-                            try s.expect(UInt8(ascii: "}"))
+            try s.members { (s, key) throws(FormatsError) in
+                guard key == "inside" else {
+                    try s.skipValue()
+                    return
+                }
+                try s.elements { (s) throws(FormatsError) in
+                    var id: String?, enteredAt: Double?, dwell = false
+                    try s.members { (s, k) throws(FormatsError) in
+                        switch k {
+                        case "id": id = try s.string()
+                        case "enteredAt": enteredAt = try s.optionalNumber()
+                        case "dwellReported": dwell = try s.optionalBool() ?? false
+                        default: try s.skipValue()
                         }
-                        guard let id else { throw FormatsError("an inside region without an id") }
-                        out.append((id, enteredAt, dwell))
-                    } while s.take(UInt8(ascii: ","))
-                    try s.expect(UInt8(ascii: "]"))
-                } while s.take(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+                    }
+                    guard let id else { throw FormatsError("an inside region without an id") }
+                    out.append((id, enteredAt, dwell))
+                }
             }
             guard s.atEnd else { throw s.fail("data after the object") }
         }

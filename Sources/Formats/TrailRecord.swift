@@ -141,6 +141,21 @@ public struct TrailRecord: Hashable, Sendable {
     /// The longest attribute value, in UTF-8 bytes.
     public static let maxAttributeBytes = 1024
 
+    /// Keeps a sender's member `name` as an attribute when there is room (``maxAttributes``), the
+    /// name is an identifier and the value is text (at most ``maxAttributeBytes``, without NUL), a
+    /// number or a boolean; drops it otherwise.
+    static func keepAttribute(_ name: String, _ v: JSONScanner.Value, in attributes: inout [String: String]) {
+        guard attributes.count < maxAttributes, identifierProblem(name) == nil else { return }
+        switch v {
+        case .string(let t) where t.utf8.count <= maxAttributeBytes && !t.utf8.contains(0):
+            attributes[name] = t
+        case .number(let d):
+            attributes[name] = d == d.rounded() && abs(d) < 9e15 ? String(Int64(d)) : "\(d)"
+        case .bool(let b): attributes[name] = b ? "true" : "false"
+        default: break
+        }
+    }
+
     /// The attributes as a JSON object (`{"batt":"87","hdop":"0.9"}`, keys sorted), or `nil` when
     /// there are none: how a store keeps them.
     public static func attributesJSON(_ attributes: [String: String]) -> String? {
@@ -246,6 +261,20 @@ public enum ISOTime {
         }
     }
 
+    /// The fraction of a second whose digits start at `i` (after the `.`), with `i` moved past
+    /// them; `nil` when no digit is there.
+    static func fraction(_ b: [UInt8], at i: inout Int) -> Double? {
+        var fraction = 0.0
+        var scale = 0.1
+        let start = i
+        while i < b.count, b[i] >= 48, b[i] <= 57 {
+            fraction += Double(b[i] - 48) * scale
+            scale /= 10
+            i += 1
+        }
+        return i > start ? fraction : nil
+    }
+
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)`; `nil` when it is not that, names a day the
     /// month doesn't have (`2024-02-31`), or lies past ``representable`` (a leap second at the very end).
     public static func parse(_ text: String) -> Double? { parse(text, anyOffset: false) }
@@ -275,14 +304,8 @@ public enum ISOTime {
         var fraction = 0.0
         if i < b.count && b[i] == 46 {
             i += 1
-            var scale = 0.1
-            let start = i
-            while i < b.count, b[i] >= 48, b[i] <= 57 {
-                fraction += Double(b[i] - 48) * scale
-                scale /= 10
-                i += 1
-            }
-            guard i > start else { return nil }
+            guard let f = ISOTime.fraction(b, at: &i) else { return nil }
+            fraction = f
         }
         let zone = b[i...]
         var offset = 0

@@ -1,7 +1,6 @@
 import Formats
 import Geo
 import NMEA
-import Synchronization
 
 /// Fixes from a recorded NMEA log: a file, standard input (`-`) or a gzip file.
 ///
@@ -37,24 +36,22 @@ public final class NMEALogSource: FixSource {
     public typealias Progress = ReplayProgress<NMEAStatistics>
 
     public let options: Options
+    private let state: ReplayState<NMEAStatistics>
     /// The clock that follows the log's fix times.
-    public let logClock: ManualClock
-    private let pacer: Pacer
-    private let progressState = Mutex(Progress())
+    public var logClock: ManualClock { state.logClock }
 
     /// - Parameters:
     ///   - options: what to replay and how.
     ///   - clock: the clock pacing measures real time on (tests pass a ``ManualClock``).
     public init<C: Clock>(options: Options, clock: C = ContinuousClock()) where C.Duration == Duration {
         self.options = options
-        self.logClock = ManualClock()
-        self.pacer = Pacer(clock: clock)
+        self.state = ReplayState(clock: clock, statistics: NMEAStatistics())
     }
 
     public var name: String { "log \(options.path == "-" ? "<stdin>" : options.path)" }
 
     /// Progress so far.
-    public var progress: Progress { progressState.withLock { $0 } }
+    public var progress: Progress { state.current }
 
     public func makeAsyncIterator() -> Iterator {
         Iterator(source: self)
@@ -82,20 +79,14 @@ public final class NMEALogSource: FixSource {
             }
             self.decoder = NMEADecoder(options: options)
             self.buffer = ReadBuffer(size: 256 * 1024)
-            self.replay = PacedReplay(
-                speed: source.options.speed, pacer: source.pacer, logClock: source.logClock, clockOnlyForward: false)
+            self.replay = source.state.makeReplay(speed: source.options.speed, clockOnlyForward: false)
         }
 
         public mutating func next() async -> SourceElement? { await nextElement() }
 
         func prepared(_ fix: Fix) -> Fix { fix }
 
-        func delivered(reaching position: Int64) {
-            source.progressState.withLock {
-                $0.fixes += 1
-                $0.position = position
-            }
-        }
+        func delivered(reaching position: Int64) { source.state.delivered(reaching: position) }
 
         mutating func fill() async {
             // A chunk decodes without suspending: let the rest of the program (and the other
@@ -139,13 +130,7 @@ public final class NMEALogSource: FixSource {
                     let stats = decoder.statistics
                     let fixes = replay.queue.count(where: { if case .fix = $0 { true } else { false } })
                     replay.chunk = (start: replay.chunk.end, end: reader.position, fixes: fixes, delivered: 0)
-                    let c = replay.chunk
-                    source.progressState.withLock {
-                        // A chunk without fixes is passed at once; one with fixes as they go out.
-                        if fixes == 0 { $0.position = c.end }
-                        $0.read = c.end
-                        $0.statistics = stats
-                    }
+                    source.state.read(upTo: replay.chunk.end, fixes: fixes, statistics: stats)
                     return
                 }
                 var collected: [SourceElement] = []
@@ -173,19 +158,9 @@ public final class NMEALogSource: FixSource {
             do {
                 let r = try NMEAFileReader(path: source.options.path)
                 reader = r
-                replay.chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
-                source.progressState.withLock {
-                    $0.size = r.size
-                    $0.position = 0
-                    $0.read = 0
-                }
-                if source.progress.passes == 0 {
-                    replay.queue.append(
-                        .event(
-                            SourceEvent(
-                                .connected, source: source.name,
-                                message: "replaying \(r.name)"
-                                    + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
+                if let event = source.state.opened(r, source: source.name, speed: source.options.speed, replay: &replay)
+                {
+                    replay.queue.append(event)
                 }
             } catch {
                 let problem = failure(.cannotOpen, error)
@@ -195,10 +170,7 @@ public final class NMEALogSource: FixSource {
         }
 
         mutating func endOfPass() {
-            let passes = source.progressState.withLock { p -> Int in
-                p.passes += 1
-                return p.passes
-            }
+            let passes = source.state.passEnded()
             replay.queue.append(
                 .event(
                     SourceEvent(

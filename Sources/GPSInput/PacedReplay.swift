@@ -1,4 +1,6 @@
 import Geo
+import NMEA
+import Synchronization
 
 /// What a file replay does whatever the file's format: it keeps what was read ahead, paces the
 /// fixes by their times (``speed``), shifts a looped pass forward, drives the log clock and says how
@@ -111,6 +113,72 @@ extension PacedReplayIterator {
             }
             if finished || Task.isCancelled { return nil }
             await fill()
+        }
+    }
+}
+
+/// What a file replay's source shares with its iterators: the pacing, the clock that follows the
+/// fixes' times and the progress, with the steps of a pass every file format goes through.
+final class ReplayState<Statistics: Hashable & Sendable>: Sendable {
+    /// The clock that follows the fixes' times.
+    let logClock: ManualClock
+    let pacer: Pacer
+    let progress: Mutex<ReplayProgress<Statistics>>
+
+    init<C: Clock>(clock: C, statistics: Statistics) where C.Duration == Duration {
+        self.logClock = ManualClock()
+        self.pacer = Pacer(clock: clock)
+        self.progress = Mutex(ReplayProgress(statistics: statistics))
+    }
+
+    /// Progress so far.
+    var current: ReplayProgress<Statistics> { progress.withLock { $0 } }
+
+    /// A replay that paces on this state's pacer and drives its log clock.
+    func makeReplay(speed: Double?, clockOnlyForward: Bool) -> PacedReplay {
+        PacedReplay(speed: speed, pacer: pacer, logClock: logClock, clockOnlyForward: clockOnlyForward)
+    }
+
+    /// `file` was opened for a pass of `replay`: returns the event that says so on the first pass
+    /// (`nil` on the next ones), for the source named `source`.
+    func opened(
+        _ file: NMEAFileReader, source: String, speed: Double?, replay: inout PacedReplay
+    ) -> SourceElement? {
+        replay.chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
+        let passes = progress.withLock {
+            $0.size = file.size
+            $0.position = 0
+            $0.read = 0
+            return $0.passes
+        }
+        guard passes == 0 else { return nil }
+        let pace = speed.map { " at \($0)x" } ?? " as fast as possible"
+        return .event(SourceEvent(.connected, source: source, message: "replaying \(file.name)" + pace))
+    }
+
+    /// The file was read up to `end`, with `fixes` fixes read ahead: a chunk without fixes is
+    /// passed at once, one with fixes as they go out.
+    func read(upTo end: Int64, fixes: Int, statistics: Statistics) {
+        progress.withLock {
+            if fixes == 0 { $0.position = end }
+            $0.read = end
+            $0.statistics = statistics
+        }
+    }
+
+    /// One more fix was delivered, and the fixes delivered reach `position` of the file.
+    func delivered(reaching position: Int64) {
+        progress.withLock {
+            $0.fixes += 1
+            $0.position = position
+        }
+    }
+
+    /// A pass ended: returns the number of passes completed.
+    func passEnded() -> Int {
+        progress.withLock {
+            $0.passes += 1
+            return $0.passes
         }
     }
 }

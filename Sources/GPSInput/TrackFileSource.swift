@@ -40,24 +40,22 @@ public final class TrackFileSource: FixSource {
     public typealias Progress = ReplayProgress<TrackFileStatistics>
 
     public let options: Options
+    private let state: ReplayState<TrackFileStatistics>
     /// The clock that follows the file's fix times.
-    public let logClock: ManualClock
-    private let pacer: Pacer
-    private let progressState = Mutex(Progress())
+    public var logClock: ManualClock { state.logClock }
 
     /// - Parameters:
     ///   - options: what to replay and how.
     ///   - clock: the clock pacing measures real time on (tests pass a ``ManualClock``).
     public init<C: Clock>(options: Options, clock: C = ContinuousClock()) where C.Duration == Duration {
         self.options = options
-        self.logClock = ManualClock()
-        self.pacer = Pacer(clock: clock)
+        self.state = ReplayState(clock: clock, statistics: TrackFileStatistics())
     }
 
     public var name: String { "\(options.format) \(options.path == "-" ? "<stdin>" : options.path)" }
 
     /// Progress so far.
-    public var progress: Progress { progressState.withLock { $0 } }
+    public var progress: Progress { state.current }
 
     public func makeAsyncIterator() -> Iterator {
         Iterator(source: self)
@@ -81,8 +79,7 @@ public final class TrackFileSource: FixSource {
             self.source = source
             self.reader = source.options.format.makeReader()!
             self.buffer = ReadBuffer(size: 256 * 1024)
-            self.replay = PacedReplay(
-                speed: source.options.speed, pacer: source.pacer, logClock: source.logClock, clockOnlyForward: true)
+            self.replay = source.state.makeReplay(speed: source.options.speed, clockOnlyForward: true)
         }
 
         public mutating func next() async -> SourceElement? { await nextElement() }
@@ -95,12 +92,7 @@ public final class TrackFileSource: FixSource {
             return fix
         }
 
-        func delivered(reaching position: Int64) {
-            source.progressState.withLock {
-                $0.fixes += 1
-                $0.position = position
-            }
-        }
+        func delivered(reaching position: Int64) { source.state.delivered(reaching: position) }
 
         mutating func fill() async {
             await Task.yield()
@@ -131,24 +123,13 @@ public final class TrackFileSource: FixSource {
                     let stats = reader.statistics
                     let fixes = collected.count
                     replay.chunk = (start: replay.chunk.end, end: file.position, fixes: fixes, delivered: 0)
-                    let c = replay.chunk
-                    source.progressState.withLock {
-                        if fixes == 0 { $0.position = c.end }
-                        $0.read = c.end
-                        $0.statistics = stats
-                    }
+                    source.state.read(upTo: replay.chunk.end, fixes: fixes, statistics: stats)
                     return
                 }
                 try reader.finish { collected.append(.fix($0)) }
                 // The end of the file: every byte was read (a gzip trailer included).
                 replay.chunk = (start: replay.chunk.end, end: file.position, fixes: collected.count, delivered: 0)
-                let stats = reader.statistics
-                let c = replay.chunk
-                source.progressState.withLock {
-                    $0.statistics = stats
-                    $0.read = c.end
-                    if c.fixes == 0 { $0.position = c.end }
-                }
+                source.state.read(upTo: replay.chunk.end, fixes: replay.chunk.fixes, statistics: reader.statistics)
                 endOfPass(&collected)
             } catch {
                 var e = error
@@ -158,7 +139,7 @@ public final class TrackFileSource: FixSource {
                     byteOffset: e.byteOffset >= 0 ? e.byteOffset : nil, underlying: e)
                 collected.append(.event(SourceEvent(.error, source: source.name, error: failure)))
                 let stats = reader.statistics
-                source.progressState.withLock { $0.statistics = stats }
+                source.state.progress.withLock { $0.statistics = stats }
                 finished = true
             }
         }
@@ -168,19 +149,9 @@ public final class TrackFileSource: FixSource {
                 let f = try NMEAFileReader(path: source.options.path)
                 file = f
                 reader = source.options.format.makeReader()!
-                replay.chunk = (start: 0, end: 0, fixes: 0, delivered: 0)
-                source.progressState.withLock {
-                    $0.size = f.size
-                    $0.position = 0
-                    $0.read = 0
-                }
-                if source.progress.passes == 0 {
-                    replay.queue.append(
-                        .event(
-                            SourceEvent(
-                                .connected, source: source.name,
-                                message: "replaying \(f.name)"
-                                    + (source.options.speed.map { " at \($0)x" } ?? " as fast as possible"))))
+                if let event = source.state.opened(f, source: source.name, speed: source.options.speed, replay: &replay)
+                {
+                    replay.queue.append(event)
                 }
             } catch {
                 let e = TrackFileError(.io, "cannot open", file: source.options.path, underlying: error)
@@ -191,10 +162,7 @@ public final class TrackFileSource: FixSource {
         }
 
         mutating func endOfPass(_ collected: inout [SourceElement]) {
-            let passes = source.progressState.withLock { p -> Int in
-                p.passes += 1
-                return p.passes
-            }
+            let passes = source.state.passEnded()
             collected.append(
                 .event(SourceEvent(.endOfInput, source: source.name, message: "end of file after pass \(passes)")))
             guard source.options.loop, source.options.path != "-" else {

@@ -31,7 +31,10 @@ public struct Fix: Hashable, Sendable {
         case manual = 7
         case simulated = 8
 
-        public var name: String {
+        public var name: String { staticName.description }
+
+        /// ``name`` as static text, for writers that append bytes.
+        public var staticName: StaticString {
             switch self {
             case .invalid: "invalid"
             case .gps: "gps"

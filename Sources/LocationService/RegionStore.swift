@@ -3,6 +3,7 @@
 #endif
 import Formats
 import Geo
+import SystemIO
 
 /// Monitored regions and their states on disk, so they survive restarts.
 ///
@@ -155,7 +156,7 @@ public struct RegionStore: Sendable {
         _ path: String,
         _ produce: (inout [UInt8], (inout [UInt8]) throws(LocationError) -> Void) throws(LocationError) -> Void
     ) throws(LocationError) {
-        makeDirectories(directory)
+        makeDirectories(directory, mode: 0o755)
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw LocationError(.unwritable, path: path, errno: errno) }
@@ -183,16 +184,6 @@ public struct RegionStore: Sendable {
         close(fd)
         guard rename(temporary, path) == 0 else {
             throw LocationError(.unwritable, path: path, errno: errno)
-        }
-    }
-
-    /// Creates a directory and its parents.
-    private func makeDirectories(_ path: String) {
-        var current = ""
-        for part in path.split(separator: "/", omittingEmptySubsequences: false) {
-            current +=
-                (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
-            if !current.isEmpty && current != "/" { mkdir(current, 0o755) }
         }
     }
 }

@@ -107,6 +107,18 @@ public struct NMEADecoder {
         if let failure { throw failure }
     }
 
+    /// The `$` at `offset` of the input begins a sentence on the current line.
+    @inline(__always)
+    mutating func beginSentence(at offset: Int64) {
+        lineHasContent = true
+        phase = .body
+        xor = 0
+        sentenceLength = 1
+        sentenceLine = lineNumber
+        sentenceOffset = offset
+        if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
+    }
+
     mutating func decodeChunk(
         _ buffer: UnsafeRawBufferPointer, bounds: UnsafeMutablePointer<Int16>,
         _ emit: (Fix) -> Void
@@ -144,14 +156,8 @@ public struct NMEADecoder {
                 stats.skippedBytes += Int64(skipped)
                 lineHasContent = content
                 if i == n { break scan }
-                lineHasContent = true
-                phase = .body
-                xor = 0
-                sentenceLength = 1
-                sentenceLine = lineNumber
-                sentenceOffset = chunkOffset + Int64(i)
+                beginSentence(at: chunkOffset + Int64(i))
                 sentenceStart = i
-                if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
                 i += 1
 
             case .body:
@@ -207,26 +213,18 @@ public struct NMEADecoder {
                             stated = v
                             sentenceLength += 3
                             i &+= 3
-                            phase = .seek
-                            if !complete(
+                            if endSentence(
                                 base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
-                                checked: true, emit)
+                                checked: true, pending: &pendingError, emit)
                             {
-                                pendingError = takeRejection()
-                                if reject(&pendingError) { break scan }
+                                break scan
                             }
                             // CR LF and the next sentence's `$`, as the seek phase would find them.
                             if i &+ 2 < n && base[i] == 0x0D && base[i &+ 1] == 0x0A && base[i &+ 2] == 0x24 {
                                 lineNumber += 1
                                 i &+= 2
-                                lineHasContent = true
-                                phase = .body
-                                xor = 0
-                                sentenceLength = 1
-                                sentenceLine = lineNumber
-                                sentenceOffset = chunkOffset + Int64(i)
+                                beginSentence(at: chunkOffset + Int64(i))
                                 sentenceStart = i
-                                if !carry.isEmpty { carry.removeAll(keepingCapacity: true) }
                                 i &+= 1
                             }
                             continue scan
@@ -243,13 +241,11 @@ public struct NMEADecoder {
                         phase = .seek
                         if reject(&pendingError) { break scan }
                     } else {
-                        phase = .seek
-                        if !complete(
+                        if endSentence(
                             base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength,
-                            checked: false, emit)
+                            checked: false, pending: &pendingError, emit)
                         {
-                            pendingError = takeRejection()
-                            if reject(&pendingError) { break scan }
+                            break scan
                         }
                     }
                 } else if b == 0x24 || b == 0x21 {
@@ -302,13 +298,11 @@ public struct NMEADecoder {
             case .afterChecksum:
                 let b = base[i]
                 if b == 0x0D || b == 0x0A {
-                    phase = .seek
-                    if !complete(
+                    if endSentence(
                         base: base, bounds: bounds, from: sentenceStart, to: i, bodyEnd: sentenceLength - 3,
-                        checked: true, emit)
+                        checked: true, pending: &pendingError, emit)
                     {
-                        pendingError = takeRejection()
-                        if reject(&pendingError) { break scan }
+                        break scan
                     }
                 } else {
                     pendingError = makeError(
@@ -431,6 +425,21 @@ public struct NMEADecoder {
             code: code, message: message(), file: options.sourceName, line: sentenceLine,
             byteOffset: sentenceOffset,
             text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)), field: field)
+    }
+
+    /// Ends the sentence framed from `from` to `to` (the seek phase comes next) and decodes it;
+    /// returns `true` when decoding must stop (strict mode), with the rejection in `pending`.
+    @inline(__always)
+    mutating func endSentence(
+        base: UnsafePointer<UInt8>, bounds: UnsafeMutablePointer<Int16>, from: Int, to: Int,
+        bodyEnd: Int, checked: Bool, pending: inout NMEAError?, _ emit: (Fix) -> Void
+    ) -> Bool {
+        phase = .seek
+        if complete(base: base, bounds: bounds, from: from, to: to, bodyEnd: bodyEnd, checked: checked, emit) {
+            return false
+        }
+        pending = takeRejection()
+        return reject(&pending)
     }
 
     /// A framed sentence: verify the checksum and decode it. Returns `false` for a rejected one,

@@ -92,12 +92,25 @@ public func writeFile(_ path: String, _ bytes: [UInt8]) throws(FileError) {
     guard rename(temporary, path) == 0 else { throw FileError(.write, path: path, errno: errno) }
 }
 
-/// Creates a directory and its parents, mode 0700 (a trail is personal data).
-public func makeDirectories(_ path: String) {
+/// The bytes of `fd` up to its end (or, when it does not block, up to what is pending), read
+/// `chunk` bytes at a time.
+func readToEnd(_ fd: Int32, chunk: Int) -> [UInt8] {
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: chunk)
+    while true {
+        let n = read(fd, &buffer, buffer.count)
+        if n <= 0 { break }
+        out += buffer[0..<n]
+    }
+    return out
+}
+
+/// Creates a directory and its parents, mode 0700 by default (a trail is personal data).
+public func makeDirectories(_ path: String, mode: mode_t = 0o700) {
     var current = ""
     for part in path.split(separator: "/", omittingEmptySubsequences: false) {
         current +=
             (current.isEmpty && part.isEmpty) ? "/" : (current.hasSuffix("/") || current.isEmpty ? "" : "/") + part
-        if !current.isEmpty && current != "/" { mkdir(current, 0o700) }
+        if !current.isEmpty && current != "/" { mkdir(current, mode) }
     }
 }

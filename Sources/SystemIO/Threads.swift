@@ -38,14 +38,7 @@ public final class WakePipe: Sendable {
 
     /// Reads what is pending: the bytes written since the last drain.
     public func drain() -> [UInt8] {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while true {
-            let n = read(readFD, &buffer, buffer.count)
-            if n <= 0 { break }
-            out += buffer[0..<n]
-        }
-        return out
+        readToEnd(readFD, chunk: 64)
     }
 }
 

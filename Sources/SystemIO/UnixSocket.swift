@@ -131,13 +131,6 @@ public enum LineClient {
         defer { close(fd) }
         let bytes = Array((line + "\n").utf8)
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var reply: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            reply += buffer[0..<n]
-        }
-        return String(decoding: reply, as: UTF8.self)
+        return String(decoding: readToEnd(fd, chunk: 4096), as: UTF8.self)
     }
 }

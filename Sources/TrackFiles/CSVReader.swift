@@ -147,14 +147,7 @@ public struct CSVReader: TrackReader {
                     continue
                 }
             case .unquoted:
-                if c == separator {
-                    try endField()
-                    state = .fieldStart
-                } else if c == 0x0A {
-                    try endField()
-                    try endRow(emit)
-                    state = .fieldStart
-                } else {
+                if try !endsField(c, emit) {
                     if c != 0x0D { rowHasContent = true }
                     try append(c)
                 }
@@ -168,13 +161,8 @@ public struct CSVReader: TrackReader {
                 if c == 0x22 {
                     try append(c)
                     state = .quoted
-                } else if c == separator {
-                    try endField()
-                    state = .fieldStart
-                } else if c == 0x0A {
-                    try endField()
-                    try endRow(emit)
-                    state = .fieldStart
+                } else if try endsField(c, emit) {
+                    // The field ended (and the row, at a line end).
                 } else if c == 0x0D || c == 0x20 {
                     // CRLF, or blanks after the closing quote.
                 } else {
@@ -212,6 +200,17 @@ public struct CSVReader: TrackReader {
         column = 0
         rowLine = 2
         row = PointFields()
+    }
+
+    /// A separator or a line end after a field ends the field (and the row, at a line end): `false`
+    /// for any other byte.
+    @inline(__always) private mutating func endsField(_ c: UInt8, _ emit: (Fix) -> Void) throws(TrackFileError) -> Bool
+    {
+        guard c == separator || c == 0x0A else { return false }
+        try endField()
+        if c == 0x0A { try endRow(emit) }
+        state = .fieldStart
+        return true
     }
 
     @inline(__always) private mutating func append(_ c: UInt8) throws(TrackFileError) {
@@ -276,16 +275,9 @@ public struct CSVReader: TrackReader {
         // Blank lines are no rows.
         guard rowHasContent else { return }
         row.line = rowLine
-        switch row.fix(lastLine: position.line) {
-        case .success(let fix):
-            statistics.fixes += 1
-            emit(fix)
-        case .failure(let box):
-            switch box.problem {
-            case .untimed, .noPosition: statistics.untimed += 1
-            case .latitude: throw fail(.invalidValue, "a latitude outside -90...90", line: rowLine)
-            case .longitude: throw fail(.invalidValue, "a longitude outside -180...180", line: rowLine)
-            }
+        let (line, offset) = (rowLine, position.offset)
+        try row.deliver(lastLine: position.line, to: &statistics, emit) {
+            TrackFileError(.invalidValue, $0, format: .csv, line: line, byteOffset: offset)
         }
     }
 

@@ -18,19 +18,11 @@ public struct GPXReader: TrackReader {
     public var statistics: TrackFileStatistics { consumer.statistics }
 
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.feed(bytes, &consumer, emit)
-        } catch {
-            throw error.in(.gpx)
-        }
+        try TrackFileError.reading(.gpx) { () throws(TrackFileError) in try tokenizer.feed(bytes, &consumer, emit) }
     }
 
     public mutating func finish(_ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.finish()
-        } catch {
-            throw error.in(.gpx)
-        }
+        try TrackFileError.reading(.gpx) { () throws(TrackFileError) in try tokenizer.finish() }
     }
 
     struct Consumer: XMLConsumer {
@@ -146,18 +138,9 @@ public struct GPXReader: TrackReader {
             }
             if depth == pointDepth {
                 pointDepth = 0
-                switch point.fix(lastLine: line) {
-                case .success(let fix):
-                    statistics.fixes += 1
-                    emit(fix)
-                case .failure(let box):
-                    switch box.problem {
-                    case .untimed, .noPosition: statistics.untimed += 1
-                    case .latitude:
-                        throw TrackFileError(.invalidValue, "a latitude outside -90...90", line: point.line)
-                    case .longitude:
-                        throw TrackFileError(.invalidValue, "a longitude outside -180...180", line: point.line)
-                    }
+                let pointLine = point.line
+                try point.deliver(lastLine: line, to: &statistics, emit) {
+                    TrackFileError(.invalidValue, $0, line: pointLine)
                 }
             }
         }

@@ -32,18 +32,13 @@ public struct JSONTrackReader: TrackReader {
     public var statistics: TrackFileStatistics { consumer.statistics }
 
     public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
+        try TrackFileError.reading(consumer.format) { () throws(TrackFileError) in
             try tokenizer.feed(bytes, &consumer, emit)
-        } catch {
-            throw error.in(consumer.format)
         }
     }
 
     public mutating func finish(_ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.finish(&consumer, emit)
-        } catch {
-            throw error.in(consumer.format)
+        try TrackFileError.reading(consumer.format) { () throws(TrackFileError) in try tokenizer.finish(&consumer, emit)
         }
     }
 
@@ -363,17 +358,7 @@ public struct JSONTrackReader: TrackReader {
         }
 
         mutating func deliver(_ fields: PointFields, _ emit: (Fix) -> Void) throws(TrackFileError) {
-            switch fields.fix(lastLine: 0) {
-            case .success(let fix):
-                statistics.fixes += 1
-                emit(fix)
-            case .failure(let box):
-                switch box.problem {
-                case .untimed, .noPosition: statistics.untimed += 1
-                case .latitude: throw TrackFileError(.invalidValue, "a latitude outside -90...90")
-                case .longitude: throw TrackFileError(.invalidValue, "a longitude outside -180...180")
-                }
-            }
+            try fields.deliver(lastLine: 0, to: &statistics, emit) { TrackFileError(.invalidValue, $0) }
         }
 
         mutating func endRecord(_ emit: (Fix) -> Void) throws(TrackFileError) {

@@ -57,6 +57,25 @@ struct PointFields {
                 lines: line > 0 ? line...max(line, lastLine) : nil))
     }
 
+    /// Emits the fix, counted in `statistics`, or counts a point left out (no time or position);
+    /// a position out of range throws the error `failure` makes of its sentence.
+    func deliver(
+        lastLine: Int, to statistics: inout TrackFileStatistics, _ emit: (Fix) -> Void,
+        failure: (String) -> TrackFileError
+    ) throws(TrackFileError) {
+        switch fix(lastLine: lastLine) {
+        case .success(let fix):
+            statistics.fixes += 1
+            emit(fix)
+        case .failure(let box):
+            switch box.problem {
+            case .untimed, .noPosition: statistics.untimed += 1
+            case .latitude: throw failure("a latitude outside -90...90")
+            case .longitude: throw failure("a longitude outside -180...180")
+            }
+        }
+    }
+
     struct ProblemBox: Error {
         var problem: Problem
         init(_ problem: Problem) { self.problem = problem }

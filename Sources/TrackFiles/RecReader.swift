@@ -76,10 +76,9 @@ public struct RecReader: TrackReader {
                 var j = i
                 while j < n, bytes[j] != 0x0A { j += 1 }
                 if j > i {
-                    do {
-                        try tokenizer.feed(UnsafeRawBufferPointer(rebasing: bytes[i..<j]), &consumer, emit)
-                    } catch {
-                        throw error.in(.owntracksRec)
+                    let line = UnsafeRawBufferPointer(rebasing: bytes[i..<j])
+                    try TrackFileError.reading(.owntracksRec) { () throws(TrackFileError) in
+                        try tokenizer.feed(line, &consumer, emit)
                     }
                     position.offset += Int64(j - i)
                     i = j
@@ -112,11 +111,7 @@ public struct RecReader: TrackReader {
     }
 
     private mutating func endLine(_ emit: (Fix) -> Void) throws(TrackFileError) {
-        do {
-            try tokenizer.finish(&consumer, emit)
-        } catch {
-            throw error.in(.owntracksRec)
-        }
+        try TrackFileError.reading(.owntracksRec) { () throws(TrackFileError) in try tokenizer.finish(&consumer, emit) }
         do {
             try consumer.endLine(lineTime: lineTime, line: position.line, emit)
         } catch {
@@ -217,20 +212,8 @@ public struct RecReader: TrackReader {
             var f = fields
             if f.time == nil { f.time = lineTime }
             f.line = line
-            switch f.fix(lastLine: line) {
-            case .success(let fix):
-                statistics.fixes += 1
-                emit(fix)
-            case .failure(let box):
-                switch box.problem {
-                case .untimed, .noPosition: statistics.untimed += 1
-                case .latitude:
-                    throw TrackFileError(
-                        .invalidValue, "a latitude outside -90...90", format: .owntracksRec, line: line)
-                case .longitude:
-                    throw TrackFileError(
-                        .invalidValue, "a longitude outside -180...180", format: .owntracksRec, line: line)
-                }
+            try f.deliver(lastLine: line, to: &statistics, emit) {
+                TrackFileError(.invalidValue, $0, format: .owntracksRec, line: line)
             }
         }
     }

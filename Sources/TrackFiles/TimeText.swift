@@ -38,15 +38,8 @@ public enum TimeText {
             i += 3
             if i < n, b[i] == 0x2E || b[i] == 0x2C {
                 i += 1
-                let start = i
-                var scale: Int64 = 100_000_000
-                while i < n, b[i] >= 48, b[i] <= 57 {
-                    nanos += Int64(b[i] - 48) * scale
-                    scale /= 10
-                    i += 1
-                }
-                guard i > start else { return nil }
-                fractionDigits = UInt8(min(i - start, 9))
+                guard let f = fraction(b, at: &i, end: n) else { return nil }
+                (nanos, fractionDigits) = f
             }
         }
         var offset = 0
@@ -81,6 +74,22 @@ public enum TimeText {
         return GNSSTime(nanosecondsSince1970: total, fractionDigits: fractionDigits)
     }
 
+    /// The fraction of a second whose digits start at `i` (after its separator) and end by `n`, in
+    /// nanoseconds, with how many digits it has (at most 9 count), `i` moved past them; `nil` when
+    /// no digit is there.
+    static func fraction(_ b: UnsafeRawBufferPointer, at i: inout Int, end n: Int) -> (nanos: Int64, digits: UInt8)? {
+        let start = i
+        var nanos: Int64 = 0
+        var scale: Int64 = 100_000_000
+        while i < n, b[i] >= 48, b[i] <= 57 {
+            nanos += Int64(b[i] - 48) * scale
+            scale /= 10
+            i += 1
+        }
+        guard i > start else { return nil }
+        return (nanos, UInt8(min(i - start, 9)))
+    }
+
     /// ``iso8601(_:)`` on a string.
     public static func iso8601(_ text: String) -> GNSSTime? {
         var t = text
@@ -109,15 +118,8 @@ public enum TimeText {
         var fractionDigits: UInt8 = 0
         if i < n, b[i] == 0x2E {
             i += 1
-            var scale: Int64 = 100_000_000
-            let fs = i
-            while i < n, b[i] >= 48, b[i] <= 57 {
-                fraction += Int64(b[i] - 48) * scale
-                scale /= 10
-                i += 1
-            }
-            guard i > fs else { return nil }
-            fractionDigits = UInt8(min(i - fs, 9))
+            guard let f = Self.fraction(b, at: &i, end: n) else { return nil }
+            (fraction, fractionDigits) = f
         }
         guard i == n else { return nil }
         let nanos: Int64

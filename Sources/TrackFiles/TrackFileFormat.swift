@@ -177,4 +177,16 @@ extension TrackFileError {
         if e.format == nil { e.format = format }
         return e
     }
+
+    /// Runs `body`, setting `format` in the error it throws when the error has none.
+    @inline(__always)
+    static func reading<R>(
+        _ format: TrackFileFormat, _ body: () throws(TrackFileError) -> R
+    ) throws(TrackFileError) -> R {
+        do {
+            return try body()
+        } catch {
+            throw error.in(format)
+        }
+    }
 }

@@ -170,24 +170,13 @@ struct XMLTokenizer {
                     } else {
                         throw error(.malformed, "'<' not followed by a name", at: base + Int64(i))
                     }
-                case .startName:
-                    if Self.isNameByte(c) {
-                        guard name.count < Self.maxName else {
-                            throw error(
-                                .tooLarge, "an element name longer than \(Self.maxName) bytes", at: base + Int64(i))
-                        }
-                        name.append(c)
-                    } else if Self.isSpace(c) {
-                        state = .tagSpace
-                    } else if c == 0x3E {
-                        try startTag(&consumer, emit, selfClosing: false, at: base + Int64(i))
-                        runStart = i + 1
-                    } else if c == 0x2F {
-                        state = .emptyClose
-                    } else {
-                        throw error(.malformed, "an unexpected byte in an element name", at: base + Int64(i))
+                case .startName where Self.isNameByte(c):
+                    guard name.count < Self.maxName else {
+                        throw error(.tooLarge, "an element name longer than \(Self.maxName) bytes", at: base + Int64(i))
                     }
-                case .tagSpace, .afterValue:
+                    name.append(c)
+                // After an element's name, its attributes or blanks: the head of a start tag goes on or ends.
+                case .startName, .tagSpace, .afterValue:
                     if Self.isSpace(c) {
                         state = .tagSpace
                     } else if c == 0x3E {
@@ -200,7 +189,11 @@ struct XMLTokenizer {
                         try appendAttributeByte(c, at: base + Int64(i))
                         state = .attrName
                     } else {
-                        throw error(.malformed, "expected an attribute, '>' or '/>'", at: base + Int64(i))
+                        throw error(
+                            .malformed,
+                            state == .startName
+                                ? "an unexpected byte in an element name" : "expected an attribute, '>' or '/>'",
+                            at: base + Int64(i))
                     }
                 case .attrName:
                     if Self.isNameByte(c) {

@@ -17,11 +17,21 @@ extension TrackServer {
         var out: [UInt8] = []
         out.reserveCapacity(64 << 10)
         ByteWriting.appendStatic("{\"devices\":[", to: &out)
-        for (i, d) in try await store.latest(device: context.identity.onlyDevice).enumerated() {
+        Self.appendDevices(try await store.latest(device: context.identity.onlyDevice), to: &out)
+        ByteWriting.appendStatic("]}\n", to: &out)
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: out)))
+    }
+
+    /// The devices of `GET /v1/devices/latest` (and of the stream's snapshot), comma-separated:
+    /// `{"id","time","lat","lon",...,"points","lastReceived"}` each.
+    static func appendDevices(_ devices: [LatestPosition], to out: inout [UInt8]) {
+        for (i, d) in devices.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             ByteWriting.appendStatic("{\"id\":", to: &out)
             ByteWriting.appendJSONString(d.device, to: &out)
-            Self.appendPosition(
+            appendPosition(
                 time: d.time, latitude: d.latitude, longitude: d.longitude, altitude: d.altitude,
                 accuracy: d.horizontalAccuracy, speed: d.speed, course: d.course, to: &out)
             ByteWriting.appendStatic(",\"points\":", to: &out)
@@ -30,10 +40,6 @@ extension TrackServer {
             ISOTime.append(d.lastReceived, to: &out)
             ByteWriting.appendStatic("\"}", to: &out)
         }
-        ByteWriting.appendStatic("]}\n", to: &out)
-        return Response(
-            status: .ok, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: out)))
     }
 
     /// `,"time":ISO,"lat":..,"lon":..` and the optional members.

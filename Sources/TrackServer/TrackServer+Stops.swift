@@ -69,16 +69,19 @@ extension TrackServer {
 public enum StopsJSON {
     /// `{"device":ID,"stops":[...]}`.
     public static func stops(device: String, _ visits: [Visit]) -> [UInt8] {
+        document(device: device, key: "stops", visits, stopMembers)
+    }
+
+    /// `{"device":ID,"KEY":[{...},...]}` and a line end, each object's members written by `members`.
+    static func document<T>(
+        device: String, key: StaticString, _ items: [T], _ members: (T, inout [UInt8]) -> Void
+    ) -> [UInt8] {
         var out: [UInt8] = []
-        ByteWriting.appendStatic("{\"device\":", to: &out)
-        ByteWriting.appendJSONString(device, to: &out)
-        ByteWriting.appendStatic(",\"stops\":[", to: &out)
-        for (i, v) in visits.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
+        ByteWriting.appendDeviceDocument(device: device, key: key, items, to: &out) { item, out in
             out.append(UInt8(ascii: "{"))
-            stopMembers(v, to: &out)
+            members(item, &out)
         }
-        ByteWriting.appendStatic("]}\n", to: &out)
+        out.append(UInt8(ascii: "\n"))
         return out
     }
 
@@ -103,17 +106,7 @@ public enum StopsJSON {
 
     /// `{"device":ID,"trips":[...]}`.
     public static func trips(device: String, _ trips: [Trip]) -> [UInt8] {
-        var out: [UInt8] = []
-        ByteWriting.appendStatic("{\"device\":", to: &out)
-        ByteWriting.appendJSONString(device, to: &out)
-        ByteWriting.appendStatic(",\"trips\":[", to: &out)
-        for (i, t) in trips.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "{"))
-            tripMembers(t, to: &out)
-        }
-        ByteWriting.appendStatic("]}\n", to: &out)
-        return out
+        document(device: device, key: "trips", trips, tripMembers)
     }
 
     /// A trip's members and its closing brace: `"start":ISO,...,"endLon":..}`.

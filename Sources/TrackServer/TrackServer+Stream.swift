@@ -262,19 +262,7 @@ extension TrackServer {
     func snapshot(device: String?) async throws -> ByteBuffer {
         var out: [UInt8] = []
         ByteWriting.appendStatic("{\"type\":\"snapshot\",\"devices\":[", to: &out)
-        for (i, d) in try await store.latest(device: device).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            ByteWriting.appendStatic("{\"id\":", to: &out)
-            ByteWriting.appendJSONString(d.device, to: &out)
-            Self.appendPosition(
-                time: d.time, latitude: d.latitude, longitude: d.longitude, altitude: d.altitude,
-                accuracy: d.horizontalAccuracy, speed: d.speed, course: d.course, to: &out)
-            ByteWriting.appendStatic(",\"points\":", to: &out)
-            ByteWriting.appendInt(Int64(d.points), to: &out)
-            ByteWriting.appendStatic(",\"lastReceived\":\"", to: &out)
-            ISOTime.append(d.lastReceived, to: &out)
-            ByteWriting.appendStatic("\"}", to: &out)
-        }
+        Self.appendDevices(try await store.latest(device: device), to: &out)
         ByteWriting.appendStatic("]}", to: &out)
         return ByteBuffer(bytes: out)
     }

@@ -22,24 +22,8 @@ extension PostgresTrackStore: StopsStreaming {
     {
         var accumulator = accumulator
         guard !device.utf8.contains(0) else { return accumulator }
-        var binds = PostgresBindings()
-        binds.append(device)
-        var sql = """
-            SELECT extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry), h_acc, speed
-            FROM positions WHERE device = $1 AND kind = 'location' AND valid
-            """
-        // Bounds beyond ±1e11 s (years -1200 and 5100) are none: stored times lie between 1980 and a day
-        // ahead, and to_timestamp takes no time beyond PostgreSQL's range.
-        if from > -1e11 {
-            binds.append(from)
-            sql += " AND time >= to_timestamp($\(binds.count))"
-        }
-        if to < 1e11 {
-            binds.append(to)
-            sql += " AND time <= to_timestamp($\(binds.count))"
-        }
-        sql += " ORDER BY time"
-        let query = PostgresQuery(unsafeSQL: sql, binds: binds)
+        // The time bounds as the stored stops read them (none beyond ±1e11 s).
+        let query = Self.points(device: device, after: -.infinity, through: to, from: from, limit: nil)
         let rows = try await client.query(query, logger: logger)
         for try await (time, lat, lon, hAcc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {
             accumulator.add(time: time, latitude: lat, longitude: lon, accuracy: hAcc, speed: speed)

@@ -68,7 +68,8 @@ extension PostgresTrackStore: StoredStopsKeeping {
         var binds = PostgresBindings()
         binds.append(device)
         var sql = pointColumns
-        // Bounds beyond ±1e11 s are none (to_timestamp takes no time beyond PostgreSQL's range).
+        // Bounds beyond ±1e11 s (years -1200 and 5100) are none: stored times lie between 1980 and a
+        // day ahead, and to_timestamp takes no time beyond PostgreSQL's range.
         if let from, from > -1e11 {
             binds.append(from)
             sql += " AND time >= to_timestamp($\(binds.count))"

@@ -222,17 +222,31 @@ struct Replay: AsyncParsableCommand {
             return try await replayTrackFile(format: format)
         }
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
+        try await replay(source, logClock: source.logClock, progress: { source.progress }) { seconds in
+            let p = source.progress
+            guard let seconds else {
+                return "\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences"
+            }
+            return "\(source.name): \(grouped(p.fixes)) fixes in \(formatFixed(seconds, 3)) s, "
+                + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes"
+        }
+    }
+
+    /// Replays `source`, a file on its log time (`logClock`): through the tracker when location
+    /// events, the background budget or uploads are asked for, else as fix lines; `summary` is the
+    /// line said at the end, given the seconds the fix lines took (`nil` after the tracker).
+    func replay<S: FixSource, Statistics>(
+        _ source: S, logClock: ManualClock, progress: @escaping @Sendable () -> ReplayProgress<Statistics>,
+        summary: (_ seconds: Double?) -> String
+    ) async throws {
         if location.wantsEvents || lifecycle.isSet || upload.enabled {
             // Everything runs on log time: the log's clock is "now".
             let run = TrackerRun(
                 location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
                 onLogTime: true, lineBuffered: speed != nil, quiet: quiet,
-                inputProgress: quiet ? nil : { @Sendable in source.progress.line(elapsed: $0) })
-            try await run.run(source, clock: source.logClock)
-            if !quiet {
-                let p = source.progress
-                printError("\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences")
-            }
+                inputProgress: quiet ? nil : { @Sendable in progress().line(elapsed: $0) })
+            try await run.run(source, clock: logClock)
+            if !quiet { printError(summary(nil)) }
             return
         }
         var output = SourceLines(includeAll: all, lineBuffered: speed != nil)
@@ -240,24 +254,16 @@ struct Replay: AsyncParsableCommand {
         let failed = try await output.pump(
             source,
             tick: progressWanted() && !quiet
-                ? { elapsed in
-                    printErrorInline(elapsed.map { source.progress.line(elapsed: $0) } ?? "")
-                } : nil)
-        if !quiet {
-            let p = source.progress
-            printError(
-                "\(source.name): \(grouped(p.fixes)) fixes in \(formatFixed(monotonicSeconds() - started, 3)) s, "
-                    + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes"
-            )
-        }
+                ? { elapsed in printErrorInline(elapsed.map { progress().line(elapsed: $0) } ?? "") } : nil)
+        if !quiet { printError(summary(monotonicSeconds() - started)) }
         if failed { throw ExitCode(1) }
     }
 }
 
 extension GPSDSource: WatchReleasing {}
 
-extension NMEALogSource.Progress {
-    /// The progress line `keeptrack replay` draws: percent, fixes, fixes per second, ETA; the share
+extension ReplayProgress {
+    /// The progress line `keeptrack replay` draws for a log or a track file: percent, fixes, fixes per second, ETA; the share
     /// and the ETA from the fixes delivered, not from the bytes read ahead.
     func line(elapsed: Double) -> String {
         let rate = Double(fixes) / Swift.max(elapsed, 1e-9)
