@@ -312,6 +312,23 @@ package.targets += [
     .target(name: "TrackReaderFuzzing", dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/TrackReaderFuzzing"),
 ]
 
+// The WebSocket frames `serve` reads (/v1/stream, /ws/last): Hummingbird's upgrade channel and NIO's
+// frame decoder as TrackServer+Stream.swift configures them, on a test channel (docs/fuzzing.md).
+package.targets += [
+    .executableTarget(
+        name: "WebSocketFuzz",
+        dependencies: [
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+        ],
+        path: "Sources/Fuzz/WebSocketFuzz"),
+]
+
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
 // are. System library targets have no sources, and a plugin target takes no Swift settings (the

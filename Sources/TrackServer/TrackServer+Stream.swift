@@ -188,7 +188,10 @@ extension TrackServer {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { [self] in
                     // What the client sends is not used (but /ws/last's LAST); its end (a close, a reset)
-                    // ends the stream.
+                    // ends the stream. So does a message WSCore refuses (it throws: a continuation with no
+                    // message begun, a data frame inside one, over 16 KiB), which it answers with a close
+                    // once this handler returns: the writer, which no cancellation ends, must end too.
+                    defer { client.close() }
                     if recorder {
                         for try await message in inbound.messages(maxSize: 1 << 14) {
                             guard case .text(let text) = message, text == Self.recorderLastRequest else { continue }
@@ -197,7 +200,6 @@ extension TrackServer {
                     } else {
                         for try await _ in inbound {}
                     }
-                    client.close()
                 }
                 group.addTask {
                     while let frame = await client.next() {
