@@ -1,13 +1,9 @@
-import Dispatch
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import TrackServerTesting
 
 /// One HTTP/1.1 exchange over a plain TCP connection to 127.0.0.1, `Connection: close`: what any
 /// client sends, and a head without its body when a case says so (a `Content-Length` over the limit,
-/// answered from the head). Blocking calls run on Dispatch's threads; reads give up after 30 s (a hang
+/// answered from the head). The socket is TrackServerTesting's `RawSocket`; reads give up after 30 s (a hang
 /// guard, not a measurement).
 struct RawHTTP {
     struct Failure: Error, CustomStringConvertible {
@@ -40,48 +36,15 @@ struct RawHTTP {
         }
         var bytes = Array((head + "\r\n").utf8)
         if declaredLength == nil, let body { bytes += body }
-        let port = self.port
-        let request = bytes
-        let received: Result<[UInt8], Failure> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: Self.blockingExchange(port: port, request)) }
+        let socket = try RawSocket(port: port, guardSeconds: 30)
+        defer { socket.close() }
+        socket.send(bytes)  // The server may answer and close before the rest.
+        let (received, eof) = await socket.readBytesToEnd()
+        // A reset after the answer (the server closed with our body unread): what came is the answer.
+        guard eof || !received.isEmpty else {
+            throw Failure(description: "no answer: the connection was reset, or 30 s passed")
         }
-        return try Self.parse(try received.get(), head: method == "HEAD")
-    }
-
-    static func blockingExchange(port: Int, _ bytes: [UInt8]) -> Result<[UInt8], Failure> {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return .failure(Failure(description: "socket: errno \(errno)")) }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { return .failure(Failure(description: "connect: errno \(errno)")) }
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { break }  // The server may answer and close before the rest.
-            sent += n
-        }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 { return .success(out) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                // A reset after the answer (the server closed with our body unread): what came is the answer.
-                return out.isEmpty ? .failure(Failure(description: "recv: errno \(errno)")) : .success(out)
-            }
-            out += buffer[0..<n]
-        }
+        return try Self.parse(received, head: method == "HEAD")
     }
 
     /// The status, headers and body of a response read to its connection's end (a HEAD's answer has

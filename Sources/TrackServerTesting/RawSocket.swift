@@ -5,19 +5,20 @@ import Foundation
     import Glibc
 #endif
 
-/// A plain TCP connection to the endpoint on 127.0.0.1, for requests no HTTP client would send:
+/// A plain TCP connection to an endpoint on 127.0.0.1, for requests no HTTP client would send:
 /// half a head, a body that never comes, a connection that sends nothing. The blocking calls run
 /// on Dispatch's threads, never on the Swift concurrency pool the server's handlers use; every
 /// read gives up after `guardSeconds` (a hang guard, not a measurement).
-final class RawSocket: @unchecked Sendable {
-    let fd: Int32
+public final class RawSocket: @unchecked Sendable {
+    public let fd: Int32
     var closed = false
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
     }
 
-    init(port: Int, guardSeconds: Int = 15) throws {
+    public init(port: Int, guardSeconds: Int = 15) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var timeout = timeval(tv_sec: guardSeconds, tv_usec: 0)
@@ -39,17 +40,17 @@ final class RawSocket: @unchecked Sendable {
 
     deinit { if !closed { Glibc.close(fd) } }
 
-    func close() {
+    public func close() {
         if !closed { Glibc.close(fd) }
         closed = true
     }
 
     /// Sends all of `text` (a failure is ignored: the server may have closed already).
-    func send(_ text: String) {
+    public func send(_ text: String) {
         send(Array(text.utf8))
     }
 
-    func send(_ bytes: [UInt8]) {
+    public func send(_ bytes: [UInt8]) {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -60,16 +61,22 @@ final class RawSocket: @unchecked Sendable {
 
     /// What arrived until the server closed the connection (`eof` true), or until the guard
     /// expired or the connection was reset (`eof` false).
-    func readToEnd() async -> (text: String, eof: Bool) {
+    public func readToEnd() async -> (text: String, eof: Bool) {
+        let (bytes, eof) = await readBytesToEnd()
+        return (String(decoding: bytes, as: UTF8.self), eof)
+    }
+
+    /// The bytes of ``readToEnd()``.
+    public func readBytesToEnd() async -> (bytes: [UInt8], eof: Bool) {
         await blocking {
             var out: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
-                if n == 0 { return (String(decoding: out, as: UTF8.self), true) }
+                if n == 0 { return (out, true) }
                 if n < 0 {
                     if errno == EINTR { continue }
-                    return (String(decoding: out, as: UTF8.self), false)
+                    return (out, false)
                 }
                 out += buffer[0..<n]
             }
@@ -78,7 +85,7 @@ final class RawSocket: @unchecked Sendable {
 
     /// One response: the head and a `Content-Length` body (or what came before the connection
     /// closed).
-    func readResponse() async -> String {
+    public func readResponse() async -> String {
         await blocking {
             var out: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -93,7 +100,7 @@ final class RawSocket: @unchecked Sendable {
     }
 
     /// Where a complete response ends in `bytes`, if it is complete.
-    static func responseEnd(_ bytes: [UInt8]) -> Int? {
+    public static func responseEnd(_ bytes: [UInt8]) -> Int? {
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         guard bytes.count >= 4,
             let headEnd = (0...(bytes.count - 4)).first(where: { Array(bytes[$0..<$0 + 4]) == separator })
@@ -112,11 +119,4 @@ final class RawSocket: @unchecked Sendable {
             DispatchQueue.global().async { continuation.resume(returning: work()) }
         }
     }
-}
-
-/// A request's status from the first line of a raw response (0 when there is none).
-func status(_ response: String) -> Int {
-    let parts = response.split(separator: " ", maxSplits: 2)
-    guard parts.count >= 2, parts[0].hasPrefix("HTTP/1.") else { return 0 }
-    return Int(parts[1]) ?? 0
 }
