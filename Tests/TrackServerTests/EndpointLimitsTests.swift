@@ -267,12 +267,7 @@ struct EndpointLimitsTests {
             INSERT INTO points VALUES ('id:van:2', 'van', 2, 'location', NULL, 30, 1, 2, NULL, NULL, NULL, NULL, NULL, 'json', 90);
             INSERT INTO points VALUES ('at:bike:location:20000:', 'bike', NULL, 'location', NULL, 20, 1, 2, NULL, NULL, NULL, NULL, NULL, 'osmand', 50);
             """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        p.arguments = [dir + "/old.sqlite", sql]
-        try p.run()
-        p.waitUntilExit()
-        try #require(p.terminationStatus == 0)
+        try runSQLite(dir + "/old.sqlite", sql)
         let store = try SQLiteTrackStore(path: dir + "/old.sqlite")
         #expect(
             try await store.devices() == [
@@ -285,11 +280,7 @@ struct EndpointLimitsTests {
         // `serve`'s start on a store that needs upgrading says so (issue 14, item 6); once, and
         // never for an up-to-date or a new store.
         try FileManager.default.removeItem(atPath: dir + "/old.sqlite")
-        let again = Process()
-        again.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        again.arguments = [dir + "/old.sqlite", sql]
-        try again.run()
-        again.waitUntilExit()
+        try runSQLite(dir + "/old.sqlite", sql)
         let reports = Mutex<[SQLiteTrackStore.Upgrade?]>([])
         _ = try SQLiteTrackStore(path: dir + "/old.sqlite", progress: { u in reports.withLock { $0.append(u) } })
         let said = reports.withLock { $0 }

@@ -165,13 +165,7 @@ struct OutboxTests {
                 (4, 'location', 40, 48, 11, 100, 400, 'refused', 100);
             UPDATE sqlite_sequence SET seq = 9 WHERE name = 'outbox';
             """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        p.arguments = [dir + "/outbox.sqlite", sql]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        try #require(p.terminationStatus == 0)
+        try runSQLite(dir + "/outbox.sqlite", sql)
         let clock = ManualClock(now: .init(secondsSince1970: 200))  // appended 100 s ago
         let outbox = try Outbox(path: dir + "/outbox.sqlite", clock: clock)
         #expect(outbox.device == "van-1")

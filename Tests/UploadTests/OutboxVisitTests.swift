@@ -77,13 +77,7 @@ struct OutboxVisitTests {
             INSERT INTO outbox (seq, kind, region, time, lat, lon, priority, appended, decided) VALUES
                 (3, 'location', NULL, 50, 48, 11, 1, 100, NULL), (4, 'exit', 'home', 55, 48, 11, 0, 100, 60);
             """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        p.arguments = [dir + "/outbox.sqlite", sql]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        try #require(p.terminationStatus == 0)
+        try runSQLite(dir + "/outbox.sqlite", sql)
         let outbox = try Outbox(path: dir + "/outbox.sqlite", clock: ManualClock(now: .init(secondsSince1970: 200)))
         #expect(outbox.device == "van-1")
         #expect(try outbox.append([Self.visit(departure: nil)]).stored.map(\.sequence) == [5])

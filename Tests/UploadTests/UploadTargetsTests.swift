@@ -269,13 +269,7 @@ struct UploadTargetsTests {
                 (8, 'location', NULL, 1715679000, 48.1, 11.5, 1, 100), (9, 'location', NULL, 1715679001, 48.1, 11.5, 1, 100),
                 (10, 'location', NULL, 1715679002, 48.1, 11.5, 1, 100);
             """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        p.arguments = [dir + "/outbox.sqlite", sql]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        try #require(p.terminationStatus == 0)
+        try runSQLite(dir + "/outbox.sqlite", sql)
         let outbox = try Outbox(path: dir + "/outbox.sqlite")
         #expect(outbox.device == "van-1")
         #expect(try outbox.stats().pending == 3 && outbox.waiting == 3)
