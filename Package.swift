@@ -156,7 +156,7 @@ let package = Package(
                              .when(platforms: [.linux])),
             ]
         ),
-        // The README's example of a program that embeds a tracker (built and run by TrackingTests).
+        // The example of a program that embeds a tracker (docs/embedding.md), built and run by TrackingTests.
         .executableTarget(
             name: "embed-tracker", dependencies: ["Tracking", "GPSInput", "Upload",
                                                   .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -251,7 +251,7 @@ let package = Package(
             name: "KeepTrackCLITests",
             dependencies: [
                 "keeptrack", "KeepTrackTesting", "ConfigFile", "OwnTracksCrypto",
-                // The README's options tables are checked against the code's defaults, durations read as
+                // The options tables of docs/configuration.md are checked against the code's defaults, durations read as
                 // DurationText reads them.
                 "Formats",
                 // The progress lines the command line says, from the counts of the tracker, the log source and
@@ -268,10 +268,10 @@ let package = Package(
 // command options it maps to: a library so that it can be fuzzed. Depends on Yams only.
 package.targets += [
     .target(name: "ConfigFile", dependencies: [.product(name: "Yams", package: "Yams")]),
-    .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile"]),
+    .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile", "Geo"]),
 ]
 
-// libFuzzer targets, one per parser of untrusted bytes (README, "Fuzzing"):
+// libFuzzer targets, one per parser of untrusted bytes (docs/fuzzing.md):
 // swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld
 package.targets += [
     ("JSONBatchFuzz", "Formats"), ("OsmAndFuzz", "Formats"), ("OwnTracksFuzz", "Formats"), ("ISOTimeFuzz", "Formats"),

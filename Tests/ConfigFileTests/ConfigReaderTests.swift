@@ -1,4 +1,5 @@
 import ConfigFile
+import Geo
 import Testing
 
 @Suite("config reader")
@@ -150,7 +151,7 @@ struct ConfigReaderTests {
     }
 
     @Test func randomBinaryIsNotYAMLRatherThanAKeySetTwice() throws {
-        var generator = SplitMix(seed: 11)
+        var generator = SeededRandom(seed: 11)
         for _ in 0..<200 {
             let bytes = (0..<512).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             let p = try #require(problem(bytes))
@@ -207,16 +208,3 @@ struct ConfigReaderTests {
 }
 
 struct Unexpected: Error {}
-
-/// A small deterministic generator for reproducible random inputs.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

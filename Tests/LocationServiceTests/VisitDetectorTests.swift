@@ -17,19 +17,13 @@ struct SyntheticTrail {
     /// The receiver's error east and north, in metres: a Gauss-Markov wander (τ about 30 s).
     var error = (x: 0.0, y: 0.0)
     var accuracy = 8.0
-    var state: UInt64
+    var random: SeededRandom
 
-    init(seed: UInt64 = 27) { state = seed }
+    init(seed: UInt64 = 27) { random = SeededRandom(seed: seed) }
 
     /// SplitMix64, then Box-Muller: a standard normal number.
     mutating func gaussian() -> Double {
-        func next() -> Double {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-        }
+        func next() -> Double { Double(random.next() >> 11) / Double(1 << 53) }
         return (-2 * log(max(next(), 1e-300))).squareRoot() * cos(2 * .pi * next())
     }
 

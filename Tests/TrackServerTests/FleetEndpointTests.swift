@@ -181,7 +181,7 @@ struct FleetEndpointTests {
     {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
-        var rng = SplitMix(state: 7)
+        var rng = SeededRandom(seed: 7)
         let t0 = 1_715_679_000.0
         var records: [TrailRecord] = []
         for i in 0..<3000 {

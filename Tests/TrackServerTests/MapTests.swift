@@ -35,21 +35,9 @@ func referenceStops(_ records: [TrailRecord], radius: Double = 50, minimumDurati
     return out
 }
 
-/// A deterministic generator (SplitMix64), so each seed is the same trail on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A walk that stops now and then: moves of a few metres, stays with GPS jitter, a jump now and then.
 func wanderingTrail(seed: UInt64, count: Int) -> [TrailRecord] {
-    var rng = SplitMix(state: seed)
+    var rng = SeededRandom(seed: seed)
     var lat = 48.1, lon = 11.5, t = 1_715_679_000.0
     var out: [TrailRecord] = []
     var staying = 0
@@ -100,7 +88,7 @@ struct MapTests {
     @Test(arguments: StoreKind.allCases) func mapsSixtyThousandClusteredPoints(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
         let t0 = 1_715_679_000.0
-        var rng = SplitMix(state: 42)
+        var rng = SeededRandom(seed: 42)
         let cluster = (0..<60_000).map { i in
             TrailRecord(
                 device: "parked", sequence: Int64(i + 1), time: t0 + Double(i) * 0.004,
