@@ -237,17 +237,27 @@ struct PostgresStoreTests {
         let clock = ManualClock()
         let url = try PostgresURL(parsing: cluster.url(name))
         let opening = Task { try await PostgresTrackStore(url: url, connectTimeout: .seconds(30), clock: clock) }
-        // Connected, and waiting for the lock: then the deadline passes.
-        var waiting = 0
-        while waiting == 0 {
-            for try await n in try await holder.query(
-                "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", logger: logger
-            ).decode(Int.self) { waiting = n }
+        // Connected, and waiting for the lock: then the deadline passes. (The holder is closed
+        // whatever happens: an unclosed connection stops the whole test process.)
+        var notWaiting: (any Error)?
+        do {
+            try await withTimeout(120, "the store's migrations to wait for the lock") {
+                var waiting = 0
+                while waiting == 0 {
+                    for try await n in try await holder.query(
+                        "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                        logger: logger
+                    ).decode(Int.self) { waiting = n }
+                }
+            }
+            clock.advance(by: .seconds(3600))
+        } catch {
+            notWaiting = error
         }
-        clock.advance(by: .seconds(3600))
         try await holder.query("SELECT pg_advisory_unlock(7152015)", logger: logger)
         let opened = await opening.result
         try await holder.close()
+        if let notWaiting { throw notWaiting }
         let store = try opened.get()
         #expect(try await store.count() == 0)
         await store.close()
@@ -264,9 +274,11 @@ struct PostgresStoreTests {
         let url = try PostgresURL(parsing: "postgres://kt@127.0.0.1:\(port)/x?sslmode=disable")
         let opening = Task { try await PostgresTrackStore(url: url, connectTimeout: .seconds(30), clock: clock) }
         // The deadline's sleeper, then its passing.
-        await clock.sleepers(atLeast: 1)
+        try await withTimeout(120, "the store to wait for its connect deadline") { await clock.sleepers(atLeast: 1) }
         clock.advance(by: .seconds(31))
-        await #expect { _ = try await opening.value } throws: {
+        await #expect {
+            _ = try await withTimeout(120, "the store's open to fail") { try await opening.value }
+        } throws: {
             "\($0)".contains("no answer from PostgreSQL at postgres://kt@127.0.0.1:\(port)/x")
         }
         try await silent.close()
