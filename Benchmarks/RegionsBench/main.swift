@@ -142,7 +142,7 @@ if arguments.contains("--no-day") { exit(0) }
 let (dayRegions, _) = makeMonitor(10_000)
 let source = NMEALogSource(options: .init(path: option("--day", "fixtures/day-24h.nmea.gz")))
 let clock = source.logClock
-var configuration = LocationManager<NMEALogSource>.Configuration()
+var configuration = LocationManagerConfiguration()
 configuration.significantChanges = SignificantChangeMonitor()
 let manager = LocationManager(source: source, configuration: configuration, regions: dayRegions,
                               clock: clock)

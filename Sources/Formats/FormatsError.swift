@@ -49,6 +49,3 @@ public struct FormatsError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 }
-
-/// The former name of ``FormatsError``, kept for the wire readers' code; new code says `FormatsError`.
-public typealias WireFormatError = FormatsError

@@ -33,13 +33,13 @@ public enum Gzip {
     /// the other (RFC 1952 allows it) inflate to their concatenation; anything else after the end of
     /// the stream is refused, not ignored.
     ///
-    /// - Throws: ``WireFormatError`` when the data is not gzip, has bytes after its end, or (with
-    ///   the code ``WireFormatError/Code/tooLarge``) inflates beyond `limit`.
-    public static func decompress(_ bytes: [UInt8], limit: Int) throws(WireFormatError) -> [UInt8] {
+    /// - Throws: ``FormatsError`` when the data is not gzip, has bytes after its end, or (with
+    ///   the code ``FormatsError/Code/tooLarge``) inflates beyond `limit`.
+    public static func decompress(_ bytes: [UInt8], limit: Int) throws(FormatsError) -> [UInt8] {
         var stream = z_stream()
         // 15 + 32: detect gzip or zlib headers.
         guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw WireFormatError("gzip: cannot start inflating")
+            throw FormatsError("gzip: cannot start inflating")
         }
         defer { inflateEnd(&stream) }
         var out: [UInt8] = []
@@ -70,12 +70,12 @@ public enum Gzip {
                 }
             }
         }
-        if out.count > limit { throw WireFormatError("body inflates beyond \(limit) bytes", code: .tooLarge) }
+        if out.count > limit { throw FormatsError("body inflates beyond \(limit) bytes", code: .tooLarge) }
         if let junkAt {
-            throw WireFormatError(
+            throw FormatsError(
                 "gzip: \(bytes.count - junkAt) bytes that are not gzip after the stream's end, at byte \(junkAt)")
         }
-        guard rc == Z_STREAM_END else { throw WireFormatError("gzip: the body is not a complete gzip stream") }
+        guard rc == Z_STREAM_END else { throw FormatsError("gzip: the body is not a complete gzip stream") }
         return out
     }
 }

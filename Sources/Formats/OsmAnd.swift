@@ -75,25 +75,25 @@ public enum OsmAnd {
 
     /// A record from OsmAnd parameters (query or form), received at `now` and validated against it.
     ///
-    /// - Throws: ``WireFormatError`` naming the parameter.
-    public static func decode(_ query: String, now: Double) throws(WireFormatError) -> TrailRecord {
+    /// - Throws: ``FormatsError`` naming the parameter.
+    public static func decode(_ query: String, now: Double) throws(FormatsError) -> TrailRecord {
         var fields: [String: String] = [:]
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let key = percentDecodeValidating(String(parts[0])),
                 let value = parts.count > 1 ? percentDecodeValidating(String(parts[1])) : ""
             else {
-                throw WireFormatError("parameter '\(parts[0].prefix(32))': not valid UTF-8 once percent-decoded")
+                throw FormatsError("parameter '\(parts[0].prefix(32))': not valid UTF-8 once percent-decoded")
             }
             fields[key] = value
         }
         guard let device = fields["id"] ?? fields["deviceid"], !device.isEmpty else {
-            throw WireFormatError("id: missing (the device identifier is mandatory)")
+            throw FormatsError("id: missing (the device identifier is mandatory)")
         }
-        func number(_ key: String) throws(WireFormatError) -> Double? {
+        func number(_ key: String) throws(FormatsError) -> Double? {
             guard let text = fields[key] else { return nil }
             guard let v = Double(text), v.isFinite else {
-                throw WireFormatError("\(key): '\(text.prefix(32))' is not a number")
+                throw FormatsError("\(key): '\(text.prefix(32))' is not a number")
             }
             return v
         }
@@ -102,15 +102,15 @@ public enum OsmAnd {
             let parts = location.split(separator: ",", omittingEmptySubsequences: false)
             guard parts.count == 2, let a = Double(parts[0].trimmingSpaces), let b = Double(parts[1].trimmingSpaces),
                 a.isFinite, b.isFinite
-            else { throw WireFormatError("location: '\(location.prefix(64))' is not 'lat,lon'") }
+            else { throw FormatsError("location: '\(location.prefix(64))' is not 'lat,lon'") }
             (lat, lon) = (a, b)
         }
-        guard let lat else { throw WireFormatError("lat: missing (send lat and lon, or location=lat,lon)") }
-        guard let lon else { throw WireFormatError("lon: missing (send lat and lon, or location=lat,lon)") }
+        guard let lat else { throw FormatsError("lat: missing (send lat and lon, or location=lat,lon)") }
+        guard let lon else { throw FormatsError("lon: missing (send lat and lon, or location=lat,lon)") }
         let time: Double
         if let stamp = fields["timestamp"], !stamp.isEmpty {
             guard let t = parseTime(stamp) else {
-                throw WireFormatError(
+                throw FormatsError(
                     "timestamp: '\(stamp.prefix(40))' is neither Unix seconds, milliseconds, "
                         + "ISO 8601 nor yyyy-MM-dd HH:mm:ss")
             }
@@ -154,8 +154,8 @@ public enum OsmAnd {
     /// (`is_moving`, `odometer`, `battery.level`, `activity.type`, and any others that are text,
     /// numbers or booleans) are kept as attributes, nested names joined with dots.
     ///
-    /// - Throws: ``WireFormatError`` naming the member.
-    public static func decodeJSON(_ bytes: [UInt8], now: Double) throws(WireFormatError) -> TrailRecord {
+    /// - Throws: ``FormatsError`` naming the member.
+    public static func decodeJSON(_ bytes: [UInt8], now: Double) throws(FormatsError) -> TrailRecord {
         var values: [String: JSONScanner.Value] = [:]
         var s = JSONScanner(bytes)
         func object(_ s: inout JSONScanner, _ prefix: String, depth: Int) throws(JSONScanner.Failure) {
@@ -174,16 +174,16 @@ public enum OsmAnd {
             try object(&s, "", depth: 0)
             guard s.atEnd else { throw s.fail("text after the object") }
         }
-        func number(_ key: String) throws(WireFormatError) -> Double? {
+        func number(_ key: String) throws(FormatsError) -> Double? {
             switch values[key] {
             case nil, .null?: return nil
             case .number(let d)?: return d
             case .string(let t)?:
                 guard let d = Double(t), d.isFinite else {
-                    throw WireFormatError("\(key): '\(t.prefix(32))' is not a number")
+                    throw FormatsError("\(key): '\(t.prefix(32))' is not a number")
                 }
                 return d
-            default: throw WireFormatError("\(key): expected a number")
+            default: throw FormatsError("\(key): expected a number")
             }
         }
         func text(_ key: String) -> String? {
@@ -194,18 +194,18 @@ public enum OsmAnd {
             }
         }
         guard let device = text("device_id") ?? text("id"), !device.isEmpty else {
-            throw WireFormatError("device_id: missing (the device identifier is mandatory)")
+            throw FormatsError("device_id: missing (the device identifier is mandatory)")
         }
         guard let lat = try number("location.coords.latitude") else {
-            throw WireFormatError("location.coords.latitude: missing")
+            throw FormatsError("location.coords.latitude: missing")
         }
         guard let lon = try number("location.coords.longitude") else {
-            throw WireFormatError("location.coords.longitude: missing")
+            throw FormatsError("location.coords.longitude: missing")
         }
         var time = now
         if let stamp = text("location.timestamp") {
             guard let t = parseTime(stamp) else {
-                throw WireFormatError("location.timestamp: '\(stamp.prefix(40))' is not an ISO 8601 time")
+                throw FormatsError("location.timestamp: '\(stamp.prefix(40))' is not an ISO 8601 time")
             }
             time = t
         }

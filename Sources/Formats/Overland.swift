@@ -11,7 +11,7 @@
 /// attributes when they are strings, numbers or booleans.
 public enum Overland {
     /// The most locations one body may carry (the app sends 50 to 1,000). More is refused
-    /// (``WireFormatError/Code/tooLarge``) before any record is made.
+    /// (``FormatsError/Code/tooLarge``) before any record is made.
     public static let maxLocations = 10_000
 
     /// The answer that acknowledges a batch.
@@ -76,9 +76,9 @@ public enum Overland {
     /// The records of an Overland body received at `now`, each filed under its `device_id`, or
     /// `device` when it has none (or an empty one).
     ///
-    /// - Throws: ``WireFormatError`` naming the location and field (`locations[3].properties.timestamp:
-    ///   missing`); ``WireFormatError/Code/tooLarge`` past ``maxLocations``.
-    public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(WireFormatError) -> [TrailRecord] {
+    /// - Throws: ``FormatsError`` naming the location and field (`locations[3].properties.timestamp:
+    ///   missing`); ``FormatsError/Code/tooLarge`` past ``maxLocations``.
+    public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(FormatsError) -> [TrailRecord] {
         var s = JSONScanner(bytes)
         var records: [TrailRecord] = []
         var sawLocations = false
@@ -87,22 +87,22 @@ public enum Overland {
                 try s.skipValue()
                 return
             }
-            guard !sawLocations else { throw WireFormatError("locations: given twice") }
+            guard !sawLocations else { throw FormatsError("locations: given twice") }
             sawLocations = true
             try s.elements { (s) throws(FormatsError) in
                 guard records.count < maxLocations else {
-                    throw WireFormatError("locations: more than \(maxLocations) in one batch", code: .tooLarge)
+                    throw FormatsError("locations: more than \(maxLocations) in one batch", code: .tooLarge)
                 }
                 records.append(try feature(&s, index: records.count, device: device, now: now))
             }
         }
         guard s.atEnd else { throw s.fail("text after the object") }
-        guard sawLocations else { throw WireFormatError("locations: missing") }
+        guard sawLocations else { throw FormatsError("locations: missing") }
         return records
     }
 
     /// One feature of `locations`.
-    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws(WireFormatError)
+    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws(FormatsError)
         -> TrailRecord
     {
         let at = "locations[\(index)]"
@@ -116,7 +116,7 @@ public enum Overland {
             switch key {
             case "type":
                 guard case .string(let t) = try s.value(), t == "Feature" else {
-                    throw WireFormatError("\(at).type: expected \"Feature\"")
+                    throw FormatsError("\(at).type: expected \"Feature\"")
                 }
             case "geometry":
                 coordinates = try point(&s, at: "\(at).geometry")
@@ -127,20 +127,20 @@ public enum Overland {
                     switch name {
                     case "timestamp":
                         guard case .string(let t) = v else {
-                            throw WireFormatError("\(at).properties.timestamp: expected an ISO 8601 string")
+                            throw FormatsError("\(at).properties.timestamp: expected an ISO 8601 string")
                         }
                         timestamp = t
                     case "altitude", "speed", "horizontal_accuracy", "vertical_accuracy", "course":
                         switch v {
                         case .number(let d): numbers[name] = d
                         case .null: break
-                        default: throw WireFormatError("\(at).properties.\(name): expected a number")
+                        default: throw FormatsError("\(at).properties.\(name): expected a number")
                         }
                     case "device_id":
                         switch v {
                         case .string(let t): deviceID = t
                         case .null: break
-                        default: throw WireFormatError("\(at).properties.device_id: expected a string")
+                        default: throw FormatsError("\(at).properties.device_id: expected a string")
                         }
                     default:
                         TrailRecord.keepAttribute(name, v, in: &attributes)
@@ -150,11 +150,11 @@ public enum Overland {
                 try s.skipValue()
             }
         }
-        guard let coordinates else { throw WireFormatError("\(at).geometry: missing") }
-        guard sawProperties else { throw WireFormatError("\(at).properties: missing") }
-        guard let timestamp else { throw WireFormatError("\(at).properties.timestamp: missing") }
+        guard let coordinates else { throw FormatsError("\(at).geometry: missing") }
+        guard sawProperties else { throw FormatsError("\(at).properties: missing") }
+        guard let timestamp else { throw FormatsError("\(at).properties.timestamp: missing") }
         guard let time = ISOTime.parse(timestamp, anyOffset: true) else {
-            throw WireFormatError("\(at).properties.timestamp: '\(timestamp.prefix(40))' is not ISO 8601")
+            throw FormatsError("\(at).properties.timestamp: '\(timestamp.prefix(40))' is not ISO 8601")
         }
         func valid(_ name: String) -> Double? { numbers[name].flatMap { $0 < 0 ? nil : $0 } }
         let verticalAccuracy = numbers["vertical_accuracy"]
@@ -175,21 +175,21 @@ public enum Overland {
     }
 
     /// A Point geometry's coordinates: longitude, latitude and maybe altitude.
-    static func point(_ s: inout JSONScanner, at: String) throws(WireFormatError) -> [Double] {
+    static func point(_ s: inout JSONScanner, at: String) throws(FormatsError) -> [Double] {
         var coordinates: [Double]?
         var type: String?
         try s.members { (s, key) throws(FormatsError) in
             switch key {
             case "type":
                 guard case .string(let t) = try s.value() else {
-                    throw WireFormatError("\(at).type: expected a string")
+                    throw FormatsError("\(at).type: expected a string")
                 }
                 type = t
             case "coordinates":
                 var values: [Double] = []
                 try s.elements { (s) throws(FormatsError) in
                     guard case .number(let d) = try s.value(), values.count < 3 else {
-                        throw WireFormatError(
+                        throw FormatsError(
                             "\(at).coordinates: expected [longitude, latitude] or with altitude")
                     }
                     values.append(d)
@@ -199,9 +199,9 @@ public enum Overland {
                 try s.skipValue()
             }
         }
-        guard type == "Point" else { throw WireFormatError("\(at).type: expected \"Point\"") }
+        guard type == "Point" else { throw FormatsError("\(at).type: expected \"Point\"") }
         guard let coordinates, coordinates.count >= 2 else {
-            throw WireFormatError("\(at).coordinates: expected [longitude, latitude]")
+            throw FormatsError("\(at).coordinates: expected [longitude, latitude]")
         }
         return coordinates
     }

@@ -15,7 +15,7 @@
 /// numbers may come as strings, a missing `tst` is the time of receipt, transitions may come
 /// without a position, message types without a position (`waypoint`, `waypoints`, `lwt`, `card`,
 /// `status`, ...) are acknowledged and not stored, an empty body is acknowledged, and
-/// `_type: encrypted` is refused (``WireFormatError/Code/unsupported``): we hold no key.
+/// `_type: encrypted` is refused (``FormatsError/Code/unsupported``): we hold no key.
 public enum OwnTracks {
     /// The user a message without `X-Limit-U` (or `?u=`) is filed under, as the Recorder does.
     public static let defaultUser = "owntracks"
@@ -119,28 +119,28 @@ public enum OwnTracks {
 
         /// Reads one JSON object with the scanner the endpoint reads batches with (bounded nesting,
         /// UTF-8 checked). Numbers may be sent as strings (`"lat":"48.1"`), as some apps do.
-        init(_ bytes: [UInt8]) throws(WireFormatError) {
+        init(_ bytes: [UInt8]) throws(FormatsError) {
             var s = JSONScanner(bytes)
             do {
                 try s.members { (s, key) throws(FormatsError) in
                     let v = try s.value()
-                    func number() throws(WireFormatError) -> Double? {
+                    func number() throws(FormatsError) -> Double? {
                         switch v {
                         case .number(let d): return d
                         case .string(let t):
                             guard let d = Double(t.trimmingSpaces), d.isFinite else {
-                                throw WireFormatError("\(key): '\(t.prefix(32))' is not a number")
+                                throw FormatsError("\(key): '\(t.prefix(32))' is not a number")
                             }
                             return d
                         case .null: return nil
-                        default: throw WireFormatError("\(key): expected a number")
+                        default: throw FormatsError("\(key): expected a number")
                         }
                     }
-                    func text() throws(WireFormatError) -> String? {
+                    func text() throws(FormatsError) -> String? {
                         switch v {
                         case .string(let t): return t
                         case .null: return nil
-                        default: throw WireFormatError("\(key): expected a string")
+                        default: throw FormatsError("\(key): expected a string")
                         }
                     }
                     switch key {
@@ -169,22 +169,22 @@ public enum OwnTracks {
     /// subscriber does with a message on `owntracks/USER/DEVICE`. `nil` when there is nothing to
     /// store: an empty body, or a message type without a position (`lwt`, `card`, `waypoint`...).
     ///
-    /// - Throws: ``WireFormatError`` naming the field; ``WireFormatError/Code/unsupported`` for
+    /// - Throws: ``FormatsError`` naming the field; ``FormatsError/Code/unsupported`` for
     ///   an encrypted payload.
     public static func decode(_ bytes: [UInt8], user: String?, device: String?, now: Double)
-        throws(WireFormatError) -> TrailRecord?
+        throws(FormatsError) -> TrailRecord?
     {
         try decode(bytes, device: deviceID(user: user, device: device), now: now)
     }
 
     /// A record from an OwnTracks body, stored as `device` (taken as it is), received at `now`.
     ///
-    /// - Throws: ``WireFormatError`` naming the field.
-    public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(WireFormatError) -> TrailRecord? {
+    /// - Throws: ``FormatsError`` naming the field.
+    public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(FormatsError) -> TrailRecord? {
         // Apps post empty bodies now and then (the Recorder ignores them).
         guard bytes.contains(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else { return nil }
         let w = try Wire(bytes)
-        guard let type = w._type else { throw WireFormatError("_type: missing") }
+        guard let type = w._type else { throw FormatsError("_type: missing") }
         let kind: TrailRecord.Kind
         switch type {
         case "location": kind = .location
@@ -192,10 +192,10 @@ public enum OwnTracks {
             switch w.event {
             case "enter": kind = .enter
             case "leave": kind = .exit
-            default: throw WireFormatError("event: '\(w.event ?? "null")' is not enter or leave")
+            default: throw FormatsError("event: '\(w.event ?? "null")' is not enter or leave")
             }
         case "encrypted":
-            throw WireFormatError(
+            throw FormatsError(
                 "_type: encrypted payloads are not supported (no key is configured here): "
                     + "turn encryption off in the app, or send to a Recorder that holds the key", code: .unsupported)
         default: return nil
@@ -206,8 +206,8 @@ public enum OwnTracks {
             // A transition may come without a position: stored, marked as having none.
             (lat, lon, valid) = (0, 0, false)
         }
-        guard let lat else { throw WireFormatError("lat: missing") }
-        guard let lon else { throw WireFormatError("lon: missing") }
+        guard let lat else { throw FormatsError("lat: missing") }
+        guard let lon else { throw FormatsError("lon: missing") }
         var r = TrailRecord(
             device: device, sequence: 1, kind: kind, region: kind == .location ? nil : w.desc,
             time: w.tst ?? now, latitude: lat, longitude: lon, altitude: w.alt,

@@ -14,15 +14,15 @@ public enum OwnTracksEnvelope {
     /// not JSON before an encrypted `_type` is read (the plain reader refuses them). Members other
     /// than `_type` and `data` are skipped (a nested value up to ``JSONScanner``'s depth).
     ///
-    /// - Throws: ``WireFormatError`` for an encrypted message that is malformed JSON after its
+    /// - Throws: ``FormatsError`` for an encrypted message that is malformed JSON after its
     ///   `_type`, or whose `data` is missing, not a string, not base64, shorter than ``overhead``
-    ///   or longer than ``maxDataBytes`` (``WireFormatError/Code/tooLarge``).
-    public static func data(in bytes: [UInt8]) throws(WireFormatError) -> [UInt8]? {
+    ///   or longer than ``maxDataBytes`` (``FormatsError/Code/tooLarge``).
+    public static func data(in bytes: [UInt8]) throws(FormatsError) -> [UInt8]? {
         var s = JSONScanner(bytes)
         var type: String?
         var text: String?
         var sawData = false
-        do throws(WireFormatError) {
+        do throws(FormatsError) {
             try s.members { (s, key) throws(FormatsError) in
                 switch key {
                 case "_type":
@@ -42,19 +42,19 @@ public enum OwnTracksEnvelope {
             throw error
         }
         guard type == "encrypted" else { return nil }
-        guard sawData else { throw WireFormatError("data: missing from an encrypted message") }
-        guard let text else { throw WireFormatError("data: expected a base64 string") }
+        guard sawData else { throw FormatsError("data: missing from an encrypted message") }
+        guard let text else { throw FormatsError("data: expected a base64 string") }
         let utf8 = Array(text.utf8)
         // 4 characters carry 3 bytes: refuse before decoding what would be too large.
         guard utf8.count / 4 * 3 <= maxDataBytes + 3 else {
-            throw WireFormatError("data: longer than \(maxDataBytes) bytes", code: .tooLarge)
+            throw FormatsError("data: longer than \(maxDataBytes) bytes", code: .tooLarge)
         }
-        guard let decoded = Base64.decode(utf8) else { throw WireFormatError("data: not base64") }
+        guard let decoded = Base64.decode(utf8) else { throw FormatsError("data: not base64") }
         guard decoded.count <= maxDataBytes else {
-            throw WireFormatError("data: longer than \(maxDataBytes) bytes", code: .tooLarge)
+            throw FormatsError("data: longer than \(maxDataBytes) bytes", code: .tooLarge)
         }
         guard decoded.count >= overhead else {
-            throw WireFormatError("data: \(decoded.count) bytes, fewer than a nonce and a MAC (\(overhead))")
+            throw FormatsError("data: \(decoded.count) bytes, fewer than a nonce and a MAC (\(overhead))")
         }
         return decoded
     }

@@ -125,13 +125,13 @@ extension JSONBatch {
 
     /// Reads one of a visit's or trip's members into `span`; returns whether `key` is one.
     static func readSpan(_ key: String, _ v: JSONScanner.Value, into span: inout TrailRecord.Span, index: Int)
-        throws(WireFormatError) -> Bool
+        throws(FormatsError) -> Bool
     {
-        func number() throws(WireFormatError) -> Double? {
+        func number() throws(FormatsError) -> Double? {
             switch v {
             case .number(let d): return d
             case .null: return nil
-            default: throw WireFormatError("records[\(index)].\(key): expected a number")
+            default: throw FormatsError("records[\(index)].\(key): expected a number")
             }
         }
         switch key {
@@ -140,10 +140,10 @@ extension JSONBatch {
             case .null: span.end = nil
             case .string(let t):
                 guard let parsed = ISOTime.parse(t) else {
-                    throw WireFormatError("records[\(index)].\(key): '\(t)' is not an ISO 8601 UTC time")
+                    throw FormatsError("records[\(index)].\(key): '\(t)' is not an ISO 8601 UTC time")
                 }
                 span.end = parsed
-            default: throw WireFormatError("records[\(index)].\(key): expected a string")
+            default: throw FormatsError("records[\(index)].\(key): expected a string")
             }
         case "endLat": span.endLatitude = try number()
         case "endLon": span.endLongitude = try number()

@@ -22,7 +22,4 @@ public struct Coordinate: Hashable, Sendable, Codable {
 extension Coordinate: CustomStringConvertible {
     /// Deliberately vague: coordinates are personal data and stay out of logs unless asked for.
     public var description: String { "Coordinate(<redacted>)" }
-
-    /// The full coordinate, for debug output a user asked for.
-    public var debugText: String { "(\(latitude), \(longitude))" }
 }

@@ -30,7 +30,7 @@ public struct LocationManagerConfiguration: Sendable {
 ///
 /// Besides locations and region events it reports, like CoreLocation, errors as events:
 /// ``LocationError/Code/locationUnknown`` once no usable fix arrived for
-/// ``Configuration/locationUnknownAfter`` seconds (again after the next usable one; a fix standard
+/// ``LocationManagerConfiguration/locationUnknownAfter`` seconds (again after the next usable one; a fix standard
 /// updates reject as stale is none, and the message says the fixes were stale), and
 /// ``LocationError/Code/sourceUnavailable`` when the source reports a loss or an error.
 ///
@@ -39,10 +39,8 @@ public struct LocationManagerConfiguration: Sendable {
 /// suspended app's updates). Each is safe from any thread while the events are read, and holds from
 /// the next fix decided.
 public final class LocationManager<Source: FixSource>: Sendable {
-    public typealias Configuration = LocationManagerConfiguration
-
     public let source: Source
-    public let configuration: Configuration
+    public let configuration: LocationManagerConfiguration
     /// The monitored regions between fixes; a fix's decisions take them out and put them back, so
     /// ``regionState(for:)`` can answer from any thread without copying them.
     let regions: Mutex<RegionMonitor>
@@ -63,7 +61,7 @@ public final class LocationManager<Source: FixSource>: Sendable {
     ///   - rejected: told why each fix standard updates did not take was rejected (for counting).
     ///   - clock: the time fixes are judged by (staleness, the significant-change rule).
     public init(
-        source: Source, configuration: Configuration = Configuration(),
+        source: Source, configuration: LocationManagerConfiguration = LocationManagerConfiguration(),
         regions: RegionMonitor = RegionMonitor(), locationSource: Location.Source = .other,
         updatingLocation: Bool = true,
         rejected: (@Sendable (RejectReason) -> Void)? = nil, clock: any EpochClock

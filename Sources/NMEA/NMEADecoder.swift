@@ -84,9 +84,6 @@ public struct NMEADecoder {
         carry.reserveCapacity(options.maxSentenceLength + 8)
     }
 
-    /// The 1-based line number the decoder is on.
-    public var currentLine: Int { lineNumber }
-
     /// Decodes a chunk of input, calling `emit` for every epoch it completes.
     ///
     /// - Throws: the first rejected sentence, in strict mode only. The decoder stays usable: the

@@ -26,9 +26,9 @@ public struct OwnTracksCryptoError: Error, Hashable, Sendable, CustomStringConve
     /// A sentence saying what was wrong.
     public var message: String
     /// The envelope's reading error, for ``Code/malformed`` and ``Code/tooLarge``.
-    public var underlying: WireFormatError?
+    public var underlying: FormatsError?
 
-    public init(_ code: Code, _ message: String, underlying: WireFormatError? = nil) {
+    public init(_ code: Code, _ message: String, underlying: FormatsError? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying

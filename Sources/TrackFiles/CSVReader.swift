@@ -34,7 +34,6 @@ public struct CSVReader: TrackReader {
     var rowLine = 1
     var rowHasContent = false
     var cells: [[UInt8]] = []
-    var startChecked = false
 
     public init() {
         field.reserveCapacity(64)

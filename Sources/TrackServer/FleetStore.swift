@@ -12,7 +12,7 @@ public protocol FleetStore: AnyObject, Sendable {
     /// Gives `device` a new token (``DeviceTokens/newToken()``) and returns it; the store keeps only
     /// its digest (``DeviceTokens/digest(token:)``).
     ///
-    /// - Throws: ``CredentialError`` when the id is not usable or the device has a token already.
+    /// - Throws: ``TrackServerError`` when the id is not usable or the device has a token already.
     func addCredential(device: String, now: Double) async throws -> String
     /// Every device with a token, by id.
     func credentials() async throws -> [DeviceCredential]
@@ -60,12 +60,6 @@ extension FleetStore {
     {
         try await positions(in: area, from: from, to: to, device: device, after: cursor, limit: limit)
     }
-}
-
-extension TrackStore {
-    public typealias Credential = DeviceCredential
-    public typealias Latest = LatestPosition
-    public typealias Area = PositionArea
 }
 
 /// A device allowed to send with a token of its own.

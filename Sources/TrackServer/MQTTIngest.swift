@@ -118,7 +118,7 @@ public final class MQTTIngest: Service, Sendable {
             // Counted by outcome (keeptrack_serve_encrypted_total); nothing stored.
             server.metrics.rejected(1)
             logger.warning("MQTT message refused: encrypted", metadata: ["topic": "\(topic)", "code": "\(error.code)"])
-        } catch let error as WireFormatError {
+        } catch let error as FormatsError {
             server.metrics.rejected(1)
             // The reason may quote a coordinate: only at debug level.
             logger.warning("MQTT message refused", metadata: ["topic": "\(topic)"])

@@ -21,7 +21,7 @@ extension SQLiteTrackStore {
     /// Gives `device` a new token and returns it: the only time it is seen, the store keeps its
     /// digest.
     ///
-    /// - Throws: ``CredentialError`` when the id is not usable or the device has a token already
+    /// - Throws: ``TrackServerError`` when the id is not usable or the device has a token already
     ///   (revoke it first).
     public func addCredential(device: String, now: Double) async throws -> String {
         if let problem = DeviceTokens.problem(device: device) { throw problem }

@@ -67,8 +67,6 @@ final class StreamHub: Sendable {
         client.close()
     }
 
-    var clientCount: Int { clients.withLock { $0.count } }
-
     /// Queues `records` (one stored batch, in storage order) for every client that may see them.
     func publish(_ records: [TrailRecord]) {
         fanOut(records, device: \.device) { $0.encode($1) }

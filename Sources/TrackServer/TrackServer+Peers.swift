@@ -11,7 +11,7 @@ extension TrackServer {
     /// decrypted with; a message that is not encrypted comes back as it is, with no secret.
     ///
     /// - Throws: ``OwnTracksCryptoError`` for an envelope that can't be read or does not
-    ///   authenticate under the device's secret; ``WireFormatError`` (``WireFormatError/Code/unsupported``)
+    ///   authenticate under the device's secret; ``FormatsError`` (``FormatsError/Code/unsupported``)
     ///   for an encrypted message from a device without a secret. Each is counted in
     ///   `keeptrack_serve_encrypted_total` by outcome.
     func openOwnTracks(_ bytes: [UInt8], device: String) async throws -> (plain: [UInt8], secret: OwnTracksSecret?) {
@@ -25,7 +25,7 @@ extension TrackServer {
         // Encrypted: without a secret for the device, whatever the envelope holds, it can't be read.
         guard let secret = try await (store as? any DeviceSecretStore)?.secret(device: device) else {
             metrics.encrypted("no_secret")
-            throw WireFormatError(
+            throw FormatsError(
                 "_type: encrypted payloads are not supported for device '\(device)': it has no "
                     + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app",
                 code: .unsupported)
@@ -62,7 +62,7 @@ extension TrackServer {
                 default: .badRequest
                 }
             throw HTTPError(status, message: error.message)
-        } catch let error as WireFormatError {
+        } catch let error as FormatsError {
             metrics.rejected(1)
             throw ErrorAnswer(error, status: error.code == .unsupported ? .unsupportedMediaType : .badRequest)
         }

@@ -278,12 +278,6 @@ public final class TrackServer: Sendable {
             bodyBytesInFlight: bodies.inUse)
     }
 
-    /// The current faults.
-    public var currentFaults: Faults {
-        get { faults.withLock { $0 } }
-        set { faults.withLock { $0 = newValue } }
-    }
-
     func router() -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         let origins = configuration.corsOrigins
@@ -477,7 +471,7 @@ public final class TrackServer: Sendable {
     /// An encrypted message (`_type: encrypted`) is decrypted with the device's secret
     /// (``DeviceSecretStore``) first.
     ///
-    /// - Throws: ``WireFormatError`` for a message that can't be read (``WireFormatError/Code/unsupported``
+    /// - Throws: ``FormatsError`` for a message that can't be read (``FormatsError/Code/unsupported``
     ///   for an encrypted one from a device without a secret), ``OwnTracksCryptoError`` for an encrypted
     ///   one that can't be read or does not authenticate, or the store's error.
     public func ingestOwnTracks(_ bytes: [UInt8], user: String?, device: String?) async throws
@@ -538,7 +532,7 @@ public final class TrackServer: Sendable {
 
     /// The query's page: `limit` (``Configuration/defaultPageSize`` when absent, at most
     /// ``Configuration/maxPageSize``) and `cursor` (a token from a previous page).
-    func page(_ q: FlatDictionary<Substring, Substring>) throws -> (limit: Int, cursor: TrackStore.Cursor?) {
+    func page(_ q: FlatDictionary<Substring, Substring>) throws -> (limit: Int, cursor: TrailCursor?) {
         var limit = configuration.defaultPageSize
         if let text = q["limit"], !text.isEmpty {
             guard let n = Int(text), (1...configuration.maxPageSize).contains(n) else {
@@ -547,9 +541,9 @@ public final class TrackServer: Sendable {
             }
             limit = n
         }
-        var cursor: TrackStore.Cursor?
+        var cursor: TrailCursor?
         if let text = q["cursor"], !text.isEmpty {
-            guard let c = TrackStore.Cursor(token: String(text)) else {
+            guard let c = TrailCursor(token: String(text)) else {
                 throw HTTPError(.badRequest, message: "cursor: not a cursor this server gave")
             }
             cursor = c

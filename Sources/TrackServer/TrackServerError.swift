@@ -48,6 +48,3 @@ public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertib
 
     public var description: String { message }
 }
-
-/// The former name of ``TrackServerError`` for the credentials' problems.
-public typealias CredentialError = TrackServerError

@@ -47,10 +47,6 @@ public protocol TrackStore: FleetStore {
 }
 
 extension TrackStore {
-    public typealias Device = DeviceSummary
-    public typealias Cursor = TrailCursor
-    public typealias StoreError = TrackStoreError
-
     /// One page of a device's trail (``trail(device:from:to:after:limit:includeInvalid:)`` with its
     /// defaults: all times, valid records only).
     public func trail(

@@ -94,11 +94,11 @@ public struct LogDecoding {
     /// four times a second (``Progress``: the share of the file, MB/s, seconds left) and `nil` at
     /// the end when it heard anything.
     ///
-    /// - Throws: `OutputError` when the output cannot be written; decoding problems are in the result.
+    /// - Throws: `TrackerError` when the output cannot be written; decoding problems are in the result.
     public func run(
         output: OutputBuffer = OutputBuffer(), warn: @escaping (Warning) -> Void,
         progress: ((Progress?) -> Void)? = nil
-    ) throws(OutputError) -> Result {
+    ) throws(TrackerError) -> Result {
         var out = output
         let started = monotonicSeconds()
         var decoder = NMEADecoder(options: options)
@@ -116,7 +116,7 @@ public struct LogDecoding {
         decoder.diagnosticLimit = limit + 1
         var writer = FixWriter(format: format)
         writer.begin(into: &out.bytes)
-        var writeError: OutputError?
+        var writeError: TrackerError?
         let includeAll = includeAll && writer.writesFixesWithoutPosition
         var lastProgress = started
         var failure: NMEAError?
@@ -138,7 +138,7 @@ public struct LogDecoding {
             ) { fix in
                 guard writeError == nil, includeAll || fix.hasPosition else { return }
                 writer.write(fix, into: &out.bytes)
-                do throws(OutputError) { try out.flushIfNeeded() } catch { writeError = error }
+                do throws(TrackerError) { try out.flushIfNeeded() } catch { writeError = error }
             }
         } catch {
             failure = error
@@ -146,7 +146,7 @@ public struct LogDecoding {
         if let progress, lastProgress != started { progress(nil) }
         writer.end(into: &out.bytes)
         if writeError == nil {
-            do throws(OutputError) { try out.flush() } catch { writeError = error }
+            do throws(TrackerError) { try out.flush() } catch { writeError = error }
         }
         if let writeError { throw writeError }
         return Result(statistics: decoder.statistics, failure: failure, elapsed: monotonicSeconds() - started)

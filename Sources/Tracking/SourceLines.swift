@@ -20,7 +20,7 @@ public struct SourceLines {
         self.lineBuffered = lineBuffered
     }
 
-    public mutating func write(_ element: SourceElement) throws(OutputError) {
+    public mutating func write(_ element: SourceElement) throws(TrackerError) {
         switch element {
         case .fix(let fix):
             guard includeAll || fix.hasPosition else { return }
@@ -31,7 +31,7 @@ public struct SourceLines {
         try out.endRecord(lineBuffered: lineBuffered)
     }
 
-    public mutating func finish() throws(OutputError) { try out.flush() }
+    public mutating func finish() throws(TrackerError) { try out.flush() }
 
     /// Writes every element of `source` until it ends or the task is cancelled (Ctrl-C, SIGTERM),
     /// then flushes. `tick`, when given, is called at most four times a second with the seconds
@@ -39,11 +39,11 @@ public struct SourceLines {
     ///
     /// - Returns: whether the source reported an error event.
     @discardableResult
-    public mutating func pump<S: FixSource>(_ source: S, tick: ((Double?) -> Void)? = nil) async throws(OutputError)
+    public mutating func pump<S: FixSource>(_ source: S, tick: ((Double?) -> Void)? = nil) async throws(TrackerError)
         -> Bool
     {
         // On the source's reading thread when it has one (gpsd): no thread hand-off per fix.
-        try await withTaskExecutorPreference(source.preferredExecutor) { () async throws(OutputError) -> Bool in
+        try await withTaskExecutorPreference(source.preferredExecutor) { () async throws(TrackerError) -> Bool in
             let started = monotonicSeconds()
             var lastTick = started
             var failed = false

@@ -80,14 +80,14 @@ public final class JSONLinesSink: TrackerEventSink {
 
     public func receive(_ event: TrackerEvent) throws {
         if discards { return }
-        try output.withLock { out throws(OutputError) in
+        try output.withLock { out throws(TrackerError) in
             guard Self.append(event, to: &out.bytes) else { return }
             try out.endRecord(lineBuffered: lineBuffered)
         }
     }
 
     public func flush() throws {
-        try output.withLock { out throws(OutputError) in try out.flush() }
+        try output.withLock { out throws(TrackerError) in try out.flush() }
     }
 
     /// Appends `event`'s line; `false` when the event has none (a budget refresh, a not-running
@@ -167,17 +167,17 @@ public struct OutputBuffer: Sendable {
         bytes.reserveCapacity(80 * 1024)
     }
 
-    public mutating func flushIfNeeded() throws(OutputError) {
+    public mutating func flushIfNeeded() throws(TrackerError) {
         if bytes.count >= 64 * 1024 { try flush() }
     }
 
-    public mutating func flush() throws(OutputError) {
+    public mutating func flush() throws(TrackerError) {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw OutputError(errno: errno)
+                throw TrackerError(errno: errno)
             }
             done += n
         }
@@ -185,7 +185,7 @@ public struct OutputBuffer: Sendable {
     }
 
     /// Ends a record: flushed at once for live output, in 64 KiB blocks otherwise.
-    public mutating func endRecord(lineBuffered: Bool) throws(OutputError) {
+    public mutating func endRecord(lineBuffered: Bool) throws(TrackerError) {
         if lineBuffered { try flush() } else { try flushIfNeeded() }
     }
 
@@ -200,10 +200,6 @@ public struct OutputBuffer: Sendable {
         EventJSON.appendStringObject(pairs, to: &bytes)
     }
 }
-
-/// Output could not be written (a closed pipe, a full disk): a ``TrackerError`` with the code
-/// ``TrackerError/Code/output`` and the system's error number; its former name.
-public typealias OutputError = TrackerError
 
 /// Passes every event on to `base`, and gives back the clean pages start-up touched
 /// (`CleanPages.release()`) when the tracker settles: at its first location, and whenever

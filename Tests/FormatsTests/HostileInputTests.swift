@@ -39,7 +39,7 @@ struct HostileInputTests {
                     + #","records":[]}"#).utf8)
         }
         #expect(try JSONBatch.decode(batch(depth: JSONScanner.maxDepth), now: 2e9).records.isEmpty)
-        #expect(throws: WireFormatError.self) { try JSONBatch.decode(batch(depth: JSONScanner.maxDepth + 1), now: 2e9) }
+        #expect(throws: FormatsError.self) { try JSONBatch.decode(batch(depth: JSONScanner.maxDepth + 1), now: 2e9) }
         // The attack itself: 200,000 '[' (0.2 MB) overflowed the stack before.
         let deep = Array((#"{"device":"d","records":[{"x":"# + String(repeating: "[", count: 200_000)).utf8)
         do {
@@ -73,7 +73,7 @@ struct HostileInputTests {
     @Test func refusesAnEscapedNULInTheBatchDevice() {
         let body =
             #"{"device":"van\u0000A","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#
-        #expect(throws: WireFormatError.self) { try JSONBatch.decode(Array(body.utf8), now: 2e9) }
+        #expect(throws: FormatsError.self) { try JSONBatch.decode(Array(body.utf8), now: 2e9) }
     }
 
     @Test(
@@ -100,20 +100,20 @@ struct HostileInputTests {
         var escaped = Array(#"{"device":"a\nb"#.utf8)
         escaped += [0xE2, 0x28, 0xA1]
         escaped += Array(#"","records":[]}"#.utf8)
-        #expect(throws: WireFormatError.self) { try JSONBatch.decode(escaped, now: 2e9) }
+        #expect(throws: FormatsError.self) { try JSONBatch.decode(escaped, now: 2e9) }
         // Valid multi-byte text after an escape is kept whole.
         let good = Array(#"{"device":"a\tb€😀","records":[]}"#.utf8)
         #expect(try JSONBatch.decode(good, now: 2e9).device == "a\tb€😀")
     }
 
     @Test func osmAndRefusesIdsThatAreNotUTF8OrHoldControlCharacters() throws {
-        #expect(throws: WireFormatError.self) {
+        #expect(throws: FormatsError.self) {
             try OsmAnd.decode("id=van%00A&lat=1&lon=1&timestamp=1715679000", now: 2e9)
         }
-        #expect(throws: WireFormatError.self) {
+        #expect(throws: FormatsError.self) {
             try OsmAnd.decode("id=van%FF&lat=1&lon=1&timestamp=1715679000", now: 2e9)
         }
-        #expect(throws: WireFormatError.self) {
+        #expect(throws: FormatsError.self) {
             try OsmAnd.decode("id=van&lat=1&lon=1&timestamp=10000000000000", now: 2e9)
         }
         #expect(try OsmAnd.decode("id=caf%C3%A9&lat=1&lon=1&timestamp=1715679000", now: 2e9).device == "café")
@@ -147,7 +147,7 @@ struct HostileInputTests {
         } catch {
             #expect(error.message.contains("4 bytes that are not gzip after the stream's end, at byte \(a.count)"))
         }
-        #expect(throws: WireFormatError.self) { try Gzip.decompress(Array(a.dropLast(3)), limit: 100) }
+        #expect(throws: FormatsError.self) { try Gzip.decompress(Array(a.dropLast(3)), limit: 100) }
         let bomb = Gzip.compress([UInt8](repeating: 32, count: 1 << 20))
         do {
             _ = try Gzip.decompress(bomb, limit: 1000)

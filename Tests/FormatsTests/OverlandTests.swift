@@ -114,7 +114,7 @@ struct OverlandTests {
         (#"{"locations":[],"locations":[]}"#, "locations: given twice"),
     ])
     func refusesMalformedBodiesNamingWhere(text: String, message: String) {
-        let error = #expect(throws: WireFormatError.self) {
+        let error = #expect(throws: FormatsError.self) {
             try Overland.decode(Array(text.utf8), device: "d", now: now)
         }
         #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
@@ -124,7 +124,7 @@ struct OverlandTests {
         let whole = body([feature, feature])
         #expect(try Overland.decode(whole, device: "d", now: now).count == 2)
         for n in 0..<whole.count {
-            #expect(throws: WireFormatError.self) { try Overland.decode(Array(whole.prefix(n)), device: "d", now: now) }
+            #expect(throws: FormatsError.self) { try Overland.decode(Array(whole.prefix(n)), device: "d", now: now) }
         }
     }
 
@@ -135,13 +135,13 @@ struct OverlandTests {
             try Overland.decode(body(Array(repeating: small, count: Overland.maxLocations)), device: "d", now: now)
                 .count
                 == Overland.maxLocations)
-        let error = #expect(throws: WireFormatError.self) {
+        let error = #expect(throws: FormatsError.self) {
             try Overland.decode(body(Array(repeating: small, count: Overland.maxLocations + 1)), device: "d", now: now)
         }
         #expect(error?.code == .tooLarge)
         // Deep nesting in a skipped member is refused, not recursed into.
         let deep = body([], extra: ",\"trip\":" + String(repeating: "[", count: 100_000))
-        #expect(throws: WireFormatError.self) { try Overland.decode(deep, device: "d", now: now) }
+        #expect(throws: FormatsError.self) { try Overland.decode(deep, device: "d", now: now) }
     }
 
     @Test func keepsAtMostTheAttributeLimit() throws {

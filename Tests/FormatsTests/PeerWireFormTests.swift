@@ -42,7 +42,7 @@ struct PeerWireFormTests {
         // A parameter no store could keep is left out, not the position refused.
         let odd = try OsmAnd.decode("id=a&lat=1&lon=2&=x&bad%01name=1&ok=1", now: received)
         #expect(odd.attributes == ["ok": "1"])
-        #expect(throws: WireFormatError("location: 'north' is not 'lat,lon'")) {
+        #expect(throws: FormatsError("location: 'north' is not 'lat,lon'")) {
             try OsmAnd.decode("id=a&location=north", now: received)
         }
     }
@@ -138,7 +138,7 @@ struct PeerWireFormTests {
                     now: received) == nil)
         }
         // Encrypted: refused as unsupported, not acknowledged and dropped.
-        #expect(throws: WireFormatError.self) {
+        #expect(throws: FormatsError.self) {
             try OwnTracks.decode(
                 Array(#"{"_type":"encrypted","data":"abc"}"#.utf8), user: nil, device: nil, now: received)
         }

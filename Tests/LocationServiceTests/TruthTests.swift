@@ -60,13 +60,13 @@ struct TruthTests {
     /// Replays a fixture through the manager on log time and returns every event.
     static func replay(
         _ file: String, regions: RegionMonitor = RegionMonitor(),
-        configure: (inout LocationManager<NMEALogSource>.Configuration) -> Void = { _ in },
+        configure: (inout LocationManagerConfiguration) -> Void = { _ in },
         speed: Double? = nil, clock: ManualClock? = nil
     ) async -> [LocationEvent] {
         let source =
             clock.map { NMEALogSource(options: .init(path: fixturePath(file), speed: speed), clock: $0) }
             ?? NMEALogSource(options: .init(path: fixturePath(file), speed: speed))
-        var configuration = LocationManager<NMEALogSource>.Configuration()
+        var configuration = LocationManagerConfiguration()
         configure(&configuration)
         let logClock = source.logClock
         let manager = LocationManager(
@@ -180,7 +180,7 @@ struct DelegateTests {
     @Test func callsTheDelegateForEachEvent() async throws {
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
         let clock = source.logClock
-        var configuration = LocationManager<NMEALogSource>.Configuration()
+        var configuration = LocationManagerConfiguration()
         configuration.standardUpdates?.distanceFilter = 200
         let manager = LocationManager(
             source: source, configuration: configuration,

@@ -33,7 +33,7 @@ struct ErrorAnswerTests {
         #expect(header("Content-Type", response)?.hasPrefix("application/json") == true)
         let error = try errorBody(response)
         #expect(error.code == "malformed-json")
-        #expect(!error.message.isEmpty && !error.message.contains("WireFormatError"))
+        #expect(!error.message.isEmpty && !error.message.contains("FormatsError"))
         await endpoint.stop()
     }
 

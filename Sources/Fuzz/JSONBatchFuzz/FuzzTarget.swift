@@ -3,7 +3,7 @@ import Formats
 /// A fixed "now" so that runs are reproducible (2024-05-14T12:00:00Z).
 let now = 1_715_688_000.0
 
-/// `JSONBatch.decode` on any bytes: never a crash, a rejection is a `WireFormatError`; a batch it
+/// `JSONBatch.decode` on any bytes: never a crash, a rejection is a `FormatsError`; a batch it
 /// accepts survives the encoder: decode → encode → decode is accepted again, gives the same
 /// device and records, and encodes to the same bytes (the first encoding rounds: times to the
 /// millisecond, coordinates to nine decimals).
@@ -11,7 +11,7 @@ let now = 1_715_688_000.0
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let first: (device: String, records: [TrailRecord])
-    do throws(WireFormatError) {
+    do throws(FormatsError) {
         first = try JSONBatch.decode(bytes, now: now)
     } catch {
         precondition(!error.message.isEmpty, "a rejection without a message")
@@ -23,7 +23,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard first.records.allSatisfy(writable) else { return 0 }
     let encoded = JSONBatch.encode(device: first.device, records: first.records)
     let second: (device: String, records: [TrailRecord])
-    do throws(WireFormatError) {
+    do throws(FormatsError) {
         second = try JSONBatch.decode(encoded, now: now)
     } catch {
         preconditionFailure(

@@ -3,7 +3,7 @@ import Formats
 /// A fixed "now" so that runs are reproducible (2024-05-14T12:00:00Z).
 let now = 1_715_688_000.0
 
-/// `OsmAnd.decode` on any query or form body: never a crash, a rejection is a `WireFormatError`;
+/// `OsmAnd.decode` on any query or form body: never a crash, a rejection is a `FormatsError`;
 /// a record it accepts survives the encoder: decode → parameters → decode is accepted again and
 /// gives the same parameters (the first encoding rounds to the protocol's decimals). The same
 /// bytes as Traccar Client's JSON body (`OsmAnd.decodeJSON`): never a crash, a record it accepts
@@ -11,7 +11,7 @@ let now = 1_715_688_000.0
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    do throws(WireFormatError) {
+    do throws(FormatsError) {
         let r = try OsmAnd.decodeJSON(bytes, now: now)
         precondition(r.problem(now: now) == nil, "decodeJSON accepted a record it should refuse")
     } catch {
@@ -19,7 +19,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     let query = String(decoding: bytes, as: UTF8.self)
     let first: TrailRecord
-    do throws(WireFormatError) {
+    do throws(FormatsError) {
         first = try OsmAnd.decode(query, now: now)
     } catch {
         precondition(!error.message.isEmpty, "a rejection without a message")
@@ -31,7 +31,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard writable(first) else { return 0 }
     let encoded = OsmAnd.parameters(first)
     let second: TrailRecord
-    do throws(WireFormatError) {
+    do throws(FormatsError) {
         second = try OsmAnd.decode(encoded, now: now)
     } catch {
         preconditionFailure("an accepted record, encoded, is refused: \(error): \(encoded)")

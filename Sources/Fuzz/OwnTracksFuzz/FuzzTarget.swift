@@ -3,14 +3,14 @@ import Formats
 /// A fixed "now" so that runs are reproducible (2024-05-14T12:00:00Z).
 let now = 1_715_688_000.0
 
-/// `OwnTracks.decode` on any body: never a crash, a rejection is a `WireFormatError`; a record
+/// `OwnTracks.decode` on any body: never a crash, a rejection is a `FormatsError`; a record
 /// it accepts survives the encoder: decode → encode → decode is accepted again and encodes to the
 /// same bytes (the first encoding rounds to OwnTracks' integers and seven decimals).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let first: TrailRecord?
-    do throws(WireFormatError) {
+    do throws(FormatsError) {
         first = try OwnTracks.decode(bytes, device: "phone", now: now)
     } catch {
         precondition(!error.message.isEmpty, "a rejection without a message")
@@ -23,7 +23,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard integers.allSatisfy({ $0.map { abs($0.rounded()) < 9.2e18 } ?? true }) else { return 0 }
     guard let encoded = OwnTracks.encode(first) else { return 0 }
     let second: TrailRecord?
-    do throws(WireFormatError) {
+    do throws(FormatsError) {
         second = try OwnTracks.decode(encoded, device: "phone", now: now)
     } catch {
         preconditionFailure(
