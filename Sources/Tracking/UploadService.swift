@@ -9,6 +9,9 @@ import Upload
 /// The uploader as a service: sends the outbox while the tracker runs; on a graceful shutdown,
 /// once the tracker has stopped, uploads what is left — everything at the end of a replay, for at
 /// most ``Tracker/UploadSettings/shutdownTimeout`` on a stop — and keeps the rest for the next run.
+///
+/// Without a tracker (``sending(_:logger:clock:)``), ``send()`` sends what waits in an outbox to
+/// every target once, with the same uploaders, and says what each target got.
 public final class UploadService: Service, Sendable {
     public let outbox: Outbox
     let settings: Tracker.UploadSettings
@@ -47,6 +50,41 @@ public final class UploadService: Service, Sendable {
             }
             current.withLock { $0 = uploaders }
         }
+    }
+
+    /// An upload service over the outbox at ``Tracker/UploadSettings/outboxPath`` alone, with no
+    /// tracker and no lifecycle, to ``send()`` what waits in it (`keeptrack outbox send`).
+    ///
+    /// - Parameters:
+    ///   - clock: what retries back off on. The default is the wall clock.
+    /// - Throws: ``TrackerError`` (``TrackerError/Code/upload``, the ``UploadError`` underlying)
+    ///   when the outbox can't be opened or a target's settings can't be used.
+    public static func sending(
+        _ settings: Tracker.UploadSettings, logger: Logger, clock: any EpochClock = WallClock()
+    ) throws -> UploadService {
+        do {
+            let outbox = try Outbox(path: settings.outboxPath, configuration: settings.outbox)
+            return try UploadService(outbox: outbox, settings: settings, application: nil, logger: logger, clock: clock)
+        } catch {
+            throw TrackerError("", code: .upload, underlying: error)
+        }
+    }
+
+    /// Sends what waits in the outbox to every target now, each a lane of its own as in a run (the
+    /// same ``Uploader``s: batches, retries with backoff, dead letters, idempotent ids), until each
+    /// target has every record, or gave up after ``Uploader/Configuration/drainAttempts`` failures
+    /// in a row, or met a settings problem; then closes its connections.
+    ///
+    /// - Returns: each target's report, in the order of the settings: a target with records
+    ///   ``TargetReport/pending`` still refuses them (its ``Uploader/Stats/lastError`` says why).
+    /// - Throws: what an embedded endpoint's address (``Tracker/UploadSettings/endpoint``) throws.
+    public func send() async throws -> [TargetReport] {
+        let lanes = try await startedUploaders()
+        await withTaskGroup(of: Void.self) { group in
+            for uploader in lanes { group.addTask { await uploader.run(drain: true) } }
+        }
+        for uploader in lanes { await uploader.shutdown() }
+        return targetReports
     }
 
     var tracker: TrackerCore? {

@@ -346,12 +346,14 @@ extension UploadOptions {
 }
 
 extension UploadService.TargetReport {
-    /// How a lane's line reads: the end of a run with one target, or with several.
+    /// How a lane's line reads: the end of a run with one target, or with several, or `outbox send`.
     enum Style {
         /// `upload: ... 0 left in the outbox`, and why records are left: they go with the next run.
         case onlyTarget
         /// `upload to NAME: ... 0 left for it in the outbox`, and why records are left for it.
         case oneOfSeveral
+        /// `upload to NAME: ..., 0 dead letters; 0 left for it in the outbox`, and why records are left.
+        case sent
     }
 
     /// What the lane did, one line without coordinates: `upload: 900 records acknowledged by
@@ -363,9 +365,15 @@ extension UploadService.TargetReport {
         var line =
             start + "\(grouped(s.uploaded)) records acknowledged by \(host) in "
             + "\(grouped(s.requests)) requests, \(grouped(s.retries)) retries"
-        if s.deadLettered > 0 { line += ", \(grouped(s.deadLettered)) rejected (dead letters)" }
+        if style == .sent {
+            line += ", \(grouped(s.deadLettered)) dead letters"
+        } else if s.deadLettered > 0 {
+            line += ", \(grouped(s.deadLettered)) rejected (dead letters)"
+        }
         line += "; \(grouped(pending)) " + (style == .onlyTarget ? "left in the outbox" : "left for it in the outbox")
-        if pending > 0 { line += " (\(s.lastError ?? "not sent")); they go with the next run" }
+        if pending > 0 {
+            line += " (\(s.lastError ?? "not sent"))" + (style == .sent ? "" : "; they go with the next run")
+        }
         return line + UploadOptions.settingsHint(s.settingsToCheck)
     }
 }
