@@ -68,7 +68,7 @@ struct OutboxCommand: ParsableCommand {
 
     struct Retry: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move dead letters back into the outbox, to be sent with the next run.")
+            abstract: "Move dead letters back into the outbox, to be sent with the next run or outbox send.")
         @Argument(help: "The dead letters' sequence numbers.") var sequences: [Int64] = []
         @Flag(help: "Every dead letter.") var all = false
         @Option(
