@@ -125,8 +125,9 @@ struct OutboxSendCommandTests {
     @Test func aBacklogLeftByARefusedTargetIsDrained() async throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let (server, base) = try serve(
-            dir + "/endpoint.sqlite", ["--faults", "--fail-rate", "1", "--fail-status", "500"])
+        let (server, base) = try await offThePool {
+            try serve(dir + "/endpoint.sqlite", ["--faults", "--fail-rate", "1", "--fail-status", "500"])
+        }
         defer { server.terminate() }
         let url = base + "/v1/locations"
         let host = String(base.dropFirst("http://".count))
@@ -138,18 +139,20 @@ struct OutboxSendCommandTests {
         }
         #expect(replay.status == 0, "\(replay.stderr)")
         #expect(replay.stderr.contains("895 left in the outbox (the endpoint answered 500"), "\(replay.stderr)")
-        let (put, answer) = try run(
-            "/usr/bin/python3",
-            [
-                "-c",
-                """
-                import sys, urllib.request
-                r = urllib.request.Request(sys.argv[1], data=b"{}", method="PUT",
-                    headers={"Authorization": "Bearer t0ken", "Content-Type": "application/json"})
-                print(urllib.request.urlopen(r, timeout=60).status)
-                """,
-                base + "/v1/faults",
-            ])
+        let (put, answer) = try await offThePool {
+            try run(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    """
+                    import sys, urllib.request
+                    r = urllib.request.Request(sys.argv[1], data=b"{}", method="PUT",
+                        headers={"Authorization": "Bearer t0ken", "Content-Type": "application/json"})
+                    print(urllib.request.urlopen(r, timeout=60).status)
+                    """,
+                    base + "/v1/faults",
+                ])
+        }
         #expect(put == 0 && answer == "200\n", "\(answer)")
         let send = try await offThePool {
             try keeptrack(["outbox", "send", "--upload", url, "--token", "t0ken", "--data-dir", dir])
@@ -161,20 +164,22 @@ struct OutboxSendCommandTests {
                 + "0 dead letters; 0 left for it in the outbox\n", "\(send.stdout)")
         // Not a terminal: no progress line.
         #expect(!send.stderr.contains("\u{1B}[K"), "\(send.stderr)")
-        let (got, trail) = try run(
-            "/usr/bin/python3",
-            [
-                "-c",
-                """
-                import json, sys, urllib.request
-                r = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer t0ken"})
-                ids = [x["id"] for x in json.load(urllib.request.urlopen(r, timeout=60))["records"]]
-                print(len(ids), len(set(ids)))
-                """,
-                base + "/v1/devices/van-1/trail?format=json&limit=10000",
-            ])
+        let (got, trail) = try await offThePool {
+            try run(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    """
+                    import json, sys, urllib.request
+                    r = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer t0ken"})
+                    ids = [x["id"] for x in json.load(urllib.request.urlopen(r, timeout=60))["records"]]
+                    print(len(ids), len(set(ids)))
+                    """,
+                    base + "/v1/devices/van-1/trail?format=json&limit=10000",
+                ])
+        }
         #expect(got == 0 && trail == "895 895\n", "\(trail)")
-        let status = try keeptrack(["outbox", "status", "--data-dir", dir])
+        let status = try await offThePool { try keeptrack(["outbox", "status", "--data-dir", dir]) }
         #expect(status.stdout.contains(", 0 pending"), "\(status.stdout)")
         let again = try await offThePool {
             try keeptrack(["outbox", "send", "--upload", url, "--token", "t0ken", "--data-dir", dir])
@@ -191,7 +196,7 @@ struct OutboxSendCommandTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let left = try await offThePool { try self.backlog(dir) }
         #expect(left.stderr.contains("895 left in the outbox"), "\(left.stderr)")
-        let endpoint = try CountingEndpoint(hold: 2)
+        let endpoint = try await offThePool { try CountingEndpoint(hold: 2) }
         let arguments = [
             "outbox", "send", "--upload", endpoint.url, "--target-name", "fleet", "--batch-size", "100",
             "--data-dir", dir,
@@ -203,7 +208,7 @@ struct OutboxSendCommandTests {
         // Killed while its second batch is in flight: the first is acknowledged, the second is not.
         kill(first.process.processIdentifier, SIGKILL)
         try await offThePool { first.drain() }
-        let status = try keeptrack(["outbox", "status", "--data-dir", dir])
+        let status = try await offThePool { try keeptrack(["outbox", "status", "--data-dir", dir]) }
         #expect(status.stdout.contains(", 795 pending"), "\(status.stdout)")
         let second = try await offThePool { try keeptrack(arguments) }
         #expect(second.status == 0, "\(second.stderr)")
@@ -244,7 +249,7 @@ struct OutboxSendCommandTests {
             r.stderr.contains(
                 "; giving up for now after 5 attempts. Check that \(host) is up and reachable, then run keeptrack "
                     + "outbox send again; the records stay in the outbox until then.\n"), "\(r.stderr)")
-        let status = try keeptrack(["outbox", "status", "--data-dir", dir])
+        let status = try await offThePool { try keeptrack(["outbox", "status", "--data-dir", dir]) }
         #expect(status.stdout.contains(", 895 pending"), "\(status.stdout)")
     }
 
@@ -253,7 +258,7 @@ struct OutboxSendCommandTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try await offThePool { try self.backlog(dir) }
-        let (server, base) = try serve(dir + "/endpoint.sqlite")
+        let (server, base) = try await offThePool { try serve(dir + "/endpoint.sqlite") }
         defer { server.terminate() }
         let r = try await offThePool {
             try keeptrack([
@@ -277,11 +282,13 @@ struct OutboxSendCommandTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try await offThePool { try self.backlog(dir) }
-        let none = try keeptrack(["outbox", "send", "--data-dir", dir], environment: ["HOME": dir])
+        let none = try await offThePool {
+            try keeptrack(["outbox", "send", "--data-dir", dir], environment: ["HOME": dir])
+        }
         #expect(none.status == 64, "\(none.stderr)")
         #expect(none.stderr.contains("outbox send needs its targets: give --upload URL"), "\(none.stderr)")
         #expect(none.stderr.contains("records wait for fleet (http://127.0.0.1:"), "\(none.stderr)")
-        let endpoint = try CountingEndpoint()
+        let endpoint = try await offThePool { try CountingEndpoint() }
         let config = dir + "/config.yaml"
         try """
         gpsd: localhost:2947
@@ -349,7 +356,7 @@ struct OutboxSendCommandTests {
     @Test func aReplayUploadsFullBatchesWhileItsInputLasts() async throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let endpoint = try CountingEndpoint()
+        let endpoint = try await offThePool { try CountingEndpoint() }
         // The walk's first half, up to the end of a line (its lines end in CR LF).
         let walk = try fixtureBytes("walk-15min.nmea")
         let half = try #require(walk[(walk.count / 2)...].firstIndex(of: UInt8(ascii: "\n"))) + 1
