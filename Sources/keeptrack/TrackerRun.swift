@@ -72,7 +72,7 @@ struct TrackerRun {
             throw error.commandError
         }
         try await upload.shareSecret(with: embedded, tracker: tracker)
-        if !quiet { upload.warnAboutOrphans(tracker) }
+        if !quiet { upload.warnAboutOrphans(tracker.uploadService) }
         // Started in this order, stopped in reverse: the control socket and the input first, then
         // the upload of what is left, then the endpoint that takes it.
         var logger = Logger(label: "keeptrack.lifecycle")
