@@ -69,6 +69,8 @@ let package = Package(
             name: "Upload",
             dependencies: [
                 "Geo", "Formats", "Lifecycle", "MQTT", "OwnTracksCrypto",
+                // Home Assistant's discovery names the software version of the device (sw_version).
+                "BuildInfo",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
