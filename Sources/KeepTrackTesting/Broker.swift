@@ -62,6 +62,9 @@ public final class Broker: @unchecked Sendable {
         }
         // Its log goes on to a pipe nobody reads: read it away so that it never blocks the broker.
         Thread.detachNewThread { tool.drain() }
+        // Its current pid, for a watchdog that outlives the test process (a restart changes it).
+        try? "\(tool.process.processIdentifier)\n".write(
+            toFile: directory + "/mosquitto.pid", atomically: true, encoding: .utf8)
         return tool
     }
 
