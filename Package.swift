@@ -331,6 +331,12 @@ package.targets += [
         path: "Sources/Fuzz/WebSocketFuzz"),
 ]
 
+// Against a real Home Assistant (KeepTrackTesting.HomeAssistant, docs/home-assistant.md): the built keeptrack
+// uploading by MQTT discovery and to the OwnTracks integration, zones, a broker restart and a kill -9.
+package.targets += [
+    .testTarget(name: "HomeAssistantTests", dependencies: ["keeptrack", "KeepTrackTesting", "Geo"])
+]
+
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
 // are. System library targets have no sources, and a plugin target takes no Swift settings (the
