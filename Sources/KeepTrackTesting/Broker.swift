@@ -68,7 +68,9 @@ public final class Broker: @unchecked Sendable {
         return tool
     }
 
-    private func start() throws {
+    /// Starts it again after ``stop()``, on the same port with the same configuration.
+    public func start() throws {
+        guard tool == nil else { return }
         tool = try Self.launch(executable, directory: directory, port: port)
     }
 

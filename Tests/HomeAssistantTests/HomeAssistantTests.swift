@@ -37,7 +37,8 @@ struct HomeAssistantTests {
     }
 
     /// The walk by MQTT discovery: the tracker ends at the last printed fix with its accuracy, every
-    /// printed fix is in its history, in the zone while inside it and `not_home` outside.
+    /// printed fix is in its history, in the zone while inside it and `not_home` outside; the stop is
+    /// the last visit sensor's.
     @Test func theWalkByMQTTDiscoveryEndsAtItsLastFixAndFollowsTheZone() async throws {
         let ha = try await homeAssistant()
         let since = Date()
@@ -46,7 +47,7 @@ struct HomeAssistantTests {
         let run = try await keeptrack([
             "replay", "fixtures/walk-15min.nmea", "--upload", "mqtt://127.0.0.1:\(ha.broker.port)",
             "--format", "homeassistant", "--device-id", "walk-discovery", "--data-dir", dir.path,
-            "--batch-wait", "0.2", "--quiet",
+            "--batch-wait", "0.2", "--quiet", "--visits", "--visit-min-duration", "1m",
         ])
         #expect(run.status == 0, "\(run.stderr)")
         let printed = PrintedLocation.all(in: run.stdout)
@@ -65,6 +66,18 @@ struct HomeAssistantTests {
         #expect(speed.state != "unknown" && speed.state != "unavailable", "\(speed)")
         let history = try await recorded(printed, of: entity, in: ha, since: since)
         try expectZone(history)
+        // The two minutes at Odeonsplatz are a visit (with visits of a minute): the last visit sensor,
+        // created with the first visit, says when it began and where.
+        let visit = try await eventually("sensor.walk_discovery_last_visit", within: 30) {
+            try await ha.state("sensor.walk_discovery_last_visit").flatMap {
+                $0.state.hasPrefix("2024-05-14T09:3") ? $0 : nil
+            }
+        }
+        let place = try Coordinate(
+            latitude: #require(visit.number("latitude")), longitude: #require(visit.number("longitude")))
+        let centre = Coordinate(latitude: Self.odeonsplatz.latitude, longitude: Self.odeonsplatz.longitude)
+        #expect(Geodesy.distance(place, centre) < Self.odeonsplatz.radius, "\(visit)")
+        #expect(visit.string("departure")?.hasPrefix("2024-05-14T09:3") == true, "\(visit)")
     }
 
     /// The walk to the OwnTracks integration's webhook, plain and encrypted with the secret its config
@@ -114,8 +127,8 @@ struct HomeAssistantTests {
             }, "\(history.filter { $0.state == "odeonsplatz" }.prefix(3))")
     }
 
-    /// A broker restart and a kill -9 of the tracker mid-run: every location either run printed is in
-    /// Home Assistant's history, and the tracker ends at the second run's last fix.
+    /// A broker restart after an outage and a kill -9 of the tracker mid-run: every location either run
+    /// printed is in Home Assistant's history, and the tracker ends at the second run's last fix.
     @Test func aBrokerRestartAndAKill9LoseNoPrintedLocation() async throws {
         let ha = try await homeAssistant()
         let since = Date()
@@ -134,11 +147,15 @@ struct HomeAssistantTests {
                 "--speed", "40",
             ] + common, environment: ["KT_ERRORS": dir.path + "/first.err"])
         first.guardAgainstHang(seconds: 300)
-        let printedBeforeRestart = try await offThePool { try first.locations(150) }
-        try await offThePool { try ha.broker.restart() }
-        let printedBeforeKill = try await offThePool { try first.locations(300) }
+        let beforeOutage = try await offThePool { try first.locations(100) }
+        // The broker down while the tracker prints 320 locations (8 s): Home Assistant's client backs off
+        // (1, 2, 4, 8 s), so the tracker is back before it, and must wait for its birth message.
+        try await offThePool { ha.broker.stop() }
+        let duringOutage = try await offThePool { try first.locations(320) }
+        try await offThePool { try ha.broker.start() }
+        let afterOutage = try await offThePool { try first.locations(200) }
         kill(first.process.processIdentifier, SIGKILL)
-        let firstRun = printedBeforeRestart + printedBeforeKill
+        let firstRun = beforeOutage + duringOutage + afterOutage
         // Home Assistant shows the tracker unavailable: the broker published its last will.
         _ = try await eventually("\(entity) unavailable after the kill", within: 60) {
             try await ha.state(entity).flatMap { $0.state == "unavailable" ? $0 : nil }
