@@ -36,22 +36,31 @@ struct HomeAssistantTests {
         return ha
     }
 
-    /// The walk by MQTT discovery: the tracker ends at the last printed fix with its accuracy, every
-    /// printed fix is in its history, in the zone while inside it and `not_home` outside; the stop is
-    /// the last visit sensor's.
+    /// The walk by MQTT discovery, beside an OsmAnd target: the tracker ends at the last printed fix
+    /// with its accuracy, every printed fix is in its history, in the zone while inside it and
+    /// `not_home` outside; the stop is the last visit sensor's.
     @Test func theWalkByMQTTDiscoveryEndsAtItsLastFixAndFollowsTheZone() async throws {
         let ha = try await homeAssistant()
         let since = Date()
         let dir = try TemporaryDirectory("keeptrack-ha-walk")
         defer { dir.remove() }
+        // Beside a Traccar (the embedded endpoint, OsmAnd): two targets, one outbox.
         let run = try await keeptrack([
-            "replay", "fixtures/walk-15min.nmea", "--upload", "mqtt://127.0.0.1:\(ha.broker.port)",
-            "--format", "homeassistant", "--device-id", "walk-discovery", "--data-dir", dir.path,
-            "--batch-wait", "0.2", "--quiet", "--visits", "--visit-min-duration", "1m",
+            "replay", "fixtures/walk-15min.nmea", "--upload", "embedded", "--format", "osmand",
+            "--upload", "mqtt://127.0.0.1:\(ha.broker.port)", "--format", "homeassistant", "--device-id",
+            "walk-discovery", "--data-dir", dir.path, "--batch-wait", "0.2", "--visits", "--visit-min-duration", "1m",
         ])
         #expect(run.status == 0, "\(run.stderr)")
         let printed = PrintedLocation.all(in: run.stdout)
         #expect(printed.count > 800)
+        #expect(run.stderr.contains("embedded endpoint: \(printed.count) points"), "\(run.stderr)")
+        // Locations and the visit's two records (at its arrival and its departure).
+        #expect(
+            run.stderr.contains(
+                "upload to mqtt://127.0.0.1:\(ha.broker.port): \(printed.count + 2) records acknowledged by "
+                    + "127.0.0.1:\(ha.broker.port) in \(printed.count + 2) requests, 0 retries; 0 left for it in the outbox"
+            ),
+            "\(run.stderr)")
         let last = try #require(printed.last)
         let entity = "device_tracker.walk_discovery"
         let state = try await eventually("\(entity) at the walk's last fix", within: 60) {
