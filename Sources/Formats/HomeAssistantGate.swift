@@ -4,7 +4,7 @@
 /// has just discovered never reaches its history. The broker's PUBACK says only that the broker
 /// has a message; this gate holds positions in the outbox while Home Assistant cannot be listening.
 ///
-/// The rules (times in seconds on the uploader's clock):
+/// The rules (times in seconds on the owner's clock):
 /// - each connection first announces the device (discovery configurations and `online`, retained);
 ///   positions then wait ``settle`` seconds, the time Home Assistant takes to subscribe to a device
 ///   it did not know (it answers nothing that would say when it has);
@@ -15,15 +15,16 @@
 ///   `online`; that `online` is answered by announcing the device again (a broker without
 ///   persistence lost the retained configurations).
 ///
-/// A value type with no clock and no I/O: the uploader feeds it events and does what it decides.
-struct HomeAssistantGate: Equatable {
+/// A value type with no clock and no I/O: its owner (the uploader's Home Assistant target; the
+/// endpoint's, issue 39 item 2) feeds it events and does what it decides.
+public struct HomeAssistantGate: Equatable, Sendable {
     /// What Home Assistant last said on its status topic.
-    enum Status: Equatable {
+    public enum Status: Equatable, Sendable {
         case unknown, online, offline
     }
 
     /// What the owner does next.
-    enum Decision: Equatable {
+    public enum Decision: Equatable, Sendable {
         /// Publish the discovery configurations and `online`, then call ``announced(now:)``.
         case announce
         /// Publish positions.
@@ -34,19 +35,21 @@ struct HomeAssistantGate: Equatable {
 
     /// Seconds positions wait after an announcement. The default is 2 (Home Assistant's own
     /// discovery cool-down; it subscribed within 0.2 s here).
-    var settle: Double = 2
+    public var settle: Double = 2
     /// Seconds a reconnection waits at most for Home Assistant's birth message. The default is 30.
-    var birthWait: Double = 30
+    public var birthWait: Double = 30
 
-    private(set) var status = Status.unknown
+    public private(set) var status = Status.unknown
     /// When this connection's announcement was acknowledged; `nil` before it.
-    private(set) var announcedAt: Double?
+    public private(set) var announcedAt: Double?
     /// After a reconnection, until when to wait for Home Assistant's birth message.
-    private(set) var birthDeadline: Double?
-    private(set) var connections = 0
+    public private(set) var birthDeadline: Double?
+    public private(set) var connections = 0
+
+    public init() {}
 
     /// A connection was opened (and subscribed to Home Assistant's status).
-    mutating func connected(now: Double) {
+    public mutating func connected(now: Double) {
         connections += 1
         announcedAt = nil
         if connections > 1 {
@@ -57,12 +60,12 @@ struct HomeAssistantGate: Equatable {
     }
 
     /// The announcement was acknowledged by the broker.
-    mutating func announced(now: Double) {
+    public mutating func announced(now: Double) {
         announcedAt = now
     }
 
     /// Home Assistant said `status` on its status topic.
-    mutating func heard(_ status: Status) {
+    public mutating func heard(_ status: Status) {
         self.status = status
         if status == .online {
             birthDeadline = nil
@@ -72,7 +75,7 @@ struct HomeAssistantGate: Equatable {
         }
     }
 
-    func decide(now: Double) -> Decision {
+    public func decide(now: Double) -> Decision {
         if status == .offline { return .wait(until: nil) }
         guard let announcedAt else { return .announce }
         if let birthDeadline, now < birthDeadline { return .wait(until: birthDeadline) }

@@ -1,6 +1,5 @@
+import Formats
 import Testing
-
-@testable import Upload
 
 /// Issue 39: when positions may go to Home Assistant (``HomeAssistantGate``), event by event.
 @Suite("Home Assistant gate")
