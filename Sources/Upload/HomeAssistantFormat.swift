@@ -104,8 +104,9 @@ final class HomeAssistantLane: Sendable {
     let signal = Signal()
     private struct State {
         var gate = HomeAssistantGate()
-        /// The connection the gate last saw opened.
-        var connection: ObjectIdentifier?
+        /// The connection the gate last saw opened (held, so that a new one is never mistaken for it at
+        /// the same address).
+        var connection: MQTTConnection?
         var visits = false
     }
     private let state = Mutex(State())
@@ -131,8 +132,8 @@ final class HomeAssistantLane: Sendable {
     /// Tells the gate when `connection` is one it has not seen.
     func use(_ connection: MQTTConnection, now: Double) {
         state.withLock { s in
-            guard s.connection != ObjectIdentifier(connection) else { return }
-            s.connection = ObjectIdentifier(connection)
+            guard s.connection !== connection else { return }
+            s.connection = connection
             s.gate.connected(now: now)
         }
     }

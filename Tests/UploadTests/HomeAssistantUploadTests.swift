@@ -2,6 +2,7 @@ import Formats
 import Foundation
 import KeepTrackTesting
 import Testing
+import TrackServerTesting
 
 @testable import Upload
 
@@ -106,6 +107,31 @@ struct HomeAssistantUploadTests {
         }
         #expect(times == (0..<5).map { ISOTime.string(1_715_679_000 + Double($0)) })
         await u.shutdown()
+    }
+
+    /// A broker restarted without persistence forgets the retained configurations: the reconnection
+    /// announces the device again (here Home Assistant's birth, retained, ends the wait at once).
+    @Test func aReconnectionAnnouncesTheDeviceAgain() async throws {
+        let broker = try Broker()
+        let (outbox, dir) = try filledOutbox(3)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let u = try homeAssistantUploader(outbox, port: broker.port)
+        try await drain(u)
+        try await offThePool { try broker.restart() }
+        let birth = try Tool(
+            executable: URL(fileURLWithPath: "/usr/bin/mosquitto_pub"),
+            ["-p", "\(broker.port)", "-q", "1", "-r", "-t", "homeassistant/status", "-m", "online"])
+        _ = try await birth.remainingLines()
+        try outbox.append(walk(2, from: 1_715_679_003))
+        try await drain(u)
+        #expect(try outbox.stats().pending == 0)
+        await u.shutdown()
+        let topics = HomeAssistantDiscovery.Topics(device: "van-1")
+        let later = try Subscriber(port: broker.port, topic: "#", count: 5)
+        let retained = try await messages(later, 5)
+        #expect(
+            Set(retained.map(\.topic))
+                == [topics.trackerConfig, topics.speedConfig, topics.availability, topics.attributes, topics.status])
     }
 
     /// Over HTTP there is nothing to send Home Assistant's discovery to: the uploader refuses it.
