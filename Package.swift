@@ -69,6 +69,8 @@ let package = Package(
             name: "Upload",
             dependencies: [
                 "Geo", "Formats", "Lifecycle", "MQTT", "OwnTracksCrypto",
+                // Home Assistant's discovery names the software version of the device (sw_version).
+                "BuildInfo",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -327,6 +329,12 @@ package.targets += [
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ],
         path: "Sources/Fuzz/WebSocketFuzz"),
+]
+
+// Against a real Home Assistant (KeepTrackTesting.HomeAssistant, docs/home-assistant.md): the built keeptrack
+// uploading by MQTT discovery and to the OwnTracks integration, zones, a broker restart and a kill -9.
+package.targets += [
+    .testTarget(name: "HomeAssistantTests", dependencies: ["keeptrack", "KeepTrackTesting", "Geo"])
 ]
 
 // No warnings in the project's own code: every target this package defines (libraries, executables,

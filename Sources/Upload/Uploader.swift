@@ -186,6 +186,11 @@ public final class Uploader: Sendable {
     }
 
     static func httpClient(_ configuration: Configuration) throws(UploadError) -> HTTPClient {
+        if configuration.format is HomeAssistantFormat {
+            throw UploadError(
+                .configuration, "Home Assistant's discovery goes over MQTT: the URL must start with mqtt:// or mqtts://"
+            )
+        }
         guard configuration.url.hasPrefix("http://") || configuration.url.hasPrefix("https://") else {
             throw UploadError(
                 .configuration,

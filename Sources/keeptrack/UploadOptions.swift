@@ -18,7 +18,8 @@ struct UploadOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Upload every location and region transition to this endpoint: http(s)://..., mqtt(s)://[user@]host[/topic] "
-                + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process). Repeatable: each target is a lane "
+                + "(OwnTracks at QoS 1, or Home Assistant's discovery with --format homeassistant), or 'embedded' (a test "
+                + "endpoint in-process). Repeatable: each target is a lane "
                 + "of its own over one outbox; the i-th --format, --token, --user, --secret-file, --device-id, --ca-file "
                 + "and --target-name go with the i-th --upload, a single one with all (docs/upload-targets.md).",
             valueName: "url|embedded"))
@@ -27,8 +28,9 @@ struct UploadOptions: ParsableArguments {
     @Option(
         name: .customLong("format"),
         help: ArgumentHelp(
-            "json (our batch), osmand (Traccar), owntracks or overland (Overland, Dawarich). "
-                + "The default is json.", valueName: "format"))
+            "json (our batch), osmand (Traccar), owntracks, overland (Overland, Dawarich) or homeassistant "
+                + "(MQTT discovery, with an mqtt:// --upload: docs/home-assistant.md). The default is json.",
+            valueName: "format"))
     var formats: [String] = []
 
     /// The first target's format (the only one's).
@@ -269,7 +271,11 @@ extension UploadOptionValues.Problem {
         case .unknownFormat(let format): "--format takes \(UploadFormats.names), got '\(format)'."
         case .unsupportedURL(let url): "--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got '\(url)'."
         case .formatNotPublishedOverMQTT(let format):
-            "--upload mqtt(s):// publishes OwnTracks JSON: --format \(format) does not apply."
+            "--upload mqtt(s):// publishes OwnTracks JSON or Home Assistant's discovery: --format \(format) does not "
+                + "apply."
+        case .formatPublishedOverMQTTOnly(let format):
+            "--format \(format) publishes to the MQTT broker Home Assistant uses: give --upload "
+                + "mqtt(s)://[user[:password]@]broker[:port]."
         case .invalidMQTTURL(let why): "--upload: \(why)"
         case .caFileWithoutTLS: "--ca-file goes with mqtts:// (TLS), not mqtt://"
         case .malformedHeader(let header): "--header takes 'Name: value', got '\(header)'."
