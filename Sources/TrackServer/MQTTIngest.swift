@@ -6,6 +6,7 @@ import OwnTracksCrypto
 import ServiceLifecycle
 import Synchronization
 import Dispatch
+import TrackStore
 
 /// The endpoint's MQTT side: subscribed at QoS 1 to OwnTracks topics on a broker, it stores every
 /// message as `POST /owntracks` does (``TrackServer/ingestOwnTracks(_:user:device:)``: device

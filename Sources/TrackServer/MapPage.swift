@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import SystemIO
 import Synchronization
+import TrackStore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import Formats
 import Geo
 import Synchronization
+import TrackStore
 
 /// The ``OfflineDetector`` at work in a server: every stored batch goes through it to the stream
 /// (``stored(_:)``: an `online` event before the record of a device that was offline), and

@@ -2,6 +2,7 @@ import Formats
 import NIOCore
 import Prometheus
 import Synchronization
+import TrackStore
 
 /// The live stream's fan-out: every record a store publishes (``RecordFeed``) becomes one text frame
 /// `{"type":"record","device":ID,"record":{...}}`, encoded once and queued for each connected client

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TrackStore
 
 /// Who a request is: the admin (the `--token`, or anyone when no token and no device credential
 /// exist), one device (its own token), or nobody (no credential: only OsmAnd ingest, which carries
@@ -18,7 +19,7 @@ enum Identity: Sendable, Equatable {
 }
 
 /// Authenticates each request and puts its ``Identity`` in the context. A credential is the admin
-/// token or a device's token (``FleetStore/addCredential(device:now:)``), as a bearer, as the
+/// token or a device's token (``CredentialStore/addCredential(device:now:)``), as a bearer, as the
 /// password of HTTP Basic (how the OwnTracks apps send it), or as a `token` query parameter. A
 /// credential that is neither gets 401; no credential gets 401 too, except OsmAnd's ingest (`/`),
 /// whose route decides by the device id as Traccar does.

@@ -3,6 +3,7 @@ import Geo
 import Logging
 import MQTT
 import SystemIO
+import TrackStore
 
 #if canImport(Glibc)
     import Glibc
@@ -106,16 +107,16 @@ extension TrackServer {
         }
     }
 
-    /// A test endpoint for one process (`--upload embedded`): the endpoint database of
-    /// `dataDirectory`, a free loopback port, a random token, logging warnings only. Run it in
-    /// the same service group as the uploader, started before it and stopped after it.
-    public static func embedded(dataDirectory: DataDirectory) throws -> TrackServer {
-        makeDirectories(dataDirectory.path)
-        var c = Configuration(database: dataDirectory.endpointDatabase)
+    /// A test endpoint for one process (`--upload embedded`) over `store` (the caller opens it: the
+    /// data directory's endpoint database, `TrackStorePostgres`' `TrackDatabase(dataDirectory:)`): a
+    /// free loopback port, a random token, logging warnings only. Run it in the same service group as
+    /// the uploader, started before it and stopped after it; close the store after.
+    public static func embedded(store: any TrackStore) throws -> TrackServer {
+        var c = Configuration()
         c.token = (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = .warning
-        return try TrackServer(configuration: c, logger: logger)
+        return try TrackServer(configuration: c, store: store, logger: logger)
     }
 
     /// What ``exportTrail(device:directory:)`` wrote.

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TrackStore
 
 /// The fleet queries: `GET /v1/devices/latest` and `GET /v1/positions?bbox=|near=`, and the
 /// overview `/map` draws.

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import OwnTracksCrypto
+import TrackStore
 
 /// Ingest for the peers of issue 29: OwnTracks' encrypted payloads (over HTTP and MQTT alike) and
 /// Overland's batch at Dawarich's path.
@@ -23,7 +24,7 @@ extension TrackServer {
             data = .failure(error)
         }
         // Encrypted: without a secret for the device, whatever the envelope holds, it can't be read.
-        guard let secret = try await (store as? any DeviceSecretStore)?.secret(device: device) else {
+        guard let secret = try await store.secret(device: device) else {
             metrics.encrypted("no_secret")
             throw FormatsError(
                 "_type: encrypted payloads are not supported for device '\(device)': it has no "

@@ -3,6 +3,7 @@ import Formats
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TrackStore
 
 /// The OwnTracks Recorder's read API (`/api/0/...`), so that the OwnTracks Frontend and other
 /// Recorder clients work against this server unchanged. Shapes as the Recorder's `http.c` and

@@ -1,6 +1,7 @@
 import Formats
 import HummingbirdWebSocket
 import NIOCore
+import TrackStore
 
 /// The OwnTracks Recorder's `/ws/last` WebSocket (docs/owntracks-recorder-api.md): the client sends
 /// `LAST` and is sent the latest location of each device it may see, one Recorder location object

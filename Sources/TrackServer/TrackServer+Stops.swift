@@ -2,6 +2,7 @@ import Formats
 import Hummingbird
 import LocationService
 import NIOCore
+import TrackStore
 
 /// `GET /v1/devices/{id}/stops` and `GET /v1/devices/{id}/trips` (issue 27): a device's stops and the
 /// trips between them over `from`-`to`, found by the device's own ``VisitDetector`` in its stored
@@ -62,6 +63,22 @@ extension TrackServer {
         return Response(
             status: .ok, headers: [.contentType: format == "gpx" ? "application/gpx+xml" : "application/json"],
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+extension StopEvent {
+    /// `{"kind":"stop",...}` or `{"kind":"trip",...}`: the route's object with its kind first.
+    public var json: [UInt8] {
+        var out: [UInt8] = []
+        switch kind {
+        case .stop(let v):
+            ByteWriting.appendStatic("{\"kind\":\"stop\",", to: &out)
+            StopsJSON.stopMembers(v, to: &out)
+        case .trip(let t):
+            ByteWriting.appendStatic("{\"kind\":\"trip\",", to: &out)
+            StopsJSON.tripMembers(t, to: &out)
+        }
+        return out
     }
 }
 

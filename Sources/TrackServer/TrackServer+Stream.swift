@@ -8,6 +8,7 @@ import NIOCore
 import NIOHTTP1
 import NIOWebSocket
 import ServiceLifecycle
+import TrackStore
 
 /// The live stream, `GET /v1/stream` upgraded to a WebSocket (docs/live.md):
 /// `{"type":"snapshot","devices":[...]}` first (each visible device's latest position), then
@@ -277,12 +278,9 @@ extension TrackServer {
             body: .init(byteBuffer: ByteBuffer(string: "GET \(path) is a WebSocket: ask with Upgrade: websocket\n")))
     }
 
-    /// Counts what an ingest stored and, for a store that does not publish what it stores
-    /// (``StoredRecordsSource``), hands the batch to the stream when all of it was new.
+    /// Counts what an ingest stored (the stream hears it from the store: ``StoredRecordsSource``).
     func noteStored(_ records: [TrailRecord], _ result: (accepted: Int, duplicates: Int), format: String) {
         metrics.stored(result.accepted, duplicates: result.duplicates, format: format)
-        guard !(store is any StoredRecordsSource), result.accepted == records.count else { return }
-        offlineWatch.stored(records.map { SQLiteTrackStore.asStored($0, format: format) })
     }
 
     /// Feeds the stream from the store while the server runs, declares devices offline (and online
@@ -291,18 +289,17 @@ extension TrackServer {
         let hub = streamHub
         defer { hub.closeAll() }
         let watch = offlineWatch
-        let source = store as? any StoredRecordsSource
-        let subscription = source?.storedRecords.subscribe { watch.stored($0) }
+        let source = store
+        let subscription = source.storedRecords.subscribe { watch.stored($0) }
         let metrics = hub.metrics
-        let reports = source?.storedRecords.observe { report in
+        let reports = source.storedRecords.observe { report in
             switch report {
             case .failed: metrics.followFailures.increment()
             case .caughtUp(let records): metrics.caughtUp.increment(by: Int64(records))
             }
         }
         // Stops and trips the store found at ingest, as events (each instance its own on PostgreSQL).
-        let keeping = store as? any StoredStopsKeeping
-        let found = keeping?.stopEvents.subscribe { events in
+        let found = store.stopEvents.subscribe { events in
             hub.publish(
                 events: events.map { e in
                     switch e.kind {
@@ -312,9 +309,9 @@ extension TrackServer {
                 })
         }
         defer {
-            subscription.map { source?.storedRecords.unsubscribe($0) }
-            reports.map { source?.storedRecords.unsubscribe($0) }
-            found.map { keeping?.stopEvents.unsubscribe($0) }
+            source.storedRecords.unsubscribe(subscription)
+            source.storedRecords.unsubscribe(reports)
+            store.stopEvents.unsubscribe(found)
         }
         let clock = self.clock
         let logger = self.logger
@@ -326,15 +323,13 @@ extension TrackServer {
                     if let known = try? await store.latest(device: nil) { watch.seed(known) }
                     await watch.run()
                 }
-                if let source {
-                    group.addTask {
-                        do { try await source.followStored(clock: clock) } catch {
-                            // Cancelled: the server stops (the listening connection's error says only that).
-                            guard !Task.isCancelled, !(error is CancellationError) else { return }
-                            logger.error(
-                                "the live stream stopped following the store",
-                                metadata: ["error.type": "\(type(of: error))"])
-                        }
+                group.addTask {
+                    do { try await source.followStored(clock: clock) } catch {
+                        // Cancelled: the server stops (the listening connection's error says only that).
+                        guard !Task.isCancelled, !(error is CancellationError) else { return }
+                        logger.error(
+                            "the live stream stopped following the store",
+                            metadata: ["error.type": "\(type(of: error))"])
                     }
                 }
             }

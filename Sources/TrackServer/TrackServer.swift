@@ -12,6 +12,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
+import TrackStore
 
 #if canImport(Glibc)
     import Glibc
@@ -50,9 +51,6 @@ public final class TrackServer: Sendable {
         public var host = "127.0.0.1"
         /// 0 (the default) picks a free port.
         public var port = 0
-        /// The store: a SQLite file (``SQLiteTrackStore``), or what opens another store (a
-        /// `postgres://` URL, opened by `TrackStorePostgres`).
-        public var database: String
         /// The token devices must present; `nil` (the default) accepts anyone.
         public var token: String?
         /// The origins whose web pages may call the API (`https://owntracks.example.org`, or `*`): CORS
@@ -114,7 +112,7 @@ public final class TrackServer: Sendable {
         /// The map page's base map and library (`/map`).
         public var map = MapSettings()
 
-        public init(database: String) { self.database = database }
+        public init() {}
     }
 
     public let configuration: Configuration
@@ -132,17 +130,8 @@ public final class TrackServer: Sendable {
     /// Every stored batch on its way to the stream, and the offline events (``OfflineWatch``).
     let offlineWatch: OfflineWatch
 
-    /// A server over the SQLite store at ``Configuration/database``.
-    public convenience init(
-        configuration: Configuration, logger: Logger = Logger(label: "keeptrack.serve"),
-        clock: any EpochClock = WallClock()
-    ) throws {
-        try self.init(
-            configuration: configuration, store: SQLiteTrackStore(path: configuration.database),
-            logger: logger, clock: clock)
-    }
-
-    /// A server over `store` (which the caller opened and closes after the server stopped).
+    /// A server over `store`, which the caller opened (`TrackStorePostgres`' `TrackDatabase` opens the
+    /// store a `--db` value names; ``SQLiteTrackStore`` one file) and closes after the server stopped.
     ///
     /// - Parameters:
     ///   - clock: receipt times, the retention's cutoff and the waits (retention sweeps, MQTT

@@ -1,4 +1,5 @@
 import Formats
+import TrackStore
 
 /// What the OwnTracks Recorder API (``TrackServer``'s `/api/0/...`) reads from any store, built on
 /// the store's own queries.

@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 import TrackServerTesting
+import TrackStore
 
 @testable import TrackServer
 
@@ -82,9 +83,10 @@ struct OpenAPITests {
     /// as `METHOD /path/{capture}`.
     static func registeredRoutes() async throws -> Set<String> {
         let directory = try TemporaryDirectory()
-        var configuration = TrackServer.Configuration(database: directory.path + "/routes.sqlite")
+        var configuration = TrackServer.Configuration()
         configuration.faultInjection = true
-        let server = try TrackServer(configuration: configuration)
+        let server = try TrackServer(
+            configuration: configuration, store: try SQLiteTrackStore(path: directory.path + "/routes.sqlite"))
         let routes = Set(server.router().routes.map { "\($0.method.rawValue) \($0.path.description)" })
         await server.store.close()
         directory.remove()

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// One request over a fresh connection, exactly as written; the response as text. `guardSeconds`
 /// only ends a hung read (a debug build under load may take long: it is not a measurement).

@@ -11,7 +11,7 @@ import GRDB
 /// is one index seek per cell it touches (`cell IN (...) AND time BETWEEN`), or for a large box one index
 /// range per band it spans; the exact bounds and the distance are then checked on each candidate. Cost
 /// grows with the points in the box's cells within the time range, not with the store.
-extension SQLiteTrackStore {
+extension SQLiteTrackStore: FleetStore {
     /// Cells per degree of the grid.
     static let cellsPerDegree = 100.0
     /// Longitude columns per band (360 × 100 + 1).

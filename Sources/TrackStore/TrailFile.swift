@@ -24,36 +24,47 @@ extension TrailFile {
         do {
             return try RegionDefinition.parseGeoJSON(try readFile(path))
         } catch {
-            throw TrailExportError(description: path, underlying: error)
+            throw TrailExportError(.regionsFile, path, underlying: error)
         }
     }
 }
 
-/// Why a trail can't be exported: a sentence saying what is missing or wrong.
+/// Why a trail can't be exported: what (``code``, ``message``) and where, with the cause kept in
+/// ``underlying``.
 public struct TrailExportError: Error, CustomStringConvertible {
-    /// What kind of problem it is, for a caller that says what to do about it.
-    public enum Code: Sendable, Hashable {
+    /// The kind of problem, for a caller that says what to do about it.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// There is no database to read.
-        case noDatabase
-        /// The store holds several devices and none was named: the description lists them.
-        case severalDevices
-        /// Anything else: a device unknown, a store that can't be read.
-        case other
+        public static let noDatabase = Code(rawValue: "no-database")
+        /// The store holds several devices and none was named: the message lists them.
+        public static let severalDevices = Code(rawValue: "several-devices")
+        /// The store holds no trail yet.
+        public static let noTrail = Code(rawValue: "no-trail")
+        /// The device named is not in the store: the message lists those it has.
+        public static let unknownDevice = Code(rawValue: "unknown-device")
+        /// The regions file to draw can't be read (``TrailExportError/underlying`` says why).
+        public static let regionsFile = Code(rawValue: "regions-file")
+        /// The store can't be opened or read (``TrailExportError/underlying``: the store's error).
+        public static let unreadable = Code(rawValue: "unreadable")
     }
 
     public var code: Code
-    /// What is missing or wrong, and where, without the cause.
+    /// What is missing or wrong, and where, without the cause (empty when the cause says it all).
     public var message: String
     /// The error this one comes from (the store's, the regions file's), when there is one.
     public var underlying: (any Error)?
 
-    /// - Parameter description: the sentence (the cause, when given, follows it).
-    public init(_ code: Code = .other, description: String, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, underlying: (any Error)? = nil) {
         self.code = code
-        self.message = description
+        self.message = message
         self.underlying = underlying
     }
 
+    /// The message, then the cause.
     public var description: String {
         guard let underlying else { return message }
         return message.isEmpty ? "\(underlying)" : "\(message): \(underlying)"
@@ -61,15 +72,12 @@ public struct TrailExportError: Error, CustomStringConvertible {
 }
 
 extension TrackStore {
-    public typealias Export = TrailFile
-    public typealias ExportError = TrailExportError
-
     /// `device`'s trail between `from` and `to` (seconds since 1970) in `format` (`svg`, `gpx`, `geojson`,
     /// or `trips`: GPX with one track per trip, as `/trips?format=gpx`); with no `device`,
     /// the only one stored. The trail is read in pages of `pageSize`; `progress`, when given, hears
     /// the records read so far and the device's total after each.
     ///
-    /// - Throws: ``ExportError`` when the device is unknown, or none was named and the store holds
+    /// - Throws: ``TrailExportError`` when the device is unknown, or none was named and the store holds
     ///   none or several.
     public func export(
         device: String?, from: Double = -.infinity, to: Double = .infinity, format: String,
@@ -82,17 +90,18 @@ extension TrackStore {
         if let device {
             guard let summary = devices.first(where: { $0.id == device }) else {
                 throw TrailExportError(
-                    description: "no device '\(device)' in \(location); it has: "
+                    .unknownDevice,
+                    "no device '\(device)' in \(location); it has: "
                         + devices.map(\.id).joined(separator: ", "))
             }
             id = device
             total = summary.points
         } else {
             guard devices.count == 1 else {
-                if devices.isEmpty { throw TrailExportError(description: "\(location) holds no trail yet.") }
+                if devices.isEmpty { throw TrailExportError(.noTrail, "\(location) holds no trail yet.") }
                 throw TrailExportError(
                     .severalDevices,
-                    description: "\(location) holds several devices: "
+                    "\(location) holds several devices: "
                         + devices.map(\.id).joined(separator: ", "))
             }
             id = devices[0].id
@@ -109,7 +118,7 @@ extension TrackStore {
         let bytes: [UInt8] =
             switch format {
             case "svg":
-                // Visits and trips marked as the endpoint's stops and trips find them (issue 27).
+                // Visits and trips marked as the endpoint's stops and trips find them.
                 Array(
                     TrailSVG.render(
                         title: id, records: records, regions: regions,

@@ -1,26 +1,22 @@
 import Formats
 
-/// The endpoint's storage: every record once, whatever the format it came in and however many
-/// times it was sent. ``TrackServer`` speaks to it only through this protocol; ``SQLiteTrackStore``
-/// (one file, the default) and the PostgreSQL store (`TrackStorePostgres`) implement it.
+/// The records facet of a store: every record once, whatever the format it came in and however
+/// many times it was sent, and the summary of each device.
 ///
-/// A record's key (``key(_:format:)``) makes storage idempotent: storing a batch again stores
-/// nothing and counts its records as duplicates. Each store keeps a summary of every device (point
-/// count, first and last time, last reception) updated with the points it stores: listing devices
-/// and finding an unknown one read the summary, never the points.
+/// A record's key (``TrackStore/key(_:format:)``) makes storage idempotent: storing a batch again
+/// stores nothing and counts its records as duplicates. Each store keeps a summary of every device
+/// (point count, first and last time, last reception) updated with the points it stores: listing
+/// devices and finding an unknown one read the summary, never the points.
 ///
 /// Implementations must be safe to call from any task at once, and (for stores several processes
 /// share) must count a record as accepted only in the one call that actually stored it.
-public protocol TrackStore: FleetStore {
-    /// Where the store is, for people: a file's path, or a URL without its password.
-    var location: String { get }
-
-    /// Stores `records` (all of one `format`: `json`, `osmand` or `owntracks`) in one transaction,
-    /// received at `received` (seconds since 1970); returns how many were new and how many were
-    /// already stored. Returns only once they are durable.
+public protocol RecordStore: AnyObject {
+    /// Stores `records` (all of one `format`: `json`, `osmand`, `owntracks` or `overland`) in one
+    /// transaction, received at `received` (seconds since 1970); returns how many were new and how
+    /// many were already stored. Returns only once they are durable.
     ///
-    /// - Throws: ``TrackStoreError`` for a record it refuses (an id with a NUL byte), or the
-    ///   database's error; then nothing of the batch is stored.
+    /// - Throws: ``TrackStoreError`` for a record it refuses (``TrackStoreError/Code/nulByte``), or
+    ///   for the database's failure; then nothing of the batch is stored.
     func insert(_ records: [TrailRecord], format: String, received: Double) async throws
         -> (accepted: Int, duplicates: Int)
 
@@ -41,12 +37,9 @@ public protocol TrackStore: FleetStore {
 
     /// How many records are stored (from the device summaries: no scan of the points).
     func count() async throws -> Int
-
-    /// Releases the store's connections; a store is not used after it.
-    func close() async
 }
 
-extension TrackStore {
+extension RecordStore {
     /// One page of a device's trail (``trail(device:from:to:after:limit:includeInvalid:)`` with its
     /// defaults: all times, valid records only).
     public func trail(
@@ -75,13 +68,11 @@ extension TrackStore {
         return all
     }
 
-    public func close() async {}
-
     /// The record's key: our JSON batch's stable id, or for formats without one (OsmAnd,
-    /// OwnTracks) everything that tells records apart: the format, the device (OwnTracks' is
-    /// `user/device`), the kind, the time to the millisecond, the region and the position to 1e-7°.
-    /// Two senders, or two points of one sender at the same time in different places, never share
-    /// a key; the same request sent twice always does.
+    /// OwnTracks, Overland) everything that tells records apart: the format, the device (OwnTracks'
+    /// is `user/device`), the kind, the time to the millisecond, the region and the position to
+    /// 1e-7°. Two senders, or two points of one sender at the same time in different places, never
+    /// share a key; the same request sent twice always does.
     public static func key(_ r: TrailRecord, format: String) -> String {
         if format == "json" { return "id:\(r.device):\(r.sequence)" }
         let ms = Int64((r.time * 1000).rounded())
@@ -146,77 +137,5 @@ public struct TrailCursor: Hashable, Sendable {
         self.time = time
         self.sequence = sequence
         self.key = key
-    }
-}
-
-/// A store's error: what failed, and where (the database), with the cause (GRDB's or PostgreSQL's
-/// error) kept in ``underlying``.
-public struct TrackStoreError: Error, CustomStringConvertible {
-    /// What failed and where, without the cause.
-    public var message: String
-    /// The error this one comes from, when there is one.
-    public var underlying: (any Error)?
-    /// The cause in words, when its own description hides them (PostgreSQL's message and hint).
-    public var reason: String?
-    /// The message, then the cause: its words, or its own description.
-    public var description: String {
-        if let reason { return "\(message): \(reason)" }
-        return underlying.map { "\(message): \($0)" } ?? message
-    }
-
-    public init(message: String, reason: String? = nil, underlying: (any Error)? = nil) {
-        self.message = message
-        self.reason = reason
-        self.underlying = underlying
-    }
-}
-
-/// base64url without padding (RFC 4648 section 5).
-public enum Base64URL {
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    public static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i < bytes.count {
-            let b0 = UInt32(bytes[i])
-            let b1 = i + 1 < bytes.count ? UInt32(bytes[i + 1]) : 0
-            let b2 = i + 2 < bytes.count ? UInt32(bytes[i + 2]) : 0
-            let n = b0 << 16 | b1 << 8 | b2
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            if i + 1 < bytes.count { out.append(alphabet[Int(n >> 6 & 63)]) }
-            if i + 2 < bytes.count { out.append(alphabet[Int(n & 63)]) }
-            i += 3
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    public static func decode(_ text: String) -> [UInt8]? {
-        var values: [UInt32] = []
-        for c in text.utf8 {
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): values.append(UInt32(c - UInt8(ascii: "A")))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): values.append(UInt32(c - UInt8(ascii: "a")) + 26)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): values.append(UInt32(c - UInt8(ascii: "0")) + 52)
-            case UInt8(ascii: "-"): values.append(62)
-            case UInt8(ascii: "_"): values.append(63)
-            default: return nil
-            }
-        }
-        if values.count % 4 == 1 { return nil }
-        var out: [UInt8] = []
-        var i = 0
-        while i < values.count {
-            let chunk = values[i..<min(i + 4, values.count)]
-            var n: UInt32 = 0
-            for (k, v) in chunk.enumerated() { n |= v << (18 - 6 * UInt32(k)) }
-            out.append(UInt8(n >> 16 & 255))
-            if chunk.count > 2 { out.append(UInt8(n >> 8 & 255)) }
-            if chunk.count > 3 { out.append(UInt8(n & 255)) }
-            i += 4
-        }
-        return out
     }
 }

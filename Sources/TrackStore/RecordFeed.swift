@@ -77,7 +77,7 @@ public final class RecordFeed: Sendable {
 
 /// A store that publishes what it stores on a ``RecordFeed``, in commit order: SQLite from its writer
 /// (one process), PostgreSQL from `LISTEN`/`NOTIFY` (what every instance sharing the database stored).
-public protocol StoredRecordsSource: AnyObject, Sendable {
+public protocol StoredRecordsSource: AnyObject {
     /// The feed of stored records.
     var storedRecords: RecordFeed { get }
 

@@ -60,22 +60,38 @@ public struct StopsAccumulator: Sendable {
     }
 }
 
-/// A store that streams a device's points to a stops query itself (one query, no pages): both stores
-/// do. Other stores are read a page at a time (``TrackStore/stops(device:from:to:configuration:)``).
-public protocol StopsStreaming: TrackStore {
+/// The stops and trips facet of a store: ``VisitDetector``'s stops and trips in each device's stored
+/// locations, kept at ingest (``StoredStops``: the detector's state per device, checkpoints, the
+/// finished stops and trips), and the read-time path over the points as the reference the kept ones
+/// are tested against (``StopStore/readTimeStops(device:from:to:configuration:)``).
+public protocol StopStore: RecordStore {
+    /// The stops and trips the store found in the points it stored, after each commit.
+    var stopEvents: StopEventFeed { get }
+
+    /// The stops and trips of `device` between `from` and `to` from the stored ones (the detector's
+    /// default configuration), computing first what was never computed.
+    func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport
+
+    /// Returns once the stops and trips of every batch stored so far are kept and their events
+    /// published (a store that runs its detectors after the batch's answer, in the background).
+    func storedStopsSettled() async
+
     /// Feeds `accumulator` the valid locations of `device` stored between `from` and `to`
     /// (inclusive), by time; returns it.
     func streamLocations(device: String, from: Double, to: Double, into accumulator: StopsAccumulator) async throws
         -> StopsAccumulator
 }
 
-extension TrackStore {
+extension StopStore {
+    /// A store that runs its detectors in the batch's own transaction is always settled.
+    public func storedStopsSettled() async {}
+
     /// The stops and trips of `device` between `from` and `to`, found by ``VisitDetector`` in its
     /// stored locations (valid ones only; region transitions, visits and trips a device sent are not
     /// points), however they arrived: the same code finds them on the device.
     ///
-    /// A store that keeps them at ingest (``StoredStopsKeeping``: both stores) answers from what it
-    /// keeps, for the default configuration: the same answer (``StoredStops``).
+    /// For the default configuration the answer is the stops and trips kept at ingest
+    /// (``storedStops(device:from:to:)``): the same answer (``StoredStops``).
     ///
     /// - Complexity: stored: the stored stops and trips of the range, and the points from `from` to
     ///   the first checkpoint the detector meets (none without `from`) and from the last checkpoint
@@ -88,8 +104,8 @@ extension TrackStore {
     ) async throws
         -> StopsReport
     {
-        if let keeping = self as? any StoredStopsKeeping, configuration == VisitDetector.Configuration() {
-            return try await keeping.storedStops(device: device, from: from, to: to)
+        if configuration == VisitDetector.Configuration() {
+            return try await storedStops(device: device, from: from, to: to)
         }
         return try await readTimeStops(device: device, from: from, to: to, configuration: configuration)
     }
@@ -105,21 +121,8 @@ extension TrackStore {
     ) async throws
         -> StopsReport
     {
-        var accumulator = StopsAccumulator(configuration: configuration)
-        if let streaming = self as? any StopsStreaming {
-            accumulator = try await streaming.streamLocations(device: device, from: from, to: to, into: accumulator)
-        } else {
-            var cursor: TrailCursor?
-            repeat {
-                let page = try await trail(device: device, from: from, to: to, after: cursor, limit: 10_000)
-                for r in page.records where r.kind == .location {
-                    accumulator.add(
-                        time: r.time, latitude: r.latitude, longitude: r.longitude,
-                        accuracy: r.horizontalAccuracy, speed: r.speed)
-                }
-                cursor = page.next
-            } while cursor != nil
-        }
+        var accumulator = try await streamLocations(
+            device: device, from: from, to: to, into: StopsAccumulator(configuration: configuration))
         // The query's end, or (for an open range) the device's last point: a visit is "still there"
         // only when its last fix is recent.
         let end = to.isFinite ? to : (try await self.device(device)?.last ?? -.infinity)
@@ -134,7 +137,7 @@ extension TrackStore {
 
 extension StopsReport {
     /// The stops and trips of a trail already read (its locations, by time), as
-    /// ``TrackStore/stops(device:from:to:configuration:)`` finds them in the store.
+    /// ``StopStore/stops(device:from:to:configuration:)`` finds them in the store.
     public init(records: [TrailRecord], configuration: VisitDetector.Configuration = VisitDetector.Configuration()) {
         var accumulator = StopsAccumulator(configuration: configuration)
         for r in records where r.kind == .location && r.valid {

@@ -4,7 +4,7 @@ import GRDB
 /// batch at a time, each batch in its own short write transaction, so ingest waits at most one
 /// batch; the devices table (count, first time, latest position; a device with nothing left is
 /// removed) changes in the same transaction as its points.
-extension SQLiteTrackStore {
+extension SQLiteTrackStore: RetentionStore {
     /// Deletes at most `limit` points whose time is before `cutoff` (seconds since 1970), of one
     /// device (the one with the oldest point), in one transaction; returns how many went (0 when
     /// nothing is older).

@@ -5,7 +5,7 @@ import LocationService
 
 /// Stops and trips kept at ingest (``StoredStops``): the detector runs in the transaction that stores
 /// a batch's points (SQLite has one writer: the batches of a device are taken one after the other).
-extension SQLiteTrackStore: StoredStopsKeeping {
+extension SQLiteTrackStore: StopStore {
     /// The tables of ``StoredStops``. A store upgraded from v7 marks its devices never computed: the
     /// first stops or trips query of each computes them (as long as a read-time query, once).
     static func registerStoredStopsMigrations(_ m: inout DatabaseMigrator) {

@@ -4,7 +4,7 @@ import GRDB
 /// as its SHA-256 digest. A token is 32 random bytes (256 bits from the system's generator), so a
 /// plain digest is as hard to invert as the token is to guess; no salt or stretching is needed, and
 /// a request's token is found by its digest alone.
-extension SQLiteTrackStore {
+extension SQLiteTrackStore: CredentialStore {
     static func registerCredentialMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("v4-credentials") { db in
             try db.execute(
@@ -21,7 +21,7 @@ extension SQLiteTrackStore {
     /// Gives `device` a new token and returns it: the only time it is seen, the store keeps its
     /// digest.
     ///
-    /// - Throws: ``TrackServerError`` when the id is not usable or the device has a token already
+    /// - Throws: ``TrackStoreError`` when the id is not usable or the device has a token already
     ///   (revoke it first).
     public func addCredential(device: String, now: Double) async throws -> String {
         if let problem = DeviceTokens.problem(device: device) { throw problem }
@@ -32,7 +32,7 @@ extension SQLiteTrackStore {
                 arguments: [device]) == true
             {
                 let why = "device '\(device)' has a token already; revoke it first"
-                throw TrackServerError(.tokenExists, why, device: device)
+                throw TrackStoreError(.tokenExists, why, device: device)
             }
             try db.execute(
                 sql: "INSERT INTO credentials (device, digest, created) VALUES (?, ?, ?)",

@@ -4,7 +4,7 @@ import Geo
 import LocationService
 import Synchronization
 
-/// Stops and trips kept at ingest (issue 27's cost target): each store runs the device's
+/// Stops and trips kept at ingest: each store runs the device's
 /// ``VisitDetector`` over its points as they are stored and keeps, per device, what it decided (the
 /// finished stops and trips, each with the time of the point that decided it), its state after the
 /// last point, and checkpoints of that state (after a device's first point, after each departure,
@@ -139,9 +139,8 @@ public enum StoredStops {
     }
 }
 
-/// A finished stop or trip a store found in points it just stored: what the live stream can publish
-/// as `{"type":"event","device":ID,"event":{"kind":"stop"|"trip",...}}` (the fields of the stops and
-/// trips routes' objects: ``StopsJSON/stopMembers(_:to:)`` and ``StopsJSON/tripMembers(_:to:)`` write them).
+/// A finished stop or trip a store found in points it just stored: what the live stream publishes
+/// as `{"type":"event","device":ID,"event":{"kind":"stop"|"trip",...}}`.
 public struct StopEvent: Hashable, Sendable {
     /// A stop (a visit with its departure) or a trip.
     public enum Kind: Hashable, Sendable {
@@ -167,20 +166,6 @@ public struct StopEvent: Hashable, Sendable {
     var isStop: Bool {
         if case .stop = kind { return true }
         return false
-    }
-
-    /// `{"kind":"stop",...}` or `{"kind":"trip",...}`: the route's object with its kind first.
-    public var json: [UInt8] {
-        var out: [UInt8] = []
-        switch kind {
-        case .stop(let v):
-            ByteWriting.appendStatic("{\"kind\":\"stop\",", to: &out)
-            StopsJSON.stopMembers(v, to: &out)
-        case .trip(let t):
-            ByteWriting.appendStatic("{\"kind\":\"trip\",", to: &out)
-            StopsJSON.tripMembers(t, to: &out)
-        }
-        return out
     }
 }
 
@@ -218,24 +203,4 @@ public final class StopEventFeed: Sendable {
         let handlers = state.withLock { Array($0.handlers.values) }
         for handler in handlers { handler(events) }
     }
-}
-
-/// A store that keeps stops and trips at ingest (both stores do): ``TrackStore/stops(device:from:to:configuration:)``
-/// answers from what it keeps.
-public protocol StoredStopsKeeping: TrackStore {
-    /// The stops and trips the store found in the points it stored, after each commit.
-    var stopEvents: StopEventFeed { get }
-
-    /// The stops and trips of `device` between `from` and `to` from the stored ones (the detector's
-    /// default configuration), computing first what was never computed.
-    func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport
-
-    /// Returns once the stops and trips of every batch stored so far are kept and their events
-    /// published (a store that runs its detectors after the batch's answer, in the background).
-    func storedStopsSettled() async
-}
-
-extension StoredStopsKeeping {
-    /// A store that runs its detectors in the batch's own transaction is always settled.
-    public func storedStopsSettled() async {}
 }

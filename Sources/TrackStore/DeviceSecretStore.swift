@@ -9,7 +9,7 @@ import OwnTracksCrypto
 /// read it to decrypt, so a digest would not do, and the key opens the device's messages as the
 /// passphrase would. It is protected at rest as the store is: the SQLite file's permissions, the
 /// PostgreSQL role's grants on `device_secrets` (docs/owntracks-encryption.md).
-public protocol DeviceSecretStore: AnyObject, Sendable {
+public protocol DeviceSecretStore: AnyObject {
     /// Sets (or replaces) the secret of `device`.
     func setSecret(device: String, secret: OwnTracksSecret, now: Double) async throws
     /// The secret of `device`, or `nil`.

@@ -164,7 +164,7 @@ public final class SQLiteTrackStore: TrackStore {
                 // short and make distinct records one. Readers refuse control characters in ids; this
                 // is the store's own guard, whoever calls it.
                 guard !r.device.utf8.contains(0), !(r.region?.utf8.contains(0) ?? false) else {
-                    throw TrackStoreError(message: "refusing to store an id with a NUL byte")
+                    throw TrackStoreError(.nulByte, "refusing to store an id with a NUL byte")
                 }
                 try statement.execute(arguments: [
                     Self.key(r, format: format), r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,

@@ -2,8 +2,8 @@ import Formats
 import GRDB
 import LocationService
 
-extension SQLiteTrackStore: StopsStreaming {
-    /// Visits and trips (issue 27): a record's ``TrailRecord/Span`` in a column of its own (JSON, as
+extension SQLiteTrackStore {
+    /// Visits and trips: a record's ``TrailRecord/Span`` in a column of its own (JSON, as
     /// ``TrailRecord/spanJSON(_:)`` writes it), and an index that holds all a stops query reads of a
     /// device's valid locations, so that the query scans the index in time order and never the table
     /// (`kind` and `valid` in it too: without them SQLite looks each row up in the table to test the
