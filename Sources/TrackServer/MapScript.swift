@@ -4,11 +4,6 @@
 /// from `/v1/devices/{id}/trail` and drawn on a canvas (Leaflet simplifies lines for the zoom level).
 /// `window.keeptrack` exposes the state for tests and tools.
 enum MapScript {
-    /// Paths served without a credential: the page and its scripts carry no data.
-    static func isPublic(_ path: String) -> Bool {
-        path == "/map" || path == "/map/app.js" || path.hasPrefix("/map/leaflet/")
-    }
-
     static let source = #"""
         "use strict";
         (function () {

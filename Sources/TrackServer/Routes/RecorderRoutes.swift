@@ -1,4 +1,5 @@
 import BuildInfo
+import Geo
 import Formats
 import HTTPTypes
 import Hummingbird
@@ -22,48 +23,58 @@ import TrackStore
 /// `X-Limit-User`, `X-Limit-Device`, `X-Limit-From`, `X-Limit-To`, `X-Limit-Fields` headers (which
 /// win, as in the Recorder). Users and devices are ``RecorderAPI/names(of:)`` of the stored ids. A
 /// device token sees its own device only (403 for another's locations); the admin token sees all.
-extension TrackServer {
+struct RecorderRoutes: Sendable {
     /// The longest value of a parameter, in bytes (the Recorder reads them into 8 KiB).
-    static let recorderMaxValueBytes = 4096
+    static let maxValueBytes = 4096
 
-    func addRecorderRoutes(to router: Router<ServerContext>) {
+    let store: any TrackStore
+    let body: BodyReader
+    /// The default range ends now, on this clock.
+    let clock: any EpochClock
+    /// `/api/0/locations` is written a page of this many at a time; `limit` is at most its maximum.
+    let paging: Paging
+
+    var routes: RouteCollection<ServerContext> {
+        let routes = RouteCollection(context: ServerContext.self)
         for method in [HTTPRequest.Method.get, .post] {
-            router.on("/api/0/version", method: method) { _, _ in Self.recorderVersion() }
-            router.on("/api/0/list", method: method) { request, context in
-                try await self.recorderList(try await self.recorderParameters(request, context), context)
+            routes.on("/api/0/version", method: method) { _, _ in Self.version() }
+            routes.on("/api/0/list", method: method) { request, context in
+                try await list(try await parameters(request, context), context)
             }
-            router.on("/api/0/last", method: method) { request, context in
-                try await self.recorderLast(try await self.recorderParameters(request, context), context)
+            routes.on("/api/0/last", method: method) { request, context in
+                try await last(try await parameters(request, context), context)
             }
-            router.on("/api/0/locations", method: method) { request, context in
-                try await self.recorderLocations(try await self.recorderParameters(request, context), context)
+            routes.on("/api/0/locations", method: method) { request, context in
+                try await locations(try await parameters(request, context), context)
             }
         }
+        return routes
     }
 
     /// The JSON answer with the Recorder's content type.
-    static func recorderJSON(_ bytes: [UInt8]) -> Response {
+    static func json(_ bytes: [UInt8]) -> Response {
         Response(
             status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    static func recorderVersion() -> Response {
+    static func version() -> Response {
         var out: [UInt8] = []
         ByteWriting.appendStatic("{\"version\":", to: &out)
         ByteWriting.appendJSONString(BuildInfo.version, to: &out)
         ByteWriting.appendStatic(",\"git\":", to: &out)
         ByteWriting.appendJSONString(BuildInfo.commit, to: &out)
         ByteWriting.appendStatic("}\n", to: &out)
-        return recorderJSON(out)
+        return json(out)
     }
 
     /// A request's parameters: the query, then a form body's (for `POST`), the first of each name;
     /// `X-Limit-NAME` headers win.
-    func recorderParameters(_ request: Request, _ context: ServerContext) async throws -> RecorderParameters {
+    func parameters(_ request: Request, _ context: ServerContext) async throws -> RecorderParameters {
         var parameters = try RecorderParameters(form: request.uri.query ?? "")
         if request.method == .post {
-            let form = try RecorderParameters(form: String(decoding: try await body(request, context), as: UTF8.self))
+            let form = try RecorderParameters(
+                form: String(decoding: try await body.read(request, context), as: UTF8.self))
             for (name, value) in form.values where parameters.values[name] == nil { parameters.values[name] = value }
         }
         for name in ["user", "device", "from", "to", "fields"] {
@@ -73,19 +84,19 @@ extension TrackServer {
     }
 
     /// The devices the request may see, by id: its own for a device token, else every one.
-    func recorderDevices(_ context: ServerContext) async throws -> [DeviceSummary] {
+    func devices(_ context: ServerContext) async throws -> [DeviceSummary] {
         if let own = context.identity.onlyDevice { return try await store.device(own).map { [$0] } ?? [] }
         return try await store.devices()
     }
 
     /// `/api/0/list`: the users, or with `user` that user's devices (with `device` too, the Recorder
     /// lists its monthly files: there are none here, so the list is empty).
-    func recorderList(_ p: RecorderParameters, _ context: ServerContext) async throws -> Response {
+    func list(_ p: RecorderParameters, _ context: ServerContext) async throws -> Response {
         let user = p["user"].flatMap { $0.isEmpty ? nil : $0 }
         let device = p["device"].flatMap { $0.isEmpty ? nil : $0 }
         var names: [String] = []
         if device == nil {
-            for d in try await recorderDevices(context) {
+            for d in try await devices(context) {
                 let (u, dev) = RecorderAPI.names(of: d.id)
                 let name: String
                 if let user {
@@ -104,12 +115,12 @@ extension TrackServer {
             ByteWriting.appendJSONString(name, to: &out)
         }
         ByteWriting.appendStatic("]}\n", to: &out)
-        return Self.recorderJSON(out)
+        return Self.json(out)
     }
 
     /// `/api/0/last`: each visible device's latest location; with `user`, that user's; with `user`
     /// and `device`, that device's; with `device` alone, none (as the Recorder).
-    func recorderLast(_ p: RecorderParameters, _ context: ServerContext) async throws -> Response {
+    func last(_ p: RecorderParameters, _ context: ServerContext) async throws -> Response {
         let user = p["user"].flatMap { $0.isEmpty ? nil : $0 }
         let device = p["device"].flatMap { $0.isEmpty ? nil : $0 }
         let fields = p.fields
@@ -139,21 +150,21 @@ extension TrackServer {
                 to: &out)
         }
         ByteWriting.appendStatic("]\n", to: &out)
-        return Self.recorderJSON(out)
+        return Self.json(out)
     }
 
     /// An answer as the Recorder gives it for a request it can't serve: `status` and a line of text.
-    static func recorderRefusal(_ status: HTTPResponse.Status, _ message: String) -> HTTPError {
+    static func refusal(_ status: HTTPResponse.Status, _ message: String) -> HTTPError {
         HTTPError(status, message: message)
     }
 
     /// `/api/0/locations`: a device's locations between `from` and `to` (both included; UTC; the
     /// Recorder's defaults: the last 6 hours up to now), every one or (`limit=N`) the last N,
-    /// newest first. Written a page of ``Configuration/defaultPageSize`` at a time, so the answer's
-    /// size is not held in memory.
-    func recorderLocations(_ p: RecorderParameters, _ context: ServerContext) async throws -> Response {
+    /// newest first. Written a page of ``Paging/defaultSize`` at a time, so the answer's size is not
+    /// held in memory.
+    func locations(_ p: RecorderParameters, _ context: ServerContext) async throws -> Response {
         guard let user = p["user"], !user.isEmpty, let device = p["device"], !device.isEmpty else {
-            throw Self.recorderRefusal(.rangeNotSatisfiable, "user and device are required")
+            throw Self.refusal(.rangeNotSatisfiable, "user and device are required")
         }
         switch p["format"] ?? "json" {
         case "json", "": break
@@ -169,7 +180,7 @@ extension TrackServer {
         func time(_ name: String, _ fallback: Double) throws -> Double {
             guard let text = p[name], !text.isEmpty else { return fallback }
             guard let t = RecorderAPI.parseTime(text) else {
-                throw Self.recorderRefusal(
+                throw Self.refusal(
                     .rangeNotSatisfiable,
                     "impossible date/time ranges: \(name) '\(text.prefix(64))' is not a UTC time "
                         + "YYYY-MM-DDTHH:MM:SS (or YYYY-MM-DDTHH:MM, YYYY-MM-DDTHH, YYYY-MM-DD, YYYY-MM)"
@@ -179,15 +190,15 @@ extension TrackServer {
         }
         let from = try time("from", now - 6 * 3600), to = try time("to", now)
         guard from <= to else {
-            throw Self.recorderRefusal(.rangeNotSatisfiable, "impossible date/time ranges: from is after to")
+            throw Self.refusal(.rangeNotSatisfiable, "impossible date/time ranges: from is after to")
         }
         var limit = 0
         if let text = p["limit"], !text.isEmpty {
-            guard let n = Int(text), n >= 0, n <= configuration.maxPageSize else {
+            guard let n = Int(text), n >= 0, n <= paging.maxSize else {
                 throw HTTPError(
                     .badRequest,
                     message: "limit: '\(text.prefix(64))' is not a number from 0 to "
-                        + "\(configuration.maxPageSize)")
+                        + "\(paging.maxSize)")
             }
             limit = n
         }
@@ -206,7 +217,7 @@ extension TrackServer {
         }
         let fields = p.fields
         let last = limit
-        let pageSize = max(1, configuration.defaultPageSize)
+        let pageSize = max(1, paging.defaultSize)
         let store = self.store
         let headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         return Response(
@@ -266,8 +277,8 @@ struct RecorderParameters: Sendable {
 
     /// Reads `a=1&b=2` as a form does (`+` is a space, `%XX` a byte; UTF-8).
     ///
-    /// - Throws: ``HTTPError`` 400 for an escape that is not one or a value over
-    ///   ``TrackServer/recorderMaxValueBytes``.
+    /// - Throws: `HTTPError` 400 for an escape that is not one or a value over
+    ///   ``RecorderRoutes/maxValueBytes``.
     init(form: String) throws {
         for pair in form.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -279,11 +290,11 @@ struct RecorderParameters: Sendable {
             }
             let name = try decode(parts[0])
             let value = parts.count > 1 ? try decode(parts[1]) : ""
-            guard value.utf8.count <= TrackServer.recorderMaxValueBytes else {
+            guard value.utf8.count <= RecorderRoutes.maxValueBytes else {
                 throw HTTPError(
                     .badRequest,
                     message: "\(name.prefix(64)): longer than "
-                        + "\(TrackServer.recorderMaxValueBytes) bytes")
+                        + "\(RecorderRoutes.maxValueBytes) bytes")
             }
             if values[name] == nil { values[name] = value }
         }
@@ -295,5 +306,28 @@ struct RecorderParameters: Sendable {
     var fields: Set<String>? {
         guard let text = values["fields"], !text.isEmpty else { return nil }
         return Set(text.split(separator: ",").map { String($0.filter { $0 != " " }) })
+    }
+}
+
+/// What the OwnTracks Recorder API (`/api/0/...`, `/ws/last`) reads from any store, built on the
+/// store's own queries.
+extension TrackStore {
+    /// The record of a device's latest position (``FleetStore/latest(device:)``): the location
+    /// stored at its time, with the attributes the sender gave (`batt`, `tid`...), read with one
+    /// trail query; a record made from the position alone when none is found (a transition's
+    /// position).
+    public func latestRecord(_ position: LatestPosition) async throws -> TrailRecord {
+        // A millisecond either side: a store may round the time it keeps (PostgreSQL: microseconds).
+        let page = try await trail(
+            device: position.device, from: position.time - 0.001, to: position.time + 0.001,
+            after: nil, limit: 64, includeInvalid: false)
+        let closest = page.records.filter { $0.kind == .location }
+            .min { abs($0.time - position.time) < abs($1.time - position.time) }
+        if let closest { return closest }
+        return TrailRecord(
+            device: position.device, sequence: 1, time: position.time, latitude: position.latitude,
+            longitude: position.longitude, altitude: position.altitude,
+            horizontalAccuracy: position.horizontalAccuracy, speed: position.speed,
+            course: position.course)
     }
 }

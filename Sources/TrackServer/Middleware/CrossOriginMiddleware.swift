@@ -78,29 +78,3 @@ struct CORSError: HTTPResponseError {
         return response
     }
 }
-
-extension TrackServer.Configuration {
-    /// What is wrong with an origin of ``corsOrigins``, or `nil`: it must be `*` or
-    /// `scheme://host[:port]` (what browsers send as `Origin`: no path, no trailing slash).
-    ///
-    /// - Returns: a ``TrackServerError`` (``TrackServerError/Code/corsOriginNotAnOrigin``,
-    ///   ``TrackServerError/Code/corsOriginWithoutScheme``, ``TrackServerError/Code/corsOriginWithPath``)
-    ///   whose ``TrackServerError/field`` is `corsOrigins` and ``TrackServerError/value`` the origin.
-    public static func corsOriginProblem(_ origin: String) -> TrackServerError? {
-        func problem(_ code: TrackServerError.Code, _ why: String) -> TrackServerError {
-            TrackServerError(code, "'\(origin)' \(why)", field: "corsOrigins", value: origin)
-        }
-        if origin == "*" { return nil }
-        guard let schemeEnd = origin.range(of: "://") else {
-            return problem(.corsOriginNotAnOrigin, "is not scheme://host[:port]")
-        }
-        let scheme = origin[..<schemeEnd.lowerBound], host = origin[schemeEnd.upperBound...]
-        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else {
-            return problem(.corsOriginWithoutScheme, "has no scheme (http:// or https://)")
-        }
-        guard !host.isEmpty, !host.contains("/"), !host.contains(where: { $0.isWhitespace || $0 == "," }) else {
-            return problem(.corsOriginWithPath, "must be scheme://host[:port], without a path or a trailing slash")
-        }
-        return nil
-    }
-}

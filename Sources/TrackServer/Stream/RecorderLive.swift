@@ -7,17 +7,17 @@ import TrackStore
 /// `LAST` and is sent the latest location of each device it may see, one Recorder location object
 /// per text frame (the objects of `/api/0/last`); then a location object for every location stored,
 /// as it arrives. `?user=U&device=D` narrows to that device, `?user=U` to that user's devices.
-/// Authentication and refusals are the live stream's (``TrackServer/streamAccess(_:)``).
-extension TrackServer {
+/// Authentication and refusals are the live stream's (``LiveStream/access(_:)``).
+extension LiveStream {
     /// The path of the Recorder's WebSocket.
-    static let recorderLivePath = "/ws/last"
+    static let recorderPath = "/ws/last"
 
     /// The text a client sends to be sent each device's latest location.
     static let recorderLastRequest = "LAST"
 
     /// The device a `/ws/last` request narrows to: the Recorder's `?user=U&device=D` (the device id
     /// `U/D`, or `U` when both are the same and only that exists), else none.
-    func recorderLiveDevice(user: String?, device: String?) async throws -> String? {
+    func recorderDevice(user: String?, device: String?) async throws -> String? {
         guard let user, let device, !user.isEmpty, !device.isEmpty else { return nil }
         let ids = RecorderAPI.deviceIDs(user: user, device: device)
         for id in ids where try await !store.latest(device: id).isEmpty { return id }
@@ -32,7 +32,7 @@ extension TrackServer {
     }
 
     /// The frames `LAST` is answered with: each visible device's latest location.
-    func recorderLastFrames(_ scope: StreamScope) async throws -> [StreamHub.Frame] {
+    func recorderLastFrames(_ scope: Scope) async throws -> [StreamHub.Frame] {
         var frames: [StreamHub.Frame] = []
         for position in try await store.latest(device: scope.device)
         where scope.device != nil || scope.user.map({ Self.recorderUser($0, owns: position.device) }) ?? true {

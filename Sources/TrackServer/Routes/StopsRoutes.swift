@@ -4,40 +4,34 @@ import LocationService
 import NIOCore
 import TrackStore
 
-/// `GET /v1/devices/{id}/stops` and `GET /v1/devices/{id}/trips` (issue 27): a device's stops and the
-/// trips between them over `from`-`to`, found by the device's own ``VisitDetector`` in its stored
-/// locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT), as the store kept them at
-/// ingest (``StoredStops``): every instance on one database gives the same answer (docs/visits.md,
-/// "The cost").
+/// A device's stops and the trips between them over `from`-`to`, found by the device's own
+/// `VisitDetector` in its stored locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT),
+/// as the store kept them at ingest (`StoredStops`): every instance on one database gives the same
+/// answer (docs/visits.md, "The cost").
 ///
-/// - `stops`: `{"device":ID,"stops":[{"start":ISO,"end":ISO|null,"duration":S|null,"lat":..,"lon":..,
-///   "radius":M,"fixes":N}]}` (`end` null: still there at the last point).
-/// - `trips`: `{"device":ID,"trips":[{"start":ISO,"end":ISO,"duration":S,"distance":M,"avgSpeed":..,
-///   "maxSpeed":..,"startLat":..,"startLon":..,"endLat":..,"endLon":..}]}`; `format=gpx`: GPX with one
-///   `<trk>` per trip, its locations.
+/// - `GET /v1/devices/{id}/stops`: `{"device":ID,"stops":[{"start":ISO,"end":ISO|null,"duration":S|null,
+///   "lat":..,"lon":..,"radius":M,"fixes":N}]}` (`end` null: still there at the last point).
+/// - `GET /v1/devices/{id}/trips`: `{"device":ID,"trips":[{"start":ISO,"end":ISO,"duration":S,
+///   "distance":M,"avgSpeed":..,"maxSpeed":..,"startLat":..,"startLon":..,"endLat":..,"endLon":..}]}`;
+///   `format=gpx`: GPX with one `<trk>` per trip, its locations.
 ///
 /// A device token reads only its own device; an unknown device is 404.
-extension TrackServer {
-    func addStopsRoutes(to router: Router<ServerContext>) {
-        router.get("/v1/devices/{id}/stops") { request, context in
-            try await self.stopsResponse(request, context, trips: false)
-        }
-        router.get("/v1/devices/{id}/trips") { request, context in
-            try await self.stopsResponse(request, context, trips: true)
-        }
+struct StopsRoutes: Sendable {
+    let store: any TrackStore
+
+    var routes: RouteCollection<ServerContext> {
+        let routes = RouteCollection(context: ServerContext.self)
+        routes.get("/v1/devices/{id}/stops") { request, context in try await answer(request, context, trips: false) }
+        routes.get("/v1/devices/{id}/trips") { request, context in try await answer(request, context, trips: true) }
+        return routes
     }
 
-    func stopsResponse(_ request: Request, _ context: ServerContext, trips: Bool) async throws -> Response {
-        let device = try Self.deviceID(context)
-        try authorize(context, device: device)
+    func answer(_ request: Request, _ context: ServerContext, trips: Bool) async throws -> Response {
+        let device = try context.pathDevice()
+        try context.authorize(device: device)
         let q = request.uri.queryParameters
-        func time(_ key: String) throws -> Double? {
-            guard let text = q[key[...]].map(String.init), !text.isEmpty else { return nil }
-            if let t = ISOTime.parse(text) ?? Double(text), t.isFinite { return t }
-            throw HTTPError(.badRequest, message: "\(key): '\(text)' is neither ISO 8601 UTC nor Unix seconds")
-        }
-        let from = try time("from") ?? -.infinity
-        let to = try time("to") ?? .infinity
+        let from = try QueryTime.parse("from", q["from"].map(String.init)) ?? -.infinity
+        let to = try QueryTime.parse("to", q["to"].map(String.init)) ?? .infinity
         let format = q["format"].map(String.init) ?? "json"
         guard format == "json" || (trips && format == "gpx") else {
             throw HTTPError(.badRequest, message: "format: '\(format)' is not \(trips ? "json or gpx" : "json")")
@@ -60,9 +54,7 @@ extension TrackServer {
             bytes =
                 trips ? StopsJSON.trips(device: device, report.trips) : StopsJSON.stops(device: device, report.stops)
         }
-        return Response(
-            status: .ok, headers: [.contentType: format == "gpx" ? "application/gpx+xml" : "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Answer.ok(bytes, contentType: format == "gpx" ? "application/gpx+xml" : "application/json")
     }
 }
 

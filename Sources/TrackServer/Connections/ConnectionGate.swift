@@ -7,6 +7,8 @@ import NIOCore
 import Prometheus
 import NIOHTTPTypes
 import Synchronization
+import ServiceLifecycle
+import SystemIO
 
 /// The connections being served, and which to close at the cap: the owner of a
 /// ``ConnectionShedder`` (the decision) that performs its actions on the channels. At the cap a new
@@ -218,134 +220,93 @@ final class RefuseHandler: ChannelInboundHandler {
     }
 }
 
-/// The body did not arrive within ``TrackServer/Configuration/bodyTimeout`` of the request head.
-struct BodyTimeout: Error {}
+/// Closes connections whose first-request timeout ran out (``ConnectionGate/sweep()``), beside the
+/// HTTP server in its service group, until the group stops.
+struct ConnectionSweeper: Service {
+    let gate: ConnectionGate
 
-/// Sent down a connection's pipeline by a handler that answers without reading the body (413,
-/// 503): close the connection once the answer is written and the body has been read, or after
-/// ``BodyTimeoutHandler/linger`` (closing with the body unread would reset the connection, and
-/// the client could lose the answer).
-struct CloseAfterAnswer {}
-
-/// Gives each request's body `timeout` to arrive, from the end of its head: past it the request's
-/// body fails with ``BodyTimeout`` (answered 408), and the connection closes once that answer is
-/// written. Also closes connections marked ``CloseAfterAnswer``.
-final class BodyTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
-
-    /// How long a refused body is read and thrown away before the connection closes anyway.
-    static let linger: TimeAmount = .seconds(2)
-
-    let timeout: TimeAmount
-    var timer: Scheduled<Void>?
-    /// The request's body has been read to its end.
-    var bodyDone = true
-    /// The answer has been written.
-    var answered = false
-    var timedOut = false
-    var closeAfterAnswer = false
-
-    init(timeout: TimeAmount) { self.timeout = timeout }
-
-    func schedule(_ context: ChannelHandlerContext, in delay: TimeAmount) {
-        timer?.cancel()
-        let loopContext = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: delay) {
-            let (handler, context) = loopContext.value
-            handler.timer = nil
-            if handler.answered {
-                context.close(promise: nil)
-            } else {
-                handler.timedOut = true
-                context.fireErrorCaught(BodyTimeout())
-            }
-        }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head:
-            bodyDone = false
-            answered = false
-            timedOut = false
-            closeAfterAnswer = false
-            schedule(context, in: timeout)
-        case .body:
-            break
-        case .end:
-            timer?.cancel()
-            timer = nil
-            bodyDone = true
-            if answered && closeAfterAnswer {
-                context.close(promise: nil)
-                return
-            }
-        }
-        context.fireChannelRead(data)
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        guard event is CloseAfterAnswer else {
-            context.fireUserInboundEventTriggered(event)
-            return
-        }
-        closeAfterAnswer = true
-        if !bodyDone { schedule(context, in: Self.linger) }
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .end = unwrapOutboundIn(data) else {
-            context.write(data, promise: promise)
-            return
-        }
-        answered = true
-        if timedOut || (closeAfterAnswer && bodyDone) {
-            context.writeAndFlush(data, promise: promise)
-            context.close(promise: nil)
-            return
-        }
-        context.write(data, promise: promise)
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
-        context.fireChannelInactive()
+    func run() async throws {
+        let gate = self.gate
+        await cancelWhenGracefulShutdown { await gate.sweep() }
     }
 }
 
-/// The bytes of request bodies held in memory at once: a request reserves its declared length
-/// (the largest body when it declares none) before its body is read, and what a gzip body says it
-/// inflates to before inflating; past the budget it gets a 503 instead of waiting.
-final class BodyBudget: Sendable {
-    let capacity: Int
-    let reserved = Mutex(0)
-    let refusals: Prometheus.Counter
+/// The connection metrics of `GET /metrics` beside ``ServerMetrics``'s (open connections and
+/// refusals are there).
+final class ConnectionMetrics: Sendable {
+    let cap: Prometheus.Gauge
+    let descriptorLimit: Prometheus.Gauge
+    let shedAwaitingHead: Prometheus.Counter
+    let shedIdle: Prometheus.Counter
+    let firstRequestTimeouts: Prometheus.Counter
 
-    init(capacity: Int, refusals: Prometheus.Counter) {
-        self.capacity = capacity
-        self.refusals = refusals
-    }
-
-    func reserve(_ bytes: Int) -> Bool {
-        let ok = reserved.withLock { r in
-            guard r + bytes <= capacity else { return false }
-            r += bytes
-            return true
+    init(registry: PrometheusCollectorRegistry) {
+        func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(
+                namespace: "keeptrack", subsystem: "serve", metricName: metric, unitName: unit, helpText: help)
         }
-        if !ok { refusals.increment() }
-        return ok
+        cap = registry.makeGauge(
+            descriptor: name("connections_max", "", "The connection cap (sized from the descriptor limit by default)."))
+        descriptorLimit = registry.makeGauge(
+            descriptor: name("descriptor_limit", "", "The soft descriptor limit (RLIMIT_NOFILE) the server runs with."))
+        let shed = name(
+            "connections_shed", "total",
+            "Connections closed at the cap to make room, by state: no complete request head yet, or idle.")
+        shedAwaitingHead = registry.makeCounter(descriptor: shed, labels: [("state", "awaiting_head")])
+        shedIdle = registry.makeCounter(descriptor: shed, labels: [("state", "idle")])
+        firstRequestTimeouts = registry.makeCounter(
+            descriptor: name(
+                "first_request_timeouts", "total",
+                "Connections closed without a complete request head within the first-request timeout."))
     }
+}
 
-    func release(_ bytes: Int) { reserved.withLock { $0 -= bytes } }
+extension ConnectionGate {
+    /// Raises the soft descriptor limit to the hard one when `raise`, logs both, and sets the
+    /// connection cap: `maxConnections`, or sized from the soft limit
+    /// (``TrackServer/Configuration/connectionCap(descriptors:)``). Returns the cap.
+    func prepare(maxConnections: Int?, raiseDescriptorLimit raise: Bool, logger: Logger) -> Int {
+        let limits: (before: DescriptorLimit, after: DescriptorLimit)?
+        if raise {
+            limits = DescriptorLimit.raiseSoftToHard()
+        } else {
+            limits = DescriptorLimit.current().map { ($0, $0) }
+        }
+        let soft = limits?.after.soft ?? 1024
+        let cap = maxConnections ?? TrackServer.Configuration.connectionCap(descriptors: soft)
+        configure(cap: cap)
+        metrics.descriptorLimit.set(Int64(min(soft, Int(Int64.max))))
+        func text(_ n: Int?) -> Logger.MetadataValue { n.map { $0 == Int.max ? "unlimited" : "\($0)" } ?? "unknown" }
+        logger.info(
+            "descriptor limit",
+            metadata: [
+                "serve.fd.soft.before": text(limits?.before.soft), "serve.fd.soft": text(limits?.after.soft),
+                "serve.fd.hard": text(limits?.after.hard), "serve.connections.max": "\(cap)",
+            ])
+        if cap + max(64, cap / 4) > soft - TrackServer.Configuration.reservedDescriptors {
+            logger.warning(
+                "the connection cap leaves too few descriptors: accepting may fail before the cap",
+                metadata: ["serve.connections.max": "\(cap)", "serve.fd.soft": text(soft)])
+        }
+        return cap
+    }
+}
 
-    var inUse: Int { reserved.withLock { $0 } }
+extension TrackServer.Configuration {
+    /// Descriptors kept for everything but client connections: the listening socket, the store's
+    /// files or connections, the event loops' epoll and wake descriptors, logs, an MQTT connection.
+    public static let reservedDescriptors = 128
+
+    /// The largest connection cap sized from the descriptor limit (each connection holds memory
+    /// too).
+    public static let largestAutomaticCap = 16_384
+
+    /// The connection cap when ``maxConnections`` is nil, for a soft descriptor limit of
+    /// `descriptors`: what is left after ``reservedDescriptors``, less the connections being
+    /// answered 503 at once (a quarter of the cap, at least 64), at most ``largestAutomaticCap``.
+    /// 716 for 1,024 descriptors; 15,897 for 20,000.
+    public static func connectionCap(descriptors: Int) -> Int {
+        let available = min(descriptors, 1 << 30) - reservedDescriptors
+        return max(1, min(largestAutomaticCap, available * 4 / 5, available - 64))
+    }
 }
