@@ -113,9 +113,14 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
-            // The OpenAPI document as JSON, compiled in (`PackageResources.openapi_json`): served with no
-            // file to find at run time, so the Debian package's binary serves it as a build does.
-            resources: [.embedInCode("Resources/openapi.json")]
+            // The OpenAPI document as JSON and the map's page, script and style (templates, files as they
+            // are), compiled in (`PackageResources.openapi_json`, `.map_html`...): served with no file to
+            // find at run time, so the Debian package's binary serves them as a build does.
+            resources: [
+                .embedInCode("Resources/openapi.json"), .embedInCode("Resources/map.html"),
+                .embedInCode("Resources/map.js"), .embedInCode("Resources/map.css"),
+                .embedInCode("Resources/trails.html"), .embedInCode("Resources/captive-portal.html"),
+            ]
         ),
         // The endpoint's PostgreSQL + PostGIS store (postgres-nio), and the opener that picks the store a
         // `--db` value names: apart from TrackStore so that a SQLite-only embedder builds no PostgreSQL client.

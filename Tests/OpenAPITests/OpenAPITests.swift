@@ -273,15 +273,19 @@ struct OpenAPITests {
             .init(method: .HEAD, route: "/ws/last", status: 426),
             .init(method: .HEAD, route: "/ws/last", status: 401, token: nil),
         ]
-        for route in ["/map", "/map/app.js"] {
-            c.append(.init(method: .GET, route: route, status: 200, token: nil))
-            c.append(.init(method: .HEAD, route: route, status: 200, token: nil))
+        let cached = [("If-None-Match", "*")]
+        for route in ["/map", "/map/app.js", "/map/app.css"] {
+            for method in [HTTPMethod.GET, .HEAD] {
+                c.append(.init(method: method, route: route, status: 200, token: nil))
+                c.append(.init(method: method, route: route, status: 304, token: nil, headers: cached))
+            }
         }
         for (route, name) in [("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png")]
         {
             let file = route.replacing("{name}", with: name), missing = route.replacing("{name}", with: "missing.css")
             for method in [HTTPMethod.GET, .HEAD] {
                 c.append(.init(method: method, route: route, target: file, status: 200, token: nil))
+                c.append(.init(method: method, route: route, target: file, status: 304, token: nil, headers: cached))
                 c.append(.init(method: method, route: route, target: missing, status: 404, token: nil))
             }
         }

@@ -14,6 +14,9 @@ struct TrailsPage: Sendable {
     /// The most devices drawn without `?device=` (the rest are listed).
     let maxDevicesDrawn: Int
 
+    /// The page's template (`Resources/trails.html`).
+    static let template = HTMLTemplate(PackageResources.trails_html)
+
     /// An HTML page with every device's latest position (each a link to its trail) and each
     /// device's trail drawn (SVG inline, nothing fetched), or one device's with `?device=ID` (one
     /// page of it: `limit`, `cursor`, and a link to the next page). Each trail is read a page at a time
@@ -26,24 +29,17 @@ struct TrailsPage: Sendable {
             wanted = own
         }
         let (limit, cursor) = try paging.page(q)
-        func text(_ s: String) -> String {
-            var out: [UInt8] = []
-            ByteWriting.appendXMLEscaped(s, to: &out)
-            return String(decoding: out, as: UTF8.self)
-        }
+        let template = Self.template
         let tokenQuery = q["token"].map { "&token=\(PercentEncoding.encode(String($0)))" } ?? ""
-        var html = """
-            <!DOCTYPE html>
-            <html><head><meta charset="utf-8"><title>keeptrack trails</title>
-            <style>body{font-family:sans-serif;margin:24px;background:#fff} h1{font-size:20px} section{margin-bottom:32px}</style>
-            </head><body><h1>keeptrack: stored trails</h1>
-
-            """
+        var content: [UInt8] = []
         let latest = try await store.latest(device: context.identity.onlyDevice)
         if !latest.isEmpty {
-            html +=
-                "<section><h2>Latest positions (\(latest.count) devices)</h2>\n"
-                + Self.latestSVG(latest, selected: wanted, tokenQuery: tokenQuery) + "</section>\n"
+            content += template.part(
+                "latest",
+                [
+                    "count": .text(String(latest.count)),
+                    "svg": .markup(Array(Self.latestSVG(latest, selected: wanted, tokenQuery: tokenQuery).utf8)),
+                ])
         }
         let devices: [DeviceSummary]
         if let wanted {
@@ -51,36 +47,45 @@ struct TrailsPage: Sendable {
         } else {
             devices = try await store.devices()
         }
-        if devices.isEmpty { html += wanted == nil ? "<p>No trail stored yet.</p>\n" : "<p>No such device.</p>\n" }
+        if devices.isEmpty { content += template.part(wanted == nil ? "nothing-stored" : "no-such-device") }
         for (n, d) in devices.enumerated() {
-            let href = text("/map/svg?device=\(PercentEncoding.encode(d.id))\(tokenQuery)")
+            let href = HTMLTemplate.Value.text("/map/svg?device=\(PercentEncoding.encode(d.id))\(tokenQuery)")
             guard n < maxDevicesDrawn else {
                 if n == maxDevicesDrawn {
-                    html += "<p>\(devices.count - n) more devices, not drawn here (at most \(n) a page):</p>\n"
+                    content += template.part(
+                        "more-devices", ["count": .text(String(devices.count - n)), "drawn": .text(String(n))])
                 }
-                html += "<p><a href=\"\(href)\">\(text(d.id))</a></p>\n"
+                content += template.part("listed-device", ["href": href, "device": .text(d.id)])
                 continue
             }
             let (records, next) = try await store.trail(device: d.id, after: wanted == nil ? nil : cursor, limit: limit)
-            html += "<section><h2><a href=\"\(href)\">\(text(d.id))</a></h2>\n"
+            var page: [UInt8] = []
             if next != nil || cursor != nil && wanted != nil {
-                html += "<p>Points \(records.count) of \(d.points) stored, a page of at most \(limit).</p>\n"
+                page = template.part(
+                    "page",
+                    [
+                        "shown": .text(String(records.count)), "stored": .text(String(d.points)),
+                        "limit": .text(String(limit)),
+                    ])
             }
             let maxPoints = maxPointsDrawn
-            html += try await offLoop {
+            let svg = try await offLoop {
                 TrailSVG.render(title: d.id, records: records, width: 900, maxPoints: maxPoints)
             }
+            var nextLink: [UInt8] = []
             if let next {
-                let nextHref = text(
-                    "/map/svg?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)")
-                html += "<p><a rel=\"next\" href=\"\(nextHref)\">next page</a></p>\n"
+                let nextHref =
+                    "/map/svg?device=\(PercentEncoding.encode(d.id))&limit=\(limit)&cursor=\(next.token)\(tokenQuery)"
+                nextLink = template.part("next", ["href": .text(nextHref)])
             }
-            html += "</section>\n"
+            content += template.part(
+                "device",
+                [
+                    "href": href, "device": .text(d.id), "page": .markup(page), "svg": .markup(Array(svg.utf8)),
+                    "next": .markup(nextLink),
+                ])
         }
-        html += "</body></html>\n"
-        return Response(
-            status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(string: html)))
+        return Answer.ok(template.render(["content": .markup(content)]), contentType: "text/html; charset=utf-8")
     }
 
     /// An SVG of every device's latest position (`selected` larger and red), each a link to its

@@ -51,9 +51,10 @@ struct FaultMiddleware: RouterMiddleware {
                 status: .init(code: faults.failStatus), headers: headers,
                 body: .init(byteBuffer: ByteBuffer(string: "injected failure (\(faults.failStatus))\n")))
         case .garbage:
+            // A captive portal's page (Resources/captive-portal.html), not what was asked for.
             return Response(
                 status: .ok, headers: [.contentType: "text/html"],
-                body: .init(byteBuffer: ByteBuffer(string: "<html><body>Welcome to the hotel WiFi</body></html>\n")))
+                body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.captive_portal_html)))
         case .drop:
             var c = context
             c.drop = true
