@@ -1,4 +1,4 @@
-/// The endpoint's storage: one protocol per facet, and a store is all of them. ``TrackServer``
+/// The endpoint's storage: one protocol per facet, and a store is all of them. `TrackServer`
 /// speaks to a store only through this protocol; ``SQLiteTrackStore`` (one file, the default) and
 /// the PostgreSQL store (`TrackStorePostgres`) implement every facet, and the same endpoint tests
 /// run on both.

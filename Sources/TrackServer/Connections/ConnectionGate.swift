@@ -162,8 +162,9 @@ struct CappedChannel<Base: ServerChildChannel>: ServerChildChannel {
     }
 }
 
-/// Answers a connection over the cap with a 503, then closes it (after the client closed its side,
-/// or 2 s: closing on unread input would reset the connection and lose the answer).
+/// Answers a connection over the cap with a 503 (``ErrorAnswer``'s body, `Retry-After: 5`), then closes
+/// it (after the client closed its side, or 2 s: closing on unread input would reset the connection
+/// and lose the answer).
 final class RefuseHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -194,11 +195,11 @@ final class RefuseHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        let body = "the server is serving its maximum of \(limit) connections; try again shortly\n"
-        let head =
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 5\r\n"
-            + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: head + body)), promise: nil)
+        let answer = ErrorAnswer(
+            .serviceUnavailable,
+            message: "the server is serving its maximum of \(limit) connections; try again shortly")
+        context.writeAndFlush(
+            NIOAny(context.channel.allocator.buffer(bytes: answer.wire(headers: [("Retry-After", "5")]))), promise: nil)
         context.close(mode: .output, promise: nil)
         let loopContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         linger = context.eventLoop.scheduleTask(in: .seconds(2)) { loopContext.value.close(promise: nil) }

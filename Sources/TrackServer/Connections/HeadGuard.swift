@@ -26,8 +26,8 @@ struct StreamUpgradableChannel: ServerChildChannel {
 }
 
 /// Watches a connection's bytes until the end of its first request head (CR LF CR LF), then leaves
-/// the pipeline. Closes the connection when the head takes longer than `timeout`; answers 400 and
-/// closes when it is longer than ``maxHeadBytes``.
+/// the pipeline. Closes the connection when the head takes longer than `timeout`; answers 400
+/// (``ErrorAnswer``'s body) and closes when it is longer than ``maxHeadBytes``.
 final class HeadGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -87,8 +87,8 @@ final class HeadGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func refuse(_ context: ChannelHandlerContext) {
         done = true
-        let answer = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: answer)), promise: nil)
+        let answer = ErrorAnswer(.badRequest, message: "the request head is longer than \(Self.maxHeadBytes) bytes")
+        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(bytes: answer.wire())), promise: nil)
         context.close(mode: .output, promise: nil)
         let loopContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(in: .seconds(2)) { loopContext.value.close(promise: nil) }
@@ -96,7 +96,7 @@ final class HeadGuardHandler: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 /// Drops every write after it is added, at the front of a connection's pipeline: what Hummingbird
-/// answers a declined upgrade with, after ``LiveStream/challengeNow(_:reason:)`` answered it.
+/// answers a declined upgrade with, after ``LiveStream/challengeNow(_:)`` answered it.
 final class DiscardWrites: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Any
 

@@ -71,7 +71,11 @@ struct CORSError: HTTPResponseError {
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
         guard let error = underlying as? any HTTPResponseError else {
-            return Response(status: .internalServerError, headers: headers)
+            var response = ErrorAnswer(
+                .internalServerError, code: .internalError, message: ErrorAnswer.internalMessage
+            ).response
+            response.headers.append(contentsOf: headers)
+            return response
         }
         var response = try error.response(from: request, context: context)
         response.headers.append(contentsOf: headers)

@@ -4,8 +4,11 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The body of every refusal the server answers with one:
-/// `{"error":{"code":"malformed-json","message":"..."}}`.
+/// The body of every refusal the server answers:
+/// `{"error":{"code":"malformed-json","message":"..."}}`, whoever writes it: a route, a middleware,
+/// Hummingbird's router (no such route), the connection cap's 503 (``RefuseHandler``), the head
+/// guard's 400, the stream's 401 and 426. The one exception is OsmAnd's unknown device, answered as
+/// Traccar answers it (an empty 400 or 404).
 ///
 /// `code` is stable and machine-readable: a ``FormatsError/Code`` for a body that does not decode
 /// (`malformed-json`, `invalid`, `too-large`, `unsupported`), ``ErrorAnswer/Code/internalError`` for
@@ -20,6 +23,8 @@ public struct ErrorAnswer: Error, Hashable, Sendable, HTTPResponseError {
 
         /// The server failed (its store is down, a bug): the cause is in its log, not in the answer.
         public static let internalError = Code(rawValue: "internal-error")
+        /// A failure the fault injection made (``Faults``), of its status.
+        public static let injectedFailure = Code(rawValue: "injected-failure")
 
         /// The code of an answer with this status and no more precise code.
         public init(status: HTTPResponse.Status) {
@@ -33,6 +38,7 @@ public struct ErrorAnswer: Error, Hashable, Sendable, HTTPResponseError {
             case 413: self = Code(rawValue: "content-too-large")
             case 415: self = Code(rawValue: "unsupported-media-type")
             case 416: self = Code(rawValue: "range-not-satisfiable")
+            case 426: self = Code(rawValue: "upgrade-required")
             case 429: self = Code(rawValue: "too-many-requests")
             case 500: self = .internalError
             case 503: self = Code(rawValue: "service-unavailable")
@@ -62,16 +68,28 @@ public struct ErrorAnswer: Error, Hashable, Sendable, HTTPResponseError {
         self.init(status, code: Code(rawValue: error.code.rawValue), message: error.message)
     }
 
-    /// The answer to a Hummingbird `HTTPError` (its status, headers and message), `nil` for one without
-    /// a body (those stay without one).
-    init?(_ error: HTTPError) {
-        guard let message = error.body else { return nil }
-        self.init(error.status, message: message, headers: error.headers)
+    /// The answer to a Hummingbird `HTTPError`: its status, headers and message; for one without a
+    /// message (Hummingbird's router finding no route), a sentence for its status.
+    init(_ error: HTTPError) {
+        self.init(error.status, message: error.body ?? Self.sentence(error.status), headers: error.headers)
+    }
+
+    /// What an answer of `status` says when nothing more precise is known.
+    static func sentence(_ status: HTTPResponse.Status) -> String {
+        switch status.code {
+        case 404: "no route for this method and path: see /openapi.json"
+        default: status.reasonPhrase.lowercased()
+        }
     }
 
     /// The body, its members always in this order (a client may compare two answers byte for byte:
     /// the uploader does, to tell a settings problem from bad records).
     public var body: [UInt8] {
+        Self.body(code: code, message: message)
+    }
+
+    /// The body of an answer of `code` saying `message`.
+    static func body(code: Code, message: String) -> [UInt8] {
         var out: [UInt8] = []
         ByteWriting.appendStatic("{\"error\":{\"code\":", to: &out)
         ByteWriting.appendJSONString(code.rawValue, to: &out)
@@ -81,10 +99,27 @@ public struct ErrorAnswer: Error, Hashable, Sendable, HTTPResponseError {
         return out
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var fields: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+    /// The `Content-Type` of every error body.
+    static let contentType = "application/json; charset=utf-8"
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
+
+    /// The answer: the status, the body, `Content-Type` and the other headers.
+    var response: Response {
+        var fields: HTTPFields = [.contentType: Self.contentType]
         fields.append(contentsOf: headers.filter { $0.name != .contentType })
         return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// The answer as bytes on the wire, for a handler that writes before Hummingbird's (the connection
+    /// cap, the head guard): the status line, the headers given, `Content-Type`, `Content-Length` and
+    /// `Connection: close`.
+    func wire(headers extra: [(String, String)] = []) -> [UInt8] {
+        let bytes = body
+        var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n"
+        for (name, value) in extra { head += "\(name): \(value)\r\n" }
+        head += "Content-Type: \(Self.contentType)\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n"
+        return Array(head.utf8) + bytes
     }
 }
 
@@ -102,7 +137,7 @@ struct ErrorAnswerMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as HTTPError {
-            throw ErrorAnswer(error) ?? error
+            throw ErrorAnswer(error)
         } catch let error as any HTTPResponseError {
             throw error
         } catch is CancellationError {

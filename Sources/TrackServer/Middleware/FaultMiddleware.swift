@@ -43,13 +43,14 @@ struct FaultMiddleware: RouterMiddleware {
         switch decision {
         case .refuse:
             try await context.channel.close()
-            throw HTTPError(.serviceUnavailable)
+            throw HTTPError(.serviceUnavailable, message: "the server refuses (an injected fault)")
         case .fail:
-            var headers: HTTPFields = [.contentType: "text/plain"]
+            var headers: HTTPFields = [:]
             if let r = faults.retryAfter { headers[.retryAfter] = String(r) }
-            return Response(
-                status: .init(code: faults.failStatus), headers: headers,
-                body: .init(byteBuffer: ByteBuffer(string: "injected failure (\(faults.failStatus))\n")))
+            return ErrorAnswer(
+                .init(code: faults.failStatus), code: .injectedFailure,
+                message: "injected failure (\(faults.failStatus))", headers: headers
+            ).response
         case .garbage:
             // A captive portal's page (Resources/captive-portal.html), not what was asked for.
             return Response(

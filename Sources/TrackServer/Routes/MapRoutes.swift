@@ -127,7 +127,7 @@ final class LeafletFiles: Sendable {
             } else if name.hasSuffix(".png") { "image/png" } else if name.hasSuffix(".svg") { "image/svg+xml" } else {
                 nil
             }
-        guard plain, let type else { throw HTTPError(.notFound) }
+        guard plain, let type else { throw HTTPError(.notFound, message: "not a file of Leaflet's") }
         let path = directory + (images ? "/images/" : "/") + name
         if let cached = cache.withLock({ $0[path] }) { return cached.response(to: request) }
         guard let bytes = try? readFile(path) else {

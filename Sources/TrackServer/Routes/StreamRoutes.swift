@@ -3,8 +3,8 @@ import Hummingbird
 import NIOCore
 
 /// The live stream's paths asked without `Upgrade: websocket`: `GET /v1/stream` and the Recorder's
-/// `GET /ws/last` (and their `HEAD`) answer 426, saying how to ask. An upgrade never reaches the
-/// router: the connection's channel hands it to ``LiveStream`` first.
+/// `GET /ws/last` (and their `HEAD`) answer 426 with `Upgrade: websocket`, saying how to ask. An
+/// upgrade never reaches the router: the connection's channel hands it to ``LiveStream`` first.
 struct StreamRoutes: Sendable {
     var routes: RouteCollection<ServerContext> {
         let routes = RouteCollection(context: ServerContext.self)
@@ -17,8 +17,9 @@ struct StreamRoutes: Sendable {
 
     /// `GET path` (a WebSocket route) without an upgrade: 426, saying how to ask.
     static func withoutUpgrade(_ path: String) -> Response {
-        Response(
-            status: .upgradeRequired, headers: [.upgrade: "websocket", .contentType: "text/plain"],
-            body: .init(byteBuffer: ByteBuffer(string: "GET \(path) is a WebSocket: ask with Upgrade: websocket\n")))
+        ErrorAnswer(
+            .upgradeRequired, message: "GET \(path) is a WebSocket: ask with Upgrade: websocket",
+            headers: [.upgrade: "websocket"]
+        ).response
     }
 }

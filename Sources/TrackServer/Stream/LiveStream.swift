@@ -136,7 +136,7 @@ struct LiveStream: Sendable {
         let recorder = path == Self.recorderPath
         let access = try await access(head)
         if case .failure(let refusal) = access, refusal.challenge {
-            await Self.challengeNow(channel, reason: refusal.reason)
+            await Self.challengeNow(channel)
             return .dontUpgrade
         }
         return .upgrade([:]) { [self] inbound, outbound, _ in
@@ -208,19 +208,20 @@ struct LiveStream: Sendable {
         }
     }
 
-    /// Answers an upgrade 401 with `WWW-Authenticate: Basic` (as ``AccessMiddleware`` answers any request
-    /// without a credential) and `Connection: close`: a browser that holds HTTP Basic credentials for this
-    /// server then asks again with them. Written here, before the upgrade is declined, since a declined
+    /// Answers an upgrade 401 with `WWW-Authenticate: Basic` and `Connection: close`, as
+    /// ``AccessMiddleware`` answers any request without a credential (the same ``ErrorAnswer``): a
+    /// browser that holds HTTP Basic credentials for this server then asks again with them. Written here, before the upgrade is declined, since a declined
     /// upgrade is answered with an empty 400 (Hummingbird's), which is then dropped (``DiscardWrites``)
     /// before Hummingbird closes the connection.
-    static func challengeNow(_ channel: any Channel, reason: String) async {
-        let body = ByteBuffer(string: reason + "\n")
-        let head = HTTPResponseHead(
-            version: .http1_1, status: .unauthorized,
-            headers: [
-                "WWW-Authenticate": AccessMiddleware.basicChallenge, "Content-Type": "text/plain; charset=utf-8",
-                "Content-Length": String(body.readableBytes), "Connection": "close",
-            ])
+    static func challengeNow(_ channel: any Channel) async {
+        let answer = ErrorAnswer(AccessMiddleware.unauthorized())
+        let body = ByteBuffer(bytes: answer.body)
+        var headers: HTTPHeaders = [
+            "Content-Type": ErrorAnswer.contentType, "Content-Length": String(body.readableBytes),
+            "Connection": "close",
+        ]
+        for field in answer.headers { headers.add(name: field.name.rawName, value: field.value) }
+        let head = HTTPResponseHead(version: .http1_1, status: .unauthorized, headers: headers)
         let written = channel.eventLoop.flatSubmit {
             channel.write(HTTPServerResponsePart.head(head), promise: nil)
             channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil)

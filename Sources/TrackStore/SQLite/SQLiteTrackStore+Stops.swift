@@ -6,8 +6,8 @@ extension SQLiteTrackStore {
     /// Visits and trips: a record's ``TrailRecord/Span`` in a column of its own (JSON, as
     /// ``TrailRecord/spanJSON(_:)`` writes it), and an index that holds all a stops query reads of a
     /// device's valid locations, so that the query scans the index in time order and never the table
-    /// (`kind` and `valid` in it too: without them SQLite looks each row up in the table to test the
-    /// query's terms, which made a scan of 2.6 million points three times slower).
+    /// (`kind` and `valid` in it too: without them SQLite would look each row up in the table to test
+    /// the query's terms).
     static func registerStopsMigrations(_ m: inout DatabaseMigrator) {
         m.registerMigration("v7-visits-and-trips") { db in
             try db.execute(

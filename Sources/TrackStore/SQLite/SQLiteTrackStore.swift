@@ -45,9 +45,8 @@ public final class SQLiteTrackStore: TrackStore {
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // Reads through a memory map (up to 1 GiB of the file): a page costs no system call, which
-            // halved the time of a box query's thousands of lookups by key in a store of 10 million
-            // points (docs/endpoint.md, "Fleet: device tokens, queries across devices, retention"; the
-            // figures: docs/performance.md, "Fleet queries: speed"). Writes still go through the journal as before.
+            // matters to a box query's thousands of lookups by key (docs/performance.md, "Fleet
+            // queries: speed"). Writes go through the journal.
             try db.execute(sql: "PRAGMA mmap_size = 1073741824")
             Self.addFleetFunctions(db)
         }
