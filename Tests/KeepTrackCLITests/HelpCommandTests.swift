@@ -2,6 +2,7 @@ import Foundation
 import GPSInput
 import Testing
 import TrackServer
+import TrackStore
 import Tracking
 
 @testable import keeptrack
