@@ -537,6 +537,12 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     {
         try await base.streamLocations(device: device, from: from, to: to, into: accumulator)
     }
+    func homeAssistantCursors(target: String) async throws -> [String: Double] {
+        try await base.homeAssistantCursors(target: target)
+    }
+    func setHomeAssistantCursors(_ cursors: [String: Double], target: String) async throws {
+        try await base.setHomeAssistantCursors(cursors, target: target)
+    }
     func close() async { await base.close() }
 }
 

@@ -102,6 +102,7 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerSecretMigrations(&m)
         Self.registerStopsMigrations(&m)
         Self.registerStoredStopsMigrations(&m)
+        Self.registerHomeAssistantMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
