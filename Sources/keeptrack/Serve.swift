@@ -223,6 +223,20 @@ struct Serve: AsyncParsableCommand {
                 + "5m); online when it sends again. The default is 10m.", valueName: "duration"),
         transform: DurationText.parse)
     var offlineAfter: Double?
+    @Option(
+        name: .customLong("homeassistant"),
+        help: ArgumentHelp(
+            "Make every device a Home Assistant device tracker by MQTT discovery on this broker (Home "
+                + "Assistant's): mqtt(s)://[USER[:PASS]@]HOST[:PORT], then /PREFIX when its discovery prefix is "
+                + "not homeassistant. A device silent past --offline-after is unavailable there.",
+            valueName: "url"))
+    var homeAssistant: String?
+    @Option(
+        name: .customLong("homeassistant-ca-file"),
+        help: ArgumentHelp(
+            "With --homeassistant mqtts://: trust the broker's certificate from this PEM file (default: the "
+                + "system's).", valueName: "file"))
+    var homeAssistantCAFile: String?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -249,10 +263,18 @@ struct Serve: AsyncParsableCommand {
         if let tiles { c.map.tiles = tiles == "none" ? nil : tiles }
         if let maxStreams { c.stream.maxClients = maxStreams }
         if let offlineAfter { c.stream.offlineAfter = TrackServer.Configuration.duration(seconds: offlineAfter) }
+        c.homeAssistant = homeAssistant.map { url in
+            var h = HomeAssistantRelay.Configuration(url: url)
+            h.caFile = homeAssistantCAFile
+            return h
+        }
         return c
     }
 
     func validate() throws {
+        if homeAssistantCAFile != nil && homeAssistant == nil {
+            throw ValidationError("--homeassistant-ca-file goes with --homeassistant.")
+        }
         if let problem = serverConfiguration().problem { throw ValidationError(problem.sentence) }
     }
 
@@ -315,6 +337,7 @@ extension TrackServer.Configuration.Problem {
         case .maxStreamsBelowOne: "--max-streams must be at least 1."
         case .offlineAfterBelowASecond: "--offline-after must be at least 1s."
         case .mqtt(let why): "--mqtt: \(why)."
+        case .homeAssistant(let why): "--homeassistant: \(why)."
         case .corsOrigin(let why): "--cors-origin: \(why.corsOriginSentence)."
         }
     }
