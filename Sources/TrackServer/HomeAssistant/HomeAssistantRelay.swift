@@ -19,7 +19,7 @@ import TrackStore
 /// the time of the last position the broker acknowledged. A restart or a broker outage resumes from
 /// there; a position acknowledged but not yet noted is sent again after a crash, which a retained
 /// attributes message makes harmless. A device the relay never published starts at its latest
-/// position (a new device: at its first).
+/// position when the relay started (a new device: at its first).
 ///
 /// Positions go in each device's trail order; one older than the last published is left out (it
 /// would move the tracker back). Locations and heartbeats only: Home Assistant computes zones from
@@ -52,6 +52,9 @@ public final class HomeAssistantRelay: Service, Sendable {
         public init(url: String) { self.url = url }
     }
 
+    /// The most positions held from the record feed, and late ones held per device, until published.
+    static let maxHeld = 10_000
+
     /// The relay's own availability topic (no device's object id starts with `_`).
     static let relayTopic = "keeptrack/_serve/availability"
 
@@ -60,6 +63,9 @@ public final class HomeAssistantRelay: Service, Sendable {
     struct Inbox {
         /// Devices with records stored since the task last looked.
         var stored: Set<String> = []
+        /// The positions stored, in commit order, at most ``HomeAssistantRelay/maxHeld`` (for the ones
+        /// that arrive after newer ones: the store's order is by time).
+        var records: [TrailRecord] = []
         /// The detector's latest word on each device (`true`: online).
         var availability: [String: Bool] = [:]
         /// What Home Assistant said on its status topic, in order.
@@ -75,6 +81,8 @@ public final class HomeAssistantRelay: Service, Sendable {
     let logger: Logger
     let inbox = Mutex(Inbox())
     let signal = Signal()
+    /// The record feed's subscription, made at ``init``.
+    let feed = Mutex<RecordFeed.Subscription?>(nil)
     /// Set at the server's graceful shutdown.
     let stopping = Atomic<Bool>(false)
 
@@ -90,6 +98,7 @@ public final class HomeAssistantRelay: Service, Sendable {
         self.watch = watch
         self.clock = clock
         self.logger = logger
+        listen()
     }
 
     /// The broker `configuration` names.
@@ -112,12 +121,20 @@ public final class HomeAssistantRelay: Service, Sendable {
         return t
     }
 
-    public func run() async throws {
-        let feed = store.storedRecords.subscribe { [self] records in
-            inbox.withLock { i in for r in records { i.stored.insert(r.device) } }
+    /// Listens to the record feed and the offline detector from the start (before the server takes
+    /// its first record): what they say waits in ``inbox``.
+    private func listen() {
+        let subscription = store.storedRecords.subscribe { [self] records in
+            inbox.withLock { i in
+                for r in records {
+                    i.stored.insert(r.device)
+                    if r.valid, r.kind == .location || r.kind == .heartbeat, i.records.count < Self.maxHeld {
+                        i.records.append(r)
+                    }
+                }
+            }
             signal.fire()
         }
-        defer { store.storedRecords.unsubscribe(feed) }
         watch.observe { [self] events in
             inbox.withLock { i in
                 for e in events {
@@ -130,6 +147,11 @@ public final class HomeAssistantRelay: Service, Sendable {
             }
             signal.fire()
         }
+        feed.withLock { $0 = subscription }
+    }
+
+    public func run() async throws {
+        defer { if let subscription = feed.withLock({ $0 }) { store.storedRecords.unsubscribe(subscription) } }
         // A graceful shutdown lets the publishing in progress end (its acknowledgements, its cursor),
         // then the relay says offline; a cancellation stops at once.
         await withGracefulShutdownHandler { [self] in
@@ -172,10 +194,16 @@ public final class HomeAssistantRelay: Service, Sendable {
                 let cursors = try await store.homeAssistantCursors(target: target)
                 let latest = try await store.latest(device: nil)
                 var state = RelayState(cursors: cursors, gate: HomeAssistantGate())
+                // What the feed brought since the relay subscribed is new: from its first position on.
+                let fed = inbox.withLock { i in
+                    i.records.reduce(into: [String: Double]()) {
+                        $0[$1.device] = min($0[$1.device] ?? $1.time, $1.time)
+                    }
+                }
                 for p in latest {
                     state.known.insert(p.device)
                     state.lastReceived[p.device] = p.lastReceived
-                    if cursors[p.device] == nil { state.start[p.device] = p.time }
+                    if cursors[p.device] == nil { state.start[p.device] = min(p.time, fed[p.device] ?? p.time) }
                 }
                 state.known.formUnion(cursors.keys)
                 return state
@@ -269,6 +297,16 @@ public final class HomeAssistantRelay: Service, Sendable {
             }
             state.known.formUnion(taken.stored)
             state.work.formUnion(taken.stored)
+            // Positions older than their device's cursor (sent concurrently, or a backlog after newer
+            // fixes): the store read after the cursor will not find them; published from the feed.
+            for r in taken.records {
+                guard let cursor = state.cursors[r.device], r.time <= cursor,
+                    !(state.recent[r.device]?.contains(r.time) ?? false),
+                    state.late[r.device, default: []].count < Self.maxHeld
+                else { continue }
+                state.late[r.device, default: []].append(r)
+            }
+            state.recent = [:]
             for (d, online) in taken.availability {
                 state.availability[d] = online
                 state.known.insert(d)
@@ -296,6 +334,7 @@ public final class HomeAssistantRelay: Service, Sendable {
                         try await publish([availabilityMessage(device, online)], on: connection)
                         state.published[device] = online
                     }
+                    try await late(device, &state, on: connection)
                     switch try await positions(device, &state, on: connection) {
                     case .done: state.work.remove(device)
                     case .more: more = true
@@ -346,6 +385,24 @@ public final class HomeAssistantRelay: Service, Sendable {
         logger.debug("Home Assistant: announced", metadata: ["device": "\(device)"])
     }
 
+    /// The device's late positions (older than its cursor), in time order, then its latest again, so
+    /// that the tracker ends where the device is; at most one copy of each. Lost with a connection
+    /// that fails before their acknowledgement (they are not in the store's order).
+    func late(_ device: String, _ state: inout RelayState, on connection: MQTTConnection) async throws {
+        guard let late = state.late.removeValue(forKey: device), !late.isEmpty else { return }
+        let t = topics(device)
+        var messages = late.sorted { $0.time < $1.time }.map {
+            MQTTMessage(topic: t.attributes, payload: HomeAssistantDiscovery.attributes($0), retain: true)
+        }
+        if let latest = state.lastPublished[device] {
+            messages.append(
+                MQTTMessage(topic: t.attributes, payload: HomeAssistantDiscovery.attributes(latest), retain: true))
+        }
+        try await publish(messages, on: connection)
+        logger.debug(
+            "Home Assistant: published late positions", metadata: ["device": "\(device)", "positions": "\(late.count)"])
+    }
+
     /// One page of the device's positions after its cursor, published; the cursor advanced to the
     /// last acknowledged and noted in the store.
     func positions(_ device: String, _ state: inout RelayState, on connection: MQTTConnection) async throws -> Progress
@@ -363,16 +420,19 @@ public final class HomeAssistantRelay: Service, Sendable {
             return .storeFailed
         }
         let t = topics(device)
-        var sent: [(mid: Int32, time: Double)] = []
+        var sent: [(mid: Int32, record: TrailRecord)] = []
         var last = cursor ?? -.infinity
         for r in page.records where r.time > last && (r.kind == .location || r.kind == .heartbeat) {
             let mid = try connection.publish(
                 MQTTMessage(topic: t.attributes, payload: HomeAssistantDiscovery.attributes(r), retain: true))
-            sent.append((mid, r.time))
+            sent.append((mid, r))
             last = r.time
         }
         let acknowledged = await connection.acknowledgements(of: sent.map(\.mid), timeout: configuration.timeout)
-        var reached = sent.prefix { acknowledged.contains($0.mid) }.last?.time
+        let published = sent.prefix { acknowledged.contains($0.mid) }.map(\.record)
+        for r in published { state.recent[device, default: []].insert(r.time) }
+        if let newest = published.last { state.lastPublished[device] = newest }
+        var reached = published.last?.time
         if sent.isEmpty, let lastRecord = page.records.last, lastRecord.time > (cursor ?? -.infinity) {
             // Nothing to publish in the page (other kinds, or older): past it.
             reached = lastRecord.time
@@ -445,6 +505,12 @@ struct RelayState {
     var work: Set<String> = []
     /// The detector's latest word per device (`true`: online).
     var availability: [String: Bool] = [:]
+    /// Positions older than the cursor, from the feed, to publish (``HomeAssistantRelay/late(_:_:on:)``).
+    var late: [String: [TrailRecord]] = [:]
+    /// The times published from the store since the feed's records were last taken (those are not late).
+    var recent: [String: Set<Double>] = [:]
+    /// The last position published of each device (sent again after late ones).
+    var lastPublished: [String: TrailRecord] = [:]
     /// The availability published on this connection, by device.
     var published: [String: Bool] = [:]
     /// Why the last connection failed.
