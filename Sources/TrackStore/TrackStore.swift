@@ -12,11 +12,14 @@
 /// - ``RetentionStore``: old points deleted in bounded batches.
 /// - ``DeviceSecretStore``: OwnTracks devices' encryption secrets.
 /// - ``StopStore``: stops and trips, kept at ingest.
+/// - ``StatisticsStore``: statistics by quarter hour, kept from the stops and trips.
+/// - ``PlaceNameStore``: the reverse geocoder's names, by cell.
+/// - ``ShareStore``: share links, kept as digests.
 ///
 /// A new facet (events, geofences, statistics...) is a protocol beside these, added to the list
 /// this protocol inherits, so that neither store builds without it.
 public protocol TrackStore: Sendable, RecordStore, StoredRecordsSource, CredentialStore, FleetStore, RetentionStore,
-    DeviceSecretStore, StopStore
+    DeviceSecretStore, StopStore, StatisticsStore, PlaceNameStore, ShareStore
 {
     /// Where the store is, for people: a file's path, or a URL without its password.
     var location: String { get }

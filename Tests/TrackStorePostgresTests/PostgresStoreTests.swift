@@ -537,6 +537,19 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     {
         try await base.streamLocations(device: device, from: from, to: to, into: accumulator)
     }
+    func statisticsSource(device: String, from: Double, to: Double) async throws -> Statistics.Source {
+        try await base.statisticsSource(device: device, from: from, to: to)
+    }
+    func placeNames(_ cells: [PlaceCell]) async throws -> [PlaceCell: String?] { try await base.placeNames(cells) }
+    func setPlaceName(_ name: String?, for cell: PlaceCell, at time: Double) async throws {
+        try await base.setPlaceName(name, for: cell, at: time)
+    }
+    func addShare(_ share: Share, digest: String) async throws { try await base.addShare(share, digest: digest) }
+    func shares(device: String?) async throws -> [Share] { try await base.shares(device: device) }
+    func share(digest: String) async throws -> Share? { try await base.share(digest: digest) }
+    func revokeShare(id: String, at time: Double) async throws -> Share? {
+        try await base.revokeShare(id: id, at: time)
+    }
     func close() async { await base.close() }
 }
 

@@ -102,6 +102,9 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerSecretMigrations(&m)
         Self.registerStopsMigrations(&m)
         Self.registerStoredStopsMigrations(&m)
+        Self.registerStatisticsMigrations(&m)
+        Self.registerShareMigrations(&m)
+        Self.registerPlaceNameMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
