@@ -146,7 +146,8 @@ struct ShareLinkTests {
         let (endpoint, raw) = try await Self.start(.sqlite, clock: clock, perMinute: 5)
         do {
             for (body, words) in [
-                (#"{"device":"van","expires":"99999999999999d"}"#, "duration"),
+                (#"{"device":"van","expires":"99999999999999d"}"#, "366 days"),
+                (#"{"device":"van","expires":"forever"}"#, "neither a duration"),
                 (#"{"device":"van","expires":"400d"}"#, "366 days"),
                 (#"{"device":"van","expires":"1990-01-01T00:00:00Z"}"#, "not in the future"),
                 (#"{"device":"van","expires":"1h","from":"../../etc/passwd"}"#, "from:"),

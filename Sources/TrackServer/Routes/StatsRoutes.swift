@@ -50,8 +50,8 @@ struct StatsRoutes: Sendable {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
         if let window = context.identity.window {
-            from = max(from ?? window.from, window.from)
-            to = min(to ?? window.to, window.to)
+            if window.from.isFinite { from = max(from ?? window.from, window.from) }
+            if window.to.isFinite { to = min(to ?? window.to, window.to) }
         }
         let lo = from ?? Statistics.periodStart(containing: summary.first, by: by, zone: zone)
         let hi = to ?? Statistics.periodEnd(containing: summary.last, by: by, zone: zone)
