@@ -17,9 +17,9 @@ extension Serve {
                 printed once and stored hashed.
 
                 Examples:
-                  keeptrack serve share add van1 --expires 2h   # prints /s/TOKEN (then its id and expiry)
+                  keeptrack serve share add van1 --expires 2h   # prints /s/TOKEN
                   keeptrack serve share add van1 --expires 7d --from 2026-05-01T00:00:00Z
-                  keeptrack serve share list                    # ID<TAB>device<TAB>expires<TAB>state
+                  keeptrack serve share list    # ID, device, expiry, state
                   keeptrack serve share remove ID
                 """,
             subcommands: [Add.self, List.self, Remove.self])
