@@ -2,6 +2,7 @@ import Formats
 import Foundation
 import Geo
 import NIOHTTP1
+import NIOWebSocket
 import KeepTrackTesting
 import Testing
 import TrackServer
@@ -132,6 +133,31 @@ struct ShareLinkTests {
             let carID = try #require(
                 (all["shares"] as? [[String: Any]])?.first { $0["device"] as? String == "car" }?["id"])
             #expect(try await raw.send(.DELETE, "/v1/shares/\(carID)", token: van).status == 404)
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+    }
+
+    /// A share's live stream shows its device only, and is closed when the share expires; a forged
+    /// token's stream is refused.
+    @Test func aSharesStreamShowsItsDeviceAndClosesAtItsExpiry() async throws {
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: Self.t0))
+        let (endpoint, raw) = try await Self.start(.sqlite, clock: clock)
+        do {
+            let (_, made) = try await Self.share(raw, #"{"device":"van","expires":"1h"}"#)
+            let token = try #require(made["token"] as? String)
+            let reader = StreamReader("ws://127.0.0.1:\(endpoint.port)/v1/stream?share=\(token)")
+            let snapshot = try #require(try await reader.next()["raw"] as? String)
+            #expect(snapshot.contains(#""id":"van""#) && !snapshot.contains(#""id":"car""#), "\(snapshot)")
+            clock.advance(by: .seconds(3600))
+            let close = try await reader.closed()
+            #expect(close?.closeCode == .policyViolation && close?.reason?.contains("gone") == true)
+            let forged = StreamReader(
+                "ws://127.0.0.1:\(endpoint.port)/v1/stream?share=\(String(repeating: "A", count: 22))")
+            let refused = try await forged.closed()
+            #expect(refused?.closeCode == .policyViolation && refused?.reason?.contains("unauthorized") == true)
         } catch {
             Issue.record(error)
         }

@@ -240,8 +240,10 @@ struct LiveStream: Sendable {
                 if let id = scope.share, let device = scope.device {
                     group.addTask { [self] in
                         try await shareEnded(id: id, device: device)
-                        Self.closeNow(
-                            channel, code: .policyViolation, reason: "gone: the share link expired or was revoked")
+                        // Said by the handler's own writer (a close frame written around it races with
+                        // the close that ends the handler).
+                        try await outbound.close(
+                            .policyViolation, reason: "gone: the share link expired or was revoked")
                         client.close()
                     }
                 }
