@@ -73,7 +73,7 @@ public struct VisitDetector: Sendable, Hashable, Codable {
     }
 
     /// One fix as the detector needs it: what a device's location and a stored point both have.
-    public struct Sample: Hashable, Sendable {
+    public struct Sample: Hashable, Sendable, Codable {
         /// Seconds since 1970.
         public var time: Double
         /// Where the fix puts the device.
