@@ -370,7 +370,7 @@ struct VisitDetectorTests {
     }
 
     @Test(arguments: [
-        (name: "worse than the maximum accuracy", accuracy: 150.0, offset: 0.0),
+        (name: "worse than the maximum accuracy", accuracy: 250.0, offset: 0.0),
         ("not after the last fix", 5, -10),
         ("at the same time as the last fix", 5, -1),
     ])
