@@ -366,9 +366,11 @@ public struct VisitDetector: Sendable, Hashable, Codable {
         else { return }
         hasArrived = true
         if let trip {
-            let end =
-                current.restMark ?? current.firstMark
-                ?? trip.ended(at: current.first, current.origin)
+            // The trip as it stood where it ended; it starts where the trip under way starts (a
+            // departure may have moved that to the last fix inside after the mark was taken).
+            var end = current.restMark ?? current.firstMark ?? trip.ended(at: current.first, current.origin)
+            if end.end < trip.start { end = trip.ended(at: max(current.first, trip.start), current.origin) }
+            (end.start, end.startCoordinate) = (trip.start, trip.startCoordinate)
             current.arrival = end.end
             out.trip = end.trip
         }

@@ -159,11 +159,28 @@ struct TripFiguresTests {
     func theAverageSpeedIsNeverAboveTheMaximum(seed: UInt64) {
         let trail = Self.randomDay(seed: seed)
         var detector = VisitDetector()
-        let trips = detector.decisions(trail.samples).trips
-        #expect(!trips.isEmpty)
-        for trip in trips {
+        let decisions = detector.decisions(trail.samples)
+        #expect(!decisions.trips.isEmpty)
+        for trip in decisions.trips {
             #expect(trip.averageSpeed <= trip.maximumSpeed, "\(trip)")
             #expect(trip.end > trip.start && trip.distance >= 0)
+        }
+        // And each trip runs from the departure before it to the arrival after it.
+        for (i, decision) in decisions.enumerated() {
+            guard case .trip(let trip) = decision else { continue }
+            guard
+                case .departure(let left) = decisions[..<i].last(where: {
+                    if case .departure = $0 { true } else { false }
+                }),
+                case .arrival(let arrived) = decisions[(i + 1)...].first(where: {
+                    if case .arrival = $0 { true } else { false }
+                })
+            else {
+                Issue.record("a trip without a departure before it and an arrival after it")
+                continue
+            }
+            #expect(trip.start == left.departure && trip.end == arrived.arrival)
+            #expect(left.arrival <= left.departure! && trip.end <= arrived.departure ?? .infinity)
         }
     }
 
