@@ -64,7 +64,8 @@ public struct Trip: Hashable, Sendable {
     /// times the time between them, each other step the distance between their smoothed positions;
     /// steps standing still count nothing.
     public var distance: Double
-    /// The highest speed of the trip in m/s: the fastest step's (never below ``averageSpeed``).
+    /// The highest speed of the trip in m/s: the fastest step's (a fix's reported speed, or a step's
+    /// distance between smoothed positions over its time; never below ``averageSpeed``).
     public var maximumSpeed: Double
 
     /// Creates a trip.

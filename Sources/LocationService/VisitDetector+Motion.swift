@@ -4,9 +4,9 @@ extension VisitDetector {
     /// Steps along the smoothed positions, and whether the device is at rest.
     ///
     /// A step joins two consecutive smoothed fixes. Between two fixes that both report a speed and are
-    /// at most ``Configuration/speedIntegrationInterval`` apart, its speed is their mean speed and its
-    /// distance that speed times the time between them, and it stands still below
-    /// ``Configuration/restSpeed``; otherwise its distance is the distance between the two smoothed
+    /// at most ``Configuration/speedIntegrationInterval`` apart, its distance is their mean speed times
+    /// the time between them, its speed the faster of the two, and it stands still when the mean is
+    /// below ``Configuration/restSpeed``; otherwise its distance is the distance between the two smoothed
     /// positions, and it stands still while the smoothed velocity at its end is below
     /// ``Configuration/smoothedRestSpeed``. Standing still adds no distance. Its state depends on the last
     /// smoothed fix only (and, at rest, on where the rest began).
@@ -17,7 +17,8 @@ extension VisitDetector {
             var coordinate: Coordinate
         }
 
-        /// A step that moved: metres, and metres per second.
+        /// A step that moved: metres, and its speed in metres per second (at least its distance over its
+        /// time).
         struct Move {
             var distance: Double
             var speed: Double
@@ -42,7 +43,10 @@ extension VisitDetector {
             var move: Move?
             if p.reportedSpeed >= 0 && point.reportedSpeed >= 0 && dt <= c.speedIntegrationInterval {
                 let speed = (p.reportedSpeed + point.reportedSpeed) / 2
-                if speed >= c.restSpeed { move = Move(distance: speed * dt, speed: speed) }
+                if speed >= c.restSpeed {
+                    // Its speed is the faster end's: what the receiver said, and never below the mean.
+                    move = Move(distance: speed * dt, speed: max(p.reportedSpeed, point.reportedSpeed))
+                }
             } else if point.speed >= c.smoothedRestSpeed {
                 let distance = Geodesy.distance(p.coordinate, point.coordinate)
                 move = Move(distance: distance, speed: distance / dt)

@@ -48,9 +48,9 @@ import Geo
 ///   at rest before the device left (not the last fix inside the radius, up to a radius later), and
 ///   an arrival the first fix at rest inside the new stay (not the stay's first fix, up to a radius
 ///   earlier); where no fix was at rest, the last fix inside and the stay's first fix, as before.
-///   The maximum speed is the fastest step's; the average the distance over the duration, never
-///   above the maximum (every step that adds distance lies inside the trip, at most at the maximum
-///   speed). Before the first visit, and after a visit ended by a hole, the movement has no known
+///   The maximum speed is the fastest step's (the faster reported speed of its two fixes, or its
+///   distance over its time); the average the distance over the duration, never above the maximum
+///   (every step that adds distance lies inside the trip, at most at the maximum speed). Before the first visit, and after a visit ended by a hole, the movement has no known
 ///   start: no trip is reported for it.
 /// - Fixes with an accuracy worse than ``Configuration/maximumAccuracy`` (200 m), an invalid
 ///   coordinate or latitude and longitude 0 (no position), or a time not after the last fix's are
