@@ -191,7 +191,17 @@ public struct OutlierFilter: Sendable, Hashable, Codable {
     func tooFast(_ a: Kept, _ b: Kept) -> Bool {
         let seconds = b.sample.time - a.sample.time
         guard seconds > 0 else { return false }
-        let metres = Geodesy.haversineDistance(a.sample.coordinate, b.sample.coordinate) - a.accuracy - b.accuracy
-        return metres > configuration.maximumSpeed * seconds
+        let allowed = configuration.maximumSpeed * seconds + a.accuracy + b.accuracy
+        // Most points are close: no trigonometry when the degrees apart (a longitude's degree is never
+        // longer than a latitude's) cannot make the distance allowed.
+        var dLon = abs(b.sample.coordinate.longitude - a.sample.coordinate.longitude)
+        if dLon > 180 { dLon = 360 - dLon }
+        let dLat = b.sample.coordinate.latitude - a.sample.coordinate.latitude
+        let bound = (dLat * dLat + dLon * dLon).squareRoot() * Self.metresPerDegree
+        guard bound > allowed else { return false }
+        return Geodesy.haversineDistance(a.sample.coordinate, b.sample.coordinate) > allowed
     }
+
+    /// Metres per degree of latitude on the mean-radius sphere (haversine's).
+    static let metresPerDegree = Geodesy.meanRadius * .pi / 180
 }
