@@ -44,6 +44,12 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
         public var acceleration: Double = 0.5
         /// The accuracy in metres assumed for a fix that has none. The default is 20.
         public var unknownAccuracy: Double = 20
+        /// When set, a fix that reports a speed, as does the fix before it at most this many seconds
+        /// earlier, is given as it is: its own position, its reported speed, no course (-1). The visit
+        /// detector measures such steps by the reported speeds and needs no smoothing there (it sets
+        /// this to its ``VisitDetector/Configuration/speedIntegrationInterval``). The default is `nil`:
+        /// every fix smoothed.
+        public var unsmoothedWithSpeeds: Double?
 
         /// The default configuration.
         public init() {}
@@ -57,7 +63,8 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
         public var coordinate: Coordinate
         /// The smoothed velocity's magnitude, in m/s.
         public var speed: Double
-        /// The smoothed velocity's direction, in degrees clockwise from north (0..<360).
+        /// The smoothed velocity's direction, in degrees clockwise from north (0..<360); -1 for a fix
+        /// given as it is (``Configuration/unsmoothedWithSpeeds``).
         public var course: Double
         /// The speed the fix reported (a receiver's Doppler speed), in m/s; negative when it had none.
         public var reportedSpeed: Double
@@ -194,6 +201,14 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
     /// The smoothed position of the fix at `index`: the filter forward over the whole window, then the
     /// smoother back to the fix.
     func smoothed(at index: Int) -> Point {
+        let fix = fixes[index]
+        if let interval = configuration.unsmoothedWithSpeeds, index > 0, fix.speed >= 0, fixes[index - 1].speed >= 0,
+            fix.time - fixes[index - 1].time <= interval
+        {
+            return Point(
+                time: fix.time, coordinate: Coordinate(latitude: fix.latitude, longitude: fix.longitude),
+                speed: fix.speed, course: -1, reportedSpeed: fix.speed, horizontalAccuracy: fix.accuracy)
+        }
         let n = fixes.count
         let origin = fixes[0]
         let mLat = Self.metresPerDegreeLatitude
@@ -255,7 +270,6 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
                 vy = f.vy + c10 * dy + c11 * dvy
                 k -= 1
             }
-            let fix = fixes[index]
             var course = atan2(vx, vy) * 180 / .pi
             if course < 0 { course += 360 }
             return Point(

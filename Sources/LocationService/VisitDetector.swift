@@ -227,6 +227,7 @@ public struct VisitDetector: Sendable, Hashable, Codable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         smoother = TrackSmoother(configuration: configuration.smoothing)
+        smoother.configuration.unsmoothedWithSpeeds = configuration.speedIntegrationInterval
         outliers = OutlierFilter(configuration: configuration.outliers)
     }
 
@@ -284,9 +285,10 @@ public struct VisitDetector: Sendable, Hashable, Codable {
         decide(sample, accuracy: accuracy, &out)
         // The smoother is taken out while its positions are followed (they change the rest of the
         // state); the swap moves its window without copying it.
-        var window = TrackSmoother(configuration: c.smoothing)
+        var window = TrackSmoother()
         swap(&window, &smoother)
         window.configuration = c.smoothing
+        window.configuration.unsmoothedWithSpeeds = c.speedIntegrationInterval
         window.add(sample) { follow($0) }
         swap(&window, &smoother)
         return out
