@@ -223,6 +223,14 @@ public struct VisitDetector: Sendable, Hashable, Codable {
     /// The time of the last fix taken.
     public private(set) var lastTime: Double?
 
+    /// The time of the last point ``add(_:_:)`` took in: the last fix taken, or the point the outlier
+    /// filter holds (it arrived too fast; the next point says whether it jumped), whichever is later.
+    /// A store that resumes a detector feeds it the points after this time.
+    public var lastGiven: Double? {
+        guard let held = outliers.held?.sample.time, held.isFinite else { return lastTime }
+        return max(lastTime ?? held, held)
+    }
+
     /// Creates a detector with nothing seen.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
