@@ -491,10 +491,11 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     func device(_ id: String) async throws -> DeviceSummary? { try await base.device(id) }
     func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         try await base.trail(
-            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
+            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid,
+            includeOutliers: includeOutliers)
     }
     func count() async throws -> Int { try await base.count() }
 
