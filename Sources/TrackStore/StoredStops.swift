@@ -72,17 +72,22 @@ public enum StoredStops {
         public mutating func add(time: Double, latitude: Double, longitude: Double, accuracy: Double?, speed: Double?) {
             let before = detector.lastGiven
             var departed = false
-            var decided: [VisitDetector.Decisions] = []
+            // At most two points pass at once (a held one, then this one): no array for them.
+            var first = VisitDetector.Decisions()
+            var second = VisitDetector.Decisions()
             let coordinate = Coordinate(latitude: latitude, longitude: longitude)
             let verdict = detector.add(
                 VisitDetector.Sample(
                     time: time, coordinate: coordinate, horizontalAccuracy: accuracy ?? -1, speed: speed ?? -1)
-            ) { decided.append($0) }
+            ) { decisions in
+                if first.isEmpty { first = decisions } else { second = decisions }
+            }
             if let verdict {
                 outliers.append((verdict.time, verdict.reason, verdict.reason == .jump ? nil : coordinate))
             }
             guard let t = detector.lastGiven, t != before else { return }
-            for decisions in decided {
+            for i in 0..<2 {
+                let decisions = i == 0 ? first : second
                 if let v = decisions.departure {
                     stops.append((t, v))
                     departed = true

@@ -12,6 +12,8 @@ extension PostgresTrackStore {
     /// detector's stored state changed form).
     static let outliersMigration = [
         "ALTER TABLE positions ADD COLUMN outlier text",
+        // The marked points alone: clearing a device's marks reads this, not its points.
+        "CREATE INDEX positions_outliers ON positions (device, time) WHERE outlier IS NOT NULL",
         "DELETE FROM stop_checkpoints",
         "DELETE FROM stops",
         "DELETE FROM trips",

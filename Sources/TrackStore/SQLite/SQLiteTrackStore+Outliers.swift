@@ -8,7 +8,9 @@ import LocationService
 /// transaction). Trails leave marked locations out unless asked (`includeOutliers`); stops and trips
 /// leave them out because the detector does.
 extension SQLiteTrackStore {
-    /// The `outlier` column. The detector's stored state changed form with the outlier filter and the
+    /// The `outlier` column, and an index of the marked points alone (clearing a device's marks
+    /// reads it, not the device's points: a first query computing all would otherwise read every
+    /// row of the table). The detector's stored state changed form with the outlier filter and the
     /// smoothed trip figures: every device's stored stops are computed again by its first query, which
     /// marks its outliers (``StoredStops/neverComputed``).
     static func registerOutlierMigrations(_ m: inout DatabaseMigrator) {
@@ -16,6 +18,7 @@ extension SQLiteTrackStore {
             try db.execute(
                 sql: """
                     ALTER TABLE points ADD COLUMN outlier TEXT;
+                    CREATE INDEX points_outliers ON points (device, time) WHERE outlier IS NOT NULL;
                     DELETE FROM stop_checkpoints;
                     DELETE FROM stops;
                     DELETE FROM trips;
@@ -46,7 +49,11 @@ extension SQLiteTrackStore {
     /// Clears the marks after `time` (the detector runs again from a checkpoint there and marks anew).
     static func clearOutliers(_ db: Database, device: String, after time: Double) throws {
         try db.execute(
-            sql: "UPDATE points SET outlier = NULL WHERE device = ? AND time > ? AND outlier IS NOT NULL",
+            sql: """
+                UPDATE points SET outlier = NULL WHERE key IN (
+                    SELECT key FROM points INDEXED BY points_outliers
+                    WHERE device = ? AND time > ? AND outlier IS NOT NULL)
+                """,
             arguments: [device, time])
     }
 }
