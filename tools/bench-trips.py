@@ -93,8 +93,12 @@ def main():
     for line in rows + totals:
         print(line)
     print()
-    print("| fixture | trip | true average / maximum m/s | " + " | ".join(f"{c}: average / maximum" for c in columns)
-          + " |")
+    if args.baseline:
+        print("| fixture | trip | true average / maximum m/s | this build: average / maximum "
+              "| positions only: average / maximum | baseline: average / maximum |")
+    else:
+        print("| fixture | trip | true average / maximum m/s | this build: average / maximum "
+              "| positions only: average / maximum |")
     print("|---|---|---:|" + "---:|" * len(columns))
     for line in speeds:
         print(line)
