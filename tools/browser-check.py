@@ -1,6 +1,6 @@
 """The map page (`/map`) in a real browser: Debian's chromium driven by Playwright for Python.
 
-    tools/browser-check [--binary PATH] [--screenshot FILE] [--large]
+    tools/browser-check [--binary PATH] [--screenshot FILE] [--day-screenshot FILE] [--large]
 
 Starts `keeptrack serve --tiles none` on a temporary SQLite store with an admin token and a device
 token, stores a walk (with a region entered and left) for `walker` and a few points for `cyclist`,
@@ -26,7 +26,8 @@ and checks, in headless Chromium (`executable_path=/usr/bin/chromium`: no browse
 9. share links, when the server has them (POST /v1/shares not 404): /s/TOKEN in a fresh context
    without credentials shows that device's day, no device list; revoked, it says the link expired.
 
-With --screenshot, the page (the walk's trail, the other device moving) is saved as a PNG.
+With --screenshot, the page (the walk's trail, the other device moving) is saved as a PNG; with
+--day-screenshot, the night fixture's day (timeline, trips, visits, replay, chart).
 With --large, a day of 60,000 points is stored and the time the page takes to read and draw it is
 printed (a figure, not a check). Exits 1 with what failed; prints one JSON line of results (with
 `skipped`: the checks the server could not be put to, and why).
@@ -113,6 +114,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/debug/keeptrack"))
     parser.add_argument("--screenshot")
+    parser.add_argument("--day-screenshot")
     parser.add_argument("--large", action="store_true")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="keeptrack-browser.")
@@ -204,7 +206,7 @@ def main():
             other.close()
 
             live_means_live(browser, url, now)
-            results["night"] = night_day(browser, url, args.binary, work)
+            results["night"] = night_day(browser, url, args.binary, work, args.day_screenshot)
             shares(browser, url)
 
             if args.large:
@@ -282,7 +284,7 @@ def replay_fixture(binary, url, work, device, fixture):
                    capture_output=True, text=True, check=True, timeout=600)
 
 
-def night_day(browser, url, binary, work):
+def night_day(browser, url, binary, work, screenshot=None):
     """The night fixture's day in the viewer's zone: timeline, replay, chart, exports, month strip."""
     replay_fixture(binary, url, work, "night", "fixtures/visits-night.nmea.gz")
     truth = json.load(open(os.path.join(ROOT, "fixtures/visits-night.truth.json")))
@@ -377,6 +379,11 @@ def night_day(browser, url, binary, work):
         return [Math.abs(x - c.getArea().x - c.getArea().w * 0.25), Math.abs(slider - Math.round((k.replay.t - k.replay.first) / 1000)),
                 Math.abs(parseFloat(document.getElementById('chart-cursor').style.left) - x)]; }""")
     check(linked[0] < 2 and linked[1] == 0 and linked[2] < 1, f"the chart and the slider are not linked: {linked}")
+    if screenshot:
+        page.click("#fit")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.screenshot(path=screenshot)
+        results_night["screenshot"] = screenshot
 
     # Exports: the trip as GPX, the day as GeoJSON, every point of the trail.
     with page.expect_download() as download:
