@@ -66,11 +66,12 @@ def post(url, body, token=ADMIN):
 
 def expected_failure(message):
     """Whether a console error is Chromium's note of an answer the page expects: /stats's 404 on a server
-    without statistics (the page hides its strip), a favicon the server does not have."""
-    path = urlsplit(message.location.get("url") or "").path
+    without statistics (the page hides its strip), a favicon the server does not have, a share link's
+    401 or 410 (the page says the link is not valid, or expired)."""
+    where = urlsplit(message.location.get("url") or "")
     return message.text.startswith("Failed to load resource") and (
-        (path.startswith("/v1/devices/") and path.endswith("/stats") and "404" in message.text)
-        or path == "/favicon.ico")
+        (where.path.startswith("/v1/devices/") and where.path.endswith("/stats") and "404" in message.text)
+        or where.path == "/favicon.ico" or ("share=" in where.query and ("401" in message.text or "410" in message.text)))
 
 
 def call(url, path, token=ADMIN, method="GET", body=None):
@@ -421,7 +422,13 @@ def night_day(browser, url, binary, work, screenshot=None):
 
 
 def shares(browser, url):
-    """A share link in a fresh context without credentials; revoked, it says so."""
+    """A share link in a fresh context without credentials; revoked, it says so. A forged one says it is
+    not valid (401, on any server: without a share, the request has no credential)."""
+    context, page = open_page(browser, url, "/map?share=AAAAAAAAAAAAAAAAAAAAAA&device=night&date=2025-03-14", NIGHT_ZONE)
+    page.wait_for_selector('#share-note[data-state="ended"]', state="attached", timeout=20000)
+    check("not valid" in page.text_content("#share-note"), f"a forged share says '{page.text_content('#share-note')}'")
+    check(page.is_hidden("#devices") and page.is_hidden("#day"), "a forged share's page shows the list or a day")
+    context.close()
     status, made = call(url, "/v1/shares", method="POST", body={"device": "night", "expires": "2h"})
     if status == 404 or status == 405:
         skipped["share links"] = f"POST /v1/shares answers {status} on this server"

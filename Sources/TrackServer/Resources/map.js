@@ -57,7 +57,9 @@
   }
   function devicePath(id, what) { return "/v1/devices/" + encodeURIComponent(id) + "/" + what; }
   async function get(path, query) {
-    const res = await fetch(api(path, query), { headers: headers() });
+    // A share link's page sends no credential of the browser's: a 401 (no such share) then asks for
+    // none (no Basic prompt), it says the link is not valid.
+    const res = await fetch(api(path, query), share ? { credentials: "omit" } : { headers: headers() });
     if (res.status === 410 && share) { shareEnded(res); }
     return res;
   }
@@ -235,8 +237,9 @@
   let wantedShown = false;
   function select(id, key) {
     state.selected = id;
-    const asked = !wantedShown && id === wanted && dayStart(params.get("date"));
-    wantedShown = wantedShown || id === wanted;
+    // The address's date, for the device it names (a share link's, whichever), the first time.
+    const asked = !wantedShown && (id === wanted || share) && dayStart(params.get("date"));
+    wantedShown = wantedShown || id === wanted || Boolean(share);
     list.querySelectorAll("li").forEach(function (li) {
       li.classList.toggle("selected", li.dataset.deviceId === id);
       li.setAttribute("aria-pressed", String(li.dataset.deviceId === id));
@@ -881,7 +884,9 @@
     if (!res.ok) { return null; }
     state.share.state = "active";
     const body = await res.json();
-    return body.devices && body.devices.length > 0 ? body.devices[0].id : null;
+    if (!body.devices || body.devices.length === 0) { return null; }
+    showDevice(body.devices[0]);
+    return body.devices[0].id;
   }
   async function startShare() {
     document.body.dataset.share = "true";
