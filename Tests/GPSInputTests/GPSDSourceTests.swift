@@ -77,7 +77,7 @@ struct GPSDSourceTests {
                 return seen.fixes.filter(\.hasPosition).count >= 2
             }
         }
-        await waitUntil { started.isSet }
+        await started.wait()
         reserved.release()
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
         defer { try? gpsd.stop() }
@@ -102,7 +102,7 @@ struct GPSDSourceTests {
                 return restarted.isSet && seen[lost...].contains { $0.fix?.hasPosition == true }
             }
         }
-        await waitUntil { phase.isSet }
+        await phase.wait()
         try await offThePool { try gpsd.stop() }
         let again = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
         defer { try? again.stop() }
@@ -162,9 +162,20 @@ struct GPSDSourceTests {
 }
 
 /// A one-way thread-safe flag.
+/// A condition one task sets and another waits for (no polling: the waiter sleeps until it is set).
 final class Flag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
+    private let signal = Signal()
     var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
+
+    func set() {
+        lock.withLock { value = true }
+        signal.fire()
+    }
+
+    /// Returns once the flag is set.
+    func wait() async {
+        while !isSet && !Task.isCancelled { await signal.wait() }
+    }
 }
