@@ -121,9 +121,9 @@ extension ConfigReader {
         func check(_ parts: [Part]) throws(ConfigFileError) {
             guard let message = parsing(parts) else { return }
             if let part = culprit(of: message, in: parts, depth: 2) {
-                throw ConfigFileError(.badValue, path, line: part.line, "\(part.key): \(message)")
+                throw ConfigFileError(.badValue, "\(part.key): \(message)", path: path, line: part.line)
             }
-            throw ConfigFileError(.badValue, path, line: nil, message)
+            throw ConfigFileError(.badValue, message, path: path, line: nil)
         }
         if lists.isEmpty {
             try check(base)

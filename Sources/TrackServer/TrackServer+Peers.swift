@@ -26,9 +26,9 @@ extension TrackServer {
         guard let secret = try await (store as? any DeviceSecretStore)?.secret(device: device) else {
             metrics.encrypted("no_secret")
             throw FormatsError(
+                .unsupported,
                 "_type: encrypted payloads are not supported for device '\(device)': it has no "
-                    + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app",
-                code: .unsupported)
+                    + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app")
         }
         do {
             let data = try data.get()

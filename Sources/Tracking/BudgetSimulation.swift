@@ -169,11 +169,11 @@ public struct MotionProfile: Sendable {
                 last = l.timestamp
                 fixes.append(fix)
             case .event(let e) where e.kind == .error:
-                throw TrackerError(e.message, code: .source)
+                throw TrackerError(.source, e.message)
             default: break
             }
         }
-        guard fixes.count >= 2 else { throw TrackerError("fewer than two usable fixes", code: .tooFewFixes) }
+        guard fixes.count >= 2 else { throw TrackerError(.tooFewFixes, "fewer than two usable fixes") }
         return MotionProfile(name: name, fixes: fixes)
     }
 
