@@ -1,6 +1,6 @@
-// libyaml's event parser (Yams' own C target): the pre-pass that bounds a document before Yams
+// libyaml's event parser (Debian's libyaml-dev): the pre-pass that bounds a document before Yams
 // composes it.
-internal import CYaml
+import CLibYAML
 import Yams
 
 #if canImport(Glibc)
