@@ -12,7 +12,7 @@ import Testing
 struct GPSDSourceTests {
     @Test func deliversTheDecodersFixesThroughARealGPSD() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         var options = GPSDSource.Options(host: "127.0.0.1", port: gpsd.port)
         // Merging is under test, not latency: epochs end by time change or on the learned cycle,
         // not by a quiet gap that a loaded machine could open inside an epoch (before the cycle is
@@ -42,7 +42,7 @@ struct GPSDSourceTests {
 
     @Test func aConsumerThatPrefersTheSourcesExecutorTakesEveryFixOnTheReadingThread() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
         let executor = try #require(source.preferredExecutor as? ThreadExecutor)
         // Each element is taken on the thread that read it from gpsd: no hand-off to another thread.
@@ -80,7 +80,7 @@ struct GPSDSourceTests {
         await started.wait()
         reserved.release()
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let seen = try await task.value
         let error = try #require(seen.events.first)
         #expect(error.kind == .error)
@@ -105,7 +105,7 @@ struct GPSDSourceTests {
         await phase.wait()
         try await offThePool { try gpsd.stop() }
         let again = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
-        defer { try? again.stop() }
+        defer { again.terminate() }
         restarted.set()
         let seen = try await task.value
         let kinds = seen.events.map(\.kind)
@@ -116,7 +116,7 @@ struct GPSDSourceTests {
 
     @Test func releasesAndReacquiresItsWatch() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
         let seen = try await collect(source, what: "release and reacquire") { seen in
             if seen.fixes.filter(\.hasPosition).count == 2 && source.isWatching && seen.events.count == 1 {
@@ -136,7 +136,7 @@ struct GPSDSourceTests {
 
     @Test func stopsWhenTheConsumerIsCancelled() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
         try await withTimeout(60, "the gpsd source to stop") {
             let (consumer, arrivals) = consumeInTheBackground(source)

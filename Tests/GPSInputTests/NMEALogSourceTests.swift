@@ -6,7 +6,7 @@ import Testing
 
 @testable import GPSInput
 
-@Suite("NMEA log replay")
+@Suite("NMEA log replay", .offThePool)
 struct NMEALogSourceTests {
     @Test func deliversExactlyTheDecodersFixes() async throws {
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
