@@ -50,7 +50,7 @@ let package = Package(
         // libgps, the gpsd client library.
         .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
-        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "Formats", "CGPS", "SystemIO", "TrackFiles"]),
+        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS", "SystemIO", "TrackFiles"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo", "Formats", "SystemIO"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.

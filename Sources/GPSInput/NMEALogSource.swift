@@ -1,4 +1,3 @@
-import Formats
 import Geo
 import NMEA
 
