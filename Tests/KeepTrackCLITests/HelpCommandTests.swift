@@ -3,6 +3,7 @@ import GPSInput
 import KeepTrackTesting
 import Testing
 import TrackServer
+import TrackStore
 import Tracking
 
 @testable import keeptrack
@@ -34,7 +35,7 @@ struct HelpCommandTests {
     @Test func everyCommandHasHelpWithSubcommandsForItsVerbs() throws {
         let paths = try commands().map { $0.path.joined(separator: " ") }
         for verbs in [
-            ["outbox status", "outbox dead-letters", "outbox retry", "outbox purge"],
+            ["outbox status", "outbox send", "outbox dead-letters", "outbox retry", "outbox purge"],
             ["serve devices add", "serve devices list", "serve devices revoke"],
         ] {
             for path in verbs { #expect(paths.contains(path), "no subcommand '\(path)' in \(paths)") }
