@@ -214,8 +214,6 @@ struct LayeringTests {
     static let timeExceptions: [String: Set<String>] = [
         "Geo/WallClock.swift": ["Task.sleep"],  // the wall clock's own sleep
         "GPSInput/SourceIterator.swift": ["Task.sleep"],  // a device's reading thread given time to exit
-        // PostgreSQL's connect deadline: its default clock (the store's owner moves it onto an EpochClock).
-        "TrackStorePostgres/PostgresTrackStore.swift": ["ContinuousClock()"],
     ]
 
     /// The calls that sleep or read a clock other than an injected one, in `text` outside comments.
