@@ -62,7 +62,7 @@ public final class Tracker: Service, Sendable {
             do {
                 regions = try store.loadMonitor()
             } catch {
-                throw TrackerError("", code: .regionStore, underlying: error)
+                throw TrackerError(.regionStore, "", underlying: error)
             }
         }
         let app = Application(policy: configuration.policy, modes: configuration.modes, clock: clock)
@@ -86,7 +86,7 @@ public final class Tracker: Service, Sendable {
                     outbox: outbox!, settings: upload, application: app, logger: logger,
                     clock: WallClock())
             } catch {
-                throw TrackerError("", code: .upload, underlying: error)
+                throw TrackerError(.upload, "", underlying: error)
             }
         }
         let core = TrackerCore(
@@ -238,7 +238,7 @@ public struct TrackerError: Error, CustomStringConvertible {
     /// The system's error number, for ``Code/output``.
     public var errno: Int32?
 
-    public init(_ message: String, code: Code = .other, path: String? = nil, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, path: String? = nil, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.path = path
@@ -247,7 +247,7 @@ public struct TrackerError: Error, CustomStringConvertible {
 
     /// Output could not be written: ``Code/output`` with the system's error number.
     public init(errno: Int32) {
-        self.init("cannot write output: \(errnoText(errno))", code: .output)
+        self.init(.output, "cannot write output: \(errnoText(errno))")
         self.errno = errno
     }
 

@@ -66,7 +66,7 @@ public final class UploadService: Service, Sendable {
             let outbox = try Outbox(path: settings.outboxPath, configuration: settings.outbox)
             return try UploadService(outbox: outbox, settings: settings, application: nil, logger: logger, clock: clock)
         } catch {
-            throw TrackerError("", code: .upload, underlying: error)
+            throw TrackerError(.upload, "", underlying: error)
         }
     }
 
