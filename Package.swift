@@ -329,6 +329,24 @@ package.targets += [
         path: "Sources/Fuzz/WebSocketFuzz"),
 ]
 
+// Events that reach people (issue 37): the event model, the pure evaluators (the endpoint's geofences by
+// the device's own region rules, overspeed, low battery) and the geofence document (EndpointEvents);
+// hooks and their delivery from a store's queue: webhooks (signed), Home Assistant, MQTT (Delivery).
+package.targets += [
+    .target(
+        name: "EndpointEvents",
+        dependencies: [
+            "Geo", "Formats", "LocationService",
+            // Event ids: SHA-256 of their cause (RFC 9562's name-based version 8).
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+    .testTarget(
+        name: "EndpointEventsTests",
+        dependencies: ["EndpointEvents", "LocationService", "Formats", "Geo", "NMEA", "KeepTrackTesting"]),
+    // libFuzzer target: the geofence document (docs/fuzzing.md).
+    .executableTarget(name: "GeofenceDocumentFuzz", dependencies: ["EndpointEvents"], path: "Sources/Fuzz/GeofenceDocumentFuzz"),
+]
+
 // No warnings in the project's own code: every target this package defines (libraries, executables,
 // benchmarks, examples, tests, fuzz targets) fails to build on a warning; dependencies build as they
 // are. System library targets have no sources, and a plugin target takes no Swift settings (the
