@@ -340,9 +340,29 @@ package.targets += [
             // Event ids: SHA-256 of their cause (RFC 9562's name-based version 8).
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+    .target(
+        name: "Delivery",
+        dependencies: [
+            "EndpointEvents", "Geo", "Formats", "MQTT",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
     .testTarget(
         name: "EndpointEventsTests",
         dependencies: ["EndpointEvents", "LocationService", "Formats", "Geo", "NMEA", "KeepTrackTesting"]),
+    .testTarget(
+        name: "DeliveryTests",
+        dependencies: [
+            "Delivery", "EndpointEvents", "Geo", "MQTT", "KeepTrackTesting",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
     // libFuzzer target: the geofence document (docs/fuzzing.md).
     .executableTarget(name: "GeofenceDocumentFuzz", dependencies: ["EndpointEvents"], path: "Sources/Fuzz/GeofenceDocumentFuzz"),
 ]
