@@ -363,6 +363,10 @@ package.targets += [
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
+    // Event evaluation per stored location by geofence count, beside the device's monitor (not a test).
+    .executableTarget(
+        name: "events-bench", dependencies: ["EndpointEvents", "LocationService", "Formats", "Geo", "NMEA", "BenchSupport"],
+        path: "Benchmarks/EventsBench"),
     // libFuzzer target: the geofence document (docs/fuzzing.md).
     .executableTarget(name: "GeofenceDocumentFuzz", dependencies: ["EndpointEvents"], path: "Sources/Fuzz/GeofenceDocumentFuzz"),
 ]
