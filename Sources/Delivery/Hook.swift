@@ -28,7 +28,8 @@ public struct Hook: Hashable, Sendable {
     public var kinds: Set<EventKind>?
     /// The devices it wants, or `nil` for every device.
     public var devices: Set<String>?
-    /// The key of its signatures (webhooks); at least ``minimumSecretBytes`` bytes.
+    /// The key of its signatures: at least ``minimumSecretBytes`` bytes for a webhook; optional for
+    /// Home Assistant (none: not signed); unused by MQTT.
     public var secret: String
     /// For MQTT: the topic, where `{device}` and `{kind}` stand for the event's. The default is
     /// ``defaultTopic``.
@@ -79,7 +80,10 @@ public struct Hook: Hashable, Sendable {
     public var problem: Problem? {
         if let p = TrailRecord.identifierProblem(name) { return .name("the name \(p)") }
         if let p = target.problem { return .url(p) }
-        if type != .mqtt && secret.utf8.count < Self.minimumSecretBytes { return .secret }
+        // A webhook is signed; Home Assistant's trigger checks no signature (its webhook id is its
+        // secret), so its hook may have none; MQTT's broker has its own credentials.
+        let signed = type == .webhook || (type == .homeassistant && !secret.isEmpty)
+        if signed && secret.utf8.count < Self.minimumSecretBytes { return .secret }
         if type == .mqtt {
             if topic.isEmpty { return .topic("the topic is empty") }
             if topic.contains("+") || topic.contains("#") {

@@ -55,8 +55,10 @@ public final class WebhookDelivery: DeliveryKind {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: EventSignature.idHeader, value: event.id)
         request.headers.add(name: EventSignature.kindHeader, value: event.kind.rawValue)
-        request.headers.add(
-            name: EventSignature.header, value: EventSignature.signature(body: event.body, secret: hook.secret))
+        if !hook.secret.isEmpty {
+            request.headers.add(
+                name: EventSignature.header, value: EventSignature.signature(body: event.body, secret: hook.secret))
+        }
         request.body = .bytes(event.body)
         let host = target.host
         do {

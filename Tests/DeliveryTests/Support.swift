@@ -4,7 +4,6 @@ import EndpointEvents
 import Foundation
 import Geo
 import KeepTrackTesting
-import NIOCore
 
 /// `tools/webhook-receiver.py`: a real HTTP receiver on 127.0.0.1 that checks each post's signature
 /// (in Python, as docs/events.md shows) and processes each event id once; one JSON line per post.

@@ -106,6 +106,15 @@ struct WebhookDeliveryTests {
         #expect(await Self.deliver(hook, event("van-1", 1)) == .delivered)
         let post = try await receiver.next()
         #expect(post.path == "/api/webhook/keeptrack-arrival" && post.valid)
+        // A Home Assistant hook may go unsigned (its webhook id is its secret); this receiver
+        // wants a signature all the same.
+        var unsigned = hook
+        unsigned.secret = ""
+        #expect(unsigned.problem == nil)
+        #expect(
+            await Self.deliver(unsigned, event("van-1", 2))
+                == .retry(after: nil, DeliveryFailure(.status, "127.0.0.1 answered 401", status: 401)))
+        #expect(try await receiver.next().valid == false)
         // Its URL must be a webhook trigger's.
         let elsewhere = webhook("ha", "http://127.0.0.1:8123/api/states", type: .homeassistant)
         #expect(elsewhere.problem == .url("a Home Assistant hook's URL is http(s)://HOST:PORT/api/webhook/ID"))
