@@ -11,10 +11,10 @@ public struct EventRules: Hashable, Sendable {
     /// Low battery, if reported. The default reports a fall to 20 %.
     public var battery: BatteryRule? = BatteryRule()
     /// A location up to this many seconds older than the device's newest evaluated one is still
-    /// evaluated in its time order (uploads that overtake each other). The default is 60.
-    public var reorderWindow = 60.0
-    /// The most locations kept for that. The default is 32.
-    public var reorderRecords = 32
+    /// evaluated in its time order (uploads that overtake each other). The default is 30.
+    public var reorderWindow = 30.0
+    /// The most locations kept for that. The default is 16.
+    public var reorderRecords = 16
 
     public init() {}
 }
@@ -27,7 +27,7 @@ public struct EventRules: Hashable, Sendable {
 /// returns the events they cause, in a device's time order whatever order they arrived in:
 ///
 /// - The newest locations (``EventRules/reorderWindow`` seconds, at most
-///   ``EventRules/reorderRecords``) are kept with the state before them. A location that falls
+///   ``EventRules/reorderRecords``: 30 s and 16 by default) are kept with the state before them. A location that falls
 ///   among them (an upload overtaken by the next) is put in its place and the window is evaluated
 ///   again from that state; what was decided and reported already is not reported again: per kind
 ///   and geofence, only decisions past the number already reported are new events.
@@ -105,8 +105,8 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
         return copy.settled.geofences.inside
     }
 
-    /// Takes the records of `device` a batch stored (new ones only, any order); returns the events
-    /// they cause.
+    /// Takes the records of `device` a batch stored (new ones only, any order; records of one device
+    /// only: a program's error otherwise); returns the events they cause.
     public mutating func evaluate(
         _ records: [KeyedRecord], device: String, geofences: GeofenceSet, rules: EventRules
     ) -> Evaluation {
@@ -115,6 +115,7 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
         var added = false
         for keyed in records {
             let r = keyed.record
+            precondition(r.device == device, "a record of another device in a device's evaluation")
             guard r.kind == .location || r.kind == .heartbeat else {
                 if let e = DeviceEvent.reported(by: keyed) { reportedByDevice.append(e) }
                 continue
@@ -136,11 +137,11 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
             added = true
         }
         if added {
-            result.events = replay(device: device, geofences: geofences, rules: rules)
+            // The locations that leave the window after this batch: the oldest past its size or age.
             let newest = window.last!.time
             var count = max(0, window.count - rules.reorderRecords)
             while count < window.count && window[count].time < newest - rules.reorderWindow { count += 1 }
-            fold(geofences: geofences, rules: rules, device: device, count: count)
+            result.events = replay(device: device, geofences: geofences, rules: rules, folding: count)
         }
         result.events = (result.events + reportedByDevice).sorted {
             ($0.decidedAt ?? $0.time, $0.kind, $0.subject ?? "") < ($1.decidedAt ?? $1.time, $1.kind, $1.subject ?? "")
@@ -149,12 +150,17 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
     }
 
     /// Evaluates the window from the settled state; returns the decisions not reported yet, and
-    /// records them as reported.
-    private mutating func replay(device: String, geofences: GeofenceSet, rules: EventRules) -> [DeviceEvent] {
+    /// records them as reported; then the first `count` locations leave the window, the state after
+    /// them the settled one.
+    private mutating func replay(device: String, geofences: GeofenceSet, rules: EventRules, folding count: Int)
+        -> [DeviceEvent]
+    {
         var state = settled
+        var folded = settled
         var decided: [(Reported, DeviceEvent)] = []
-        for located in window {
+        for (i, located) in window.enumerated() {
             decided += Self.apply(located, to: &state, device: device, geofences: geofences, rules: rules)
+            if i == count - 1 { folded = state }
         }
         // Per kind and geofence, the first as many decisions as were reported are those; the rest are new.
         var already: [String: Int] = [:]
@@ -178,7 +184,19 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
             kept.append(r)
         }
         reported = kept
+        if count > 0 {
+            settled = folded
+            forget(count)
+        }
         return new
+    }
+
+    /// Drops the first `count` locations of the window (their state folded in) and what was
+    /// reported for them.
+    private mutating func forget(_ count: Int) {
+        let last = window[count - 1]
+        window.removeFirst(count)
+        reported.removeAll { !last.precedes(Located(key: $0.key, time: $0.time, latitude: 0, longitude: 0)) }
     }
 
     /// Moves the first `count` locations of the window into the settled state.
@@ -187,9 +205,7 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
         for located in window.prefix(count) {
             _ = Self.apply(located, to: &settled, device: device, geofences: geofences, rules: rules)
         }
-        let last = window[count - 1]
-        window.removeFirst(count)
-        reported.removeAll { !last.precedes(Located(key: $0.key, time: $0.time, latitude: 0, longitude: 0)) }
+        forget(count)
     }
 
     static func group(_ r: Reported) -> String { r.kind.rawValue + "\u{0}" + (r.subject ?? "") }

@@ -82,7 +82,7 @@ public enum GeofenceDocument {
             try RegionDefinition.parseGeoJSON(bytes, limits: readerLimits) { (d) throws(FormatsError) in
                 feature += 1
                 if case .polygon(let ring) = d.shape {
-                    vertices += ring.count
+                    vertices += GeofenceDocument.vertexCount(ring)
                     if vertices > limits.vertices {
                         throw FormatsError(
                             "feature \(feature) (\(d.id)): more than \(limits.vertices) vertices in all",
@@ -114,6 +114,11 @@ public enum GeofenceDocument {
         return out
     }
 
+    /// A ring's vertices, its closing repetition of the first not counted.
+    static func vertexCount(_ ring: [Coordinate]) -> Int {
+        ring.count > 1 && ring.first == ring.last ? ring.count - 1 : ring.count
+    }
+
     /// One geofence from its definition, checked.
     static func geofence(_ d: RegionDefinition, feature: Int, limits: Limits) throws(EventsError) -> Geofence {
         func fail(_ message: String, _ underlying: (any Error)? = nil) -> EventsError {
@@ -124,8 +129,9 @@ public enum GeofenceDocument {
         if case .circle(_, let radius) = d.shape, radius > limits.radius {
             throw fail("the radius must be at most \(Int(limits.radius)) metres")
         }
-        if case .polygon(let ring) = d.shape, ring.count > limits.verticesPerPolygon {
-            throw fail("a polygon may have at most \(limits.verticesPerPolygon) vertices, this one has \(ring.count)")
+        if case .polygon(let ring) = d.shape, vertexCount(ring) > limits.verticesPerPolygon {
+            throw fail(
+                "a polygon may have at most \(limits.verticesPerPolygon) vertices, this one has \(vertexCount(ring))")
         }
         var devices: Set<String>?
         if let listed = d.devices {

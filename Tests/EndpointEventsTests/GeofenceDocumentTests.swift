@@ -118,7 +118,7 @@ struct GeofenceDocumentTests {
     @Test func theBoundsAreEachSaid() {
         var limits = GeofenceDocument.Limits()
         limits.geofences = 2
-        limits.vertices = 8
+        limits.vertices = 7
         limits.devicesPerGeofence = 2
         limits.bytes = 2_000
         let circle = Self.feature("a", Self.point, #""radius":5"#)
@@ -134,7 +134,7 @@ struct GeofenceDocumentTests {
         refused(Self.collection([circle, circle, circle]), "more than 2 features")
         refused(
             Self.collection([Self.feature("a", Self.square), Self.feature("b", Self.square)]),
-            "feature 2 (b): more than 8 vertices in all")
+            "feature 2 (b): more than 7 vertices in all")
         refused(Self.feature("a", Self.point, #""radius":5,"devices":["a","b","c"]"#), "feature 1: more than 2 devices")
         refused(String(repeating: " ", count: 2_001), "more than 2000")
     }
