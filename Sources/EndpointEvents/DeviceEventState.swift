@@ -1,4 +1,3 @@
-import Foundation
 import Formats
 import LocationService
 
@@ -39,9 +38,9 @@ public struct EventRules: Hashable, Sendable {
 ///
 /// The device's own region, visit and trip records are events as they are (``DeviceEvent/reported(by:)``),
 /// in any order.
-public struct DeviceEventState: Hashable, Sendable, Codable {
+public struct DeviceEventState: Hashable, Sendable {
     /// What the rules remember, as of a point in the device's time.
-    struct Rules: Hashable, Sendable, Codable {
+    struct Rules: Hashable, Sendable {
         var geofences = GeofenceState()
         var overspeed = OverspeedRule.State()
         var battery = BatteryRule.State()
@@ -51,7 +50,7 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
     }
 
     /// A location of the window.
-    struct Located: Hashable, Sendable, Codable {
+    struct Located: Hashable, Sendable {
         var key: String
         var time: Double
         var latitude: Double
@@ -60,23 +59,15 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
         var speed: Double?
         var battery: Double?
 
-        enum CodingKeys: String, CodingKey {
-            case key = "k", time = "t", latitude = "la", longitude = "lo", accuracy = "a", speed = "s", battery = "b"
-        }
-
         func precedes(_ other: Located) -> Bool { (time, key) < (other.time, other.key) }
     }
 
     /// An event reported for a location of the window: its kind, geofence and deciding location.
-    struct Reported: Hashable, Sendable, Codable {
+    struct Reported: Hashable, Sendable {
         var kind: EventKind
         var subject: String?
         var time: Double
         var key: String
-
-        enum CodingKeys: String, CodingKey {
-            case kind = "e", subject = "g", time = "t", key = "k"
-        }
     }
 
     /// The state before the window.
@@ -244,25 +235,6 @@ public struct DeviceEventState: Hashable, Sendable, Codable {
         state.time = l.time
         state.key = l.key
         return out
-    }
-
-    // MARK: - Kept by a store
-
-    /// The state as a store keeps it (compact JSON).
-    public func encoded() -> [UInt8] {
-        // Encoding a value of plain fields cannot fail.
-        Array(try! JSONEncoder().encode(self))
-    }
-
-    /// The state ``encoded()`` wrote.
-    ///
-    /// - Throws: ``EventsError`` (``EventsError/Code/invalidState``) for bytes it did not write.
-    public init(encoded bytes: [UInt8]) throws(EventsError) {
-        do {
-            self = try JSONDecoder().decode(DeviceEventState.self, from: Data(bytes))
-        } catch {
-            throw EventsError(.invalidState, "a device's saved event state does not read back", underlying: error)
-        }
     }
 }
 

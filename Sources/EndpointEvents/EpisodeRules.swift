@@ -18,13 +18,18 @@ public struct OverspeedRule: Hashable, Sendable, Codable {
     }
 
     /// What the rule remembers between records.
-    public struct State: Hashable, Sendable, Codable {
+    public struct State: Hashable, Sendable {
         /// In an episode (its event given).
         var inEpisode = false
         /// When the speed went above the limit, while not yet an episode.
         var aboveSince: Double?
 
         public init() {}
+
+        init(inEpisode: Bool, aboveSince: Double?) {
+            self.inEpisode = inEpisode
+            self.aboveSince = aboveSince
+        }
     }
 
     /// Takes a record's speed (m/s; `nil`: unknown, no evidence); returns the speed to report when
@@ -66,11 +71,13 @@ public struct BatteryRule: Hashable, Sendable, Codable {
     }
 
     /// What the rule remembers between records.
-    public struct State: Hashable, Sendable, Codable {
+    public struct State: Hashable, Sendable {
         /// Whether the next fall to the threshold is reported.
         var armed = true
 
         public init() {}
+
+        init(armed: Bool) { self.armed = armed }
     }
 
     /// Takes a record's battery level (percent; `nil`: unknown); returns the level to report when

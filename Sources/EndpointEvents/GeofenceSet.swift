@@ -1,6 +1,10 @@
 import Geo
 import LocationService
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The endpoint's geofences indexed for evaluation, shared by every device's (``GeofenceState``):
 /// which geofences a location's grid cell lists, by the grid the device's ``RegionMonitor`` uses.
 ///
@@ -17,10 +21,67 @@ public struct GeofenceSet: Sendable {
         var revision: UInt64
     }
 
+    /// What a location must be near for a geofence to be inside by a margin, tested before the
+    /// exact distance: for a circle of at most ``planarRadiusLimit`` centred within
+    /// ``planarLatitudeLimit`` of the equator, its centre and radius (a planar distance in a local
+    /// projection, allowing 1 % + 1 m for its error, as the device's monitor's cheap test does); for
+    /// any other geofence its bounds (`radius` negative).
+    struct Probe: Sendable {
+        var latitude: Double
+        var longitude: Double
+        var radius: Double
+        var south: Double
+        var west: Double
+        var north: Double
+        var east: Double
+        /// Whether the geofence applies to every device.
+        var everyDevice: Bool
+
+        static let planarRadiusLimit = 10_000.0
+        static let planarLatitudeLimit = 70.0
+
+        init(_ g: Geofence) {
+            everyDevice = g.devices == nil
+            let b = g.region.bounds
+            (south, west, north, east) = (b.south, b.west, b.north, b.east)
+            if case .circle(let c, let r) = g.region.shape, r <= Self.planarRadiusLimit,
+                abs(c.latitude) <= Self.planarLatitudeLimit
+            {
+                (latitude, longitude, radius) = (c.latitude, c.longitude, r)
+            } else {
+                (latitude, longitude, radius) = (0, 0, -1)
+            }
+        }
+
+        /// Whether a location at (`lat`, `lon`) may be inside by `margin` metres: `false` only when
+        /// it certainly is not.
+        @inline(__always)
+        func mayBeInside(latitude lat: Double, longitude lon: Double, margin: Double) -> Bool {
+            if radius >= 0 {
+                let k = Geodesy.meanRadius * .pi / 180
+                var dLon = lon - longitude
+                if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+                let dx = dLon * k * cos(lat * .pi / 180)
+                let dy = (lat - latitude) * k
+                let reach = max(0, radius - margin) * 1.01 + 1
+                return dx * dx + dy * dy <= reach * reach
+            }
+            // Bounds: an unwrapped polygon's longitudes may pass ±180; the location's twins are tried.
+            guard lat >= south - 1e-9, lat <= north + 1e-9 else { return false }
+            for shift in [0.0, 360, -360] {
+                let x = lon + shift
+                if x >= west - 1e-9 && x <= east + 1e-9 { return true }
+            }
+            return false
+        }
+    }
+
     /// Moves with every change of the geofences (the store's counter).
     public let generation: UInt64
-    /// By revision, oldest first.
+    /// By revision, oldest first (then by name: the same geofences give the same slots).
     let slots: [Slot]
+    /// The slots' probes, in the slots' order.
+    let probes: [Probe]
     let byName: [String: Int32]
     /// `cell << 32 | slot`, sorted: the geofences each cell lists.
     let index: [UInt64]
@@ -51,8 +112,9 @@ public struct GeofenceSet: Sendable {
         self.generation = generation
         let grid = RegionGrid(cellDegrees: Self.cellDegrees)
         self.grid = grid
-        let sorted = geofences.sorted { $0.revision < $1.revision }
+        let sorted = geofences.sorted { ($0.revision, $0.geofence.name) < ($1.revision, $1.geofence.name) }
         slots = sorted.map { Slot(geofence: $0.geofence, revision: $0.revision) }
+        probes = slots.map { Probe($0.geofence) }
         var byName: [String: Int32] = [:]
         byName.reserveCapacity(slots.count)
         var words: [UInt64] = []

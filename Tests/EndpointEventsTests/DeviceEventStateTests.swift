@@ -140,13 +140,18 @@ struct DeviceEventStateTests {
         var events = kept.evaluate(Array(walk[0..<115]), device: "van-1", geofences: Self.set, rules: EventRules())
             .events
         let bytes = kept.encoded()
-        #expect(bytes.count < 3_000, "the state takes \(bytes.count) bytes")
+        #expect(bytes.count < 1_500, "the state takes \(bytes.count) bytes")
         var restored = try DeviceEventState(encoded: bytes)
         #expect(restored == kept)
         events +=
             restored.evaluate(Array(walk[115...]), device: "van-1", geofences: Self.set, rules: EventRules()).events
         #expect(events == Self.run([walk]).events)
         #expect(throws: EventsError.self) { try DeviceEventState(encoded: Array("{\"nope\":1".utf8)) }
+        // Cut anywhere, or with a byte more, it is refused, never misread.
+        for n in 0..<bytes.count {
+            #expect(throws: EventsError.self) { try DeviceEventState(encoded: Array(bytes.prefix(n))) }
+        }
+        #expect(throws: EventsError.self) { try DeviceEventState(encoded: bytes + [0]) }
     }
 
     @Test func theDevicesOwnRegionAndVisitRecordsAreEventsAsTheyAre() {
