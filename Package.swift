@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
         .library(name: "MQTT", targets: ["MQTT"]),
         .library(name: "Upload", targets: ["Upload"]),
+        .library(name: "TrackStore", targets: ["TrackStore"]),
         .library(name: "TrackServer", targets: ["TrackServer"]),
         .library(name: "TrackStorePostgres", targets: ["TrackStorePostgres"]),
         .library(name: "Tracking", targets: ["Tracking"]),
@@ -34,7 +35,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         // The live stream's WebSocket upgrade on `serve` (`GET /v1/stream`).
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
-        // SHA-256 of device tokens (TrackServer); already built for swift-nio-extras and swift-certificates.
+        // SHA-256 of device tokens (TrackStore); already built for swift-nio-extras and swift-certificates.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // `swift package generate-documentation --target Tracking`: the DocC catalog (.ci/run builds it).
@@ -69,6 +70,8 @@ let package = Package(
             name: "Upload",
             dependencies: [
                 "Geo", "Formats", "Lifecycle", "MQTT", "OwnTracksCrypto",
+                // Home Assistant's discovery names the software version of the device (sw_version).
+                "BuildInfo",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -79,40 +82,54 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
-        // The test endpoint (Hummingbird): ingest in every format, validation, auth, idempotent
-        // storage, trails, health, metrics, fault injection.
+        // The endpoint's storage: the store protocol by facet (records, credentials, fleet, retention,
+        // secrets, stops), its values, and the SQLite store (GRDB). No HTTP.
+        .target(
+            name: "TrackStore",
+            dependencies: [
+                "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The endpoint's HTTP side (Hummingbird) over the store protocol: route collections by concern
+        // (ingest, trails and fleet, stops and trips, the Recorder API, the stream, the map,
+        // administration), the map's assets as files, connection limits, the server's life.
         .target(
             name: "TrackServer",
             dependencies: [
-                "Geo", "Formats", "SystemIO", "MQTT", "LocationService", "BuildInfo", "OwnTracksCrypto",
+                "TrackStore", "Geo", "Formats", "SystemIO", "MQTT", "LocationService", "BuildInfo", "OwnTracksCrypto",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 // The request decoder the connection shedding's handler sits after (ConnectionActivity.swift).
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
-            // The OpenAPI document as JSON, compiled in (`PackageResources.openapi_json`): served with no
-            // file to find at run time, so the Debian package's binary serves it as a build does.
-            resources: [.embedInCode("Resources/openapi.json")]
+            // The OpenAPI document as JSON and the map's page, script and style (templates, files as they
+            // are), compiled in (`PackageResources.openapi_json`, `.map_html`...): served with no file to
+            // find at run time, so the Debian package's binary serves them as a build does.
+            resources: [
+                .embedInCode("Resources/openapi.json"), .embedInCode("Resources/map.html"),
+                .embedInCode("Resources/map.js"), .embedInCode("Resources/map.css"),
+                .embedInCode("Resources/trails.html"), .embedInCode("Resources/captive-portal.html"),
+            ]
         ),
         // The endpoint's PostgreSQL + PostGIS store (postgres-nio), and the opener that picks the store a
-        // `--db` value names: apart from TrackServer so that a SQLite-only embedder builds no PostgreSQL client.
+        // `--db` value names: apart from TrackStore so that a SQLite-only embedder builds no PostgreSQL client.
         .target(
             name: "TrackStorePostgres",
             dependencies: [
-                "TrackServer", "Formats", "Geo", "LocationService", "OwnTracksCrypto",
+                "TrackStore", "Formats", "Geo", "LocationService", "OwnTracksCrypto",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -137,7 +154,7 @@ let package = Package(
             name: "keeptrack",
             dependencies: [
                 "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
-                "TrackStorePostgres", "SystemIO", "ConfigFile", "BuildInfo", "OwnTracksCrypto", "TrackFiles",
+                "TrackStore", "TrackStorePostgres", "SystemIO", "ConfigFile", "BuildInfo", "OwnTracksCrypto", "TrackFiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -183,7 +200,7 @@ let package = Package(
         // Test support: a real TrackServer on a free loopback port with its own database.
         // Its raw HTTP client (`Raw`) and the trails tests send (`walk`, `numbered`).
         .target(name: "TrackServerTesting", dependencies: [
-            "TrackServer", "TrackStorePostgres", "KeepTrackTesting", "Formats", "Geo",
+            "TrackServer", "TrackStore", "TrackStorePostgres", "KeepTrackTesting", "Formats", "Geo",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -197,14 +214,14 @@ let package = Package(
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         // The uploader and the outbox, against real endpoints and brokers.
         .testTarget(name: "UploadTests", dependencies: [
-            "Upload", "TrackServer", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
+            "Upload", "TrackServer", "TrackStore", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
             "OwnTracksCrypto",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The endpoint: routes, limits, connection shedding, live stream, map, both stores.
         .testTarget(name: "TrackServerTests", dependencies: [
-            "TrackServer", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
+            "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
             "TrackServerTesting",
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -219,7 +236,8 @@ let package = Package(
         ]),
         // The PostgreSQL store, against the test process's own cluster.
         .testTarget(name: "TrackStorePostgresTests", dependencies: [
-            "TrackStorePostgres", "TrackServer", "Upload", "Formats", "Geo", "KeepTrackTesting", "TrackServerTesting",
+            "TrackStorePostgres", "TrackStore", "TrackServer", "Upload", "Formats", "Geo", "KeepTrackTesting",
+            "TrackServerTesting", "OwnTracksCrypto",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -230,7 +248,7 @@ let package = Package(
         .testTarget(
             name: "OpenAPITests",
             dependencies: [
-                "TrackServer", "TrackServerTesting", "KeepTrackTesting",
+                "TrackServer", "TrackStore", "TrackServerTesting", "KeepTrackTesting",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -256,7 +274,7 @@ let package = Package(
                 "Formats",
                 // The progress lines the command line says, from the counts of the tracker, the log source and
                 // the store.
-                "Tracking", "GPSInput", "TrackServer",
+                "Tracking", "GPSInput", "TrackServer", "TrackStore",
             ],
             exclude: ["Golden"]
         ),
@@ -369,6 +387,12 @@ package.targets += [
         path: "Benchmarks/EventsBench"),
     // libFuzzer target: the geofence document (docs/fuzzing.md).
     .executableTarget(name: "GeofenceDocumentFuzz", dependencies: ["EndpointEvents"], path: "Sources/Fuzz/GeofenceDocumentFuzz"),
+]
+
+// Against a real Home Assistant (KeepTrackTesting.HomeAssistant, docs/home-assistant.md): the built keeptrack
+// uploading by MQTT discovery and to the OwnTracks integration, zones, a broker restart and a kill -9.
+package.targets += [
+    .testTarget(name: "HomeAssistantTests", dependencies: ["keeptrack", "KeepTrackTesting", "Geo"])
 ]
 
 // No warnings in the project's own code: every target this package defines (libraries, executables,

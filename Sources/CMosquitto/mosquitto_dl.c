@@ -13,6 +13,8 @@
     X(int, int_option, (struct mosquitto *m, enum mosq_opt_t o, int v), (m, o, v), return)                    \
     X(int, reconnect_delay_set, (struct mosquitto *m, unsigned int d, unsigned int dm, bool e),       \
       (m, d, dm, e), return)                                                                                   \
+    X(int, will_set, (struct mosquitto *m, const char *t, int n, const void *p, int q, bool r),        \
+      (m, t, n, p, q, r), return)                                                                              \
     X(int, username_pw_set, (struct mosquitto *m, const char *u, const char *p), (m, u, p), return)           \
     X(int, tls_set,                                                                                    \
       (struct mosquitto *m, const char *ca, const char *cap, const char *cert, const char *key,       \

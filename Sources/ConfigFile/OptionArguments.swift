@@ -154,10 +154,13 @@ extension ConfigReader {
     /// Repeatable options listed in `replacedByCommandLine` (a command's list of targets) are the
     /// command line's alone when it gives them: the file's values are left out rather than added to.
     ///
+    /// With `keeping`, only those keys are read in (a command that shares some of another's options
+    /// reads its file for them).
+    ///
     /// - Throws: ``ConfigFileError`` for an unreadable or invalid file (a missing default is no problem).
     public func insertingFile(
         into arguments: [String], at index: Int, option: String, defaultPath: String,
-        replacedByCommandLine: Set<String> = [],
+        replacedByCommandLine: Set<String> = [], keeping: Set<String>? = nil,
         exists: (String) -> Bool
     ) throws(ConfigFileError) -> [String] {
         var arguments = arguments
@@ -174,7 +177,8 @@ extension ConfigReader {
         // A key is left out when the command line gives its option (a list of records: its first option).
         arguments.insert(
             contentsOf: try optionArguments(path: path).filter { entry in
-                !replaced.contains(entry.key)
+                keeping.map { $0.contains(entry.key) } ?? true
+                    && !replaced.contains(entry.key)
                     && !(entry.arguments.first.map { replaced.contains(String($0.dropFirst(2))) } ?? false)
             }.flatMap(\.arguments),
             at: index)

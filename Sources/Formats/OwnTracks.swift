@@ -1,8 +1,11 @@
+import Geo
+
 /// OwnTracks' HTTP JSON: one object per request (`POST`, `Content-Type: application/json`), the
 /// user and device in `X-Limit-U` and `X-Limit-D` headers; the Recorder answers `[]`.
 ///
 /// Locations are `{"_type":"location","tst":...,"lat":...,"lon":...,"acc":...,"alt":...,"vel":...,
-/// "cog":...,"tid":"VA"}` (`tst` Unix seconds, `acc` and `alt` metres, `vel` km/h, `cog` degrees,
+/// "cog":...,"tid":"VA"}` (`tst` Unix seconds, `acc` and `alt` metres (`acc` always, at least 1:
+/// ``wireAccuracy(_:)``), `vel` km/h, `cog` degrees,
 /// all integers as OwnTracks sends them; no `t`, which marks pings, manual and region-triggered
 /// reports). Region crossings are `{"_type":"transition","event":"enter"|"leave","desc":REGION,
 /// "tst":CROSSING,"wtst":WAYPOINT_CREATED,"lat":...,"lon":...,"acc":...,"t":"c","tid":...}`. A visit
@@ -51,6 +54,15 @@ public enum OwnTracks {
         return 978_307_200 + Double(h % 631_152_000)
     }
 
+    /// The `acc` sent: the accuracy in whole metres, at least 1; ``Fix/uere`` (5 m, the error the
+    /// project assumes for a dilution of precision of 1) when the receiver gave none. Always present and
+    /// above 0: transitions require `acc`, and Home Assistant drops a location or a transition whose
+    /// `acc` is missing or 0 (a leave would never take the tracker out of the zone).
+    public static func wireAccuracy(_ accuracy: Double?) -> Double {
+        guard let accuracy, accuracy.isFinite else { return Fix.uere }
+        return max(1, accuracy.rounded())
+    }
+
     /// The request body for `r`, or `nil` for a dwell or a trip.
     ///
     /// - Parameter waypointCreated: when the region of a transition was defined (its `wtst`); the
@@ -88,8 +100,7 @@ public enum OwnTracks {
         ByteWriting.appendFixed(r.latitude, decimals: 7, to: &out)
         ByteWriting.appendStatic(",\"lon\":", to: &out)
         ByteWriting.appendFixed(r.longitude, decimals: 7, to: &out)
-        // Transitions require acc: 0 when the fix had none.
-        int(",\"acc\":", r.horizontalAccuracy ?? (r.kind.isPosition ? nil : 0))
+        int(",\"acc\":", wireAccuracy(r.horizontalAccuracy))
         if r.kind.isPosition {
             int(",\"alt\":", r.altitude)
             int(",\"vac\":", r.verticalAccuracy)

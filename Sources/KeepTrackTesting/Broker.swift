@@ -62,10 +62,15 @@ public final class Broker: @unchecked Sendable {
         }
         // Its log goes on to a pipe nobody reads: read it away so that it never blocks the broker.
         Thread.detachNewThread { tool.drain() }
+        // Its current pid, for a watchdog that outlives the test process (a restart changes it).
+        try? "\(tool.process.processIdentifier)\n".write(
+            toFile: directory + "/mosquitto.pid", atomically: true, encoding: .utf8)
         return tool
     }
 
-    private func start() throws {
+    /// Starts it again after ``stop()``, on the same port with the same configuration.
+    public func start() throws {
+        guard tool == nil else { return }
         tool = try Self.launch(executable, directory: directory, port: port)
     }
 

@@ -35,6 +35,9 @@ public final class MQTTConnection: Sendable {
         public var caFile: String?
         /// How long the connection may take, to its CONNACK. The default is 10 s.
         public var connectTimeout: Double = 10
+        /// The last will: what the broker publishes for us when the connection ends without our
+        /// DISCONNECT (a crash, a kill, a lost network, a keep-alive missed). The default is none.
+        public var will: MQTTMessage?
 
         public init(clientID: String) { self.clientID = clientID }
     }
@@ -170,6 +173,13 @@ public final class MQTTConnection: Sendable {
         if let user = endpoint.username {
             try check(keeptrack_mosquitto_username_pw_set(raw, user, endpoint.password), "the user name")
         }
+        if let will = options.will {
+            try check(
+                will.payload.withUnsafeBytes { p in
+                    keeptrack_mosquitto_will_set(
+                        raw, will.topic, Int32(p.count), p.baseAddress, will.qos, will.retain)
+                }, "the last will on '\(will.topic)'")
+        }
         if endpoint.tls {
             if let ca = options.caFile {
                 guard access(ca, R_OK) == 0 else {
@@ -270,6 +280,13 @@ public final class MQTTConnection: Sendable {
             }
             await events.signal.wait(until: deadline, on: ContinuousClock())
         }
+    }
+
+    /// Queues `message`; returns its mid (``acknowledgements(of:timeout:)`` says when the broker has it).
+    ///
+    /// - Throws: ``MQTTError`` when the connection is lost or the message cannot be sent.
+    public func publish(_ message: MQTTMessage) throws(MQTTError) -> Int32 {
+        try publish(topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain)
     }
 
     /// Queues a message; returns its mid (``acknowledgements(of:timeout:)`` says when the broker has it).

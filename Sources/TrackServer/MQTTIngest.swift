@@ -6,9 +6,10 @@ import OwnTracksCrypto
 import ServiceLifecycle
 import Synchronization
 import Dispatch
+import TrackStore
 
 /// The endpoint's MQTT side: subscribed at QoS 1 to OwnTracks topics on a broker, it stores every
-/// message as `POST /owntracks` does (``TrackServer/ingestOwnTracks(_:user:device:)``: device
+/// message as `POST /owntracks` does (``Ingest/ownTracks(_:user:device:)``: device
 /// `user/device`), the user and device being the topic's second and third levels
 /// (`owntracks/USER/DEVICE`), so a fleet of phones publishing to a broker lands in the same store.
 ///
@@ -40,19 +41,26 @@ public final class MQTTIngest: Service, Sendable {
         }
     }
 
-    let server: TrackServer
+    let ingest: Ingest
+    let status: MQTTStatus
     let configuration: Configuration
     let endpoint: MQTTEndpoint
+    /// The waits between connection attempts.
+    let clock: any EpochClock
     let logger: Logger
 
-    init(server: TrackServer, configuration: Configuration) throws(MQTTError) {
-        self.server = server
+    init(
+        ingest: Ingest, status: MQTTStatus, configuration: Configuration, clock: any EpochClock, logger: Logger
+    ) throws(MQTTError) {
+        self.ingest = ingest
+        self.status = status
         let endpoint = try MQTTEndpoint(parsing: configuration.url, wildcards: true)
         var configuration = configuration
         if !endpoint.topic.isEmpty { configuration.topicFilter = endpoint.topic }
         self.configuration = configuration
         self.endpoint = endpoint
-        self.logger = server.logger
+        self.clock = clock
+        self.logger = logger
     }
 
     public func run() async throws {
@@ -75,12 +83,12 @@ public final class MQTTIngest: Service, Sendable {
                         throw error
                     }
                     failures = 0
-                    server.mqttSubscribed()
+                    status.subscribed()
                     logger.info(
                         "subscribed", metadata: ["broker": "\(endpoint)", "topic": "\(configuration.topicFilter)"])
                     let lost = await connection.lost()
                     await connection.close()
-                    server.mqttSubscribed(false)
+                    status.subscribed(false)
                     guard let lost else { return }
                     logger.warning("MQTT connection lost", metadata: ["reason": "\(lost.message)"])
                 } catch {
@@ -93,33 +101,33 @@ public final class MQTTIngest: Service, Sendable {
                     wait
                     ?? Backoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
                     .delay(failures: failures)
-                try? await server.clock.sleep(until: server.clock.now.advanced(by: .seconds(pause)), tolerance: nil)
+                try? await clock.sleep(until: clock.now.advanced(by: .seconds(pause)), tolerance: nil)
             }
         }
     }
 
     /// One message, on libmosquitto's thread: stored (or refused) before its PUBACK leaves.
     func receive(topic: String, payload: [UInt8]) {
-        defer { server.mqttSignal.fire() }
+        defer { status.signal.fire() }
         // An empty payload clears a retained message: nothing to store.
         guard !payload.isEmpty else { return }
         let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
         guard levels.count >= 3, !levels[1].isEmpty, !levels[2].isEmpty else {
-            server.metrics.rejected(1)
+            ingest.metrics.rejected(1)
             logger.warning("MQTT message refused: its topic is not PREFIX/USER/DEVICE", metadata: ["topic": "\(topic)"])
             return
         }
         do {
             // libmosquitto's thread waits for the store (its PUBACK goes once this returns).
-            let server = self.server
+            let ingest = self.ingest
             let (user, device) = (String(levels[1]), String(levels[2]))
-            _ = try waitFor { try await server.ingestOwnTracks(payload, user: user, device: device) }
+            _ = try waitFor { try await ingest.ownTracks(payload, user: user, device: device) }
         } catch let error as OwnTracksCryptoError {
             // Counted by outcome (keeptrack_serve_encrypted_total); nothing stored.
-            server.metrics.rejected(1)
+            ingest.metrics.rejected(1)
             logger.warning("MQTT message refused: encrypted", metadata: ["topic": "\(topic)", "code": "\(error.code)"])
         } catch let error as FormatsError {
-            server.metrics.rejected(1)
+            ingest.metrics.rejected(1)
             // The reason may quote a coordinate: only at debug level.
             logger.warning("MQTT message refused", metadata: ["topic": "\(topic)"])
             logger.debug("refusal", metadata: ["reason": "\(error)"])
@@ -145,31 +153,38 @@ func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) thro
     return try result.withLock { $0! }.get()
 }
 
+/// Whether the MQTT subscription is in place, how many times it was made, and a signal fired at each
+/// change and each message handled.
+final class MQTTStatus: Sendable {
+    let state = Mutex((subscribed: false, count: 0))
+    let signal = Signal()
+
+    func subscribed(_ on: Bool = true) {
+        state.withLock {
+            $0.subscribed = on
+            if on { $0.count += 1 }
+        }
+        signal.fire()
+    }
+}
+
 extension TrackServer {
     /// Returns once the MQTT subscription is in place (at once when it is), for a caller that
     /// publishes next; waits forever without ``Configuration/mqtt``. One caller at a time.
     public func mqttSubscription() async {
-        while !mqttIsSubscribed && !Task.isCancelled { await mqttSignal.wait() }
+        while !mqttIsSubscribed && !Task.isCancelled { await mqtt.signal.wait() }
     }
 
     /// Returns once the MQTT side handled a message or changed state since the last call (or at
     /// once, when it did before): a caller waiting for a condition re-checks it after each return.
     public func mqttActivity() async {
-        await mqttSignal.wait()
+        await mqtt.signal.wait()
     }
 
     /// Whether the MQTT subscription is in place now.
-    public var mqttIsSubscribed: Bool { mqttState.withLock { $0.subscribed } }
+    public var mqttIsSubscribed: Bool { mqtt.state.withLock { $0.subscribed } }
 
     /// How many times the subscription was made (1 on the first connection, one more after each
     /// reconnection).
-    public var mqttSubscriptions: Int { mqttState.withLock { $0.count } }
-
-    func mqttSubscribed(_ on: Bool = true) {
-        mqttState.withLock {
-            $0.subscribed = on
-            if on { $0.count += 1 }
-        }
-        mqttSignal.fire()
-    }
+    public var mqttSubscriptions: Int { mqtt.state.withLock { $0.count } }
 }

@@ -1,9 +1,10 @@
 import Geo
 import Logging
 import ServiceLifecycle
+import TrackStore
 
 /// Deletes points older than ``retention`` in the background: a sweep at start, then one every
-/// ``interval`` of `clock`, each sweep a series of bounded batches (``FleetStore/deleteExpired(before:limit:)``),
+/// ``interval`` of `clock`, each sweep a series of bounded batches (``RetentionStore/deleteExpired(before:limit:)``),
 /// each in its own transaction; the cutoff is counted back from the clock's now.
 ///
 /// A sweep's next one is due `interval` after the sweep began (on `clock`), so a manual clock moved

@@ -3,72 +3,11 @@ import Geo
 import Logging
 import MQTT
 import SystemIO
+import TrackStore
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-extension TrackServer.Configuration {
-    /// What is wrong with the settings, by field.
-    public enum Problem: Error, Sendable, Hashable {
-        /// ``TrackServer/Configuration/port`` is not 0 to 65535.
-        case portOutOfRange
-        /// ``TrackServer/Configuration/faults`` can't be used: why (``Faults/problem``).
-        case faults(TrackServerError)
-        /// ``TrackServer/Configuration/faults`` are set while ``TrackServer/Configuration/faultInjection`` is off.
-        case faultsWithoutFaultInjection
-        /// ``TrackServer/Configuration/maxConnections`` is less than 1.
-        case maxConnectionsBelowOne
-        /// ``TrackServer/Configuration/idleTimeout`` or ``TrackServer/Configuration/bodyTimeout`` is not more
-        /// than 0 and at most a day.
-        case timeoutOutOfRange
-        /// ``TrackServer/Configuration/firstRequestTimeout`` is not more than 0 and at most a day.
-        case firstRequestTimeoutOutOfRange
-        /// ``TrackServer/Configuration/maxBodyBytes`` is less than 1,024.
-        case maxBodyBytesBelow1024
-        /// Only one of ``TrackServer/Configuration/tlsCertificate`` and ``TrackServer/Configuration/tlsKey``.
-        case tlsCertificateAndKeyApart
-        /// ``TrackServer/Configuration/retention`` is less than an hour.
-        case retentionBelowAnHour
-        /// ``TrackServer/Configuration/mqtt``'s URL can't be used: why.
-        case mqtt(MQTTError)
-        /// An origin of ``TrackServer/Configuration/corsOrigins`` can't be one: why
-        /// (``TrackServer/Configuration/corsOriginProblem(_:)``).
-        case corsOrigin(TrackServerError)
-        /// ``TrackServer/StreamSettings/maxClients`` is less than 1.
-        case maxStreamsBelowOne
-        /// ``TrackServer/StreamSettings/offlineAfter`` is less than a second.
-        case offlineAfterBelowASecond
-    }
-
-    /// What is wrong with these settings, or nil; the first problem found.
-    public var problem: Problem? {
-        if !(0...65535).contains(port) { return .portOutOfRange }
-        if let problem = faults.problem { return .faults(problem) }
-        if !faultInjection && faults != Faults() { return .faultsWithoutFaultInjection }
-        if let maxConnections, maxConnections < 1 { return .maxConnectionsBelowOne }
-        let day = Duration.seconds(86_400)
-        if !(idleTimeout > .zero && idleTimeout <= day) || !(bodyTimeout > .zero && bodyTimeout <= day) {
-            return .timeoutOutOfRange
-        }
-        if !(firstRequestTimeout > .zero && firstRequestTimeout <= day) { return .firstRequestTimeoutOutOfRange }
-        if maxBodyBytes < 1024 { return .maxBodyBytesBelow1024 }
-        if (tlsCertificate == nil) != (tlsKey == nil) { return .tlsCertificateAndKeyApart }
-        if let retention, !(retention >= 3600) { return .retentionBelowAnHour }
-        if stream.maxClients < 1 { return .maxStreamsBelowOne }
-        if stream.offlineAfter < .seconds(1) { return .offlineAfterBelowASecond }
-        if let mqtt {
-            do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt(error) }
-        }
-        for origin in corsOrigins { if let why = Self.corsOriginProblem(origin) { return .corsOrigin(why) } }
-        return nil
-    }
-
-    /// `seconds` as a duration to the millisecond (a `keeptrack serve` timeout option).
-    public static func duration(seconds: Double) -> Duration {
-        .milliseconds(Int64((seconds * 1000).rounded()))
-    }
-}
 
 extension TrackServer {
     /// The line `keeptrack serve` prints once it listens:
@@ -106,16 +45,16 @@ extension TrackServer {
         }
     }
 
-    /// A test endpoint for one process (`--upload embedded`): the endpoint database of
-    /// `dataDirectory`, a free loopback port, a random token, logging warnings only. Run it in
-    /// the same service group as the uploader, started before it and stopped after it.
-    public static func embedded(dataDirectory: DataDirectory) throws -> TrackServer {
-        makeDirectories(dataDirectory.path)
-        var c = Configuration(database: dataDirectory.endpointDatabase)
+    /// A test endpoint for one process (`--upload embedded`) over `store` (the caller opens it: the
+    /// data directory's endpoint database, `TrackStorePostgres`' `TrackDatabase(dataDirectory:)`): a
+    /// free loopback port, a random token, logging warnings only. Run it in the same service group as
+    /// the uploader, started before it and stopped after it; close the store after.
+    public static func embedded(store: any TrackStore) throws -> TrackServer {
+        var c = Configuration()
         c.token = (0..<4).map { _ in String(UInt32.random(in: 0...UInt32.max), radix: 16) }.joined()
         var logger = Logger(label: "keeptrack.serve")
         logger.logLevel = .warning
-        return try TrackServer(configuration: c, logger: logger)
+        return try TrackServer(configuration: c, store: store, logger: logger)
     }
 
     /// What ``exportTrail(device:directory:)`` wrote.

@@ -1,7 +1,6 @@
-/// TrackServer's error for settings and credentials: what (``code``, ``message``) and which
-/// (``field`` of ``Faults`` or of the configuration, ``device``, ``value``). The stores' own
-/// failures are ``TrackStoreError``, an export's ``TrailExportError``; an HTTP refusal is an
-/// ``ErrorAnswer``.
+/// TrackServer's error for settings: what (``code``, ``message``) and which (``field`` of ``Faults``
+/// or of the configuration, ``value``). The stores' own failures are `TrackStoreError`, an export's
+/// `TrailExportError`; an HTTP refusal is an ``ErrorAnswer``.
 public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of problem.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -11,12 +10,6 @@ public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertib
 
         /// A value of ``Faults`` can't be used (``TrackServerError/field`` names it).
         public static let invalidFaults = Code(rawValue: "invalid-faults")
-        /// A device id can't be given a token (empty, too long, a control character).
-        public static let invalidDeviceID = Code(rawValue: "invalid-device-id")
-        /// The device has a token already.
-        public static let tokenExists = Code(rawValue: "token-exists")
-        /// Another problem with a credential.
-        public static let credential = Code(rawValue: "credential")
         /// An origin of ``TrackServer/Configuration/corsOrigins`` has no `://` (``TrackServerError/value``).
         public static let corsOriginNotAnOrigin = Code(rawValue: "cors-origin-not-an-origin")
         /// An origin of ``TrackServer/Configuration/corsOrigins`` has no scheme before `://`.
@@ -30,21 +23,15 @@ public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertib
     public var message: String
     /// The key of ``Faults`` that is wrong (`failRate`), for ``Code/invalidFaults``.
     public var field: String?
-    /// The device id, for the credentials' codes.
-    public var device: String?
     /// The value that is wrong (an origin of ``TrackServer/Configuration/corsOrigins``).
     public var value: String?
 
-    public init(_ code: Code, _ message: String, field: String? = nil, device: String? = nil, value: String? = nil) {
+    public init(_ code: Code, _ message: String, field: String? = nil, value: String? = nil) {
         self.code = code
         self.message = message
         self.field = field
-        self.device = device
         self.value = value
     }
-
-    /// A credential problem in a sentence (``Code/credential``).
-    public init(description: String) { self.init(.credential, description) }
 
     public var description: String { message }
 }

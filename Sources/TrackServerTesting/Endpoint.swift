@@ -2,6 +2,7 @@ import Foundation
 import Geo
 import KeepTrackTesting
 import TrackServer
+import TrackStore
 import TrackStorePostgres
 
 /// The store an endpoint test runs against: every endpoint test that touches storage takes it as an
@@ -21,6 +22,8 @@ public struct Endpoint: Sendable {
     public let task: Task<Void, any Error>
     public let port: Int
     public let directory: String
+    /// The database: a SQLite file or a `postgres://` URL (for a second endpoint on it).
+    public let database: String
     /// The PostgreSQL database this endpoint created (dropped by ``stop()``).
     let createdDatabase: String?
 
@@ -34,31 +37,31 @@ public struct Endpoint: Sendable {
     ) async throws -> Endpoint {
         let dir = temporaryDirectory()
         var created: String?
-        var c = TrackServer.Configuration(database: database ?? dir + "/endpoint.sqlite")
+        var c = TrackServer.Configuration()
+        var path = database ?? dir + "/endpoint.sqlite"
         if database == nil, store == .postgres {
             let cluster = try await Postgres.shared()
             let name = try await offThePool { try cluster.createDatabase() }
             created = name
-            c.database = cluster.url(name)
+            path = cluster.url(name)
         }
         c.token = token
         c.faultInjection = true
         c.faults = faults
         configure(&c)
-        let server = try TrackServer(configuration: c, store: try await openTrackStore(c.database), clock: clock)
+        let server = try TrackServer(
+            configuration: c, store: try await openTrackStore(path), clock: clock)
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }
         let port = try await withTimeout(30, "the endpoint to listen") { [ready] in
             var it = ready.makeAsyncIterator()
             return await it.next() ?? 0
         }
-        return Endpoint(server: server, task: task, port: port, directory: dir, createdDatabase: created)
+        return Endpoint(
+            server: server, task: task, port: port, directory: dir, database: path, createdDatabase: created)
     }
 
     public func url(_ path: String = "/v1/locations") -> String { "http://127.0.0.1:\(port)\(path)" }
-
-    /// The database, as ``TrackServer/Configuration/database`` names it (for a second endpoint on it).
-    public var database: String { server.configuration.database }
 
     /// Stops the server and deletes its directory and database (unless `keepingFiles`).
     public func stop(keepingFiles: Bool = false) async {

@@ -3,7 +3,7 @@ import Geo
 import Logging
 import NIOCore
 import PostgresNIO
-import TrackServer
+import TrackStore
 
 /// A batch by `COPY`: the fast path of ``PostgresTrackStore/insert(_:format:received:)``.
 ///

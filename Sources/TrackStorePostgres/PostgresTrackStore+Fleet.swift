@@ -1,12 +1,11 @@
 import Formats
 import Logging
 import PostgresNIO
-import TrackServer
+import TrackStore
 
-/// The fleet side of the PostgreSQL store (``FleetStore``): device tokens, the latest position kept
-/// in `devices` by the insert statement, positions by box or distance through the GiST index on
-/// `positions.position`, and retention in bounded delete batches, each its own short transaction.
-extension PostgresTrackStore {
+/// The fleet facet of the PostgreSQL store (``FleetStore``): the latest position kept in `devices` by
+/// the insert statement, positions by box or distance through the GiST index on `positions.position`.
+extension PostgresTrackStore: FleetStore {
     /// Migration `v2-fleet`: the credentials table and each device's latest valid position.
     static let fleetMigration: [String] = [
         """
@@ -34,73 +33,6 @@ extension PostgresTrackStore {
         WHERE \(condition)
         """
     }
-
-    // MARK: - Credentials
-
-    public func addCredential(device: String, now: Double) async throws -> String {
-        if let problem = DeviceTokens.problem(device: device) { throw problem }
-        let token = DeviceTokens.newToken()
-        let digest = DeviceTokens.digest(token: token)
-        let rows = try await client.query(
-            """
-            INSERT INTO credentials (device, digest, created) VALUES (\(device), \(digest), to_timestamp(\(now)))
-            ON CONFLICT (device) DO NOTHING RETURNING 1
-            """, logger: logger)
-        var added = false
-        for try await _ in rows { added = true }
-        guard added else {
-            let why = "device '\(device)' has a token already; revoke it first"
-            throw TrackServerError(.tokenExists, why, device: device)
-        }
-        return token
-    }
-
-    public func credentials() async throws -> [DeviceCredential] {
-        var out: [DeviceCredential] = []
-        let rows = try await client.query(
-            "SELECT device, extract(epoch FROM created)::float8 FROM credentials ORDER BY device", logger: logger)
-        for try await (device, created) in rows.decode((String, Double).self) {
-            out.append(DeviceCredential(device: device, created: created))
-        }
-        return out
-    }
-
-    public func revokeCredential(device: String) async throws -> Bool {
-        guard !device.utf8.contains(0) else { return false }
-        var removed = false
-        for try await _ in try await client.query(
-            "DELETE FROM credentials WHERE device = \(device) RETURNING 1",
-            logger: logger)
-        { removed = true }
-        return removed
-    }
-
-    public func credentialDevice(token: String) async throws -> String? {
-        let digest = DeviceTokens.digest(token: token)
-        var device: String?
-        for try await d in try await client.query(
-            "SELECT device FROM credentials WHERE digest = \(digest)",
-            logger: logger
-        ).decode(String.self) { device = d }
-        return device
-    }
-
-    public func hasCredential(device: String) async throws -> Bool {
-        guard !device.utf8.contains(0) else { return false }
-        return try await exists("SELECT 1 FROM credentials WHERE device = \(device)")
-    }
-
-    public func hasCredentials() async throws -> Bool {
-        try await exists("SELECT 1 FROM credentials LIMIT 1")
-    }
-
-    func exists(_ query: PostgresQuery) async throws -> Bool {
-        var found = false
-        for try await _ in try await client.query(query, logger: logger) { found = true }
-        return found
-    }
-
-    // MARK: - Queries
 
     public func latest(device: String?) async throws -> [LatestPosition] {
         var sql = """
@@ -177,58 +109,5 @@ extension PostgresTrackStore {
         }
         sql += " ORDER BY time, key LIMIT \(parameter(Int64(limit + 1)))"
         return try await page(PostgresQuery(unsafeSQL: sql, binds: binds), limit: limit, cursorSequence: false)
-    }
-
-    // MARK: - Retention
-
-    /// One transaction: the device with the oldest point is locked (its summary row, as ingest's
-    /// upsert locks it), at most `limit` of its points before `cutoff` deleted through the
-    /// `(device, time)` index, and its summary corrected.
-    public func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
-        precondition(limit > 0, "a batch deletes at least one point")
-        return try await retryingConflicts {
-            try await self.client.withConnection { connection in
-                try await connection.withTransaction(logger: self.logger) { c in
-                    var device: String?
-                    for try await id in try await c.query(
-                        """
-                        SELECT id FROM devices WHERE first < to_timestamp(\(cutoff)) ORDER BY first LIMIT 1 FOR UPDATE
-                        """, logger: self.logger
-                    ).decode(String.self) { device = id }
-                    guard let device else { return 0 }
-                    var deleted = 0
-                    for try await n in try await c.query(
-                        """
-                        WITH gone AS (
-                            DELETE FROM positions WHERE key IN (SELECT key FROM positions
-                                WHERE device = \(device) AND time < to_timestamp(\(cutoff)) ORDER BY time LIMIT \(Int64(limit)))
-                            RETURNING 1)
-                        SELECT count(*) FROM gone
-                        """, logger: self.logger
-                    ).decode(Int64.self) { deleted = Int(n) }
-                    var remaining: Int64 = 0
-                    var stale = false
-                    for try await (points, old) in try await c.query(
-                        """
-                        UPDATE devices SET points = points - \(Int64(deleted)),
-                            first = COALESCE((SELECT min(time) FROM positions WHERE device = \(device)), first)
-                        WHERE id = \(device)
-                        RETURNING points, COALESCE(latest_time < to_timestamp(\(cutoff)), false)
-                        """, logger: self.logger
-                    ).decode((Int64, Bool).self) { (remaining, stale) = (points, old) }
-                    try await Self.forgetStoredStops(c, device: device, logger: self.logger)
-                    if remaining <= 0 {
-                        try await c.query("DELETE FROM devices WHERE id = \(device)", logger: self.logger)
-                    } else if stale {
-                        var binds = PostgresBindings()
-                        binds.append(device)
-                        try await c.query(
-                            PostgresQuery(unsafeSQL: Self.refreshLatestSQL(where: "d.id = $1"), binds: binds),
-                            logger: self.logger)
-                    }
-                    return deleted
-                }
-            }
-        }
     }
 }

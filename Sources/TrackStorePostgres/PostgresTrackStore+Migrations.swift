@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import TrackServer
+import TrackStore
 
 extension PostgresTrackStore {
     /// The schema's migrations, in order, each applied once and recorded in `keeptrack_migrations` (as
@@ -98,8 +98,10 @@ extension PostgresTrackStore {
             do {
                 try await connection.query("CREATE EXTENSION IF NOT EXISTS postgis", logger: logger)
             } catch {
-                let why = storeError(error, doing: "PostGIS is not installed in this database").message
-                throw TrackStoreError(message: why + "; a superuser must run CREATE EXTENSION postgis in it first")
+                throw TrackStoreError(
+                    .postGISMissing,
+                    "PostGIS is not installed in this database; a superuser must run CREATE EXTENSION postgis in it first"
+                )
             }
         }
         try await connection.withTransaction(logger: logger) { connection in

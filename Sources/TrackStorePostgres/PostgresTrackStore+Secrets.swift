@@ -1,6 +1,6 @@
 import OwnTracksCrypto
 import PostgresNIO
-import TrackServer
+import TrackStore
 
 /// OwnTracks secrets (``DeviceSecretStore``) in the table `device_secrets`.
 extension PostgresTrackStore: DeviceSecretStore {

@@ -1,10 +1,10 @@
 import Formats
 import LocationService
 import PostgresNIO
-import TrackServer
+import TrackStore
 
-extension PostgresTrackStore: StopsStreaming {
-    /// Visits and trips (issue 27): a record's span in a column of its own (JSON text, as
+extension PostgresTrackStore {
+    /// Visits and trips: a record's span in a column of its own (JSON text, as
     /// `TrailRecord.spanJSON` writes it), and an index that holds all a stops query reads of a
     /// device's valid locations (an index-only scan in time order).
     static let visitsMigration = [

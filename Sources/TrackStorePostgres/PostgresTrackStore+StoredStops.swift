@@ -3,7 +3,7 @@ import Geo
 import LocationService
 import Logging
 import PostgresNIO
-import TrackServer
+import TrackStore
 
 /// Stops and trips kept at ingest (``StoredStops``) on PostgreSQL, where several `serve` instances
 /// share the points: the statement that stores points marks each device dirty from its earliest new
@@ -12,7 +12,7 @@ import TrackServer
 /// that holds the device's `stop_detectors` row (`FOR UPDATE`): the instances take a device's
 /// batches one after the other, and one that stopped before running it leaves the mark for the next
 /// batch or query to run. A query runs it first when the device is marked.
-extension PostgresTrackStore: StoredStopsKeeping {
+extension PostgresTrackStore: StopStore {
     static let storedStopsMigration = [
         """
         CREATE TABLE stop_detectors (

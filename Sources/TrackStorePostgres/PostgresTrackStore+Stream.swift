@@ -2,7 +2,7 @@ import Formats
 import Geo
 import Logging
 import PostgresNIO
-import TrackServer
+import TrackStore
 
 /// The live stream on PostgreSQL: every instance sees what any instance stored. Each statement that
 /// adds points (a `COPY`, an `INSERT`) notifies `keeptrack_stored` on commit with a small payload,

@@ -1,9 +1,10 @@
 import Formats
+import Geo
 import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
-import TrackServer
+import TrackStore
 
 /// The endpoint's store on PostgreSQL with PostGIS: `keeptrack serve --db postgres://USER@HOST:PORT/DB`.
 ///
@@ -44,12 +45,13 @@ public final class PostgresTrackStore: TrackStore {
     ///   - maxConnections: the pool's size. The default is 10.
     ///   - connectTimeout: how long to wait for the database to answer at the start (the migrations that
     ///     follow have no deadline). The default is 30 s.
-    ///   - clock: the clock of that deadline.
+    ///   - clock: the clock of that deadline and of the `COPY` budget's recounts (the one the server
+    ///     takes). The default is the wall clock.
     /// - Throws: ``TrackStoreError`` naming what is wrong (unreachable, PostGIS missing, a migration
     ///   failing).
     public init(
         url: PostgresURL, maxConnections: Int = 10, connectTimeout: Duration = .seconds(30),
-        clock: some Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "keeptrack.postgres")
+        clock: any EpochClock = WallClock(), logger: Logger = Logger(label: "keeptrack.postgres")
     ) async throws {
         self.url = url
         self.logger = logger
@@ -77,14 +79,14 @@ public final class PostgresTrackStore: TrackStore {
                     id: 0, logger: logger)
             }
         } catch {
-            throw Self.storeError(error, doing: "cannot connect to \(url)")
+            throw Self.storeError(error, .unreachable, doing: "cannot connect to \(url)")
         }
         do {
             try await Self.migrate(first, logger: logger)
             try await first.close()
         } catch {
             try? await first.close()
-            throw Self.storeError(error, doing: "opening \(url)")
+            throw Self.storeError(error, .cannotOpen, doing: "opening \(url)")
         }
         configuration.options.maximumConnections = max(1, maxConnections)
         configuration.options.minimumConnections = 0
@@ -97,7 +99,7 @@ public final class PostgresTrackStore: TrackStore {
         coalescer = CopyCoalescer(
             run: { buffer in try await Self.copy(buffer, client: client, logger: logger) },
             countInstances: { try await Self.instances(client: client, name: name, logger: logger) },
-            logger: logger)
+            clock: clock, logger: logger)
         runner = Task { await client.run() }
         await stopsCatchUp.attach { [weak self] devices in await self?.catchUpStoredStops(devices: devices) }
     }
@@ -180,7 +182,7 @@ public final class PostgresTrackStore: TrackStore {
         guard !records.isEmpty else { return (0, 0) }
         // PostgreSQL's text can't hold NUL; readers refuse control characters in ids already.
         guard !records.contains(where: { $0.device.utf8.contains(0) || ($0.region?.utf8.contains(0) ?? false) }) else {
-            throw TrackStoreError(message: "refusing to store an id with a NUL byte")
+            throw TrackStoreError(.nulByte, "refusing to store an id with a NUL byte")
         }
         let keys = records.map { Self.key($0, format: format) }
         // Visits and trips (rare) go through the statement: the COPY's rows have no span.
@@ -390,19 +392,19 @@ public final class PostgresTrackStore: TrackStore {
         return Int(n)
     }
 
-    /// `error` as a sentence: PostgreSQL's own message when it sent one (postgres-nio's description
-    /// hides it), else what was being done.
-    static func storeError(_ error: any Error, doing what: String) -> TrackStoreError {
+    /// `error` as a store's error of `code`: PostgreSQL's own message as the reason when it sent one
+    /// (postgres-nio's description hides it), else what was being done.
+    static func storeError(_ error: any Error, _ code: TrackStoreError.Code, doing what: String) -> TrackStoreError {
         if let e = error as? TrackStoreError { return e }
         if let e = error as? PSQLError {
             if let message = e.serverInfo?[.message] {
                 let hint = e.serverInfo?[.hint].map { " (\($0))" } ?? ""
-                return TrackStoreError(message: what, reason: "\(message)\(hint)", underlying: e)
+                return TrackStoreError(code, what, reason: "\(message)\(hint)", underlying: e)
             }
             return TrackStoreError(
-                message: what, reason: "\(e.code)" + (e.underlying.map { ": \($0)" } ?? ""), underlying: e)
+                code, what, reason: "\(e.code)" + (e.underlying.map { ": \($0)" } ?? ""), underlying: e)
         }
-        return TrackStoreError(message: what, underlying: error)
+        return TrackStoreError(code, what, underlying: error)
     }
 }
 
@@ -412,16 +414,16 @@ extension PSQLError {
     var condition: PostgresError.Code? { serverInfo?[.sqlState].map(PostgresError.Code.init(raw:)) }
 }
 
-/// Runs `work`, failing with `message` after `limit` on `clock`.
+/// Runs `work`, failing with `message` (``TrackStoreError/Code/unreachable``) after `limit` on `clock`.
 func withDeadline<T: Sendable>(
-    _ limit: Duration, _ message: String, clock: some Clock<Duration> = ContinuousClock(),
+    _ limit: Duration, _ message: String, clock: any EpochClock,
     _ work: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await work() }
         group.addTask {
-            try await clock.sleep(for: limit)
-            throw TrackStoreError(message: message)
+            try await clock.sleep(until: clock.now.advanced(by: limit), tolerance: nil)
+            throw TrackStoreError(.unreachable, message)
         }
         defer { group.cancelAll() }
         return try await group.next()!

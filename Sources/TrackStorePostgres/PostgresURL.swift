@@ -1,4 +1,4 @@
-import TrackServer
+import TrackStore
 
 /// A PostgreSQL connection URL, as `keeptrack serve --db` takes it (libpq's URI form, the parts a
 /// store needs):
@@ -53,7 +53,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     public init(parsing text: String, environment: [String: String] = [:]) throws(TrackStoreError) {
         func fail(_ why: String) -> TrackStoreError {
             TrackStoreError(
-                message: "the PostgreSQL URL: \(why) "
+                .invalidURL,
+                "the PostgreSQL URL: \(why) "
                     + "(expected postgres://USER@HOST:PORT/DATABASE[?sslmode=...] or postgres://USER@/DATABASE?host=/SOCKET/DIR)"
             )
         }

@@ -1,7 +1,7 @@
 import Formats
 import Geo
 import Logging
-import TrackServer
+import TrackStore
 
 #if canImport(Glibc)
     import Glibc
@@ -44,29 +44,30 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
 
     /// Opens the store (a SQLite file is created when missing). Close it (``TrackStore/close()``)
     /// when done. `progress` hears a SQLite store's schema upgrade as it runs
-    /// (``SQLiteTrackStore/init(path:progress:)``).
+    /// (``SQLiteTrackStore/init(path:progress:)``); `clock` times a PostgreSQL store's connect
+    /// deadline (the server's clock; the default is the wall clock).
     ///
     /// - Throws: ``TrackStoreError`` saying what is wrong with the URL or the database.
     public func open(
         environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
-        progress: (@Sendable (SQLiteTrackStore.Upgrade?) -> Void)? = nil
+        clock: any EpochClock = WallClock(), progress: (@Sendable (SQLiteTrackStore.Upgrade?) -> Void)? = nil
     )
         async throws -> any TrackStore
     {
         switch self {
         case .postgres(let url):
             let parsed = try PostgresURL(parsing: url, environment: environment)
-            return try await PostgresTrackStore(url: parsed, logger: logger)
+            return try await PostgresTrackStore(url: parsed, clock: clock, logger: logger)
         case .sqlite(let path):
             do {
                 return try SQLiteTrackStore(path: path, progress: progress)
             } catch {
-                throw TrackStoreError(message: "cannot open the database \(path)", underlying: error)
+                throw TrackStoreError(.cannotOpen, "cannot open the database \(path)", underlying: error)
             }
         }
     }
 
-    /// Runs `body` on the store, opened with ``open(environment:logger:progress:)``, and closes it
+    /// Runs `body` on the store, opened with ``open(environment:logger:clock:progress:)``, and closes it
     /// whether `body` returns or throws.
     public func withStore<T>(
         environment: [String: String] = [:], logger: Logger = Logger(label: "keeptrack.store"),
@@ -96,13 +97,13 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
         async throws(TrailExportError) -> TrailFile
     {
         guard exists else {
-            throw TrailExportError(.noDatabase, description: "no endpoint database at \(self)")
+            throw TrailExportError(.noDatabase, "no endpoint database at \(self)")
         }
         let store: any TrackStore
         do {
             store = try await open()
         } catch {
-            throw TrailExportError(description: "", underlying: error)  // the store's error names the database
+            throw TrailExportError(.unreadable, "", underlying: error)  // the store's error names the database
         }
         do {
             let file = try await store.export(
@@ -113,15 +114,15 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
         } catch {
             await store.close()
             throw (error as? TrailExportError)
-                ?? TrailExportError(description: "cannot read \(store.location)", underlying: error)
+                ?? TrailExportError(.unreadable, "cannot read \(store.location)", underlying: error)
         }
     }
 }
 
-/// Opens the store a `--db` value names (``TrackDatabase/open(environment:logger:progress:)``).
+/// Opens the store a `--db` value names (``TrackDatabase/open(environment:logger:clock:progress:)``).
 public func openTrackStore(
     _ database: String, environment: [String: String] = [:],
-    logger: Logger = Logger(label: "keeptrack.store")
+    logger: Logger = Logger(label: "keeptrack.store"), clock: any EpochClock = WallClock()
 ) async throws -> any TrackStore {
-    try await TrackDatabase(database).open(environment: environment, logger: logger)
+    try await TrackDatabase(database).open(environment: environment, logger: logger, clock: clock)
 }

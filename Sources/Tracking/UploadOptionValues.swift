@@ -44,6 +44,8 @@ public struct UploadOptionValues: Sendable {
         case unsupportedURL(String)
         /// An mqtt(s):// ``UploadOptionValues/url`` publishes OwnTracks JSON: this format does not apply.
         case formatNotPublishedOverMQTT(String)
+        /// This format (Home Assistant's discovery) goes to a broker only: the URL is not mqtt(s)://.
+        case formatPublishedOverMQTTOnly(String)
         /// An mqtt(s):// ``UploadOptionValues/url`` can't be used: the parser's error, saying why.
         case invalidMQTTURL(MQTTError)
         /// A ``UploadOptionValues/caFile`` with an mqtt:// URL, which has no TLS.
@@ -68,8 +70,11 @@ public struct UploadOptionValues: Sendable {
         {
             return .unsupportedURL(url)
         }
-        if let url, MQTTEndpoint.isMQTT(url), !["json", "owntracks"].contains(format) {
+        if let url, MQTTEndpoint.isMQTT(url), !["json", "owntracks", "homeassistant"].contains(format) {
             return .formatNotPublishedOverMQTT(format)
+        }
+        if let url, !MQTTEndpoint.isMQTT(url), UploadFormats.named(format) is HomeAssistantFormat {
+            return .formatPublishedOverMQTTOnly(format)
         }
         if let url, MQTTEndpoint.isMQTT(url) {
             do {

@@ -9,6 +9,9 @@ import Upload
 /// The uploader as a service: sends the outbox while the tracker runs; on a graceful shutdown,
 /// once the tracker has stopped, uploads what is left — everything at the end of a replay, for at
 /// most ``Tracker/UploadSettings/shutdownTimeout`` on a stop — and keeps the rest for the next run.
+///
+/// Without a tracker (``sending(_:logger:clock:)``), ``send()`` sends what waits in an outbox to
+/// every target once, with the same uploaders, and says what each target got.
 public final class UploadService: Service, Sendable {
     public let outbox: Outbox
     let settings: Tracker.UploadSettings
@@ -49,6 +52,41 @@ public final class UploadService: Service, Sendable {
         }
     }
 
+    /// An upload service over the outbox at ``Tracker/UploadSettings/outboxPath`` alone, with no
+    /// tracker and no lifecycle, to ``send()`` what waits in it (`keeptrack outbox send`).
+    ///
+    /// - Parameters:
+    ///   - clock: what retries back off on. The default is the wall clock.
+    /// - Throws: ``TrackerError`` (``TrackerError/Code/upload``, the ``UploadError`` underlying)
+    ///   when the outbox can't be opened or a target's settings can't be used.
+    public static func sending(
+        _ settings: Tracker.UploadSettings, logger: Logger, clock: any EpochClock = WallClock()
+    ) throws -> UploadService {
+        do {
+            let outbox = try Outbox(path: settings.outboxPath, configuration: settings.outbox)
+            return try UploadService(outbox: outbox, settings: settings, application: nil, logger: logger, clock: clock)
+        } catch {
+            throw TrackerError("", code: .upload, underlying: error)
+        }
+    }
+
+    /// Sends what waits in the outbox to every target now, each a lane of its own as in a run (the
+    /// same ``Uploader``s: batches, retries with backoff, dead letters, idempotent ids), until each
+    /// target has every record, or gave up after ``Uploader/Configuration/drainAttempts`` failures
+    /// in a row, or met a settings problem; then closes its connections.
+    ///
+    /// - Returns: each target's report, in the order of the settings: a target with records
+    ///   ``TargetReport/pending`` still refuses them (its ``Uploader/Stats/lastError`` says why).
+    /// - Throws: what an embedded endpoint's address (``Tracker/UploadSettings/endpoint``) throws.
+    public func send() async throws -> [TargetReport] {
+        let lanes = try await startedUploaders()
+        await withTaskGroup(of: Void.self) { group in
+            for uploader in lanes { group.addTask { await uploader.run(drain: true) } }
+        }
+        for uploader in lanes { await uploader.shutdown() }
+        return targetReports
+    }
+
     var tracker: TrackerCore? {
         get { trackerCore.withLock { $0 } }
         set { trackerCore.withLock { $0 = newValue } }
@@ -64,49 +102,39 @@ public final class UploadService: Service, Sendable {
     /// What the first target's uploader did so far.
     public var stats: Uploader.Stats? { uploader?.stats }
 
-    /// What the upload did, one line without coordinates: `upload: 900 records acknowledged by
-    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left (with
-    /// one target; the caller words ``targetReports`` when there are several).
-    public var summary: String {
-        let stats = self.stats ?? Uploader.Stats()
-        let pending = (try? outbox.stats())?.pending ?? -1
-        let url = uploader?.configuration.url ?? settings.uploader.url
-        return Self.line(
-            "upload: ", stats: stats, host: Uploader.hostOf(url), pending: pending,
-            left: "left in the outbox")
-    }
-
-    /// What one target's lane did: its name, host, counters, and the records it still lacks.
-    public struct TargetReport: Sendable {
+    /// What one target's lane did: its name, host, counters, and the records it still lacks. The
+    /// caller words it (`keeptrack` says `upload: 900 records acknowledged by HOST in 2 requests, 0
+    /// retries; 0 left in the outbox`, and why records are left).
+    public struct TargetReport: Sendable, Hashable {
+        /// The name its acknowledgements are filed under (``Uploader/Configuration/target``).
         public var name: String
+        /// The endpoint's host (and port), without credentials, path or query.
         public var host: String
         public var stats: Uploader.Stats
-        /// Records in the outbox it has not acknowledged.
+        /// Records in the outbox it has not acknowledged (with a single target, every record the
+        /// outbox holds); -1 when the outbox could not be read.
         public var pending: Int
+
+        public init(name: String, host: String, stats: Uploader.Stats, pending: Int) {
+            (self.name, self.host, self.stats, self.pending) = (name, host, stats, pending)
+        }
     }
 
     /// Each target's ``TargetReport``, in the order of the settings.
     public var targetReports: [TargetReport] {
         let uploaders = self.uploaders
-        let statuses = (try? outbox.targetStatuses()) ?? []
+        let several = targets.count > 1
+        // With one target, what it lacks is what the outbox holds.
+        let statuses = several ? (try? outbox.targetStatuses()) ?? [] : []
+        let held = several ? -1 : (try? outbox.stats())?.pending ?? -1
         return targets.enumerated().map { i, target in
             let name = target.target ?? ""
             let uploader = i < uploaders.count ? uploaders[i] : nil
             return TargetReport(
                 name: name, host: Uploader.hostOf(uploader?.configuration.url ?? target.url),
                 stats: uploader?.stats ?? Uploader.Stats(),
-                pending: statuses.first { $0.target.name == name }?.pending ?? -1)
+                pending: several ? statuses.first { $0.target.name == name }?.pending ?? -1 : held)
         }
-    }
-
-    static func line(_ start: String, stats: Uploader.Stats, host: String, pending: Int, left: String) -> String {
-        var line =
-            start + "\(grouped(stats.uploaded)) records acknowledged by \(host) in "
-            + "\(grouped(stats.requests)) requests, \(grouped(stats.retries)) retries"
-        if stats.deadLettered > 0 { line += ", \(grouped(stats.deadLettered)) rejected (dead letters)" }
-        line += "; \(grouped(pending)) \(left)"
-        if pending > 0 { line += " (\(stats.lastError ?? "not sent")); they go with the next run" }
-        return line
     }
 
     /// The device id the endpoint files this outbox's records under (OwnTracks: `user/device`).
@@ -123,21 +151,26 @@ public final class UploadService: Service, Sendable {
         for uploader in uploaders { uploader.notify() }
     }
 
-    public func run() async throws {
-        var uploaders = self.uploaders
-        if uploaders.isEmpty {
-            // An embedded endpoint's address replaces the URL `embedded` (or the first target's).
-            let url = try await settings.endpoint?()
-            let embedded = targets.firstIndex { $0.url == "embedded" } ?? 0
-            uploaders = try targets.enumerated().map { i, target in
-                var c = target
-                if let url, i == embedded { c.url = url }
-                return try Uploader(
-                    outbox: outbox, configuration: c, application: application, logger: logger,
-                    clock: clock)
-            }
-            current.withLock { $0 = uploaders }
+    /// The targets' uploaders, made now if an embedded endpoint had to give its address first.
+    func startedUploaders() async throws -> [Uploader] {
+        let uploaders = self.uploaders
+        guard uploaders.isEmpty else { return uploaders }
+        // An embedded endpoint's address replaces the URL `embedded` (or the first target's).
+        let url = try await settings.endpoint?()
+        let embedded = targets.firstIndex { $0.url == "embedded" } ?? 0
+        let made = try targets.enumerated().map { i, target in
+            var c = target
+            if let url, i == embedded { c.url = url }
+            return try Uploader(
+                outbox: outbox, configuration: c, application: application, logger: logger,
+                clock: clock)
         }
+        current.withLock { $0 = made }
+        return made
+    }
+
+    public func run() async throws {
+        let uploaders = try await startedUploaders()
         // Each target is a lane of its own: one that is down or refusing holds no other back.
         let lanes = uploaders
         @Sendable func all(drain: Bool) async {

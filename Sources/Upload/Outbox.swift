@@ -69,6 +69,9 @@ public final class Outbox: Sendable {
     /// Per target, a sequence number at or below which it has every location (its batches' lookups
     /// start above it, so that a target ahead of another does not scan what it already has).
     let locationFloors = Mutex<[String: Int64]>([:])
+    /// Records appended through this outbox since it was opened, and the filling batches waiting
+    /// for a number of them (``waitForAppends(_:after:until:on:)``).
+    let appends = Mutex(Appends())
 
     /// The page size of a new outbox, in bytes: what one commit of a location writes.
     static let pageSize = 1024
@@ -185,8 +188,9 @@ public final class Outbox: Sendable {
                 let eviction = try evict(db, now: t, pending: pendingCount.withLock { $0 } + records.count)
                 return (stored, eviction)
             }
-            // Committed: now the count.
+            // Committed: now the count, and the batches waiting to fill.
             pendingCount.withLock { $0 += records.count - eviction.total }
+            appended(records.count)
             return (stored, eviction)
         } catch {
             throw UploadError(.storage, "cannot append to the outbox \(path)", path: path, underlying: error)

@@ -75,7 +75,7 @@ public struct UploadRequest: Sendable {
 /// Every format the uploader speaks.
 public enum UploadFormats {
     public static let all: [any UploadFormat] = [
-        JSONBatchFormat(), OsmAndFormat(), OwnTracksFormat(), OverlandFormat(),
+        JSONBatchFormat(), OsmAndFormat(), OwnTracksFormat(), OverlandFormat(), HomeAssistantFormat(),
     ]
 
     /// The format named `name`, or `nil`.

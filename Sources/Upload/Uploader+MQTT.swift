@@ -11,6 +11,8 @@ final class MQTTPublisher: Sendable {
     let options: MQTTConnection.Options
     /// Where records go: the URL's topic, or `owntracks/USER/DEVICE`.
     let topic: String
+    /// With ``HomeAssistantFormat``: its topics, gate and status (the URL's topic is the discovery prefix).
+    let homeAssistant: HomeAssistantLane?
     let current = Mutex<MQTTConnection?>(nil)
 
     init(configuration: Uploader.Configuration, device: String) throws(UploadError) {
@@ -22,7 +24,15 @@ final class MQTTPublisher: Sendable {
         if configuration.caFile != nil && !endpoint.tls {
             throw UploadError(.configuration, "a CA file goes with mqtts:// (TLS), not mqtt://")
         }
-        var options = MQTTConnection.Options(clientID: "keeptrack-\(device)")
+        let prefix = endpoint.topic.isEmpty ? HomeAssistantDiscovery.defaultPrefix : endpoint.topic
+        let homeAssistant = (configuration.format as? HomeAssistantFormat).map {
+            HomeAssistantLane(format: $0, device: device, prefix: prefix)
+        }
+        self.homeAssistant = homeAssistant
+        // Its own client id: an OwnTracks target of the same device on the same broker is another client.
+        var options = MQTTConnection.Options(
+            clientID: homeAssistant == nil ? "keeptrack-\(device)" : "keeptrack-\(device)-homeassistant")
+        options.will = homeAssistant.map { $0.format.will(topics: $0.topics) }
         options.caFile = configuration.caFile
         options.maxInflight = configuration.maxInflight
         options.connectTimeout = min(10, configuration.timeout)
@@ -45,9 +55,14 @@ final class MQTTPublisher: Sendable {
     func connection() async throws(MQTTError) -> MQTTConnection {
         if let c = current.withLock({ $0 }), c.failure == nil { return c }
         await reset()
-        let c = try MQTTConnection(endpoint: endpoint, options: options)
-        do {
+        let lane = homeAssistant
+        var onMessage: (@Sendable (String, [UInt8]) -> Void)?
+        if let lane { onMessage = { topic, payload in lane.received(topic: topic, payload: payload) } }
+        let c = try MQTTConnection(endpoint: endpoint, options: options, onMessage: onMessage)
+        do throws(MQTTError) {
             try await c.connect()
+            // Home Assistant's birth and will, from the start of the connection.
+            if let lane { try await c.subscribe(lane.topics.status, qos: 1, timeout: options.connectTimeout) }
         } catch {
             await c.close()
             throw error
@@ -68,22 +83,27 @@ final class MQTTPublisher: Sendable {
 }
 
 extension Uploader {
+    /// What a failed connection comes to. Bad credentials, TLS files or a missing libmosquitto1 are
+    /// settings to fix, as a 401 is: a drain stops at once, a run tries again at the longest backoff.
+    static func attempt(connecting error: MQTTError) -> Attempt {
+        switch error.code {
+        case .credentials, .configuration:
+            return .settings(reason: error.message, check: error.caFile != nil ? [.caFile] : [.url])
+        case .unreachable, .refused, .disconnected: return .retry(after: nil, reason: error.message)
+        }
+    }
+
     /// One batch over MQTT: every record published at QoS 1 as OwnTracks JSON (``OwnTracksFormat``'s
     /// body, or ``EncryptedOwnTracksFormat``'s with a secret; dwells, which OwnTracks has no form for, and transitions the settings leave out are
     /// acknowledged as skipped), the ones whose PUBACK arrived acknowledged in the outbox, the
     /// rest kept for the next attempt.
     func publish(_ batch: [TrailRecord], via publisher: MQTTPublisher) async -> Attempt {
+        if let lane = publisher.homeAssistant { return await publish(batch, via: publisher, to: lane) }
         let connection: MQTTConnection
         do {
             connection = try await publisher.connection()
         } catch {
-            // Bad credentials, TLS files or a missing libmosquitto1 are settings to fix, as a 401
-            // is: a drain stops at once, a run tries again at the longest backoff.
-            switch error.code {
-            case .credentials, .configuration:
-                return .settings(reason: error.message, check: error.caFile != nil ? [.caFile] : [.url])
-            case .unreachable, .refused, .disconnected: return .retry(after: nil, reason: error.message)
-            }
+            return Self.attempt(connecting: error)
         }
         var published: [(mid: Int32, record: TrailRecord)] = []
         var skipped: [TrailRecord] = []

@@ -6,7 +6,8 @@ extension Uploader {
     /// reports what came of it as the next event, with the time on the uploader's clock.
     ///
     /// - A batch that is not full waits until its oldest record waited
-    ///   ``Uploader/Configuration/maxWait`` (a drain sends it at once).
+    ///   ``Uploader/Configuration/maxWait``, or until the records appended meanwhile fill it,
+    ///   whichever comes first (a drain sends it at once).
     /// - A failed attempt (a network error, a timeout, 408, 429, 5xx, an answer that is not an
     ///   acknowledgement) waits the server's `Retry-After`, or the ``Backoff`` of the failures in
     ///   a row; a drain gives up after ``Uploader/Configuration/drainAttempts`` of them.
@@ -36,8 +37,10 @@ extension Uploader {
             case recovered(failedAttempts: Int)
             /// Wait until woken (records appended, a lifecycle change), or until `deadline` if any.
             case waitForWake(until: EpochInstant?)
-            /// Let the batch fill: sleep until `deadline`; new records don't cut it short.
-            case fill(until: EpochInstant)
+            /// Let the batch fill: wait until `deadline`, or until `records` more records were
+            /// appended (the batch is full then, and goes at once). Appends that leave it short
+            /// don't cut the wait short.
+            case fill(until: EpochInstant, records: Int)
             /// Count a retry and sleep until `deadline`, `wait` seconds from the failure.
             case backOff(until: EpochInstant, wait: Double, cause: Failure)
             case stop(Stop)
@@ -130,11 +133,11 @@ extension Uploader {
             if !drain && count < batchLimit, let oldest = oldestAppended {
                 let due = oldest.advanced(by: .seconds(maxWait))
                 if now < due {
-                    // Not full: let it fill until the oldest record waited maxWait. New records
-                    // don't wake this wait (a tracker appends every second: that would cost a look
-                    // each time).
+                    // Not full: let it fill until the oldest record waited maxWait, or until the
+                    // records it lacks were appended. Fewer don't wake it (a tracker appends every
+                    // second: that would cost a look each time).
                     state = .waiting
-                    return .fill(until: due)
+                    return .fill(until: due, records: batchLimit - count)
                 }
             }
             state = .sending(count: count)

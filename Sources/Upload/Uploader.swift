@@ -21,7 +21,8 @@ import Synchronization
 /// The loop, in ``run(drain:)``, performs what ``RetryPolicy`` decides:
 /// - waits while the app is suspended (or not allowed a background task): nothing is sent;
 /// - takes the next batch (region transitions first, then locations in order) once it is full
-///   (``Configuration/maxBatchCount``) or its oldest record waited ``Configuration/maxWait``;
+///   (``Configuration/maxBatchCount``: the commit that fills it wakes the wait) or its oldest
+///   record waited ``Configuration/maxWait``;
 /// - sends it inside a background task named `upload`; when the budget expires mid-request the
 ///   expiration handler cancels the request and the batch stays in the outbox;
 /// - on success removes the batch; on 408, 429, 5xx, a network error, a timeout or an answer that
@@ -185,6 +186,11 @@ public final class Uploader: Sendable {
     }
 
     static func httpClient(_ configuration: Configuration) throws(UploadError) -> HTTPClient {
+        if configuration.format is HomeAssistantFormat {
+            throw UploadError(
+                .configuration, "Home Assistant's discovery goes over MQTT: the URL must start with mqtt:// or mqtts://"
+            )
+        }
         guard configuration.url.hasPrefix("http://") || configuration.url.hasPrefix("https://") else {
             throw UploadError(
                 .configuration,
@@ -224,6 +230,8 @@ public final class Uploader: Sendable {
         var action = policy.start()
         var batch: [TrailRecord] = []
         var reason = ""
+        // The outbox's appends before the last read: a filling batch counts the records it lacks from it.
+        var mark = 0
         while true {
             switch action {
             case .read(let limit):
@@ -238,6 +246,7 @@ public final class Uploader: Sendable {
                     }
                     continue
                 }
+                mark = outbox.appendMark
                 do {
                     batch = try outbox.nextBatch(
                         maxCount: limit,
@@ -274,8 +283,8 @@ public final class Uploader: Sendable {
             case .waitForWake(let deadline):
                 await signal.wait(until: deadline, on: clock)
                 action = policy.woke()
-            case .fill(let deadline):
-                try? await clock.sleep(until: deadline, tolerance: nil)
+            case .fill(let deadline, let records):
+                await outbox.waitForAppends(records, after: mark, until: deadline, on: clock)
                 action = policy.woke()
             case .backOff(let deadline, let wait, let cause):
                 state.withLock {

@@ -2,7 +2,7 @@ import ArgumentParser
 import SystemIO
 import Tracking
 import Formats
-import TrackServer
+import TrackStore
 import TrackStorePostgres
 
 #if canImport(Glibc)
@@ -99,7 +99,7 @@ struct Export: AsyncParsableCommand {
             case .noDatabase:
                 throw ValidationError("\(error): run `keeptrack replay --upload embedded ...` or name one with --db.")
             case .severalDevices: throw ValidationError("\(error); choose one with --device.")
-            case .other: throw CommandFailure(error.description)
+            default: throw CommandFailure(error.description)
             }
         }
         if let output {

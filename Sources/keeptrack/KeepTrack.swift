@@ -28,6 +28,15 @@ struct KeepTrack: AsyncParsableCommand {
                 Glibc.exit(64)
             }
         }
+        // `outbox send` reads the targets (and the data directory) of `track`'s file.
+        if arguments.starts(with: ["outbox", "send"]) {
+            do {
+                arguments = try OutboxCommand.Send.insertingFile(into: arguments)
+            } catch {
+                printError("keeptrack: \(error) (keeptrack config check \(error.path))")
+                Glibc.exit(64)
+            }
+        }
         do {
             arguments = try ServeConfig.insertingFile(into: arguments)
         } catch {

@@ -11,17 +11,18 @@ import Upload
 struct OutboxCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outbox",
-        abstract: "Show the upload outbox; send its dead letters again or delete them.",
+        abstract: "Show the upload outbox, send what waits in it, send its dead letters again or delete them.",
         discussion: """
             Examples:
               keeptrack outbox status            # pending, dead letters (by target)
+              keeptrack outbox send              # to the targets of track's config file
               keeptrack outbox dead-letters      # one JSON object a line
               keeptrack outbox retry --all       # send them again (once fixed)
               keeptrack outbox retry --all --target fleet:5055/
               keeptrack outbox purge 12 13       # delete these for good
               keeptrack outbox forget-target old.example/v1
             """,
-        subcommands: [Status.self, DeadLetters.self, Retry.self, Purge.self, ForgetTarget.self]
+        subcommands: [Status.self, Send.self, DeadLetters.self, Retry.self, Purge.self, ForgetTarget.self]
     )
 
     struct Status: ParsableCommand {
@@ -67,7 +68,7 @@ struct OutboxCommand: ParsableCommand {
 
     struct Retry: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Move dead letters back into the outbox, to be sent with the next run.")
+            abstract: "Move dead letters back into the outbox, to be sent with the next run or outbox send.")
         @Argument(help: "The dead letters' sequence numbers.") var sequences: [Int64] = []
         @Flag(help: "Every dead letter.") var all = false
         @Option(

@@ -3,6 +3,7 @@ import Geo
 import OwnTracksCrypto
 import SystemIO
 import TrackServer
+import TrackStore
 import Tracking
 import Upload
 
@@ -72,7 +73,7 @@ extension Serve.Devices {
             let device = DeviceSecrets.ownTracksDevice(id)!
             if remove {
                 let (removed, location) = try await serve.withDeviceTokens(creating: false) { store in
-                    (try await Self.secrets(store).removeSecret(device: device), store.location)
+                    (try await store.removeSecret(device: device), store.location)
                 }
                 guard removed else { throw CommandFailure("device '\(device)' has no secret in \(location)") }
                 print("removed the secret of \(device)")
@@ -94,17 +95,10 @@ extension Serve.Devices {
                         + "keeptrack serve devices secret \(device) < FILE")
             }
             let location = try await serve.withDeviceTokens(creating: true) { store in
-                try await Self.secrets(store).setSecret(device: device, secret: secret, now: WallClock.seconds())
+                try await store.setSecret(device: device, secret: secret, now: WallClock.seconds())
                 return store.location
             }
             print("set the secret of \(device) in \(location)")
-        }
-
-        static func secrets(_ store: any TrackStore) throws -> any DeviceSecretStore {
-            guard let secrets = store as? any DeviceSecretStore else {
-                throw CommandFailure("the store at \(store.location) keeps no device secrets")
-            }
-            return secrets
         }
     }
 }
@@ -114,9 +108,9 @@ extension UploadOptions {
     /// Recorder given the key does, so that what is sent encrypted is stored.
     func shareSecret(with embedded: TrackServer?, tracker: Tracker) async throws {
         guard let embedded, let index = embeddedIndex, let secretFile = Self.value(secretFile, index),
-            let device = tracker.uploadService?.deviceOnServer(target: index),
-            let store = embedded.store as? any DeviceSecretStore
+            let device = tracker.uploadService?.deviceOnServer(target: index)
         else { return }
-        try await store.setSecret(device: device, secret: try SecretFile.read(secretFile), now: WallClock.seconds())
+        try await embedded.store.setSecret(
+            device: device, secret: try SecretFile.read(secretFile), now: WallClock.seconds())
     }
 }

@@ -3,6 +3,7 @@ import SystemIO
 import Formats
 import Logging
 import TrackServer
+import TrackStore
 import TrackStorePostgres
 import FoundationEssentials
 import Geo
@@ -229,9 +230,9 @@ struct Serve: AsyncParsableCommand {
     /// The store of `--db`, or the data directory's endpoint database.
     var database: TrackDatabase { db.map(TrackDatabase.init) ?? TrackDatabase(dataDirectory: data.layout) }
 
-    /// The server's settings from the options (the database's default path aside).
-    func configuration(database: String) -> TrackServer.Configuration {
-        var c = TrackServer.Configuration(database: database)
+    /// The server's settings from the options (the database is opened apart: ``database``).
+    func serverConfiguration() -> TrackServer.Configuration {
+        var c = TrackServer.Configuration()
         (c.host, c.port, c.token, c.maxConnections) = (host, port, token, maxConnections)
         c.maxBodyBytes = maxBody ?? 8 << 20
         c.idleTimeout = TrackServer.Configuration.duration(seconds: idleTimeout)
@@ -252,7 +253,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if let problem = configuration(database: db ?? "").problem { throw ValidationError(problem.sentence) }
+        if let problem = serverConfiguration().problem { throw ValidationError(problem.sentence) }
     }
 
     /// Runs `body` on the store of `serve devices` (which must exist, unless `creating`), and closes it.
@@ -285,9 +286,7 @@ struct Serve: AsyncParsableCommand {
             let store = try await database.open(
                 environment: ProcessInfo.processInfo.environment,
                 progress: progressWanted(stdoutUsed: false) ? drawUpgrade : nil)
-            server = try TrackServer(
-                configuration: configuration(database: database.description), store: store,
-                logger: logger)
+            server = try TrackServer(configuration: serverConfiguration(), store: store, logger: logger)
         } catch {
             // A database that can't be opened is a failure at run time, not a usage error: no usage text.
             throw CommandFailure("\(error)")  // names the database (a URL without its password)

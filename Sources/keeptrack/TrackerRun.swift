@@ -5,7 +5,9 @@ import Lifecycle
 import LocationService
 import Logging
 import ServiceLifecycle
+import SystemIO
 import TrackServer
+import TrackStorePostgres
 import Tracking
 
 #if canImport(Glibc)
@@ -56,11 +58,17 @@ struct TrackerRun {
         return c
     }
 
+    /// The embedded endpoint (`--upload embedded`) over the data directory's endpoint database.
+    static func embeddedEndpoint(_ dataDirectory: DataDirectory) async throws -> TrackServer {
+        makeDirectories(dataDirectory.path)
+        return try TrackServer.embedded(store: try await TrackDatabase(dataDirectory: dataDirectory).open())
+    }
+
     func run<S: FixSource>(
         _ source: S, releaser: (any WatchReleasing)? = nil,
         clock: any EpochClock
     ) async throws {
-        let embedded = upload.embedded ? try TrackServer.embedded(dataDirectory: dataDirectory) : nil
+        let embedded = upload.embedded ? try await Self.embeddedEndpoint(dataDirectory) : nil
         let tracker: Tracker
         do {
             tracker = try Tracker(
@@ -72,7 +80,7 @@ struct TrackerRun {
             throw error.commandError
         }
         try await upload.shareSecret(with: embedded, tracker: tracker)
-        if !quiet { upload.warnAboutOrphans(tracker) }
+        if !quiet { upload.warnAboutOrphans(tracker.uploadService) }
         // Started in this order, stopped in reverse: the control socket and the input first, then
         // the upload of what is left, then the endpoint that takes it.
         var logger = Logger(label: "keeptrack.lifecycle")
@@ -96,6 +104,7 @@ struct TrackerRun {
         }
         let interrupted = !tracker.inputFinished
         try await upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)
+        await embedded?.store.close()
         if tracker.application.state == .terminated {
             printError("keeptrack: the app was terminated (see the \"terminated\" event)")
             throw ExitCode(1)

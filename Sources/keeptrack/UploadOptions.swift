@@ -18,7 +18,8 @@ struct UploadOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Upload every location and region transition to this endpoint: http(s)://..., mqtt(s)://[user@]host[/topic] "
-                + "(OwnTracks at QoS 1), or 'embedded' (a test endpoint in-process). Repeatable: each target is a lane "
+                + "(OwnTracks at QoS 1, or Home Assistant's discovery with --format homeassistant), or 'embedded' (a test "
+                + "endpoint in-process). Repeatable: each target is a lane "
                 + "of its own over one outbox; the i-th --format, --token, --user, --secret-file, --device-id, --ca-file "
                 + "and --target-name go with the i-th --upload, a single one with all (docs/upload-targets.md).",
             valueName: "url|embedded"))
@@ -27,8 +28,9 @@ struct UploadOptions: ParsableArguments {
     @Option(
         name: .customLong("format"),
         help: ArgumentHelp(
-            "json (our batch), osmand (Traccar), owntracks or overland (Overland, Dawarich). "
-                + "The default is json.", valueName: "format"))
+            "json (our batch), osmand (Traccar), owntracks, overland (Overland, Dawarich) or homeassistant "
+                + "(MQTT discovery, with an mqtt:// --upload: docs/home-assistant.md). The default is json.",
+            valueName: "format"))
     var formats: [String] = []
 
     /// The first target's format (the only one's).
@@ -269,7 +271,11 @@ extension UploadOptionValues.Problem {
         case .unknownFormat(let format): "--format takes \(UploadFormats.names), got '\(format)'."
         case .unsupportedURL(let url): "--upload takes an http(s):// or mqtt(s):// URL, or 'embedded', got '\(url)'."
         case .formatNotPublishedOverMQTT(let format):
-            "--upload mqtt(s):// publishes OwnTracks JSON: --format \(format) does not apply."
+            "--upload mqtt(s):// publishes OwnTracks JSON or Home Assistant's discovery: --format \(format) does not "
+                + "apply."
+        case .formatPublishedOverMQTTOnly(let format):
+            "--format \(format) publishes to the MQTT broker Home Assistant uses: give --upload "
+                + "mqtt(s)://[user[:password]@]broker[:port]."
         case .invalidMQTTURL(let why): "--upload: \(why)"
         case .caFileWithoutTLS: "--ca-file goes with mqtts:// (TLS), not mqtt://"
         case .malformedHeader(let header): "--header takes 'Name: value', got '\(header)'."
@@ -326,10 +332,7 @@ extension UploadOptions {
         guard let service = tracker.uploadService else { return }
         if !quiet {
             let reports = service.targetReports
-            if reports.count < 2 {
-                printError(service.summary + Self.settingsHint(service.stats?.settingsToCheck ?? []))
-            }
-            for r in reports where reports.count >= 2 { printError(Self.line(r)) }
+            for r in reports { printError(r.line(reports.count < 2 ? .onlyTarget : .oneOfSeveral)) }
         }
         guard let embedded else { return }
         let device = service.deviceOnServer(target: embeddedIndex ?? 0)
@@ -348,23 +351,43 @@ extension UploadOptions {
     }
 }
 
-extension UploadOptions {
-    /// What one of several targets' lanes did: `upload to NAME: 895 records acknowledged by HOST in 2
-    /// requests, 0 retries; 0 left for it in the outbox`, and why records are left, for whom.
-    static func line(_ r: UploadService.TargetReport) -> String {
-        let s = r.stats
-        var line =
-            "upload to \(r.name): \(grouped(s.uploaded)) records acknowledged by \(r.host) in "
-            + "\(grouped(s.requests)) requests, \(grouped(s.retries)) retries"
-        if s.deadLettered > 0 { line += ", \(grouped(s.deadLettered)) rejected (dead letters)" }
-        line += "; \(grouped(r.pending)) left for it in the outbox"
-        if r.pending > 0 { line += " (\(s.lastError ?? "not sent")); they go with the next run" }
-        return line + settingsHint(s.settingsToCheck)
+extension UploadService.TargetReport {
+    /// How a lane's line reads: the end of a run with one target, or with several, or `outbox send`.
+    enum Style {
+        /// `upload: ... 0 left in the outbox`, and why records are left: they go with the next run.
+        case onlyTarget
+        /// `upload to NAME: ... 0 left for it in the outbox`, and why records are left for it.
+        case oneOfSeveral
+        /// `upload to NAME: ..., 0 dead letters; 0 left for it in the outbox`, and why records are left.
+        case sent
     }
 
+    /// What the lane did, one line without coordinates: `upload: 900 records acknowledged by
+    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left, with
+    /// the options to check when the settings are wrong.
+    func line(_ style: Style) -> String {
+        let s = stats
+        let start = style == .onlyTarget ? "upload: " : "upload to \(name): "
+        var line =
+            start + "\(grouped(s.uploaded)) records acknowledged by \(host) in "
+            + "\(grouped(s.requests)) requests, \(grouped(s.retries)) retries"
+        if style == .sent {
+            line += ", \(grouped(s.deadLettered)) dead letters"
+        } else if s.deadLettered > 0 {
+            line += ", \(grouped(s.deadLettered)) rejected (dead letters)"
+        }
+        line += "; \(grouped(pending)) " + (style == .onlyTarget ? "left in the outbox" : "left for it in the outbox")
+        if pending > 0 {
+            line += " (\(s.lastError ?? "not sent"))" + (style == .sent ? "" : "; they go with the next run")
+        }
+        return line + UploadOptions.settingsHint(s.settingsToCheck)
+    }
+}
+
+extension UploadOptions {
     /// Says which registered targets this run does not upload to still lack records (standard error).
-    func warnAboutOrphans(_ tracker: Tracker) {
-        for orphan in tracker.uploadService?.orphans ?? [] {
+    func warnAboutOrphans(_ service: UploadService?) {
+        for orphan in service?.orphans ?? [] {
             printError(
                 "keeptrack: \(grouped(orphan.pending)) records in the outbox were not delivered to "
                     + "\(orphan.target.name), which this run does not upload to: they leave the outbox once this run's "

@@ -101,8 +101,10 @@ struct PeerWireFormTests {
             decoding: try #require(OwnTracks.encode(enter, waypointCreated: 1_600_000_000)), as: UTF8.self)
         #expect(
             transition
-                == #"{"_type":"transition","event":"enter","desc":"home","wtst":1600000000,"t":"c","tst":1715679000,"lat":48.1000000,"lon":11.5000000,"acc":0,"tid":"VA"}"#
+                == #"{"_type":"transition","event":"enter","desc":"home","wtst":1600000000,"t":"c","tst":1715679000,"lat":48.1000000,"lon":11.5000000,"acc":5,"tid":"VA"}"#
         )
+        // No accuracy from the receiver: acc is still there and above 0 (Home Assistant drops 0), 5 m.
+        #expect(location.contains(#""acc":5,"#))
         // Without a known creation time: one stable value per region, never the crossing's time.
         let stand = String(decoding: try #require(OwnTracks.encode(enter)), as: UTF8.self)
         #expect(stand.contains(#""wtst":\#(Int(OwnTracks.stableWaypointTime("home")))"#))

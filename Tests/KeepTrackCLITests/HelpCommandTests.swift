@@ -2,6 +2,7 @@ import Foundation
 import GPSInput
 import Testing
 import TrackServer
+import TrackStore
 import Tracking
 
 @testable import keeptrack
@@ -33,7 +34,7 @@ struct HelpCommandTests {
     @Test func everyCommandHasHelpWithSubcommandsForItsVerbs() throws {
         let paths = try commands().map { $0.path.joined(separator: " ") }
         for verbs in [
-            ["outbox status", "outbox dead-letters", "outbox retry", "outbox purge"],
+            ["outbox status", "outbox send", "outbox dead-letters", "outbox retry", "outbox purge"],
             ["serve devices add", "serve devices list", "serve devices revoke"],
         ] {
             for path in verbs { #expect(paths.contains(path), "no subcommand '\(path)' in \(paths)") }

@@ -235,3 +235,139 @@ struct LayeringTests {
         }
     }
 }
+
+// MARK: - The endpoint's rooms, its web assets as files, one name per thing (issue 35)
+
+extension LayeringTests {
+    /// The endpoint's HTTP side speaks to a store through the protocol only: `TrackServer` neither
+    /// declares nor imports a database client, `TrackStore` no HTTP, and the PostgreSQL store knows
+    /// no HTTP either (a program that embeds a store builds no server, and the reverse).
+    @Test func theHTTPTargetImportsNoStorageEngineAndTheStoresNoHTTP() throws {
+        let targets = try packageTargets()
+        let rules: [(target: String, forbidden: [String])] = [
+            ("TrackServer", ["GRDB", "PostgresNIO", "TrackStorePostgres"]),
+            ("TrackStore", ["Hummingbird", "HummingbirdCore", "HTTPTypes", "NIOHTTP1", "TrackServer", "PostgresNIO"]),
+            ("TrackStorePostgres", ["Hummingbird", "HummingbirdCore", "HTTPTypes", "NIOHTTP1", "TrackServer", "GRDB"]),
+        ]
+        for (name, forbidden) in rules {
+            let target = try #require(targets[name], "Package.swift has no target \(name)")
+            let imported = imports(in: try sources(under: target.path))
+            for module in forbidden {
+                #expect(!target.dependencies.contains(module), "Package.swift gives \(name) the dependency \(module)")
+                #expect(imported[module] == nil, "\(name) imports \(module) in \(imported[module] ?? [])")
+            }
+        }
+    }
+
+    /// Markup and scripts that only a page or a script holds, found in a string literal's text.
+    static var markup: Regex<Substring> {
+        /(?i)<!doctype\s+html|<html[\s>]|<head[\s>]|<body[\s>]|<script[\s>]|\bfunction\s*\(|addEventListener\s*\(|document\.(?:getElementById|querySelector)/
+    }
+
+    /// The lines of `text` that hold markup or script in a string literal (the lines of a multi-line
+    /// literal all count), with their numbers; comments are not literals.
+    func markupLiterals(_ text: String) -> [(line: Int, text: String)] {
+        var out: [(Int, String)] = []
+        var inMultiline = false
+        for (number, line) in code(text) {
+            let delimiters = line.ranges(of: "\"\"\"").count
+            if inMultiline || delimiters > 0 {
+                if line.contains(Self.markup) { out.append((number, String(line))) }
+                if delimiters % 2 == 1 { inMultiline.toggle() }
+                continue
+            }
+            for literal in line.matches(of: /"(?:[^"\\]|\\.)*"/) where literal.output.contains(Self.markup) {
+                out.append((number, String(line)))
+            }
+        }
+        return out
+    }
+
+    /// A page or a script is a file (`Sources/TrackServer/Resources/`, embedded at build time), read,
+    /// diffed and linted as what it is: no Swift string in Sources holds HTML or JavaScript.
+    @Test func noSwiftStringHoldsHTMLOrJavaScript() throws {
+        let files = try sources(under: "Sources")
+        #expect(files.count > 100, "the sources were not found")
+        for (name, text) in files {
+            for (line, found) in markupLiterals(text) {
+                let found = found.trimmingCharacters(in: .whitespaces).prefix(100)
+                Issue.record(
+                    "\(name):\(line) holds a page or a script in a string: \(found) (make it a file of Resources)")
+            }
+        }
+    }
+
+    @Test func theMarkupRuleFindsPagesAndScriptsInLiteralsOnly() {
+        // A page and a script as the map once had them, in Swift strings.
+        #expect(
+            markupLiterals("    let html = \"\"\"\n        <!DOCTYPE html>\n        <html lang=\"en\">\n        \"\"\"")
+                .count == 2)
+        #expect(
+            markupLiterals(
+                "    static let source = #\"\"\"\n        \"use strict\";\n        (function () {\n        \"\"\"#"
+            ).count == 1)
+        #expect(markupLiterals(#"    x = "<script src=\"/a.js\"></script>""#).count == 1)
+        #expect(
+            markupLiterals(#"    b.addEventListener("change", f) // not Swift, but a literal would hold it"#).isEmpty)
+        #expect(markupLiterals(#"    s = "button.addEventListener(\"click\", go)""#).count == 1)
+        // Comments, error messages and SVG are not pages.
+        #expect(markupLiterals("    // In a <script> element: \"</\" would end it.").isEmpty)
+        #expect(markupLiterals(#"    throw E("a document type declaration (<!DOCTYPE): refused")"#).isEmpty)
+        #expect(markupLiterals(#"    svg += "<svg class=\"latest\"><circle r=\"4\"/></svg>""#).isEmpty)
+    }
+
+    /// The names a typealias may take without giving a type a second name: the associated types of the
+    /// protocols the sources conform to (`AsyncSequence`, `Clock`, NIO's handlers, Hummingbird's
+    /// middlewares and channels, postgres-nio's prepared statements, `Identifiable`).
+    static let requirementNames: Set<String> = [
+        "Element", "Failure", "Iterator", "AsyncIterator", "Instant", "Duration", "InboundIn", "InboundOut",
+        "OutboundIn", "OutboundOut", "Context", "Value", "Row", "ID", "Index", "RawValue",
+    ]
+
+    /// Why `typealias name = target` keeps a second name for a type, or nil: it may witness a protocol's
+    /// associated type (``requirementNames``), specialize a generic type (`X<Y>`), name a structural type
+    /// (a tuple, a function, a composition), or bring a nested type into scope under its own name
+    /// (`Action = Machine.Action`).
+    func secondName(_ name: String, _ target: String) -> String? {
+        if Self.requirementNames.contains(name) { return nil }
+        let bare = target.replacing(/@\w+\s+/, with: "").trimmingCharacters(in: .whitespaces)
+        if bare.contains("<") || bare.hasPrefix("(") || bare.contains("->") || bare.contains("&")
+            || bare.hasPrefix("any ") || bare.hasPrefix("some ")
+        {
+            return nil
+        }
+        if bare.split(separator: ".").last.map(String.init) == name { return nil }
+        return "typealias \(name) = \(bare) gives \(bare) a second name"
+    }
+
+    /// One name per thing: a grep for a type finds all its uses. A typealias kept for a former name
+    /// (`WireFormatError = FormatsError`) is a second name; the rule is ``secondName(_:_:)``.
+    @Test func noTypealiasKeepsAnOldName() throws {
+        let declaration = /^\s*(?:(?:public|package|internal|fileprivate|private)\s+)?typealias\s+(\w+)\s*=\s*(.+?)\s*$/
+        var found: [String] = []
+        var aliases = 0
+        for (name, text) in try sources(under: "Sources") {
+            for (line, statement) in code(text) {
+                guard let match = String(statement).firstMatch(of: declaration) else { continue }
+                aliases += 1
+                if let why = secondName(String(match.output.1), String(match.output.2)) {
+                    found.append("\(name):\(line): \(why)")
+                }
+            }
+        }
+        #expect(aliases > 10, "the typealiases of Sources were not found")
+        #expect(found.isEmpty, "name the type itself: \(found.joined(separator: "; "))")
+    }
+
+    @Test func theTypealiasRuleTellsAnOldNameFromAWitness() {
+        #expect(secondName("WireFormatError", "FormatsError") != nil)
+        #expect(secondName("Export", "TrailFile") != nil)
+        #expect(secondName("Configuration", "LocationManagerConfiguration") != nil)
+        #expect(secondName("Element", "SourceElement") == nil)
+        #expect(secondName("Failure", "FormatsError") == nil)
+        #expect(secondName("Progress", "ReplayProgress<NMEAStatistics>") == nil)
+        #expect(secondName("Action", "GPSDConnectionStateMachine.Action") == nil)
+        #expect(secondName("Part", "(key: String, line: Int, arguments: [String])") == nil)
+        #expect(secondName("Encoder", "@Sendable (TrailRecord) -> Frame?") == nil)
+    }
+}

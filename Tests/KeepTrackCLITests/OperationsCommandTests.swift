@@ -81,10 +81,10 @@ struct DurationOptionTests {
         #expect(try Simulate.parse(["--duration", "2h"]).duration == 7200)
         #expect(try Serve.parse(["--idle-timeout", "1m", "--body-timeout", "90s"]).bodyTimeout == 90)
         // Issue 25: the first-request timeout, and a cap sized from the descriptor limit unless given.
-        let serve = try Serve.parse(["--first-request-timeout", "5s"]).configuration(database: "d")
+        let serve = try Serve.parse(["--first-request-timeout", "5s"]).serverConfiguration()
         #expect(serve.firstRequestTimeout == .seconds(5) && serve.maxConnections == nil)
-        #expect(try Serve.parse([]).configuration(database: "d").firstRequestTimeout == .seconds(10))
-        #expect(try Serve.parse(["--max-connections", "64"]).configuration(database: "d").maxConnections == 64)
+        #expect(try Serve.parse([]).serverConfiguration().firstRequestTimeout == .seconds(10))
+        #expect(try Serve.parse(["--max-connections", "64"]).serverConfiguration().maxConnections == 64)
     }
 
     @Test func aBadDurationNamesTheOptionWhatWasGivenAndWhatIsAccepted() throws {

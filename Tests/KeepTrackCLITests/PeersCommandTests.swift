@@ -3,6 +3,7 @@ import KeepTrackTesting
 import OwnTracksCrypto
 import Testing
 import TrackServer
+import TrackStore
 
 #if canImport(Glibc)
     import Glibc

@@ -15,9 +15,9 @@ struct ServeCORSCommandTests {
             "--cors-origin", "https://maps.example.org", "--cors-origin", "http://127.0.0.1:8080",
         ])
         #expect(
-            serve.configuration(database: "x").corsOrigins == ["https://maps.example.org", "http://127.0.0.1:8080"])
-        #expect(try Serve.parse([]).configuration(database: "x").corsOrigins.isEmpty)
-        #expect(try Serve.parse(["--cors-origin", "*"]).configuration(database: "x").problem == nil)
+            serve.serverConfiguration().corsOrigins == ["https://maps.example.org", "http://127.0.0.1:8080"])
+        #expect(try Serve.parse([]).serverConfiguration().corsOrigins.isEmpty)
+        #expect(try Serve.parse(["--cors-origin", "*"]).serverConfiguration().problem == nil)
     }
 
     @Test(arguments: [
@@ -48,7 +48,7 @@ struct ServeCORSCommandTests {
         """.write(toFile: file, atomically: true, encoding: .utf8)
         let arguments = try ServeConfig.insertingFile(into: ["serve", "--config", file, "--port", "6000"])
         let serve = try Serve.parse(Array(arguments.dropFirst()))
-        let c = serve.configuration(database: "x")
+        let c = serve.serverConfiguration()
         #expect(c.corsOrigins == ["https://owntracks.example.org", "http://127.0.0.1:8080"])
         #expect(c.port == 6000 && c.token == "s3cret")
         try "cors-origins: https://x.example\n".write(toFile: file, atomically: true, encoding: .utf8)

@@ -116,7 +116,7 @@ struct UploadCommandTests {
         ),
         (
             ["replay", "--upload", "mqtt://h", "--format", "osmand", "fixtures/walk-15min.nmea"],
-            "--upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."
+            "--upload mqtt(s):// publishes OwnTracks JSON or Home Assistant's discovery: --format osmand does not apply."
         ),
         (
             ["serve", "--mqtt", "mqtt://h:0"],

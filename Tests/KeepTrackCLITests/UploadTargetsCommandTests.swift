@@ -200,7 +200,8 @@ struct UploadTargetsCommandTests {
         (["--upload", "embedded", "--upload", "embedded"], "--upload embedded is given twice"),
         (
             ["--upload", "embedded", "--upload", "mqtt://h", "--format", "json", "--format", "osmand"],
-            "--upload mqtt://h: --upload mqtt(s):// publishes OwnTracks JSON: --format osmand does not apply."
+            "--upload mqtt://h: --upload mqtt(s):// publishes OwnTracks JSON or Home Assistant's discovery: --format osmand "
+                + "does not apply."
         ),
         (["--upload", "embedded", "--target-header", "3:X-A: b"], "--target-header takes 'N:Name: value'"),
         (

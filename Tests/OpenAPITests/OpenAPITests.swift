@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import Testing
 import TrackServerTesting
+import TrackStore
 
 @testable import TrackServer
 
@@ -82,9 +83,10 @@ struct OpenAPITests {
     /// as `METHOD /path/{capture}`.
     static func registeredRoutes() async throws -> Set<String> {
         let directory = try TemporaryDirectory()
-        var configuration = TrackServer.Configuration(database: directory.path + "/routes.sqlite")
+        var configuration = TrackServer.Configuration()
         configuration.faultInjection = true
-        let server = try TrackServer(configuration: configuration)
+        let server = try TrackServer(
+            configuration: configuration, store: try SQLiteTrackStore(path: directory.path + "/routes.sqlite"))
         let routes = Set(server.router().routes.map { "\($0.method.rawValue) \($0.path.description)" })
         await server.store.close()
         directory.remove()
@@ -271,15 +273,19 @@ struct OpenAPITests {
             .init(method: .HEAD, route: "/ws/last", status: 426),
             .init(method: .HEAD, route: "/ws/last", status: 401, token: nil),
         ]
-        for route in ["/map", "/map/app.js"] {
-            c.append(.init(method: .GET, route: route, status: 200, token: nil))
-            c.append(.init(method: .HEAD, route: route, status: 200, token: nil))
+        let cached = [("If-None-Match", "*")]
+        for route in ["/map", "/map/app.js", "/map/app.css"] {
+            for method in [HTTPMethod.GET, .HEAD] {
+                c.append(.init(method: method, route: route, status: 200, token: nil))
+                c.append(.init(method: method, route: route, status: 304, token: nil, headers: cached))
+            }
         }
         for (route, name) in [("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png")]
         {
             let file = route.replacing("{name}", with: name), missing = route.replacing("{name}", with: "missing.css")
             for method in [HTTPMethod.GET, .HEAD] {
                 c.append(.init(method: method, route: route, target: file, status: 200, token: nil))
+                c.append(.init(method: method, route: route, target: file, status: 304, token: nil, headers: cached))
                 c.append(.init(method: method, route: route, target: missing, status: 404, token: nil))
             }
         }

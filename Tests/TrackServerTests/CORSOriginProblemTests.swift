@@ -13,7 +13,7 @@ import TrackServer
         #expect(problem.code == code)
         #expect(problem.field == "corsOrigins")
         #expect(problem.value == origin)
-        var c = TrackServer.Configuration(database: "x")
+        var c = TrackServer.Configuration()
         c.corsOrigins = [origin]
         #expect(c.problem == .corsOrigin(problem))
     }

@@ -7,6 +7,7 @@ import KeepTrackTesting
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// A real endpoint on 127.0.0.1 on a manual clock (the first-request timeout runs on the server's
 /// clock), over a SQLite store in its own directory.
@@ -19,11 +20,12 @@ struct ClockedEndpoint {
 
     static func start(configure: (inout TrackServer.Configuration) -> Void) async throws -> ClockedEndpoint {
         let dir = temporaryDirectory()
-        var c = TrackServer.Configuration(database: dir + "/endpoint.sqlite")
+        var c = TrackServer.Configuration()
         c.token = "secret"
         configure(&c)
         let clock = ManualClock(now: EpochInstant(secondsSince1970: 1_715_682_600))  // an hour after the records below
-        let server = try TrackServer(configuration: c, clock: clock)
+        let server = try TrackServer(
+            configuration: c, store: try SQLiteTrackStore(path: dir + "/endpoint.sqlite"), clock: clock)
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }
         let port = try await withTimeout(30, "the endpoint to listen") { [ready] in

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// One request over a fresh connection, exactly as written; the response as text. `guardSeconds`
 /// only ends a hung read (a debug build under load may take long: it is not a measurement).
@@ -105,7 +106,11 @@ struct EndpointLimitsTests {
         let refused = try await get(endpoint, "/healthz")
         #expect(status(refused) == 503, "\(refused)")
         #expect(header("Retry-After", refused) == "5")
-        #expect(body(refused).contains("maximum of 3 connections"))
+        #expect(header("Content-Type", refused) == "application/json; charset=utf-8")
+        #expect(
+            body(refused)
+                == #"{"error":{"code":"service-unavailable","message":"the server is serving its maximum of 3 connections; try again shortly"}}"#
+        )
         #expect(await endpoint.metric("keeptrack_serve_connections_refused_total") == 1)
         // One held connection goes: a new one is served again (once the server saw it close).
         held.removeFirst().close()
@@ -125,6 +130,8 @@ struct EndpointLimitsTests {
             "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: "
                 + String(repeating: "a", count: 100 << 10) + "\r\n\r\n")
         #expect(status(r) == 400, "\(r.prefix(200))")
+        #expect(header("Content-Type", r) == "application/json; charset=utf-8")
+        #expect(body(r) == #"{"error":{"code":"bad-request","message":"the request head is longer than 65536 bytes"}}"#)
         await endpoint.stop()
     }
 

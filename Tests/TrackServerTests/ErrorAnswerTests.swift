@@ -91,6 +91,33 @@ struct ErrorAnswerTests {
         await endpoint.stop()
     }
 
+    /// The answers written apart from the routes have the one body too: no route, the stream without
+    /// an upgrade, an injected failure, a file Leaflet cannot have.
+    @Test func everyRefusalHasTheOneBodyWhoeverWritesIt() async throws {
+        var faults = Faults()
+        faults.failNext = 1
+        faults.failStatus = 502
+        faults.retryAfter = 7
+        let endpoint = try await Endpoint.start(faults: faults)
+        let injected = try await post(endpoint, "/v1/locations", "{}")
+        #expect(status(injected) == 502 && header("Retry-After", injected) == "7")
+        #expect(try errorBody(injected) == ("injected-failure", "injected failure (502)"))
+        let nowhere = try await get(endpoint, "/v2/nothing")
+        #expect(status(nowhere) == 404)
+        #expect(try errorBody(nowhere) == ("not-found", "no route for this method and path: see /openapi.json"))
+        #expect(status(try await post(endpoint, "/healthz", "{}")) == 404)
+        for path in ["/v1/stream", "/ws/last"] {
+            let plain = try await get(endpoint, path)
+            #expect(status(plain) == 426 && header("Upgrade", plain) == "websocket", "\(path)")
+            #expect(
+                try errorBody(plain) == ("upgrade-required", "GET \(path) is a WebSocket: ask with Upgrade: websocket"))
+        }
+        let strange = try await get(endpoint, "/map/leaflet/..evil")
+        #expect(status(strange) == 404)
+        #expect(try errorBody(strange) == ("not-found", "not a file of Leaflet's"))
+        await endpoint.stop()
+    }
+
     @Test func theAnswerOfADecodingErrorCarriesItsCodeAndMessage() {
         let answer = ErrorAnswer(
             FormatsError("the batch has more than 10 locations", code: .tooLarge), status: .contentTooLarge)

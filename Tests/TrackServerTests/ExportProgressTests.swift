@@ -3,6 +3,7 @@ import KeepTrackTesting
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// `keeptrack export` of a large trail reports its progress (issue 14, item 6): read in pages, and
 /// the same file either way.

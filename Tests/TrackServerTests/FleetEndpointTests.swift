@@ -6,6 +6,7 @@ import Logging
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 import TrackStorePostgres
 
 /// Issue 15, items 4-6: per-device credentials, fleet queries and retention, through a real endpoint

@@ -216,8 +216,13 @@ struct RecorderLiveTests {
                     let answer = String(decoding: bytes, as: UTF8.self)
                     #expect(eof && answer.hasPrefix("HTTP/1.1 401"), "\(answer)")
                     #expect(answer.lowercased().contains("www-authenticate: basic realm=\"keeptrack\"\r\n"))
-                    // Nothing after its body: not the empty 400 of a declined upgrade.
-                    #expect(answer.hasSuffix("\r\n\r\nunauthorized: a valid token is required\n"), "\(answer)")
+                    // The error body every refusal has, and nothing after it: not the empty 400 of a
+                    // declined upgrade.
+                    #expect(answer.lowercased().contains("content-type: application/json; charset=utf-8\r\n"))
+                    let error =
+                        #"{"error":{"code":"unauthorized","message":"a valid token is required "#
+                        + #"(Authorization: Bearer TOKEN, or Basic with it as the password)"}}"#
+                    #expect(answer.hasSuffix("\r\n\r\n" + error), "\(answer)")
                 } else {
                     let answer = await socket.readResponse()
                     #expect(answer.hasPrefix("HTTP/1.1 101"), "\(answer)")

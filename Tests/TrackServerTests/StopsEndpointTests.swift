@@ -5,6 +5,7 @@ import LocationService
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// Issue 27, item 4: `GET /v1/devices/{id}/stops` and `/trips`, computed from stored points by the
 /// device's own detector, on both stores.

@@ -8,6 +8,7 @@ import Synchronization
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// Issue 27's cost: stops and trips kept at ingest (``StoredStops``) answer what the read-time
 /// detector answers on the same stored points, whatever order and batches the points came in,
@@ -176,7 +177,7 @@ struct StoredStopsTests {
     @Test(arguments: StoreKind.allCases) func ingestTellsTheFinishedStopsAndTrips(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
         do {
-            let store = try #require(endpoint.server.store as? any StoredStopsKeeping)
+            let store = endpoint.server.store
             let seen = Mutex<[StopEvent]>([])
             let subscription = store.stopEvents.subscribe { events in seen.withLock { $0 += events } }
             let points = Self.trail(seed: 5, device: "live")

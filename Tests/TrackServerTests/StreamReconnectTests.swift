@@ -4,6 +4,7 @@ import KeepTrackTesting
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 import TrackStorePostgres
 
 /// Issue 28: the PostgreSQL listener of the live stream reconnects after its connection fails, and

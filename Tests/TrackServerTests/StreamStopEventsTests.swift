@@ -4,6 +4,7 @@ import KeepTrackTesting
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// Stops and trips the store finds at ingest reach live clients as `{"type":"event"}` frames.
 @Suite("The live stream: stops and trips found at ingest, as events")
@@ -16,7 +17,7 @@ struct StreamStopEventsTests {
         let reader = StreamReader("ws://127.0.0.1:\(endpoint.port)/v1/stream?token=secret")
         do {
             #expect(try await reader.next()["type"] as? String == "snapshot")
-            let store = try #require(endpoint.server.store as? any StoredStopsKeeping)
+            let store = endpoint.server.store
             let points = StoredStopsTests.trail(seed: 5, device: "live", segments: 12)
             for start in stride(from: 0, to: points.count, by: 50) {
                 let batch = Array(points[start..<min(points.count, start + 50)])

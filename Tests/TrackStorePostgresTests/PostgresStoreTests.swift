@@ -5,11 +5,13 @@ import KeepTrackTesting
 import Logging
 import NIOCore
 import NIOPosix
+import OwnTracksCrypto
 import PostgresNIO
 import Synchronization
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 @testable import TrackStorePostgres
 import Upload
 
@@ -429,7 +431,7 @@ struct PostgresStoreTests {
         let store = RestartingStore(base: base, cluster: cluster, before: 3)
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var c = TrackServer.Configuration(database: cluster.url(name))
+        var c = TrackServer.Configuration()
         c.token = "secret"
         let server = try TrackServer(configuration: c, store: store)
         let task = Task { try await server.run() }
@@ -496,7 +498,7 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     }
     func count() async throws -> Int { try await base.count() }
 
-    // The fleet side, passed through.
+    // The credentials and the fleet, passed through.
     func addCredential(device: String, now: Double) async throws -> String {
         try await base.addCredential(device: device, now: now)
     }
@@ -515,6 +517,27 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
         try await base.deleteExpired(before: cutoff, limit: limit)
     }
+
+    // The other facets, passed through.
+    var storedRecords: RecordFeed { base.storedRecords }
+    func followStored(clock: any EpochClock) async throws { try await base.followStored(clock: clock) }
+    func setSecret(device: String, secret: OwnTracksSecret, now: Double) async throws {
+        try await base.setSecret(device: device, secret: secret, now: now)
+    }
+    func secret(device: String) async throws -> OwnTracksSecret? { try await base.secret(device: device) }
+    func removeSecret(device: String) async throws -> Bool { try await base.removeSecret(device: device) }
+    func secretDevices() async throws -> [String] { try await base.secretDevices() }
+    var stopEvents: StopEventFeed { base.stopEvents }
+    func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport {
+        try await base.storedStops(device: device, from: from, to: to)
+    }
+    func storedStopsSettled() async { await base.storedStopsSettled() }
+    func streamLocations(device: String, from: Double, to: Double, into accumulator: StopsAccumulator) async throws
+        -> StopsAccumulator
+    {
+        try await base.streamLocations(device: device, from: from, to: to, into: accumulator)
+    }
+    func close() async { await base.close() }
 }
 
 /// The batches that arrive while `COPY`s are under way go together in the next one, whole and in

@@ -5,6 +5,7 @@ import OwnTracksCrypto
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 @testable import Upload
 
 /// OwnTracks' encryption and Overland's batch (issue 29, items 2 and 3): the uploader against a
@@ -16,7 +17,7 @@ struct PeerEncryptionOverlandTests {
 
     /// Gives `device` (user/device) a secret in the endpoint's store.
     func setSecret(_ endpoint: Endpoint, _ device: String, _ secret: OwnTracksSecret = Self.secret) async throws {
-        let store = try #require(endpoint.server.store as? any DeviceSecretStore)
+        let store = endpoint.server.store
         try await store.setSecret(device: device, secret: secret, now: 1_715_679_000)
     }
 
@@ -259,7 +260,7 @@ struct PeerEncryptionOverlandTests {
     /// Both stores keep one secret a device: set, replaced, listed, removed.
     @Test(arguments: StoreKind.allCases) func bothStoresKeepOneSecretADevice(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
-        let store = try #require(endpoint.server.store as? any DeviceSecretStore)
+        let store = endpoint.server.store
         #expect(try await store.secret(device: "anna/phone") == nil)
         try await store.setSecret(device: "anna/phone", secret: Self.secret, now: 1_715_679_000)
         try await store.setSecret(device: "bob/tab", secret: Self.secret, now: 1_715_679_000)

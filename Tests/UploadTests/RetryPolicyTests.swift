@@ -75,8 +75,31 @@ import Testing
             name: "a young batch that is not full fills until its oldest record waited 5 s", drain: false,
             events: [.read(count: 3, oldest: 98, at: 100), .woke, .read(count: 4, oldest: 98, at: 103), .acknowledged],
             actions: [
-                .read(limit: 10), .fill(until: at(103)), .read(limit: 10), .send(more: false),
+                .read(limit: 10), .fill(until: at(103), records: 7), .read(limit: 10), .send(more: false),
                 .read(limit: 10),
+            ]),
+        Case(
+            name: "a batch that filled while it waited goes at once, before the deadline, saying there is more",
+            drain: false,
+            events: [.read(count: 1, oldest: 100, at: 100), .woke, .read(count: 10, oldest: 100, at: 101)],
+            actions: [.read(limit: 10), .fill(until: at(105), records: 9), .read(limit: 10), .send(more: true)]),
+        Case(
+            name: "woken short of a full batch before the deadline, it fills again for what it still lacks",
+            drain: false,
+            events: [.read(count: 4, oldest: 100, at: 100), .woke, .read(count: 6, oldest: 100, at: 102)],
+            actions: [
+                .read(limit: 10), .fill(until: at(105), records: 6), .read(limit: 10),
+                .fill(until: at(105), records: 4),
+            ]),
+        Case(
+            name: "while the settings are wrong, a batch fills up to two records",
+            drain: false,
+            events: [
+                .read(count: 10, oldest: 0, at: 100), .settings(at: 100), .woke, .read(count: 1, oldest: 159, at: 160),
+            ],
+            actions: [
+                .read(limit: 10), .send(more: true), .backOff(until: at(160), wait: 60, cause: .settings),
+                .read(limit: 2), .fill(until: at(164), records: 1),
             ]),
         Case(
             name: "a drain sends a young batch at once", drain: true,

@@ -81,9 +81,10 @@ struct UploaderClockTests {
         await endpoint.stop()
     }
 
-    /// A batch that is not full waits until its oldest record waited `maxWait` on the clock, and
-    /// goes then, with what was appended meanwhile up to a full batch.
-    @Test func aBatchFillsOnTheInjectedClock() async throws {
+    /// A batch that is not full waits until its oldest record waited `maxWait` on the clock, or
+    /// until the records appended meanwhile fill it: the commit that fills it wakes the uploader,
+    /// and the full batch goes before the deadline, the clock standing still.
+    @Test func aBatchFillsOnTheInjectedClockAndAFullOneGoesAtOnce() async throws {
         let endpoint = try await Endpoint.start()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -91,7 +92,7 @@ struct UploaderClockTests {
         var oc = Outbox.Configuration()
         oc.device = "van-1"
         let outbox = try Outbox(path: dir + "/outbox.sqlite", configuration: oc, clock: clock)
-        let records = walk(5)
+        let records = walk(7)
         try outbox.append(Array(records[..<3]))
         var c = Uploader.Configuration(url: endpoint.url())
         (c.token, c.maxWait, c.maxBatchCount) = ("secret", 5, 4)
@@ -103,19 +104,28 @@ struct UploaderClockTests {
             #expect(try await endpoint.server.store.count() == 0)
             clock.advance(by: .seconds(4))
             #expect(clock.sleeperCount == 1, "a second early, the batch still waits")
-            try outbox.append(Array(records[3...]))
-            u.notify()
-            // At t0 + 5: a full batch of four goes; the fifth, appended at t0 + 4, waits until t0 + 9.
-            clock.advance(by: .seconds(1))
-            #expect(try await Self.nextWait(clock) == 4)
+            // The fourth record fills the batch: its commit wakes the uploader (no notify), and
+            // the four go a second before the deadline, which the clock never reaches.
+            try outbox.append([records[3]])
+            while u.stats.uploaded < 4 { await Task.yield() }
+            #expect(clock.now.secondsSince1970 == Self.t0 + 4)
             #expect(try await endpoint.server.store.count() == 4)
+            #expect(u.stats.requests == 1)
+            // One record short of a batch waits its five seconds again, as the tracker's
+            // notification wakes the uploader to look.
+            try outbox.append([records[4]])
+            u.notify()
+            #expect(try await Self.nextWait(clock) == 5)
+            try outbox.append(Array(records[5...6]))
+            #expect(clock.sleeperCount == 1, "three of four: the batch still waits")
+            clock.advance(by: .seconds(5))
+            while u.stats.uploaded < 7 { await Task.yield() }
+            #expect(u.stats.requests == 2)
         }
         running.cancel()
         await running.value
-        // A drain sends what waits at once.
-        try await drain(u)
-        #expect(try await endpoint.server.store.trail(device: "van-1").map(\.sequence) == Array(1...5))
-        #expect(clock.now.secondsSince1970 == Self.t0 + 5)
+        #expect(try await endpoint.server.store.trail(device: "van-1").map(\.sequence) == Array(1...7))
+        #expect(clock.now.secondsSince1970 == Self.t0 + 9)
         await u.shutdown()
         await endpoint.stop()
     }

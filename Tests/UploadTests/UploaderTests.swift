@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 import TrackServerTesting
 import TrackServer
+import TrackStore
 @testable import Upload
 
 /// An outbox in a fresh directory with `n` walk records.
@@ -304,11 +305,11 @@ struct TLSTests {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (cert, key) = try certificate(in: dir)
-        var c = TrackServer.Configuration(database: dir + "/endpoint.sqlite")
+        var c = TrackServer.Configuration()
         c.tlsCertificate = cert
         c.tlsKey = key
         c.token = "secret"
-        let server = try TrackServer(configuration: c)
+        let server = try TrackServer(configuration: c, store: try SQLiteTrackStore(path: dir + "/endpoint.sqlite"))
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }
         let port = try await withTimeout(30, "the TLS endpoint") {

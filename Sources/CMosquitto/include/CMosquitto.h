@@ -22,6 +22,8 @@ void keeptrack_mosquitto_destroy(struct mosquitto *mosq);
 int keeptrack_mosquitto_int_option(struct mosquitto *mosq, enum mosq_opt_t option, int value);
 int keeptrack_mosquitto_reconnect_delay_set(struct mosquitto *mosq, unsigned int reconnect_delay,
                                             unsigned int reconnect_delay_max, bool reconnect_exponential_backoff);
+int keeptrack_mosquitto_will_set(struct mosquitto *mosq, const char *topic, int payloadlen, const void *payload,
+                                 int qos, bool retain);
 int keeptrack_mosquitto_username_pw_set(struct mosquitto *mosq, const char *username, const char *password);
 int keeptrack_mosquitto_tls_set(struct mosquitto *mosq, const char *cafile, const char *capath,
                                 const char *certfile, const char *keyfile,

@@ -1,0 +1,94 @@
+import Formats
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import NIOPosix
+import Synchronization
+import TrackStore
+
+/// What the route collections share: pages of a query, times in a query, answers and their heads.
+
+/// The page a query asks for: `limit` and `cursor`.
+struct Paging: Sendable {
+    /// The records in a page when the request gives no `limit`.
+    let defaultSize: Int
+    /// The largest `limit` a request may ask for.
+    let maxSize: Int
+
+    /// The query's page: `limit` (``defaultSize`` when absent, at most ``maxSize``) and `cursor` (a
+    /// token from a previous page).
+    ///
+    /// - Throws: 400 naming the parameter.
+    func page(_ q: FlatDictionary<Substring, Substring>) throws -> (limit: Int, cursor: TrailCursor?) {
+        var limit = defaultSize
+        if let text = q["limit"], !text.isEmpty {
+            guard let n = Int(text), (1...maxSize).contains(n) else {
+                throw HTTPError(.badRequest, message: "limit: '\(text)' is not a number from 1 to \(maxSize)")
+            }
+            limit = n
+        }
+        var cursor: TrailCursor?
+        if let text = q["cursor"], !text.isEmpty {
+            guard let c = TrailCursor(token: String(text)) else {
+                throw HTTPError(.badRequest, message: "cursor: not a cursor this server gave")
+            }
+            cursor = c
+        }
+        return (limit, cursor)
+    }
+}
+
+/// A time parameter: ISO 8601 UTC or Unix seconds.
+enum QueryTime {
+    /// The time of parameter `key` (`nil` when absent or empty); with `finite`, infinities are refused.
+    ///
+    /// - Throws: 400 naming the parameter and its text.
+    static func parse(_ key: String, _ text: String?, finite: Bool = true) throws -> Double? {
+        guard let text, !text.isEmpty else { return nil }
+        if let t = ISOTime.parse(text) ?? Double(text), !finite || t.isFinite { return t }
+        throw HTTPError(.badRequest, message: "\(key): '\(text)' is neither ISO 8601 UTC nor Unix seconds")
+    }
+}
+
+/// Answers as the routes write them.
+enum Answer {
+    /// A 200 with `bytes` of `contentType`.
+    static func ok(_ bytes: [UInt8], contentType: String, headers: HTTPFields = [:]) -> Response {
+        var fields: HTTPFields = [.contentType: contentType]
+        fields.append(contentsOf: headers)
+        return Response(status: .ok, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// A 200 with the JSON `text`.
+    static func json(_ text: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// `response`'s head, for HEAD: its status and headers, `Content-Length` the length of the body it
+    /// drops.
+    static func head(_ response: Response) async throws -> Response {
+        var r = response
+        let writer = CountingWriter()
+        try await response.body.write(writer)
+        // The body first: setting it sets Content-Length to its own length.
+        r.body = .init()
+        r.headers[.contentLength] = String(writer.count.load(ordering: .relaxed))
+        return r
+    }
+}
+
+/// Runs blocking work (rendering a page of up to the largest page of records) on NIO's blocking
+/// pool, not on the threads that serve connections and run Swift tasks.
+func offLoop<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await NIOThreadPool.singleton.runIfActive(work)
+}
+
+/// Counts the bytes of a response body (``Answer/head(_:)``).
+final class CountingWriter: ResponseBodyWriter, Sendable {
+    let count = Atomic<Int>(0)
+
+    func write(_ buffer: ByteBuffer) async throws { count.add(buffer.readableBytes, ordering: .relaxed) }
+    func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}

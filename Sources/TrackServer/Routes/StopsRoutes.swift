@@ -1,0 +1,157 @@
+import Formats
+import Hummingbird
+import LocationService
+import NIOCore
+import TrackStore
+
+/// A device's stops and the trips between them over `from`-`to`, found by the device's own
+/// `VisitDetector` in its stored locations, however they arrived (our batch, OsmAnd, OwnTracks, MQTT),
+/// as the store kept them at ingest (`StoredStops`): every instance on one database gives the same
+/// answer (docs/visits.md, "The cost").
+///
+/// - `GET /v1/devices/{id}/stops`: `{"device":ID,"stops":[{"start":ISO,"end":ISO|null,"duration":S|null,
+///   "lat":..,"lon":..,"radius":M,"fixes":N}]}` (`end` null: still there at the last point).
+/// - `GET /v1/devices/{id}/trips`: `{"device":ID,"trips":[{"start":ISO,"end":ISO,"duration":S,
+///   "distance":M,"avgSpeed":..,"maxSpeed":..,"startLat":..,"startLon":..,"endLat":..,"endLon":..}]}`;
+///   `format=gpx`: GPX with one `<trk>` per trip, its locations.
+///
+/// A device token reads only its own device; an unknown device is 404.
+struct StopsRoutes: Sendable {
+    let store: any TrackStore
+
+    var routes: RouteCollection<ServerContext> {
+        let routes = RouteCollection(context: ServerContext.self)
+        routes.get("/v1/devices/{id}/stops") { request, context in try await answer(request, context, trips: false) }
+        routes.get("/v1/devices/{id}/trips") { request, context in try await answer(request, context, trips: true) }
+        return routes
+    }
+
+    func answer(_ request: Request, _ context: ServerContext, trips: Bool) async throws -> Response {
+        let device = try context.pathDevice()
+        try context.authorize(device: device)
+        let q = request.uri.queryParameters
+        let from = try QueryTime.parse("from", q["from"].map(String.init)) ?? -.infinity
+        let to = try QueryTime.parse("to", q["to"].map(String.init)) ?? .infinity
+        let format = q["format"].map(String.init) ?? "json"
+        guard format == "json" || (trips && format == "gpx") else {
+            throw HTTPError(.badRequest, message: "format: '\(format)' is not \(trips ? "json or gpx" : "json")")
+        }
+        guard try await store.device(device) != nil else {
+            throw HTTPError(.notFound, message: "no device '\(device)'")
+        }
+        let report = try await store.stops(device: device, from: from, to: to)
+        let bytes: [UInt8]
+        if format == "gpx" {
+            var tracks: [TrailExport.TripTrack] = []
+            for trip in report.trips {
+                tracks.append(
+                    TrailExport.TripTrack(
+                        start: trip.start, end: trip.end, distance: trip.distance,
+                        locations: try await store.track(device: device, of: trip)))
+            }
+            bytes = try await offLoop { [tracks] in TrailExport.gpx(device: device, trips: tracks) }
+        } else {
+            bytes =
+                trips ? StopsJSON.trips(device: device, report.trips) : StopsJSON.stops(device: device, report.stops)
+        }
+        return Answer.ok(bytes, contentType: format == "gpx" ? "application/gpx+xml" : "application/json")
+    }
+}
+
+extension StopEvent {
+    /// `{"kind":"stop",...}` or `{"kind":"trip",...}`: the route's object with its kind first.
+    public var json: [UInt8] {
+        var out: [UInt8] = []
+        switch kind {
+        case .stop(let v):
+            ByteWriting.appendStatic("{\"kind\":\"stop\",", to: &out)
+            StopsJSON.stopMembers(v, to: &out)
+        case .trip(let t):
+            ByteWriting.appendStatic("{\"kind\":\"trip\",", to: &out)
+            StopsJSON.tripMembers(t, to: &out)
+        }
+        return out
+    }
+}
+
+/// The JSON of the stops and trips routes.
+public enum StopsJSON {
+    /// `{"device":ID,"stops":[...]}`.
+    public static func stops(device: String, _ visits: [Visit]) -> [UInt8] {
+        document(device: device, key: "stops", visits, stopMembers)
+    }
+
+    /// `{"device":ID,"KEY":[{...},...]}` and a line end, each object's members written by `members`.
+    static func document<T>(
+        device: String, key: StaticString, _ items: [T], _ members: (T, inout [UInt8]) -> Void
+    ) -> [UInt8] {
+        var out: [UInt8] = []
+        ByteWriting.appendDeviceDocument(device: device, key: key, items, to: &out) { item, out in
+            out.append(UInt8(ascii: "{"))
+            members(item, &out)
+        }
+        out.append(UInt8(ascii: "\n"))
+        return out
+    }
+
+    /// A stop's members and its closing brace: `"start":ISO,...,"fixes":N}`.
+    public static func stopMembers(_ v: Visit, to out: inout [UInt8]) {
+        ByteWriting.appendStatic("\"start\":\"", to: &out)
+        ISOTime.append(v.arrival, to: &out)
+        ByteWriting.appendStatic("\",\"end\":", to: &out)
+        time(v.departure, &out)
+        ByteWriting.appendStatic(",\"duration\":", to: &out)
+        number(v.duration, 3, &out)
+        ByteWriting.appendStatic(",\"lat\":", to: &out)
+        ByteWriting.appendFixed(v.coordinate.latitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"lon\":", to: &out)
+        ByteWriting.appendFixed(v.coordinate.longitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"radius\":", to: &out)
+        ByteWriting.appendFixed(v.horizontalAccuracy, decimals: 1, to: &out)
+        ByteWriting.appendStatic(",\"fixes\":", to: &out)
+        ByteWriting.appendInt(Int64(v.fixCount), to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// `{"device":ID,"trips":[...]}`.
+    public static func trips(device: String, _ trips: [Trip]) -> [UInt8] {
+        document(device: device, key: "trips", trips, tripMembers)
+    }
+
+    /// A trip's members and its closing brace: `"start":ISO,...,"endLon":..}`.
+    public static func tripMembers(_ t: Trip, to out: inout [UInt8]) {
+        ByteWriting.appendStatic("\"start\":\"", to: &out)
+        ISOTime.append(t.start, to: &out)
+        ByteWriting.appendStatic("\",\"end\":\"", to: &out)
+        ISOTime.append(t.end, to: &out)
+        ByteWriting.appendStatic("\",\"duration\":", to: &out)
+        number(t.duration, 3, &out)
+        ByteWriting.appendStatic(",\"distance\":", to: &out)
+        number(t.distance, 1, &out)
+        ByteWriting.appendStatic(",\"avgSpeed\":", to: &out)
+        number(t.averageSpeed, 3, &out)
+        ByteWriting.appendStatic(",\"maxSpeed\":", to: &out)
+        number(t.maximumSpeed, 3, &out)
+        ByteWriting.appendStatic(",\"startLat\":", to: &out)
+        ByteWriting.appendFixed(t.startCoordinate.latitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"startLon\":", to: &out)
+        ByteWriting.appendFixed(t.startCoordinate.longitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"endLat\":", to: &out)
+        ByteWriting.appendFixed(t.endCoordinate.latitude, decimals: 7, to: &out)
+        ByteWriting.appendStatic(",\"endLon\":", to: &out)
+        ByteWriting.appendFixed(t.endCoordinate.longitude, decimals: 7, to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    static func time(_ t: Double?, _ out: inout [UInt8]) {
+        guard let t else { return ByteWriting.appendStatic("null", to: &out) }
+        out.append(UInt8(ascii: "\""))
+        ISOTime.append(t, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    static func number(_ v: Double?, _ decimals: Int, _ out: inout [UInt8]) {
+        guard let v, v.isFinite else { return ByteWriting.appendStatic("null", to: &out) }
+        ByteWriting.appendFixed(v, decimals: decimals, to: &out)
+    }
+}

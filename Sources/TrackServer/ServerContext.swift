@@ -1,0 +1,73 @@
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TrackStore
+
+/// The request context of every route: Hummingbird's, plus the connection (to refuse or drop it), the
+/// fault decision and who sent the request.
+struct ServerContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+    /// Whether the fault injection drops the answer halfway (``FaultMiddleware``).
+    var drop = false
+    /// Who sent the request (``AccessMiddleware``); everyone is the admin when no credential exists.
+    var identity = Identity.admin
+    /// The user of an HTTP Basic credential, if any.
+    var basicUser: String?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+
+    var maxUploadSize: Int { 8 << 20 }
+
+    /// Throws 403 unless the request may write or read `device`. Nobody (``Identity/anonymous``) is
+    /// let in only by OsmAnd's route, which decides by the device (``IngestRoutes``).
+    func authorize(device: String) throws {
+        switch identity {
+        case .admin: return
+        case .device(let own) where own == device: return
+        case .device(let own):
+            throw HTTPError(
+                .forbidden, message: "this token is device '\(own)''s: it may not write or read '\(device)'")
+        case .anonymous:
+            throw AccessMiddleware.unauthorized()
+        }
+    }
+
+    /// Throws 403 unless the request is the admin's.
+    func requireAdmin() throws {
+        guard identity == .admin else { throw HTTPError(.forbidden, message: "only the admin token may do this") }
+    }
+
+    /// The device id of the route's `{id}` path segment, percent-decoded.
+    func pathDevice() throws -> String {
+        let raw = parameters.get("id") ?? ""
+        guard let id = PercentEncoding.decode(raw) else {
+            throw HTTPError(.badRequest, message: "the device id in the path is not valid percent-encoded UTF-8")
+        }
+        return id
+    }
+
+    /// Closes the connection once the answer to its current request is written and the rest of its
+    /// body read and thrown away, or ``BodyTimeoutHandler/linger`` after the answer.
+    func closeAfterAnswer() {
+        channel.pipeline.fireUserInboundEventTriggered(CloseAfterAnswer())
+    }
+}
+
+/// Who a request is: the admin (the token, or anyone when no token and no device credential exist),
+/// one device (its own token), or nobody (no credential: only OsmAnd ingest, which carries none, gets
+/// this far).
+enum Identity: Sendable, Equatable {
+    case admin
+    case device(String)
+    case anonymous
+
+    /// The only device this identity may read and write, or `nil` for all.
+    var onlyDevice: String? {
+        if case .device(let id) = self { return id }
+        return nil
+    }
+}

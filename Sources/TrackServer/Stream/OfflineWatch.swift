@@ -1,0 +1,70 @@
+import Formats
+import Geo
+import Synchronization
+import TrackStore
+
+/// The ``OfflineDetector`` at work in a server: every stored batch goes through it to the stream
+/// (``stored(_:)``: an `online` event before the record of a device that was offline), and
+/// ``run()`` sleeps on the server's clock until the detector's next deadline, then publishes the
+/// `offline` events due. Both publish under the detector's lock, so a device's events and records
+/// reach each client in the order they happened.
+final class OfflineWatch: Sendable {
+    let hub: StreamHub
+    let clock: any EpochClock
+    let detector: Mutex<OfflineDetector>
+    /// Fired when a device comes online while ``run()`` may wait for no deadline.
+    let wake = Signal()
+
+    init(hub: StreamHub, after: Duration, clock: any EpochClock) {
+        self.hub = hub
+        self.clock = clock
+        self.detector = Mutex(OfflineDetector(after: after))
+    }
+
+    /// One stored batch (in storage order): `online` events for the devices back, then the records.
+    func stored(_ records: [TrailRecord]) {
+        guard !records.isEmpty else { return }
+        let now = clock.now
+        let woke = detector.withLock { d -> Bool in
+            var events: [StreamEvent] = []
+            var woke = false
+            var devices = Set<String>()
+            for r in records where devices.insert(r.device).inserted {
+                // A device not online had no deadline: the waiting run() learns of its new one.
+                if case .online = d.devices[r.device] {} else { woke = true }
+                if let event = d.received(device: r.device, at: now) { events.append(event) }
+            }
+            hub.publish(events: events)
+            hub.publish(records)
+            return woke
+        }
+        if woke { wake.fire() }
+    }
+
+    /// The devices the store knew before (their latest receipt times): online or offline, no event.
+    func seed(_ devices: [LatestPosition]) {
+        let now = clock.now
+        detector.withLock { d in
+            for device in devices {
+                d.seed(device: device.device, lastSeen: EpochInstant(secondsSince1970: device.lastReceived), now: now)
+            }
+        }
+        wake.fire()
+    }
+
+    /// Declares devices offline at their deadlines until the task is cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            await waitForDeadline(on: clock)
+            detector.withLock { d in
+                let events = d.expire(at: clock.now)
+                hub.publish(events: events)
+            }
+        }
+    }
+
+    private func waitForDeadline<C: EpochClock>(on clock: C) async {
+        let deadline = detector.withLock { $0.nextDeadline }
+        await wake.wait(until: deadline, on: clock)
+    }
+}

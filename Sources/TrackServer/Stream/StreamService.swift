@@ -1,0 +1,69 @@
+import Geo
+import Logging
+import ServiceLifecycle
+import TrackStore
+
+/// The live stream's part of the server's service group: feeds the stream from the store while the
+/// server runs (what any route stored, ``StoredRecordsSource``, and the stops and trips found at
+/// ingest), declares devices offline (and online again) on the server's clock (``OfflineWatch``); at
+/// the group's graceful shutdown, ends every stream.
+struct StreamService: Service {
+    let store: any TrackStore
+    let hub: StreamHub
+    let watch: OfflineWatch
+    /// The waits of a store that reconnects to follow others (PostgreSQL's listener).
+    let clock: any EpochClock
+    let logger: Logger
+
+    func run() async throws {
+        let hub = self.hub
+        defer { hub.closeAll() }
+        let watch = self.watch
+        let store = self.store
+        let subscription = store.storedRecords.subscribe { watch.stored($0) }
+        let metrics = hub.metrics
+        let reports = store.storedRecords.observe { report in
+            switch report {
+            case .failed: metrics.followFailures.increment()
+            case .caughtUp(let records): metrics.caughtUp.increment(by: Int64(records))
+            }
+        }
+        // Stops and trips the store found at ingest, as events (each instance its own on PostgreSQL).
+        let found = store.stopEvents.subscribe { events in
+            hub.publish(
+                events: events.map { e in
+                    switch e.kind {
+                    case .stop(let visit): StreamEvent(device: e.device, kind: .stop(visit, decided: e.decided))
+                    case .trip(let trip): StreamEvent(device: e.device, kind: .trip(trip, decided: e.decided))
+                    }
+                })
+        }
+        defer {
+            store.storedRecords.unsubscribe(subscription)
+            store.storedRecords.unsubscribe(reports)
+            store.stopEvents.unsubscribe(found)
+        }
+        let clock = self.clock
+        let logger = self.logger
+        let follow = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // The devices known so far: online or offline, without an event.
+                    if let known = try? await store.latest(device: nil) { watch.seed(known) }
+                    await watch.run()
+                }
+                group.addTask {
+                    do { try await store.followStored(clock: clock) } catch {
+                        // Cancelled: the server stops (the listening connection's error says only that).
+                        guard !Task.isCancelled, !(error is CancellationError) else { return }
+                        logger.error(
+                            "the live stream stopped following the store",
+                            metadata: ["error.type": "\(type(of: error))"])
+                    }
+                }
+            }
+        }
+        try? await gracefulShutdown()
+        follow.cancel()
+    }
+}

@@ -1,0 +1,76 @@
+import Crypto
+import Geo
+
+/// The device tokens facet of a store: one token per device, kept as its digest
+/// (``DeviceTokens/digest(token:)``); a request's token is found by its digest alone.
+public protocol CredentialStore: AnyObject {
+    /// Gives `device` a new token (``DeviceTokens/newToken()``) and returns it: the only time it is
+    /// seen, the store keeps its digest.
+    ///
+    /// - Throws: ``TrackStoreError`` (``TrackStoreError/Code/invalidDeviceID``,
+    ///   ``TrackStoreError/Code/tokenExists``: revoke it first) or the database's failure.
+    func addCredential(device: String, now: Double) async throws -> String
+    /// Every device with a token, by id.
+    func credentials() async throws -> [DeviceCredential]
+    /// Removes the token of `device`; `false` when it had none. Its stored points stay.
+    func revokeCredential(device: String) async throws -> Bool
+    /// The device whose token `token` is, or `nil`.
+    func credentialDevice(token: String) async throws -> String?
+    /// Whether `device` has a token (an OsmAnd sender is then known, as a device registered in Traccar).
+    func hasCredential(device: String) async throws -> Bool
+    /// Whether any device has a token (then requests must authenticate).
+    func hasCredentials() async throws -> Bool
+}
+
+extension CredentialStore {
+    /// ``addCredential(device:now:)`` with the token's creation time read from `clock`, as the
+    /// endpoint reads its receipt times.
+    public func addCredential(device: String, clock: any EpochClock) async throws -> String {
+        try await addCredential(device: device, now: clock.now.secondsSince1970)
+    }
+}
+
+/// A device allowed to send with a token of its own.
+public struct DeviceCredential: Hashable, Sendable {
+    public var device: String
+    /// When the token was made (seconds since 1970).
+    public var created: Double
+
+    public init(device: String, created: Double) {
+        self.device = device
+        self.created = created
+    }
+}
+
+/// Device tokens: 32 random bytes (256 bits from the system's generator), stored as their SHA-256
+/// digest. A plain digest of a token that long is as hard to invert as the token is to guess: no
+/// salt or stretching is needed, and a request's token is found by its digest alone.
+public enum DeviceTokens {
+    /// The SHA-256 digest a token is stored as, in hex.
+    public static func digest(token: String) -> String {
+        let hex = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in SHA256.hash(data: Array(token.utf8)) {
+            out += [hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// A new random token: 32 bytes from the system's generator, base64url (43 characters).
+    public static func newToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
+    /// What is wrong with `device` as an id to give a token to (``TrackStoreError/Code/invalidDeviceID``),
+    /// or `nil`.
+    public static func problem(device: String) -> TrackStoreError? {
+        func invalid(_ why: String) -> TrackStoreError { TrackStoreError(.invalidDeviceID, why, device: device) }
+        if device.isEmpty { return invalid("the device id is empty") }
+        if device.utf8.count > 200 { return invalid("the device id is longer than 200 bytes") }
+        if device.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return invalid("the device id contains a control character")
+        }
+        return nil
+    }
+}

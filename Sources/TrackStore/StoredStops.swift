@@ -1,0 +1,206 @@
+import Formats
+import Foundation
+import Geo
+import LocationService
+import Synchronization
+
+/// Stops and trips kept at ingest: each store runs the device's
+/// ``VisitDetector`` over its points as they are stored and keeps, per device, what it decided (the
+/// finished stops and trips, each with the time of the point that decided it), its state after the
+/// last point, and checkpoints of that state (after a device's first point, after each departure,
+/// and at least every ``checkpointInterval`` seconds of its points' time).
+///
+/// The invariant a store keeps: the detector started in a checkpoint's state and fed the device's
+/// stored points after the checkpoint's time decides exactly the stored stops and trips after it.
+/// Points that arrive out of time order (a late backlog) break it after their time: the store
+/// marks the device dirty from that time (`dirty_from`) and runs the detector again from the
+/// latest checkpoint before it, deleting what it had decided after. Retention deleting a device's
+/// oldest points deletes the checkpoints, stops and trips before its first remaining point.
+///
+/// A query (``Query``) runs a fresh detector from its `from`, as the read-time path does, until its
+/// state equals a stored checkpoint's at the checkpoint's time: from there on the two detectors
+/// decide the same on the same points, so the stored stops and trips are the answer. A query without
+/// `from` meets the checkpoint after the device's first point; one from a day meets the checkpoint of
+/// the first departure both see. The answer is the read-time detector's, whatever order the points
+/// arrived in.
+public enum StoredStops {
+    /// Seconds of a device's points' time between two checkpoints at most: a query's end, or a late
+    /// point, runs the detector again over at most this much (plus the points' own span).
+    public static let checkpointInterval = 3600.0
+
+    /// `dirty_from` of a device whose stored stops were never computed (a store upgraded from before
+    /// they were kept): the first query computes them all (the store's writer busy that long); ingest
+    /// leaves the device to it.
+    public static let neverComputed = -1e300
+
+    /// The detector's state as a store keeps it (JSON: exact doubles, a few hundred bytes).
+    public static func encode(_ detector: VisitDetector) throws -> String {
+        String(decoding: try JSONEncoder().encode(detector), as: UTF8.self)
+    }
+
+    /// The state ``encode(_:)`` wrote.
+    public static func decode(_ text: String) throws -> VisitDetector {
+        try JSONDecoder().decode(VisitDetector.self, from: Data(text.utf8))
+    }
+
+    /// The detector advanced over a device's points, in time order, from a stored state: what a store
+    /// writes after a batch (the stops, trips and checkpoints it decided, and the new state).
+    public struct Advance: Sendable {
+        /// The state after the last point given.
+        public private(set) var detector: VisitDetector
+        /// The time of the latest checkpoint (given or taken).
+        public private(set) var checkpointed: Double
+        /// The departures decided, with the time of the point that decided each.
+        public private(set) var stops: [(decided: Double, visit: Visit)] = []
+        /// The trips decided (each with the arrival that ended it), with the time of that point.
+        public private(set) var trips: [(decided: Double, trip: Trip)] = []
+        /// The checkpoints taken: the state after the point at `time`.
+        public private(set) var checkpoints: [(time: Double, state: VisitDetector)] = []
+
+        /// Starts from `state` (a fresh detector when `nil`), whose latest checkpoint was at
+        /// `checkpointed` (`-infinity`: none).
+        public init(from state: VisitDetector?, checkpointed: Double) {
+            detector = state ?? VisitDetector()
+            self.checkpointed = checkpointed
+        }
+
+        /// Takes the next stored point (in the store's time order).
+        public mutating func add(time: Double, latitude: Double, longitude: Double, accuracy: Double?, speed: Double?) {
+            let before = detector.lastTime
+            let decisions = detector.process(
+                VisitDetector.Sample(
+                    time: time, coordinate: Coordinate(latitude: latitude, longitude: longitude),
+                    horizontalAccuracy: accuracy ?? -1, speed: speed ?? -1))
+            guard let t = detector.lastTime, t != before else { return }
+            if let v = decisions.departure { stops.append((t, v)) }
+            if let trip = decisions.trip { trips.append((t, trip)) }
+            if before == nil || decisions.departure != nil || t - checkpointed >= StoredStops.checkpointInterval {
+                checkpoints.append((t, detector))
+                checkpointed = t
+            }
+        }
+
+        /// What was decided at or after `time`, as events of `device`, in order.
+        public func events(device: String, since time: Double) -> [StopEvent] {
+            var out: [StopEvent] = []
+            out += stops.filter { $0.decided >= time }.map {
+                StopEvent(device: device, decided: $0.decided, .stop($0.visit))
+            }
+            out += trips.filter { $0.decided >= time }.map {
+                StopEvent(device: device, decided: $0.decided, .trip($0.trip))
+            }
+            return out.sorted { ($0.decided, $0.isStop ? 0 : 1) < ($1.decided, $1.isStop ? 0 : 1) }
+        }
+    }
+
+    /// One stops query over stored points and stored decisions: the read-time detector from `from`
+    /// until it meets a stored checkpoint.
+    public struct Query: Sendable {
+        /// The read-time detector from the query's `from` and what it decided before meeting a checkpoint.
+        public var accumulator: StopsAccumulator
+        let checkpointTimes: [Double]
+        var next = 0
+        var compared: Double?
+
+        /// - Parameter checkpointTimes: the times of the device's valid checkpoints in the query's
+        ///   range, in order.
+        public init(checkpointTimes: [Double]) {
+            accumulator = StopsAccumulator()
+            self.checkpointTimes = checkpointTimes
+        }
+
+        /// Takes the next point of the range; returns a checkpoint's time when the detector has just
+        /// taken the point at it: the caller compares the checkpoint's state (``meets(_:)``).
+        public mutating func add(time: Double, latitude: Double, longitude: Double, accuracy: Double?, speed: Double?)
+            -> Double?
+        {
+            accumulator.add(time: time, latitude: latitude, longitude: longitude, accuracy: accuracy, speed: speed)
+            guard let t = accumulator.detector.lastTime, t != compared else { return nil }
+            while next < checkpointTimes.count && checkpointTimes[next] < t { next += 1 }
+            guard next < checkpointTimes.count, checkpointTimes[next] == t else { return nil }
+            compared = t
+            return t
+        }
+
+        /// Whether the detector's state is `checkpoint`'s: then the stored decisions after it are the
+        /// detector's own on the points after it.
+        public func meets(_ checkpoint: VisitDetector) -> Bool { accumulator.detector == checkpoint }
+
+        /// The answer, once the detector met a checkpoint: what it decided until then, the stored
+        /// stops and trips after the checkpoint up to the query's end, and the stored detector's
+        /// state at the query's end (`final`), finished at `end` as the read-time path finishes.
+        public func report(stops: [Visit], trips: [Trip], final: VisitDetector, end: Double) -> StopsReport {
+            var a = accumulator
+            a.report.stops += stops
+            a.report.trips += trips
+            a.detector = final
+            return a.finish(at: end)
+        }
+    }
+}
+
+/// A finished stop or trip a store found in points it just stored: what the live stream publishes
+/// as `{"type":"event","device":ID,"event":{"kind":"stop"|"trip",...}}`.
+public struct StopEvent: Hashable, Sendable {
+    /// A stop (a visit with its departure) or a trip.
+    public enum Kind: Hashable, Sendable {
+        case stop(Visit)
+        case trip(Trip)
+    }
+
+    /// The device.
+    public var device: String
+    /// The time of the point that decided it (the departure confirmed, or the arrival that ended the
+    /// trip), in seconds since 1970.
+    public var decided: Double
+    /// What was found.
+    public var kind: Kind
+
+    /// Creates an event.
+    public init(device: String, decided: Double, _ kind: Kind) {
+        self.device = device
+        self.decided = decided
+        self.kind = kind
+    }
+
+    var isStop: Bool {
+        if case .stop = kind { return true }
+        return false
+    }
+}
+
+/// Where a store tells the stops and trips it found at ingest, batch by batch after each commit (this
+/// process's ingest only: each instance sharing a PostgreSQL database tells what it stored). A late
+/// point that changes what was decided after its time tells the new stops and trips again.
+///
+/// Handlers run on the thread that committed: they must return quickly and never wait.
+public final class StopEventFeed: Sendable {
+    /// A subscription, to cancel with ``unsubscribe(_:)``.
+    public struct Subscription: Hashable, Sendable {
+        let id: Int
+    }
+
+    let state = Mutex((next: 0, handlers: [Int: @Sendable ([StopEvent]) -> Void]()))
+
+    public init() {}
+
+    /// Calls `handler` with the events of every batch from now on.
+    public func subscribe(_ handler: @escaping @Sendable ([StopEvent]) -> Void) -> Subscription {
+        state.withLock { s in
+            s.next += 1
+            s.handlers[s.next] = handler
+            return Subscription(id: s.next)
+        }
+    }
+
+    public func unsubscribe(_ subscription: Subscription) {
+        _ = state.withLock { $0.handlers.removeValue(forKey: subscription.id) }
+    }
+
+    /// Hands `events` to every subscriber.
+    public func publish(_ events: [StopEvent]) {
+        guard !events.isEmpty else { return }
+        let handlers = state.withLock { Array($0.handlers.values) }
+        for handler in handlers { handler(events) }
+    }
+}

@@ -1,0 +1,69 @@
+import PostgresNIO
+import TrackStore
+
+/// Device tokens on PostgreSQL (``CredentialStore``): the table `credentials` (migration `v2-fleet`),
+/// one digest per device.
+extension PostgresTrackStore: CredentialStore {
+    public func addCredential(device: String, now: Double) async throws -> String {
+        if let problem = DeviceTokens.problem(device: device) { throw problem }
+        let token = DeviceTokens.newToken()
+        let digest = DeviceTokens.digest(token: token)
+        let rows = try await client.query(
+            """
+            INSERT INTO credentials (device, digest, created) VALUES (\(device), \(digest), to_timestamp(\(now)))
+            ON CONFLICT (device) DO NOTHING RETURNING 1
+            """, logger: logger)
+        var added = false
+        for try await _ in rows { added = true }
+        guard added else {
+            let why = "device '\(device)' has a token already; revoke it first"
+            throw TrackStoreError(.tokenExists, why, device: device)
+        }
+        return token
+    }
+
+    public func credentials() async throws -> [DeviceCredential] {
+        var out: [DeviceCredential] = []
+        let rows = try await client.query(
+            "SELECT device, extract(epoch FROM created)::float8 FROM credentials ORDER BY device", logger: logger)
+        for try await (device, created) in rows.decode((String, Double).self) {
+            out.append(DeviceCredential(device: device, created: created))
+        }
+        return out
+    }
+
+    public func revokeCredential(device: String) async throws -> Bool {
+        guard !device.utf8.contains(0) else { return false }
+        var removed = false
+        for try await _ in try await client.query(
+            "DELETE FROM credentials WHERE device = \(device) RETURNING 1",
+            logger: logger)
+        { removed = true }
+        return removed
+    }
+
+    public func credentialDevice(token: String) async throws -> String? {
+        let digest = DeviceTokens.digest(token: token)
+        var device: String?
+        for try await d in try await client.query(
+            "SELECT device FROM credentials WHERE digest = \(digest)",
+            logger: logger
+        ).decode(String.self) { device = d }
+        return device
+    }
+
+    public func hasCredential(device: String) async throws -> Bool {
+        guard !device.utf8.contains(0) else { return false }
+        return try await exists("SELECT 1 FROM credentials WHERE device = \(device)")
+    }
+
+    public func hasCredentials() async throws -> Bool {
+        try await exists("SELECT 1 FROM credentials LIMIT 1")
+    }
+
+    func exists(_ query: PostgresQuery) async throws -> Bool {
+        var found = false
+        for try await _ in try await client.query(query, logger: logger) { found = true }
+        return found
+    }
+}
