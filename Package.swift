@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "TrackStore",
             dependencies: [
-                "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto",
+                "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto", "EndpointEvents",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -99,6 +99,7 @@ let package = Package(
             name: "TrackServer",
             dependencies: [
                 "TrackStore", "Geo", "Formats", "SystemIO", "MQTT", "LocationService", "BuildInfo", "OwnTracksCrypto",
+                "EndpointEvents", "Delivery",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -129,7 +130,7 @@ let package = Package(
         .target(
             name: "TrackStorePostgres",
             dependencies: [
-                "TrackStore", "Formats", "Geo", "LocationService", "OwnTracksCrypto",
+                "TrackStore", "Formats", "Geo", "LocationService", "OwnTracksCrypto", "EndpointEvents",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -155,6 +156,7 @@ let package = Package(
             dependencies: [
                 "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
                 "TrackStore", "TrackStorePostgres", "SystemIO", "ConfigFile", "BuildInfo", "OwnTracksCrypto", "TrackFiles",
+                "EndpointEvents", "Delivery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -222,7 +224,7 @@ let package = Package(
         // The endpoint: routes, limits, connection shedding, live stream, map, both stores.
         .testTarget(name: "TrackServerTests", dependencies: [
             "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
-            "TrackServerTesting",
+            "TrackServerTesting", "EndpointEvents", "NMEA",
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -237,7 +239,7 @@ let package = Package(
         // The PostgreSQL store, against the test process's own cluster.
         .testTarget(name: "TrackStorePostgresTests", dependencies: [
             "TrackStorePostgres", "TrackStore", "TrackServer", "Upload", "Formats", "Geo", "KeepTrackTesting",
-            "TrackServerTesting", "OwnTracksCrypto",
+            "TrackServerTesting", "OwnTracksCrypto", "EndpointEvents",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -17,6 +17,7 @@ answer depends on the path's mode:
     /hook/ok            200
     /hook/fail          500
     /hook/flaky         500 to about a third of the posts (random, --seed), else 200
+    /hook/third         500 to every third post (the 3rd, 6th, ...), else 200
     /hook/retry-after   503 with Retry-After: 7
     /hook/hold          said at once with status 0, answered 200 once POST /control/release came
     /hook/redirect?to=URL   302 to URL
@@ -51,6 +52,7 @@ def main():
     lock = threading.Lock()
     released = threading.Event()
     seen = set()
+    posts = [0]
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -95,6 +97,10 @@ def main():
             elif mode == "flaky":
                 with lock:
                     status = 500 if rng.random() < 1 / 3 else 200
+            elif mode == "third":
+                with lock:
+                    posts[0] += 1
+                    status = 500 if posts[0] % 3 == 0 else 200
             elif mode == "retry-after":
                 status, headers = 503, [("Retry-After", "7")]
             elif mode == "redirect":

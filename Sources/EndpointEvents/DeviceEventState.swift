@@ -79,6 +79,12 @@ public struct DeviceEventState: Hashable, Sendable {
 
     public init() {}
 
+    /// The time of the newest location folded into the settled state (older than the reorder
+    /// window), or `nil` when none: a location at or before it is late. A store that reads a device's
+    /// records back to evaluate them reads those from this time on (those of the window again are
+    /// recognised by their keys).
+    public var settledTime: Double? { settled.time }
+
     /// What one evaluation found.
     public struct Evaluation: Hashable, Sendable {
         /// The new events, in the device's time order.

@@ -1,3 +1,4 @@
+import EndpointEvents
 import Formats
 import Geo
 import LocationService
@@ -117,6 +118,17 @@ extension PostgresTrackStore: StopStore {
     /// Runs `device`'s detector over the points after its dirty mark (see the SQLite store's, the same
     /// steps), holding its `stop_detectors` row.
     func advanceStoredStops(device: String, computingAll: Bool) async throws -> [StopEvent] {
+        let (found, events) = try await advanceStoredStopsAndEvents(device: device, computingAll: computingAll)
+        // After the commit: only what is stored is told.
+        eventFeed.publish(events)
+        return found
+    }
+
+    /// ``advanceStoredStops(device:computingAll:)``'s transaction: the stops and trips found (none
+    /// when `computingAll`) and the events stored (``storeEvents(_:device:stops:)``).
+    func advanceStoredStopsAndEvents(device: String, computingAll: Bool) async throws
+        -> ([StopEvent], [DeviceEvent])
+    {
         try await client.withConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 if computingAll {
@@ -126,13 +138,21 @@ extension PostgresTrackStore: StopStore {
                         ON CONFLICT (device) DO NOTHING
                         """, logger: self.logger)
                 }
-                var row: (String?, Double?, Double?)?
+                var row: (String?, Double?, Double?, Bool)?
                 for try await r in try await c.query(
-                    "SELECT state, checkpointed, dirty_from FROM stop_detectors WHERE device = \(device) FOR UPDATE",
+                    """
+                    SELECT state, checkpointed, dirty_from, events_dirty FROM stop_detectors WHERE device = \(device)
+                    FOR UPDATE
+                    """,
                     logger: self.logger
-                ).decode((String?, Double?, Double?).self) { row = r }
-                guard let row, let dirty = row.2 else { return [] }
-                if dirty <= StoredStops.neverComputed && !computingAll { return [] }
+                ).decode((String?, Double?, Double?, Bool).self) { row = r }
+                guard let row else { return ([], []) }
+                // The events of a device marked (any record) with no stops to run (no new location, or
+                // never computed): its events alone.
+                guard let dirty = row.2, dirty > StoredStops.neverComputed || computingAll else {
+                    guard row.3 else { return ([], []) }
+                    return ([], try await self.storeEvents(c, device: device, stops: []))
+                }
                 var advance: StoredStops.Advance
                 var after: Double
                 let state = try row.0.map(StoredStops.decode)
@@ -202,7 +222,10 @@ extension PostgresTrackStore: StopStore {
                     UPDATE stop_detectors SET state = \(text), checkpointed = \(advance.checkpointed), dirty_from = NULL
                     WHERE device = \(device)
                     """, logger: self.logger)
-                return computingAll ? [] : advance.events(device: device, since: dirty)
+                let found = dirty <= StoredStops.neverComputed ? [] : advance.events(device: device, since: dirty)
+                var events: [DeviceEvent] = []
+                if row.3 || !found.isEmpty { events = try await self.storeEvents(c, device: device, stops: found) }
+                return (computingAll ? [] : found, events)
             }
         }
     }
