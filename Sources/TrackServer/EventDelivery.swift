@@ -129,7 +129,8 @@ public struct HookSettingsProblem: Error, Hashable, Sendable {
         case .name(let m): self.init(field: "name", message: m)
         case .url(let m): self.init(field: "url", message: m)
         case .secret:
-            self.init(field: "secret", message: "a secret of at least \(Hook.minimumSecretBytes) bytes signs each event")
+            self.init(
+                field: "secret", message: "a secret of at least \(Hook.minimumSecretBytes) bytes signs each event")
         case .topic(let m): self.init(field: "topic", message: m)
         case .devices(let m): self.init(field: "devices", message: m)
         case .kinds: self.init(field: "kinds", message: "the kind list is empty (leave it out for every kind)")

@@ -257,7 +257,9 @@ extension PostgresTrackStore: EventStore {
         if query.from.isFinite { sql += " AND time >= \(parameter(query.from))" }
         if query.to.isFinite { sql += " AND time <= \(parameter(query.to))" }
         if let device = query.device { sql += " AND device = \(parameter(device))" }
-        if let kinds = query.kinds { sql += " AND kind = ANY (\(parameter(PostgresArray.texts(kinds.map(\.rawValue)))))" }
+        if let kinds = query.kinds {
+            sql += " AND kind = ANY (\(parameter(PostgresArray.texts(kinds.map(\.rawValue)))))"
+        }
         if let cursor {
             let t = parameter(cursor.time)
             sql += " AND time >= \(t) AND (time > \(t) OR (time = \(t) AND id > \(parameter(cursor.id))))"

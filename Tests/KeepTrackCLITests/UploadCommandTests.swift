@@ -291,7 +291,8 @@ struct EventsCrashTestTests {
         tool.guardAgainstHang(seconds: 600)
         let lines = try await tool.remainingLines()
         #expect(
-            lines.last == "OK: every event stored as the reference finds it, each delivered, signed, and processed once",
+            lines.last
+                == "OK: every event stored as the reference finds it, each delivered, signed, and processed once",
             "\(lines) \(tool.errors())")
         #expect(lines.first?.contains("2 SIGKILLs of the instances") == true, "\(lines)")
     }

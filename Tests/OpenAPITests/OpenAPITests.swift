@@ -347,7 +347,8 @@ struct OpenAPITests {
         }
         let collection = #"{"type":"FeatureCollection","features":[\#(feature("depot"))]}"#
         let geofences = "/v1/geofences", one = "/v1/geofences/{name}"
-        let hook = #"{"type":"webhook","url":"https://keeptrack.invalid/hook","secret":"a secret of more than 16 bytes"}"#
+        let hook =
+            #"{"type":"webhook","url":"https://keeptrack.invalid/hook","secret":"a secret of more than 16 bytes"}"#
         let hooks = "/v1/hooks", named = "/v1/hooks/{name}"
         return [
             .init(method: .PUT, route: geofences, status: 200, body: collection),
@@ -361,7 +362,8 @@ struct OpenAPITests {
             .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 201, body: feature("yard")),
             .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 200, body: feature("yard")),
             .init(method: .PUT, route: one, target: "/v1/geofences/other", status: 400, body: feature("yard")),
-            .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 403, token: van, body: feature("yard")),
+            .init(
+                method: .PUT, route: one, target: "/v1/geofences/yard", status: 403, token: van, body: feature("yard")),
             .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 200),
             .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 403, token: van),
             .init(method: .GET, route: one, target: "/v1/geofences/nowhere", status: 404),

@@ -89,7 +89,8 @@ struct EventsEndpointTests {
             }
             for start in stride(from: 0, to: records.count, by: 600) {
                 let batch = Array(records[start..<min(start + 600, records.count)])
-                _ = try await endpoint.server.store.insert(batch, format: "json", received: batch.last!.time)
+                _ = try await endpoint.server.store.insert(
+                    batch, format: "json", received: WallClock().now.secondsSince1970)
             }
             if let pg = endpoint.server.store as? PostgresTrackStore { await pg.storedStopsSettled() }
             let expected = Self.deviceTransitions(regions).filter { !$0.hasPrefix("geofenceDwell") }
@@ -130,11 +131,14 @@ struct EventsEndpointTests {
         let endpoint = try await Endpoint.start(store: kind) { c in c.maxBodyBytes = 64 << 20 }
         let raw = Raw(endpoint: endpoint)
         do {
-            let good = #"{"type":"Feature","id":"depot","geometry":{"type":"Point","coordinates":[11.5,48.1]},"#
+            let good =
+                #"{"type":"Feature","id":"depot","geometry":{"type":"Point","coordinates":[11.5,48.1]},"#
                 + #""properties":{"radius":100}}"#
-            let bow = #"{"type":"Feature","id":"bow","geometry":{"type":"Polygon","coordinates":"#
+            let bow =
+                #"{"type":"Feature","id":"bow","geometry":{"type":"Polygon","coordinates":"#
                 + #"[[[11.0,48.0],[11.1,48.1],[11.1,48.0],[11.0,48.1],[11.0,48.0]]]}}"#
-            let nan = #"{"type":"Feature","id":"nan","geometry":{"type":"Point","coordinates":[NaN,48.1]},"#
+            let nan =
+                #"{"type":"Feature","id":"nan","geometry":{"type":"Point","coordinates":[NaN,48.1]},"#
                 + #""properties":{"radius":100}}"#
             func document(_ features: String...) -> String {
                 #"{"type":"FeatureCollection","features":[\#(features.joined(separator: ","))]}"#
@@ -145,7 +149,8 @@ struct EventsEndpointTests {
             #expect(crossed.body.contains("\"error\""), "\(crossed.body)")
             #expect(try await raw.send(.PUT, "/v1/geofences", body: document(good, nan)).status == 400)
             // Ten million vertices: refused at the bound, not read to the end.
-            var huge = #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"huge","#
+            var huge =
+                #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"huge","#
                 + #""geometry":{"type":"Polygon","coordinates":[["#
             huge.reserveCapacity(200 << 20)
             for i in 0..<10_000_000 { huge += i == 0 ? "[11,48]" : ",[11,48]" }
@@ -165,7 +170,8 @@ struct EventsEndpointTests {
             let local = #"{"type":"webhook","url":"\#(receiver.url("ok"))","secret":"\#(WebhookReceiver.secret)"}"#
             let refused = try await raw.send(.PUT, "/v1/hooks/local", body: local)
             #expect(refused.status == 400 && refused.body.contains("url"), "\(refused.body)")
-            let metadata = #"{"type":"webhook","url":"http://169.254.169.254/latest","secret":"\#(WebhookReceiver.secret)"}"#
+            let metadata =
+                #"{"type":"webhook","url":"http://169.254.169.254/latest","secret":"\#(WebhookReceiver.secret)"}"#
             #expect(try await raw.send(.PUT, "/v1/hooks/meta", body: metadata).status == 400)
             let short = #"{"type":"webhook","url":"https://example.com/h","secret":"short"}"#
             let weak = try await raw.send(.PUT, "/v1/hooks/weak", body: short)

@@ -233,7 +233,7 @@ struct EventRoutes: Sendable {
         let host = hook.target.host
         do throws(DeliveryFailure) {
             _ = try await HookAddresses.checked(host, allowPrivate: allowPrivate)
-        } catch where error.code == .addressRefused {
+        } catch  where error.code == .addressRefused {
             throw HTTPError(.badRequest, message: "url: \(error.message)")
         } catch {
             // A name that does not resolve now may later: deliveries say so.

@@ -119,8 +119,9 @@ extension SQLiteTrackStore: EventStore {
     public func putGeofence(_ geofence: Geofence) async throws -> Bool {
         try await pool.write { db in
             let generation = try Self.nextGeofenceGeneration(db)
-            let existed = try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM geofences WHERE name = ?", arguments: [geofence.name]) ?? false
+            let existed =
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM geofences WHERE name = ?", arguments: [geofence.name]) ?? false
             try db.execute(
                 sql: """
                     INSERT INTO geofences (name, feature, revision) VALUES (?, ?, ?)
@@ -196,7 +197,8 @@ extension SQLiteTrackStore: EventStore {
 
     public func putHook(_ hook: StoredHook) async throws -> Bool {
         try await pool.write { db in
-            let existed = try Bool.fetchOne(db, sql: "SELECT 1 FROM hooks WHERE name = ?", arguments: [hook.name])
+            let existed =
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM hooks WHERE name = ?", arguments: [hook.name])
                 ?? false
             try db.execute(
                 sql: """
