@@ -91,7 +91,7 @@ extension Serve {
                     --secret-file ops.secret --kind geofenceEnter --kind geofenceExit
                   keeptrack serve hooks add ha --type homeassistant \\
                     --url http://homeassistant.local:8123/api/webhook/keeptrack
-                  keeptrack serve hooks list          # NAME<TAB>TYPE<TAB>URL<TAB>pending<TAB>dead
+                  keeptrack serve hooks list     # name, type, URL, pending, dead: tab-separated
                   keeptrack serve hooks test ops      # a test event, delivered now
                   keeptrack serve hooks retry ops     # its dead letters queued again
                   keeptrack serve hooks remove ops
