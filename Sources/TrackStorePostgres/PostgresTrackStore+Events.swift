@@ -94,12 +94,10 @@ extension PostgresTrackStore: EventStore {
 
     /// In a device's catch-up transaction (its `stop_detectors` row held): evaluates its records
     /// from its saved state, stores the new events and their delivery entries, saves the state and
-    /// clears the mark. Returns the events stored.
-    func storeEvents(_ c: PostgresConnection, device: String, stops: [StopEvent]) async throws -> [DeviceEvent] {
-        var saved: [UInt8]?
-        for try await s in try await c.query(
-            "SELECT events_state FROM stop_detectors WHERE device = \(device)", logger: logger
-        ).decode(ByteBuffer?.self) { saved = s.map { Array($0.readableBytesView) } }
+    /// clears the mark. `saved` is its saved state (read with the row). Returns the events stored.
+    func storeEvents(_ c: PostgresConnection, device: String, saved: [UInt8]?, stops: [StopEvent]) async throws
+        -> [DeviceEvent]
+    {
         let state = try saved.map { bytes throws -> DeviceEventState in
             do { return try DeviceEventState(encoded: bytes) } catch {
                 throw TrackStoreError(.corrupt, "device \(device)'s saved event state does not read back")

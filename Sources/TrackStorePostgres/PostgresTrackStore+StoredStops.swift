@@ -3,6 +3,7 @@ import Formats
 import Geo
 import LocationService
 import Logging
+import NIOCore
 import PostgresNIO
 import TrackStore
 
@@ -105,11 +106,26 @@ extension PostgresTrackStore: StopStore {
     }
 
     /// Runs the detectors of the devices of a batch just stored and publishes what they found.
+    /// Devices run at once (each its own transaction and connection): a run of a thousand devices
+    /// ends sooner, and each device's row is held for its own transaction only.
+    static let catchUpWidth = 4
+
     func advanceStoredStops(devices: Set<String>) async throws {
         var found: [StopEvent] = []
-        for device in devices.sorted() {
-            found += try await retryingConflicts {
-                try await self.advanceStoredStops(device: device, computingAll: false)
+        let sorted = devices.sorted()
+        for start in stride(from: 0, to: sorted.count, by: Self.catchUpWidth) {
+            let part = sorted[start..<min(start + Self.catchUpWidth, sorted.count)]
+            found += try await withThrowingTaskGroup(of: [StopEvent].self) { group in
+                for device in part {
+                    group.addTask {
+                        try await self.retryingConflicts {
+                            try await self.advanceStoredStops(device: device, computingAll: false)
+                        }
+                    }
+                }
+                var all: [StopEvent] = []
+                for try await events in group { all += events }
+                return all
             }
         }
         stopEvents.publish(found)
@@ -125,12 +141,19 @@ extension PostgresTrackStore: StopStore {
     }
 
     /// ``advanceStoredStops(device:computingAll:)``'s transaction: the stops and trips found (none
-    /// when `computingAll`) and the events stored (``storeEvents(_:device:stops:)``).
+    /// when `computingAll`) and the events stored (``storeEvents(_:device:saved:stops:)``).
     func advanceStoredStopsAndEvents(device: String, computingAll: Bool) async throws
         -> ([StopEvent], [DeviceEvent])
     {
         try await client.withConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
+                // Not waited for on disk: what this transaction writes is derived from records whose own
+                // (synchronous) transactions left the device marked, and it clears the mark. Lost in a
+                // crash of PostgreSQL, it is lost whole, the mark stays, and it is run again with the
+                // same results (events keep their ids); any later synchronous commit (a delivery
+                // settled) makes it durable first. Its commit then does not wait for a WAL flush while
+                // it holds the device's row, which the device's next batch waits on.
+                try await c.query("SET LOCAL synchronous_commit = off", logger: self.logger)
                 if computingAll {
                     try await c.query(
                         """
@@ -138,20 +161,21 @@ extension PostgresTrackStore: StopStore {
                         ON CONFLICT (device) DO NOTHING
                         """, logger: self.logger)
                 }
-                var row: (String?, Double?, Double?, Bool)?
+                var row: (String?, Double?, Double?, Bool, ByteBuffer?)?
                 for try await r in try await c.query(
                     """
-                    SELECT state, checkpointed, dirty_from, events_dirty FROM stop_detectors WHERE device = \(device)
-                    FOR UPDATE
+                    SELECT state, checkpointed, dirty_from, events_dirty, events_state FROM stop_detectors
+                    WHERE device = \(device) FOR UPDATE
                     """,
                     logger: self.logger
-                ).decode((String?, Double?, Double?, Bool).self) { row = r }
+                ).decode((String?, Double?, Double?, Bool, ByteBuffer?).self) { row = r }
+                let saved = row?.4.map { Array($0.readableBytesView) }
                 guard let row else { return ([], []) }
                 // The events of a device marked (any record) with no stops to run (no new location, or
                 // never computed): its events alone.
                 guard let dirty = row.2, dirty > StoredStops.neverComputed || computingAll else {
                     guard row.3 else { return ([], []) }
-                    return ([], try await self.storeEvents(c, device: device, stops: []))
+                    return ([], try await self.storeEvents(c, device: device, saved: saved, stops: []))
                 }
                 var advance: StoredStops.Advance
                 var after: Double
@@ -224,7 +248,9 @@ extension PostgresTrackStore: StopStore {
                     """, logger: self.logger)
                 let found = dirty <= StoredStops.neverComputed ? [] : advance.events(device: device, since: dirty)
                 var events: [DeviceEvent] = []
-                if row.3 || !found.isEmpty { events = try await self.storeEvents(c, device: device, stops: found) }
+                if row.3 || !found.isEmpty {
+                    events = try await self.storeEvents(c, device: device, saved: saved, stops: found)
+                }
                 return (computingAll ? [] : found, events)
             }
         }
