@@ -106,26 +106,14 @@ extension PostgresTrackStore: StopStore {
     }
 
     /// Runs the detectors of the devices of a batch just stored and publishes what they found.
-    /// Devices run at once (each its own transaction and connection): a run of a thousand devices
-    /// ends sooner, and each device's row is held for its own transaction only.
-    static let catchUpWidth = 4
-
     func advanceStoredStops(devices: Set<String>) async throws {
+        // One device after the other: running 4 at once (each its own transaction) made two instances
+        // slower (bench-pg --geofences 10000: two / one 0.49 and 0.61 against 0.69 serially), their
+        // transactions holding more devices' rows that the other instance's batches wait on.
         var found: [StopEvent] = []
-        let sorted = devices.sorted()
-        for start in stride(from: 0, to: sorted.count, by: Self.catchUpWidth) {
-            let part = sorted[start..<min(start + Self.catchUpWidth, sorted.count)]
-            found += try await withThrowingTaskGroup(of: [StopEvent].self) { group in
-                for device in part {
-                    group.addTask {
-                        try await self.retryingConflicts {
-                            try await self.advanceStoredStops(device: device, computingAll: false)
-                        }
-                    }
-                }
-                var all: [StopEvent] = []
-                for try await events in group { all += events }
-                return all
+        for device in devices.sorted() {
+            found += try await retryingConflicts {
+                try await self.advanceStoredStops(device: device, computingAll: false)
             }
         }
         stopEvents.publish(found)
