@@ -51,7 +51,7 @@ let package = Package(
         // libgps, the gpsd client library.
         .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
-        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "Formats", "CGPS", "SystemIO", "TrackFiles"]),
+        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS", "SystemIO", "TrackFiles"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo", "Formats", "SystemIO"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
@@ -285,9 +285,11 @@ let package = Package(
 )
 
 // The configuration file, read and checked (size, text, aliases, keys, values) apart from the
-// command options it maps to: a library so that it can be fuzzed. Depends on Yams only.
+// command options it maps to: a library so that it can be fuzzed. Yams composes the document;
+// libyaml's event parser (Debian's libyaml-dev, `CLibYAML`) bounds it in one pass before.
 package.targets += [
-    .target(name: "ConfigFile", dependencies: [.product(name: "Yams", package: "Yams")]),
+    .systemLibrary(name: "CLibYAML", path: "Sources/CLibYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+    .target(name: "ConfigFile", dependencies: ["CLibYAML", .product(name: "Yams", package: "Yams")]),
     .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile", "Geo"]),
 ]
 

@@ -90,7 +90,7 @@ public struct RegionDefinition: Hashable, Sendable {
             try scanner.members { (s, key) throws(FormatsError) in
                 if key == "features" {
                     guard s.peek == UInt8(ascii: "[") else {
-                        throw FormatsError("FeatureCollection without features")
+                        throw FormatsError(.invalid, "FeatureCollection without features")
                     }
                     try s.elements { (s) throws(FormatsError) in
                         count += 1
@@ -111,14 +111,14 @@ public struct RegionDefinition: Hashable, Sendable {
             guard scanner.atEnd else { throw scanner.fail("data after the document") }
             switch root.type {
             case "FeatureCollection":
-                guard root.hasFeatures else { throw FormatsError("FeatureCollection without features") }
+                guard root.hasFeatures else { throw FormatsError(.invalid, "FeatureCollection without features") }
             case "Feature":
                 try body(try root.definition(name: "feature 1"))
             default:
-                throw FormatsError("expected a GeoJSON FeatureCollection or Feature")
+                throw FormatsError(.invalid, "expected a GeoJSON FeatureCollection or Feature")
             }
         } catch  where error.code == .malformedJSON {
-            throw FormatsError("not valid JSON: \(error.message)", code: .malformedJSON, byteOffset: error.byteOffset)
+            throw FormatsError(.malformedJSON, "not valid JSON: \(error.message)", byteOffset: error.byteOffset)
         }
     }
 
@@ -256,48 +256,51 @@ public struct RegionDefinition: Hashable, Sendable {
                 id = s
             } else {
                 throw FormatsError(
+                    .invalid,
                     "\(name): no id (set the feature's \"id\" or properties.id to a non-empty string or a number)")
             }
             guard geometryPresent, let type = geometryType else {
-                throw FormatsError("\(name) (\(id)): no geometry")
+                throw FormatsError(.invalid, "\(name) (\(id)): no geometry")
             }
             let shape: Shape
             switch type {
             case "Point":
                 guard let c = coordinates?.numbers, c.count >= 2 else {
-                    throw FormatsError("\(name) (\(id)): a Point needs [lon, lat] coordinates")
+                    throw FormatsError(.invalid, "\(name) (\(id)): a Point needs [lon, lat] coordinates")
                 }
                 guard let radius else {
-                    throw FormatsError("\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
+                    throw FormatsError(
+                        .invalid, "\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
                 }
                 guard c[0].isFinite, c[1].isFinite else {
-                    throw FormatsError("\(name) (\(id)): a Point's coordinates overflow a number")
+                    throw FormatsError(.invalid, "\(name) (\(id)): a Point's coordinates overflow a number")
                 }
                 guard radius.isFinite else {
-                    throw FormatsError("\(name) (\(id)): properties.radius overflows a number")
+                    throw FormatsError(.invalid, "\(name) (\(id)): properties.radius overflows a number")
                 }
                 shape = .circle(center: Coordinate(latitude: c[1], longitude: c[0]), radius: radius)
             case "Polygon":
                 guard let rings = coordinates?.list, let outer = rings.first?.list else {
-                    throw FormatsError("\(name) (\(id)): a Polygon needs coordinates [[[lon, lat], ...]]")
+                    throw FormatsError(.invalid, "\(name) (\(id)): a Polygon needs coordinates [[[lon, lat], ...]]")
                 }
                 var ring: [Coordinate] = []
                 ring.reserveCapacity(outer.count)
                 for (k, p) in outer.enumerated() {
                     guard let pair = p.numbers, pair.count >= 2 else {
-                        throw FormatsError("\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
+                        throw FormatsError(.invalid, "\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
                     }
                     guard pair[0].isFinite, pair[1].isFinite else {
-                        throw FormatsError("\(name) (\(id)): vertex \(k + 1) overflows a number")
+                        throw FormatsError(.invalid, "\(name) (\(id)): vertex \(k + 1) overflows a number")
                     }
                     ring.append(Coordinate(latitude: pair[1], longitude: pair[0]))
                 }
                 shape = .polygon(ring)
             default:
-                throw FormatsError("\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
+                throw FormatsError(
+                    .invalid, "\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
             }
             if let dwell, !dwell.isFinite {
-                throw FormatsError("\(name) (\(id)): properties.dwell overflows a number")
+                throw FormatsError(.invalid, "\(name) (\(id)): properties.dwell overflows a number")
             }
             return RegionDefinition(
                 id: id, shape: shape, dwell: dwell, notifyOnEntry: notifyOnEntry ?? true,
@@ -338,13 +341,13 @@ extension RegionDefinition {
                     default: try s.skipValue()
                     }
                 }
-                guard let id, !id.isEmpty else { throw FormatsError("record \(n) has no id") }
+                guard let id, !id.isEmpty else { throw FormatsError(.invalid, "record \(n) has no id") }
                 let shape: Shape
                 if let ring {
                     var vertices: [Coordinate] = []
                     for (k, p) in (ring.list ?? []).enumerated() {
                         guard let pair = p.numbers, pair.count == 2 else {
-                            throw FormatsError("region \(id): vertex \(k + 1) is not [lat, lon]")
+                            throw FormatsError(.invalid, "region \(id): vertex \(k + 1) is not [lat, lon]")
                         }
                         vertices.append(Coordinate(latitude: pair[0], longitude: pair[1]))
                     }
@@ -352,7 +355,7 @@ extension RegionDefinition {
                 } else if let lat, let lon, let radius {
                     shape = .circle(center: Coordinate(latitude: lat, longitude: lon), radius: radius)
                 } else {
-                    throw FormatsError("region \(id) has neither a centre and radius nor a ring")
+                    throw FormatsError(.invalid, "region \(id) has neither a centre and radius nor a ring")
                 }
                 body(
                     RegionDefinition(
@@ -529,7 +532,7 @@ extension RegionDefinition {
                         default: try s.skipValue()
                         }
                     }
-                    guard let id else { throw FormatsError("an inside region without an id") }
+                    guard let id else { throw FormatsError(.invalid, "an inside region without an id") }
                     out.append((id, enteredAt, dwell))
                 }
             }

@@ -95,7 +95,7 @@ public struct TrailRecord: Hashable, Sendable {
     ///   ``FormatsError/field`` names the record's key (`lat`, `time`, `attributes`), or `nil`.
     public func problem(now: Double) -> FormatsError? {
         guard let (field, message) = problemFound(now: now) else { return nil }
-        return FormatsError(message, code: .invalidRecord, field: field)
+        return FormatsError(.invalidRecord, message, field: field)
     }
 
     /// The key and the sentence of ``problem(now:)``.

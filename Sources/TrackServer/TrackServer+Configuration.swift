@@ -117,6 +117,9 @@ extension TrackServer {
             "&copy; <a href=\"https://www.openstreetmap.org/copyright\">OpenStreetMap</a> contributors"
         /// Where Leaflet is installed. The default is Debian's `libjs-leaflet`, /usr/share/javascript/leaflet.
         public var leafletDirectory = "/usr/share/javascript/leaflet"
+        /// Where dygraphs, the replay's speed chart, is installed. The default is Debian's `libjs-dygraphs`,
+        /// /usr/share/javascript/dygraphs; without it the page replays without the chart.
+        public var chartDirectory = "/usr/share/javascript/dygraphs"
 
         public static let openStreetMapTiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 

@@ -164,7 +164,8 @@ public final class TrackServer: Sendable {
         router.addRoutes(StreamRoutes().routes)
         router.addRoutes(
             MapRoutes(
-                shell: shell, leaflet: LeafletFiles(directory: map.leafletDirectory),
+                shell: shell, leaflet: LibraryFiles(directory: map.leafletDirectory, library: "Leaflet"),
+                chart: LibraryFiles(directory: map.chartDirectory, library: "dygraphs"),
                 trails: TrailsPage(
                     store: store, paging: paging, maxPointsDrawn: configuration.maxPointsDrawn,
                     maxDevicesDrawn: configuration.maxDevicesDrawn)

@@ -87,9 +87,12 @@ public final class PostgresTrackStore: TrackStore {
             first = try await withDeadline(
                 connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)", clock: clock
             ) {
-                try await PostgresConnection.connect(
-                    configuration: Self.connectionConfiguration(url),
-                    id: 0, logger: logger)
+                // PostgresNIO's own connect timeout (10 s by default, on the wall clock) would race
+                // this deadline and win it on a busy machine: it is set past the deadline, which
+                // names the failure on the clock the store was given.
+                var connection = try Self.connectionConfiguration(url)
+                connection.options.connectTimeout = .init(connectTimeout + .seconds(30))
+                return try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
             }
         } catch {
             throw Self.storeError(error, .unreachable, doing: "cannot connect to \(url)")

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("keeptrack replay --upload, keeptrack serve")
+@Suite("keeptrack replay --upload, keeptrack serve", .offThePool)
 struct UploadCommandTests {
     func temporaryDirectory() -> String {
         do { return try TemporaryDirectory("keeptrack-cli").path } catch { preconditionFailure("\(error)") }
@@ -151,7 +151,7 @@ struct UploadCommandTests {
     }
 }
 
-@Suite("tools/crash-test.py: nothing lost, nothing stored twice")
+@Suite("tools/crash-test.py: nothing lost, nothing stored twice", .offThePool)
 struct CrashTestTests {
     /// A handful of SIGKILLs of the uploader while the endpoint fails, drops, refuses and dies;
     /// the script checks the endpoint holds every id once, in order (`tools/crash-test.py --kills 100`
@@ -207,7 +207,7 @@ struct CrashTestTests {
     }
 }
 
-@Suite("keeptrack track: graceful shutdown")
+@Suite("keeptrack track: graceful shutdown", .offThePool)
 struct GracefulShutdownTests {
     /// SIGTERM stops the receiver, uploads what the outbox holds (nothing was uploaded before:
     /// batches wait an hour), stops the endpoint and removes the control socket.
@@ -239,7 +239,10 @@ struct GracefulShutdownTests {
         let status = try keeptrack(["status", "--control", dir + "/control.sock"])
         #expect(status.status == 0)
         #expect(status.stdout.contains("state: active"))
-        #expect(status.stdout.contains("delivered as locations, 0 filtered"))
+        // How many fixes were filtered is not under test: on a loaded machine the receiver, descheduled
+        // mid-epoch, has an epoch split by the serial source's end-of-epoch gap, and its halves lack
+        // an accuracy or a position.
+        #expect(status.stdout.contains(" delivered as locations, "))
         #expect(status.stdout.contains("uploads: 0 records in 0 requests"))
         let prometheus = try keeptrack(["status", "--prometheus", "--control", dir + "/control.sock"])
         #expect(prometheus.stdout.contains("# TYPE keeptrack_fixes_total counter"))
@@ -256,7 +259,7 @@ struct GracefulShutdownTests {
     }
 }
 
-@Suite("Ctrl-C")
+@Suite("Ctrl-C", .offThePool)
 struct InterruptTests {
     /// A paced replay stops at SIGINT (a graceful shutdown), rather than running to the end.
     @Test(arguments: [

@@ -8,7 +8,7 @@ import Testing
 
 /// docs/guide.md's "What did my day look like?": the night log replayed with --visits into the embedded
 /// endpoint, then exported as a picture with its visits and trips, and as one GPX track per trip.
-@Suite("keeptrack replay --visits --upload embedded, keeptrack export --trips")
+@Suite("keeptrack replay --visits --upload embedded, keeptrack export --trips", .offThePool)
 struct VisitsUploadCommandTests {
     @Test func theNightsVisitsAndTripsAreStoredDrawnAndExported() throws {
         let dir = temporaryDirectory()

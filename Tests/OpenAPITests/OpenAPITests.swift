@@ -280,8 +280,10 @@ struct OpenAPITests {
                 c.append(.init(method: method, route: route, status: 304, token: nil, headers: cached))
             }
         }
-        for (route, name) in [("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png")]
-        {
+        for (route, name) in [
+            ("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png"),
+            ("/map/dygraphs/{name}", "dygraph.min.js"),
+        ] {
             let file = route.replacing("{name}", with: name), missing = route.replacing("{name}", with: "missing.css")
             for method in [HTTPMethod.GET, .HEAD] {
                 c.append(.init(method: method, route: route, target: file, status: 200, token: nil))
@@ -496,11 +498,12 @@ struct OpenAPITests {
         return out
     }
 
-    /// A directory with the two Leaflet files the cases ask for.
+    /// A directory with the two Leaflet files the cases ask for, and dygraphs' script (the chart's directory too).
     static func leaflet() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.path + "/images", withIntermediateDirectories: true)
         try Data("/* leaflet */".utf8).write(to: URL(fileURLWithPath: directory.path + "/leaflet.js"))
+        try Data("/* dygraphs */".utf8).write(to: URL(fileURLWithPath: directory.path + "/dygraph.min.js"))
         try Data([0x89, 0x50, 0x4E, 0x47]).write(to: URL(fileURLWithPath: directory.path + "/images/marker-icon.png"))
         return directory
     }
@@ -514,6 +517,7 @@ struct OpenAPITests {
             $0.maxBodyBytes = 2048
             $0.corsOrigins = ["https://app.example"]
             $0.map.leafletDirectory = leaflet.path
+            $0.map.chartDirectory = leaflet.path
         }
         let http = RawHTTP(port: endpoint.port)
         do {

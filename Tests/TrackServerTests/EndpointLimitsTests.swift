@@ -42,7 +42,7 @@ func header(_ name: String, _ response: String) -> String? {
     return nil
 }
 
-@Suite("TrackServer: the endpoint's limits under hostile load", .serialized)
+@Suite("TrackServer: the endpoint's limits under hostile load", .serialized, .offThePool)
 struct EndpointLimitsTests {
     // MARK: - Item 5: timeouts, the connection cap, an early 413
 

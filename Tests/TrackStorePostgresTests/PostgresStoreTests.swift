@@ -424,7 +424,7 @@ struct PostgresStoreTests {
     /// PostgreSQL restarted in the middle of an upload (by the store itself, just before it writes
     /// the third batch: no sleep decides when): the requests it fails are retried, and every record
     /// arrives once.
-    @Test func aPostgreSQLRestartMidUploadLosesNothing() async throws {
+    @Test(.offThePool) func aPostgreSQLRestartMidUploadLosesNothing() async throws {
         let cluster = try await offThePool { try Postgres() }
         defer { cluster.destroy() }
         let name = try await offThePool { try cluster.createDatabase() }
