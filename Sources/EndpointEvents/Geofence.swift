@@ -85,8 +85,7 @@ public enum GeofenceDocument {
                     vertices += GeofenceDocument.vertexCount(ring)
                     if vertices > limits.vertices {
                         throw FormatsError(
-                            "feature \(feature) (\(d.id)): more than \(limits.vertices) vertices in all",
-                            code: .tooLarge)
+                            .tooLarge, "feature \(feature) (\(d.id)): more than \(limits.vertices) vertices in all")
                     }
                 }
                 do throws(EventsError) {
@@ -100,7 +99,7 @@ public enum GeofenceDocument {
                 } catch {
                     failures.append(error)
                     if failures.count >= maxFailures {
-                        throw FormatsError("stopped after \(maxFailures) invalid geofences", code: .unsupported)
+                        throw FormatsError(.unsupported, "stopped after \(maxFailures) invalid geofences")
                     }
                 }
             }

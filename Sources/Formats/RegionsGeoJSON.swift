@@ -95,8 +95,7 @@ public struct RegionDefinition: Hashable, Sendable {
                     try s.elements { (s) throws(FormatsError) in
                         count += 1
                         guard count <= limits.features else {
-                            throw FormatsError(
-                                "more than \(limits.features) features", code: .tooLarge, byteOffset: s.i)
+                            throw FormatsError(.tooLarge, "more than \(limits.features) features", byteOffset: s.i)
                         }
                         var feature = Feature(limits: limits)
                         feature.name = "feature \(count)"
@@ -186,8 +185,8 @@ public struct RegionDefinition: Hashable, Sendable {
                             coordinates = try s.coordinates(depth: 0, budget: &budget)
                         } catch  where error.code == .tooLarge {
                             throw FormatsError(
-                                "\(name): more coordinates than \(limits.verticesPerFeature) vertices",
-                                code: .tooLarge, byteOffset: error.byteOffset)
+                                .tooLarge, "\(name): more coordinates than \(limits.verticesPerFeature) vertices",
+                                byteOffset: error.byteOffset)
                         }
                     default: try s.skipValue()
                     }
@@ -220,17 +219,17 @@ public struct RegionDefinition: Hashable, Sendable {
         func readDevices(_ s: inout JSONScanner) throws(FormatsError) -> [String]? {
             if s.takeNull() { return nil }
             guard s.peek == UInt8(ascii: "[") else {
-                throw FormatsError("\(name): properties.devices must be an array of device ids", byteOffset: s.i)
+                throw FormatsError(
+                    .invalid, "\(name): properties.devices must be an array of device ids", byteOffset: s.i)
             }
             var out: [String] = []
             try s.elements { (s) throws(FormatsError) in
                 guard s.peek == 0x22 else {
                     throw FormatsError(
-                        "\(name): properties.devices must hold strings (device ids)", byteOffset: s.i)
+                        .invalid, "\(name): properties.devices must hold strings (device ids)", byteOffset: s.i)
                 }
                 guard out.count < limits.devices else {
-                    throw FormatsError(
-                        "\(name): more than \(limits.devices) devices", code: .tooLarge, byteOffset: s.i)
+                    throw FormatsError(.tooLarge, "\(name): more than \(limits.devices) devices", byteOffset: s.i)
                 }
                 out.append(try s.string())
             }
@@ -490,7 +489,7 @@ extension JSONScanner {
         skipWhitespace()
         guard i < bytes.count else { throw fail("expected coordinates") }
         budget -= 1
-        guard budget >= 0 else { throw FormatsError("too many coordinates", code: .tooLarge, byteOffset: i) }
+        guard budget >= 0 else { throw FormatsError(.tooLarge, "too many coordinates", byteOffset: i) }
         if bytes[i] != UInt8(ascii: "[") {
             guard bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 48 && bytes[i] <= 57) else {
                 throw fail("expected a number in coordinates")
