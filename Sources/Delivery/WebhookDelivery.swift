@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import EndpointEvents
+import Geo
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -25,7 +26,7 @@ public final class WebhookDelivery: DeliveryKind {
         var clients: [String: HTTPClient] = [:]
         var order: [String] = []
         /// The address checked last, and until when it is used.
-        var address: (text: String, until: ContinuousClock.Instant)?
+        var address: (text: String, until: Double)?
         var closed = false
     }
 
@@ -96,14 +97,15 @@ public final class WebhookDelivery: DeliveryKind {
 
     /// The client for the host's current checked address.
     func client() async throws(DeliveryFailure) -> HTTPClient {
-        let now = ContinuousClock.now
+        // How long its own check stays good, not a time of day: the one monotonic helper.
+        let now = monotonicSeconds()
         let cached = state.withLock { s -> HTTPClient? in
             guard let a = s.address, a.until > now else { return nil }
             return s.clients[a.text]
         }
         if let cached { return cached }
         let address = HookAddresses.text(try await HookAddresses.checked(target.host, allowPrivate: allowPrivate))
-        let until = now.advanced(by: .seconds(Self.addressLifetime))
+        let until = now + Double(Self.addressLifetime)
         let (client, retired) = state.withLock { s -> (HTTPClient?, HTTPClient?) in
             guard !s.closed else { return (nil, nil) }
             s.address = (address, until)

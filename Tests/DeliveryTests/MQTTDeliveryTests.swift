@@ -8,7 +8,7 @@ import Testing
 
 /// MQTT hooks against a real mosquitto: QoS 1 publishes on the topic template, a broker that is
 /// gone a retry, a broker on a private address refused unless allowed.
-@Suite("MQTT delivery against a real broker", .serialized)
+@Suite("MQTT delivery against a real broker", .serialized, .offThePool)
 struct MQTTDeliveryTests {
     /// What a subscriber received.
     final class Inbox: Sendable {
