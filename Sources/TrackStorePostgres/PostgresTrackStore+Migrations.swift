@@ -53,6 +53,7 @@ extension PostgresTrackStore {
         ("v5-visits-and-trips", visitsMigration),
         ("v6-stream-notify", streamMigration),
         ("v7-stored-stops", storedStopsMigration),
+        ("v8-events", eventsMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points
