@@ -1,3 +1,5 @@
+import EndpointEvents
+import Delivery
 import Geo
 import HTTPTypes
 import Hummingbird
@@ -53,6 +55,10 @@ public final class TrackServer: Sendable {
     /// Fired when the server listens (``listeningPort()`` waits for it).
     let listening = Signal()
     let serviceGroup = Mutex(GroupState())
+    /// How hooks are reached (``Configuration/EventSettings``).
+    let deliveryKinds: DeliveryKinds
+    /// The hooks' lanes (``DeliveryWorker``), run in the service group when the server delivers.
+    public let deliveryWorker: DeliveryWorker
 
     struct GroupState {
         var group: ServiceGroup?
@@ -94,6 +100,17 @@ public final class TrackServer: Sendable {
                 maxBytes: max(1, stream.maxQueuedBytes)),
             metrics: StreamMetrics(registry: metrics.registry))
         self.offlineWatch = OfflineWatch(hub: streamHub, after: stream.offlineAfter, clock: clock)
+        var rules = EventRules()
+        if let limit = configuration.events.overspeedLimit { rules.overspeed = OverspeedRule(limit: limit) }
+        store.setEventRules(rules)
+        let kinds = DeliveryKinds(
+            allowPrivate: configuration.events.allowPrivateHooks,
+            instance: String(UInt32.random(in: 0...UInt32.max), radix: 16))
+        self.deliveryKinds = kinds
+        self.deliveryWorker = DeliveryWorker(
+            queue: StoreDeliveryQueue(store: store), makeKind: { kinds.make($0) },
+            clock: clock, configuration: configuration.events.delivery,
+            logger: Logger(label: "keeptrack.delivery"))
     }
 
     // MARK: - The parts
@@ -138,6 +155,11 @@ public final class TrackServer: Sendable {
             ).routes)
         router.addRoutes(TrailRoutes(store: store, paging: paging).routes)
         router.addRoutes(StopsRoutes(store: store).routes)
+        router.addRoutes(
+            EventRoutes(
+                store: store, body: bodyReader, paging: paging, clock: clock, kinds: deliveryKinds,
+                hooksChanged: { [deliveryWorker] in deliveryWorker.hooksChanged() }
+            ).routes)
         router.addRoutes(RecorderRoutes(store: store, body: bodyReader, clock: clock, paging: paging).routes)
         router.addRoutes(StreamRoutes().routes)
         router.addRoutes(
@@ -225,6 +247,9 @@ public final class TrackServer: Sendable {
             services.append(
                 try MQTTIngest(
                     ingest: ingest, status: self.mqtt, configuration: mqtt, clock: clock, logger: logger))
+        }
+        if configuration.events.deliver {
+            services.append(EventDeliveryService(store: store, worker: deliveryWorker))
         }
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))

@@ -12,11 +12,12 @@
 /// - ``RetentionStore``: old points deleted in bounded batches.
 /// - ``DeviceSecretStore``: OwnTracks devices' encryption secrets.
 /// - ``StopStore``: stops and trips, kept at ingest.
+/// - ``EventStore``: geofences, events, hooks and their delivery queue.
 ///
 /// A new facet (events, geofences, statistics...) is a protocol beside these, added to the list
 /// this protocol inherits, so that neither store builds without it.
 public protocol TrackStore: Sendable, RecordStore, StoredRecordsSource, CredentialStore, FleetStore, RetentionStore,
-    DeviceSecretStore, StopStore
+    DeviceSecretStore, StopStore, EventStore
 {
     /// Where the store is, for people: a file's path, or a URL without its password.
     var location: String { get }

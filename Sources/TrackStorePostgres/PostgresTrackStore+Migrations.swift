@@ -53,7 +53,8 @@ extension PostgresTrackStore {
         ("v5-visits-and-trips", visitsMigration),
         ("v6-stream-notify", streamMigration),
         ("v7-stored-stops", storedStopsMigration),
-        ("v8-outliers", outliersMigration),
+        ("v8-events", eventsMigration),
+        ("v9-outliers", outliersMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -49,7 +49,7 @@ struct Serve: AsyncParsableCommand {
               # van1's own token, printed once (stored hashed)
               keeptrack serve devices add van1
             """,
-        subcommands: [Devices.self]
+        subcommands: [Devices.self, Geofences.self, Hooks.self]
     )
 
     /// `keeptrack serve devices add ID | list | revoke ID`, on serve's `--db` (or the data directory's).
@@ -223,6 +223,16 @@ struct Serve: AsyncParsableCommand {
                 + "5m); online when it sends again. The default is 10m.", valueName: "duration"),
         transform: DurationText.parse)
     var offlineAfter: Double?
+    @Flag(
+        help: ArgumentHelp(
+            "Let hooks reach loopback, private and link-local addresses (refused by default: a server "
+                + "that posts where it is told is a tool against its own network)."))
+    var allowPrivateHooks = false
+    @Option(
+        help: ArgumentHelp(
+            "Speed above which a location is an overspeed event, in km/h (one event per episode). "
+                + "The default is none.", valueName: "km/h"))
+    var overspeed: Double?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -249,10 +259,15 @@ struct Serve: AsyncParsableCommand {
         if let tiles { c.map.tiles = tiles == "none" ? nil : tiles }
         if let maxStreams { c.stream.maxClients = maxStreams }
         if let offlineAfter { c.stream.offlineAfter = TrackServer.Configuration.duration(seconds: offlineAfter) }
+        c.events.allowPrivateHooks = allowPrivateHooks
+        c.events.overspeedLimit = overspeed.map { $0 / 3.6 }
         return c
     }
 
     func validate() throws {
+        if let overspeed, !(overspeed > 0 && overspeed.isFinite) {
+            throw ValidationError("--overspeed is a speed in km/h above 0, got \(overspeed).")
+        }
         if let problem = serverConfiguration().problem { throw ValidationError(problem.sentence) }
     }
 

@@ -277,3 +277,26 @@ struct InterruptTests {
         #expect(seen.count < 100)
     }
 }
+
+@Suite("tools/events-crash-test.py: events exactly once over kill -9")
+struct EventsCrashTestTests {
+    /// Two serve instances on one throwaway PostgreSQL, each SIGKILLed in turn while a fleet uploads
+    /// across geofences: every event the reference run finds is stored, delivered to the idempotent
+    /// receiver (500 to every third post) with a valid signature and processed once
+    /// (`tools/events-crash-test.py --kills 20 --devices 50` is the long version).
+    @Test func twoInstancesKilledInTurnDeliverEveryEventOnce() async throws {
+        let tool = try Tool(
+            "tools/events-crash-test.py",
+            [
+                "--devices", "6", "--seconds", "300", "--kills", "2", "--seed", "7",
+                "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
+            ])
+        tool.guardAgainstHang(seconds: 600)
+        let lines = try await tool.remainingLines()
+        #expect(
+            lines.last
+                == "OK: every event stored as the reference finds it, each delivered, signed, and processed once",
+            "\(lines) \(tool.errors())")
+        #expect(lines.first?.contains("2 SIGKILLs of the instances") == true, "\(lines)")
+    }
+}

@@ -337,7 +337,64 @@ struct OpenAPITests {
             .init(method: .PUT, route: "/v1/faults", status: 401, token: nil, body: "{}"),
             .init(method: .PUT, route: "/v1/faults", status: 403, token: van, body: "{}"),
         ]
+        c += eventCases
         return c
+    }
+
+    /// Geofences, events and hooks (docs/events.md).
+    static var eventCases: [Case] {
+        func feature(_ id: String) -> String {
+            #"{"type":"Feature","id":"\#(id)","geometry":{"type":"Point","coordinates":[11.5,48.1]},"#
+                + #""properties":{"radius":100}}"#
+        }
+        let collection = #"{"type":"FeatureCollection","features":[\#(feature("depot"))]}"#
+        let geofences = "/v1/geofences", one = "/v1/geofences/{name}"
+        let hook =
+            #"{"type":"webhook","url":"https://keeptrack.invalid/hook","secret":"a secret of more than 16 bytes"}"#
+        let hooks = "/v1/hooks", named = "/v1/hooks/{name}"
+        return [
+            .init(method: .PUT, route: geofences, status: 200, body: collection),
+            .init(method: .PUT, route: geofences, status: 400, body: #"{"type":"FeatureCollection","features":[{}]}"#),
+            .init(method: .PUT, route: geofences, status: 401, token: nil, body: collection),
+            .init(method: .PUT, route: geofences, status: 403, token: van, body: collection),
+            .init(method: .PUT, route: geofences, status: 413, declaredLength: tooLarge),
+            .init(method: .GET, route: geofences, status: 200),
+            .init(method: .GET, route: geofences, status: 401, token: nil),
+            .init(method: .GET, route: geofences, status: 403, token: van),
+            .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 201, body: feature("yard")),
+            .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 200, body: feature("yard")),
+            .init(method: .PUT, route: one, target: "/v1/geofences/other", status: 400, body: feature("yard")),
+            .init(
+                method: .PUT, route: one, target: "/v1/geofences/yard", status: 403, token: van, body: feature("yard")),
+            .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 200),
+            .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 403, token: van),
+            .init(method: .GET, route: one, target: "/v1/geofences/nowhere", status: 404),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 403, token: van),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 204),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 404),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?device=van1&limit=2", status: 200),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?kind=nothing", status: 400),
+            .init(method: .GET, route: "/v1/events", status: 401, token: nil),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?device=bus", status: 403, token: van),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 201, body: hook),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 200, body: hook),
+            .init(
+                method: .PUT, route: named, target: "/v1/hooks/ops", status: 400,
+                body: hook.replacing("https://keeptrack.invalid", with: "ftp://keeptrack.invalid")),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 403, token: van, body: hook),
+            .init(method: .GET, route: hooks, status: 200),
+            .init(method: .GET, route: hooks, status: 401, token: nil),
+            .init(method: .GET, route: hooks, status: 403, token: van),
+            .init(method: .GET, route: named, target: "/v1/hooks/ops", status: 200),
+            .init(method: .GET, route: named, target: "/v1/hooks/ops", status: 403, token: van),
+            .init(method: .GET, route: named, target: "/v1/hooks/nobody", status: 404),
+            .init(method: .POST, route: "/v1/hooks/{name}/retry", target: "/v1/hooks/ops/retry", status: 200),
+            .init(method: .POST, route: "/v1/hooks/{name}/retry", target: "/v1/hooks/nobody/retry", status: 404),
+            .init(method: .POST, route: "/v1/hooks/{name}/test", target: "/v1/hooks/ops/test", status: 502),
+            .init(method: .POST, route: "/v1/hooks/{name}/test", target: "/v1/hooks/nobody/test", status: 404),
+            .init(method: .DELETE, route: named, target: "/v1/hooks/ops", status: 204),
+            .init(method: .DELETE, route: named, target: "/v1/hooks/ops", status: 404),
+        ]
     }
 
     /// What is wrong with an answer to `c` under the document, each problem naming the route, the

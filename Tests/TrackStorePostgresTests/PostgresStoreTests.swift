@@ -1,3 +1,4 @@
+import EndpointEvents
 import Formats
 import Geo
 import Foundation
@@ -83,7 +84,7 @@ struct PostgresStoreTests {
         }
         #expect(
             migrations
-                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-outliers\n"
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\n"
         )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
@@ -537,6 +538,31 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
         -> StopsAccumulator
     {
         try await base.streamLocations(device: device, from: from, to: to, into: accumulator)
+    }
+    var deviceEvents: DeviceEventFeed { base.deviceEvents }
+    func setEventRules(_ rules: EventRules) { base.setEventRules(rules) }
+    func geofences() async throws -> [Geofence] { try await base.geofences() }
+    func replaceGeofences(_ geofences: [Geofence]) async throws { try await base.replaceGeofences(geofences) }
+    func putGeofence(_ geofence: Geofence) async throws -> Bool { try await base.putGeofence(geofence) }
+    func removeGeofence(_ name: String) async throws -> Bool { try await base.removeGeofence(name) }
+    func events(_ query: EventQuery, after cursor: EventCursor?, limit: Int) async throws
+        -> (events: [StoredEvent], next: EventCursor?)
+    { try await base.events(query, after: cursor, limit: limit) }
+    func storedHooks() async throws -> [StoredHook] { try await base.storedHooks() }
+    func putHook(_ hook: StoredHook) async throws -> Bool { try await base.putHook(hook) }
+    func removeHook(_ name: String) async throws -> Bool { try await base.removeHook(name) }
+    func retryDeadDeliveries(hook name: String, now: Double) async throws -> Int {
+        try await base.retryDeadDeliveries(hook: name, now: now)
+    }
+    func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)] { try await base.deliveryCounts() }
+    func claimDeliveries(hook: String, limit: Int, now: Double, leaseUntil: Double, token: String) async throws
+        -> [QueuedDelivery]
+    { try await base.claimDeliveries(hook: hook, limit: limit, now: now, leaseUntil: leaseUntil, token: token) }
+    func settleDelivery(hook: String, event: String, token: String, outcome: DeliverySettlement, now: Double)
+        async throws -> Bool
+    { try await base.settleDelivery(hook: hook, event: event, token: token, outcome: outcome, now: now) }
+    func nextDeliveryDue(hook: String, after now: Double) async throws -> Double? {
+        try await base.nextDeliveryDue(hook: hook, after: now)
     }
     func close() async { await base.close() }
 }

@@ -14,7 +14,7 @@ extension SQLiteTrackStore {
     /// smoothed trip figures: every device's stored stops are computed again by its first query, which
     /// marks its outliers (``StoredStops/neverComputed``).
     static func registerOutlierMigrations(_ m: inout DatabaseMigrator) {
-        m.registerMigration("v9-outliers") { db in
+        m.registerMigration("v10-outliers") { db in
             try db.execute(
                 sql: """
                     ALTER TABLE points ADD COLUMN outlier TEXT;
