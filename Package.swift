@@ -224,7 +224,7 @@ let package = Package(
         // The endpoint: routes, limits, connection shedding, live stream, map, both stores.
         .testTarget(name: "TrackServerTests", dependencies: [
             "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
-            "TrackServerTesting", "EndpointEvents", "NMEA",
+            "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput",
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

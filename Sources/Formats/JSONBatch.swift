@@ -49,6 +49,10 @@ public enum JSONBatch {
         appendSpan(r, to: &out)
         // What a trail read back from a store may carry (never sent by the uploader).
         if !r.valid { ByteWriting.appendStatic(",\"valid\":false", to: &out) }
+        if let outlier = r.outlier {
+            ByteWriting.appendStatic(",\"outlier\":", to: &out)
+            ByteWriting.appendJSONString(outlier, to: &out)
+        }
         if !r.attributes.isEmpty {
             ByteWriting.appendStatic(",\"attributes\":", to: &out)
             TrailRecord.appendAttributes(r.attributes, to: &out)

@@ -54,6 +54,7 @@ extension PostgresTrackStore {
         ("v6-stream-notify", streamMigration),
         ("v7-stored-stops", storedStopsMigration),
         ("v8-events", eventsMigration),
+        ("v9-outliers", outliersMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -168,7 +168,7 @@ extension PostgresTrackStore: StopStore {
                 var advance: StoredStops.Advance
                 var after: Double
                 let state = try row.0.map(StoredStops.decode)
-                if let state, let last = state.lastTime, dirty > last {
+                if let state, let last = state.lastGiven, dirty > last {
                     advance = StoredStops.Advance(from: state, checkpointed: row.1 ?? -.infinity)
                     after = last
                 } else {
@@ -193,12 +193,14 @@ extension PostgresTrackStore: StopStore {
                         "DELETE FROM stops WHERE device = \(device) AND decided > \(after)", logger: self.logger)
                     try await c.query(
                         "DELETE FROM trips WHERE device = \(device) AND decided > \(after)", logger: self.logger)
+                    try await Self.clearOutliers(c, device: device, after: after, logger: self.logger)
                 }
                 let rows = try await c.query(Self.points(device: device, after: after, limit: nil), logger: self.logger)
                 for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self)
                 {
                     advance.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
                 }
+                try await Self.markOutliers(c, device: device, advance.outliers, logger: self.logger)
                 for (decided, v) in advance.stops {
                     try await c.query(
                         """
@@ -383,7 +385,7 @@ extension PostgresTrackStore: StopStore {
         }
         var final: VisitDetector
         if meta?.1 == nil, let text = meta?.0, let state = try? StoredStops.decode(text),
-            (state.lastTime ?? -.infinity) <= hi
+            (state.lastGiven ?? -.infinity) <= hi
         {
             final = state
         } else {

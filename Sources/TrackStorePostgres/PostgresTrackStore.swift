@@ -353,7 +353,7 @@ public final class PostgresTrackStore: TrackStore {
 
     public func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         precondition(limit > 0, "a page holds at least one record")
         guard !device.utf8.contains(0) else { return ([], nil) }
@@ -362,7 +362,7 @@ public final class PostgresTrackStore: TrackStore {
         var bound = 1
         var sql = """
             SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry),
-                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device, span
+                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device, span, outlier
             FROM positions WHERE device = $1
             """
         func parameter(_ value: some PostgresNonThrowingEncodable) -> String {
@@ -373,6 +373,7 @@ public final class PostgresTrackStore: TrackStore {
         if from.isFinite { sql += " AND time >= to_timestamp(\(parameter(from)))" }
         if to.isFinite { sql += " AND time <= to_timestamp(\(parameter(to)))" }
         if !includeInvalid { sql += " AND valid" }
+        if !includeOutliers { sql += " AND outlier IS NULL" }
         if let cursor {
             // After (time, seq, key) in the order of ORDER BY (a NULL seq first, as SQLite sorts).
             let t = "to_timestamp(\(parameter(cursor.time)))"
@@ -419,6 +420,8 @@ public final class PostgresTrackStore: TrackStore {
             r.valid = valid
             r.attributes = TrailRecord.attributes(fromJSON: attributes)
             if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
+            // The trail's query adds the outlier mark as a 17th column.
+            if row.count > 16 { r.outlier = try row.makeRandomAccess()[16].decode(String?.self) }
             records.append(r)
             last = TrailCursor(time: time, sequence: cursorSequence ? seq : nil, key: key)
         }

@@ -36,7 +36,7 @@ struct VisitsUploadCommandTests {
         #expect(gpx.status == 0)
         #expect(gpx.stdout.components(separatedBy: "<trk>").count - 1 == 3)
         #expect(
-            gpx.stdout.contains("trip 2025-03-14T21:15:08.000Z – 2025-03-14T21:25:50.000Z</name><desc>5.19 km</desc>"))
+            gpx.stdout.contains("trip 2025-03-14T21:15:00.000Z – 2025-03-14T21:25:55.000Z</name><desc>5.20 km</desc>"))
         let refused = try keeptrack(["export", "--data-dir", dir, "--trips", "--format", "geojson"])
         #expect(refused.status != 0 && refused.stderr.contains("--trips writes GPX"))
     }

@@ -84,7 +84,7 @@ struct PostgresStoreTests {
         }
         #expect(
             migrations
-                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\n"
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\n"
         )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
@@ -492,10 +492,11 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     func device(_ id: String) async throws -> DeviceSummary? { try await base.device(id) }
     func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         try await base.trail(
-            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
+            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid,
+            includeOutliers: includeOutliers)
     }
     func count() async throws -> Int { try await base.count() }
 

@@ -108,6 +108,7 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerStopsMigrations(&m)
         Self.registerStoredStopsMigrations(&m)
         Self.registerEventsMigrations(&m)
+        Self.registerOutlierMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
@@ -235,13 +236,15 @@ public final class SQLiteTrackStore: TrackStore {
     ///   OFFSET).
     public func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         precondition(limit > 0, "a page holds at least one record")
         var sql = """
-            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span
+            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span,
+                outlier
             FROM points
-            WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")
+            WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")\(
+                includeOutliers ? "" : " AND outlier IS NULL")
             """
         var arguments: StatementArguments = [device, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18]
         if let cursor {
@@ -291,6 +294,7 @@ public final class SQLiteTrackStore: TrackStore {
         r.valid = row[11]
         r.attributes = TrailRecord.attributes(fromJSON: row[12])
         if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: row["span"]) }
+        if row.hasColumn("outlier") { r.outlier = row["outlier"] }
         return r
     }
 
