@@ -1,3 +1,4 @@
+import Delivery
 import Geo
 import MQTT
 
@@ -73,6 +74,23 @@ extension TrackServer {
         public var stream = StreamSettings()
         /// The map page's base map and library (`/map`).
         public var map = MapSettings()
+        /// Events and their delivery (docs/events.md).
+        public var events = EventSettings()
+
+        public init() {}
+    }
+
+    /// Events and their delivery to hooks (docs/events.md).
+    public struct EventSettings: Sendable {
+        /// Whether hooks may reach loopback, private and link-local addresses (`--allow-private-hooks`).
+        /// The default is false: a server that posts where it is told is a tool against its network.
+        public var allowPrivateHooks = false
+        /// The global speed limit of `overspeed`, in m/s; `nil`: none. The default is nil.
+        public var overspeedLimit: Double?
+        /// Whether this instance delivers the queued events to hooks. The default is true.
+        public var deliver = true
+        /// The delivery worker's lanes (in flight per hook, leases, retries).
+        public var delivery = DeliveryWorker.Configuration()
 
         public init() {}
     }
@@ -105,6 +123,9 @@ extension TrackServer {
             "&copy; <a href=\"https://www.openstreetmap.org/copyright\">OpenStreetMap</a> contributors"
         /// Where Leaflet is installed. The default is Debian's `libjs-leaflet`, /usr/share/javascript/leaflet.
         public var leafletDirectory = "/usr/share/javascript/leaflet"
+        /// Where dygraphs, the replay's speed chart, is installed. The default is Debian's `libjs-dygraphs`,
+        /// /usr/share/javascript/dygraphs; without it the page replays without the chart.
+        public var chartDirectory = "/usr/share/javascript/dygraphs"
 
         public static let openStreetMapTiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 

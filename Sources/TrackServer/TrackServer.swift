@@ -1,3 +1,5 @@
+import EndpointEvents
+import Delivery
 import Geo
 import HTTPTypes
 import Hummingbird
@@ -57,6 +59,10 @@ public final class TrackServer: Sendable {
     let shareAccess: ShareAccess
     /// The reverse geocoder, when one is configured (``ReverseGeocoder``).
     let geocoder: ReverseGeocoder?
+    /// How hooks are reached (``Configuration/EventSettings``).
+    let deliveryKinds: DeliveryKinds
+    /// The hooks' lanes (``DeliveryWorker``), run in the service group when the server delivers.
+    public let deliveryWorker: DeliveryWorker
 
     struct GroupState {
         var group: ServiceGroup?
@@ -102,6 +108,17 @@ public final class TrackServer: Sendable {
         self.geocoder = configuration.geocoder.map {
             ReverseGeocoder(base: $0, store: store, clock: clock, logger: logger)
         }
+        var rules = EventRules()
+        if let limit = configuration.events.overspeedLimit { rules.overspeed = OverspeedRule(limit: limit) }
+        store.setEventRules(rules)
+        let kinds = DeliveryKinds(
+            allowPrivate: configuration.events.allowPrivateHooks,
+            instance: String(UInt32.random(in: 0...UInt32.max), radix: 16))
+        self.deliveryKinds = kinds
+        self.deliveryWorker = DeliveryWorker(
+            queue: StoreDeliveryQueue(store: store), makeKind: { kinds.make($0) },
+            clock: clock, configuration: configuration.events.delivery,
+            logger: Logger(label: "keeptrack.delivery"))
     }
 
     // MARK: - The parts
@@ -150,11 +167,17 @@ public final class TrackServer: Sendable {
         router.addRoutes(StopsRoutes(store: store, places: places).routes)
         router.addRoutes(StatsRoutes(store: store, places: places).routes)
         router.addRoutes(ShareRoutes(store: store, access: shareAccess, shell: shell, clock: clock).routes)
+        router.addRoutes(
+            EventRoutes(
+                store: store, body: bodyReader, paging: paging, clock: clock, kinds: deliveryKinds,
+                hooksChanged: { [deliveryWorker] in deliveryWorker.hooksChanged() }
+            ).routes)
         router.addRoutes(RecorderRoutes(store: store, body: bodyReader, clock: clock, paging: paging).routes)
         router.addRoutes(StreamRoutes().routes)
         router.addRoutes(
             MapRoutes(
-                shell: shell, leaflet: LeafletFiles(directory: map.leafletDirectory),
+                shell: shell, leaflet: LibraryFiles(directory: map.leafletDirectory, library: "Leaflet"),
+                chart: LibraryFiles(directory: map.chartDirectory, library: "dygraphs"),
                 trails: TrailsPage(
                     store: store, paging: paging, maxPointsDrawn: configuration.maxPointsDrawn,
                     maxDevicesDrawn: configuration.maxDevicesDrawn)
@@ -238,6 +261,9 @@ public final class TrackServer: Sendable {
                     ingest: ingest, status: self.mqtt, configuration: mqtt, clock: clock, logger: logger))
         }
         if let geocoder { services.append(geocoder) }
+        if configuration.events.deliver {
+            services.append(EventDeliveryService(store: store, worker: deliveryWorker))
+        }
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))
         }

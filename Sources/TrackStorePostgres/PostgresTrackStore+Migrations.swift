@@ -53,9 +53,11 @@ extension PostgresTrackStore {
         ("v5-visits-and-trips", visitsMigration),
         ("v6-stream-notify", streamMigration),
         ("v7-stored-stops", storedStopsMigration),
-        ("v8-statistics", statisticsMigration),
-        ("v9-shares", sharesMigration),
-        ("v10-place-names", placeNamesMigration),
+        ("v8-events", eventsMigration),
+        ("v9-outliers", outliersMigration),
+        ("v10-statistics", statisticsMigration),
+        ("v11-shares", sharesMigration),
+        ("v12-place-names", placeNamesMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

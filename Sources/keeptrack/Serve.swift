@@ -49,7 +49,7 @@ struct Serve: AsyncParsableCommand {
               # van1's own token, printed once (stored hashed)
               keeptrack serve devices add van1
             """,
-        subcommands: [Devices.self, Shares.self]
+        subcommands: [Devices.self, Geofences.self, Hooks.self, Shares.self]
     )
 
     /// `keeptrack serve devices add ID | list | revoke ID`, on serve's `--db` (or the data directory's).
@@ -229,6 +229,16 @@ struct Serve: AsyncParsableCommand {
                 + "Nominatim or Photon), at most one request a second, in the background. The default is "
                 + "none: no names but the user's own areas, no requests.", valueName: "url"))
     var geocoder: String?
+    @Flag(
+        help: ArgumentHelp(
+            "Let hooks reach loopback, private and link-local addresses (refused by default: a server "
+                + "that posts where it is told is a tool against its own network)."))
+    var allowPrivateHooks = false
+    @Option(
+        help: ArgumentHelp(
+            "Speed above which a location is an overspeed event, in km/h (one event per episode). "
+                + "The default is none.", valueName: "km/h"))
+    var overspeed: Double?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -256,10 +266,15 @@ struct Serve: AsyncParsableCommand {
         if let maxStreams { c.stream.maxClients = maxStreams }
         if let offlineAfter { c.stream.offlineAfter = TrackServer.Configuration.duration(seconds: offlineAfter) }
         c.geocoder = geocoder
+        c.events.allowPrivateHooks = allowPrivateHooks
+        c.events.overspeedLimit = overspeed.map { $0 / 3.6 }
         return c
     }
 
     func validate() throws {
+        if let overspeed, !(overspeed > 0 && overspeed.isFinite) {
+            throw ValidationError("--overspeed is a speed in km/h above 0, got \(overspeed).")
+        }
         if let problem = serverConfiguration().problem { throw ValidationError(problem.sentence) }
         if let geocoder, !(geocoder.hasPrefix("http://") || geocoder.hasPrefix("https://")) || geocoder.contains("?") {
             throw ValidationError("--geocoder: '\(geocoder)' is not an http:// or https:// base URL (without a query).")

@@ -318,8 +318,10 @@ struct OpenAPITests {
                 c.append(.init(method: method, route: route, status: 304, token: nil, headers: cached))
             }
         }
-        for (route, name) in [("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png")]
-        {
+        for (route, name) in [
+            ("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png"),
+            ("/map/dygraphs/{name}", "dygraph.min.js"),
+        ] {
             let file = route.replacing("{name}", with: name), missing = route.replacing("{name}", with: "missing.css")
             for method in [HTTPMethod.GET, .HEAD] {
                 c.append(.init(method: method, route: route, target: file, status: 200, token: nil))
@@ -373,7 +375,64 @@ struct OpenAPITests {
             .init(method: .PUT, route: "/v1/faults", status: 401, token: nil, body: "{}"),
             .init(method: .PUT, route: "/v1/faults", status: 403, token: van, body: "{}"),
         ]
+        c += eventCases
         return c
+    }
+
+    /// Geofences, events and hooks (docs/events.md).
+    static var eventCases: [Case] {
+        func feature(_ id: String) -> String {
+            #"{"type":"Feature","id":"\#(id)","geometry":{"type":"Point","coordinates":[11.5,48.1]},"#
+                + #""properties":{"radius":100}}"#
+        }
+        let collection = #"{"type":"FeatureCollection","features":[\#(feature("depot"))]}"#
+        let geofences = "/v1/geofences", one = "/v1/geofences/{name}"
+        let hook =
+            #"{"type":"webhook","url":"https://keeptrack.invalid/hook","secret":"a secret of more than 16 bytes"}"#
+        let hooks = "/v1/hooks", named = "/v1/hooks/{name}"
+        return [
+            .init(method: .PUT, route: geofences, status: 200, body: collection),
+            .init(method: .PUT, route: geofences, status: 400, body: #"{"type":"FeatureCollection","features":[{}]}"#),
+            .init(method: .PUT, route: geofences, status: 401, token: nil, body: collection),
+            .init(method: .PUT, route: geofences, status: 403, token: van, body: collection),
+            .init(method: .PUT, route: geofences, status: 413, declaredLength: tooLarge),
+            .init(method: .GET, route: geofences, status: 200),
+            .init(method: .GET, route: geofences, status: 401, token: nil),
+            .init(method: .GET, route: geofences, status: 403, token: van),
+            .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 201, body: feature("yard")),
+            .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 200, body: feature("yard")),
+            .init(method: .PUT, route: one, target: "/v1/geofences/other", status: 400, body: feature("yard")),
+            .init(
+                method: .PUT, route: one, target: "/v1/geofences/yard", status: 403, token: van, body: feature("yard")),
+            .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 200),
+            .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 403, token: van),
+            .init(method: .GET, route: one, target: "/v1/geofences/nowhere", status: 404),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 403, token: van),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 204),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 404),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?device=van1&limit=2", status: 200),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?kind=nothing", status: 400),
+            .init(method: .GET, route: "/v1/events", status: 401, token: nil),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?device=bus", status: 403, token: van),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 201, body: hook),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 200, body: hook),
+            .init(
+                method: .PUT, route: named, target: "/v1/hooks/ops", status: 400,
+                body: hook.replacing("https://keeptrack.invalid", with: "ftp://keeptrack.invalid")),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 403, token: van, body: hook),
+            .init(method: .GET, route: hooks, status: 200),
+            .init(method: .GET, route: hooks, status: 401, token: nil),
+            .init(method: .GET, route: hooks, status: 403, token: van),
+            .init(method: .GET, route: named, target: "/v1/hooks/ops", status: 200),
+            .init(method: .GET, route: named, target: "/v1/hooks/ops", status: 403, token: van),
+            .init(method: .GET, route: named, target: "/v1/hooks/nobody", status: 404),
+            .init(method: .POST, route: "/v1/hooks/{name}/retry", target: "/v1/hooks/ops/retry", status: 200),
+            .init(method: .POST, route: "/v1/hooks/{name}/retry", target: "/v1/hooks/nobody/retry", status: 404),
+            .init(method: .POST, route: "/v1/hooks/{name}/test", target: "/v1/hooks/ops/test", status: 502),
+            .init(method: .POST, route: "/v1/hooks/{name}/test", target: "/v1/hooks/nobody/test", status: 404),
+            .init(method: .DELETE, route: named, target: "/v1/hooks/ops", status: 204),
+            .init(method: .DELETE, route: named, target: "/v1/hooks/ops", status: 404),
+        ]
     }
 
     /// What is wrong with an answer to `c` under the document, each problem naming the route, the
@@ -477,11 +536,12 @@ struct OpenAPITests {
         return out
     }
 
-    /// A directory with the two Leaflet files the cases ask for.
+    /// A directory with the two Leaflet files the cases ask for, and dygraphs' script (the chart's directory too).
     static func leaflet() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.path + "/images", withIntermediateDirectories: true)
         try Data("/* leaflet */".utf8).write(to: URL(fileURLWithPath: directory.path + "/leaflet.js"))
+        try Data("/* dygraphs */".utf8).write(to: URL(fileURLWithPath: directory.path + "/dygraph.min.js"))
         try Data([0x89, 0x50, 0x4E, 0x47]).write(to: URL(fileURLWithPath: directory.path + "/images/marker-icon.png"))
         return directory
     }
@@ -495,6 +555,7 @@ struct OpenAPITests {
             $0.maxBodyBytes = 2048
             $0.corsOrigins = ["https://app.example"]
             $0.map.leafletDirectory = leaflet.path
+            $0.map.chartDirectory = leaflet.path
         }
         let http = RawHTTP(port: endpoint.port)
         do {

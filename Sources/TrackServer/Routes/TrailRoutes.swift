@@ -8,9 +8,11 @@ import TrackStore
 ///
 /// - `GET /v1/devices`: `{"devices":[{"id","points","first","last","lastReceived"}]}`, from the device
 ///   summaries.
-/// - `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true`: one
-///   page of a device's trail, and where the next starts (`Link: <...>; rel="next"`, and a `"next"`
-///   member in JSON and GeoJSON).
+/// - `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true
+///   &outliers=show&smooth=kalman`: one page of a device's trail, and where the next starts
+///   (`Link: <...>; rel="next"`, and a `"next"` member in JSON and GeoJSON). Locations marked outliers
+///   only with `outliers=show` (marked: `"outlier":REASON`, and out of GeoJSON's line); smoothed
+///   positions with `smooth=kalman` (raw by default).
 /// - `GET /v1/devices/latest`: each device's latest position.
 /// - `GET /v1/positions?bbox=W,S,E,N|near=LAT,LON&radius=M&from=&to=&device=&limit=&cursor=`: who was
 ///   where, a page at a time.
@@ -69,18 +71,28 @@ struct TrailRoutes: Sendable {
         }
         let (limit, cursor) = try paging.page(q)
         let includeInvalid = q["invalid"] == "true"
+        let outliers = q["outliers"].map(String.init) ?? "hide"
+        guard ["hide", "show"].contains(outliers) else {
+            throw HTTPError(.badRequest, message: "outliers: '\(outliers)' is not hide or show")
+        }
+        let smooth = q["smooth"].map(String.init) ?? "none"
+        guard ["none", "kalman"].contains(smooth) else {
+            throw HTTPError(.badRequest, message: "smooth: '\(smooth)' is not none or kalman")
+        }
         guard try await store.device(device) != nil else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
-        let (records, next) = try await store.trail(
+        let (stored, next) = try await store.trail(
             device: device, from: from, to: to, after: cursor, limit: limit,
-            includeInvalid: includeInvalid)
+            includeInvalid: includeInvalid, includeOutliers: outliers == "show")
         var headers: HTTPFields = [:]
         var nextMember: [UInt8] = []
         if let next {
             var link = "/v1/devices/\(PercentEncoding.encode(device))/trail?"
             var items = ["format=\(format)", "limit=\(limit)", "cursor=\(next.token)"]
             if includeInvalid { items.append("invalid=true") }
+            if outliers == "show" { items.append("outliers=show") }
+            if smooth == "kalman" { items.append("smooth=kalman") }
             if let f = q["from"], !f.isEmpty { items.append("from=\(PercentEncoding.encode(String(f)))") }
             if let t = q["to"], !t.isEmpty { items.append("to=\(PercentEncoding.encode(String(t)))") }
             link += items.joined(separator: "&")
@@ -95,6 +107,7 @@ struct TrailRoutes: Sendable {
             }
         // Encoding a page of up to the largest page of records is work for the blocking pool.
         let bytes = try await offLoop { [nextMember] in
+            let records = smooth == "kalman" ? TrailRecord.smoothed(stored) : stored
             /// Adds `"next":CURSOR` to a JSON object.
             func withNext(_ object: [UInt8]) -> [UInt8] {
                 guard !nextMember.isEmpty, let close = object.lastIndex(of: UInt8(ascii: "}")) else { return object }

@@ -3,7 +3,7 @@ import GRDB
 /// The reverse geocoder's names by cell (``PlaceNameStore``).
 extension SQLiteTrackStore: PlaceNameStore {
     static func registerPlaceNameMigrations(_ m: inout DatabaseMigrator) {
-        m.registerMigration("v11-place-names") { db in
+        m.registerMigration("v13-place-names") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE place_names (

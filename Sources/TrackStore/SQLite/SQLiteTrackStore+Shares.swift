@@ -3,7 +3,7 @@ import GRDB
 /// Share links (``ShareStore``): one row each, the token's digest unique.
 extension SQLiteTrackStore: ShareStore {
     static func registerShareMigrations(_ m: inout DatabaseMigrator) {
-        m.registerMigration("v10-shares") { db in
+        m.registerMigration("v12-shares") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE shares (

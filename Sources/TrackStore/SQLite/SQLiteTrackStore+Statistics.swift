@@ -9,7 +9,7 @@ import LocationService
 /// by retention or an upgrade, before the next statistics query of the device.
 extension SQLiteTrackStore: StatisticsStore {
     static func registerStatisticsMigrations(_ m: inout DatabaseMigrator) {
-        m.registerMigration("v9-statistics") { db in
+        m.registerMigration("v11-statistics") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE stat_buckets (
