@@ -72,7 +72,9 @@ struct PostgresStoreTests {
         await second.close()
         let (migrations, indexes, columns) = try await offThePool {
             (
-                try cluster.psql("SELECT identifier FROM keeptrack_migrations ORDER BY identifier", database: name),
+                try cluster.psql(
+                    "SELECT identifier FROM keeptrack_migrations ORDER BY substring(identifier FROM 'v([0-9]+)')::int",
+                    database: name),
                 try cluster.psql(
                     "SELECT indexdef FROM pg_indexes WHERE tablename = 'positions' ORDER BY indexname", database: name),
                 try cluster.psql(
