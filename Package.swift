@@ -112,6 +112,8 @@ let package = Package(
                 // The request decoder the connection shedding's handler sits after (ConnectionActivity.swift).
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                // The reverse geocoder's requests (Places/ReverseGeocoder.swift).
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -225,6 +227,8 @@ let package = Package(
         .testTarget(name: "TrackServerTests", dependencies: [
             "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
             "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput",
+            // PlaceNamesTests: a fake Nominatim on 127.0.0.1.
+            .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

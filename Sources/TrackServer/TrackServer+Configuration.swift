@@ -55,6 +55,12 @@ extension TrackServer {
         /// PEM certificate chain and private key: serve HTTPS. The default is plain HTTP.
         public var tlsCertificate: String?
         public var tlsKey: String?
+        /// A reverse geocoder speaking Nominatim's `/reverse?format=jsonv2` (its base URL) that names
+        /// the visits no area of the user's names (``ReverseGeocoder``). The default is none: no names
+        /// from it, no requests.
+        public var geocoder: String?
+        /// Share links' rates (``ShareLimits``).
+        public var shares = ShareLimits()
         /// A broker to take OwnTracks messages from as well (``MQTTIngest``). The default is none.
         public var mqtt: MQTTIngest.Configuration?
         /// Whether OsmAnd requests without a credential are stored for devices without a token once
@@ -212,5 +218,18 @@ extension TrackServer.Configuration {
             return problem(.corsOriginWithPath, "must be scheme://host[:port], without a path or a trailing slash")
         }
         return nil
+    }
+}
+
+extension TrackServer {
+    /// The rates of share links' requests (docs/limits.md): each share's, and that of tokens that are
+    /// no share's (all of them together), each a number of requests a minute, as many at once.
+    public struct ShareLimits: Sendable {
+        /// The default is 600 (ten a second: a day's map reads its trail a page at a time).
+        public var perMinute = 600
+        /// The default is 60.
+        public var unknownPerMinute = 60
+
+        public init() {}
     }
 }

@@ -55,6 +55,10 @@ public final class TrackServer: Sendable {
     /// Fired when the server listens (``listeningPort()`` waits for it).
     let listening = Signal()
     let serviceGroup = Mutex(GroupState())
+    /// Share links' tokens and rates (``ShareAccess``).
+    let shareAccess: ShareAccess
+    /// The reverse geocoder, when one is configured (``ReverseGeocoder``).
+    let geocoder: ReverseGeocoder?
     /// How hooks are reached (``Configuration/EventSettings``).
     let deliveryKinds: DeliveryKinds
     /// The hooks' lanes (``DeliveryWorker``), run in the service group when the server delivers.
@@ -100,6 +104,10 @@ public final class TrackServer: Sendable {
                 maxBytes: max(1, stream.maxQueuedBytes)),
             metrics: StreamMetrics(registry: metrics.registry))
         self.offlineWatch = OfflineWatch(hub: streamHub, after: stream.offlineAfter, clock: clock)
+        self.shareAccess = ShareAccess(store: store, clock: clock, limits: configuration.shares)
+        self.geocoder = configuration.geocoder.map {
+            ReverseGeocoder(base: $0, store: store, clock: clock, logger: logger)
+        }
         var rules = EventRules()
         if let limit = configuration.events.overspeedLimit { rules.overspeed = OverspeedRule(limit: limit) }
         store.setEventRules(rules)
@@ -129,7 +137,8 @@ public final class TrackServer: Sendable {
 
     var liveStream: LiveStream {
         LiveStream(
-            store: store, hub: streamHub, credentials: credentials, corsOrigins: configuration.corsOrigins,
+            store: store, hub: streamHub, credentials: credentials, shares: shareAccess, clock: clock,
+            corsOrigins: configuration.corsOrigins,
             pingInterval: configuration.stream.pingInterval)
     }
 
@@ -145,7 +154,7 @@ public final class TrackServer: Sendable {
         if configuration.faultInjection {
             router.add(middleware: FaultMiddleware(faults: faults, clock: clock, metrics: metrics))
         }
-        router.add(middleware: AccessMiddleware(credentials: credentials))
+        router.add(middleware: AccessMiddleware(credentials: credentials, shares: shareAccess))
         let map = configuration.map
         let shell = MapShell(settings: map, offlineAfter: configuration.stream.offlineAfter)
         router.addRoutes(
@@ -154,7 +163,10 @@ public final class TrackServer: Sendable {
                 mapShell: shell
             ).routes)
         router.addRoutes(TrailRoutes(store: store, paging: paging).routes)
-        router.addRoutes(StopsRoutes(store: store).routes)
+        let places = PlaceNaming(store: store, geocoder: geocoder)
+        router.addRoutes(StopsRoutes(store: store, places: places).routes)
+        router.addRoutes(StatsRoutes(store: store, places: places).routes)
+        router.addRoutes(ShareRoutes(store: store, access: shareAccess, shell: shell, clock: clock).routes)
         router.addRoutes(
             EventRoutes(
                 store: store, body: bodyReader, paging: paging, clock: clock, kinds: deliveryKinds,
@@ -248,6 +260,7 @@ public final class TrackServer: Sendable {
                 try MQTTIngest(
                     ingest: ingest, status: self.mqtt, configuration: mqtt, clock: clock, logger: logger))
         }
+        if let geocoder { services.append(geocoder) }
         if configuration.events.deliver {
             services.append(EventDeliveryService(store: store, worker: deliveryWorker))
         }

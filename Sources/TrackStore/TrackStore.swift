@@ -13,11 +13,14 @@
 /// - ``DeviceSecretStore``: OwnTracks devices' encryption secrets.
 /// - ``StopStore``: stops and trips, kept at ingest.
 /// - ``EventStore``: geofences, events, hooks and their delivery queue.
+/// - ``StatisticsStore``: statistics by quarter hour, kept from the stops and trips.
+/// - ``PlaceNameStore``: the reverse geocoder's names, by cell.
+/// - ``ShareStore``: share links, kept as digests.
 ///
 /// A new facet (events, geofences, statistics...) is a protocol beside these, added to the list
 /// this protocol inherits, so that neither store builds without it.
 public protocol TrackStore: Sendable, RecordStore, StoredRecordsSource, CredentialStore, FleetStore, RetentionStore,
-    DeviceSecretStore, StopStore, EventStore
+    DeviceSecretStore, StopStore, EventStore, StatisticsStore, PlaceNameStore, ShareStore
 {
     /// Where the store is, for people: a file's path, or a URL without its password.
     var location: String { get }

@@ -55,6 +55,9 @@ extension PostgresTrackStore {
         ("v7-stored-stops", storedStopsMigration),
         ("v8-events", eventsMigration),
         ("v9-outliers", outliersMigration),
+        ("v10-statistics", statisticsMigration),
+        ("v11-shares", sharesMigration),
+        ("v12-place-names", placeNamesMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

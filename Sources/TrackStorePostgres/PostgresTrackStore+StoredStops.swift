@@ -236,6 +236,7 @@ extension PostgresTrackStore: StopStore {
                     UPDATE stop_detectors SET state = \(text), checkpointed = \(advance.checkpointed), dirty_from = NULL
                     WHERE device = \(device)
                     """, logger: self.logger)
+                try await Self.rebuildStatistics(c, device: device, logger: self.logger)
                 let found = dirty <= StoredStops.neverComputed ? [] : advance.events(device: device, since: dirty)
                 var events: [DeviceEvent] = []
                 if row.3 || !found.isEmpty {
@@ -267,6 +268,10 @@ extension PostgresTrackStore: StopStore {
         try await c.query("DELETE FROM stop_checkpoints WHERE device = \(device) AND time < \(first)", logger: logger)
         try await c.query("DELETE FROM stops WHERE device = \(device) AND decided < \(first)", logger: logger)
         try await c.query("DELETE FROM trips WHERE device = \(device) AND decided < \(first)", logger: logger)
+        // A visit kept that began before the first point left begins with it, as a query from there
+        // finds it (the statistics' trigger marks its span).
+        try await c.query(
+            "UPDATE stops SET arrival = \(first) WHERE device = \(device) AND arrival < \(first)", logger: logger)
     }
 
     public func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport {

@@ -49,7 +49,7 @@ struct Serve: AsyncParsableCommand {
               # van1's own token, printed once (stored hashed)
               keeptrack serve devices add van1
             """,
-        subcommands: [Devices.self, Geofences.self, Hooks.self]
+        subcommands: [Devices.self, Geofences.self, Hooks.self, Shares.self]
     )
 
     /// `keeptrack serve devices add ID | list | revoke ID`, on serve's `--db` (or the data directory's).
@@ -223,6 +223,12 @@ struct Serve: AsyncParsableCommand {
                 + "5m); online when it sends again. The default is 10m.", valueName: "duration"),
         transform: DurationText.parse)
     var offlineAfter: Double?
+    @Option(
+        help: ArgumentHelp(
+            "Name visits by this reverse geocoder speaking Nominatim's /reverse?format=jsonv2 (a self-hosted "
+                + "Nominatim or Photon), at most one request a second, in the background. The default is "
+                + "none: no names but the user's own areas, no requests.", valueName: "url"))
+    var geocoder: String?
     @Flag(
         help: ArgumentHelp(
             "Let hooks reach loopback, private and link-local addresses (refused by default: a server "
@@ -259,6 +265,7 @@ struct Serve: AsyncParsableCommand {
         if let tiles { c.map.tiles = tiles == "none" ? nil : tiles }
         if let maxStreams { c.stream.maxClients = maxStreams }
         if let offlineAfter { c.stream.offlineAfter = TrackServer.Configuration.duration(seconds: offlineAfter) }
+        c.geocoder = geocoder
         c.events.allowPrivateHooks = allowPrivateHooks
         c.events.overspeedLimit = overspeed.map { $0 / 3.6 }
         return c
@@ -269,6 +276,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--overspeed is a speed in km/h above 0, got \(overspeed).")
         }
         if let problem = serverConfiguration().problem { throw ValidationError(problem.sentence) }
+        if let geocoder, !(geocoder.hasPrefix("http://") || geocoder.hasPrefix("https://")) || geocoder.contains("?") {
+            throw ValidationError("--geocoder: '\(geocoder)' is not an http:// or https:// base URL (without a query).")
+        }
     }
 
     /// Runs `body` on the store of `serve devices` (which must exist, unless `creating`), and closes it.

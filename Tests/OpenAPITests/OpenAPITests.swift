@@ -263,6 +263,44 @@ struct OpenAPITests {
             .init(
                 method: .GET, route: "/v1/devices/{id}/trips", target: "/v1/devices/van1/trips?format=gpx",
                 status: 200))
+        // Statistics and share links (SHARE_TOKEN, GONE_TOKEN and DELETE_ID: shares the test makes).
+        let stats = "/v1/devices/{id}/stats", newShare = #"{"device":"van1","expires":"1h"}"#
+        c += [
+            .init(method: .GET, route: stats, target: "/v1/devices/van1/stats", status: 200),
+            .init(method: .GET, route: stats, target: "/v1/devices/van1/stats?by=year", status: 400),
+            .init(method: .GET, route: stats, target: "/v1/devices/van1/stats", status: 401, token: nil),
+            .init(method: .GET, route: stats, target: "/v1/devices/bus/stats", status: 403, token: van),
+            .init(method: .GET, route: stats, target: "/v1/devices/nobody/stats", status: 404),
+            .init(
+                method: .GET, route: stats, target: "/v1/devices/van1/stats?share=GONE_TOKEN", status: 410, token: nil),
+            .init(method: .HEAD, route: stats, target: "/v1/devices/van1/stats", status: 200),
+            .init(method: .HEAD, route: stats, target: "/v1/devices/nobody/stats", status: 404),
+            .init(method: .GET, route: "/v1/shares", status: 200),
+            .init(method: .GET, route: "/v1/shares", status: 401, token: nil),
+            .init(method: .GET, route: "/v1/shares", target: "/v1/shares?share=SHARE_TOKEN", status: 403, token: nil),
+            .init(method: .POST, route: "/v1/shares", status: 201, body: newShare, headers: [json]),
+            .init(method: .POST, route: "/v1/shares", status: 400, body: #"{"device":"van1"}"#, headers: [json]),
+            .init(method: .POST, route: "/v1/shares", status: 401, token: nil, body: newShare, headers: [json]),
+            .init(
+                method: .POST, route: "/v1/shares", status: 403, token: van,
+                body: newShare.replacing("van1", with: "bus"),
+                headers: [json]),
+            .init(
+                method: .POST, route: "/v1/shares", status: 404, body: newShare.replacing("van1", with: "nobody"),
+                headers: [json]),
+            .init(method: .POST, route: "/v1/shares", status: 413, headers: [json], declaredLength: tooLarge),
+            .init(method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/DELETE_ID", status: 200),
+            .init(method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/x", status: 401, token: nil),
+            .init(
+                method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/x?share=SHARE_TOKEN", status: 403,
+                token: nil),
+            .init(method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/nope", status: 404),
+            .init(method: .GET, route: "/s/{token}", target: "/s/SHARE_TOKEN", status: 200, token: nil),
+            .init(method: .GET, route: "/s/{token}", target: "/s/AAAAAAAAAAAAAAAAAAAAAA", status: 404, token: nil),
+            .init(method: .GET, route: "/s/{token}", target: "/s/GONE_TOKEN", status: 410, token: nil),
+            .init(method: .HEAD, route: "/s/{token}", target: "/s/SHARE_TOKEN", status: 200, token: nil),
+            .init(method: .HEAD, route: "/s/{token}", target: "/s/nope", status: 404, token: nil),
+        ]
         c += [
             .init(method: .GET, route: "/v1/stream", status: 426),
             .init(method: .GET, route: "/v1/stream", status: 401, token: nil),
@@ -522,6 +560,20 @@ struct OpenAPITests {
         let http = RawHTTP(port: endpoint.port)
         do {
             let van = try await endpoint.server.store.addCredential(device: "van1", now: 1_715_679_000)
+            // The shares the cases name; made once van1 has points (the first case stores them).
+            var shares: [String: String] = [:]
+            func makeShares() async throws {
+                let store = endpoint.server.store, now = Date().timeIntervalSince1970
+                shares["SHARE_TOKEN"] = try await store.addShare(
+                    device: "van1", expires: now + 3600, from: nil, to: nil, now: now
+                ).token
+                let gone = try await store.addShare(device: "van1", expires: now + 3600, from: nil, to: nil, now: now)
+                _ = try await store.revokeShare(id: gone.share.id, at: now)
+                shares["GONE_TOKEN"] = gone.token
+                shares["DELETE_ID"] = try await store.addShare(
+                    device: "van1", expires: now + 3600, from: nil, to: nil, now: now
+                ).share.id
+            }
             var exercised = Set<String>()
             var failures: [String] = []
             // The device token the cases call `van-token`; the store made the real one.
@@ -530,8 +582,11 @@ struct OpenAPITests {
                 if let token = c.token {
                     headers.append(("Authorization", "Bearer \(token == Self.van ? van : token)"))
                 }
+                if shares.isEmpty, try await endpoint.server.store.device("van1") != nil { try await makeShares() }
+                var target = c.target ?? c.route
+                for (name, value) in shares { target = target.replacing(name, with: value) }
                 let answer = try await http.exchange(
-                    c.method.rawValue, c.target ?? c.route, headers: headers, body: c.body.map { Array($0.utf8) },
+                    c.method.rawValue, target, headers: headers, body: c.body.map { Array($0.utf8) },
                     declaredLength: c.declaredLength)
                 return (answer.status, answer.header("Content-Type"), answer.body)
             }
@@ -562,6 +617,7 @@ struct OpenAPITests {
             // Every path's preflight, from the listed origin.
             for (path, item) in document["paths"]?.members ?? [] where item["options"] != nil {
                 let target = path.replacing("{id}", with: "van1").replacing("{name}", with: "leaflet.js")
+                    .replacing("{shareId}", with: "x").replacing("{token}", with: "x")
                 let c = Case(
                     method: .OPTIONS, route: path, target: target, status: 204, token: nil,
                     headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "GET")])

@@ -72,7 +72,9 @@ struct PostgresStoreTests {
         await second.close()
         let (migrations, indexes, columns) = try await offThePool {
             (
-                try cluster.psql("SELECT identifier FROM keeptrack_migrations ORDER BY identifier", database: name),
+                try cluster.psql(
+                    "SELECT identifier FROM keeptrack_migrations ORDER BY substring(identifier FROM 'v([0-9]+)')::int",
+                    database: name),
                 try cluster.psql(
                     "SELECT indexdef FROM pg_indexes WHERE tablename = 'positions' ORDER BY indexname", database: name),
                 try cluster.psql(
@@ -84,7 +86,7 @@ struct PostgresStoreTests {
         }
         #expect(
             migrations
-                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\n"
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\n"
         )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
@@ -538,6 +540,19 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
         -> StopsAccumulator
     {
         try await base.streamLocations(device: device, from: from, to: to, into: accumulator)
+    }
+    func statisticsSource(device: String, from: Double, to: Double) async throws -> Statistics.Source {
+        try await base.statisticsSource(device: device, from: from, to: to)
+    }
+    func placeNames(_ cells: [PlaceCell]) async throws -> [PlaceCell: String?] { try await base.placeNames(cells) }
+    func setPlaceName(_ name: String?, for cell: PlaceCell, at time: Double) async throws {
+        try await base.setPlaceName(name, for: cell, at: time)
+    }
+    func addShare(_ share: Share, digest: String) async throws { try await base.addShare(share, digest: digest) }
+    func shares(device: String?) async throws -> [Share] { try await base.shares(device: device) }
+    func share(digest: String) async throws -> Share? { try await base.share(digest: digest) }
+    func revokeShare(id: String, at time: Double) async throws -> Share? {
+        try await base.revokeShare(id: id, at: time)
     }
     var deviceEvents: DeviceEventFeed { base.deviceEvents }
     func setEventRules(_ rules: EventRules) { base.setEventRules(rules) }

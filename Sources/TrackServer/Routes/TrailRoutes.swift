@@ -62,8 +62,9 @@ struct TrailRoutes: Sendable {
         let device = try context.pathDevice()
         try context.authorize(device: device)
         let q = request.uri.queryParameters
-        let from = try QueryTime.parse("from", q["from"].map(String.init), finite: false) ?? -.infinity
-        let to = try QueryTime.parse("to", q["to"].map(String.init), finite: false) ?? .infinity
+        var from = try QueryTime.parse("from", q["from"].map(String.init), finite: false) ?? -.infinity
+        var to = try QueryTime.parse("to", q["to"].map(String.init), finite: false) ?? .infinity
+        if let window = context.identity.window { (from, to) = (max(from, window.from), min(to, window.to)) }
         let format = q["format"].map(String.init) ?? "geojson"
         guard ["geojson", "gpx", "json"].contains(format) else {
             throw HTTPError(.badRequest, message: "format: '\(format)' is not geojson, gpx or json")
@@ -129,7 +130,12 @@ struct TrailRoutes: Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(64 << 10)
         ByteWriting.appendStatic("{\"devices\":[", to: &out)
-        FleetJSON.appendDevices(try await store.latest(device: context.identity.onlyDevice), to: &out)
+        var latest = try await store.latest(device: context.identity.onlyDevice)
+        // A share link with a window shows the latest position only within it.
+        if let window = context.identity.window {
+            latest = latest.filter { $0.time >= window.from && $0.time <= window.to }
+        }
+        FleetJSON.appendDevices(latest, to: &out)
         ByteWriting.appendStatic("]}\n", to: &out)
         return Answer.ok(out, contentType: "application/json")
     }

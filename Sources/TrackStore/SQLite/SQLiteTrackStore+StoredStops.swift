@@ -128,6 +128,7 @@ extension SQLiteTrackStore: StopStore {
         try db.execute(
             sql: "UPDATE stop_detectors SET state = ?, checkpointed = ?, dirty_from = NULL WHERE device = ?",
             arguments: [try StoredStops.encode(advance.detector), advance.checkpointed, device])
+        try rebuildStatistics(db, device: device)
         return computingAll ? [] : advance.events(device: device, since: dirty)
     }
 
@@ -144,6 +145,14 @@ extension SQLiteTrackStore: StopStore {
         try db.execute(sql: "DELETE FROM stop_checkpoints WHERE device = ? AND time < ?", arguments: [device, first])
         try db.execute(sql: "DELETE FROM stops WHERE device = ? AND decided < ?", arguments: [device, first])
         try db.execute(sql: "DELETE FROM trips WHERE device = ? AND decided < ?", arguments: [device, first])
+        // A visit kept that began before the first point left begins with it, as a query from there
+        // finds it (no query uses the stored one: it was decided before any checkpoint a query meets);
+        // its statistics are rebuilt.
+        try db.execute(
+            sql: "INSERT INTO stat_dirty SELECT device, arrival, departure FROM stops WHERE device = ? AND arrival < ?",
+            arguments: [device, first])
+        try db.execute(
+            sql: "UPDATE stops SET arrival = ? WHERE device = ? AND arrival < ?", arguments: [first, device, first])
     }
 
     public func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport {

@@ -109,6 +109,9 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerStoredStopsMigrations(&m)
         Self.registerEventsMigrations(&m)
         Self.registerOutlierMigrations(&m)
+        Self.registerStatisticsMigrations(&m)
+        Self.registerShareMigrations(&m)
+        Self.registerPlaceNameMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
