@@ -51,7 +51,7 @@ let package = Package(
         // libgps, the gpsd client library.
         .systemLibrary(name: "CGPS", path: "Sources/CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Fix sources: gpsd (libgps), serial NMEA receivers, NMEA log replay.
-        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "Formats", "CGPS", "SystemIO", "TrackFiles"]),
+        .target(name: "GPSInput", dependencies: ["Geo", "NMEA", "CGPS", "SystemIO", "TrackFiles"]),
         // The location service: standard updates, significant changes, regions (pure decisions).
         .target(name: "LocationService", dependencies: ["Geo", "Formats", "SystemIO"]),
         // The app lifecycle: states, background tasks and the budget (pure), systemd notification.
@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "TrackStore",
             dependencies: [
-                "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto",
+                "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto", "EndpointEvents",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -99,6 +99,7 @@ let package = Package(
             name: "TrackServer",
             dependencies: [
                 "TrackStore", "Geo", "Formats", "SystemIO", "MQTT", "LocationService", "BuildInfo", "OwnTracksCrypto",
+                "EndpointEvents", "Delivery",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -111,6 +112,8 @@ let package = Package(
                 // The request decoder the connection shedding's handler sits after (ConnectionActivity.swift).
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                // The reverse geocoder's requests (Places/ReverseGeocoder.swift).
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -129,7 +132,7 @@ let package = Package(
         .target(
             name: "TrackStorePostgres",
             dependencies: [
-                "TrackStore", "Formats", "Geo", "LocationService", "OwnTracksCrypto",
+                "TrackStore", "Formats", "Geo", "LocationService", "OwnTracksCrypto", "EndpointEvents",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -155,6 +158,7 @@ let package = Package(
             dependencies: [
                 "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
                 "TrackStore", "TrackStorePostgres", "SystemIO", "ConfigFile", "BuildInfo", "OwnTracksCrypto", "TrackFiles",
+                "EndpointEvents", "Delivery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -222,7 +226,9 @@ let package = Package(
         // The endpoint: routes, limits, connection shedding, live stream, map, both stores.
         .testTarget(name: "TrackServerTests", dependencies: [
             "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
-            "TrackServerTesting",
+            "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput",
+            // PlaceNamesTests: a fake Nominatim on 127.0.0.1.
+            .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -237,7 +243,7 @@ let package = Package(
         // The PostgreSQL store, against the test process's own cluster.
         .testTarget(name: "TrackStorePostgresTests", dependencies: [
             "TrackStorePostgres", "TrackStore", "TrackServer", "Upload", "Formats", "Geo", "KeepTrackTesting",
-            "TrackServerTesting", "OwnTracksCrypto",
+            "TrackServerTesting", "OwnTracksCrypto", "EndpointEvents",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -283,9 +289,11 @@ let package = Package(
 )
 
 // The configuration file, read and checked (size, text, aliases, keys, values) apart from the
-// command options it maps to: a library so that it can be fuzzed. Depends on Yams only.
+// command options it maps to: a library so that it can be fuzzed. Yams composes the document;
+// libyaml's event parser (Debian's libyaml-dev, `CLibYAML`) bounds it in one pass before.
 package.targets += [
-    .target(name: "ConfigFile", dependencies: [.product(name: "Yams", package: "Yams")]),
+    .systemLibrary(name: "CLibYAML", path: "Sources/CLibYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+    .target(name: "ConfigFile", dependencies: ["CLibYAML", .product(name: "Yams", package: "Yams")]),
     .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile", "Geo"]),
 ]
 
@@ -345,6 +353,48 @@ package.targets += [
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ],
         path: "Sources/Fuzz/WebSocketFuzz"),
+]
+
+// Events that reach people (issue 37): the event model, the pure evaluators (the endpoint's geofences by
+// the device's own region rules, overspeed, low battery) and the geofence document (EndpointEvents);
+// hooks and their delivery from a store's queue: webhooks (signed), Home Assistant, MQTT (Delivery).
+package.targets += [
+    .target(
+        name: "EndpointEvents",
+        dependencies: [
+            "Geo", "Formats", "LocationService",
+            // Event ids: SHA-256 of their cause (RFC 9562's name-based version 8).
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+    .target(
+        name: "Delivery",
+        dependencies: [
+            "EndpointEvents", "Geo", "Formats", "MQTT",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+    .testTarget(
+        name: "EndpointEventsTests",
+        dependencies: ["EndpointEvents", "LocationService", "Formats", "Geo", "NMEA", "KeepTrackTesting"]),
+    .testTarget(
+        name: "DeliveryTests",
+        dependencies: [
+            "Delivery", "EndpointEvents", "Geo", "MQTT", "KeepTrackTesting",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+    // Event evaluation per stored location by geofence count, beside the device's monitor (not a test).
+    .executableTarget(
+        name: "events-bench", dependencies: ["EndpointEvents", "LocationService", "Formats", "Geo", "NMEA", "BenchSupport"],
+        path: "Benchmarks/EventsBench"),
+    // libFuzzer target: the geofence document (docs/fuzzing.md).
+    .executableTarget(name: "GeofenceDocumentFuzz", dependencies: ["EndpointEvents"], path: "Sources/Fuzz/GeofenceDocumentFuzz"),
 ]
 
 // Against a real Home Assistant (KeepTrackTesting.HomeAssistant, docs/home-assistant.md): the built keeptrack

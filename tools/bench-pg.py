@@ -2,6 +2,7 @@
 """Ingest into PostgreSQL through `keeptrack serve`, beside the engine's own ceiling, in one run.
 
     tools/bench-pg.py [--records 200000] [--devices 1000] [--batch 100] [--connections 16] [--rounds 5]
+                      [--geofences N]
 
 Starts a throwaway PostgreSQL 15 + PostGIS cluster (tools/pgcluster.py: its own directory and
 loopback port, fsync and synchronous_commit on, as a production server has them), then measures on
@@ -22,6 +23,10 @@ Each round's figures are compared within the round (one instance against that ro
 instances against one), and the table gives the medians over the rounds, with each round's figures
 on standard error. It also counts the transactions PostgreSQL committed (rows per commit: how far
 the COPYs coalesced).
+
+With --geofences N, each instance's database gets N geofences (circles of 200 m on a grid over the
+fleet's area, `PUT /v1/geofences`) before the load: every stored location is then evaluated against
+them (events kept with the records, docs/events.md).
 
 fleet-load checks each time that the database holds exactly what was acknowledged. Prints docs/performance.md
 rows (records/s, the ratio to \\copy) and exits 1 if a check failed or the target (0.7 of \\copy,
@@ -66,6 +71,25 @@ def load(args, urls, pids, database_pid, label):
     return summary
 
 
+def put_geofences(url, count):
+    """`count` circles of 200 m on a grid over fleet-load's area (48.137 ± 0.18, 11.575 ± 0.27)."""
+    import urllib.request
+    side = max(1, int(count ** 0.5))
+    features = []
+    for k in range(count):
+        i, j = divmod(k, side)
+        lat = 48.137 - 0.18 + 0.36 * (i + 0.5) / side
+        lon = 11.575 - 0.27 + 0.54 * (j + 0.5) / side
+        features.append('{"type":"Feature","id":"g%d","geometry":{"type":"Point","coordinates":[%.6f,%.6f]},'
+                        '"properties":{"radius":200}}' % (k, lon, lat))
+    body = ('{"type":"FeatureCollection","features":[%s]}' % ",".join(features)).encode()
+    base = url.rsplit("/v1/", 1)[0] if "/v1/" in url else url.rstrip("/")
+    request = urllib.request.Request(base + "/v1/geofences", data=body, method="PUT",
+                                     headers={"Authorization": "Bearer t", "Content-Type": "application/geo+json"})
+    with urllib.request.urlopen(request, timeout=300) as answer:
+        assert answer.status == 200, answer.status
+
+
 def commits(cluster, database):
     """Transactions committed in `database` so far (pg_stat_database). Call it once no backend of a
     keeptrack is connected: a backend hands its counts in when it ends (or idle, after up to 10 s)."""
@@ -88,6 +112,7 @@ def main():
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=5, help="rounds of \\copy, one instance and two (default 5)")
     ap.add_argument("--keeptrack", help="the binary (default: the release build's)")
+    ap.add_argument("--geofences", type=int, default=0, help="geofences put before each load (default none)")
     args = ap.parse_args()
     global BINARY
     BINARY = args.keeptrack or BINARY
@@ -137,6 +162,8 @@ def main():
             migrate(url)
             before = commits(cluster, name)
             servers = [serve(url, "t") for _ in range(count)]
+            if args.geofences:
+                put_geofences(servers[0][1], args.geofences)
             cluster.psql("CHECKPOINT")
             summary = load(args, [u for _, u in servers], [p.pid for p, _ in servers], cluster.pids()[0], label)
             for p, _ in servers:

@@ -9,7 +9,7 @@ a release `keeptrack serve`, on loopback, with bounded loops.
    parked at one place within four minutes (the case that made /map quadratic).
 2. The query `GET /v1/devices` used to run (GROUP BY over every point), timed on that database.
 3. `keeptrack serve` opens it (the migration fills the devices table: timed) and answers, timed:
-   `GET /v1/devices`, a trail of an unknown device (404), `GET /map?device=parked&limit=100000`,
+   `GET /v1/devices`, a trail of an unknown device (404), `GET /map/svg?device=parked&limit=100000`,
    and `GET /healthz` while two such /map requests run.
 4. --idle idle connections against a server limited to 1,024 descriptors (RLIMIT_NOFILE, as in the
    issue): how many are served, how many answered 503, and whether `GET /healthz` gets an answer.
@@ -118,12 +118,12 @@ def main():
         (status, body), s = timed(lambda: get(port, "/v1/devices/dev-1/trail?format=json&limit=5000"))
         assert status == 200 and b'"next":"' in body
         print(f"after: GET /v1/devices/dev-1/trail?format=json (first page of 5,000): {s * 1000:.1f} ms")
-        (status, body), s = timed(lambda: get(port, "/map?device=parked&limit=100000"))
+        (status, body), s = timed(lambda: get(port, "/map/svg?device=parked&limit=100000"))
         assert status == 200 and f"5000 of {args.clustered} points drawn".encode() in body, status
-        print(f"after: GET /map?device=parked&limit=100000 ({args.clustered:,} clustered points, 5,000 drawn): {s:.2f} s")
+        print(f"after: GET /map/svg?device=parked&limit=100000 ({args.clustered:,} clustered points, 5,000 drawn): {s:.2f} s")
 
         results = []
-        maps = [threading.Thread(target=lambda: results.append(get(port, "/map?device=parked&limit=100000")))
+        maps = [threading.Thread(target=lambda: results.append(get(port, "/map/svg?device=parked&limit=100000")))
                 for _ in range(2)]
         for t in maps:
             t.start()

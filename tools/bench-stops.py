@@ -3,7 +3,8 @@
 (issue 27's target: `GET /v1/devices/{id}/stops` and `/trips` under 1 s on both stores, in bounded
 memory), beside the database alone reading the same points, in one run.
 
-    tools/bench-stops.py [--days 30] [--runs 5] [--postgres] [--keeptrack BIN] [--sqlite-dir DIR]
+    tools/bench-stops.py [--days 30] [--runs 5] [--postgres] [--keeptrack BIN] [--baseline OTHER_BIN]
+                         [--sqlite-dir DIR]
     tools/bench-stops.py --ingest [--postgres]
 
 Stops and trips are kept at ingest (docs/visits.md, "The cost"); a store filled behind the server's back
@@ -30,6 +31,10 @@ then 3,000 more one per request (OsmAnd senders post one position at a time); po
 second, beside the same binary on a fresh store where the device is marked "never computed" before
 its first point (as a store upgraded from before stops were kept: ingest leaves the detector to the
 first query), in the same run.
+
+With --baseline, the same queries through another keeptrack build (e.g. main's before a change to the
+detector, issue 36's smoothing) on a store of its own filled the same way, first, in the same run: its
+rows are labelled "baseline", this build's "this build".
 
 Prints docs/performance.md rows (median and slowest, milliseconds). Exits 1 if a check failed. Needs
 `swift build -c release --scratch-path .build-release --product keeptrack` first.
@@ -145,7 +150,7 @@ def measure(binary, database, days, runs, rows, store, peer):
         keeptrack_tools.stop(p)
 
 
-def run_sqlite(binary, days, runs, rows, keep=None):
+def run_sqlite(binary, days, runs, rows, keep=None, label="SQLite"):
     tmp = keep or tempfile.mkdtemp(prefix="bench-stops-")
     os.makedirs(tmp, exist_ok=True)
     path = os.path.join(tmp, f"stops-{days}d.sqlite")
@@ -167,14 +172,14 @@ def run_sqlite(binary, days, runs, rows, keep=None):
             "INDEXED BY points_locations WHERE device = ? AND time >= ? AND time <= ? AND kind = 'location' "
             "AND valid = 1", (DEVICE, lo, hi)).fetchone(), 3)
     try:
-        measure(binary, path, days, runs, rows, "SQLite", peer)
+        measure(binary, path, days, runs, rows, label, peer)
     finally:
         db.close()
         if keep is None:
             subprocess.run(["rm", "-rf", tmp])
 
 
-def run_postgres(binary, days, runs, rows):
+def run_postgres(binary, days, runs, rows, label="PostgreSQL"):
     import pgcluster
     cluster = pgcluster.Cluster()
     try:
@@ -197,7 +202,7 @@ def run_postgres(binary, days, runs, rows):
                 ms = json.loads(cluster.psql(f"EXPLAIN (ANALYZE, FORMAT JSON) {q}", "stops"))[0]["Execution Time"]
                 best = ms if best is None else min(best, ms)
             return best
-        measure(binary, url_db, days, runs, rows, "PostgreSQL", peer)
+        measure(binary, url_db, days, runs, rows, label, peer)
     finally:
         cluster.remove()
 
@@ -309,6 +314,7 @@ def main():
     a.add_argument("--sqlite-dir")
     a.add_argument("--keeptrack", default=os.path.join(ROOT, ".build-release", "release", "keeptrack"))
     a.add_argument("--ingest", action="store_true")
+    a.add_argument("--baseline", help="another keeptrack build to measure beside this one, in the same run")
     args = a.parse_args()
     rows = []
     build = "release build" if ".build-release" in args.keeptrack else "debug build"
@@ -321,9 +327,14 @@ def main():
         for r in rows:
             print(r)
         return
-    run_sqlite(args.keeptrack, args.days, args.runs, rows, args.sqlite_dir)
+    if args.baseline:
+        run_sqlite(args.baseline, args.days, args.runs, rows, label="SQLite, baseline")
+        if args.postgres:
+            run_postgres(args.baseline, args.days, args.runs, rows, label="PostgreSQL, baseline")
+    this = ", this build" if args.baseline else ""
+    run_sqlite(args.keeptrack, args.days, args.runs, rows, args.sqlite_dir, label="SQLite" + this)
     if args.postgres:
-        run_postgres(args.keeptrack, args.days, args.runs, rows)
+        run_postgres(args.keeptrack, args.days, args.runs, rows, label="PostgreSQL" + this)
     print(f"{build}: one device, {args.days} days of 1 Hz points ({args.days * 86400:,}); {args.runs} requests each "
           "over one kept-alive connection (loopback), stops and trips kept at ingest")
     print("| store | query | points in the range | stops or trips | through keeptrack serve, median ms | slowest ms "

@@ -2,12 +2,17 @@
 """What visit monitoring adds to a replay: `keeptrack replay --visits` beside the same replay without
 it, on the same log, interleaved, in the same run (issue 27's target: at most 10 % more CPU a fix).
 
-    tools/bench-visits.py [--rounds 5] [--binary BUILD] [LOG]
+    tools/bench-visits.py [--rounds 5] [--binary BUILD] [--baseline OTHER_BUILD] [LOG]
 
 LOG defaults to fixtures/day-24h.nmea.gz (a day at 1 Hz). Each round runs both (`replay --max-fix-age
 none [--visits] LOG`: location events in both), in turn, as fast as possible, standard output to /dev/null (the JSON lines are still formatted: it is a file); CPU is
 the child's user + system time. Before reporting, it checks that --visits printed visit lines and
 the run without printed none. Prints the median of the rounds and each round's figures.
+
+With --baseline, each round also runs `replay --visits` through OTHER_BUILD (another build of
+keeptrack, e.g. main's in its own scratch path), interleaved with this build's, and reports what this
+build's --visits costs against it (issue 36's target: smoothing adds at most 10 % to `replay
+--visits`), with each run's user + system seconds.
 """
 import argparse, os, resource, statistics, subprocess, sys
 
@@ -39,10 +44,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--binary", help="this keeptrack instead of a release build")
+    ap.add_argument("--baseline", help="another keeptrack build to compare this build's replay --visits with")
     ap.add_argument("log", nargs="?", default=os.path.join("fixtures", "day-24h.nmea.gz"))
     args = ap.parse_args()
     binary = args.binary or keeptrack_tools.build()
-    without, with_visits = [], []
+    without, with_visits, baseline, seconds, baseline_seconds = [], [], [], [], []
     for r in range(args.rounds):
         cpu0, fixes0, visits0 = run(binary, args.log, False)
         cpu1, fixes1, visits1 = run(binary, args.log, True)
@@ -51,14 +57,28 @@ def main():
                      f"fixes {fixes0} and {fixes1}")
         without.append(cpu0 / fixes0)
         with_visits.append(cpu1 / fixes1)
-        print(f"  round {r + 1}: {cpu0 * 1e6 / fixes0:.2f} us a fix without, {cpu1 * 1e6 / fixes1:.2f} with "
-              f"({visits1} visit lines)", file=sys.stderr)
+        seconds.append(cpu1)
+        line = f"  round {r + 1}: {cpu0 * 1e6 / fixes0:.2f} us a fix without, {cpu1 * 1e6 / fixes1:.2f} with"
+        if args.baseline:
+            cpu2, fixes2, visits2 = run(args.baseline, args.log, True)
+            if visits2 == 0 or fixes2 != fixes1:
+                sys.exit(f"bench-visits: round {r}: the baseline printed {visits2} visit lines, {fixes2} fixes")
+            baseline.append(cpu2 / fixes2)
+            baseline_seconds.append(cpu2)
+            line += f", {cpu2 * 1e6 / fixes2:.2f} with through the baseline ({cpu1:.2f} s and {cpu2:.2f} s)"
+        print(line + f" ({visits1} visit lines)", file=sys.stderr)
     a, b = statistics.median(without), statistics.median(with_visits)
     print(f"bench-visits: {fixes0} fixes of {args.log} replayed, {args.rounds} rounds interleaved (medians)")
     print(f"  without --visits: {a * 1e6:.2f} us CPU a fix")
     print(f"  with --visits:    {b * 1e6:.2f} us CPU a fix ({visits1} visit lines)")
     print(f"  visits add {100 * (b - a) / a:+.1f} % (target <= 10 %); rounds without: "
           + ", ".join(f"{x * 1e6:.2f}" for x in without) + "; with: " + ", ".join(f"{x * 1e6:.2f}" for x in with_visits))
+    if args.baseline:
+        c = statistics.median(baseline)
+        print(f"  with --visits through the baseline: {c * 1e6:.2f} us CPU a fix; this build's --visits "
+              f"{100 * (b - c) / c:+.1f} % against it (target <= 10 %)")
+        print("  user + system seconds a replay --visits, this build: " + ", ".join(f"{x:.2f}" for x in seconds)
+              + "; the baseline: " + ", ".join(f"{x:.2f}" for x in baseline_seconds))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The map page (`/map`) in a real browser: Debian's chromium driven by Playwright for Python.
 
-    tools/browser-check [--binary PATH] [--screenshot FILE] [--large]
+    tools/browser-check [--binary PATH] [--screenshot FILE] [--day-screenshot FILE] [--large]
 
 Starts `keeptrack serve --tiles none` on a temporary SQLite store with an admin token and a device
 token, stores a walk (with a region entered and left) for `walker` and a few points for `cyclist`,
@@ -11,15 +11,31 @@ and checks, in headless Chromium (`executable_path=/usr/bin/chromium`: no browse
 2. the device list shows each device (`li[data-device-id]`), each with a marker titled with its id;
 3. posting a point moves that device's marker, without a reload;
 4. choosing a range draws the trail (every location of it, the region transitions as markers);
-5. a device token's page shows that device only.
+5. a device token's page shows that device only;
+6. live means live (issue 36, item 5): a device sending records of 2024 today is not listed live,
+   neither from the snapshot nor from the stream; one sending records of now is;
+7. the day (issue 38): the night fixture (fixtures/visits-night.nmea.gz, replayed into the server as
+   device `night`) opened as /map?device=night&date=2025-03-14 in New York's zone: the timeline lists
+   every visit and trip the API gives, each within 2 minutes of the fixture's truth, its distance
+   the API's, its times shown in the viewer's zone, the open visit "still there"; a click on a trip
+   frames it; the slider moves the replay marker to where the trail was at that time; playing at x60
+   moves it on; the speed chart is drawn and a click on it moves the slider there; the trip's GPX
+   and the day's GeoJSON downloads hold the trail's points;
+8. the month strip: drawn from /v1/devices/{id}/stats when the server has that route (the day's
+   bar its distance), hidden when the route answers 404;
+9. share links, when the server has them (POST /v1/shares not 404): /s/TOKEN in a fresh context
+   without credentials shows that device's day, no device list; revoked, it says the link expired.
 
-With --screenshot, the page (the walk's trail, the other device moving) is saved as a PNG.
+With --screenshot, the page (the walk's trail, the other device moving) is saved as a PNG; with
+--day-screenshot, the night fixture's day (timeline, trips, visits, replay, chart).
 With --large, a day of 60,000 points is stored and the time the page takes to read and draw it is
-printed (a figure, not a check). Exits 1 with what failed; prints one JSON line of results.
+printed (a figure, not a check). Exits 1 with what failed; prints one JSON line of results (with
+`skipped`: the checks the server could not be put to, and why).
 """
-import argparse, json, math, os, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import argparse, json, math, os, shutil, signal, subprocess, sys, tempfile, time, urllib.error, urllib.request
 from datetime import datetime, timedelta, timezone
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
+from zoneinfo import ZoneInfo
 
 from playwright.sync_api import sync_playwright
 
@@ -27,6 +43,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROMIUM = os.environ.get("KEEPTRACK_CHROMIUM", "/usr/bin/chromium")
 ADMIN = "browser-check-admin"
 failures = []
+skipped = {}
+NIGHT_ZONE = "America/New_York"
 
 
 def check(ok, what):
@@ -44,6 +62,38 @@ def post(url, body, token=ADMIN):
                                      headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=60) as r:
         return json.loads(r.read())
+
+
+def expected_failure(message):
+    """Whether a console error is Chromium's note of an answer the page expects: /stats's 404 on a server
+    without statistics (the page hides its strip), a favicon the server does not have, a share link's
+    401 or 410 (the page says the link is not valid, or expired)."""
+    where = urlsplit(message.location.get("url") or "")
+    return message.text.startswith("Failed to load resource") and (
+        (where.path.startswith("/v1/devices/") and where.path.endswith("/stats") and "404" in message.text)
+        or where.path == "/favicon.ico" or ("share=" in where.query and ("401" in message.text or "410" in message.text)))
+
+
+def call(url, path, token=ADMIN, method="GET", body=None):
+    """(status, parsed JSON or text) of an API request."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            status, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read().decode()
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+def parse_iso(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def walk(now, count=180):
@@ -65,6 +115,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/debug/keeptrack"))
     parser.add_argument("--screenshot")
+    parser.add_argument("--day-screenshot")
     parser.add_argument("--large", action="store_true")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="keeptrack-browser.")
@@ -82,8 +133,6 @@ def main():
             raise SystemExit("keeptrack serve did not start: " + serve.stderr.read())
         url = json.loads(line)["url"]
         now = datetime.now(timezone.utc)
-        # Close to midnight (UTC, the browser's zone here) "today" may not hold the walk: use "all".
-        day_range = "today" if now - timedelta(minutes=20) > now.replace(hour=0, minute=0, second=0) else "all"
         trail = walk(now)
         post(url, {"device": "walker", "records": trail})
         post(url, {"device": "cyclist", "records": [
@@ -105,7 +154,8 @@ def main():
                 return r.abort()
 
             page.route("**/*", route)
-            page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text} ({m.location.get('url')})")
+                    if m.type == "error" and not expected_failure(m) else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(f"{url}/map?token={ADMIN}", wait_until="load")
             for device in ["walker", "cyclist"]:
@@ -127,9 +177,9 @@ def main():
             check(bool(moved), "the cyclist's marker did not move")
             check(page.evaluate("window.__notReloaded === true"), "the page reloaded")
 
-            # Choosing a range draws the trail, page by page.
+            # Choosing a range draws the trail, page by page: the walk may cross midnight, so all of it.
             page.click('#devices li[data-device-id="walker"]')
-            page.select_option("#trail-range", day_range)
+            page.click("#trail-all")
             page.wait_for_selector('#trail-controls[data-loaded="true"]', state="attached", timeout=30000)
             drawn = page.evaluate("window.keeptrack.trailLayer ? window.keeptrack.trailLayer.getLatLngs().length : 0")
             check(drawn == locations, f"the trail has {drawn} points drawn, {locations} stored")
@@ -156,6 +206,10 @@ def main():
             check(own.locator('.leaflet-marker-icon[title="walker"]').count() == 0, "the cyclist's page shows the walker")
             other.close()
 
+            live_means_live(browser, url, now)
+            results["night"] = night_day(browser, url, args.binary, work, args.day_screenshot)
+            shares(browser, url)
+
             if args.large:
                 day = now.replace(hour=0, minute=0, second=0, microsecond=0)
                 for start in range(0, 60_000, 10_000):
@@ -167,7 +221,7 @@ def main():
                 page.wait_for_selector('#devices li[data-device-id="large"]', timeout=20000)
                 page.click('#devices li[data-device-id="large"]')
                 started = time.time()
-                page.select_option("#trail-range", "all")
+                page.click("#trail-all")
                 page.wait_for_selector('#trail-controls[data-loaded="true"]', state="attached", timeout=60000)
                 page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
                 results["large_points"] = page.evaluate("window.keeptrack.trailLayer.getLatLngs().length")
@@ -182,8 +236,221 @@ def main():
                 serve.kill()
         shutil.rmtree(work, ignore_errors=True)
     results["failures"] = failures
+    results["skipped"] = skipped
     print(json.dumps(results))
     return 1 if failures else 0
+
+
+def open_page(browser, url, path, zone="UTC"):
+    """A fresh context's page at `path`, watched for console and page errors."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, timezone_id=zone, accept_downloads=True)
+    page = context.new_page()
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(f"{m.type}: {m.text} ({m.location.get('url')})")
+            if m.type == "error" and not expected_failure(m) else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.goto(url + path, wait_until="load")
+    return context, page
+
+
+def live_means_live(browser, url, now):
+    """A device sending 2024's records today is not live, from the snapshot or from the stream."""
+    old = {"seq": 1, "kind": "location", "time": "2024-05-14T09:30:00.000Z", "lat": 48.15, "lon": 11.55}
+    post(url, {"device": "replayer", "records": [old]})
+    context, page = open_page(browser, url, f"/map?token={ADMIN}")
+    page.wait_for_selector('#devices li[data-device-id="replayer"]', timeout=20000)
+    state = page.eval_on_selector('#devices li[data-device-id="replayer"]', "e => [e.dataset.live, e.dataset.state, e.textContent]")
+    check(state[0] == "false" and state[1] == "late" and "live" not in state[2],
+          f"a device sending 2024's records now is listed {state} (snapshot)")
+    walker = page.eval_on_selector('#devices li[data-device-id="walker"]', "e => [e.dataset.live, e.textContent]")
+    check(walker[0] == "true" and "live" in walker[1], f"the walker, sending now, is listed {walker}")
+    # From the stream: an old record arrives; the device stays not live, its time the record's.
+    post(url, {"device": "replayer", "records": [dict(old, seq=2, time="2024-05-14T09:31:00.000Z", lat=48.151)]})
+    page.wait_for_function("() => { const d = window.keeptrack.devices.get('replayer');"
+                           " return d && d.time === '2024-05-14T09:31:00.000Z'; }", timeout=20000)
+    state = page.eval_on_selector('#devices li[data-device-id="replayer"]', "e => [e.dataset.live, e.dataset.state, e.textContent]")
+    check(state[0] == "false" and state[1] == "late" and "live" not in state[2],
+          f"a device sending 2024's records now is listed {state} (stream)")
+    # A record of now makes it live.
+    post(url, {"device": "replayer", "records": [dict(old, seq=3, time=iso(datetime.now(timezone.utc)), lat=48.152)]})
+    page.wait_for_selector('#devices li[data-device-id="replayer"][data-live="true"]', state="attached", timeout=20000)
+    check(not page.errors, f"live-means-live page errors: {page.errors}")
+    context.close()
+
+
+def replay_fixture(binary, url, work, device, fixture):
+    """The fixture replayed into the server as `device`, by keeptrack replay --upload."""
+    subprocess.run([binary, "replay", "--upload", url + "/v1/locations", "--token", ADMIN, "--device-id", device,
+                    "--data-dir", os.path.join(work, "replay-" + device), os.path.join(ROOT, fixture)],
+                   capture_output=True, text=True, check=True, timeout=600)
+
+
+def night_day(browser, url, binary, work, screenshot=None):
+    """The night fixture's day in the viewer's zone: timeline, replay, chart, exports, month strip."""
+    replay_fixture(binary, url, work, "night", "fixtures/visits-night.nmea.gz")
+    truth = json.load(open(os.path.join(ROOT, "fixtures/visits-night.truth.json")))
+    zone = ZoneInfo(NIGHT_ZONE)
+    day0 = datetime(2025, 3, 14, tzinfo=zone)
+    span = {"from": iso(day0.astimezone(timezone.utc)),
+            "to": iso((day0 + timedelta(days=1)).astimezone(timezone.utc) - timedelta(milliseconds=1))}
+    # Asked as the page asks: from the day's start, without an end (the fixture is all in that day).
+    _, stops = call(url, "/v1/devices/night/stops?" + urlencode({"from": span["from"]}))
+    _, trips = call(url, "/v1/devices/night/trips?" + urlencode({"from": span["from"]}))
+    api = sorted([("visit", s) for s in stops["stops"]] + [("trip", t) for t in trips["trips"]],
+                 key=lambda e: e[1]["start"])
+    expected = sorted([("visit", v["arrival"], v["departure"], None) for v in truth["visits"]]
+                      + [("trip", t["start"], t["end"], t["distance_m"]) for t in truth["trips"]], key=lambda e: e[1])
+    context, page = open_page(browser, url, f"/map?token={ADMIN}&device=night&date=2025-03-14", NIGHT_ZONE)
+    page.wait_for_selector('#day[data-loaded="true"]', state="attached", timeout=60000)
+    entries = page.eval_on_selector_all("#timeline li", """els => els.map(e => ({kind: e.dataset.kind,
+        start: e.dataset.start, end: e.dataset.end || null, distance: e.dataset.distance ? Number(e.dataset.distance) : null,
+        open: e.dataset.open === "true", text: e.textContent}))""")
+    check([e["kind"] for e in entries] == [e[0] for e in expected],
+          f"the timeline lists {[e['kind'] for e in entries]}, the truth {[e[0] for e in expected]}")
+    check(len(entries) == len(api), f"the timeline lists {len(entries)} entries, the API {len(api)}")
+    worst = 0.0
+    for got, want, (kind, given) in zip(entries, expected, api):
+        for field, true in [("start", want[1]), ("end", want[2])]:
+            if true is None:
+                check(got[field] is None and got["open"] and "still there" in got["text"],
+                      f"the open visit is shown as {got}")
+                continue
+            if got[field] is None:
+                check(False, f"{kind} at {got['start']} has no {field}")
+                continue
+            off = abs((parse_iso(got[field]) - parse_iso(true)).total_seconds())
+            worst = max(worst, off)
+            check(off <= 120, f"{kind} {field} {got[field]} is {off:.0f} s from the truth's {true}")
+            local = parse_iso(got[field]).astimezone(zone).strftime("%H:%M")
+            check(local in got["text"], f"{kind} {field}: '{got['text']}' does not show {local} ({NIGHT_ZONE})")
+        if kind == "trip":
+            check(got["distance"] == given["distance"], f"trip at {got['start']}: {got['distance']} m, the API {given['distance']} m")
+            shown = f"{given['distance'] / 1000:.2f} km"
+            check(shown in got["text"], f"trip at {got['start']}: '{got['text']}' does not show {shown}")
+            check(parse_iso(got["start"]) == parse_iso(given["start"]), f"trip start {got['start']} is not the API's {given['start']}")
+    results_night = {"entries": len(entries), "worst_seconds_from_truth": round(worst, 1)}
+
+    # A click on the first trip frames it.
+    first_trip = next(i for i, e in enumerate(entries) if e["kind"] == "trip")
+    trip = api[first_trip][1]
+    page.click(f"#timeline li:nth-child({first_trip + 1}) button.fit")
+    framed = page.evaluate(f"""() => {{ const b = window.keeptrack.map.getBounds();
+        return b.contains([{trip['startLat']}, {trip['startLon']}]) && b.contains([{trip['endLat']}, {trip['endLon']}]); }}""")
+    check(framed, "a click on the first trip does not frame it")
+    check(page.get_attribute(f"#timeline li:nth-child({first_trip + 1})", "aria-current") == "true",
+          "the clicked trip is not marked current")
+
+    # The slider moves the marker to where the trail was at that time.
+    _, day_trail = call(url, "/v1/devices/night/trail?" + urlencode(dict(span, format="json", limit=100000)))
+    locations = [r for r in day_trail["records"] if r["kind"] == "location"]
+    first = parse_iso(locations[0]["time"])
+    middle = parse_iso(trip["start"]) + (parse_iso(trip["end"]) - parse_iso(trip["start"])) / 2
+    seconds = int((middle - first).total_seconds())
+    at = first + timedelta(seconds=seconds)
+    before = next(k for k in range(len(locations)) if parse_iso(locations[k]["time"]) >= at)
+    a, b = locations[max(before - 1, 0)], locations[before]
+    ta, tb = parse_iso(a["time"]), parse_iso(b["time"])
+    f = 0 if tb == ta else (at - ta).total_seconds() / (tb - ta).total_seconds()
+    want = (a["lat"] + f * (b["lat"] - a["lat"]), a["lon"] + f * (b["lon"] - a["lon"])) if before > 0 else (b["lat"], b["lon"])
+    page.eval_on_selector("#replay-slider", f"e => {{ e.value = '{seconds}'; e.dispatchEvent(new Event('input')); }}")
+    got = page.evaluate("() => { const p = window.keeptrack.replay.marker.getLatLng(); return [p.lat, p.lng]; }")
+    off = math.hypot((got[0] - want[0]) * 111320, (got[1] - want[1]) * 111320 * math.cos(math.radians(want[0])))
+    check(off < 1, f"the slider at {at.isoformat()} puts the marker {off:.1f} m from the trail there")
+    shown = page.text_content("#replay-time")
+    check(shown == at.astimezone(zone).strftime("%H:%M:%S"), f"the replay shows '{shown}' at {at.astimezone(zone)}")
+    # Playing at x60 moves it on.
+    page.click('#replay-speeds button[data-speed="60"]')
+    t0 = page.evaluate("window.keeptrack.replay.t")
+    page.click("#replay-play")
+    page.wait_for_function(f"() => window.keeptrack.replay.t > {t0} + 30000", timeout=20000)
+    page.click("#replay-play")
+    moved = page.evaluate("() => { const p = window.keeptrack.replay.marker.getLatLng(); return [p.lat, p.lng]; }")
+    check(moved != got, "playing did not move the marker")
+    check(page.text_content("#replay-time") != shown, "playing did not change the time shown")
+
+    # The speed chart: drawn, its cursor at the replay's time, a click on it moves the replay there.
+    chart = page.evaluate("() => window.keeptrack.chart ? window.keeptrack.chart.numRows() : 0")
+    check(chart > 100, f"the speed chart has {chart} rows")
+    check(page.locator("#chart canvas").count() >= 1, "the speed chart has no canvas")
+    box = page.locator("#chart").bounding_box()
+    area = page.evaluate("() => window.keeptrack.chart.getArea()")
+    page.mouse.click(box["x"] + area["x"] + area["w"] * 0.25, box["y"] + area["y"] + area["h"] / 2)
+    linked = page.evaluate("""() => { const k = window.keeptrack, c = k.chart, x = c.toDomXCoord(k.replay.t);
+        const slider = Number(document.getElementById('replay-slider').value);
+        return [Math.abs(x - c.getArea().x - c.getArea().w * 0.25), Math.abs(slider - Math.round((k.replay.t - k.replay.first) / 1000)),
+                Math.abs(parseFloat(document.getElementById('chart-cursor').style.left) - x)]; }""")
+    check(linked[0] < 2 and linked[1] == 0 and linked[2] < 1, f"the chart and the slider are not linked: {linked}")
+    if screenshot:
+        page.click("#fit")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.screenshot(path=screenshot)
+        results_night["screenshot"] = screenshot
+
+    # Exports: the trip as GPX, the day as GeoJSON, every point of the trail.
+    with page.expect_download() as download:
+        page.click(f'#timeline li:nth-child({first_trip + 1}) .export button[data-format="gpx"]')
+    gpx = open(download.value.path()).read()
+    in_trip = sum(1 for r in locations if parse_iso(trip["start"]) <= parse_iso(r["time"]) <= parse_iso(trip["end"]))
+    check(gpx.count("<trkpt") == in_trip, f"the trip's GPX has {gpx.count('<trkpt')} points, the trail {in_trip}")
+    with page.expect_download() as download:
+        page.click('#day-export button[data-format="geojson"]')
+    geo = json.load(open(download.value.path()))
+    points = len(geo["features"][0]["geometry"]["coordinates"])
+    check(points == len(locations), f"the day's GeoJSON has {points} points, the trail {len(locations)}")
+    results_night["exported_points"] = points
+
+    # The month strip, from /stats where the server has it.
+    status, stats = call(url, "/v1/devices/night/stats?" + urlencode(
+        {"from": iso(datetime(2025, 3, 1, tzinfo=zone).astimezone(timezone.utc)),
+         "to": iso(datetime(2025, 4, 1, tzinfo=zone).astimezone(timezone.utc)), "by": "day", "tz": NIGHT_ZONE}))
+    page.wait_for_function("() => window.keeptrack.month && (window.keeptrack.month.ready || window.keeptrack.month.status)",
+                           timeout=20000)
+    if status == 404:
+        check(page.is_hidden("#month"), "the month strip is shown though /stats answers 404")
+        skipped["month strip"] = "GET /v1/devices/{id}/stats answers 404 on this server: the strip is hidden, as it should"
+    else:
+        days = page.eval_on_selector_all("#month-days a", "els => els.map(e => [e.dataset.date, Number(e.dataset.distance)])")
+        check(len(days) == 31, f"the month strip has {len(days)} days")
+        mine = next((p for p in stats["periods"] if parse_iso(p["start"]).astimezone(zone).date().isoformat() == "2025-03-14"), None)
+        shown = dict(days).get("2025-03-14")
+        check(mine is not None and shown == mine["distance"], f"the strip's 14 March is {shown} m, /stats {mine}")
+        check(page.get_attribute('#month-days a[data-date="2025-03-14"]', "aria-current") == "date",
+              "the strip does not mark the day shown")
+    check(not page.errors, f"the night's page errors: {page.errors}")
+    context.close()
+    return results_night
+
+
+def shares(browser, url):
+    """A share link in a fresh context without credentials; revoked, it says so. A forged one says it is
+    not valid (401, on any server: without a share, the request has no credential)."""
+    context, page = open_page(browser, url, "/map?share=AAAAAAAAAAAAAAAAAAAAAA&device=night&date=2025-03-14", NIGHT_ZONE)
+    page.wait_for_selector('#share-note[data-state="ended"]', state="attached", timeout=20000)
+    check("not valid" in page.text_content("#share-note"), f"a forged share says '{page.text_content('#share-note')}'")
+    check(page.is_hidden("#devices") and page.is_hidden("#day"), "a forged share's page shows the list or a day")
+    context.close()
+    status, made = call(url, "/v1/shares", method="POST", body={"device": "night", "expires": "2h"})
+    if status == 404 or status == 405:
+        skipped["share links"] = f"POST /v1/shares answers {status} on this server"
+        return
+    if not check(status == 201, f"POST /v1/shares answered {status}: {made}"):
+        return
+    context, page = open_page(browser, url, made["url"] + "?date=2025-03-14", NIGHT_ZONE)
+    page.wait_for_selector('#day[data-loaded="true"]', state="attached", timeout=60000)
+    check(page.is_hidden("#devices"), "the share link's page shows the device list")
+    check(page.locator("#timeline li").count() == 7, f"the share link's timeline has {page.locator('#timeline li').count()} entries")
+    check(page.evaluate("sessionStorage.getItem('keeptrack.token')") is None, "the share link's page has a token")
+    status, _ = call(url, f"/v1/shares/{made['id']}", method="DELETE")
+    check(status == 200, f"DELETE /v1/shares/ID answered {status}")
+    # The page as /map?share=TOKEN (the page itself is /map's): the API's 410 makes it say so.
+    page.goto(url + "/map?share=" + made["token"] + "&date=2025-03-14", wait_until="load")
+    page.wait_for_selector('#share-note[data-state="ended"]', state="attached", timeout=20000)
+    check("expired" in page.text_content("#share-note"), f"the revoked link says '{page.text_content('#share-note')}'")
+    check(page.is_hidden("#day") and page.locator(".leaflet-marker-icon").count() == 0,
+          "the revoked link's page still shows the device")
+    status, _ = call(url, made["url"], token=None)
+    check(status == 410, f"the revoked {made['url']} answers {status}")
+    context.close()
 
 
 if __name__ == "__main__":

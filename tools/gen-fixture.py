@@ -806,7 +806,14 @@ def visit_truth(vt, route, at):
     """The true visits (stops of at least min_duration_s; one that runs to the end of the log is
     open) and the trips between consecutive visits, along the truth path."""
     min_ms = int(float(vt.get("min_duration_s", 180)) * 1000)
-    stays = [s for s in route.stops if s["end_ms"] - s["start_ms"] >= min_ms]
+    # A stop that begins where the one before it ends (the pad after the last stop) is the same stay.
+    stops = []
+    for s in route.stops:
+        if stops and stops[-1]["end_ms"] == s["start_ms"]:
+            stops[-1] = dict(stops[-1], end_ms=s["end_ms"])
+        else:
+            stops.append(s)
+    stays = [s for s in stops if s["end_ms"] - s["start_ms"] >= min_ms]
     visits = []
     for s in stays:
         open_end = s["end_ms"] >= route.end_ms
@@ -822,7 +829,7 @@ def visit_truth(vt, route, at):
                           max_speed_mps=round(vmax, 3), start_lat=round(a["lat"], 8), start_lon=round(a["lon"], 8),
                           end_lat=round(b["lat"], 8), end_lon=round(b["lon"], 8)))
     short = [dict(name=s["name"], start=at(s["start_ms"]), duration_s=round((s["end_ms"] - s["start_ms"]) / 1000.0, 3))
-             for s in route.stops if s["end_ms"] - s["start_ms"] < min_ms]
+             for s in stops if s["end_ms"] - s["start_ms"] < min_ms]
     return {"visit_min_duration_s": min_ms / 1000.0, "visits": visits, "trips": trips, "short_stops": short,
             "visits_note": "a visit is a stop of at least visit_min_duration_s; arrival/departure are the true "
                            "stop's start and end; open = still there at the end of the log (departure null); "

@@ -1,6 +1,6 @@
-// libyaml's event parser (Yams' own C target): the pre-pass that bounds a document before Yams
+// libyaml's event parser (Debian's libyaml-dev): the pre-pass that bounds a document before Yams
 // composes it.
-internal import CYaml
+import CLibYAML
 import Yams
 
 #if canImport(Glibc)
@@ -65,8 +65,9 @@ public struct ConfigReader: Sendable {
     {
         if bytes.count > limits.maxBytes {
             throw ConfigFileError(
-                .tooLarge, name, line: nil,
-                "\(bytes.count) bytes is too large for a configuration file (the limit is \(limits.maxBytes))")
+                .tooLarge,
+                "\(bytes.count) bytes is too large for a configuration file (the limit is \(limits.maxBytes))",
+                path: name, line: nil)
         }
         try Self.checkText(bytes, name: name)
         let text = String(decoding: bytes, as: UTF8.self)
@@ -76,14 +77,15 @@ public struct ConfigReader: Sendable {
             root = try Yams.compose(yaml: text)
         } catch let error as YamlError {
             throw ConfigFileError(
-                .notYAML, name, line: Self.yamlLine(error), "not valid YAML: \(Self.yamlProblem(error))",
+                .notYAML, "not valid YAML: \(Self.yamlProblem(error))", path: name, line: Self.yamlLine(error),
                 underlying: error)
         } catch {
-            throw ConfigFileError(.notYAML, name, line: nil, "not valid YAML: \(error)", underlying: error)
+            throw ConfigFileError(.notYAML, "not valid YAML: \(error)", path: name, line: nil, underlying: error)
         }
         guard let root else { return [] }
         guard let mapping = root.mapping else {
-            throw ConfigFileError(.notAMapping, name, line: root.mark?.line, "expected keys and values (a mapping)")
+            throw ConfigFileError(
+                .notAMapping, "expected keys and values (a mapping)", path: name, line: root.mark?.line)
         }
         var settings: [ConfigSetting] = []
         var seen: Set<String> = []
@@ -91,21 +93,23 @@ public struct ConfigReader: Sendable {
             stats.values += 1
             let line = keyNode.mark?.line ?? 0
             guard let key = keyNode.scalar?.string else {
-                throw ConfigFileError(.badKey, name, line: line, "a key must be a plain name")
+                throw ConfigFileError(.badKey, "a key must be a plain name", path: name, line: line)
             }
             guard let kind = schema[key] else {
                 let hint = suggestion(for: key).map { " (did you mean '\($0)'?)" } ?? ""
-                throw ConfigFileError(.unknownKey, name, line: line, "unknown key '\(Self.printable(key))'\(hint)")
+                throw ConfigFileError(
+                    .unknownKey, "unknown key '\(Self.printable(key))'\(hint)", path: name, line: line)
             }
             guard seen.insert(key).inserted else {
-                throw ConfigFileError(.duplicateKey, name, line: line, "'\(key)' is set twice")
+                throw ConfigFileError(.duplicateKey, "'\(key)' is set twice", path: name, line: line)
             }
             let setting: ConfigSetting.Value
             switch kind {
             case .flag:
                 guard let b = value.bool else {
                     let got = value.scalar.map { Self.printable($0.string) } ?? "a list"
-                    throw ConfigFileError(.badValue, name, line: line, "\(key): expected true or false, got '\(got)'")
+                    throw ConfigFileError(
+                        .badValue, "\(key): expected true or false, got '\(got)'", path: name, line: line)
                 }
                 setting = .flag(b)
             case .option, .optionalValue:
@@ -114,7 +118,7 @@ public struct ConfigReader: Sendable {
                     break
                 }
                 guard let scalar = value.scalar?.string, !scalar.isEmpty else {
-                    throw ConfigFileError(.badValue, name, line: line, "\(key): expected a single value")
+                    throw ConfigFileError(.badValue, "\(key): expected a single value", path: name, line: line)
                 }
                 setting = .option(scalar)
             case .list:
@@ -125,14 +129,14 @@ public struct ConfigReader: Sendable {
                         stats.values += 1
                         guard let scalar = item.scalar?.string else {
                             throw ConfigFileError(
-                                .badValue, name, line: item.mark?.line ?? line,
-                                "\(key): expected a list of values")
+                                .badValue, "\(key): expected a list of values", path: name,
+                                line: item.mark?.line ?? line)
                         }
                         items.append(.init(value: scalar, line: item.mark?.line ?? line))
                     }
                 } else {
                     guard let scalar = value.scalar?.string else {
-                        throw ConfigFileError(.badValue, name, line: line, "\(key): expected a list of values")
+                        throw ConfigFileError(.badValue, "\(key): expected a list of values", path: name, line: line)
                     }
                     items.append(.init(value: scalar, line: value.mark?.line ?? line))
                 }
@@ -221,13 +225,13 @@ extension ConfigReader {
         stats: inout ConfigStatistics
     ) throws(ConfigFileError) -> [ConfigSetting.Record] {
         guard let sequence = value.sequence else {
-            throw ConfigFileError(.badValue, name, line: line, "\(key): expected a list of mappings")
+            throw ConfigFileError(.badValue, "\(key): expected a list of mappings", path: name, line: line)
         }
         var records: [ConfigSetting.Record] = []
         for item in sequence {
             let itemLine = item.mark?.line ?? line
             guard let mapping = item.mapping else {
-                throw ConfigFileError(.badValue, name, line: itemLine, "\(key): expected a list of mappings")
+                throw ConfigFileError(.badValue, "\(key): expected a list of mappings", path: name, line: itemLine)
             }
             var record = ConfigSetting.Record(line: itemLine, values: [])
             var seen: Set<String> = []
@@ -237,27 +241,27 @@ extension ConfigReader {
                 guard let field = fieldNode.scalar?.string, let kind = fields[field] else {
                     let got = fieldNode.scalar.map { Self.printable($0.string) } ?? "a list"
                     throw ConfigFileError(
-                        .unknownKey, name, line: fieldLine,
+                        .unknownKey,
                         "\(key): unknown key '\(got)' (known: "
-                            + fields.keys.sorted().joined(separator: ", ") + ")")
+                            + fields.keys.sorted().joined(separator: ", ") + ")", path: name, line: fieldLine)
                 }
                 guard seen.insert(field).inserted else {
-                    throw ConfigFileError(.duplicateKey, name, line: fieldLine, "\(key): '\(field)' is set twice")
+                    throw ConfigFileError(.duplicateKey, "\(key): '\(field)' is set twice", path: name, line: fieldLine)
                 }
                 var values: [String] = []
                 if kind.list, let list = fieldValue.sequence {
                     for v in list {
                         stats.values += 1
                         guard let scalar = v.scalar?.string else {
-                            throw ConfigFileError(.badValue, name, line: fieldLine, "\(key): \(field): expected values")
+                            throw ConfigFileError(
+                                .badValue, "\(key): \(field): expected values", path: name, line: fieldLine)
                         }
                         values.append(scalar)
                     }
                 } else {
                     guard let scalar = fieldValue.scalar?.string else {
                         throw ConfigFileError(
-                            .badValue, name, line: fieldLine,
-                            "\(key): \(field): expected a single value")
+                            .badValue, "\(key): \(field): expected a single value", path: name, line: fieldLine)
                     }
                     values.append(scalar)
                 }
@@ -388,16 +392,16 @@ public struct ConfigFileError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     public var code: Code
+    /// What is wrong, in a sentence.
+    public var message: String
     /// The file's path (or the name given to ``ConfigReader/parse(_:name:)``).
     public var path: String
     /// The 1-based line, when known.
     public var line: Int?
-    /// What is wrong, in a sentence.
-    public var message: String
     /// The error this one comes from (Yams' `YamlError` for ``Code/notYAML``), when there is one.
     public var underlying: (any Error)?
 
-    public init(_ code: Code, _ path: String, line: Int?, _ message: String, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, path: String, line: Int?, underlying: (any Error)? = nil) {
         self.code = code
         self.path = path
         self.line = line
@@ -428,7 +432,8 @@ extension ConfigReader {
     func readFile(_ path: String, limit: Int) throws(ConfigFileError) -> [UInt8] {
         let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
         if fd < 0 {
-            throw ConfigFileError(.unreadable, path, line: nil, "cannot read: \(String(cString: strerror(errno)))")
+            throw ConfigFileError(
+                .unreadable, "cannot read: \(String(cString: strerror(errno)))", path: path, line: nil)
         }
         defer { close(fd) }
         var out: [UInt8] = []
@@ -437,7 +442,8 @@ extension ConfigReader {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ConfigFileError(.unreadable, path, line: nil, "cannot read: \(String(cString: strerror(errno)))")
+                throw ConfigFileError(
+                    .unreadable, "cannot read: \(String(cString: strerror(errno)))", path: path, line: nil)
             }
             if n == 0 { break }
             out += chunk[0..<n]
@@ -451,8 +457,7 @@ extension ConfigReader {
         var i = 0
         func refuse(_ what: String) throws(ConfigFileError) -> Never {
             throw ConfigFileError(
-                .notYAML, name, line: line,
-                "not YAML (a binary file?): \(what) at byte \(i) is not text")
+                .notYAML, "not YAML (a binary file?): \(what) at byte \(i) is not text", path: name, line: line)
         }
         func hex(_ b: UInt8) -> String {
             let digits = Array("0123456789ABCDEF")
@@ -515,7 +520,7 @@ extension ConfigReader {
         let limits = self.limits
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else {
-            throw ConfigFileError(.notYAML, name, line: nil, "cannot start the YAML parser (out of memory)")
+            throw ConfigFileError(.notYAML, "cannot start the YAML parser (out of memory)", path: name, line: nil)
         }
         defer { yaml_parser_delete(&parser) }
         var failure: ConfigFileError?
@@ -536,7 +541,7 @@ extension ConfigReader {
                 return String(cString: UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self))
             }
             func problem(_ code: ConfigFileError.Code, _ mark: yaml_mark_t, _ message: String) -> ConfigFileError {
-                ConfigFileError(code, name, line: Int(mark.line) + 1, message)
+                ConfigFileError(code, message, path: name, line: Int(mark.line) + 1)
             }
             /// A node of `size` (aliases expanded) at `mark`; `scalar` when it is one.
             func node(size: Int, isCollectionKey: Bool, scalar: String?, mark: yaml_mark_t) -> ConfigFileError? {
@@ -572,11 +577,11 @@ extension ConfigReader {
                     if text.hasPrefix("Maximum nesting level") {
                         // libyaml's own bound (1000), met while it looks ahead.
                         failure = ConfigFileError(
-                            .tooComplex, name, line: mark,
+                            .tooComplex,
                             "lists and mappings nested too deeply "
-                                + "(more than \(limits.maxDepth) levels)")
+                                + "(more than \(limits.maxDepth) levels)", path: name, line: mark)
                     } else {
-                        failure = ConfigFileError(.notYAML, name, line: mark, "not valid YAML: \(text)")
+                        failure = ConfigFileError(.notYAML, "not valid YAML: \(text)", path: name, line: mark)
                     }
                     break
                 }

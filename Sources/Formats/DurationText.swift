@@ -7,7 +7,7 @@ public enum DurationText {
         let message =
             "'\(text)' is not a duration: write a number of \(bareUnit.name) "
             + "(\(bareUnit == .days ? "30" : "90")) or a number with s, m, h or d (90s, 5m, 2h, 30d)"
-        return FormatsError(message, code: .notADuration, text: text)
+        return FormatsError(.notADuration, message, text: text)
     }
 
     /// The unit of a number written without one.

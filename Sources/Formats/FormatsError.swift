@@ -38,7 +38,7 @@ public struct FormatsError: Error, Hashable, Sendable, CustomStringConvertible {
     public var field: String?
 
     public init(
-        _ message: String, code: Code = .invalid, byteOffset: Int? = nil, text: String? = nil, field: String? = nil
+        _ code: Code, _ message: String, byteOffset: Int? = nil, text: String? = nil, field: String? = nil
     ) {
         self.message = message
         self.code = code

@@ -39,7 +39,7 @@ public enum Gzip {
         var stream = z_stream()
         // 15 + 32: detect gzip or zlib headers.
         guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw FormatsError("gzip: cannot start inflating")
+            throw FormatsError(.invalid, "gzip: cannot start inflating")
         }
         defer { inflateEnd(&stream) }
         var out: [UInt8] = []
@@ -70,12 +70,13 @@ public enum Gzip {
                 }
             }
         }
-        if out.count > limit { throw FormatsError("body inflates beyond \(limit) bytes", code: .tooLarge) }
+        if out.count > limit { throw FormatsError(.tooLarge, "body inflates beyond \(limit) bytes") }
         if let junkAt {
             throw FormatsError(
+                .invalid,
                 "gzip: \(bytes.count - junkAt) bytes that are not gzip after the stream's end, at byte \(junkAt)")
         }
-        guard rc == Z_STREAM_END else { throw FormatsError("gzip: the body is not a complete gzip stream") }
+        guard rc == Z_STREAM_END else { throw FormatsError(.invalid, "gzip: the body is not a complete gzip stream") }
         return out
     }
 }

@@ -49,6 +49,10 @@ public enum JSONBatch {
         appendSpan(r, to: &out)
         // What a trail read back from a store may carry (never sent by the uploader).
         if !r.valid { ByteWriting.appendStatic(",\"valid\":false", to: &out) }
+        if let outlier = r.outlier {
+            ByteWriting.appendStatic(",\"outlier\":", to: &out)
+            ByteWriting.appendJSONString(outlier, to: &out)
+        }
         if !r.attributes.isEmpty {
             ByteWriting.appendStatic(",\"attributes\":", to: &out)
             TrailRecord.appendAttributes(r.attributes, to: &out)
@@ -81,7 +85,9 @@ public enum JSONBatch {
         try s.members { (s, key) throws(FormatsError) in
             switch key {
             case "device":
-                guard case .string(let d) = try s.value() else { throw FormatsError("device: expected a string") }
+                guard case .string(let d) = try s.value() else {
+                    throw FormatsError(.invalid, "device: expected a string")
+                }
                 device = d
             case "records":
                 sawRecords = true
@@ -95,13 +101,13 @@ public enum JSONBatch {
             }
         }
         guard s.atEnd else { throw s.fail("text after the object") }
-        guard let device else { throw FormatsError("device: missing") }
-        guard sawRecords else { throw FormatsError("records: missing") }
+        guard let device else { throw FormatsError(.invalid, "device: missing") }
+        guard sawRecords else { throw FormatsError(.invalid, "records: missing") }
         for i in records.indices {
             records[i].device = device
             // The id, when given, must be device:seq (checked now that the device is known).
             if let id = ids[i], id != records[i].id {
-                throw FormatsError("records[\(i)].id: '\(id)' is not device:seq ('\(records[i].id)')")
+                throw FormatsError(.invalid, "records[\(i)].id: '\(id)' is not device:seq ('\(records[i].id)')")
             }
             if var problem = records[i].problem(now: now) {
                 problem.message = "records[\(i)]: " + problem.message
@@ -125,7 +131,7 @@ public enum JSONBatch {
             switch v {
             case .number(let d): return d
             case .null: return nil
-            default: throw FormatsError("records[\(index)].\(key): expected a number")
+            default: throw FormatsError(.invalid, "records[\(index)].\(key): expected a number")
             }
         }
         try s.members { (s, key) throws(FormatsError) in
@@ -133,20 +139,21 @@ public enum JSONBatch {
             switch key {
             case "id":
                 guard case .string(let text) = v else {
-                    throw FormatsError("records[\(index)].id: expected a string")
+                    throw FormatsError(.invalid, "records[\(index)].id: expected a string")
                 }
                 id = text
             case "seq":
                 guard let d = try number(v, key), d == d.rounded(), abs(d) < 9e15 else {
-                    throw FormatsError("records[\(index)].seq: expected an integer")
+                    throw FormatsError(.invalid, "records[\(index)].seq: expected an integer")
                 }
                 seq = Int64(d)
             case "kind":
                 guard case .string(let k) = v else {
-                    throw FormatsError("records[\(index)].kind: expected a string")
+                    throw FormatsError(.invalid, "records[\(index)].kind: expected a string")
                 }
                 guard let parsed = TrailRecord.Kind(rawValue: k) else {
                     throw FormatsError(
+                        .invalid,
                         "records[\(index)].kind: '\(k)' is not location, enter, exit, dwell, visit, trip or heartbeat")
                 }
                 kind = parsed
@@ -154,14 +161,14 @@ public enum JSONBatch {
                 switch v {
                 case .string(let r): region = r
                 case .null: region = nil
-                default: throw FormatsError("records[\(index)].region: expected a string")
+                default: throw FormatsError(.invalid, "records[\(index)].region: expected a string")
                 }
             case "time":
                 guard case .string(let t) = v else {
-                    throw FormatsError("records[\(index)].time: expected a string")
+                    throw FormatsError(.invalid, "records[\(index)].time: expected a string")
                 }
                 guard let parsed = ISOTime.parse(t) else {
-                    throw FormatsError("records[\(index)].time: '\(t)' is not an ISO 8601 UTC time")
+                    throw FormatsError(.invalid, "records[\(index)].time: '\(t)' is not an ISO 8601 UTC time")
                 }
                 time = parsed
             case "lat": lat = try number(v, key)
@@ -174,7 +181,7 @@ public enum JSONBatch {
             default: _ = try readSpan(key, v, into: &span, index: index)
             }
         }
-        func missing(_ key: String) -> FormatsError { FormatsError("records[\(index)].\(key): missing") }
+        func missing(_ key: String) -> FormatsError { FormatsError(.invalid, "records[\(index)].\(key): missing") }
         guard let seq else { throw missing("seq") }
         guard let kind else { throw missing("kind") }
         guard let time else { throw missing("time") }

@@ -15,8 +15,8 @@ struct JSONScanner {
     typealias Failure = FormatsError
 
     func fail(_ what: String) -> Failure {
-        guard i < bytes.count else { return FormatsError("malformed JSON: the body ends early", code: .malformedJSON) }
-        return FormatsError("malformed JSON at byte \(i): \(what)", code: .malformedJSON, byteOffset: i)
+        guard i < bytes.count else { return FormatsError(.malformedJSON, "malformed JSON: the body ends early") }
+        return FormatsError(.malformedJSON, "malformed JSON at byte \(i): \(what)", byteOffset: i)
     }
 
     mutating func skipWhitespace() {

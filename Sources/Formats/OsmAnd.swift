@@ -83,17 +83,17 @@ public enum OsmAnd {
             guard let key = percentDecodeValidating(String(parts[0])),
                 let value = parts.count > 1 ? percentDecodeValidating(String(parts[1])) : ""
             else {
-                throw FormatsError("parameter '\(parts[0].prefix(32))': not valid UTF-8 once percent-decoded")
+                throw FormatsError(.invalid, "parameter '\(parts[0].prefix(32))': not valid UTF-8 once percent-decoded")
             }
             fields[key] = value
         }
         guard let device = fields["id"] ?? fields["deviceid"], !device.isEmpty else {
-            throw FormatsError("id: missing (the device identifier is mandatory)")
+            throw FormatsError(.invalid, "id: missing (the device identifier is mandatory)")
         }
         func number(_ key: String) throws(FormatsError) -> Double? {
             guard let text = fields[key] else { return nil }
             guard let v = Double(text), v.isFinite else {
-                throw FormatsError("\(key): '\(text.prefix(32))' is not a number")
+                throw FormatsError(.invalid, "\(key): '\(text.prefix(32))' is not a number")
             }
             return v
         }
@@ -102,15 +102,16 @@ public enum OsmAnd {
             let parts = location.split(separator: ",", omittingEmptySubsequences: false)
             guard parts.count == 2, let a = Double(parts[0].trimmingSpaces), let b = Double(parts[1].trimmingSpaces),
                 a.isFinite, b.isFinite
-            else { throw FormatsError("location: '\(location.prefix(64))' is not 'lat,lon'") }
+            else { throw FormatsError(.invalid, "location: '\(location.prefix(64))' is not 'lat,lon'") }
             (lat, lon) = (a, b)
         }
-        guard let lat else { throw FormatsError("lat: missing (send lat and lon, or location=lat,lon)") }
-        guard let lon else { throw FormatsError("lon: missing (send lat and lon, or location=lat,lon)") }
+        guard let lat else { throw FormatsError(.invalid, "lat: missing (send lat and lon, or location=lat,lon)") }
+        guard let lon else { throw FormatsError(.invalid, "lon: missing (send lat and lon, or location=lat,lon)") }
         let time: Double
         if let stamp = fields["timestamp"], !stamp.isEmpty {
             guard let t = parseTime(stamp) else {
                 throw FormatsError(
+                    .invalid,
                     "timestamp: '\(stamp.prefix(40))' is neither Unix seconds, milliseconds, "
                         + "ISO 8601 nor yyyy-MM-dd HH:mm:ss")
             }
@@ -180,10 +181,10 @@ public enum OsmAnd {
             case .number(let d)?: return d
             case .string(let t)?:
                 guard let d = Double(t), d.isFinite else {
-                    throw FormatsError("\(key): '\(t.prefix(32))' is not a number")
+                    throw FormatsError(.invalid, "\(key): '\(t.prefix(32))' is not a number")
                 }
                 return d
-            default: throw FormatsError("\(key): expected a number")
+            default: throw FormatsError(.invalid, "\(key): expected a number")
             }
         }
         func text(_ key: String) -> String? {
@@ -194,18 +195,18 @@ public enum OsmAnd {
             }
         }
         guard let device = text("device_id") ?? text("id"), !device.isEmpty else {
-            throw FormatsError("device_id: missing (the device identifier is mandatory)")
+            throw FormatsError(.invalid, "device_id: missing (the device identifier is mandatory)")
         }
         guard let lat = try number("location.coords.latitude") else {
-            throw FormatsError("location.coords.latitude: missing")
+            throw FormatsError(.invalid, "location.coords.latitude: missing")
         }
         guard let lon = try number("location.coords.longitude") else {
-            throw FormatsError("location.coords.longitude: missing")
+            throw FormatsError(.invalid, "location.coords.longitude: missing")
         }
         var time = now
         if let stamp = text("location.timestamp") {
             guard let t = parseTime(stamp) else {
-                throw FormatsError("location.timestamp: '\(stamp.prefix(40))' is not an ISO 8601 time")
+                throw FormatsError(.invalid, "location.timestamp: '\(stamp.prefix(40))' is not an ISO 8601 time")
             }
             time = t
         }

@@ -87,17 +87,17 @@ public enum Overland {
                 try s.skipValue()
                 return
             }
-            guard !sawLocations else { throw FormatsError("locations: given twice") }
+            guard !sawLocations else { throw FormatsError(.invalid, "locations: given twice") }
             sawLocations = true
             try s.elements { (s) throws(FormatsError) in
                 guard records.count < maxLocations else {
-                    throw FormatsError("locations: more than \(maxLocations) in one batch", code: .tooLarge)
+                    throw FormatsError(.tooLarge, "locations: more than \(maxLocations) in one batch")
                 }
                 records.append(try feature(&s, index: records.count, device: device, now: now))
             }
         }
         guard s.atEnd else { throw s.fail("text after the object") }
-        guard sawLocations else { throw FormatsError("locations: missing") }
+        guard sawLocations else { throw FormatsError(.invalid, "locations: missing") }
         return records
     }
 
@@ -116,7 +116,7 @@ public enum Overland {
             switch key {
             case "type":
                 guard case .string(let t) = try s.value(), t == "Feature" else {
-                    throw FormatsError("\(at).type: expected \"Feature\"")
+                    throw FormatsError(.invalid, "\(at).type: expected \"Feature\"")
                 }
             case "geometry":
                 coordinates = try point(&s, at: "\(at).geometry")
@@ -127,20 +127,20 @@ public enum Overland {
                     switch name {
                     case "timestamp":
                         guard case .string(let t) = v else {
-                            throw FormatsError("\(at).properties.timestamp: expected an ISO 8601 string")
+                            throw FormatsError(.invalid, "\(at).properties.timestamp: expected an ISO 8601 string")
                         }
                         timestamp = t
                     case "altitude", "speed", "horizontal_accuracy", "vertical_accuracy", "course":
                         switch v {
                         case .number(let d): numbers[name] = d
                         case .null: break
-                        default: throw FormatsError("\(at).properties.\(name): expected a number")
+                        default: throw FormatsError(.invalid, "\(at).properties.\(name): expected a number")
                         }
                     case "device_id":
                         switch v {
                         case .string(let t): deviceID = t
                         case .null: break
-                        default: throw FormatsError("\(at).properties.device_id: expected a string")
+                        default: throw FormatsError(.invalid, "\(at).properties.device_id: expected a string")
                         }
                     default:
                         TrailRecord.keepAttribute(name, v, in: &attributes)
@@ -150,11 +150,11 @@ public enum Overland {
                 try s.skipValue()
             }
         }
-        guard let coordinates else { throw FormatsError("\(at).geometry: missing") }
-        guard sawProperties else { throw FormatsError("\(at).properties: missing") }
-        guard let timestamp else { throw FormatsError("\(at).properties.timestamp: missing") }
+        guard let coordinates else { throw FormatsError(.invalid, "\(at).geometry: missing") }
+        guard sawProperties else { throw FormatsError(.invalid, "\(at).properties: missing") }
+        guard let timestamp else { throw FormatsError(.invalid, "\(at).properties.timestamp: missing") }
         guard let time = ISOTime.parse(timestamp, anyOffset: true) else {
-            throw FormatsError("\(at).properties.timestamp: '\(timestamp.prefix(40))' is not ISO 8601")
+            throw FormatsError(.invalid, "\(at).properties.timestamp: '\(timestamp.prefix(40))' is not ISO 8601")
         }
         func valid(_ name: String) -> Double? { numbers[name].flatMap { $0 < 0 ? nil : $0 } }
         let verticalAccuracy = numbers["vertical_accuracy"]
@@ -182,7 +182,7 @@ public enum Overland {
             switch key {
             case "type":
                 guard case .string(let t) = try s.value() else {
-                    throw FormatsError("\(at).type: expected a string")
+                    throw FormatsError(.invalid, "\(at).type: expected a string")
                 }
                 type = t
             case "coordinates":
@@ -190,7 +190,7 @@ public enum Overland {
                 try s.elements { (s) throws(FormatsError) in
                     guard case .number(let d) = try s.value(), values.count < 3 else {
                         throw FormatsError(
-                            "\(at).coordinates: expected [longitude, latitude] or with altitude")
+                            .invalid, "\(at).coordinates: expected [longitude, latitude] or with altitude")
                     }
                     values.append(d)
                 }
@@ -199,9 +199,9 @@ public enum Overland {
                 try s.skipValue()
             }
         }
-        guard type == "Point" else { throw FormatsError("\(at).type: expected \"Point\"") }
+        guard type == "Point" else { throw FormatsError(.invalid, "\(at).type: expected \"Point\"") }
         guard let coordinates, coordinates.count >= 2 else {
-            throw FormatsError("\(at).coordinates: expected [longitude, latitude]")
+            throw FormatsError(.invalid, "\(at).coordinates: expected [longitude, latitude]")
         }
         return coordinates
     }

@@ -140,18 +140,18 @@ public enum OwnTracks {
                         case .number(let d): return d
                         case .string(let t):
                             guard let d = Double(t.trimmingSpaces), d.isFinite else {
-                                throw FormatsError("\(key): '\(t.prefix(32))' is not a number")
+                                throw FormatsError(.invalid, "\(key): '\(t.prefix(32))' is not a number")
                             }
                             return d
                         case .null: return nil
-                        default: throw FormatsError("\(key): expected a number")
+                        default: throw FormatsError(.invalid, "\(key): expected a number")
                         }
                     }
                     func text() throws(FormatsError) -> String? {
                         switch v {
                         case .string(let t): return t
                         case .null: return nil
-                        default: throw FormatsError("\(key): expected a string")
+                        default: throw FormatsError(.invalid, "\(key): expected a string")
                         }
                     }
                     switch key {
@@ -195,7 +195,7 @@ public enum OwnTracks {
         // Apps post empty bodies now and then (the Recorder ignores them).
         guard bytes.contains(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else { return nil }
         let w = try Wire(bytes)
-        guard let type = w._type else { throw FormatsError("_type: missing") }
+        guard let type = w._type else { throw FormatsError(.invalid, "_type: missing") }
         let kind: TrailRecord.Kind
         switch type {
         case "location": kind = .location
@@ -203,12 +203,13 @@ public enum OwnTracks {
             switch w.event {
             case "enter": kind = .enter
             case "leave": kind = .exit
-            default: throw FormatsError("event: '\(w.event ?? "null")' is not enter or leave")
+            default: throw FormatsError(.invalid, "event: '\(w.event ?? "null")' is not enter or leave")
             }
         case "encrypted":
             throw FormatsError(
+                .unsupported,
                 "_type: encrypted payloads are not supported (no key is configured here): "
-                    + "turn encryption off in the app, or send to a Recorder that holds the key", code: .unsupported)
+                    + "turn encryption off in the app, or send to a Recorder that holds the key")
         default: return nil
         }
         var valid = true
@@ -217,8 +218,8 @@ public enum OwnTracks {
             // A transition may come without a position: stored, marked as having none.
             (lat, lon, valid) = (0, 0, false)
         }
-        guard let lat else { throw FormatsError("lat: missing") }
-        guard let lon else { throw FormatsError("lon: missing") }
+        guard let lat else { throw FormatsError(.invalid, "lat: missing") }
+        guard let lon else { throw FormatsError(.invalid, "lon: missing") }
         var r = TrailRecord(
             device: device, sequence: 1, kind: kind, region: kind == .location ? nil : w.desc,
             time: w.tst ?? now, latitude: lat, longitude: lon, altitude: w.alt,

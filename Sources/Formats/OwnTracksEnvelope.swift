@@ -42,19 +42,19 @@ public enum OwnTracksEnvelope {
             throw error
         }
         guard type == "encrypted" else { return nil }
-        guard sawData else { throw FormatsError("data: missing from an encrypted message") }
-        guard let text else { throw FormatsError("data: expected a base64 string") }
+        guard sawData else { throw FormatsError(.invalid, "data: missing from an encrypted message") }
+        guard let text else { throw FormatsError(.invalid, "data: expected a base64 string") }
         let utf8 = Array(text.utf8)
         // 4 characters carry 3 bytes: refuse before decoding what would be too large.
         guard utf8.count / 4 * 3 <= maxDataBytes + 3 else {
-            throw FormatsError("data: longer than \(maxDataBytes) bytes", code: .tooLarge)
+            throw FormatsError(.tooLarge, "data: longer than \(maxDataBytes) bytes")
         }
-        guard let decoded = Base64.decode(utf8) else { throw FormatsError("data: not base64") }
+        guard let decoded = Base64.decode(utf8) else { throw FormatsError(.invalid, "data: not base64") }
         guard decoded.count <= maxDataBytes else {
-            throw FormatsError("data: longer than \(maxDataBytes) bytes", code: .tooLarge)
+            throw FormatsError(.tooLarge, "data: longer than \(maxDataBytes) bytes")
         }
         guard decoded.count >= overhead else {
-            throw FormatsError("data: \(decoded.count) bytes, fewer than a nonce and a MAC (\(overhead))")
+            throw FormatsError(.invalid, "data: \(decoded.count) bytes, fewer than a nonce and a MAC (\(overhead))")
         }
         return decoded
     }

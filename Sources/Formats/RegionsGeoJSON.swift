@@ -3,7 +3,8 @@ import Geo
 /// Region definitions read from GeoJSON: Point features with a `radius` (metres) property are
 /// circles, Polygon features polygons (outer ring); the feature's `id` (or `properties.id`) names
 /// the region. Optional properties: `dwell` (loitering delay, seconds), `notifyOnEntry`,
-/// `notifyOnExit` (booleans).
+/// `notifyOnExit` (booleans), and `devices` (an array of device ids: the endpoint's geofences
+/// apply to those devices only; the device's own region store has no use for it).
 ///
 /// Read in one pass over the bytes (``JSONScanner``), a feature at a time, with no document tree:
 /// a 154 MB file of a million circles takes about a second and no memory beyond the definitions.
@@ -18,13 +19,43 @@ public struct RegionDefinition: Hashable, Sendable {
     public var dwell: Double?
     public var notifyOnEntry: Bool
     public var notifyOnExit: Bool
+    /// The devices the region is for (`properties.devices`), `nil` when absent: every device.
+    public var devices: [String]?
 
-    public init(id: String, shape: Shape, dwell: Double? = nil, notifyOnEntry: Bool = true, notifyOnExit: Bool = true) {
+    public init(
+        id: String, shape: Shape, dwell: Double? = nil, notifyOnEntry: Bool = true, notifyOnExit: Bool = true,
+        devices: [String]? = nil
+    ) {
         self.id = id
         self.shape = shape
         self.dwell = dwell
         self.notifyOnEntry = notifyOnEntry
         self.notifyOnExit = notifyOnExit
+        self.devices = devices
+    }
+
+    /// Bounds a GeoJSON reader keeps while it reads, so that a hostile document is refused before
+    /// it costs its size in memory: each is checked as the bytes are read.
+    public struct Limits: Hashable, Sendable {
+        /// The most features. The default is unbounded.
+        public var features: Int
+        /// The most vertices one feature's coordinates may hold: reading stops once they hold more
+        /// values (numbers and the arrays around them) than that many vertices with altitudes
+        /// (4 each). The default is unbounded.
+        public var verticesPerFeature: Int
+        /// The most ids in one feature's `properties.devices`. The default is unbounded.
+        public var devices: Int
+
+        public init(features: Int = .max, verticesPerFeature: Int = .max, devices: Int = .max) {
+            self.features = features
+            self.verticesPerFeature = verticesPerFeature
+            self.devices = devices
+        }
+
+        /// The values ``verticesPerFeature`` allows.
+        var coordinateValues: Int {
+            verticesPerFeature >= Int.max / 8 ? .max : 4 * verticesPerFeature + 16
+        }
     }
 
     /// Parses a FeatureCollection (or a single Feature).
@@ -40,20 +71,36 @@ public struct RegionDefinition: Hashable, Sendable {
     /// - Throws: ``FormatsError`` naming the feature (its position and id) or the byte offset.
     /// - Complexity: O(bytes).
     public static func parseGeoJSON(_ data: [UInt8], _ body: (RegionDefinition) -> Void) throws(FormatsError) {
+        try parseGeoJSON(data, limits: Limits()) { (d) throws(FormatsError) in body(d) }
+    }
+
+    /// Parses a FeatureCollection (or a single Feature) within `limits`, handing each region to
+    /// `body` as it is read; `body` may stop the reading by throwing.
+    ///
+    /// - Throws: ``FormatsError`` naming the feature (its position and id) or the byte offset;
+    ///   ``FormatsError/Code/tooLarge`` for a document past `limits`; what `body` throws.
+    /// - Complexity: O(bytes); memory O(one feature) besides what `body` keeps.
+    public static func parseGeoJSON(
+        _ data: [UInt8], limits: Limits, _ body: (RegionDefinition) throws(FormatsError) -> Void
+    ) throws(FormatsError) {
         var scanner = JSONScanner(data)
         do throws(FormatsError) {
-            var root = Feature()
+            var root = Feature(limits: limits)
             var count = 0
             try scanner.members { (s, key) throws(FormatsError) in
                 if key == "features" {
                     guard s.peek == UInt8(ascii: "[") else {
-                        throw FormatsError("FeatureCollection without features")
+                        throw FormatsError(.invalid, "FeatureCollection without features")
                     }
                     try s.elements { (s) throws(FormatsError) in
                         count += 1
-                        var feature = Feature()
+                        guard count <= limits.features else {
+                            throw FormatsError(.tooLarge, "more than \(limits.features) features", byteOffset: s.i)
+                        }
+                        var feature = Feature(limits: limits)
+                        feature.name = "feature \(count)"
                         try feature.read(&s)
-                        body(try feature.definition(name: "feature \(count)"))
+                        try body(try feature.definition(name: "feature \(count)"))
                     }
                     root.hasFeatures = true
                 } else {
@@ -63,14 +110,14 @@ public struct RegionDefinition: Hashable, Sendable {
             guard scanner.atEnd else { throw scanner.fail("data after the document") }
             switch root.type {
             case "FeatureCollection":
-                guard root.hasFeatures else { throw FormatsError("FeatureCollection without features") }
+                guard root.hasFeatures else { throw FormatsError(.invalid, "FeatureCollection without features") }
             case "Feature":
-                body(try root.definition(name: "feature 1"))
+                try body(try root.definition(name: "feature 1"))
             default:
-                throw FormatsError("expected a GeoJSON FeatureCollection or Feature")
+                throw FormatsError(.invalid, "expected a GeoJSON FeatureCollection or Feature")
             }
         } catch  where error.code == .malformedJSON {
-            throw FormatsError("not valid JSON: \(error.message)", code: .malformedJSON, byteOffset: error.byteOffset)
+            throw FormatsError(.malformedJSON, "not valid JSON: \(error.message)", byteOffset: error.byteOffset)
         }
     }
 
@@ -104,7 +151,12 @@ public struct RegionDefinition: Hashable, Sendable {
         var dwell: Double?
         var notifyOnEntry: Bool?
         var notifyOnExit: Bool?
+        var devices: [String]?
         var hasFeatures = false
+        /// The bounds the reading keeps.
+        var limits = Limits()
+        /// The feature's name in errors (`feature 3`).
+        var name = "feature 1"
 
         enum IDValue {
             case string(String)
@@ -127,7 +179,15 @@ public struct RegionDefinition: Hashable, Sendable {
                 try s.members { (s, k) throws(FormatsError) in
                     switch k {
                     case "type": geometryType = try s.optionalString()
-                    case "coordinates": coordinates = try s.coordinates(depth: 0)
+                    case "coordinates":
+                        var budget = limits.coordinateValues
+                        do throws(FormatsError) {
+                            coordinates = try s.coordinates(depth: 0, budget: &budget)
+                        } catch  where error.code == .tooLarge {
+                            throw FormatsError(
+                                .tooLarge, "\(name): more coordinates than \(limits.verticesPerFeature) vertices",
+                                byteOffset: error.byteOffset)
+                        }
                     default: try s.skipValue()
                     }
                 }
@@ -145,12 +205,35 @@ public struct RegionDefinition: Hashable, Sendable {
                     case "dwell": dwell = try s.optionalNumber()
                     case "notifyOnEntry": notifyOnEntry = try s.optionalBool()
                     case "notifyOnExit": notifyOnExit = try s.optionalBool()
+                    case "devices": devices = try readDevices(&s)
                     default: try s.skipValue()
                     }
                 }
             default:
                 try s.skipValue()
             }
+        }
+
+        /// `properties.devices`: `null` (every device) or an array of strings, at most
+        /// ``Limits/devices`` of them.
+        func readDevices(_ s: inout JSONScanner) throws(FormatsError) -> [String]? {
+            if s.takeNull() { return nil }
+            guard s.peek == UInt8(ascii: "[") else {
+                throw FormatsError(
+                    .invalid, "\(name): properties.devices must be an array of device ids", byteOffset: s.i)
+            }
+            var out: [String] = []
+            try s.elements { (s) throws(FormatsError) in
+                guard s.peek == 0x22 else {
+                    throw FormatsError(
+                        .invalid, "\(name): properties.devices must hold strings (device ids)", byteOffset: s.i)
+                }
+                guard out.count < limits.devices else {
+                    throw FormatsError(.tooLarge, "\(name): more than \(limits.devices) devices", byteOffset: s.i)
+                }
+                out.append(try s.string())
+            }
+            return out
         }
 
         func definition(name: String) throws(FormatsError) -> RegionDefinition {
@@ -172,52 +255,55 @@ public struct RegionDefinition: Hashable, Sendable {
                 id = s
             } else {
                 throw FormatsError(
+                    .invalid,
                     "\(name): no id (set the feature's \"id\" or properties.id to a non-empty string or a number)")
             }
             guard geometryPresent, let type = geometryType else {
-                throw FormatsError("\(name) (\(id)): no geometry")
+                throw FormatsError(.invalid, "\(name) (\(id)): no geometry")
             }
             let shape: Shape
             switch type {
             case "Point":
                 guard let c = coordinates?.numbers, c.count >= 2 else {
-                    throw FormatsError("\(name) (\(id)): a Point needs [lon, lat] coordinates")
+                    throw FormatsError(.invalid, "\(name) (\(id)): a Point needs [lon, lat] coordinates")
                 }
                 guard let radius else {
-                    throw FormatsError("\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
+                    throw FormatsError(
+                        .invalid, "\(name) (\(id)): a Point region needs a numeric properties.radius in metres")
                 }
                 guard c[0].isFinite, c[1].isFinite else {
-                    throw FormatsError("\(name) (\(id)): a Point's coordinates overflow a number")
+                    throw FormatsError(.invalid, "\(name) (\(id)): a Point's coordinates overflow a number")
                 }
                 guard radius.isFinite else {
-                    throw FormatsError("\(name) (\(id)): properties.radius overflows a number")
+                    throw FormatsError(.invalid, "\(name) (\(id)): properties.radius overflows a number")
                 }
                 shape = .circle(center: Coordinate(latitude: c[1], longitude: c[0]), radius: radius)
             case "Polygon":
                 guard let rings = coordinates?.list, let outer = rings.first?.list else {
-                    throw FormatsError("\(name) (\(id)): a Polygon needs coordinates [[[lon, lat], ...]]")
+                    throw FormatsError(.invalid, "\(name) (\(id)): a Polygon needs coordinates [[[lon, lat], ...]]")
                 }
                 var ring: [Coordinate] = []
                 ring.reserveCapacity(outer.count)
                 for (k, p) in outer.enumerated() {
                     guard let pair = p.numbers, pair.count >= 2 else {
-                        throw FormatsError("\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
+                        throw FormatsError(.invalid, "\(name) (\(id)): vertex \(k + 1) is not [lon, lat]")
                     }
                     guard pair[0].isFinite, pair[1].isFinite else {
-                        throw FormatsError("\(name) (\(id)): vertex \(k + 1) overflows a number")
+                        throw FormatsError(.invalid, "\(name) (\(id)): vertex \(k + 1) overflows a number")
                     }
                     ring.append(Coordinate(latitude: pair[1], longitude: pair[0]))
                 }
                 shape = .polygon(ring)
             default:
-                throw FormatsError("\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
+                throw FormatsError(
+                    .invalid, "\(name) (\(id)): geometry \(type) is not supported (Point with radius, or Polygon)")
             }
             if let dwell, !dwell.isFinite {
-                throw FormatsError("\(name) (\(id)): properties.dwell overflows a number")
+                throw FormatsError(.invalid, "\(name) (\(id)): properties.dwell overflows a number")
             }
             return RegionDefinition(
                 id: id, shape: shape, dwell: dwell, notifyOnEntry: notifyOnEntry ?? true,
-                notifyOnExit: notifyOnExit ?? true)
+                notifyOnExit: notifyOnExit ?? true, devices: devices)
         }
     }
 }
@@ -240,6 +326,7 @@ extension RegionDefinition {
                 var id: String?, lat: Double?, lon: Double?, radius: Double?, dwell: Double?
                 var ring: Coordinates?
                 var onEntry = true, onExit = true
+                var unbounded = Int.max
                 try s.members { (s, key) throws(FormatsError) in
                     switch key {
                     case "id": id = try s.string()
@@ -247,19 +334,19 @@ extension RegionDefinition {
                     case "lon": lon = try s.optionalNumber()
                     case "radius": radius = try s.optionalNumber()
                     case "dwell": dwell = try s.optionalNumber()
-                    case "ring": ring = try s.takeNull() ? nil : s.coordinates(depth: 0)
+                    case "ring": ring = try s.takeNull() ? nil : s.coordinates(depth: 0, budget: &unbounded)
                     case "notifyOnEntry": onEntry = try s.optionalBool() ?? true
                     case "notifyOnExit": onExit = try s.optionalBool() ?? true
                     default: try s.skipValue()
                     }
                 }
-                guard let id, !id.isEmpty else { throw FormatsError("record \(n) has no id") }
+                guard let id, !id.isEmpty else { throw FormatsError(.invalid, "record \(n) has no id") }
                 let shape: Shape
                 if let ring {
                     var vertices: [Coordinate] = []
                     for (k, p) in (ring.list ?? []).enumerated() {
                         guard let pair = p.numbers, pair.count == 2 else {
-                            throw FormatsError("region \(id): vertex \(k + 1) is not [lat, lon]")
+                            throw FormatsError(.invalid, "region \(id): vertex \(k + 1) is not [lat, lon]")
                         }
                         vertices.append(Coordinate(latitude: pair[0], longitude: pair[1]))
                     }
@@ -267,7 +354,7 @@ extension RegionDefinition {
                 } else if let lat, let lon, let radius {
                     shape = .circle(center: Coordinate(latitude: lat, longitude: lon), radius: radius)
                 } else {
-                    throw FormatsError("region \(id) has neither a centre and radius nor a ring")
+                    throw FormatsError(.invalid, "region \(id) has neither a centre and radius nor a ring")
                 }
                 body(
                     RegionDefinition(
@@ -396,10 +483,13 @@ extension JSONScanner {
         }
     }
 
-    /// Nested arrays of numbers (GeoJSON coordinates); any other value inside is refused.
-    mutating func coordinates(depth: Int) throws(Failure) -> RegionDefinition.Coordinates {
+    /// Nested arrays of numbers (GeoJSON coordinates); any other value inside is refused. Each
+    /// number and array takes one of `budget`: past it, a ``FormatsError/Code/tooLarge`` error.
+    mutating func coordinates(depth: Int, budget: inout Int) throws(Failure) -> RegionDefinition.Coordinates {
         skipWhitespace()
         guard i < bytes.count else { throw fail("expected coordinates") }
+        budget -= 1
+        guard budget >= 0 else { throw FormatsError(.tooLarge, "too many coordinates", byteOffset: i) }
         if bytes[i] != UInt8(ascii: "[") {
             guard bytes[i] == UInt8(ascii: "-") || (bytes[i] >= 48 && bytes[i] <= 57) else {
                 throw fail("expected a number in coordinates")
@@ -410,7 +500,7 @@ extension JSONScanner {
         i += 1
         var out: [RegionDefinition.Coordinates] = []
         if take(UInt8(ascii: "]")) { return .list(out) }
-        repeat { out.append(try coordinates(depth: depth + 1)) } while take(UInt8(ascii: ","))
+        repeat { out.append(try coordinates(depth: depth + 1, budget: &budget)) } while take(UInt8(ascii: ","))
         try expect(UInt8(ascii: "]"))
         return .list(out)
     }
@@ -441,7 +531,7 @@ extension RegionDefinition {
                         default: try s.skipValue()
                         }
                     }
-                    guard let id else { throw FormatsError("an inside region without an id") }
+                    guard let id else { throw FormatsError(.invalid, "an inside region without an id") }
                     out.append((id, enteredAt, dwell))
                 }
             }

@@ -3,10 +3,12 @@
 public enum TrailExport {
     /// A GeoJSON FeatureCollection (RFC 7946): the track as a LineString with the device and time
     /// span (a Point when it has one location, a null geometry when none), each region transition
-    /// as a Point feature with `event`, `region` and `time`.
+    /// as a Point feature with `event`, `region` and `time`. A location marked an outlier
+    /// (``TrailRecord/outlier``, in a trail asked for with them) is no part of the line: a Point
+    /// feature with `"event":"outlier"`, its `reason` and `time`.
     public static func geoJSON(device: String, records: [TrailRecord]) -> [UInt8] {
         var out: [UInt8] = []
-        let locations = records.filter { $0.kind == .location }
+        let locations = records.filter { $0.kind == .location && $0.outlier == nil }
         ByteWriting.appendStatic("{\"type\":\"FeatureCollection\",\"features\":[", to: &out)
         ByteWriting.appendStatic("{\"type\":\"Feature\",\"properties\":{\"device\":", to: &out)
         ByteWriting.appendJSONString(device, to: &out)
@@ -54,6 +56,17 @@ public enum TrailExport {
             position(r, &out)
             ByteWriting.appendStatic("}}", to: &out)
         }
+        for r in records where r.kind == .location {
+            guard let reason = r.outlier else { continue }
+            ByteWriting.appendStatic(
+                ",{\"type\":\"Feature\",\"properties\":{\"event\":\"outlier\",\"reason\":", to: &out)
+            ByteWriting.appendJSONString(reason, to: &out)
+            ByteWriting.appendStatic(",\"time\":\"", to: &out)
+            ISOTime.append(r.time, to: &out)
+            ByteWriting.appendStatic("\"},\"geometry\":{\"type\":\"Point\",\"coordinates\":", to: &out)
+            position(r, &out)
+            ByteWriting.appendStatic("}}", to: &out)
+        }
         ByteWriting.appendStatic("]}\n", to: &out)
         return out
     }
@@ -70,7 +83,8 @@ public enum TrailExport {
         out.append(UInt8(ascii: "]"))
     }
 
-    /// GPX 1.1: transitions as waypoints, the locations as one track segment.
+    /// GPX 1.1: transitions as waypoints, the locations as one track segment (a location marked an
+    /// outlier as a waypoint named `outlier REASON`).
     public static func gpx(device: String, records: [TrailRecord]) -> [UInt8] {
         var out: [UInt8] = []
         ByteWriting.appendStatic(
@@ -79,13 +93,13 @@ public enum TrailExport {
             <gpx version="1.1" creator="keeptrack" xmlns="http://www.topografix.com/GPX/1/1">
 
             """, to: &out)
-        for r in records where r.kind != .location && r.kind != .trip {
+        for r in records where (r.kind != .location && r.kind != .trip) || r.outlier != nil {
             point("wpt", r, indent: "  ", &out)
         }
         ByteWriting.appendStatic("  <trk><name>", to: &out)
         ByteWriting.appendXMLEscaped(device, to: &out)
         ByteWriting.appendStatic("</name><trkseg>\n", to: &out)
-        for r in records where r.kind == .location {
+        for r in records where r.kind == .location && r.outlier == nil {
             point("trkpt", r, indent: "    ", &out)
         }
         ByteWriting.appendStatic("  </trkseg></trk>\n</gpx>\n", to: &out)
@@ -109,7 +123,11 @@ public enum TrailExport {
         ByteWriting.appendStatic("<time>", to: &out)
         ISOTime.append(r.time, to: &out)
         ByteWriting.appendStatic("</time>", to: &out)
-        if r.kind != .location {
+        if let reason = r.outlier {
+            ByteWriting.appendStatic("<name>outlier ", to: &out)
+            ByteWriting.appendXMLEscaped(reason, to: &out)
+            ByteWriting.appendStatic("</name>", to: &out)
+        } else if r.kind != .location {
             ByteWriting.appendStatic("<name>", to: &out)
             out.append(contentsOf: r.kind.rawValue.utf8)
             if let region = r.region {

@@ -131,7 +131,7 @@ extension JSONBatch {
             switch v {
             case .number(let d): return d
             case .null: return nil
-            default: throw FormatsError("records[\(index)].\(key): expected a number")
+            default: throw FormatsError(.invalid, "records[\(index)].\(key): expected a number")
             }
         }
         switch key {
@@ -140,10 +140,10 @@ extension JSONBatch {
             case .null: span.end = nil
             case .string(let t):
                 guard let parsed = ISOTime.parse(t) else {
-                    throw FormatsError("records[\(index)].\(key): '\(t)' is not an ISO 8601 UTC time")
+                    throw FormatsError(.invalid, "records[\(index)].\(key): '\(t)' is not an ISO 8601 UTC time")
                 }
                 span.end = parsed
-            default: throw FormatsError("records[\(index)].\(key): expected a string")
+            default: throw FormatsError(.invalid, "records[\(index)].\(key): expected a string")
             }
         case "endLat": span.endLatitude = try number()
         case "endLon": span.endLongitude = try number()

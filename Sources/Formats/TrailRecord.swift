@@ -52,6 +52,10 @@ public struct TrailRecord: Hashable, Sendable {
     public var attributes: [String: String] = [:]
     /// For a visit or a trip, what it carries besides its first position and time.
     public var span: Span?
+    /// Why the endpoint marked the location an outlier (`no-position`, `inaccurate`, `jump`), read
+    /// back from its store: kept as received, left out of stops, trips and trails by default. `nil`
+    /// for a location that is none, and on the way to a server.
+    public var outlier: String?
 
     public init(
         device: String, sequence: Int64, kind: Kind = .location, region: String? = nil, time: Double,
@@ -95,7 +99,7 @@ public struct TrailRecord: Hashable, Sendable {
     ///   ``FormatsError/field`` names the record's key (`lat`, `time`, `attributes`), or `nil`.
     public func problem(now: Double) -> FormatsError? {
         guard let (field, message) = problemFound(now: now) else { return nil }
-        return FormatsError(message, code: .invalidRecord, field: field)
+        return FormatsError(.invalidRecord, message, field: field)
     }
 
     /// The key and the sentence of ``problem(now:)``.

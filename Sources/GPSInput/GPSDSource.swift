@@ -196,13 +196,13 @@ struct GPSDWorker {
                     // libgps accumulates `set` across reports: clear it to learn what this one carried.
                     data.pointee.set = 0
                     _ = gps_unpack(line, data)
-                    action = machine.reportRead(data, now: monotonicNow(), deliver: deliver)
+                    action = machine.reportRead(data, now: monotonicSeconds(), deliver: deliver)
                     continue
                 }
                 // Sleep until a report arrives, the epoch in progress is due (idle flush), or a stop
                 // or a watch release wakes the link: no busy polling on a battery, no wait outlasting
                 // a stop.
-                let waitSeconds = flushAt.map { max(0.001, $0 - monotonicNow()) } ?? -1
+                let waitSeconds = flushAt.map { max(0.001, $0 - monotonicSeconds()) } ?? -1
                 if waitForReport(data.pointee.gps_fd, seconds: waitSeconds) {
                     switch lines.fill(from: data.pointee.gps_fd) {
                     case .read: break  // the lines are taken on the next turn
@@ -211,7 +211,7 @@ struct GPSDWorker {
                     case .tooLong: action = machine.connectionLost(.lineTooLong, deliver: deliver)
                     }
                 } else {
-                    action = machine.waitEnded(now: monotonicNow(), deliver: deliver)
+                    action = machine.waitEnded(now: monotonicSeconds(), deliver: deliver)
                 }
             case .sendWatch, .report, .close, .exit:
                 preconditionFailure("performed above")

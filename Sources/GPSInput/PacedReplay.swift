@@ -2,14 +2,15 @@ import Geo
 import NMEA
 import Synchronization
 
-/// What a file replay does whatever the file's format: it keeps what was read ahead, paces the
-/// fixes by their times (``speed``), shifts a looped pass forward, drives the log clock and says how
-/// far into the file the fixes delivered reach. ``NMEALogSource`` and ``TrackFileSource`` each read
-/// their format into it.
+/// What a file replay does with the fixes whatever the file's format: it keeps what was read
+/// ahead, paces the fixes by their times (``speed``) on the replay's clock, shifts a looped pass
+/// forward, drives the log clock and says how far into the file the fixes delivered reach.
+/// ``FileReplay`` reads each format into it.
 struct PacedReplay {
     /// Time factor: `nil` replays as fast as possible.
     let speed: Double?
-    let pacer: Pacer
+    /// The clock pacing waits on (the wall clock live, a manual clock in tests).
+    let clock: any EpochClock
     /// The clock that follows the fixes' times.
     let logClock: ManualClock
     /// Whether the log clock only moves forward (a track file's times may go back: a waypoint before
@@ -20,7 +21,8 @@ struct PacedReplay {
     var queue: [SourceElement] = []
     var head = 0
     var firstFixNanos: Int64?
-    var paceStart: Duration?
+    /// When the first paced fix went out, on ``clock``.
+    var paceStart: EpochInstant?
     var shift: Int64 = 0
     var lastNanos: Int64?
     /// The first fix time of the file itself (unshifted), learned on the first pass.
@@ -28,9 +30,9 @@ struct PacedReplay {
     /// The chunk whose fixes are being delivered: its bytes, its fixes, how many went out.
     var chunk = (start: Int64(0), end: Int64(0), fixes: 0, delivered: 0)
 
-    init(speed: Double?, pacer: Pacer, logClock: ManualClock, clockOnlyForward: Bool) {
+    init(speed: Double?, clock: any EpochClock, logClock: ManualClock, clockOnlyForward: Bool) {
         self.speed = speed
-        self.pacer = pacer
+        self.clock = clock
         self.logClock = logClock
         self.clockOnlyForward = clockOnlyForward
     }
@@ -65,14 +67,13 @@ struct PacedReplay {
         }
         if let n = fix.time?.nanosecondsSince1970 {
             if let speed, speed > 0 {
+                // Due when the log's time since its first fix, divided by the speed, has passed.
                 if firstFixNanos == nil {
                     firstFixNanos = n
-                    paceStart = pacer.elapsed()
+                    paceStart = clock.now
                 }
-                let logElapsed = Double(n - firstFixNanos!) / 1e9 / speed
-                let due = paceStart! + .nanoseconds(Int64(logElapsed * 1e9))
-                let wait = due - pacer.elapsed()
-                if wait > .zero { try? await pacer.sleep(wait) }
+                let due = paceStart!.advanced(by: .nanoseconds(Int64(Double(n - firstFixNanos!) / speed)))
+                if clock.now < due { try? await clock.sleep(until: due, tolerance: nil) }
             }
             if !clockOnlyForward || n > (lastNanos ?? Int64.min) {
                 logClock.advance(to: ManualClock.Instant(offset: .nanoseconds(n)))
@@ -87,56 +88,27 @@ struct PacedReplay {
     }
 }
 
-/// The iterator of a file replay: it reads a chunk (``fill()``) when the ``PacedReplay``'s queue is
-/// empty, and delivers the fixes through it.
-protocol PacedReplayIterator {
-    var replay: PacedReplay { get set }
-    /// Whether the replay has ended (the end of the file without looping, an error).
-    var finished: Bool { get }
-    /// Reads the next chunk into ``replay``'s queue.
-    mutating func fill() async
-    /// A fix as read, made ready for delivery (an assumed accuracy).
-    func prepared(_ fix: Fix) -> Fix
-    /// One more fix was delivered, and the fixes delivered reach `position` of the file.
-    func delivered(reaching position: Int64)
-}
-
-extension PacedReplayIterator {
-    /// The next fix or event: read ahead, or after reading the next chunk; `nil` at the end.
-    mutating func nextElement() async -> SourceElement? {
-        while true {
-            if let element = replay.takeQueued() {
-                guard case .fix(let fix) = element else { return element }
-                let (paced, position) = await replay.deliver(prepared(fix))
-                delivered(reaching: position)
-                return .fix(paced)
-            }
-            if finished || Task.isCancelled { return nil }
-            await fill()
-        }
-    }
-}
-
 /// What a file replay's source shares with its iterators: the pacing, the clock that follows the
 /// fixes' times and the progress, with the steps of a pass every file format goes through.
 final class ReplayState<Statistics: Hashable & Sendable>: Sendable {
+    /// The clock pacing waits on.
+    let clock: any EpochClock
     /// The clock that follows the fixes' times.
     let logClock: ManualClock
-    let pacer: Pacer
     let progress: Mutex<ReplayProgress<Statistics>>
 
-    init<C: Clock>(clock: C, statistics: Statistics) where C.Duration == Duration {
+    init(clock: any EpochClock, statistics: Statistics) {
+        self.clock = clock
         self.logClock = ManualClock()
-        self.pacer = Pacer(clock: clock)
         self.progress = Mutex(ReplayProgress(statistics: statistics))
     }
 
     /// Progress so far.
     var current: ReplayProgress<Statistics> { progress.withLock { $0 } }
 
-    /// A replay that paces on this state's pacer and drives its log clock.
+    /// A replay that paces on this state's clock and drives its log clock.
     func makeReplay(speed: Double?, clockOnlyForward: Bool) -> PacedReplay {
-        PacedReplay(speed: speed, pacer: pacer, logClock: logClock, clockOnlyForward: clockOnlyForward)
+        PacedReplay(speed: speed, clock: clock, logClock: logClock, clockOnlyForward: clockOnlyForward)
     }
 
     /// `file` was opened for a pass of `replay`: returns the event that says so on the first pass

@@ -195,8 +195,8 @@ struct SerialWorker {
             guard configure(fd, baud: rate) else { return nil }
             tcflush(fd, TCIFLUSH)
             var decoder = NMEADecoder()
-            let deadline = monotonicNow() + options.probeSeconds
-            while monotonicNow() < deadline && !link.isStopped {
+            let deadline = monotonicSeconds() + options.probeSeconds
+            while monotonicSeconds() < deadline && !link.isStopped {
                 let ready = waitForInput(fd, milliseconds: 100)
                 if ready <= 0 { continue }
                 let n = read(fd, buffer.baseAddress, buffer.count)
@@ -232,11 +232,11 @@ struct SerialWorker {
     func readLoop(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> GPSInputError.Loss? {
         var decoder = NMEADecoder(options: options.decoder)
         var sinceData = true
-        var lastData = monotonicNow()
+        var lastData = monotonicSeconds()
         while !link.isStopped {
             // Wake when data arrives, when the epoch in progress is due, or at a stop (the link's
             // wake descriptor): no busy polling on a battery, no wait outlasting a stop.
-            let timeoutMs = sinceData ? max(1, Int((lastData + options.idleFlush - monotonicNow()) * 1000) + 1) : -1
+            let timeoutMs = sinceData ? max(1, Int((lastData + options.idleFlush - monotonicSeconds()) * 1000) + 1) : -1
             var revents: Int16 = 0
             let ready = waitForInput(fd, milliseconds: Int32(timeoutMs), revents: &revents)
             if ready < 0 {
@@ -245,7 +245,7 @@ struct SerialWorker {
             }
             if link.isStopped { break }
             if ready == 0 {
-                if sinceData && monotonicNow() - lastData >= options.idleFlush {
+                if sinceData && monotonicSeconds() - lastData >= options.idleFlush {
                     decoder.flush { link.yield($0) }
                     sinceData = false
                 }
@@ -259,7 +259,7 @@ struct SerialWorker {
             if n > 0 {
                 try? decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { link.yield($0) }
                 sinceData = true
-                lastData = monotonicNow()
+                lastData = monotonicSeconds()
             } else if n == 0 {
                 decoder.flush { link.yield($0) }
                 return .endOfFile

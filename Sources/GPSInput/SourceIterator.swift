@@ -162,12 +162,12 @@ final class WorkerLink: Sendable {
     /// loop: a released gpsd watch costs no wake-ups). Returns `false` when stopped.
     @discardableResult
     func pause(_ seconds: Double) -> Bool {
-        let end = monotonicNow() + seconds
+        let end = monotonicSeconds() + seconds
         var woken = false
         while !isStopped {
             // The consumer's jobs run meanwhile; only a wake or a stop ends the pause early.
             if runJobs(woken: woken) { break }
-            let left = end - monotonicNow()
+            let left = end - monotonicSeconds()
             if left <= 0 { break }
             var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
             let timeout = Int32(min(max(0, left * 1000).rounded(.up), Double(Int32.max)))
@@ -205,11 +205,4 @@ final class WorkerLink: Sendable {
         }
         return SourceIterator(base: stream.makeAsyncIterator(), link: link)
     }
-}
-
-/// Monotonic seconds.
-func monotonicNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

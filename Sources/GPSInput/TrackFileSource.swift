@@ -1,6 +1,5 @@
 import Geo
 import NMEA
-import Synchronization
 import TrackFiles
 
 /// Fixes from a track file that is not NMEA: GPX, GeoJSON, CSV, an OwnTracks `.rec` file or
@@ -9,8 +8,8 @@ import TrackFiles
 /// It replays as ``NMEALogSource`` does: as fast as possible, or paced by the fixes' times with
 /// ``Options/speed``; ``logClock`` follows the fix times, so that the location service, visits and
 /// the outbox run on the file's time; ``Options/loop`` starts again with times shifted forward.
-/// The file (a file: a pipe would block the consumer's task) is read in 256 KiB chunks as the
-/// fixes are consumed, by a streaming reader: memory does not grow with the file. A malformed file
+/// The file is read in 256 KiB chunks as the fixes are consumed, by a streaming reader: memory
+/// does not grow with the file. A malformed file
 /// ends the replay with an ``SourceEvent/Kind/error`` event naming the file, the line and the
 /// byte, after every fix before the problem.
 public final class TrackFileSource: FixSource {
@@ -46,8 +45,9 @@ public final class TrackFileSource: FixSource {
 
     /// - Parameters:
     ///   - options: what to replay and how.
-    ///   - clock: the clock pacing measures real time on (tests pass a ``ManualClock``).
-    public init<C: Clock>(options: Options, clock: C = ContinuousClock()) where C.Duration == Duration {
+    ///   - clock: the clock pacing waits on (tests pass a ``ManualClock``). The default is the
+    ///     wall clock.
+    public init(options: Options, clock: any EpochClock = WallClock()) {
         self.options = options
         self.state = ReplayState(clock: clock, statistics: TrackFileStatistics())
     }
@@ -62,116 +62,86 @@ public final class TrackFileSource: FixSource {
     }
 
     /// Reads the file chunk by chunk as fixes are requested.
-    public struct Iterator: AsyncIteratorProtocol, PacedReplayIterator {
+    public struct Iterator: AsyncIteratorProtocol {
         public typealias Element = SourceElement
         public typealias Failure = Never
 
-        let source: TrackFileSource
-        var file: NMEAFileReader?
-        var reader: any TrackReader
-        /// What was read ahead, pacing and looping.
-        var replay: PacedReplay
-        var finished = false
-        var started = false
-        let buffer: ReadBuffer
+        var replay: FileReplay<TrackReplay>
 
         init(source: TrackFileSource) {
-            self.source = source
-            self.reader = source.options.format.makeReader()!
-            self.buffer = ReadBuffer(size: 256 * 1024)
-            self.replay = source.state.makeReplay(speed: source.options.speed, clockOnlyForward: true)
+            let o = source.options
+            replay = FileReplay(
+                state: source.state, path: o.path, sourceName: source.name, speed: o.speed, loop: o.loop,
+                format: TrackReplay(path: o.path, format: o.format, assumedAccuracy: o.assumedAccuracy))
         }
 
-        public mutating func next() async -> SourceElement? { await nextElement() }
+        public mutating func next() async -> SourceElement? { await replay.next() }
+    }
+}
 
-        func prepared(_ fix: Fix) -> Fix {
-            var fix = fix
-            if fix.horizontalAccuracy == nil, let assumed = source.options.assumedAccuracy {
-                fix.horizontalAccuracy = assumed
-            }
-            return fix
+/// A track file's bytes through its format's streaming reader, for ``FileReplay``.
+struct TrackReplay: ReplayFormat {
+    /// The file's path, as given.
+    let path: String
+    let format: TrackFileFormat
+    let assumedAccuracy: Double?
+    var reader: any TrackReader
+
+    init(path: String, format: TrackFileFormat, assumedAccuracy: Double?) {
+        self.path = path
+        self.format = format
+        self.assumedAccuracy = assumedAccuracy
+        self.reader = format.makeReader()!
+    }
+
+    static var clockOnlyForward: Bool { true }
+    static var inputNoun: String { "file" }
+
+    var statistics: TrackFileStatistics { reader.statistics }
+
+    mutating func startPass() {
+        reader = format.makeReader()!
+    }
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer, _ emit: (Fix) -> Void) throws(GPSInputError) {
+        do throws(TrackFileError) {
+            try reader.feed(bytes, emit)
+        } catch {
+            throw failure(error)
         }
+    }
 
-        func delivered(reaching position: Int64) { source.state.delivered(reaching: position) }
-
-        mutating func fill() async {
-            await Task.yield()
-            if !started {
-                started = true
-                replay.startPass(after: source.progress.passes)
-                open()
-                if finished { return }
-            }
-            guard let file else {
-                finished = true
-                return
-            }
-            var collected: [SourceElement] = []
-            swap(&collected, &replay.queue)
-            defer { swap(&collected, &replay.queue) }
-            do throws(TrackFileError) {
-                let n: Int
-                do {
-                    n = try buffer.read(from: file)
-                } catch {
-                    throw TrackFileError(.io, "cannot read", byteOffset: error.byteOffset, underlying: error)
-                }
-                if n > 0 {
-                    try reader.feed(UnsafeRawBufferPointer(rebasing: buffer.storage[0..<n])) {
-                        collected.append(.fix($0))
-                    }
-                    let stats = reader.statistics
-                    let fixes = collected.count
-                    replay.chunk = (start: replay.chunk.end, end: file.position, fixes: fixes, delivered: 0)
-                    source.state.read(upTo: replay.chunk.end, fixes: fixes, statistics: stats)
-                    return
-                }
-                try reader.finish { collected.append(.fix($0)) }
-                // The end of the file: every byte was read (a gzip trailer included).
-                replay.chunk = (start: replay.chunk.end, end: file.position, fixes: collected.count, delivered: 0)
-                source.state.read(upTo: replay.chunk.end, fixes: replay.chunk.fixes, statistics: reader.statistics)
-                endOfPass(&collected)
-            } catch {
-                var e = error
-                e.file = source.options.path
-                let failure = GPSInputError(
-                    .unreadable, path: source.options.path, line: e.line > 0 ? e.line : nil,
-                    byteOffset: e.byteOffset >= 0 ? e.byteOffset : nil, underlying: e)
-                collected.append(.event(SourceEvent(.error, source: source.name, error: failure)))
-                let stats = reader.statistics
-                source.state.progress.withLock { $0.statistics = stats }
-                finished = true
-            }
+    mutating func finish(_ emit: (Fix) -> Void) throws(GPSInputError) {
+        do throws(TrackFileError) {
+            try reader.finish(emit)
+        } catch {
+            throw failure(error)
         }
+    }
 
-        mutating func open() {
-            do {
-                let f = try NMEAFileReader(path: source.options.path)
-                file = f
-                reader = source.options.format.makeReader()!
-                if let event = source.state.opened(f, source: source.name, speed: source.options.speed, replay: &replay)
-                {
-                    replay.queue.append(event)
-                }
-            } catch {
-                let e = TrackFileError(.io, "cannot open", file: source.options.path, underlying: error)
-                let failure = GPSInputError(.cannotOpen, path: source.options.path, errno: error.errno, underlying: e)
-                replay.queue.append(.event(SourceEvent(.error, source: source.name, error: failure)))
-                finished = true
-            }
-        }
+    mutating func readFailed(_ error: NMEAError, _ emit: (Fix) -> Void) -> GPSInputError {
+        failure(TrackFileError(.io, "cannot read", byteOffset: error.byteOffset, underlying: error))
+    }
 
-        mutating func endOfPass(_ collected: inout [SourceElement]) {
-            let passes = source.state.passEnded()
-            collected.append(
-                .event(SourceEvent(.endOfInput, source: source.name, message: "end of file after pass \(passes)")))
-            guard source.options.loop, source.options.path != "-" else {
-                finished = true
-                file = nil
-                return
-            }
-            file = nil
-            started = false
-        }
+    func openFailed(_ error: NMEAError) -> GPSInputError {
+        let e = TrackFileError(.io, "cannot open", file: path, underlying: error)
+        return GPSInputError(.cannotOpen, path: path, errno: error.errno, underlying: e)
+    }
+
+    /// A fix without an accuracy gets the assumed one: the location service takes no fix without one.
+    func prepared(_ fix: Fix) -> Fix {
+        var fix = fix
+        if fix.horizontalAccuracy == nil, let assumedAccuracy { fix.horizontalAccuracy = assumedAccuracy }
+        return fix
+    }
+
+    /// The file's error, named by its path, with the line and byte it happened at.
+    func failure(_ error: TrackFileError) -> GPSInputError {
+        var e = error
+        e.file = path
+        return GPSInputError(
+            .unreadable, path: path, line: e.line > 0 ? e.line : nil,
+            byteOffset: e.byteOffset >= 0 ? e.byteOffset : nil,
+            underlying: e)
     }
 }

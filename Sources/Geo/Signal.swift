@@ -31,7 +31,7 @@ public final class Signal: Sendable {
 
     /// Returns when fired (now or earlier, unconsumed), or on cancellation.
     public func wait() async {
-        await wait(until: nil, on: ContinuousClock())
+        await wait(until: nil, on: WallClock())
     }
 
     /// Returns when fired (now or earlier, unconsumed), at `deadline` on `clock`, or on

@@ -23,6 +23,7 @@ public final class Broker: @unchecked Sendable {
     ///   tried was taken, ``TimedOut`` when it did not run.
     public init(configuration: [String] = [], port: Int? = nil, executable: String = Broker.executable) throws {
         try MissingTool.check(executable, packages: "mosquitto")
+        expectOffThePool("starting mosquitto")
         let temporary = try TemporaryDirectory("keeptrack-broker")
         let directory = temporary.path
         let user = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) } ?? "root"
@@ -76,17 +77,18 @@ public final class Broker: @unchecked Sendable {
 
     public var pid: Int32 { tool?.process.processIdentifier ?? 0 }
 
-    /// SIGTERM, and waits until it has gone.
+    /// SIGTERM, and waits until it has gone (blocking: off the cooperative pool).
     public func stop() {
         guard let tool else { return }
-        tool.terminate()
-        while tool.process.isRunning { usleep(1000) }
+        tool.stop()
         self.tool = nil
     }
 
-    /// SIGKILL: gone without a goodbye to its clients.
+    /// SIGKILL: gone without a goodbye to its clients. Waits until it has gone (blocking: off the
+    /// cooperative pool).
     public func kill() {
         guard let tool else { return }
+        expectOffThePool("Broker.kill()")
         Glibc.kill(tool.process.processIdentifier, SIGKILL)
         while tool.process.isRunning { usleep(1000) }
         self.tool = nil
@@ -104,8 +106,9 @@ public final class Broker: @unchecked Sendable {
     /// SIGCONT.
     public func resume() { Glibc.kill(pid, SIGCONT) }
 
+    /// Stopped without waiting: the last reference may go on any thread.
     deinit {
-        stop()
+        tool?.terminate()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -116,6 +119,7 @@ public final class Subscriber: @unchecked Sendable {
 
     /// Returns once the broker acknowledged the subscription (SUBACK).
     public init(port: Int, topic: String = "#", count: Int? = nil) throws {
+        expectOffThePool("starting mosquitto_sub")
         var args = ["-h", "127.0.0.1", "-p", String(port), "-t", topic, "-q", "1", "-d", "-F", "MESSAGE %q %t %p"]
         if let count { args += ["-C", String(count)] }
         // Line-buffered: its standard output to a pipe is block-buffered (the SUBACK line would wait).
@@ -128,7 +132,8 @@ public final class Subscriber: @unchecked Sendable {
         }
     }
 
-    /// The next message: its QoS, topic and payload; `nil` when mosquitto_sub ended.
+    /// The next message: its QoS, topic and payload; `nil` when mosquitto_sub ended (blocking: off
+    /// the cooperative pool).
     public func next() -> (qos: Int, topic: String, payload: String)? {
         while let line = tool.readLine() {
             guard line.hasPrefix("MESSAGE ") else { continue }

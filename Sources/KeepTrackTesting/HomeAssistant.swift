@@ -445,6 +445,38 @@ public final class HomeAssistant: @unchecked Sendable {
         }
     }
 
+    /// Returns once Home Assistant listens on its broker: a probe sensor it discovered (its
+    /// configuration retained) shows a value published now, not retained. After a broker restart Home
+    /// Assistant reconnects on its own schedule (seconds, longer on a busy machine), and an MQTT
+    /// entity's `unavailable` cannot tell: every one reads so while it is away.
+    /// - Throws: ``TimedOut`` after `seconds`.
+    public func listening(within seconds: Double = 120) async throws {
+        let value = UUID().uuidString
+        let port = broker.port
+        let config =
+            #"{"name":"KeepTrack test probe","object_id":"keeptrack_test_probe","unique_id":"keeptrack_test_probe","#
+            + #""state_topic":"keeptrack-test/probe"}"#
+        _ = try await eventually("Home Assistant listening on its broker again", within: seconds, every: 0.5) {
+            try await offThePool {
+                try Self.publish(
+                    port: port, topic: "homeassistant/sensor/keeptrack_test_probe/config", config, retain: true)
+                try Self.publish(port: port, topic: "keeptrack-test/probe", value, retain: false)
+            }
+            return try await self.state("sensor.keeptrack_test_probe").flatMap { $0.state == value ? true : nil }
+        }
+    }
+
+    /// `mosquitto_pub` of one message at QoS 1 (blocking until it exits).
+    static func publish(port: Int, topic: String, _ payload: String, retain: Bool) throws {
+        try MissingTool.check("/usr/bin/mosquitto_pub", packages: "mosquitto-clients")
+        let tool = try Tool(
+            executable: URL(fileURLWithPath: "/usr/bin/mosquitto_pub"),
+            ["-h", "127.0.0.1", "-p", String(port), "-q", "1", "-t", topic, "-m", payload] + (retain ? ["-r"] : []))
+        tool.guardAgainstHang(seconds: 30)
+        tool.drain()
+        tool.process.waitUntilExit()
+    }
+
     /// The recorder's states of `entity` from `since` on, oldest first: every change of state or
     /// attributes (`significant_changes_only=0`).
     public func history(_ entity: String, since: Date) async throws -> [State] {

@@ -127,13 +127,24 @@ public final class Tool: @unchecked Sendable {
     public func remainingLines() async throws -> [String] {
         try await offThePool {
             var lines: [String] = []
-            while let line = self.readLine() { lines.append(line) }
+            while let line = self.nextLine() { lines.append(line) }
             return lines
         }
     }
 
-    /// The next line the tool prints (blocking), or `nil` at the end of its output.
+    /// The next line the tool prints, read on a thread of its own; `nil` at the end of its output.
+    public func line() async throws -> String? {
+        try await offThePool { self.nextLine() }
+    }
+
+    /// The next line the tool prints (blocking: off the cooperative pool), or `nil` at the end of its
+    /// output.
     public func readLine() -> String? {
+        expectOffThePool("Tool.readLine()")
+        return nextLine()
+    }
+
+    private func nextLine() -> String? {
         while true {
             if let nl = buffer.firstIndex(of: 0x0A) {
                 let line = String(decoding: buffer[buffer.startIndex..<nl], as: UTF8.self)
@@ -149,13 +160,15 @@ public final class Tool: @unchecked Sendable {
     /// Reads until the tool's output closes. (Foundation's `waitUntilExit` can hang inside Swift
     /// concurrency on Linux; the end of output is the end of the tool.)
     public func drain() {
-        while readLine() != nil {}
+        expectOffThePool("Tool.drain()")
+        while nextLine() != nil {}
     }
 
     /// Reads lines until one contains `text`; returns it, or `nil` if the output ended first.
     /// Every line read is appended to `seen`.
     public func readLine(containing text: String, seen: inout [String]) -> String? {
-        while let line = readLine() {
+        expectOffThePool("Tool.readLine(containing:)")
+        while let line = nextLine() {
             seen.append(line)
             if line.contains(text) { return line }
         }
@@ -172,13 +185,23 @@ public final class Tool: @unchecked Sendable {
         }
     }
 
-    /// SIGTERM, then SIGKILL if the tool is still there after a second.
+    /// SIGTERM, and SIGKILL a second later if the tool is still there; returns at once (a test's
+    /// cleanup in a `defer` blocks no thread). ``stop()`` also waits until it has gone.
     public func terminate() {
         guard process.isRunning else { return }
         let pid = process.processIdentifier
         kill(pid, SIGTERM)
-        for _ in 0..<100 where process.isRunning { usleep(10_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
+        let process = self.process
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
+    }
+
+    /// ``terminate()``, then waits until the tool has gone (blocking: off the cooperative pool).
+    public func stop() {
+        expectOffThePool("Tool.stop()")
+        terminate()
+        while process.isRunning { usleep(1000) }
     }
 }
 
@@ -202,6 +225,7 @@ public struct GPSFake: Sendable {
         try MissingTool.check(gpsd, packages: "gpsd")
         var args = ["start", fixturePath(log), "0.05"]
         if let port { args.append(port) }
+        expectOffThePool("GPSFake.start")
         let tool = try Tool("tools/gpsfake-run", args)
         guard let line = tool.readLine() else { throw TimedOut(what: "gpsfake-run start") }
         tool.drain()
@@ -210,37 +234,15 @@ public struct GPSFake: Sendable {
         return GPSFake(port: parts[0], pid: parts[1], dir: parts[2])
     }
 
+    /// Stops gpsfake and its gpsd, and waits until they have gone (blocking: off the cooperative pool).
     public func stop() throws {
         try Tool("tools/gpsfake-run", ["stop", pid, dir]).drain()
     }
-}
 
-/// Runs blocking work (a child process, a read) on a thread of its own and awaits its result, so
-/// it does not hold one of the few threads of Swift's cooperative pool (as many as cores) while
-/// other tests need them to make progress.
-public func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.name = "test.blocking"
-        thread.start()
+    /// Stops gpsfake and its gpsd on a thread of its own; returns at once (a test's cleanup in a
+    /// `defer`, where nothing waits for them to be gone).
+    public func terminate() {
+        let (pid, dir) = (self.pid, self.dir)
+        Thread.detachNewThread { try? Tool("tools/gpsfake-run", ["stop", pid, dir]).drain() }
     }
-}
-
-/// A task executor on Dispatch's ordinary worker threads, outside Swift's cooperative pool: a
-/// test that must keep up with a real device (a pty a fake receiver writes at its own pace) runs
-/// under it with ``onOwnThreads(_:)``, so other suites' blocking tests (child processes waited for)
-/// holding the pool's few threads (as many as cores) can't stall it until the device is gone.
-public final class DispatchTaskExecutor: TaskExecutor, @unchecked Sendable {
-    public static let shared = DispatchTaskExecutor()
-    private let queue = DispatchQueue(label: "keeptrack.test.executor", attributes: .concurrent)
-
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
-
-/// Runs `body` with its tasks (and their child tasks) on ``DispatchTaskExecutor``.
-public func onOwnThreads<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-    try await withTaskExecutorPreference(DispatchTaskExecutor.shared, operation: body)
 }

@@ -212,6 +212,7 @@ public final class Postgres: @unchecked Sendable {
     /// hang on Linux off the main thread: the end of output is the end of the command).
     @discardableResult
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        expectOffThePool("running \(executable) for the PostgreSQL cluster")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
         p.arguments = ["-c", "\"$@\"; echo \"exit:$?\" >&2", "sh", executable] + arguments

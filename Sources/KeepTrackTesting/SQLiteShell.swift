@@ -2,21 +2,12 @@ import Foundation
 
 /// Runs `sql` on the SQLite file at `path` with Debian's `sqlite3` shell: how a test makes a database
 /// as an older version of the code left it, without the code under test. Throws when the shell is
-/// missing or fails (with what it said).
+/// missing or fails (with what it said). Blocking: call it off the cooperative pool (a test with the
+/// `.offThePool` trait, or inside ``offThePool(_:)``).
 public func runSQLite(_ path: String, _ sql: String) throws {
     try MissingTool.check("/usr/bin/sqlite3", packages: "sqlite3")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = [path, sql]
-    process.standardOutput = FileHandle.nullDevice
-    let errors = Pipe()
-    process.standardError = errors
-    try process.run()
-    let said = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw SQLiteShellError(status: process.terminationStatus, said: String(decoding: said, as: UTF8.self))
-    }
+    let r = try runCommand(URL(fileURLWithPath: "/usr/bin/sqlite3"), [path, sql])
+    guard r.status == 0 else { throw SQLiteShellError(status: r.status, said: r.errors) }
 }
 
 /// `sqlite3` exited with `status`, saying `said` on its standard error.

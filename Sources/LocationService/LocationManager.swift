@@ -10,9 +10,9 @@ public struct LocationManagerConfiguration: Sendable {
     /// Visit monitoring (CLLocationManager's `startMonitoringVisits`): visits and the trips between
     /// them; `nil` (the default) turns it off. It takes the fixes significant changes and regions
     /// take: every fix with a position and an accuracy, while suspended too, except those standard
-    /// updates reject as stale or as an impossible jump (the detector's own
-    /// ``VisitDetector/Configuration/maximumAccuracy`` judges the rest). At the end of the input an
-    /// open visit stays open: the device is still there.
+    /// updates reject as stale or as an impossible jump (the detector's own outlier filter judges the
+    /// rest: ``VisitDetector/add(_:_:)``). At the end of the input an open visit stays open: the
+    /// device is still there.
     public var visits: VisitDetector.Configuration?
     /// Seconds without a usable fix before a location-unknown error. The default is 30.
     public var locationUnknownAfter: Double = 30
@@ -271,10 +271,14 @@ public struct Decisions: Sendable {
             if significant != nil, let l = significant!.process(location) { out.append(.significantChange(l)) }
             for e in regions.process(location) { out.append(.region(e, at: location)) }
             if visits != nil {
-                for decision in visits!.process(location) {
-                    switch decision {
-                    case .arrival(let v), .departure(let v): out.append(.visit(v, at: location))
-                    case .trip(let t): out.append(.trip(t, at: location))
+                // Through the detector's outlier filter: a fix that jumped away and back is left out
+                // (it is judged, and the fix before it decided, when the next one comes).
+                visits!.add(VisitDetector.Sample(location)) { decisions in
+                    for decision in decisions {
+                        switch decision {
+                        case .arrival(let v), .departure(let v): out.append(.visit(v, at: location))
+                        case .trip(let t): out.append(.trip(t, at: location))
+                        }
                     }
                 }
             }

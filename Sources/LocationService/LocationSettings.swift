@@ -21,6 +21,9 @@ public struct LocationSettings: Sendable, Hashable {
     public var visitRadius: Double?
     /// A hole longer than this many seconds ends a visit (``VisitDetector/Configuration/maximumGap``).
     public var visitGap: Double?
+    /// Fixes with an accuracy worse than this many metres are outliers, left out of visits and trips
+    /// (``VisitDetector/Configuration/maximumAccuracy``).
+    public var maxAccuracy: Double?
     /// Regions are monitored (their dwell is checked here, the file elsewhere).
     public var monitorsRegions = false
     public var dwell: Double?
@@ -32,7 +35,7 @@ public struct LocationSettings: Sendable, Hashable {
         case distanceFilter, desiredAccuracy, significantChanges, significantChangeDistance
         case significantChangeInterval, pauseWhenStationary, stationaryRadius, stationaryTimeout
         case timeInterval, headingChange, maxFixAge, monitorsRegions, dwell
-        case visits, visitMinimumDuration, visitRadius, visitGap
+        case visits, visitMinimumDuration, visitRadius, visitGap, maxAccuracy
     }
 
     /// What is wrong with the settings, by field.
@@ -57,6 +60,7 @@ public struct LocationSettings: Sendable, Hashable {
             (.significantChangeInterval, significantChangeInterval), (.maxFixAge, maxFixAge),
             (.stationaryRadius, stationaryRadius), (.significantChangeDistance, significantChangeDistance),
             (.visitMinimumDuration, visitMinimumDuration), (.visitRadius, visitRadius), (.visitGap, visitGap),
+            (.maxAccuracy, maxAccuracy),
         ]
         for (field, value) in positive where value.map({ !($0 > 0) }) == true { return .notPositive(field) }
         if let h = headingChange, !(h > 0 && h <= 180) { return .headingChangeOutOfRange(h) }
@@ -68,6 +72,7 @@ public struct LocationSettings: Sendable, Hashable {
         }
         let visitFields: [(Field, Double?)] = [
             (.visitMinimumDuration, visitMinimumDuration), (.visitRadius, visitRadius), (.visitGap, visitGap),
+            (.maxAccuracy, maxAccuracy),
         ]
         if !visits, visitFields.contains(where: { $0.1 != nil }) {
             return .requires(visitFields.filter { $0.1 != nil }.map(\.0), .visits)
@@ -99,6 +104,7 @@ public struct LocationSettings: Sendable, Hashable {
             if let visitMinimumDuration { v.minimumDuration = visitMinimumDuration }
             v.radius = visitRadius
             if let visitGap { v.maximumGap = visitGap }
+            if let maxAccuracy { v.maximumAccuracy = maxAccuracy }
             c.visits = v
         }
         return c

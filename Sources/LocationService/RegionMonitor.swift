@@ -51,14 +51,28 @@ public struct RegionMonitor: Sendable {
 
     struct Tracked: Sendable {
         var region: Region
-        var state: RegionState = .unknown
-        var pending: RegionState?
-        var pendingSince = 0.0
-        var enteredAt: Double?
-        var dwellReported = false
+        /// The region's state and the rules that move it (the endpoint's geofences apply the same).
+        var watch = RegionWatch()
         var isActive = false
         /// The cell (``RegionMonitor/cellEpoch``) whose candidates list this region.
         var cellMark: UInt32 = 0
+
+        var state: RegionState {
+            get { watch.state }
+            set { watch.state = newValue }
+        }
+        var pending: RegionState? {
+            get { watch.pending }
+            set { watch.pending = newValue }
+        }
+        var enteredAt: Double? {
+            get { watch.enteredAt }
+            set { watch.enteredAt = newValue }
+        }
+        var dwellReported: Bool {
+            get { watch.dwellReported }
+            set { watch.dwellReported = newValue }
+        }
     }
 
     /// Seconds the evidence for a new state must hold. The default is 20.
@@ -72,7 +86,7 @@ public struct RegionMonitor: Sendable {
     /// Grid cell size in degrees. The default is 0.005 (about 550 m north-south).
     public let cellDegrees: Double
     /// The grid: a cell's number is `row * columns + column` (below 2^32).
-    private let grid: Grid
+    private let grid: RegionGrid
 
     private var tracked: [String: Int32] = [:]
     private var slots: [Tracked?] = []
@@ -110,7 +124,7 @@ public struct RegionMonitor: Sendable {
     public init(cellDegrees: Double = 0.005) {
         precondition(cellDegrees >= 0.005 && cellDegrees <= 360, "cellDegrees must be within 0.005...360")
         self.cellDegrees = cellDegrees
-        grid = Grid(cellDegrees: cellDegrees)
+        grid = RegionGrid(cellDegrees: cellDegrees)
     }
 
     /// How many regions are monitored.
@@ -416,7 +430,7 @@ public struct RegionMonitor: Sendable {
     /// Settled inside with nothing pending and no dwell to report: a location deep inside changes
     /// nothing for it.
     private static func isQuietInside(_ entry: borrowing Tracked) -> Bool {
-        entry.state == .inside && entry.pending == nil && (entry.region.loiteringDelay == nil || entry.dwellReported)
+        entry.watch.isQuietInside(entry.region)
     }
 
     private mutating func evaluate(
@@ -427,7 +441,8 @@ public struct RegionMonitor: Sendable {
         let t = location.timestamp
         let point = location.coordinate
         let margin = max(location.horizontalAccuracy, minimumMargin)
-        let rules = Rules(minimumDuration: minimumDuration, reportDistance: firstStateReportDistance)
+        let rules = RegionWatch.Rules(
+            minimumDuration: minimumDuration, firstStateReportDistance: firstStateReportDistance)
         let lat = point.latitude
         // In the frame of the candidates' longitudes (within 180° of the cell's middle).
         var lon = point.longitude
@@ -495,7 +510,7 @@ public struct RegionMonitor: Sendable {
         _ due: UnsafeMutableBufferPointer<Int32>, candidates: UnsafeMutableBufferPointer<CellCandidate>,
         entries: UnsafeMutablePointer<Tracked?>, point: Coordinate,
         planar p: (latitude: Double, longitude: Double, k: Double, kx: Double), time t: Double, margin: Double,
-        rules: Rules, version: inout UInt64, events: inout [Event]
+        rules: RegionWatch.Rules, version: inout UInt64, events: inout [Event]
     ) -> Bool {
         var activityChanged = false
         for i32 in due {
@@ -514,9 +529,7 @@ public struct RegionMonitor: Sendable {
                 version: &version, events: &events)
             let isActive = entries[slot]!.state != .outside || entries[slot]!.pending != nil
             entries[slot]!.isActive = isActive
-            let quiet =
-                entries[slot]!.state == .inside && entries[slot]!.pending == nil
-                && (entries[slot]!.region.loiteringDelay == nil || entries[slot]!.dwellReported)
+            let quiet = entries[slot]!.watch.isQuietInside(entries[slot]!.region)
             if isActive != c.isActive { activityChanged = true }
             candidates[i].set(isActive: isActive, isQuietInside: quiet)
         }
@@ -527,7 +540,7 @@ public struct RegionMonitor: Sendable {
     /// in place: those that settled outside leave the list.
     private mutating func evaluateElsewhere(
         _ point: Coordinate, entries: UnsafeMutablePointer<Tracked?>,
-        time t: Double, margin: Double, rules: Rules, version: inout UInt64,
+        time t: Double, margin: Double, rules: RegionWatch.Rules, version: inout UInt64,
         events: inout [Event]
     ) {
         var kept = 0
@@ -546,11 +559,6 @@ public struct RegionMonitor: Sendable {
             }
         }
         active.removeLast(active.count - kept)
-    }
-
-    struct Rules {
-        var minimumDuration: Double
-        var reportDistance: Double
     }
 
     /// What the cheap test tells of a location's evidence for a circle, when it is certain.
@@ -580,90 +588,20 @@ public struct RegionMonitor: Sendable {
     /// whether it is reported).
     private static func evaluate(
         _ entry: inout Tracked, at point: Coordinate, planar: PlanarEvidence, time t: Double,
-        margin: Double, rules: Rules, version: inout UInt64, events: inout [Event]
+        margin: Double, rules: RegionWatch.Rules, version: inout UInt64, events: inout [Event]
     ) {
-        var d: Double
+        let d: Double
         switch planar {
         case .inside where entry.state != .unknown: d = -margin
         case .outside where entry.state != .unknown: d = margin
         case .band where entry.state != .unknown: d = 0
         default: d = entry.region.signedDistance(to: point)
         }
-        if d <= -margin {
-            settle(&entry, evidence: .inside, distance: d, time: t, rules: rules, version: &version, events: &events)
-        } else if d >= margin {
-            if entry.state != .outside || entry.pending != nil {
-                settle(
-                    &entry, evidence: .outside, distance: d, time: t, rules: rules, version: &version,
-                    events: &events)
-            }
-        } else {
-            // In the band at the edge: no evidence, and the wait for a transition restarts.
-            entry.pending = nil
-        }
-        checkDwell(&entry, time: t, version: &version, events: &events)
+        entry.watch.observe(
+            signedDistance: d, margin: margin, time: t, region: entry.region,
+            rules: rules,
+            version: &version, events: &events)
     }
-
-    /// Reports a dwell once per visit, when inside for the region's loitering delay.
-    private static func checkDwell(
-        _ entry: inout Tracked, time t: Double, version: inout UInt64,
-        events: inout [Event]
-    ) {
-        if entry.state == .inside, let delay = entry.region.loiteringDelay, let since = entry.enteredAt,
-            !entry.dwellReported, t - since >= delay
-        {
-            entry.dwellReported = true
-            version &+= 1
-            events.append(.dwell(entry.region.id, time: t))
-        }
-    }
-
-    /// Applies one piece of evidence with the hold-time rule; `distance` is the signed distance to
-    /// the boundary.
-    private static func settle(
-        _ entry: inout Tracked, evidence: RegionState, distance: Double, time t: Double,
-        rules: Rules, version insideVersion: inout UInt64, events: inout [Event]
-    ) {
-        if evidence == entry.state {
-            entry.pending = nil
-            return
-        }
-        if entry.state == .unknown {
-            // The first evidence settles the state at once; it is reported inside or nearby.
-            entry.state = evidence
-            entry.pending = nil
-            if evidence == .inside {
-                insideVersion &+= 1
-                events.append(.state(entry.region.id, evidence))
-            } else if distance <= rules.reportDistance {
-                events.append(.state(entry.region.id, evidence))
-            }
-            return
-        }
-        if entry.pending != evidence {
-            entry.pending = evidence
-            entry.pendingSince = t
-        }
-        guard t - entry.pendingSince >= rules.minimumDuration else { return }
-        let previous = entry.state
-        entry.state = evidence
-        entry.pending = nil
-        insideVersion &+= 1
-        let id = entry.region.id
-        switch (previous, evidence) {
-        case (.outside, .inside):
-            // The entry happened when the evidence began, not when it was confirmed.
-            entry.enteredAt = entry.pendingSince
-            entry.dwellReported = false
-            if entry.region.notifyOnEntry { events.append(.enter(id, time: entry.pendingSince)) }
-        case (.inside, .outside):
-            entry.enteredAt = nil
-            if entry.region.notifyOnExit { events.append(.exit(id, time: entry.pendingSince)) }
-        default:
-            preconditionFailure("a settled region moves between inside and outside only")
-        }
-    }
-
 }
 
 /// A region of the current grid cell, with a circle's centre and radius copied out of its slot so
@@ -718,28 +656,48 @@ struct CellCandidate: Sendable {
         }
     }
 }
-/// Grid cells of ``RegionMonitor/cellDegrees``, numbered `row * columns + column`.
-struct Grid: Sendable {
-    let cellDegrees: Double
-    let columns: UInt64
+/// Grid cells of ``RegionMonitor/cellDegrees``, numbered `row * columns + column`: the index the
+/// monitor keeps its regions in, and the endpoint its geofences.
+public struct RegionGrid: Sendable {
+    public let cellDegrees: Double
+    public let columns: UInt64
 
-    init(cellDegrees: Double) {
+    public init(cellDegrees: Double) {
         self.cellDegrees = cellDegrees
         columns = UInt64((360 / cellDegrees).rounded(.up))
     }
 
     /// The grid cell of a point.
-    func cellNumber(latitude: Double, longitude: Double) -> UInt64 {
+    public func cellNumber(latitude: Double, longitude: Double) -> UInt64 {
         let row = UInt64(max(0, ((latitude + 90) / cellDegrees).rounded(.down)))
         let lon = Geodesy.normalizeLongitude(longitude)
         let col = UInt64(max(0, ((lon + 180) / cellDegrees).rounded(.down))) % columns
         return row * columns + col
     }
 
-    /// Calls `body` with each grid cell `region`'s bounds touch.
-    func forEachCell(of region: Region, _ body: (UInt64) -> Void) {
+    /// The cells a region's bounds touch: rows by columns, the columns wrapping round the
+    /// antimeridian.
+    public struct Span: Hashable, Sendable {
+        let rows: ClosedRange<Int64>
+        let firstColumn: Int64
+        let lastColumn: Int64
+        let columns: Int64
+
+        /// How many cells.
+        public var count: Int { rows.count * Int(lastColumn - firstColumn + 1) }
+
+        /// Whether `cell` is one of them.
+        public func contains(_ cell: UInt64) -> Bool {
+            let row = Int64(cell / UInt64(columns)), column = Int64(cell % UInt64(columns))
+            guard rows.contains(row) else { return false }
+            let offset = (((column - firstColumn) % columns) + columns) % columns
+            return offset <= lastColumn - firstColumn
+        }
+    }
+
+    /// The cells `region`'s bounds touch (a hair wider, for rounding at cell edges).
+    public func span(of region: Region) -> Span {
         let raw = region.bounds
-        // A hair wider than the bounds, for rounding at cell edges.
         let grow = 1e-7
         let b = (south: raw.south - grow, west: raw.west - grow, north: raw.north + grow, east: raw.east + grow)
         let columns = Int64(self.columns)
@@ -749,8 +707,15 @@ struct Grid: Sendable {
         let c1 = Int64(((b.east + 180) / cellDegrees).rounded(.down))
         // A region near a pole can span every column: list it once per column, not more.
         let cEnd = min(max(c0, c1), c0 + columns - 1)
-        for r in r0...r1 {
-            for c in c0...cEnd {
+        return Span(rows: r0...max(r0, r1), firstColumn: c0, lastColumn: cEnd, columns: columns)
+    }
+
+    /// Calls `body` with each grid cell `region`'s bounds touch.
+    public func forEachCell(of region: Region, _ body: (UInt64) -> Void) {
+        let span = span(of: region)
+        let columns = span.columns
+        for r in span.rows {
+            for c in span.firstColumn...span.lastColumn {
                 let wrapped = ((c % columns) + columns) % columns
                 body(UInt64(r) * UInt64(columns) + UInt64(wrapped))
             }

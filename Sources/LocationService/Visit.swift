@@ -11,10 +11,11 @@ public struct Visit: Hashable, Sendable {
     /// How far the stay's fixes spread about ``coordinate``, in metres: the root mean square of their
     /// distances from it, weighted as the centre is (CLVisit's `horizontalAccuracy`).
     public var horizontalAccuracy: Double
-    /// The time of the first fix of the stay, in seconds since 1970.
+    /// When the device came to the place, in seconds since 1970: the time of the first fix at rest
+    /// inside the stay after the trip that led there (the stay's first fix, without such a trip).
     public var arrival: Double
-    /// The time of the last fix inside the stay, in seconds since 1970; `nil` while the device is
-    /// still there.
+    /// When it left, in seconds since 1970: the time of the last fix at rest inside the stay before the
+    /// trip that left it (or of the last fix inside); `nil` while the device is still there.
     public var departure: Double?
     /// How many fixes the stay had inside it.
     public var fixCount: Int
@@ -44,20 +45,27 @@ extension Visit: CustomStringConvertible {
 }
 
 /// The movement between two visits: from the departure of one to the arrival at the next.
+///
+/// Its figures come from the trail smoothed by ``TrackSmoother``, step by step (see
+/// ``VisitDetector``): standing still adds no distance, and the average speed is never above the
+/// maximum.
 public struct Trip: Hashable, Sendable {
-    /// The departure: the time of the last fix inside the visit left, in seconds since 1970.
+    /// The departure: the last (smoothed) fix at rest in the visit left, in seconds since 1970 (the
+    /// visit's ``Visit/departure``).
     public var start: Double
-    /// The arrival: the time of the first fix of the next visit, in seconds since 1970.
+    /// The arrival: the first fix at rest in the next visit, in seconds since 1970 (its
+    /// ``Visit/arrival``).
     public var end: Double
-    /// Where the trip began: the last fix inside the visit left.
+    /// Where the trip began: the smoothed position at ``start``.
     public var startCoordinate: Coordinate
-    /// Where the trip ended: the first fix of the next visit.
+    /// Where the trip ended: the smoothed position at ``end``.
     public var endCoordinate: Coordinate
-    /// Metres along the trip's fixes (ellipsoidal distances between consecutive fixes, each at least
-    /// its accuracy from the one before; the fixes closer than that are skipped).
+    /// Metres along the way: each step between two fixes that both report a speed is their mean speed
+    /// times the time between them, each other step the distance between their smoothed positions;
+    /// steps standing still count nothing.
     public var distance: Double
-    /// The highest speed of the trip in m/s: the fixes' own speeds, or where a fix has none, the
-    /// speed from the fix before it.
+    /// The highest speed of the trip in m/s: the fastest step's (a fix's reported speed, or a step's
+    /// distance between smoothed positions over its time; never below ``averageSpeed``).
     public var maximumSpeed: Double
 
     /// Creates a trip.

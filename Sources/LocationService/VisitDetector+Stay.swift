@@ -28,18 +28,22 @@ extension VisitDetector {
         var sumY = 0.0
         var sumSquares = 0.0
         var sumAccuracy = 0.0
-        /// The trip that led here, measured up to and including the first fix (for the trip the
-        /// arrival ends).
-        let tripToHere: TripProgress?
+        /// When the visit began: the first fix, or once arrived, where the trip that led here came to
+        /// rest inside the stay.
+        var arrival: Double
+        /// The trip under way as it stood at this stay's first fix, and at the first rest inside it
+        /// (ended there): what the arrival reports as the trip.
+        var firstMark: TripProgress?
+        var restMark: TripProgress?
 
-        init(_ sample: Sample, accuracy: Double, tripToHere: TripProgress?) {
+        init(_ sample: Sample, accuracy: Double) {
             origin = sample.coordinate
             originAccuracy = accuracy
             metresPerDegreeLongitude = Self.metresPerDegreeLatitude * cos(origin.latitude * .pi / 180)
             first = sample.time
             lastInside = sample.time
             lastInsideCoordinate = sample.coordinate
-            self.tripToHere = tripToHere
+            arrival = sample.time
             add(sample, accuracy: accuracy)
         }
 
@@ -91,57 +95,19 @@ extension VisitDetector {
                 longitude: Geodesy.normalizeLongitude(origin.longitude + cx / metresPerDegreeLongitude))
         }
 
-        func visit(departed: Bool) -> Visit {
+        /// Records the trip under way at a smoothed fix: at the stay's first fix, and where the device
+        /// first came to rest inside the stay (`restSince`, the last moving fix before the rest).
+        mutating func mark(_ trip: TripProgress, at time: Double, restSince: Motion.Rest?) {
+            if firstMark == nil && time >= first { firstMark = trip }
+            if restMark == nil, let rest = restSince, rest.time >= first {
+                restMark = trip.ended(at: rest.time, rest.coordinate)
+            }
+        }
+
+        func visit(departure: Double?) -> Visit {
             Visit(
-                coordinate: centre, horizontalAccuracy: spread, arrival: first,
-                departure: departed ? lastInside : nil, fixCount: count)
-        }
-    }
-
-    /// A trip under way: where and when it began, and what its fixes added up to so far.
-    ///
-    /// The distance runs along vertices: a fix becomes the next vertex once it is at least its own
-    /// accuracy from the last one, so a receiver's metres of noise between 1 Hz fixes do not add up
-    /// along a slow walk; the trip's end is joined to the last vertex.
-    struct TripProgress: Sendable, Hashable, Codable {
-        let start: Double
-        let startCoordinate: Coordinate
-        var last: Double
-        var lastCoordinate: Coordinate
-        var vertex: Coordinate
-        /// Metres along the vertices, up to ``vertex``.
-        var distance = 0.0
-        var maximumSpeed = 0.0
-
-        init(start: Double, at coordinate: Coordinate) {
-            self.start = start
-            startCoordinate = coordinate
-            last = start
-            lastCoordinate = coordinate
-            vertex = coordinate
-        }
-
-        mutating func add(_ sample: Sample, accuracy: Double) {
-            let speed: Double
-            if sample.speed >= 0 {
-                speed = sample.speed
-            } else {
-                speed = Geodesy.distance(lastCoordinate, sample.coordinate) / (sample.time - last)
-            }
-            if speed > maximumSpeed { maximumSpeed = speed }
-            let step = Geodesy.distance(vertex, sample.coordinate)
-            if step >= accuracy {
-                distance += step
-                vertex = sample.coordinate
-            }
-            last = sample.time
-            lastCoordinate = sample.coordinate
-        }
-
-        var trip: Trip {
-            Trip(
-                start: start, end: last, startCoordinate: startCoordinate, endCoordinate: lastCoordinate,
-                distance: distance + Geodesy.distance(vertex, lastCoordinate), maximumSpeed: maximumSpeed)
+                coordinate: centre, horizontalAccuracy: spread, arrival: arrival, departure: departure,
+                fixCount: count)
         }
     }
 }

@@ -119,6 +119,9 @@ public final class MQTTConnection: Sendable {
 
     public let endpoint: MQTTEndpoint
     public let options: Options
+    /// The clock the protocol's timeouts are on (the connection's, the SUBACK's, the PUBACKs'). Passed
+    /// to a generic call as `self.clock`: Glibc's `clock()` beside it keeps the bare name from opening.
+    let clock: any EpochClock
     let handle: Handle
     let events: Events
     /// Whether the loop thread runs (then `close` stops it) and whether the handle was destroyed.
@@ -136,16 +139,19 @@ public final class MQTTConnection: Sendable {
         return .success(())
     }()
 
-    /// - Parameter onMessage: called on libmosquitto's thread for each message received; the
-    ///   message's PUBACK (QoS 1) is sent once it returns.
+    /// - Parameters:
+    ///   - clock: the clock the protocol's timeouts are on. The default is the wall clock.
+    ///   - onMessage: called on libmosquitto's thread for each message received; the message's
+    ///     PUBACK (QoS 1) is sent once it returns.
     /// - Throws: ``MQTTError`` (`.configuration`) for TLS files or options libmosquitto refuses.
     public init(
-        endpoint: MQTTEndpoint, options: Options,
+        endpoint: MQTTEndpoint, options: Options, clock: any EpochClock = WallClock(),
         onMessage: (@Sendable (_ topic: String, _ payload: [UInt8]) -> Void)? = nil
     ) throws(MQTTError) {
         try Self.library.get()
         self.endpoint = endpoint
         self.options = options
+        self.clock = clock
         let events = Events(endpoint: endpoint, onMessage: onMessage)
         self.events = events
         guard
@@ -156,7 +162,7 @@ public final class MQTTConnection: Sendable {
         }
         handle = Handle(raw: raw)
         // From here on every stored property is set: a throw runs `deinit`, whose `closeNow`
-        // destroys the handle (destroying it here too was a double free: `--ca-file` missing).
+        // destroys the handle (destroying it here too would free it twice).
         func check(_ rc: Int32, _ what: String, caFile: String? = nil) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 let reason = String(cString: keeptrack_mosquitto_strerror(rc))
@@ -261,14 +267,14 @@ public final class MQTTConnection: Sendable {
             events.update { $0.phase = .failed(error) }
             throw error
         }
-        let deadline = ContinuousClock.now + .seconds(options.connectTimeout)
+        let deadline = clock.now.advanced(by: .seconds(options.connectTimeout))
         while true {
             switch events.state.withLock({ $0.phase }) {
             case .connected: return
             case .failed(let error): throw error
             default: break
             }
-            let left = deadline - ContinuousClock.now
+            let left = clock.now.duration(to: deadline)
             if left <= .zero || Task.isCancelled {
                 let error = MQTTError(
                     .unreachable,
@@ -278,7 +284,7 @@ public final class MQTTConnection: Sendable {
                 events.update { $0.phase = .failed(error) }
                 throw error
             }
-            await events.signal.wait(until: deadline, on: ContinuousClock())
+            await events.signal.wait(until: deadline, on: self.clock)
         }
     }
 
@@ -315,7 +321,7 @@ public final class MQTTConnection: Sendable {
     public func acknowledgements(of mids: [Int32], timeout: Double) async -> Set<Int32> {
         var waiting = Set(mids)
         var done: Set<Int32> = []
-        let deadline = ContinuousClock.now + .seconds(timeout)
+        let deadline = clock.now.advanced(by: .seconds(timeout))
         while true {
             let failed = events.state.withLock { s -> Bool in
                 let got = waiting.intersection(s.acknowledged)
@@ -325,9 +331,9 @@ public final class MQTTConnection: Sendable {
                 if case .failed = s.phase { return true }
                 return false
             }
-            let left = deadline - ContinuousClock.now
+            let left = clock.now.duration(to: deadline)
             if waiting.isEmpty || failed || left <= .zero || Task.isCancelled { return done }
-            await events.signal.wait(until: deadline, on: ContinuousClock())
+            await events.signal.wait(until: deadline, on: self.clock)
         }
     }
 
@@ -344,7 +350,7 @@ public final class MQTTConnection: Sendable {
                     "cannot subscribe to '\(filter)' on \(endpoint): "
                         + String(cString: keeptrack_mosquitto_strerror(rc)))
         }
-        let deadline = ContinuousClock.now + .seconds(timeout)
+        let deadline = clock.now.advanced(by: .seconds(timeout))
         while true {
             let (ok, failed) = events.state.withLock { s -> (Bool, MQTTError?) in
                 if case .failed(let e) = s.phase { return (false, e) }
@@ -352,11 +358,11 @@ public final class MQTTConnection: Sendable {
             }
             if ok { return }
             if let failed { throw failed }
-            let left = deadline - ContinuousClock.now
+            let left = clock.now.duration(to: deadline)
             if left <= .zero || Task.isCancelled {
                 throw MQTTError(.unreachable, "no SUBACK from the MQTT broker \(endpoint) for '\(filter)'")
             }
-            await events.signal.wait(until: deadline, on: ContinuousClock())
+            await events.signal.wait(until: deadline, on: self.clock)
         }
     }
 

@@ -113,17 +113,22 @@ public struct MQTTEndpoint: Hashable, Sendable, CustomStringConvertible {
 /// MQTT's error: a code, a sentence naming the broker and what went wrong, and where: the CA
 /// file (``caFile``) and the system's reason (``errno``) when a file is the problem.
 public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Hashable, Sendable {
+    /// The kind of failure.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// The URL, TLS files or options cannot be used.
-        case configuration
+        public static let configuration = Code(rawValue: "configuration")
         /// The broker cannot be reached (refused, unresolvable, TLS handshake failed, timed out).
-        case unreachable
+        public static let unreachable = Code(rawValue: "unreachable")
         /// The broker refused our user name or password, or says we are not authorised.
-        case credentials
+        public static let credentials = Code(rawValue: "credentials")
         /// The broker refused the connection for another reason.
-        case refused
+        public static let refused = Code(rawValue: "refused")
         /// The connection was lost.
-        case disconnected
+        public static let disconnected = Code(rawValue: "disconnected")
     }
 
     public var code: Code

@@ -182,14 +182,13 @@ extension NMEADecoder {
         _ length: Int, field: Int?
     ) -> NMEAError {
         guard wantsErrorDetail else {
-            return NMEAError(code: code, message: "", line: sentenceLine, byteOffset: sentenceOffset, field: field)
+            return NMEAError(code, "", line: sentenceLine, byteOffset: sentenceOffset, field: field)
         }
         let name = String(
             decoding: UnsafeBufferPointer(start: sentence + 1, count: min(5, max(0, length - 1))),
             as: UTF8.self)
         return NMEAError(
-            code: code, message: "\(name): \(message())", file: options.sourceName, line: sentenceLine,
-            byteOffset: sentenceOffset,
+            code, "\(name): \(message())", file: options.sourceName, line: sentenceLine, byteOffset: sentenceOffset,
             text: NMEAError.escape(UnsafeBufferPointer(start: sentence, count: length)), field: field)
     }
 

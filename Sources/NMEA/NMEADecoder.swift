@@ -416,11 +416,10 @@ public struct NMEADecoder {
         from: Int, to: Int, field: Int? = nil
     ) -> NMEAError {
         guard wantsErrorDetail else {
-            return NMEAError(code: code, message: "", line: sentenceLine, byteOffset: sentenceOffset)
+            return NMEAError(code, "", line: sentenceLine, byteOffset: sentenceOffset)
         }
         return NMEAError(
-            code: code, message: message(), file: options.sourceName, line: sentenceLine,
-            byteOffset: sentenceOffset,
+            code, message(), file: options.sourceName, line: sentenceLine, byteOffset: sentenceOffset,
             text: NMEAError.escape(sentenceBytes(base: base, from: from, to: to)), field: field)
     }
 

@@ -63,7 +63,7 @@ public struct NMEAError: Error, Hashable, Sendable {
     public var errno: Int32?
 
     public init(
-        code: Code, message: String, file: String? = nil, line: Int, byteOffset: Int64, text: String = "",
+        _ code: Code, _ message: String, file: String? = nil, line: Int, byteOffset: Int64, text: String = "",
         field: Int? = nil, errno: Int32? = nil
     ) {
         self.code = code

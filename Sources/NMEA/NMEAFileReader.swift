@@ -46,8 +46,7 @@ public final class NMEAFileReader {
             if opened < 0 {
                 let e = errno
                 throw NMEAError(
-                    code: .io, message: "cannot open: \(String(cString: strerror(e)))", file: path,
-                    line: 0, byteOffset: 0, errno: e)
+                    .io, "cannot open: \(String(cString: strerror(e)))", file: path, line: 0, byteOffset: 0, errno: e)
             }
             fd = opened
             ownsDescriptor = true
@@ -60,7 +59,7 @@ public final class NMEAFileReader {
             }
             if (st.st_mode & S_IFMT) == S_IFDIR {
                 close(opened)
-                throw NMEAError(code: .io, message: "is a directory", file: path, line: 0, byteOffset: 0, errno: EISDIR)
+                throw NMEAError(.io, "is a directory", file: path, line: 0, byteOffset: 0, errno: EISDIR)
             }
         }
         // Sniff the gzip magic (1F 8B) without losing the bytes.
@@ -83,8 +82,7 @@ public final class NMEAFileReader {
                 s.deallocate()
                 if ownsDescriptor { close(fd) }
                 throw NMEAError(
-                    code: .io, message: "cannot start gzip decompression (zlib error \(rc))", file: name,
-                    line: 0, byteOffset: 0)
+                    .io, "cannot start gzip decompression (zlib error \(rc))", file: name, line: 0, byteOffset: 0)
             }
             stream = s
             input = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
@@ -118,8 +116,8 @@ public final class NMEAFileReader {
             let e = errno
             if e == EINTR { continue }
             throw NMEAError(
-                code: .io, message: "read failed: \(String(cString: strerror(e)))", file: name, line: 0,
-                byteOffset: position, errno: e)
+                .io, "read failed: \(String(cString: strerror(e)))", file: name, line: 0, byteOffset: position, errno: e
+            )
         }
     }
 
@@ -167,21 +165,18 @@ public final class NMEAFileReader {
                 let reason = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(rc)"
                 if startsMember && memberEnded {
                     throw NMEAError(
-                        code: .io,
-                        message: "bytes after the end of the gzip data are not gzip "
+                        .io,
+                        "bytes after the end of the gzip data are not gzip "
                             + "(\(reason)); everything before them was read", file: name, line: 0, byteOffset: offset)
                 }
                 let at = position - Int64(stream.pointee.avail_in)
-                throw NMEAError(
-                    code: .io, message: "corrupt gzip data (\(reason))", file: name, line: 0,
-                    byteOffset: at)
+                throw NMEAError(.io, "corrupt gzip data (\(reason))", file: name, line: 0, byteOffset: at)
             }
             if produced > 0 { return produced }
             if inputEnd && stream.pointee.avail_in == 0 {
                 if memberOpen {
                     throw NMEAError(
-                        code: .io, message: "gzip data ends early (truncated file?)", file: name,
-                        line: 0, byteOffset: position)
+                        .io, "gzip data ends early (truncated file?)", file: name, line: 0, byteOffset: position)
                 }
                 return 0
             }

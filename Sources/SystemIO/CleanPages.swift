@@ -7,10 +7,9 @@
 /// tracker that then runs for days.
 ///
 /// Those pages are the file's own contents, shared with the page cache: the kernel would drop
-/// them under memory pressure anyway, but until then they count in the process's resident size
-/// (measured here: `track --gpsd` of the package's build held 20.6 MB at its first position, and
-/// 9.5 MB once they were given back and what it still runs had mapped back in). iOS counts a
-/// suspended app's footprint without them; this unmaps them at the moments the tracker settles
+/// them under memory pressure, and meanwhile they count in the process's resident size (about
+/// half of a live tracker's: docs/performance.md, "What a tracker keeps resident"). iOS counts a suspended app's footprint without
+/// them; this unmaps them at the moments the tracker settles
 /// (its first location, a suspension), and what the tracker still runs maps back in from the page
 /// cache at its next access.
 public enum CleanPages {

@@ -23,6 +23,8 @@ public struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let listen = Code(rawValue: "listen")
         /// Nobody answers at the socket's path.
         public static let connect = Code(rawValue: "connect")
+        /// A lock file can't be opened or locked (``FileLock``).
+        public static let lock = Code(rawValue: "lock")
     }
 
     public var code: Code
@@ -45,6 +47,7 @@ public struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
         case .write: "cannot write \(path ?? "a file"): \(reason)"
         case .socketPathTooLong: "the path is too long for a Unix socket: \(path ?? "")"
         case .socket: "cannot create a Unix socket: \(reason)"
+        case .lock: "cannot lock \(path ?? "a file"): \(reason)"
         case .listen:
             "cannot listen on \(path ?? "a Unix socket"): \(reason)"
                 + (errno == EADDRINUSE ? " (is another process serving it?)" : "")

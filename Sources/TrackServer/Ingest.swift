@@ -60,9 +60,9 @@ struct Ingest: Sendable {
         guard let secret = try await store.secret(device: device) else {
             metrics.encrypted("no_secret")
             throw FormatsError(
+                .unsupported,
                 "_type: encrypted payloads are not supported for device '\(device)': it has no "
-                    + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app",
-                code: .unsupported)
+                    + "secret here (keeptrack serve devices secret \(device)); or turn encryption off in the app")
         }
         do {
             let data = try data.get()

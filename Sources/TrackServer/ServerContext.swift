@@ -31,6 +31,9 @@ struct ServerContext: RequestContext {
         case .device(let own):
             throw HTTPError(
                 .forbidden, message: "this token is device '\(own)''s: it may not write or read '\(device)'")
+        case .share(let grant) where grant.device == device: return
+        case .share(let grant):
+            throw HTTPError(.forbidden, message: "this share link shows device '\(grant.device)' only")
         case .anonymous:
             throw AccessMiddleware.unauthorized()
         }
@@ -64,10 +67,30 @@ enum Identity: Sendable, Equatable {
     case admin
     case device(String)
     case anonymous
+    /// A share link (``ShareRoutes``): one device, read-only, within a window; let in by
+    /// ``AccessMiddleware`` on the routes a share reads only.
+    case share(ShareGrant)
 
-    /// The only device this identity may read and write, or `nil` for all.
+    /// The only device this identity may read (and write), or `nil` for all.
     var onlyDevice: String? {
-        if case .device(let id) = self { return id }
-        return nil
+        switch self {
+        case .device(let id): id
+        case .share(let grant): grant.device
+        case .admin, .anonymous: nil
+        }
     }
+
+    /// The time window a share link shows, or `nil` for everyone else.
+    var window: (from: Double, to: Double)? {
+        guard case .share(let grant) = self else { return nil }
+        return (grant.from, grant.to)
+    }
+}
+
+/// What a share link lets a request read: its device within its window (infinite when it has none).
+struct ShareGrant: Sendable, Equatable {
+    let id: String
+    let device: String
+    let from: Double
+    let to: Double
 }

@@ -1,3 +1,4 @@
+import Delivery
 import Geo
 import MQTT
 
@@ -54,6 +55,12 @@ extension TrackServer {
         /// PEM certificate chain and private key: serve HTTPS. The default is plain HTTP.
         public var tlsCertificate: String?
         public var tlsKey: String?
+        /// A reverse geocoder speaking Nominatim's `/reverse?format=jsonv2` (its base URL) that names
+        /// the visits no area of the user's names (``ReverseGeocoder``). The default is none: no names
+        /// from it, no requests.
+        public var geocoder: String?
+        /// Share links' rates (``ShareLimits``).
+        public var shares = ShareLimits()
         /// A broker to take OwnTracks messages from as well (``MQTTIngest``). The default is none.
         public var mqtt: MQTTIngest.Configuration?
         /// A broker Home Assistant listens on, to make every device a device tracker there
@@ -70,6 +77,23 @@ extension TrackServer {
         public var stream = StreamSettings()
         /// The map page's base map and library (`/map`).
         public var map = MapSettings()
+        /// Events and their delivery (docs/events.md).
+        public var events = EventSettings()
+
+        public init() {}
+    }
+
+    /// Events and their delivery to hooks (docs/events.md).
+    public struct EventSettings: Sendable {
+        /// Whether hooks may reach loopback, private and link-local addresses (`--allow-private-hooks`).
+        /// The default is false: a server that posts where it is told is a tool against its network.
+        public var allowPrivateHooks = false
+        /// The global speed limit of `overspeed`, in m/s; `nil`: none. The default is nil.
+        public var overspeedLimit: Double?
+        /// Whether this instance delivers the queued events to hooks. The default is true.
+        public var deliver = true
+        /// The delivery worker's lanes (in flight per hook, leases, retries).
+        public var delivery = DeliveryWorker.Configuration()
 
         public init() {}
     }
@@ -102,6 +126,9 @@ extension TrackServer {
             "&copy; <a href=\"https://www.openstreetmap.org/copyright\">OpenStreetMap</a> contributors"
         /// Where Leaflet is installed. The default is Debian's `libjs-leaflet`, /usr/share/javascript/leaflet.
         public var leafletDirectory = "/usr/share/javascript/leaflet"
+        /// Where dygraphs, the replay's speed chart, is installed. The default is Debian's `libjs-dygraphs`,
+        /// /usr/share/javascript/dygraphs; without it the page replays without the chart.
+        public var chartDirectory = "/usr/share/javascript/dygraphs"
 
         public static let openStreetMapTiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 
@@ -199,5 +226,18 @@ extension TrackServer.Configuration {
             return problem(.corsOriginWithPath, "must be scheme://host[:port], without a path or a trailing slash")
         }
         return nil
+    }
+}
+
+extension TrackServer {
+    /// The rates of share links' requests (docs/limits.md): each share's, and that of tokens that are
+    /// no share's (all of them together), each a number of requests a minute, as many at once.
+    public struct ShareLimits: Sendable {
+        /// The default is 600 (ten a second: a day's map reads its trail a page at a time).
+        public var perMinute = 600
+        /// The default is 60.
+        public var unknownPerMinute = 60
+
+        public init() {}
     }
 }

@@ -1,3 +1,5 @@
+import EndpointEvents
+import Delivery
 import Geo
 import HTTPTypes
 import Hummingbird
@@ -53,6 +55,14 @@ public final class TrackServer: Sendable {
     /// Fired when the server listens (``listeningPort()`` waits for it).
     let listening = Signal()
     let serviceGroup = Mutex(GroupState())
+    /// Share links' tokens and rates (``ShareAccess``).
+    let shareAccess: ShareAccess
+    /// The reverse geocoder, when one is configured (``ReverseGeocoder``).
+    let geocoder: ReverseGeocoder?
+    /// How hooks are reached (``Configuration/EventSettings``).
+    let deliveryKinds: DeliveryKinds
+    /// The hooks' lanes (``DeliveryWorker``), run in the service group when the server delivers.
+    public let deliveryWorker: DeliveryWorker
 
     struct GroupState {
         var group: ServiceGroup?
@@ -95,6 +105,21 @@ public final class TrackServer: Sendable {
                 maxBytes: max(1, stream.maxQueuedBytes)),
             metrics: StreamMetrics(registry: metrics.registry))
         self.offlineWatch = OfflineWatch(hub: streamHub, after: stream.offlineAfter, clock: clock)
+        self.shareAccess = ShareAccess(store: store, clock: clock, limits: configuration.shares)
+        self.geocoder = configuration.geocoder.map {
+            ReverseGeocoder(base: $0, store: store, clock: clock, logger: logger)
+        }
+        var rules = EventRules()
+        if let limit = configuration.events.overspeedLimit { rules.overspeed = OverspeedRule(limit: limit) }
+        store.setEventRules(rules)
+        let kinds = DeliveryKinds(
+            allowPrivate: configuration.events.allowPrivateHooks,
+            instance: String(UInt32.random(in: 0...UInt32.max), radix: 16))
+        self.deliveryKinds = kinds
+        self.deliveryWorker = DeliveryWorker(
+            queue: StoreDeliveryQueue(store: store), makeKind: { kinds.make($0) },
+            clock: clock, configuration: configuration.events.delivery,
+            logger: Logger(label: "keeptrack.delivery"))
     }
 
     // MARK: - The parts
@@ -113,7 +138,8 @@ public final class TrackServer: Sendable {
 
     var liveStream: LiveStream {
         LiveStream(
-            store: store, hub: streamHub, credentials: credentials, corsOrigins: configuration.corsOrigins,
+            store: store, hub: streamHub, credentials: credentials, shares: shareAccess, clock: clock,
+            corsOrigins: configuration.corsOrigins,
             pingInterval: configuration.stream.pingInterval)
     }
 
@@ -129,7 +155,7 @@ public final class TrackServer: Sendable {
         if configuration.faultInjection {
             router.add(middleware: FaultMiddleware(faults: faults, clock: clock, metrics: metrics))
         }
-        router.add(middleware: AccessMiddleware(credentials: credentials))
+        router.add(middleware: AccessMiddleware(credentials: credentials, shares: shareAccess))
         let map = configuration.map
         let shell = MapShell(settings: map, offlineAfter: configuration.stream.offlineAfter)
         router.addRoutes(
@@ -138,12 +164,21 @@ public final class TrackServer: Sendable {
                 mapShell: shell
             ).routes)
         router.addRoutes(TrailRoutes(store: store, paging: paging).routes)
-        router.addRoutes(StopsRoutes(store: store).routes)
+        let places = PlaceNaming(store: store, geocoder: geocoder)
+        router.addRoutes(StopsRoutes(store: store, places: places).routes)
+        router.addRoutes(StatsRoutes(store: store, places: places).routes)
+        router.addRoutes(ShareRoutes(store: store, access: shareAccess, shell: shell, clock: clock).routes)
+        router.addRoutes(
+            EventRoutes(
+                store: store, body: bodyReader, paging: paging, clock: clock, kinds: deliveryKinds,
+                hooksChanged: { [deliveryWorker] in deliveryWorker.hooksChanged() }
+            ).routes)
         router.addRoutes(RecorderRoutes(store: store, body: bodyReader, clock: clock, paging: paging).routes)
         router.addRoutes(StreamRoutes().routes)
         router.addRoutes(
             MapRoutes(
-                shell: shell, leaflet: LeafletFiles(directory: map.leafletDirectory),
+                shell: shell, leaflet: LibraryFiles(directory: map.leafletDirectory, library: "Leaflet"),
+                chart: LibraryFiles(directory: map.chartDirectory, library: "dygraphs"),
                 trails: TrailsPage(
                     store: store, paging: paging, maxPointsDrawn: configuration.maxPointsDrawn,
                     maxDevicesDrawn: configuration.maxDevicesDrawn)
@@ -230,6 +265,10 @@ public final class TrackServer: Sendable {
             services.append(
                 try HomeAssistantRelay(
                     configuration: homeAssistant, store: store, watch: offlineWatch, clock: clock, logger: logger))
+        }
+        if let geocoder { services.append(geocoder) }
+        if configuration.events.deliver {
+            services.append(EventDeliveryService(store: store, worker: deliveryWorker))
         }
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))

@@ -29,10 +29,11 @@ public protocol RecordStore: AnyObject {
     /// One page of a device's records between `from` and `to` (seconds since 1970, inclusive), by
     /// time, then sequence (records without one first), then key, starting after `cursor`; `next` is
     /// where the following page starts, or `nil` on the last page. Records marked invalid only with
-    /// `includeInvalid`.
+    /// `includeInvalid`; locations marked outliers (``TrailRecord/outlier``) only with
+    /// `includeOutliers`.
     func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?)
 
     /// How many records are stored (from the device summaries: no scan of the points).
@@ -40,28 +41,30 @@ public protocol RecordStore: AnyObject {
 }
 
 extension RecordStore {
-    /// One page of a device's trail (``trail(device:from:to:after:limit:includeInvalid:)`` with its
-    /// defaults: all times, valid records only).
+    /// One page of a device's trail (``trail(device:from:to:after:limit:includeInvalid:includeOutliers:)``
+    /// with its defaults: all times, valid records only, no outliers).
     public func trail(
         device: String, from: Double = -.infinity, to: Double = .infinity, after cursor: TrailCursor?,
-        limit: Int, includeInvalid: Bool = false
+        limit: Int, includeInvalid: Bool = false, includeOutliers: Bool = false
     ) async throws
         -> (records: [TrailRecord], next: TrailCursor?)
     {
-        try await trail(device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
+        try await trail(
+            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid,
+            includeOutliers: includeOutliers)
     }
 
     /// A device's whole trail between `from` and `to`, read a page at a time.
     public func trail(
         device: String, from: Double = -.infinity, to: Double = .infinity,
-        includeInvalid: Bool = false
+        includeInvalid: Bool = false, includeOutliers: Bool = false
     ) async throws -> [TrailRecord] {
         var all: [TrailRecord] = []
         var cursor: TrailCursor?
         repeat {
             let page = try await trail(
                 device: device, from: from, to: to, after: cursor, limit: 50_000,
-                includeInvalid: includeInvalid)
+                includeInvalid: includeInvalid, includeOutliers: includeOutliers)
             all += page.records
             cursor = page.next
         } while cursor != nil

@@ -32,27 +32,38 @@ public struct StopsAccumulator: Sendable {
         detector = VisitDetector(configuration: configuration)
     }
 
-    /// Takes the next point (in time order; one not after the last is ignored, as the detector does).
+    /// Takes the next point (in time order; one not after the last is ignored, as the detector does)
+    /// through the detector's outlier filter (``VisitDetector/add(_:_:)``): an outlier is left out.
     ///
     /// - Parameters:
     ///   - accuracy: metres, `nil` when the point has none.
     ///   - speed: m/s, `nil` when the point has none.
+    /// - Returns: the point this one marked as an outlier (itself, or the one before it: a jump).
     @inline(__always)
-    public mutating func add(time: Double, latitude: Double, longitude: Double, accuracy: Double?, speed: Double?) {
+    @discardableResult
+    public mutating func add(time: Double, latitude: Double, longitude: Double, accuracy: Double?, speed: Double?)
+        -> OutlierFilter.Verdict?
+    {
         report.points += 1
-        let decisions = detector.process(
+        return detector.add(
             VisitDetector.Sample(
                 time: time, coordinate: Coordinate(latitude: latitude, longitude: longitude),
-                horizontalAccuracy: accuracy ?? -1, speed: speed ?? -1))
-        guard !decisions.isEmpty else { return }
-        if let v = decisions.departure { report.stops.append(v) }
-        if let t = decisions.trip { report.trips.append(t) }
+                horizontalAccuracy: accuracy ?? -1, speed: speed ?? -1)
+        ) { decisions in
+            guard !decisions.isEmpty else { return }
+            if let v = decisions.departure { report.stops.append(v) }
+            if let t = decisions.trip { report.trips.append(t) }
+        }
     }
 
-    /// The stops and trips, once the points up to `end` are in: a visit with no fix for longer than
-    /// the detector's maximum gap before `end` ends at its last fix; one with recent fixes is listed
-    /// open.
+    /// The stops and trips, once the points up to `end` are in: a point the outlier filter still
+    /// holds passes (nothing after it says it jumped); a visit with no fix for longer than the
+    /// detector's maximum gap before `end` ends at its last fix; one with recent fixes is listed open.
     public mutating func finish(at end: Double) -> StopsReport {
+        detector.release { decisions in
+            if let v = decisions.departure { report.stops.append(v) }
+            if let t = decisions.trip { report.trips.append(t) }
+        }
         var out = report
         if let v = detector.finish(at: end).departure { out.stops.append(v) }
         if let open = detector.currentVisit { out.stops.append(open) }

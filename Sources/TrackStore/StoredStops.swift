@@ -56,6 +56,10 @@ public enum StoredStops {
         public private(set) var trips: [(decided: Double, trip: Trip)] = []
         /// The checkpoints taken: the state after the point at `time`.
         public private(set) var checkpoints: [(time: Double, state: VisitDetector)] = []
+        /// The points the outlier filter marked, in the order it marked them: the store marks them in its
+        /// `outlier` column. The coordinate is the point's when it was the point given (no position,
+        /// inaccurate), `nil` for a jump (the point held before it: its time names it).
+        public private(set) var outliers: [(time: Double, reason: OutlierFilter.Reason, coordinate: Coordinate?)] = []
 
         /// Starts from `state` (a fresh detector when `nil`), whose latest checkpoint was at
         /// `checkpointed` (`-infinity`: none).
@@ -66,15 +70,31 @@ public enum StoredStops {
 
         /// Takes the next stored point (in the store's time order).
         public mutating func add(time: Double, latitude: Double, longitude: Double, accuracy: Double?, speed: Double?) {
-            let before = detector.lastTime
-            let decisions = detector.process(
+            let before = detector.lastGiven
+            var departed = false
+            // At most two points pass at once (a held one, then this one): no array for them.
+            var first = VisitDetector.Decisions()
+            var second = VisitDetector.Decisions()
+            let coordinate = Coordinate(latitude: latitude, longitude: longitude)
+            let verdict = detector.add(
                 VisitDetector.Sample(
-                    time: time, coordinate: Coordinate(latitude: latitude, longitude: longitude),
-                    horizontalAccuracy: accuracy ?? -1, speed: speed ?? -1))
-            guard let t = detector.lastTime, t != before else { return }
-            if let v = decisions.departure { stops.append((t, v)) }
-            if let trip = decisions.trip { trips.append((t, trip)) }
-            if before == nil || decisions.departure != nil || t - checkpointed >= StoredStops.checkpointInterval {
+                    time: time, coordinate: coordinate, horizontalAccuracy: accuracy ?? -1, speed: speed ?? -1)
+            ) { decisions in
+                if first.isEmpty { first = decisions } else { second = decisions }
+            }
+            if let verdict {
+                outliers.append((verdict.time, verdict.reason, verdict.reason == .jump ? nil : coordinate))
+            }
+            guard let t = detector.lastGiven, t != before else { return }
+            for i in 0..<2 {
+                let decisions = i == 0 ? first : second
+                if let v = decisions.departure {
+                    stops.append((t, v))
+                    departed = true
+                }
+                if let trip = decisions.trip { trips.append((t, trip)) }
+            }
+            if before == nil || departed || t - checkpointed >= StoredStops.checkpointInterval {
                 checkpoints.append((t, detector))
                 checkpointed = t
             }
@@ -115,7 +135,7 @@ public enum StoredStops {
             -> Double?
         {
             accumulator.add(time: time, latitude: latitude, longitude: longitude, accuracy: accuracy, speed: speed)
-            guard let t = accumulator.detector.lastTime, t != compared else { return nil }
+            guard let t = accumulator.detector.lastGiven, t != compared else { return nil }
             while next < checkpointTimes.count && checkpointTimes[next] < t { next += 1 }
             guard next < checkpointTimes.count, checkpointTimes[next] == t else { return nil }
             compared = t

@@ -12,12 +12,16 @@
 /// - ``RetentionStore``: old points deleted in bounded batches.
 /// - ``DeviceSecretStore``: OwnTracks devices' encryption secrets.
 /// - ``StopStore``: stops and trips, kept at ingest.
+/// - ``EventStore``: geofences, events, hooks and their delivery queue.
+/// - ``StatisticsStore``: statistics by quarter hour, kept from the stops and trips.
+/// - ``PlaceNameStore``: the reverse geocoder's names, by cell.
+/// - ``ShareStore``: share links, kept as digests.
 /// - ``HomeAssistantStore``: how far the Home Assistant relay got with each device.
 ///
 /// A new facet (events, geofences, statistics...) is a protocol beside these, added to the list
 /// this protocol inherits, so that neither store builds without it.
 public protocol TrackStore: Sendable, RecordStore, StoredRecordsSource, CredentialStore, FleetStore, RetentionStore,
-    DeviceSecretStore, StopStore, HomeAssistantStore
+    DeviceSecretStore, StopStore, EventStore, StatisticsStore, PlaceNameStore, ShareStore, HomeAssistantStore
 {
     /// Where the store is, for people: a file's path, or a URL without its password.
     var location: String { get }

@@ -23,6 +23,10 @@ public struct TrackStoreError: Error, CustomStringConvertible {
         public static let invalidDeviceID = Code(rawValue: "invalid-device-id")
         /// The device has a token already: ``TrackStoreError/device``.
         public static let tokenExists = Code(rawValue: "token-exists")
+        /// What the store kept does not read back (the geofences, a device's event state).
+        public static let corrupt = Code(rawValue: "corrupt")
+        /// A share link can't be made so (an expiry not ahead or too far, a window out of order).
+        public static let invalidShare = Code(rawValue: "invalid-share")
     }
 
     public var code: Code

@@ -75,14 +75,16 @@ extension TrackStore {
     /// `device`'s trail between `from` and `to` (seconds since 1970) in `format` (`svg`, `gpx`, `geojson`,
     /// or `trips`: GPX with one track per trip, as `/trips?format=gpx`); with no `device`,
     /// the only one stored. The trail is read in pages of `pageSize`; `progress`, when given, hears
-    /// the records read so far and the device's total after each.
+    /// the records read so far and the device's total after each. With `smooth`, the locations are drawn
+    /// and written at their smoothed positions (``TrailRecord/smoothed(_:)``); visits and trips are
+    /// found in the stored ones either way.
     ///
     /// - Throws: ``TrailExportError`` when the device is unknown, or none was named and the store holds
     ///   none or several.
     public func export(
         device: String?, from: Double = -.infinity, to: Double = .infinity, format: String,
         regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil,
-        pageSize: Int = 10_000
+        pageSize: Int = 10_000, smooth: Bool = false
     ) async throws -> TrailFile {
         let devices = try await self.devices()
         let id: String
@@ -115,18 +117,19 @@ extension TrackStore {
             cursor = page.next
             progress?(records.count, Swift.max(total, records.count))
         } while cursor != nil
+        let shown = smooth ? TrailRecord.smoothed(records) : records
         let bytes: [UInt8] =
             switch format {
             case "svg":
                 // Visits and trips marked as the endpoint's stops and trips find them.
                 Array(
                     TrailSVG.render(
-                        title: id, records: records, regions: regions,
+                        title: id, records: shown, regions: regions,
                         marks: StopsReport(records: records).marks
                     ).utf8)
-            case "gpx": TrailExport.gpx(device: id, records: records)
-            case "trips": StopsReport(records: records).tripsGPX(device: id, records: records)
-            default: TrailExport.geoJSON(device: id, records: records)
+            case "gpx": TrailExport.gpx(device: id, records: shown)
+            case "trips": StopsReport(records: records).tripsGPX(device: id, records: shown)
+            default: TrailExport.geoJSON(device: id, records: shown)
             }
         return TrailFile(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
     }

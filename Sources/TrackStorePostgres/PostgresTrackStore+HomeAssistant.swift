@@ -3,7 +3,7 @@ import TrackStore
 
 /// The Home Assistant relay's cursors (``HomeAssistantStore``), in the table `homeassistant_cursors`.
 extension PostgresTrackStore: HomeAssistantStore {
-    /// Migration `v8-homeassistant-cursors`. The time as the relay read it (a double, not a
+    /// Migration `v13-homeassistant-cursors`. The time as the relay read it (a double, not a
     /// timestamp rounded to the microsecond).
     static let homeAssistantMigration: [String] = [
         """

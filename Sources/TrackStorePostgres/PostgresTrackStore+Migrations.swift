@@ -53,7 +53,12 @@ extension PostgresTrackStore {
         ("v5-visits-and-trips", visitsMigration),
         ("v6-stream-notify", streamMigration),
         ("v7-stored-stops", storedStopsMigration),
-        ("v8-homeassistant-cursors", homeAssistantMigration),
+        ("v8-events", eventsMigration),
+        ("v9-outliers", outliersMigration),
+        ("v10-statistics", statisticsMigration),
+        ("v11-shares", sharesMigration),
+        ("v12-place-names", placeNamesMigration),
+        ("v13-homeassistant-cursors", homeAssistantMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

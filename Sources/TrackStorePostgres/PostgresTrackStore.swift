@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import PostgresNIO
+import Synchronization
 import TrackStore
 
 /// The endpoint's store on PostgreSQL with PostGIS: `keeptrack serve --db postgres://USER@HOST:PORT/DB`.
@@ -35,6 +36,17 @@ public final class PostgresTrackStore: TrackStore {
     public let stopEvents = StopEventFeed()
     /// Runs the detectors of the devices batches stored, after their answers (see ``StoredStopsCatchUp``).
     let stopsCatchUp = StoredStopsCatchUp()
+    /// The events this instance's catch-ups stored (``EventStore``).
+    let eventFeed = DeviceEventFeed()
+    /// The geofences as evaluated and the rules (``EventStore``).
+    let storedEvents = StoredEvents()
+    /// The clock of the connect deadline, the `COPY` budget's recounts, the delivery queue's times
+    /// and the sweeps for devices left marked.
+    let clock: any EpochClock
+    /// Runs, every ``sweepInterval``, the catch-up of the devices a batch marked and nobody caught up
+    /// (an instance killed between a batch's commit and its catch-up; ``sweepMarked()``).
+    let sweeper = Mutex<Task<Void, Never>?>(nil)
+    static let sweepInterval: Duration = .seconds(10)
 
     public var location: String { url.description }
 
@@ -55,6 +67,7 @@ public final class PostgresTrackStore: TrackStore {
     ) async throws {
         self.url = url
         self.logger = logger
+        self.clock = clock
         var configuration: PostgresClient.Configuration
         if let socket = url.socketPath {
             configuration = .init(
@@ -74,9 +87,12 @@ public final class PostgresTrackStore: TrackStore {
             first = try await withDeadline(
                 connectTimeout, "no answer from PostgreSQL at \(url) within \(connectTimeout)", clock: clock
             ) {
-                try await PostgresConnection.connect(
-                    configuration: Self.connectionConfiguration(url),
-                    id: 0, logger: logger)
+                // PostgresNIO's own connect timeout (10 s by default, on the wall clock) would race
+                // this deadline and win it on a busy machine: it is set past the deadline, which
+                // names the failure on the clock the store was given.
+                var connection = try Self.connectionConfiguration(url)
+                connection.options.connectTimeout = .init(connectTimeout + .seconds(30))
+                return try await PostgresConnection.connect(configuration: connection, id: 0, logger: logger)
             }
         } catch {
             throw Self.storeError(error, .unreachable, doing: "cannot connect to \(url)")
@@ -102,6 +118,29 @@ public final class PostgresTrackStore: TrackStore {
             clock: clock, logger: logger)
         runner = Task { await client.run() }
         await stopsCatchUp.attach { [weak self] devices in await self?.catchUpStoredStops(devices: devices) }
+        let task = Task { [weak self, clock] in
+            while !Task.isCancelled {
+                await self?.sweepMarked()
+                do { try await clock.sleep(for: Self.sweepInterval) } catch { return }
+            }
+        }
+        sweeper.withLock { $0 = task }
+    }
+
+    /// Notes for the catch-up every device still marked (its events or its stops not run): at the
+    /// start, and every ``sweepInterval``. A device an instance is catching up now is run again
+    /// after it, finding nothing to do.
+    func sweepMarked() async {
+        var devices: Set<String> = []
+        do {
+            for try await d in try await client.query(
+                "SELECT device FROM stop_detectors WHERE events_dirty OR dirty_from > \(StoredStops.neverComputed / 10)",
+                logger: logger
+            ).decode(String.self) { devices.insert(d) }
+        } catch {
+            return
+        }
+        await stopsCatchUp.note(devices)
     }
 
     /// The TLS settings `sslmode` stands for (`nil`: disable).
@@ -140,6 +179,7 @@ public final class PostgresTrackStore: TrackStore {
     public func close() async {
         // A catch-up under way is cancelled, not waited for (the database may be gone): its devices
         // stay marked, and the next instance's batch or query runs them.
+        sweeper.withLock { $0?.cancel() }
         await stopsCatchUp.cancel()
         runner.cancel()
         await runner.value
@@ -185,8 +225,9 @@ public final class PostgresTrackStore: TrackStore {
             throw TrackStoreError(.nulByte, "refusing to store an id with a NUL byte")
         }
         let keys = records.map { Self.key($0, format: format) }
-        // Visits and trips (rare) go through the statement: the COPY's rows have no span.
-        let located = Set(records.lazy.filter { $0.kind == .location && $0.valid }.map(\.device))
+        // Visits and trips (rare) go through the statement: the COPY's rows have no span. Every device
+        // of the batch is caught up: its stops (when it has new locations) and its events.
+        let located = Set(records.lazy.map(\.device))
         if !records.contains(where: { $0.span != nil }),
             try await copyBatch(records, keys: keys, format: format, received: received)
         {
@@ -312,7 +353,7 @@ public final class PostgresTrackStore: TrackStore {
 
     public func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         precondition(limit > 0, "a page holds at least one record")
         guard !device.utf8.contains(0) else { return ([], nil) }
@@ -321,7 +362,7 @@ public final class PostgresTrackStore: TrackStore {
         var bound = 1
         var sql = """
             SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry),
-                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device, span
+                   alt, h_acc, v_acc, speed, course, valid, attributes::text, key, device, span, outlier
             FROM positions WHERE device = $1
             """
         func parameter(_ value: some PostgresNonThrowingEncodable) -> String {
@@ -332,6 +373,7 @@ public final class PostgresTrackStore: TrackStore {
         if from.isFinite { sql += " AND time >= to_timestamp(\(parameter(from)))" }
         if to.isFinite { sql += " AND time <= to_timestamp(\(parameter(to)))" }
         if !includeInvalid { sql += " AND valid" }
+        if !includeOutliers { sql += " AND outlier IS NULL" }
         if let cursor {
             // After (time, seq, key) in the order of ORDER BY (a NULL seq first, as SQLite sorts).
             let t = "to_timestamp(\(parameter(cursor.time)))"
@@ -378,6 +420,8 @@ public final class PostgresTrackStore: TrackStore {
             r.valid = valid
             r.attributes = TrailRecord.attributes(fromJSON: attributes)
             if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
+            // The trail's query adds the outlier mark as a 17th column.
+            if row.count > 16 { r.outlier = try row.makeRandomAccess()[16].decode(String?.self) }
             records.append(r)
             last = TrailCursor(time: time, sequence: cursorSequence ? seq : nil, key: key)
         }

@@ -92,7 +92,8 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
     ///   devices and none named (``TrailExportError/Code/severalDevices``), or what can't be read.
     public func exportTrail(
         device: String?, from: Double, to: Double, format: String,
-        regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil
+        regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil,
+        smooth: Bool = false
     )
         async throws(TrailExportError) -> TrailFile
     {
@@ -108,7 +109,7 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
         do {
             let file = try await store.export(
                 device: device, from: from, to: to, format: format, regions: regions,
-                progress: progress)
+                progress: progress, smooth: smooth)
             await store.close()
             return file
         } catch {

@@ -54,68 +54,6 @@ public struct SimulationResult: Sendable, Hashable {
     public var refreshes: Int
     /// Every transition, in order (for comparing runs).
     public var transitions: [AppLifecycle.Transition]
-
-    /// One sentence: how long it ran and why it stopped.
-    public var why: String {
-        guard let firstStop, let firstStopReason else {
-            switch strategy {
-            case .location, .locationPulse:
-                return "ran throughout: \(grouped(refreshes)) locations refreshed the budget"
-            case .audio: return "ran throughout: playback keeps the app running"
-            default: return "ran throughout"
-            }
-        }
-        if wakes > 0 {
-            let perWake = Int(((ran - firstStop) / Double(wakes)).rounded())
-            let by = strategy == .visits ? "arrivals and departures" : "significant changes"
-            return "suspended between moves: woken \(grouped(wakes)) times by \(by), ~\(perWake) s each"
-        }
-        return "\(firstStopReason)"
-    }
-}
-
-extension SimulationResult {
-    /// One JSON object per result: `{"policy":...,"strategy":...,"ran":S,"duration":S,"firstStop":S|null,
-    /// "finalState":...,"wakes":N,"suspensions":N,"refreshes":N,"why":...}`.
-    public static func jsonLines(_ results: [SimulationResult]) -> String {
-        var out: [UInt8] = []
-        for r in results {
-            out.append(
-                contentsOf: ("{\"policy\":\"\(r.policy)\",\"strategy\":\"\(r.strategy.rawValue)\","
-                    + "\"ran\":\(Int(r.ran.rounded())),\"duration\":\(Int(r.duration.rounded())),"
-                    + "\"firstStop\":\(r.firstStop.map { "\(Int($0.rounded()))" } ?? "null"),"
-                    + "\"finalState\":\"\(r.finalState.rawValue)\",\"wakes\":\(r.wakes),"
-                    + "\"suspensions\":\(r.suspensions),\"refreshes\":\(r.refreshes),\"why\":").utf8)
-            ByteWriting.appendJSONString(r.why, to: &out)
-            out.append(contentsOf: "}\n".utf8)
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// The field table `keeptrack simulate` prints: a line about the motion, then one row per result.
-    public static func table(_ results: [SimulationResult], duration: Double, motion: String) -> String {
-        var out = "\(grouped(Int(duration))) s of \(motion), sent to the background at 0 s.\n\n"
-        let header = ["policy", "strategy", "kept running", "first stop", "final state", "why"]
-        var rows = [header]
-        for r in results {
-            rows.append([
-                r.policy, r.strategy.rawValue, "\(grouped(Int(r.ran.rounded()))) s",
-                r.firstStop.map { "\(grouped(Int($0.rounded()))) s" } ?? "-", r.finalState.rawValue, r.why,
-            ])
-        }
-        let widths = (0..<header.count - 1).map { c in rows.map { $0[c].count }.max()! }
-        for row in rows {
-            var line = ""
-            for c in 0..<row.count - 1 {
-                let cell = row[c]
-                let pad = String(repeating: " ", count: widths[c] - cell.count)
-                line += (c == 2 || c == 3) ? pad + cell : cell + pad
-                line += "  "
-            }
-            out += line + row.last! + "\n"
-        }
-        return out
-    }
 }
 
 /// A motion: the fixes a receiver would deliver, in time order.
@@ -169,11 +107,11 @@ public struct MotionProfile: Sendable {
                 last = l.timestamp
                 fixes.append(fix)
             case .event(let e) where e.kind == .error:
-                throw TrackerError(e.message, code: .source)
+                throw TrackerError(.source, e.message)
             default: break
             }
         }
-        guard fixes.count >= 2 else { throw TrackerError("fewer than two usable fixes", code: .tooFewFixes) }
+        guard fixes.count >= 2 else { throw TrackerError(.tooFewFixes, "fewer than two usable fixes") }
         return MotionProfile(name: name, fixes: fixes)
     }
 

@@ -44,7 +44,7 @@ public final class ControlSocket: Service, Sendable {
         do {
             server = try LineServer(path: path)
         } catch {
-            throw TrackerError("control socket", code: .controlSocket, path: path, underlying: error)
+            throw TrackerError(.controlSocket, "control socket", path: path, underlying: error)
         }
         self.tracker = tracker
         self.metrics = metrics

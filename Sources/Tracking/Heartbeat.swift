@@ -1,6 +1,6 @@
 import Geo
 
-/// When a stationary device's latest location is recorded again (issue 29's heartbeat): while the
+/// When a stationary device's latest location is recorded again (the heartbeat): while the
 /// fixes that keep coming are held back because the device does not move (the distance filter, a
 /// pause at a stop), the latest location goes again every ``interval`` seconds at the time then, so
 /// that a server sees a parked device as online.

@@ -1,10 +1,7 @@
 import Formats
+import Geo
 import Lifecycle
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A source whose hold on the receiver can be given up while the app is suspended (gpsd's watch),
 /// so gpsd may idle the receiver.
@@ -125,11 +122,4 @@ final class LifecycleEffects: Sendable {
         text(",\"locationUpdates\":\(l.locationUpdatesActive)}")
         return String(decoding: out, as: UTF8.self)
     }
-}
-
-/// Monotonic seconds, for rate limits and elapsed-time figures.
-public func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

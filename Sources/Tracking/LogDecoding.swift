@@ -2,18 +2,14 @@ import Formats
 import Geo
 import NMEA
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `keeptrack decode` as a library call: an NMEA log in, one record per GNSS epoch out in a
 /// `FixFormat`, bad sentences reported through a handler (at most ``maxWarnings``, then one
 /// notice), optional progress, and the statistics and any failure back.
 ///
 /// ```swift
 /// var job = LogDecoding(path: "walk.nmea", format: .gpx)
-/// let result = try job.run(output: OutputBuffer(fd: fd), warn: { print($0) })
-/// print(result.summary(label: "walk.nmea:"))
+/// let result = try job.run(output: OutputBuffer(fd: fd), warn: { warnings.append($0) })
+/// print(result.statistics.positionFixes, result.elapsed)
 /// ```
 public struct LogDecoding {
     /// The log: a path, or "-" for standard input (gzip is detected by content).
@@ -23,19 +19,11 @@ public struct LogDecoding {
     public var includeAll = false
     public var options: NMEADecoder.Options
     /// What ``run(output:warn:progress:)`` reports as it decodes.
-    public enum Warning: Sendable, CustomStringConvertible {
+    public enum Warning: Sendable {
         /// A bad sentence, skipped (or the one a strict decoding stopped at).
         case badSentence(NMEAError)
-        /// ``maxWarnings`` were reported: later bad sentences are only counted, in the summary.
+        /// ``maxWarnings`` were reported: later bad sentences are only counted, in the statistics.
         case moreFollow
-
-        /// `warning: ` and the bad sentence, or that more follow.
-        public var description: String {
-            switch self {
-            case .badSentence(let error): "warning: \(error)"
-            case .moreFollow: "warning: more bad sentences follow; see the summary"
-            }
-        }
     }
 
     /// How far a decoding has come, as ``run(output:warn:progress:)`` reports it.
@@ -68,26 +56,8 @@ public struct LogDecoding {
         /// The error that stopped decoding (`--strict`'s bad sentence, or an I/O error after which
         /// every complete epoch read so far was still written).
         public var failure: NMEAError?
+        /// Seconds the decoding took.
         public var elapsed: Double
-
-        /// The one-paragraph summary `decode` prints on standard error.
-        public func summary(label: String) -> String {
-            let s = statistics
-            let mb = Double(s.bytes) / 1e6
-            var text = "\(label) \(grouped(s.sentences)) sentences, \(grouped(s.fixes)) fixes "
-            text += "(\(grouped(s.positionFixes)) with position), \(grouped(s.badChecksums)) bad checksums, "
-            text +=
-                "\(grouped(s.rejected - s.badChecksums)) other bad sentences, \(grouped(s.skippedBytes)) skipped bytes, "
-            text +=
-                "\(grouped(s.unknownSentences)) unknown and \(grouped(s.proprietarySentences)) proprietary sentences; "
-            text +=
-                "\(formatFixed(mb, 2)) MB in \(formatFixed(elapsed, 3)) s (\(formatFixed(mb / max(elapsed, 1e-9), 2)) MB/s)"
-            if s.rejected > 0 {
-                let parts = s.errors.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key): \($0.value)" }
-                text += "\n  rejected by kind: " + parts.joined(separator: ", ")
-            }
-            return text
-        }
     }
 
     /// Decodes the whole log into `output`. `progress`, when given, hears how far it has come at most

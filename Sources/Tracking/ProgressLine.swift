@@ -1,10 +1,7 @@
 import Dispatch
 import Formats
+import Geo
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Progress for long work, as one status line redrawn while the work runs and erased when it ends.
 ///
@@ -111,24 +108,22 @@ extension ProgressLine {
     /// drawn at most every quarter second of `clock`, erased by ``end()``.
     public final class Throttled {
         private let draw: (String) -> Void
-        /// The time on the clock since the line was made.
-        private let elapsed: () -> Duration
-        private var last: Duration?
+        private let clock: any EpochClock
+        private var last: EpochInstant?
         private var drawn = false
 
         /// - Parameters:
-        ///   - clock: the clock the quarter seconds are on. The default is `ContinuousClock`.
+        ///   - clock: the clock the quarter seconds are on. The default is the wall clock.
         ///   - draw: draws one state of the line (the terminal's, in the command line).
-        public init(clock: some Clock<Duration> = ContinuousClock(), draw: @escaping (String) -> Void) {
-            let start = clock.now
-            self.elapsed = { start.duration(to: clock.now) }
+        public init(clock: any EpochClock = WallClock(), draw: @escaping (String) -> Void) {
+            self.clock = clock
             self.draw = draw
         }
 
         /// Draws `text` unless a line was drawn less than a quarter second ago.
         public func update(_ text: @autoclosure () -> String) {
-            let t = elapsed()
-            if let last, t - last < .milliseconds(250) { return }
+            let t = clock.now
+            if let last, last.duration(to: t) < .milliseconds(250) { return }
             (last, drawn) = (t, true)
             draw(text())
         }
@@ -148,14 +143,15 @@ public enum RunProgress: Hashable, Sendable {
 }
 
 extension Tracker {
-    /// How far the run has come, read each time it is called: the input's elapsed time (from this
-    /// call) with the outbox's depth while the input lasts, then the upload of what is left
-    /// (``BacklogProgress``); `nil` once nothing is left.
-    public func progress(now: @escaping @Sendable () -> Double = monotonicSeconds) -> @Sendable () -> RunProgress? {
-        let started = now(), backlog = BacklogProgress()
+    /// How far the run has come, read each time it is called: the input's elapsed time on `clock`
+    /// (from this call) with the outbox's depth while the input lasts, then the upload of what is
+    /// left (``BacklogProgress``); `nil` once nothing is left. The default clock is the wall clock
+    /// (not the tracker's: a replay's runs on the log's time).
+    public func progress(clock: any EpochClock = WallClock()) -> @Sendable () -> RunProgress? {
+        let started = clock.now, backlog = BacklogProgress()
         return { [self] in
-            let t = now(), waiting = outbox?.waiting
-            guard inputFinished else { return .input(elapsed: t - started, outboxWaiting: waiting) }
+            let t = started.duration(to: clock.now) / .seconds(1), waiting = outbox?.waiting
+            guard inputFinished else { return .input(elapsed: t, outboxWaiting: waiting) }
             return waiting.flatMap { backlog.reading(sent: uploadService?.stats?.uploaded ?? 0, waiting: $0, now: t) }
                 .map(RunProgress.upload)
         }

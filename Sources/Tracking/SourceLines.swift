@@ -34,17 +34,18 @@ public struct SourceLines {
     public mutating func finish() throws(TrackerError) { try out.flush() }
 
     /// Writes every element of `source` until it ends or the task is cancelled (Ctrl-C, SIGTERM),
-    /// then flushes. `tick`, when given, is called at most four times a second with the seconds
-    /// since the start (a progress line), and once more with `nil` at the end.
+    /// then flushes. `tick`, when given, is called at most four times a second of `clock` (the wall
+    /// clock by default) with the seconds since the start (a progress line), and once more with
+    /// `nil` at the end.
     ///
     /// - Returns: whether the source reported an error event.
     @discardableResult
-    public mutating func pump<S: FixSource>(_ source: S, tick: ((Double?) -> Void)? = nil) async throws(TrackerError)
-        -> Bool
-    {
+    public mutating func pump<S: FixSource>(
+        _ source: S, clock: any EpochClock = WallClock(), tick: ((Double?) -> Void)? = nil
+    ) async throws(TrackerError) -> Bool {
         // On the source's reading thread when it has one (gpsd): no thread hand-off per fix.
         try await withTaskExecutorPreference(source.preferredExecutor) { () async throws(TrackerError) -> Bool in
-            let started = monotonicSeconds()
+            let started = clock.now
             var lastTick = started
             var failed = false
             var settled = !releasesStartupPages
@@ -57,10 +58,10 @@ public struct SourceLines {
                     CleanPages.release()
                 }
                 if let tick {
-                    let now = monotonicSeconds()
-                    if now - lastTick >= 0.25 {
+                    let now = clock.now
+                    if lastTick.duration(to: now) >= .milliseconds(250) {
                         lastTick = now
-                        tick(now - started)
+                        tick(started.duration(to: now) / .seconds(1))
                     }
                 }
             }

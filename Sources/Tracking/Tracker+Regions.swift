@@ -39,12 +39,12 @@ extension Tracker.Configuration {
         do {
             bytes = try readFile(path)
         } catch {
-            throw TrackerError("cannot read \(path)", code: .regionsFile, path: path, underlying: error)
+            throw TrackerError(.regionsFile, "cannot read \(path)", path: path, underlying: error)
         }
         do {
             try addRegions(geoJSON: bytes, dwell: dwell)
         } catch {
-            throw TrackerError(path, code: .regionsFile, path: path, underlying: error)
+            throw TrackerError(.regionsFile, path, path: path, underlying: error)
         }
     }
 }

@@ -62,7 +62,7 @@ public final class Tracker: Service, Sendable {
             do {
                 regions = try store.loadMonitor()
             } catch {
-                throw TrackerError("", code: .regionStore, underlying: error)
+                throw TrackerError(.regionStore, "", underlying: error)
             }
         }
         let app = Application(policy: configuration.policy, modes: configuration.modes, clock: clock)
@@ -85,8 +85,10 @@ public final class Tracker: Service, Sendable {
                 uploadService = try UploadService(
                     outbox: outbox!, settings: upload, application: app, logger: logger,
                     clock: WallClock())
+            } catch let error as TrackerError {
+                throw error
             } catch {
-                throw TrackerError("", code: .upload, underlying: error)
+                throw TrackerError(.upload, "", underlying: error)
             }
         }
         let core = TrackerCore(
@@ -216,6 +218,9 @@ public struct TrackerError: Error, CustomStringConvertible {
         public static let regionsFile = Code(rawValue: "regions-file")
         /// The outbox can't be opened or the uploader's settings can't be used (the `UploadError`).
         public static let upload = Code(rawValue: "upload")
+        /// Another process sends this outbox (``TrackerError/path`` is the outbox, ``TrackerError/holder``
+        /// the other process's id when known): two senders would send its records twice.
+        public static let outboxBusy = Code(rawValue: "outbox-busy")
         /// The control socket can't be served (``TrackerError/path``; the `FileError`).
         public static let controlSocket = Code(rawValue: "control-socket")
         /// The fix source reported an error.
@@ -237,8 +242,10 @@ public struct TrackerError: Error, CustomStringConvertible {
     public var underlying: (any Error)?
     /// The system's error number, for ``Code/output``.
     public var errno: Int32?
+    /// The process that sends the outbox, for ``Code/outboxBusy``.
+    public var holder: Int32?
 
-    public init(_ message: String, code: Code = .other, path: String? = nil, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, path: String? = nil, underlying: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.path = path
@@ -247,7 +254,7 @@ public struct TrackerError: Error, CustomStringConvertible {
 
     /// Output could not be written: ``Code/output`` with the system's error number.
     public init(errno: Int32) {
-        self.init("cannot write output: \(errnoText(errno))", code: .output)
+        self.init(.output, "cannot write output: \(errnoText(errno))")
         self.errno = errno
     }
 

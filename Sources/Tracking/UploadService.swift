@@ -4,6 +4,7 @@ import Lifecycle
 import Logging
 import ServiceLifecycle
 import Synchronization
+import SystemIO
 import Upload
 
 /// The uploader as a service: sends the outbox while the tracker runs; on a graceful shutdown,
@@ -25,11 +26,14 @@ public final class UploadService: Service, Sendable {
     let targets: [Uploader.Configuration]
     /// Registered targets this run does not upload to that still lack records, found at start.
     public let orphans: [Outbox.TargetStatus]
+    /// Held while this service lives: one sender per outbox (``sendingLockPath(outbox:)``).
+    let sendingLock: FileLock
 
     init(
         outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger,
         clock: any EpochClock
     ) throws {
+        sendingLock = try Self.lockSending(outbox.path)
         self.outbox = outbox
         self.settings = settings
         self.application = application
@@ -65,8 +69,37 @@ public final class UploadService: Service, Sendable {
         do {
             let outbox = try Outbox(path: settings.outboxPath, configuration: settings.outbox)
             return try UploadService(outbox: outbox, settings: settings, application: nil, logger: logger, clock: clock)
+        } catch let error as TrackerError {
+            throw error
         } catch {
-            throw TrackerError("", code: .upload, underlying: error)
+            throw TrackerError(.upload, "", underlying: error)
+        }
+    }
+
+    /// The lock file beside the outbox at `path` that its one sender holds.
+    public static func sendingLockPath(outbox path: String) -> String { path + "-sending.lock" }
+
+    /// One sender per outbox: a tracker and `keeptrack outbox send`, or two trackers, on the same
+    /// outbox would each send its records (twice to a server that does not deduplicate). Held until
+    /// the service goes, or its process ends however it ends.
+    /// - Throws: ``TrackerError`` ``TrackerError/Code/outboxBusy`` when another process holds it,
+    ///   ``TrackerError/Code/upload`` (the `FileError`) when the lock file can't be opened.
+    static func lockSending(_ outbox: String) throws(TrackerError) -> FileLock {
+        let path = sendingLockPath(outbox: outbox)
+        let outcome: FileLock.Outcome
+        do {
+            outcome = try FileLock.tryExclusive(path)
+        } catch {
+            throw TrackerError(.upload, "", path: path, underlying: error)
+        }
+        switch outcome {
+        case .acquired(let lock): return lock
+        case .held(let pid):
+            var error = TrackerError(
+                .outboxBusy, "another process sends the outbox \(outbox)" + (pid.map { " (pid \($0))" } ?? ""),
+                path: outbox)
+            error.holder = pid
+            throw error
         }
     }
 

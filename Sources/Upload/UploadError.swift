@@ -1,12 +1,17 @@
 /// Upload's error: a code, a sentence naming what and where, and the cause (``underlying``).
 public struct UploadError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Hashable, Sendable {
+    /// The kind of failure.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// The outbox file cannot be opened, read or written (a full disk, permissions).
-        case storage
+        public static let storage = Code(rawValue: "storage")
         /// The outbox belongs to another device.
-        case deviceMismatch = "device-mismatch"
+        public static let deviceMismatch = Code(rawValue: "device-mismatch")
         /// The endpoint's URL or TLS settings cannot be used.
-        case configuration
+        public static let configuration = Code(rawValue: "configuration")
     }
 
     /// A setting of the uploader that a failure says to check; the command line names its option.

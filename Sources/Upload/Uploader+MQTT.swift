@@ -89,7 +89,7 @@ extension Uploader {
         switch error.code {
         case .credentials, .configuration:
             return .settings(reason: error.message, check: error.caFile != nil ? [.caFile] : [.url])
-        case .unreachable, .refused, .disconnected: return .retry(after: nil, reason: error.message)
+        default: return .retry(after: nil, reason: error.message)
         }
     }
 

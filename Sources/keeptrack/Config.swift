@@ -45,6 +45,7 @@ enum TrackConfig {
         "stationary-radius": .option, "stationary-timeout": .option, "significant-change-distance": .option,
         "significant-change-interval": .option, "max-fix-age": .option, "metrics-listen": .option,
         "visits": .flag, "visit-min-duration": .option, "visit-radius": .option, "visit-gap": .option,
+        "max-accuracy": .option,
         "heartbeat": .option, "target-name": .option, "target-header": .list,
         "targets": .records([
             "url": ConfigField(option: "upload", primary: true), "name": ConfigField(option: "target-name"),

@@ -80,8 +80,9 @@ struct Decode: ParsableCommand {
         let result = try job.run(
             warn: { warning in
                 switch warning {
-                case .badSentence: printError("\(warning)")
-                case .moreFollow: printError("\(warning) (--max-warnings N shows more)")
+                case .badSentence(let error): printError("warning: \(error)")
+                case .moreFollow:
+                    printError("warning: more bad sentences follow; see the summary (--max-warnings N shows more)")
                 }
             }, progress: progress)
         if !quiet { printError(result.summary(label: "\(file == "-" ? "<stdin>" : file):")) }
@@ -90,6 +91,27 @@ struct Decode: ParsableCommand {
             printError("error: \(stopped)\(failure)")
             throw ExitCode(1)
         }
+    }
+}
+
+extension LogDecoding.Result {
+    /// The one-paragraph summary `keeptrack decode` prints on standard error.
+    func summary(label: String) -> String {
+        let s = statistics
+        let mb = Double(s.bytes) / 1e6
+        var text = "\(label) \(grouped(s.sentences)) sentences, \(grouped(s.fixes)) fixes "
+        text += "(\(grouped(s.positionFixes)) with position), \(grouped(s.badChecksums)) bad checksums, "
+        text +=
+            "\(grouped(s.rejected - s.badChecksums)) other bad sentences, \(grouped(s.skippedBytes)) skipped bytes, "
+        text +=
+            "\(grouped(s.unknownSentences)) unknown and \(grouped(s.proprietarySentences)) proprietary sentences; "
+        text +=
+            "\(formatFixed(mb, 2)) MB in \(formatFixed(elapsed, 3)) s (\(formatFixed(mb / max(elapsed, 1e-9), 2)) MB/s)"
+        if s.rejected > 0 {
+            let parts = s.errors.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key): \($0.value)" }
+            text += "\n  rejected by kind: " + parts.joined(separator: ", ")
+        }
+        return text
     }
 }
 

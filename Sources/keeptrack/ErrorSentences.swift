@@ -36,6 +36,12 @@ extension TrackerError {
     var commandError: any Error {
         switch code {
         case .regionStore: return CommandFailure(description)
+        case .outboxBusy:
+            return CommandFailure(
+                "the outbox \(path ?? "") is being sent by another keeptrack"
+                    + (holder.map { " (pid \($0))" } ?? "")
+                    + ": one sender per outbox, or its records would go twice; wait for it to end, or give "
+                    + "this run a --data-dir of its own")
         case .upload where (underlying as? UploadError)?.code == .storage: return CommandFailure(description)
         default: return ValidationError(description)
         }

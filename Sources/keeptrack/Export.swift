@@ -18,7 +18,9 @@ struct Export: AsyncParsableCommand {
             track, the regions of --regions, the visits (a stay of 3 minutes or more, with its \
             times and duration) and each trip between them in a colour of its own, region enter \
             and exit points, start and end, and a scale: no map tiles, nothing fetched. --trips \
-            writes GPX with one track per trip (as GET /v1/devices/ID/trips?format=gpx).
+            writes GPX with one track per trip (as GET /v1/devices/ID/trips?format=gpx). Locations \
+            the endpoint marked outliers (a 0,0 point, a 1,500 m fix, a jump and back) are left out; \
+            --smooth writes smoothed positions (as GET /v1/devices/ID/trail?smooth=kalman).
 
             Examples:
               keeptrack replay --upload embedded \\
@@ -58,6 +60,12 @@ struct Export: AsyncParsableCommand {
     @Flag(help: "Write the trips between visits: GPX, one track per trip (instead of --format).")
     var trips = false
 
+    @Flag(
+        help:
+            "Write smoothed positions (a Kalman filter and smoother weighted by each fix's accuracy) instead of the raw ones."
+    )
+    var smooth = false
+
     @OptionGroup var data: DataDirectoryOption
 
     func validate() throws {
@@ -92,7 +100,7 @@ struct Export: AsyncParsableCommand {
                 regions: definitions,
                 progress: line.map { line in
                     { line.update(Self.progress($0, of: $1)) }
-                })
+                }, smooth: smooth)
             line?.end()
         } catch {
             switch error.code {

@@ -107,6 +107,13 @@ struct LocationOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
+            "With --visits: fixes with an accuracy worse than this are outliers, left out of visits "
+                + "and trips (as are fixes at 0,0 and single fixes that jump away and back). "
+                + "The default is 200.", valueName: "metres"))
+    var maxAccuracy: Double?
+
+    @Option(
+        help: ArgumentHelp(
             "While the device does not move (fixes held back by the distance filter or a pause), "
                 + "record the latest location again this often, as a heartbeat (60s, 5m). "
                 + "The default is off.", valueName: "duration"), transform: DurationText.parse)
@@ -115,7 +122,8 @@ struct LocationOptions: ParsableArguments {
     var wantsEvents: Bool {
         distanceFilter != nil || desiredAccuracy != nil || significantChanges || regions != nil || dwell != nil
             || pauseWhenStationary || timeInterval != nil || headingChange != nil || maxFixAge != nil || visits
-            || visitMinDuration != nil || visitRadius != nil || visitGap != nil || heartbeat != nil
+            || visitMinDuration != nil || visitRadius != nil || visitGap != nil || maxAccuracy != nil
+            || heartbeat != nil
     }
 
     var settings: LocationSettings {
@@ -129,8 +137,8 @@ struct LocationOptions: ParsableArguments {
             pauseWhenStationary, stationaryRadius, stationaryTimeout
         )
         (s.maxFixAge, s.monitorsRegions, s.dwell) = (maxFixAge, regions != nil, dwell)
-        (s.visits, s.visitMinimumDuration, s.visitRadius, s.visitGap) =
-            (visits, visitMinDuration, visitRadius, visitGap)
+        (s.visits, s.visitMinimumDuration, s.visitRadius, s.visitGap, s.maxAccuracy) =
+            (visits, visitMinDuration, visitRadius, visitGap, maxAccuracy)
         return s
     }
 
@@ -163,6 +171,7 @@ extension LocationSettings.Field {
         case .visitMinimumDuration: "--visit-min-duration"
         case .visitRadius: "--visit-radius"
         case .visitGap: "--visit-gap"
+        case .maxAccuracy: "--max-accuracy"
         }
     }
 }

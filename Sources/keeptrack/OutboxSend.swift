@@ -1,6 +1,7 @@
 import ArgumentParser
 import ConfigFile
 import Formats
+import Geo
 import Logging
 import Tracking
 import Upload

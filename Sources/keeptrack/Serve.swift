@@ -49,7 +49,7 @@ struct Serve: AsyncParsableCommand {
               # van1's own token, printed once (stored hashed)
               keeptrack serve devices add van1
             """,
-        subcommands: [Devices.self]
+        subcommands: [Devices.self, Geofences.self, Hooks.self, Shares.self]
     )
 
     /// `keeptrack serve devices add ID | list | revoke ID`, on serve's `--db` (or the data directory's).
@@ -237,6 +237,22 @@ struct Serve: AsyncParsableCommand {
             "With --homeassistant mqtts://: trust the broker's certificate from this PEM file (default: the "
                 + "system's).", valueName: "file"))
     var homeAssistantCAFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "Name visits by this reverse geocoder speaking Nominatim's /reverse?format=jsonv2 (a self-hosted "
+                + "Nominatim or Photon), at most one request a second, in the background. The default is "
+                + "none: no names but the user's own areas, no requests.", valueName: "url"))
+    var geocoder: String?
+    @Flag(
+        help: ArgumentHelp(
+            "Let hooks reach loopback, private and link-local addresses (refused by default: a server "
+                + "that posts where it is told is a tool against its own network)."))
+    var allowPrivateHooks = false
+    @Option(
+        help: ArgumentHelp(
+            "Speed above which a location is an overspeed event, in km/h (one event per episode). "
+                + "The default is none.", valueName: "km/h"))
+    var overspeed: Double?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -268,6 +284,9 @@ struct Serve: AsyncParsableCommand {
             h.caFile = homeAssistantCAFile
             return h
         }
+        c.geocoder = geocoder
+        c.events.allowPrivateHooks = allowPrivateHooks
+        c.events.overspeedLimit = overspeed.map { $0 / 3.6 }
         return c
     }
 
@@ -275,7 +294,13 @@ struct Serve: AsyncParsableCommand {
         if homeAssistantCAFile != nil && homeAssistant == nil {
             throw ValidationError("--homeassistant-ca-file goes with --homeassistant.")
         }
+        if let overspeed, !(overspeed > 0 && overspeed.isFinite) {
+            throw ValidationError("--overspeed is a speed in km/h above 0, got \(overspeed).")
+        }
         if let problem = serverConfiguration().problem { throw ValidationError(problem.sentence) }
+        if let geocoder, !(geocoder.hasPrefix("http://") || geocoder.hasPrefix("https://")) || geocoder.contains("?") {
+            throw ValidationError("--geocoder: '\(geocoder)' is not an http:// or https:// base URL (without a query).")
+        }
     }
 
     /// Runs `body` on the store of `serve devices` (which must exist, unless `creating`), and closes it.

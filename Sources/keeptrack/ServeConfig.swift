@@ -24,7 +24,7 @@ enum ServeConfig {
         "delay": .option, "drop-rate": .option, "tls-cert": .option, "tls-key": .option, "open-registration": .flag,
         "retention": .option, "mqtt": .option, "cors-origin": .list, "log-level": .option, "log-format": .option,
         "data-dir": .option, "first-request-timeout": .option, "tiles": .option, "max-streams": .option,
-        "offline-after": .option, "homeassistant": .option, "homeassistant-ca-file": .option,
+        "offline-after": .option, "geocoder": .option, "homeassistant": .option, "homeassistant-ca-file": .option,
     ]
 
     static let reader = ConfigReader(schema: keys)
@@ -37,7 +37,9 @@ enum ServeConfig {
 
     /// `serve`'s arguments with its file read in (not for `serve devices`, whose store is `--db`'s).
     static func insertingFile(into arguments: [String]) throws(ConfigFileError) -> [String] {
-        guard arguments.first == "serve", arguments.dropFirst().first != "devices" else { return arguments }
+        guard arguments.first == "serve", !["devices", "share"].contains(arguments.dropFirst().first ?? "") else {
+            return arguments
+        }
         return try reader.insertingFile(
             into: arguments, at: 1, option: "--config", defaultPath: defaultPath,
             exists: { access($0, F_OK) == 0 })

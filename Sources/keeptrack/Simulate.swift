@@ -75,8 +75,8 @@ struct Simulate: AsyncParsableCommand {
         let times = profile.fixes.compactMap { $0.time?.secondsSince1970 }
         out.append(
             json
-                ? SimulationResult.jsonLines(results)
-                : SimulationResult.table(results, duration: times.last! - times.first!, motion: profile.name))
+                ? Self.jsonLines(results)
+                : Self.table(results, duration: times.last! - times.first!, motion: profile.name))
         try out.flush()
     }
 
@@ -89,5 +89,67 @@ struct Simulate: AsyncParsableCommand {
         } catch {
             throw ValidationError("--fixture: \(error) (\(fixture))")
         }
+    }
+}
+
+extension Simulate {
+    /// One JSON object per result: `{"policy":...,"strategy":...,"ran":S,"duration":S,"firstStop":S|null,
+    /// "finalState":...,"wakes":N,"suspensions":N,"refreshes":N,"why":...}`.
+    static func jsonLines(_ results: [SimulationResult]) -> String {
+        var out: [UInt8] = []
+        for r in results {
+            out.append(
+                contentsOf: ("{\"policy\":\"\(r.policy)\",\"strategy\":\"\(r.strategy.rawValue)\","
+                    + "\"ran\":\(Int(r.ran.rounded())),\"duration\":\(Int(r.duration.rounded())),"
+                    + "\"firstStop\":\(r.firstStop.map { "\(Int($0.rounded()))" } ?? "null"),"
+                    + "\"finalState\":\"\(r.finalState.rawValue)\",\"wakes\":\(r.wakes),"
+                    + "\"suspensions\":\(r.suspensions),\"refreshes\":\(r.refreshes),\"why\":").utf8)
+            ByteWriting.appendJSONString(why(r), to: &out)
+            out.append(contentsOf: "}\n".utf8)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The field table: a line about the motion, then one row per result.
+    static func table(_ results: [SimulationResult], duration: Double, motion: String) -> String {
+        var out = "\(grouped(Int(duration))) s of \(motion), sent to the background at 0 s.\n\n"
+        let header = ["policy", "strategy", "kept running", "first stop", "final state", "why"]
+        var rows = [header]
+        for r in results {
+            rows.append([
+                r.policy, r.strategy.rawValue, "\(grouped(Int(r.ran.rounded()))) s",
+                r.firstStop.map { "\(grouped(Int($0.rounded()))) s" } ?? "-", r.finalState.rawValue, why(r),
+            ])
+        }
+        let widths = (0..<header.count - 1).map { c in rows.map { $0[c].count }.max()! }
+        for row in rows {
+            var line = ""
+            for c in 0..<row.count - 1 {
+                let cell = row[c]
+                let pad = String(repeating: " ", count: widths[c] - cell.count)
+                line += (c == 2 || c == 3) ? pad + cell : cell + pad
+                line += "  "
+            }
+            out += line + row.last! + "\n"
+        }
+        return out
+    }
+
+    /// One sentence: how long it ran and why it stopped.
+    static func why(_ r: SimulationResult) -> String {
+        guard let firstStop = r.firstStop, let firstStopReason = r.firstStopReason else {
+            switch r.strategy {
+            case .location, .locationPulse:
+                return "ran throughout: \(grouped(r.refreshes)) locations refreshed the budget"
+            case .audio: return "ran throughout: playback keeps the app running"
+            default: return "ran throughout"
+            }
+        }
+        if r.wakes > 0 {
+            let perWake = Int(((r.ran - firstStop) / Double(r.wakes)).rounded())
+            let by = r.strategy == .visits ? "arrivals and departures" : "significant changes"
+            return "suspended between moves: woken \(grouped(r.wakes)) times by \(by), ~\(perWake) s each"
+        }
+        return "\(firstStopReason)"
     }
 }

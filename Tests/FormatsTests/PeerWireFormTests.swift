@@ -42,7 +42,7 @@ struct PeerWireFormTests {
         // A parameter no store could keep is left out, not the position refused.
         let odd = try OsmAnd.decode("id=a&lat=1&lon=2&=x&bad%01name=1&ok=1", now: received)
         #expect(odd.attributes == ["ok": "1"])
-        #expect(throws: FormatsError("location: 'north' is not 'lat,lon'")) {
+        #expect(throws: FormatsError(.invalid, "location: 'north' is not 'lat,lon'")) {
             try OsmAnd.decode("id=a&location=north", now: received)
         }
     }

@@ -87,10 +87,10 @@ struct WireFormatTests {
         let app = try OsmAnd.decode("deviceid=phone%201&lat=48.1&lon=11.5&timestamp=2024-05-14T09:30:00Z", now: now)
         #expect(app.device == "phone 1")
         #expect(app.time == 1_715_679_000)
-        #expect(throws: FormatsError("id: missing (the device identifier is mandatory)")) {
+        #expect(throws: FormatsError(.invalid, "id: missing (the device identifier is mandatory)")) {
             try OsmAnd.decode("lat=1&lon=1&timestamp=1715679000", now: now)
         }
-        #expect(throws: FormatsError("lat: 'north' is not a number")) {
+        #expect(throws: FormatsError(.invalid, "lat: 'north' is not a number")) {
             try OsmAnd.decode("id=a&lat=north&lon=1&timestamp=1715679000", now: now)
         }
     }
@@ -118,7 +118,7 @@ struct WireFormatTests {
         #expect(back.kind == .exit)
         #expect(back.region == "home")
         #expect(try OwnTracks.decode(Array(#"{"_type":"lwt","tst":1}"#.utf8), device: "d", now: now) == nil)
-        #expect(throws: FormatsError("lat: missing")) {
+        #expect(throws: FormatsError(.invalid, "lat: missing")) {
             try OwnTracks.decode(Array(#"{"_type":"location","lon":1,"tst":1715679000}"#.utf8), device: "d", now: now)
         }
     }
@@ -133,7 +133,7 @@ struct WireFormatTests {
 
     @Test func gzipRefusesBombsAndGarbage() {
         let bomb = Gzip.compress([UInt8](repeating: 0, count: 1_000_000))
-        #expect(throws: FormatsError("body inflates beyond 1000 bytes", code: .tooLarge)) {
+        #expect(throws: FormatsError(.tooLarge, "body inflates beyond 1000 bytes")) {
             try Gzip.decompress(bomb, limit: 1000)
         }
         #expect(throws: FormatsError.self) { try Gzip.decompress(Array("not gzip".utf8), limit: 1000) }

@@ -12,7 +12,7 @@ import Testing
 struct GPSDSourceTests {
     @Test func deliversTheDecodersFixesThroughARealGPSD() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         var options = GPSDSource.Options(host: "127.0.0.1", port: gpsd.port)
         // Merging is under test, not latency: epochs end by time change or on the learned cycle,
         // not by a quiet gap that a loaded machine could open inside an epoch (before the cycle is
@@ -42,7 +42,7 @@ struct GPSDSourceTests {
 
     @Test func aConsumerThatPrefersTheSourcesExecutorTakesEveryFixOnTheReadingThread() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
         let executor = try #require(source.preferredExecutor as? ThreadExecutor)
         // Each element is taken on the thread that read it from gpsd: no hand-off to another thread.
@@ -77,10 +77,10 @@ struct GPSDSourceTests {
                 return seen.fixes.filter(\.hasPosition).count >= 2
             }
         }
-        await waitUntil { started.isSet }
+        await started.wait()
         reserved.release()
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let seen = try await task.value
         let error = try #require(seen.events.first)
         #expect(error.kind == .error)
@@ -102,10 +102,10 @@ struct GPSDSourceTests {
                 return restarted.isSet && seen[lost...].contains { $0.fix?.hasPosition == true }
             }
         }
-        await waitUntil { phase.isSet }
+        await phase.wait()
         try await offThePool { try gpsd.stop() }
         let again = try await offThePool { try GPSFake.start("walk-15min.nmea", port: port) }
-        defer { try? again.stop() }
+        defer { again.terminate() }
         restarted.set()
         let seen = try await task.value
         let kinds = seen.events.map(\.kind)
@@ -116,7 +116,7 @@ struct GPSDSourceTests {
 
     @Test func releasesAndReacquiresItsWatch() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
         let seen = try await collect(source, what: "release and reacquire") { seen in
             if seen.fixes.filter(\.hasPosition).count == 2 && source.isWatching && seen.events.count == 1 {
@@ -136,7 +136,7 @@ struct GPSDSourceTests {
 
     @Test func stopsWhenTheConsumerIsCancelled() async throws {
         let gpsd = try await offThePool { try GPSFake.start("walk-15min.nmea") }
-        defer { try? gpsd.stop() }
+        defer { gpsd.terminate() }
         let source = GPSDSource(options: .init(host: "127.0.0.1", port: gpsd.port))
         try await withTimeout(60, "the gpsd source to stop") {
             let (consumer, arrivals) = consumeInTheBackground(source)
@@ -162,9 +162,20 @@ struct GPSDSourceTests {
 }
 
 /// A one-way thread-safe flag.
+/// A condition one task sets and another waits for (no polling: the waiter sleeps until it is set).
 final class Flag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
+    private let signal = Signal()
     var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
+
+    func set() {
+        lock.withLock { value = true }
+        signal.fire()
+    }
+
+    /// Returns once the flag is set.
+    func wait() async {
+        while !isSet && !Task.isCancelled { await signal.wait() }
+    }
 }

@@ -6,7 +6,7 @@ import Testing
 
 @testable import GPSInput
 
-@Suite("NMEA log replay")
+@Suite("NMEA log replay", .offThePool)
 struct NMEALogSourceTests {
     @Test func deliversExactlyTheDecodersFixes() async throws {
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
@@ -62,8 +62,7 @@ struct NMEALogSourceTests {
     }
 
     /// Waits on the fixes themselves and on the clock's sleeper, never on a wall-clock deadline: a
-    /// loaded machine only makes it slower (a give-up followed by an advance of the manual clock
-    /// left the replay asleep past its deadline, and the test waiting for ever).
+    /// loaded machine only makes it slower.
     @Test(.timeLimit(.minutes(2)))
     func pacesByFixTimeOnTheGivenClock() async throws {
         let clock = ManualClock()
@@ -81,30 +80,25 @@ struct NMEALogSourceTests {
         var it = fixes.makeAsyncIterator()
         // The first fix goes out at once; the second is due 0.5 s later (1 s of log at 2x).
         #expect(await it.next() == 1)
-        await untilAsleep(clock)
+        await clock.sleepers(atLeast: 1)
         clock.advance(by: .milliseconds(499))
         #expect(clock.sleeperCount == 1, "not due yet: still asleep")
         clock.advance(by: .milliseconds(1))
         #expect(await it.next() == 2)
-        await untilAsleep(clock)
+        await clock.sleepers(atLeast: 1)
         clock.advance(by: .milliseconds(500))
         #expect(await it.next() == 3)
         await consumer.value
-    }
-
-    /// Until the replay sleeps on `clock` (or the test is cancelled by its time limit).
-    func untilAsleep(_ clock: ManualClock) async {
-        while clock.sleeperCount != 1 && !Task.isCancelled { await Task.yield() }
     }
 
     @Test func pacedAndUnpacedReplaysGiveIdenticalFixes() async throws {
         let clock = ManualClock()
         let paced = NMEALogSource(options: .init(path: fixturePath("drive-10hz.nmea"), speed: 1), clock: clock)
         let ticker = Task {
-            // Keep the manual clock moving whenever the replay waits on it.
+            // Move the manual clock to the replay's deadline whenever it waits on it.
             while !Task.isCancelled {
-                if clock.sleeperCount > 0 { clock.advance(by: .milliseconds(100)) }
-                await Task.yield()
+                await clock.sleepers(atLeast: 1)
+                if let deadline = clock.nextDeadline { clock.advance(to: deadline) }
             }
         }
         var fixes: [Fix] = []
@@ -165,18 +159,6 @@ final class Counter: @unchecked Sendable {
     private var n = 0
     var value: Int { lock.withLock { n } }
     func increment() { lock.withLock { n += 1 } }
-}
-
-/// Yields until `condition` holds (bounded: fails the test after 10 s rather than hanging).
-func waitUntil(_ condition: @escaping @Sendable () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !condition() {
-        if ContinuousClock.now > deadline {
-            Issue.record("condition not met within 10 s", sourceLocation: sourceLocation)
-            return
-        }
-        await Task.yield()
-    }
 }
 
 @Suite("Replay progress follows the fixes delivered")

@@ -165,7 +165,9 @@ struct HomeAssistantTests {
         let afterOutage = try await offThePool { try first.locations(200) }
         kill(first.process.processIdentifier, SIGKILL)
         let firstRun = beforeOutage + duringOutage + afterOutage
-        // Home Assistant shows the tracker unavailable: the broker published its last will.
+        // Home Assistant back on the broker (the second run, a new process, cannot know it was away),
+        // and showing the tracker unavailable: the broker published its last will.
+        try await ha.listening()
         _ = try await eventually("\(entity) unavailable after the kill", within: 60) {
             try await ha.state(entity).flatMap { $0.state == "unavailable" ? $0 : nil }
         }

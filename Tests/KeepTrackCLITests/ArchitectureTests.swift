@@ -7,7 +7,7 @@ import Testing
 /// name several), and the row's last cell, "imports", names exactly the package's own targets it
 /// depends on. The truth is `swift package dump-package` (the manifest as SwiftPM evaluates it, the
 /// targets appended after the first list included).
-@Suite("docs/ARCHITECTURE.md against Package.swift")
+@Suite("docs/ARCHITECTURE.md against Package.swift", .offThePool)
 struct ArchitectureTests {
     /// Every non-test target and the package targets it depends on, from `swift package dump-package`.
     func targets() throws -> [String: (type: String, dependencies: Set<String>)] {

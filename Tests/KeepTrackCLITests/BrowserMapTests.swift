@@ -7,7 +7,7 @@ import Testing
 /// `tools/setup` installs): no console error and no request off loopback, each device listed,
 /// a posted point moving its marker without a reload, a chosen range drawing the trail, a device
 /// token's page showing its device only. The tool's JSON line and errors are the failure message.
-@Suite("The map page in Chromium (tools/browser-check)")
+@Suite("The map page in Chromium (tools/browser-check)", .offThePool)
 struct BrowserMapTests {
     @Test func theMapPagePassesItsBrowserChecks() async throws {
         let binary = productsDirectory.appendingPathComponent("keeptrack").path

@@ -5,7 +5,7 @@ import Testing
 
 @testable import keeptrack
 
-@Suite("keeptrack config")
+@Suite("keeptrack config", .offThePool)
 struct ConfigCommandTests {
     func file(_ text: String) throws -> String {
         let dir = try TemporaryDirectory("keeptrack-config").path
@@ -165,7 +165,7 @@ struct ConfigCommandTests {
     }
 }
 
-@Suite("Logs")
+@Suite("Logs", .offThePool)
 struct LoggingTests {
     @Test func jsonLogsKeepCoordinatesOutAboveDebug() throws {
         let r = try keeptrack([

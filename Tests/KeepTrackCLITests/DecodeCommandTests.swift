@@ -15,39 +15,16 @@ let productsDirectory: URL = {
     return URL(fileURLWithPath: exe).deletingLastPathComponent()
 }()
 
+/// Runs the binary to its end (blocking: the calling test carries the `.offThePool` trait, or calls
+/// it inside `offThePool { }`).
 func keeptrack(_ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws -> CLIResult {
-    let process = Process()
-    process.executableURL = productsDirectory.appendingPathComponent("keeptrack")
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    process.currentDirectoryURL = packageRoot
-    let out = Pipe(), err = Pipe(), input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try process.run()
-    // Standard input on its own thread: a child that writes while it reads must not block on a
-    // full output pipe that nobody drains yet.
-    let writer = input.fileHandleForWriting
-    let inThread = Thread {
-        if let stdin { writer.write(stdin) }
-        try? writer.close()
-    }
-    inThread.start()
-    // Read both pipes fully before waiting, so a large output cannot block the child.
-    nonisolated(unsafe) var errData = Data()
-    let errThread = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
-    errThread.start()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    while errThread.isExecuting || !errThread.isFinished { Thread.sleep(forTimeInterval: 0.001) }
-    while inThread.isExecuting || !inThread.isFinished { Thread.sleep(forTimeInterval: 0.001) }
-    return CLIResult(
-        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-        stderr: String(decoding: errData, as: UTF8.self))
+    let r = try runCommand(
+        productsDirectory.appendingPathComponent("keeptrack"), arguments, stdin: stdin ?? Data(),
+        environment: environment)
+    return CLIResult(status: r.status, stdout: r.output, stderr: r.errors)
 }
 
-@Suite("keeptrack decode")
+@Suite("keeptrack decode", .offThePool)
 struct DecodeCommandTests {
     @Test func printsOneJSONObjectPerFixAndASummary() throws {
         let r = try keeptrack(["decode", "fixtures/walk-15min.nmea"])

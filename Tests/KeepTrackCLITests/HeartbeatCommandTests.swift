@@ -8,7 +8,7 @@ import Testing
 
 /// `keeptrack replay --heartbeat` end to end: the night log's long stops, on the log's clock, into
 /// the embedded endpoint.
-@Suite("keeptrack replay --heartbeat")
+@Suite("keeptrack replay --heartbeat", .offThePool)
 struct HeartbeatCommandTests {
     @Test func theNightsStopsBeatEveryMinuteAndTheBeatsReachTheEmbeddedEndpoint() throws {
         let dir = temporaryDirectory()

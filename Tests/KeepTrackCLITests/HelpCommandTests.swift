@@ -1,5 +1,6 @@
 import Foundation
 import GPSInput
+import KeepTrackTesting
 import Testing
 import TrackServer
 import TrackStore
@@ -8,7 +9,7 @@ import Tracking
 @testable import keeptrack
 
 /// `--help` of every command and subcommand, as a user reads it on an 80-column terminal.
-@Suite("keeptrack --help")
+@Suite("keeptrack --help", .offThePool)
 struct HelpCommandTests {
     /// A command as `--experimental-dump-help` describes it, with the words that lead to it.
     struct Command {
@@ -73,7 +74,7 @@ struct HelpCommandTests {
 
 /// The libraries say what is wrong by field; the command line says it naming the flag, in the
 /// sentences it always used.
-@Suite("Problems said with their flags")
+@Suite("Problems said with their flags", .offThePool)
 struct ProblemSentenceTests {
     @Test(arguments: [
         (["--distance-filter=-1"], "--distance-filter must be 0 or more metres."),
@@ -127,7 +128,7 @@ struct ProblemSentenceTests {
 }
 
 /// The progress lines the command line draws from what the libraries count.
-@Suite("Progress lines said")
+@Suite("Progress lines said", .offThePool)
 struct ProgressWordsTests {
     @Test func aRunSaysItsInputThenTheUploadOfWhatIsLeft() {
         let input: (Double) -> String = { "\(Int($0)) s read" }

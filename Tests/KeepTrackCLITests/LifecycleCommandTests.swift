@@ -20,7 +20,7 @@ func parseTime(_ s: Any?) -> Double? {
     return f.date(from: s)?.timeIntervalSince1970
 }
 
-@Suite("keeptrack replay: the background budget")
+@Suite("keeptrack replay: the background budget", .offThePool)
 struct LifecycleReplayTests {
     struct Stop {
         var name: String
@@ -180,7 +180,7 @@ struct LifecycleReplayTests {
     }
 }
 
-@Suite("keeptrack track: suspension on a real gpsd, ctl and signals")
+@Suite("keeptrack track: suspension on a real gpsd, ctl and signals", .offThePool)
 struct LifecycleTrackTests {
     @Test func suspensionReleasesTheGPSDWatchAndCtlBringsItBack() async throws {
         let gpsd = try GPSFake.start("walk-15min.nmea")

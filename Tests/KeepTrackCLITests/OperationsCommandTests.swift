@@ -6,23 +6,13 @@ import Testing
 
 @testable import keeptrack
 
-/// Runs a program in the package root and returns its standard output (standard error discarded).
+/// Runs a program in the package root and returns its standard output (blocking, as ``keeptrack(_:stdin:environment:)``).
 func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (Int32, String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.currentDirectoryURL = packageRoot
-    if let environment { process.environment = environment }
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let r = try runCommand(URL(fileURLWithPath: executable), arguments, environment: environment)
+    return (r.status, r.output)
 }
 
-@Suite("keeptrack --version")
+@Suite("keeptrack --version", .offThePool)
 struct VersionTests {
     @Test func printsTheVersionFileAndTheCommitItWasBuiltFrom() throws {
         let r = try keeptrack(["--version"])
@@ -59,7 +49,7 @@ struct VersionTests {
     }
 }
 
-@Suite("Durations on the command line and in the config file")
+@Suite("Durations on the command line and in the config file", .offThePool)
 struct DurationOptionTests {
     @Test func everyDurationOptionTakesUnits() throws {
         let t = try Track.parse([
@@ -119,7 +109,7 @@ struct DurationOptionTests {
     }
 }
 
-@Suite("Every location setting reachable")
+@Suite("Every location setting reachable", .offThePool)
 struct LocationSettingsTests {
     @Test func everyLibrarySettingHasAnOptionAndAConfigKey() throws {
         let t = try Track.parse([
@@ -200,7 +190,7 @@ struct LocationSettingsTests {
     }
 }
 
-@Suite("track --metrics-listen")
+@Suite("track --metrics-listen", .offThePool)
 struct MetricsListenTests {
     /// GET over real HTTP with Python's urllib (Debian's python3, a gpsd dependency): status,
     /// content type and body, retrying only while the port refuses connections (not yet listening).
@@ -278,7 +268,7 @@ struct MetricsListenTests {
     }
 }
 
-@Suite("Valid output: GPX read back by gpsbabel, GeoJSON checked by a validator")
+@Suite("Valid output: GPX read back by gpsbabel, GeoJSON checked by a validator", .offThePool)
 struct ValidOutputTests {
     func temporaryDirectory() -> String {
         do { return try TemporaryDirectory("keeptrack-valid").path } catch { preconditionFailure("\(error)") }
@@ -359,7 +349,7 @@ struct ValidOutputTests {
     }
 }
 
-@Suite("Logs worth reading")
+@Suite("Logs worth reading", .offThePool)
 struct OperationalLogTests {
     /// The JSON log lines of a run, as objects.
     func logs(_ stderr: String) throws -> [[String: Any]] {
@@ -413,7 +403,7 @@ struct OperationalLogTests {
     }
 }
 
-@Suite("Options tables")
+@Suite("Options tables", .offThePool)
 struct ReadmeOptionsTests {
     /// The rows of every table in docs/configuration.md headed `| option | default | what |`: option name and default.
     func readmeRows() throws -> [(option: String, value: String)] {

@@ -221,6 +221,45 @@ struct OutboxSendCommandTests {
         #expect(got.requests == 10 && got.ids == 895 && got.max == 1, "\(got)")
     }
 
+    /// One sender per outbox: while `outbox send` is sending (the endpoint holds its second request),
+    /// a second `outbox send` and a replay on the same data directory are refused, naming the first's
+    /// process, and send nothing; once the first is SIGKILLed, its lock goes with it and the next
+    /// `outbox send` sends the rest, every record once.
+    @Test func aSecondSenderOnTheSameOutboxIsRefused() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try await offThePool { try self.backlog(dir) }
+        let endpoint = try await offThePool { try CountingEndpoint(hold: 2) }
+        let arguments = [
+            "outbox", "send", "--upload", endpoint.url, "--target-name", "fleet", "--batch-size", "100",
+            "--data-dir", dir,
+        ]
+        let first = try Tool(executable: productsDirectory.appendingPathComponent("keeptrack"), arguments)
+        first.guardAgainstHang(seconds: 240)
+        let said = try await offThePool { [endpoint] in [try endpoint.next(), try endpoint.next()] }
+        #expect(said.last??.holding == true, "\(said) \(first.errors())")
+        let pid = first.process.processIdentifier
+        let busy = "Error: the outbox \(dir)/outbox.sqlite is being sent by another keeptrack (pid \(pid)): one sender"
+        let second = try await offThePool { try keeptrack(arguments) }
+        #expect(second.status == 1, "\(second.stderr)")
+        #expect(second.stderr.contains(busy), "\(second.stderr)")
+        let replay = try await offThePool {
+            try keeptrack([
+                "replay", "--upload", endpoint.url, "--target-name", "fleet", "--data-dir", dir,
+                "fixtures/walk-15min.nmea",
+            ])
+        }
+        #expect(replay.status == 1, "\(replay.stderr)")
+        #expect(replay.stderr.contains(busy), "\(replay.stderr)")
+        kill(pid, SIGKILL)
+        try await offThePool { first.drain() }
+        let third = try await offThePool { try keeptrack(arguments) }
+        #expect(third.status == 0, "\(third.stderr)")
+        let got = try await offThePool { try endpoint.stop() }
+        // 1 stored, 1 held, 8 from the third run: neither refused run sent a request.
+        #expect(got.requests == 10 && got.ids == 895 && got.max == 1, "\(got)")
+    }
+
     /// A target that cannot be reached: its line says why, the exit status is 1, and a sentence on
     /// standard error names it and says what to do; the records stay.
     @Test func anUnreachableTargetExitsNonZeroWithASentence() async throws {

@@ -25,7 +25,7 @@ func serve(_ db: String, _ options: [String] = []) throws -> (Tool, String) {
 
 /// `--secret-file`, `keeptrack serve devices secret` and `--format overland`, as a user runs them:
 /// the real binary, uploading to a real `keeptrack serve` (issue 29, items 2 and 3).
-@Suite("keeptrack: OwnTracks encryption and Overland")
+@Suite("keeptrack: OwnTracks encryption and Overland", .offThePool)
 struct PeersCommandTests {
     @Test func aSecretIsReadFromStandardInputStoredAndRemoved() async throws {
         let dir = temporaryDirectory()

@@ -5,7 +5,7 @@ import Testing
 /// The manual in step with the code: docs/reference.md is what `tools/gen-reference.py` makes of the
 /// option definitions (`keeptrack --experimental-dump-help`), no option states its default twice in
 /// `--help`, and every link of the README and of docs/ leads to a file and a heading that exist.
-@Suite("Option reference and manual links")
+@Suite("Option reference and manual links", .offThePool)
 struct ReferenceTests {
     @Test func theOptionReferenceIsWhatTheOptionDefinitionsMake() throws {
         let binary = productsDirectory.appendingPathComponent("keeptrack").path

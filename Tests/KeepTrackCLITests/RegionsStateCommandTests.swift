@@ -2,7 +2,7 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
-@Suite("keeptrack regions state")
+@Suite("keeptrack regions state", .offThePool)
 struct RegionsStateCommandTests {
     @Test func answersAStoredRegionsStateByID() throws {
         let dir = try TemporaryDirectory("kt-data").path

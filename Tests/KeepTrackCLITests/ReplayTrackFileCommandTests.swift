@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("keeptrack replay of track files")
+@Suite("keeptrack replay of track files", .offThePool)
 struct ReplayTrackFileCommandTests {
     @Test(arguments: [
         ("walk-2min.gpx", "gpx", 121), ("walk-2min.gpx.gz", "gpx", 121), ("walk-2min.gpx10.gpx", "gpx", 120),

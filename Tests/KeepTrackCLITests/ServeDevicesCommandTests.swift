@@ -3,7 +3,7 @@ import KeepTrackTesting
 import Testing
 
 /// `keeptrack serve devices add|list|revoke` and the fleet options, as a user runs them.
-@Suite("keeptrack serve devices")
+@Suite("keeptrack serve devices", .offThePool)
 struct ServeDevicesCommandTests {
     @Test func addsListsAndRevokesDeviceTokensInTheDatabaseOfDb() throws {
         let dir = try TemporaryDirectory("kt-devices").path

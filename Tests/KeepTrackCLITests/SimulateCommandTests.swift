@@ -2,7 +2,7 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
-@Suite("keeptrack simulate")
+@Suite("keeptrack simulate", .offThePool)
 struct SimulateCommandTests {
     /// The field table (docs/background.md, "keeptrack simulate"): the defaults must reproduce it exactly.
     @Test func defaultsReproduceTheFieldTable() throws {

@@ -2,7 +2,7 @@ import Foundation
 import KeepTrackTesting
 import Testing
 
-@Suite("keeptrack replay and track")
+@Suite("keeptrack replay and track", .offThePool)
 struct SourceCommandTests {
     @Test func replayPrintsTheSameFixesAsDecodeAndSourceEvents() throws {
         let replay = try keeptrack(["replay", "fixtures/walk-15min.nmea"])
@@ -49,7 +49,7 @@ struct SourceCommandTests {
     }
 }
 
-@Suite("keeptrack replay: location events")
+@Suite("keeptrack replay: location events", .offThePool)
 struct LocationEventCommandTests {
     @Test func printsTheDocumentedRegionAndLocationEvents() throws {
         let r = try keeptrack([
@@ -108,7 +108,7 @@ struct LocationEventCommandTests {
     }
 }
 
-@Suite("keeptrack regions")
+@Suite("keeptrack regions", .offThePool)
 struct RegionsCommandTests {
     @Test func importsListsAndRemovesRegions() throws {
         let dir = try TemporaryDirectory("kt-data").path

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("keeptrack replay --upload, keeptrack serve")
+@Suite("keeptrack replay --upload, keeptrack serve", .offThePool)
 struct UploadCommandTests {
     func temporaryDirectory() -> String {
         do { return try TemporaryDirectory("keeptrack-cli").path } catch { preconditionFailure("\(error)") }
@@ -151,7 +151,7 @@ struct UploadCommandTests {
     }
 }
 
-@Suite("tools/crash-test.py: nothing lost, nothing stored twice")
+@Suite("tools/crash-test.py: nothing lost, nothing stored twice", .offThePool)
 struct CrashTestTests {
     /// A handful of SIGKILLs of the uploader while the endpoint fails, drops, refuses and dies;
     /// the script checks the endpoint holds every id once, in order (`tools/crash-test.py --kills 100`
@@ -207,7 +207,7 @@ struct CrashTestTests {
     }
 }
 
-@Suite("keeptrack track: graceful shutdown")
+@Suite("keeptrack track: graceful shutdown", .offThePool)
 struct GracefulShutdownTests {
     /// SIGTERM stops the receiver, uploads what the outbox holds (nothing was uploaded before:
     /// batches wait an hour), stops the endpoint and removes the control socket.
@@ -239,7 +239,10 @@ struct GracefulShutdownTests {
         let status = try keeptrack(["status", "--control", dir + "/control.sock"])
         #expect(status.status == 0)
         #expect(status.stdout.contains("state: active"))
-        #expect(status.stdout.contains("delivered as locations, 0 filtered"))
+        // How many fixes were filtered is not under test: on a loaded machine the receiver, descheduled
+        // mid-epoch, has an epoch split by the serial source's end-of-epoch gap, and its halves lack
+        // an accuracy or a position.
+        #expect(status.stdout.contains(" delivered as locations, "))
         #expect(status.stdout.contains("uploads: 0 records in 0 requests"))
         let prometheus = try keeptrack(["status", "--prometheus", "--control", dir + "/control.sock"])
         #expect(prometheus.stdout.contains("# TYPE keeptrack_fixes_total counter"))
@@ -256,7 +259,7 @@ struct GracefulShutdownTests {
     }
 }
 
-@Suite("Ctrl-C")
+@Suite("Ctrl-C", .offThePool)
 struct InterruptTests {
     /// A paced replay stops at SIGINT (a graceful shutdown), rather than running to the end.
     @Test(arguments: [
@@ -272,5 +275,28 @@ struct InterruptTests {
         while let line = replay.readLine() { seen.append(line) }
         // The walk has 895 fixes over 15 minutes: a handful were printed, then the end.
         #expect(seen.count < 100)
+    }
+}
+
+@Suite("tools/events-crash-test.py: events exactly once over kill -9")
+struct EventsCrashTestTests {
+    /// Two serve instances on one throwaway PostgreSQL, each SIGKILLed in turn while a fleet uploads
+    /// across geofences: every event the reference run finds is stored, delivered to the idempotent
+    /// receiver (500 to every third post) with a valid signature and processed once
+    /// (`tools/events-crash-test.py --kills 20 --devices 50` is the long version).
+    @Test func twoInstancesKilledInTurnDeliverEveryEventOnce() async throws {
+        let tool = try Tool(
+            "tools/events-crash-test.py",
+            [
+                "--devices", "6", "--seconds", "300", "--kills", "2", "--seed", "7",
+                "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
+            ])
+        tool.guardAgainstHang(seconds: 600)
+        let lines = try await tool.remainingLines()
+        #expect(
+            lines.last
+                == "OK: every event stored as the reference finds it, each delivered, signed, and processed once",
+            "\(lines) \(tool.errors())")
+        #expect(lines.first?.contains("2 SIGKILLs of the instances") == true, "\(lines)")
     }
 }

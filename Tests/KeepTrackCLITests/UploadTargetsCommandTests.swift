@@ -5,7 +5,7 @@ import Testing
 @testable import keeptrack
 
 /// Issue 29, item 1: `--upload` repeated, per-target options paired by order, each target a lane.
-@Suite("keeptrack replay with several --upload targets")
+@Suite("keeptrack replay with several --upload targets", .offThePool)
 struct UploadTargetsCommandTests {
     func temporaryDirectory() -> String {
         do { return try TemporaryDirectory("keeptrack-targets").path } catch { preconditionFailure("\(error)") }
@@ -219,7 +219,7 @@ struct UploadTargetsCommandTests {
     }
 }
 
-@Suite("tools/crash-test.py --two-targets: each target holds everything once")
+@Suite("tools/crash-test.py --two-targets: each target holds everything once", .offThePool)
 struct TwoTargetsCrashTestTests {
     /// A few SIGKILLs of the uploader while the second endpoint is killed and restarted: both hold
     /// every printed location exactly once (`tools/crash-test.py --two-targets --kills 100` is the long

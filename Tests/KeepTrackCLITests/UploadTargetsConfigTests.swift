@@ -6,7 +6,7 @@ import Testing
 @testable import keeptrack
 
 /// Issue 29, item 1: a list of upload targets in `track`'s configuration file.
-@Suite("The configuration file's targets")
+@Suite("The configuration file's targets", .offThePool)
 struct UploadTargetsConfigTests {
     static let file = """
         gpsd: localhost:2947

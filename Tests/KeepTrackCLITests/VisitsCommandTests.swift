@@ -3,7 +3,7 @@ import KeepTrackTesting
 import Testing
 
 /// `keeptrack replay --visits` end to end on the visits-night fixture, against its truth.
-@Suite("keeptrack replay --visits")
+@Suite("keeptrack replay --visits", .offThePool)
 struct VisitsCommandTests {
     struct Truth: Decodable {
         struct Visit: Decodable {

@@ -8,7 +8,7 @@ import Testing
 
 /// The test support every suite relies on: directories that go away, ports nobody else takes, and
 /// a missing program named by its Debian package.
-@Suite("Test support: temporary directories, ports, missing tools")
+@Suite("Test support: temporary directories, ports, missing tools", .offThePool)
 struct TestSupportTests {
     @Test func aTemporaryDirectoryIsRemovedWhenItsScopeEnds() throws {
         let path = try withTemporaryDirectory { dir in

@@ -71,15 +71,20 @@ struct LocationManagerVisitTests {
         // Arrival: reported once the stay spans 3 minutes, backdated to its first fix.
         #expect(arrived.arrival == t0 && arrived.departure == nil && events[0].at == t0 + 180)
         #expect(Geodesy.distance(arrived.coordinate, Self.home) < 1)
-        // Departure: the last fix inside, reported after a minute outside.
+        // Departure: the last fix at rest, reported after a minute outside the radius (50 m: 5 s on).
         let departure = try #require(left.departure)
-        #expect(left.arrival == t0 && departure >= t0 + 599 && departure <= t0 + 605)
-        #expect(events[1].at >= departure + 60 && events[1].at <= departure + 62)
+        #expect(left.arrival == t0 && departure == t0 + 599)
+        #expect(events[1].at >= departure + 60 && events[1].at <= departure + 5 + 62)
         // The trip ends at the next arrival, decided by the same fix.
         #expect(trip.start == departure && trip.end == next.arrival)
         #expect(abs(trip.distance - 3_000) < 120)
         #expect(trip.maximumSpeed == 10)
-        #expect(events[2].at == events[3].at && events[3].at == next.arrival + 180)
+        // Arrival: the first fix at rest there, reported once the stay spans 3 minutes from its first
+        // fix (on the way in, within the radius: 5 s before).
+        #expect(abs(next.arrival - (t0 + 900)) <= 1)
+        #expect(
+            events[2].at == events[3].at && events[3].at >= next.arrival + 180 - 6 && events[3].at <= next.arrival + 180
+        )
         // The input ends at the second place: the visit is still open.
         #expect(next.departure == nil)
         #expect(

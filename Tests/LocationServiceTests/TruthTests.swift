@@ -63,9 +63,8 @@ struct TruthTests {
         configure: (inout LocationManagerConfiguration) -> Void = { _ in },
         speed: Double? = nil, clock: ManualClock? = nil
     ) async -> [LocationEvent] {
-        let source =
-            clock.map { NMEALogSource(options: .init(path: fixturePath(file), speed: speed), clock: $0) }
-            ?? NMEALogSource(options: .init(path: fixturePath(file), speed: speed))
+        let pacing: any EpochClock = clock ?? WallClock()
+        let source = NMEALogSource(options: .init(path: fixturePath(file), speed: speed), clock: pacing)
         var configuration = LocationManagerConfiguration()
         configure(&configuration)
         let logClock = source.logClock
@@ -143,9 +142,10 @@ struct TruthTests {
         }
         let clock = ManualClock()
         let ticker = Task {
+            // The replay's clock moves to each deadline it waits for, once it waits.
             while !Task.isCancelled {
-                if clock.sleeperCount > 0 { clock.advance(by: .milliseconds(250)) }
-                await Task.yield()
+                await clock.sleepers(atLeast: 1)
+                if let deadline = clock.nextDeadline { clock.advance(to: deadline) }
             }
         }
         let paced = await Self.replay(

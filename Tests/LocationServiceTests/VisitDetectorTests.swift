@@ -17,6 +17,11 @@ struct SyntheticTrail {
     /// The receiver's error east and north, in metres: a Gauss-Markov wander (τ about 30 s).
     var error = (x: 0.0, y: 0.0)
     var accuracy = 8.0
+    /// How much of the error carries over from one second to the next: 0.967 is a Gauss-Markov wander
+    /// with τ about 30 s (a receiver's), 0 white noise.
+    var correlation = 0.967
+    /// Whether fixes report a speed (a receiver's Doppler speed); without, their speed is -1.
+    var reportsSpeed = true
     var random: SeededRandom
 
     init(seed: UInt64 = 27) { random = SeededRandom(seed: seed) }
@@ -36,19 +41,30 @@ struct SyntheticTrail {
     /// One fix now at the true position plus the error (and `extra` metres east), then a second passes.
     mutating func fix(speed: Double, extra: Double = 0) {
         let sigma = accuracy / 2.squareRoot()
-        let phi = 0.967  // exp(-1 / 30)
+        let phi = correlation
         let k = (1 - phi * phi).squareRoot()
         error = (phi * error.x + k * sigma * gaussian(), phi * error.y + k * sigma * gaussian())
         samples.append(
             .init(
                 time: time, coordinate: Self.offset(position, east: error.x + extra, north: error.y),
-                horizontalAccuracy: accuracy, speed: speed))
+                horizontalAccuracy: accuracy, speed: reportsSpeed ? speed : -1))
         time += 1
     }
 
     /// Stays for `seconds`, wandering, with a standstill's small non-zero speeds.
     mutating func stay(_ seconds: Int) {
         for _ in 0..<seconds { fix(speed: abs(gaussian()) * 0.3) }
+    }
+
+    /// Stays for `seconds` as a receiver with static hold reports it: the position frozen where the
+    /// stop began, the speed 0.
+    mutating func hold(_ seconds: Int) {
+        let held = Self.offset(position, east: error.x, north: error.y)
+        for _ in 0..<seconds {
+            samples.append(
+                .init(time: time, coordinate: held, horizontalAccuracy: accuracy, speed: reportsSpeed ? 0 : -1))
+            time += 1
+        }
     }
 
     /// A multipath burst: `seconds` of fixes jumped `metres` east.
@@ -354,7 +370,7 @@ struct VisitDetectorTests {
     }
 
     @Test(arguments: [
-        (name: "worse than the maximum accuracy", accuracy: 150.0, offset: 0.0),
+        (name: "worse than the maximum accuracy", accuracy: 250.0, offset: 0.0),
         ("not after the last fix", 5, -10),
         ("at the same time as the last fix", 5, -1),
     ])

@@ -5,7 +5,7 @@ import NMEA
 import Testing
 
 /// A read error ends decoding without losing what was read before it.
-@Suite("read errors")
+@Suite("read errors", .offThePool)
 struct ReadErrorTests {
     @Test func aTruncatedGzipFileDeliversEveryEpochReadBeforeTheEnd() throws {
         let gz = try gzip(fixtureBytes("walk-15min.nmea"))

@@ -263,6 +263,44 @@ struct OpenAPITests {
             .init(
                 method: .GET, route: "/v1/devices/{id}/trips", target: "/v1/devices/van1/trips?format=gpx",
                 status: 200))
+        // Statistics and share links (SHARE_TOKEN, GONE_TOKEN and DELETE_ID: shares the test makes).
+        let stats = "/v1/devices/{id}/stats", newShare = #"{"device":"van1","expires":"1h"}"#
+        c += [
+            .init(method: .GET, route: stats, target: "/v1/devices/van1/stats", status: 200),
+            .init(method: .GET, route: stats, target: "/v1/devices/van1/stats?by=year", status: 400),
+            .init(method: .GET, route: stats, target: "/v1/devices/van1/stats", status: 401, token: nil),
+            .init(method: .GET, route: stats, target: "/v1/devices/bus/stats", status: 403, token: van),
+            .init(method: .GET, route: stats, target: "/v1/devices/nobody/stats", status: 404),
+            .init(
+                method: .GET, route: stats, target: "/v1/devices/van1/stats?share=GONE_TOKEN", status: 410, token: nil),
+            .init(method: .HEAD, route: stats, target: "/v1/devices/van1/stats", status: 200),
+            .init(method: .HEAD, route: stats, target: "/v1/devices/nobody/stats", status: 404),
+            .init(method: .GET, route: "/v1/shares", status: 200),
+            .init(method: .GET, route: "/v1/shares", status: 401, token: nil),
+            .init(method: .GET, route: "/v1/shares", target: "/v1/shares?share=SHARE_TOKEN", status: 403, token: nil),
+            .init(method: .POST, route: "/v1/shares", status: 201, body: newShare, headers: [json]),
+            .init(method: .POST, route: "/v1/shares", status: 400, body: #"{"device":"van1"}"#, headers: [json]),
+            .init(method: .POST, route: "/v1/shares", status: 401, token: nil, body: newShare, headers: [json]),
+            .init(
+                method: .POST, route: "/v1/shares", status: 403, token: van,
+                body: newShare.replacing("van1", with: "bus"),
+                headers: [json]),
+            .init(
+                method: .POST, route: "/v1/shares", status: 404, body: newShare.replacing("van1", with: "nobody"),
+                headers: [json]),
+            .init(method: .POST, route: "/v1/shares", status: 413, headers: [json], declaredLength: tooLarge),
+            .init(method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/DELETE_ID", status: 200),
+            .init(method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/x", status: 401, token: nil),
+            .init(
+                method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/x?share=SHARE_TOKEN", status: 403,
+                token: nil),
+            .init(method: .DELETE, route: "/v1/shares/{shareId}", target: "/v1/shares/nope", status: 404),
+            .init(method: .GET, route: "/s/{token}", target: "/s/SHARE_TOKEN", status: 200, token: nil),
+            .init(method: .GET, route: "/s/{token}", target: "/s/AAAAAAAAAAAAAAAAAAAAAA", status: 404, token: nil),
+            .init(method: .GET, route: "/s/{token}", target: "/s/GONE_TOKEN", status: 410, token: nil),
+            .init(method: .HEAD, route: "/s/{token}", target: "/s/SHARE_TOKEN", status: 200, token: nil),
+            .init(method: .HEAD, route: "/s/{token}", target: "/s/nope", status: 404, token: nil),
+        ]
         c += [
             .init(method: .GET, route: "/v1/stream", status: 426),
             .init(method: .GET, route: "/v1/stream", status: 401, token: nil),
@@ -280,8 +318,10 @@ struct OpenAPITests {
                 c.append(.init(method: method, route: route, status: 304, token: nil, headers: cached))
             }
         }
-        for (route, name) in [("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png")]
-        {
+        for (route, name) in [
+            ("/map/leaflet/{name}", "leaflet.js"), ("/map/leaflet/images/{name}", "marker-icon.png"),
+            ("/map/dygraphs/{name}", "dygraph.min.js"),
+        ] {
             let file = route.replacing("{name}", with: name), missing = route.replacing("{name}", with: "missing.css")
             for method in [HTTPMethod.GET, .HEAD] {
                 c.append(.init(method: method, route: route, target: file, status: 200, token: nil))
@@ -335,7 +375,64 @@ struct OpenAPITests {
             .init(method: .PUT, route: "/v1/faults", status: 401, token: nil, body: "{}"),
             .init(method: .PUT, route: "/v1/faults", status: 403, token: van, body: "{}"),
         ]
+        c += eventCases
         return c
+    }
+
+    /// Geofences, events and hooks (docs/events.md).
+    static var eventCases: [Case] {
+        func feature(_ id: String) -> String {
+            #"{"type":"Feature","id":"\#(id)","geometry":{"type":"Point","coordinates":[11.5,48.1]},"#
+                + #""properties":{"radius":100}}"#
+        }
+        let collection = #"{"type":"FeatureCollection","features":[\#(feature("depot"))]}"#
+        let geofences = "/v1/geofences", one = "/v1/geofences/{name}"
+        let hook =
+            #"{"type":"webhook","url":"https://keeptrack.invalid/hook","secret":"a secret of more than 16 bytes"}"#
+        let hooks = "/v1/hooks", named = "/v1/hooks/{name}"
+        return [
+            .init(method: .PUT, route: geofences, status: 200, body: collection),
+            .init(method: .PUT, route: geofences, status: 400, body: #"{"type":"FeatureCollection","features":[{}]}"#),
+            .init(method: .PUT, route: geofences, status: 401, token: nil, body: collection),
+            .init(method: .PUT, route: geofences, status: 403, token: van, body: collection),
+            .init(method: .PUT, route: geofences, status: 413, declaredLength: tooLarge),
+            .init(method: .GET, route: geofences, status: 200),
+            .init(method: .GET, route: geofences, status: 401, token: nil),
+            .init(method: .GET, route: geofences, status: 403, token: van),
+            .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 201, body: feature("yard")),
+            .init(method: .PUT, route: one, target: "/v1/geofences/yard", status: 200, body: feature("yard")),
+            .init(method: .PUT, route: one, target: "/v1/geofences/other", status: 400, body: feature("yard")),
+            .init(
+                method: .PUT, route: one, target: "/v1/geofences/yard", status: 403, token: van, body: feature("yard")),
+            .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 200),
+            .init(method: .GET, route: one, target: "/v1/geofences/yard", status: 403, token: van),
+            .init(method: .GET, route: one, target: "/v1/geofences/nowhere", status: 404),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 403, token: van),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 204),
+            .init(method: .DELETE, route: one, target: "/v1/geofences/yard", status: 404),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?device=van1&limit=2", status: 200),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?kind=nothing", status: 400),
+            .init(method: .GET, route: "/v1/events", status: 401, token: nil),
+            .init(method: .GET, route: "/v1/events", target: "/v1/events?device=bus", status: 403, token: van),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 201, body: hook),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 200, body: hook),
+            .init(
+                method: .PUT, route: named, target: "/v1/hooks/ops", status: 400,
+                body: hook.replacing("https://keeptrack.invalid", with: "ftp://keeptrack.invalid")),
+            .init(method: .PUT, route: named, target: "/v1/hooks/ops", status: 403, token: van, body: hook),
+            .init(method: .GET, route: hooks, status: 200),
+            .init(method: .GET, route: hooks, status: 401, token: nil),
+            .init(method: .GET, route: hooks, status: 403, token: van),
+            .init(method: .GET, route: named, target: "/v1/hooks/ops", status: 200),
+            .init(method: .GET, route: named, target: "/v1/hooks/ops", status: 403, token: van),
+            .init(method: .GET, route: named, target: "/v1/hooks/nobody", status: 404),
+            .init(method: .POST, route: "/v1/hooks/{name}/retry", target: "/v1/hooks/ops/retry", status: 200),
+            .init(method: .POST, route: "/v1/hooks/{name}/retry", target: "/v1/hooks/nobody/retry", status: 404),
+            .init(method: .POST, route: "/v1/hooks/{name}/test", target: "/v1/hooks/ops/test", status: 502),
+            .init(method: .POST, route: "/v1/hooks/{name}/test", target: "/v1/hooks/nobody/test", status: 404),
+            .init(method: .DELETE, route: named, target: "/v1/hooks/ops", status: 204),
+            .init(method: .DELETE, route: named, target: "/v1/hooks/ops", status: 404),
+        ]
     }
 
     /// What is wrong with an answer to `c` under the document, each problem naming the route, the
@@ -439,11 +536,12 @@ struct OpenAPITests {
         return out
     }
 
-    /// A directory with the two Leaflet files the cases ask for.
+    /// A directory with the two Leaflet files the cases ask for, and dygraphs' script (the chart's directory too).
     static func leaflet() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.path + "/images", withIntermediateDirectories: true)
         try Data("/* leaflet */".utf8).write(to: URL(fileURLWithPath: directory.path + "/leaflet.js"))
+        try Data("/* dygraphs */".utf8).write(to: URL(fileURLWithPath: directory.path + "/dygraph.min.js"))
         try Data([0x89, 0x50, 0x4E, 0x47]).write(to: URL(fileURLWithPath: directory.path + "/images/marker-icon.png"))
         return directory
     }
@@ -457,10 +555,25 @@ struct OpenAPITests {
             $0.maxBodyBytes = 2048
             $0.corsOrigins = ["https://app.example"]
             $0.map.leafletDirectory = leaflet.path
+            $0.map.chartDirectory = leaflet.path
         }
         let http = RawHTTP(port: endpoint.port)
         do {
             let van = try await endpoint.server.store.addCredential(device: "van1", now: 1_715_679_000)
+            // The shares the cases name; made once van1 has points (the first case stores them).
+            var shares: [String: String] = [:]
+            func makeShares() async throws {
+                let store = endpoint.server.store, now = Date().timeIntervalSince1970
+                shares["SHARE_TOKEN"] = try await store.addShare(
+                    device: "van1", expires: now + 3600, from: nil, to: nil, now: now
+                ).token
+                let gone = try await store.addShare(device: "van1", expires: now + 3600, from: nil, to: nil, now: now)
+                _ = try await store.revokeShare(id: gone.share.id, at: now)
+                shares["GONE_TOKEN"] = gone.token
+                shares["DELETE_ID"] = try await store.addShare(
+                    device: "van1", expires: now + 3600, from: nil, to: nil, now: now
+                ).share.id
+            }
             var exercised = Set<String>()
             var failures: [String] = []
             // The device token the cases call `van-token`; the store made the real one.
@@ -469,8 +582,11 @@ struct OpenAPITests {
                 if let token = c.token {
                     headers.append(("Authorization", "Bearer \(token == Self.van ? van : token)"))
                 }
+                if shares.isEmpty, try await endpoint.server.store.device("van1") != nil { try await makeShares() }
+                var target = c.target ?? c.route
+                for (name, value) in shares { target = target.replacing(name, with: value) }
                 let answer = try await http.exchange(
-                    c.method.rawValue, c.target ?? c.route, headers: headers, body: c.body.map { Array($0.utf8) },
+                    c.method.rawValue, target, headers: headers, body: c.body.map { Array($0.utf8) },
                     declaredLength: c.declaredLength)
                 return (answer.status, answer.header("Content-Type"), answer.body)
             }
@@ -501,6 +617,7 @@ struct OpenAPITests {
             // Every path's preflight, from the listed origin.
             for (path, item) in document["paths"]?.members ?? [] where item["options"] != nil {
                 let target = path.replacing("{id}", with: "van1").replacing("{name}", with: "leaflet.js")
+                    .replacing("{shareId}", with: "x").replacing("{token}", with: "x")
                 let c = Case(
                     method: .OPTIONS, route: path, target: target, status: 204, token: nil,
                     headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "GET")])

@@ -42,7 +42,7 @@ func header(_ name: String, _ response: String) -> String? {
     return nil
 }
 
-@Suite("TrackServer: the endpoint's limits under hostile load", .serialized)
+@Suite("TrackServer: the endpoint's limits under hostile load", .serialized, .offThePool)
 struct EndpointLimitsTests {
     // MARK: - Item 5: timeouts, the connection cap, an early 413
 
@@ -298,7 +298,8 @@ struct EndpointLimitsTests {
                     migrations: [
                         "v2-devices-and-pages", "v3-validity-and-attributes", "v4-credentials", "v5-fleet",
                         "v6-device-secrets",
-                        "v7-visits-and-trips", "v8-stored-stops",
+                        "v7-visits-and-trips", "v8-stored-stops", "v9-events", "v10-outliers", "v11-statistics",
+                        "v12-shares", "v13-place-names",
                     ], points: 3, seconds: 0), "\(said)")
         #expect(said.last == .some(nil), "the end is reported when the upgrade is done")
         reports.withLock { $0 = [] }

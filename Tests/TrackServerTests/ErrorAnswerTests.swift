@@ -120,7 +120,7 @@ struct ErrorAnswerTests {
 
     @Test func theAnswerOfADecodingErrorCarriesItsCodeAndMessage() {
         let answer = ErrorAnswer(
-            FormatsError("the batch has more than 10 locations", code: .tooLarge), status: .contentTooLarge)
+            FormatsError(.tooLarge, "the batch has more than 10 locations"), status: .contentTooLarge)
         #expect(answer.status == .contentTooLarge)
         #expect(answer.code.rawValue == "too-large")
         #expect(answer.message == "the batch has more than 10 locations")

@@ -97,6 +97,29 @@ struct MapAssetsTests {
         await endpoint.stop()
     }
 
+    /// The speed chart's library is in the page when its directory holds dygraphs' script, and served
+    /// from there under `/map/dygraphs/`; without it, the page has neither its script nor its style
+    /// and its settings say so (the script then replays without a chart).
+    @Test func thePageHasTheChartLibraryOnlyWhenItIsInstalled() async throws {
+        let directory = try TemporaryDirectory()
+        try Data("/* dygraphs */".utf8).write(to: URL(fileURLWithPath: directory.path + "/dygraph.min.js"))
+        try Data("/* style */".utf8).write(to: URL(fileURLWithPath: directory.path + "/dygraph.min.css"))
+        let with = try await Endpoint.start { $0.map.chartDirectory = directory.path }
+        let html = body(try await fetch(with, "/map", headers: []))
+        #expect(html.contains("<script src=\"/map/dygraphs/dygraph.min.js\"></script>"))
+        #expect(html.contains("<link rel=\"stylesheet\" href=\"/map/dygraphs/dygraph.min.css\">"))
+        #expect(html.contains("\"chart\":true}"))
+        let script = try await fetch(with, "/map/dygraphs/dygraph.min.js", headers: [])
+        #expect(status(script) == 200 && body(script) == "/* dygraphs */")
+        #expect(status(try await fetch(with, "/map/dygraphs/..%2Fdygraph.min.js", headers: [])) == 404)
+        await with.stop()
+        let without = try await Endpoint.start { $0.map.chartDirectory = "/nonexistent" }
+        let plain = body(try await fetch(without, "/map", headers: []))
+        #expect(!plain.contains("dygraph") && plain.contains("\"chart\":false}"))
+        await without.stop()
+        directory.remove()
+    }
+
     // MARK: - Helpers
 
     /// `GET path` with the test token and `headers`, over a fresh connection.

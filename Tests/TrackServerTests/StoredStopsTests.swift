@@ -18,12 +18,25 @@ struct StoredStopsTests {
     /// A seeded trail: stays of 1-40 minutes (metres of wander, a multipath jump now and then), moves
     /// of 2-15 minutes between them, holes of up to 90 minutes, fixes too inaccurate to count; a
     /// fix every 1-10 seconds, whole seconds.
-    static func trail(seed: UInt64, device: String, segments: Int = 24) -> [TrailRecord] {
+    ///
+    /// With `outliers`, a phone's too (issue 36): about one fix in 100 each a point at 0,0, a fix of
+    /// 1,500 m, or a single point 3 km away (a jump, or two in a row: no jump).
+    static func trail(seed: UInt64, device: String, segments: Int = 24, outliers: Bool = false) -> [TrailRecord] {
         var rng = SeededRandom(seed: seed)
         var out: [TrailRecord] = []
         var t = 1_715_670_000.0
         var here = Coordinate(latitude: 48.137, longitude: 11.575)
         func add(_ c: Coordinate, accuracy: Double) {
+            var c = c
+            var accuracy = accuracy
+            if outliers {
+                switch Int.random(in: 0..<100, using: &rng) {
+                case 0: c = Coordinate(latitude: 0, longitude: 0)
+                case 1: accuracy = 1500
+                case 2, 3: c = Coordinate(latitude: c.latitude + 3000 / 111_000.0, longitude: c.longitude)
+                default: break
+                }
+            }
             out.append(
                 TrailRecord(
                     device: device, sequence: Int64(out.count + 1), time: t, latitude: c.latitude,
@@ -120,7 +133,7 @@ struct StoredStopsTests {
             let store = endpoint.server.store
             for seed in UInt64(1)...8 {
                 let device = "dev\(seed)"
-                let points = Self.trail(seed: seed, device: device)
+                let points = Self.trail(seed: seed, device: device, outliers: seed % 2 == 0)
                 let windows = Self.windows(points, seed: seed)
                 let batches = Self.arrivals(points, seed: seed)
                 for (i, batch) in batches.enumerated() {
@@ -132,6 +145,21 @@ struct StoredStopsTests {
                 try await Self.expectSameAnswers(store, device: device, windows: windows, "seed \(seed)")
                 let report = try await store.stops(device: device)
                 #expect(!report.stops.isEmpty, "seed \(seed): the trail has stops")
+                // The stored marks are the outlier filter's over the whole trail in time order, whatever
+                // order the points came in.
+                var accumulator = StopsAccumulator()
+                var verdicts: [String] = []
+                for p in points.sorted(by: { $0.time < $1.time }) {
+                    let v = accumulator.add(
+                        time: p.time, latitude: p.latitude, longitude: p.longitude, accuracy: p.horizontalAccuracy,
+                        speed: nil)
+                    if let v { verdicts.append("\(ISOTime.string(v.time)) \(v.reason.rawValue)") }
+                }
+                let marked = try await store.trail(device: device, includeOutliers: true).compactMap { r in
+                    r.outlier.map { "\(ISOTime.string(r.time)) \($0)" }
+                }
+                #expect(marked == verdicts.sorted(), "seed \(seed)")
+                #expect(seed % 2 == 1 || verdicts.count > 10, "seed \(seed): \(verdicts.count) outliers")
             }
         } catch {
             Issue.record(error)

@@ -196,7 +196,7 @@ extension RawSocket {
     ) async throws -> (frames: [ServerFrame], eof: Bool) {
         let fd = self.fd
         let (bytes, eof) = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 var out: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 65_536)
                 while true {

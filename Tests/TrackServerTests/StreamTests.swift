@@ -315,7 +315,7 @@ extension RawSocket {
     /// guard expired or the connection was reset (`eof` false).
     func readBytesToEnd() async -> (bytes: [UInt8], eof: Bool) {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 var out: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 65_536)
                 while true {

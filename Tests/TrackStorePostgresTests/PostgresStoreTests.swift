@@ -1,3 +1,4 @@
+import EndpointEvents
 import Formats
 import Geo
 import Foundation
@@ -71,7 +72,9 @@ struct PostgresStoreTests {
         await second.close()
         let (migrations, indexes, columns) = try await offThePool {
             (
-                try cluster.psql("SELECT identifier FROM keeptrack_migrations ORDER BY identifier", database: name),
+                try cluster.psql(
+                    "SELECT identifier FROM keeptrack_migrations ORDER BY substring(identifier FROM 'v([0-9]+)')::int",
+                    database: name),
                 try cluster.psql(
                     "SELECT indexdef FROM pg_indexes WHERE tablename = 'positions' ORDER BY indexname", database: name),
                 try cluster.psql(
@@ -83,7 +86,7 @@ struct PostgresStoreTests {
         }
         #expect(
             migrations
-                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\n"
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\nv13-homeassistant-cursors\n"
         )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
@@ -423,7 +426,7 @@ struct PostgresStoreTests {
     /// PostgreSQL restarted in the middle of an upload (by the store itself, just before it writes
     /// the third batch: no sleep decides when): the requests it fails are retried, and every record
     /// arrives once.
-    @Test func aPostgreSQLRestartMidUploadLosesNothing() async throws {
+    @Test(.offThePool) func aPostgreSQLRestartMidUploadLosesNothing() async throws {
         let cluster = try await offThePool { try Postgres() }
         defer { cluster.destroy() }
         let name = try await offThePool { try cluster.createDatabase() }
@@ -491,10 +494,11 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     func device(_ id: String) async throws -> DeviceSummary? { try await base.device(id) }
     func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         try await base.trail(
-            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid)
+            device: device, from: from, to: to, after: cursor, limit: limit, includeInvalid: includeInvalid,
+            includeOutliers: includeOutliers)
     }
     func count() async throws -> Int { try await base.count() }
 
@@ -542,6 +546,44 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     }
     func setHomeAssistantCursors(_ cursors: [String: Double], target: String) async throws {
         try await base.setHomeAssistantCursors(cursors, target: target)
+    }
+    func statisticsSource(device: String, from: Double, to: Double) async throws -> Statistics.Source {
+        try await base.statisticsSource(device: device, from: from, to: to)
+    }
+    func placeNames(_ cells: [PlaceCell]) async throws -> [PlaceCell: String?] { try await base.placeNames(cells) }
+    func setPlaceName(_ name: String?, for cell: PlaceCell, at time: Double) async throws {
+        try await base.setPlaceName(name, for: cell, at: time)
+    }
+    func addShare(_ share: Share, digest: String) async throws { try await base.addShare(share, digest: digest) }
+    func shares(device: String?) async throws -> [Share] { try await base.shares(device: device) }
+    func share(digest: String) async throws -> Share? { try await base.share(digest: digest) }
+    func revokeShare(id: String, at time: Double) async throws -> Share? {
+        try await base.revokeShare(id: id, at: time)
+    }
+    var deviceEvents: DeviceEventFeed { base.deviceEvents }
+    func setEventRules(_ rules: EventRules) { base.setEventRules(rules) }
+    func geofences() async throws -> [Geofence] { try await base.geofences() }
+    func replaceGeofences(_ geofences: [Geofence]) async throws { try await base.replaceGeofences(geofences) }
+    func putGeofence(_ geofence: Geofence) async throws -> Bool { try await base.putGeofence(geofence) }
+    func removeGeofence(_ name: String) async throws -> Bool { try await base.removeGeofence(name) }
+    func events(_ query: EventQuery, after cursor: EventCursor?, limit: Int) async throws
+        -> (events: [StoredEvent], next: EventCursor?)
+    { try await base.events(query, after: cursor, limit: limit) }
+    func storedHooks() async throws -> [StoredHook] { try await base.storedHooks() }
+    func putHook(_ hook: StoredHook) async throws -> Bool { try await base.putHook(hook) }
+    func removeHook(_ name: String) async throws -> Bool { try await base.removeHook(name) }
+    func retryDeadDeliveries(hook name: String, now: Double) async throws -> Int {
+        try await base.retryDeadDeliveries(hook: name, now: now)
+    }
+    func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)] { try await base.deliveryCounts() }
+    func claimDeliveries(hook: String, limit: Int, now: Double, leaseUntil: Double, token: String) async throws
+        -> [QueuedDelivery]
+    { try await base.claimDeliveries(hook: hook, limit: limit, now: now, leaseUntil: leaseUntil, token: token) }
+    func settleDelivery(hook: String, event: String, token: String, outcome: DeliverySettlement, now: Double)
+        async throws -> Bool
+    { try await base.settleDelivery(hook: hook, event: event, token: token, outcome: outcome, now: now) }
+    func nextDeliveryDue(hook: String, after now: Double) async throws -> Double? {
+        try await base.nextDeliveryDue(hook: hook, after: now)
     }
     func close() async { await base.close() }
 }

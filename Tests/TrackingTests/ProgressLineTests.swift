@@ -1,9 +1,14 @@
+import Foundation
+import GPSInput
+import Geo
+import KeepTrackTesting
 import Synchronization
 import Testing
 
 @testable import Tracking
 
-/// Progress lines for long work (issue 14, item 6): what they say, and that they are erased.
+/// Progress lines for long work: what they say, that they are erased, and that their time is the
+/// clock they are given (a manual one here: nothing waits).
 @Suite("Progress lines")
 struct ProgressLineTests {
     @Test func theBacklogCountsFromItsFirstReadingAndGivesRateAndTimeLeft() {
@@ -84,5 +89,57 @@ struct ProgressLineTests {
             }
         }
         #expect(drawn.withLock { $0 }.last == "")
+    }
+
+    @Test func aThrottledLineDrawsAtMostEveryQuarterSecondOfItsClock() {
+        let clock = ManualClock()
+        let drawn = Mutex<[String]>([])
+        let line = ProgressLine.Throttled(clock: clock) { text in drawn.withLock { $0.append(text) } }
+        line.update("a")
+        line.update("b")
+        clock.advance(by: .milliseconds(249))
+        line.update("c")
+        clock.advance(by: .milliseconds(1))
+        line.update("d")
+        line.end()
+        #expect(drawn.withLock { $0 } == ["a", "d", ""])
+    }
+
+    @Test func aRunsElapsedTimeIsTheClockItIsGiven() throws {
+        let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea")))
+        let tracker = try Tracker(source: source, configuration: .init(), sink: Collected(), clock: source.logClock)
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: 1_700_000_000))
+        let progress = tracker.progress(clock: clock)
+        #expect(progress() == .input(elapsed: 0, outboxWaiting: nil))
+        clock.advance(by: .milliseconds(2500))
+        #expect(progress() == .input(elapsed: 2.5, outboxWaiting: nil))
+    }
+
+    /// Ten fixes, the clock moved 100 ms before each.
+    struct Steps: FixSource {
+        let clock: ManualClock
+        var name: String { "steps" }
+        func makeAsyncIterator() -> Iterator { Iterator(clock: clock) }
+        struct Iterator: AsyncIteratorProtocol {
+            let clock: ManualClock
+            var n = 0
+            mutating func next() async -> SourceElement? {
+                guard n < 10 else { return nil }
+                n += 1
+                clock.advance(by: .milliseconds(100))
+                return .fix(Fix(time: GNSSTime(nanosecondsSince1970: Int64(n) * 1_000_000_000, fractionDigits: 0)))
+            }
+        }
+    }
+
+    @Test func fixLinesTickAtMostEveryQuarterSecondOfTheirClock() async throws {
+        let null = open("/dev/null", O_WRONLY)
+        defer { close(null) }
+        var lines = SourceLines()
+        lines.out = OutputBuffer(fd: null)
+        let clock = ManualClock()
+        let ticks = Mutex<[Double?]>([])
+        try await lines.pump(Steps(clock: clock), clock: clock) { t in ticks.withLock { $0.append(t) } }
+        #expect(ticks.withLock { $0 } == [0.3, 0.6, 0.9, nil])
     }
 }

@@ -174,7 +174,7 @@ struct TrackerTests {
             ])
         tool.guardAgainstHang(seconds: 120)
         let lines = try await tool.remainingLines()
-        tool.process.waitUntilExit()
+        try await offThePool { tool.process.waitUntilExit() }
         #expect(tool.process.terminationStatus == 0)
         let locations = lines.filter { $0.hasPrefix("location ") }.count
         #expect(locations > 50 && locations < 895)  // every 10 m of a ~1.2 km walk

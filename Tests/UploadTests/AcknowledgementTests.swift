@@ -47,7 +47,7 @@ struct AcknowledgementTests {
         let python = try Tool(executable: URL(fileURLWithPath: "/usr/bin/python3"), ["-c", script])
         defer { python.terminate() }
         python.guardAgainstHang(seconds: 120)
-        let port = try #require(python.readLine().flatMap { Int($0) })
+        let port = try #require(try await python.line().flatMap { Int($0) })
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let outbox = try Outbox(path: dir + "/outbox.sqlite")

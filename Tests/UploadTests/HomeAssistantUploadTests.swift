@@ -9,7 +9,7 @@ import TrackServerTesting
 /// Issue 39, item 1, at the broker (Home Assistant itself: Tests/HomeAssistantTests): what a
 /// `--format homeassistant` target publishes, in which order, retained or not, and how Home
 /// Assistant's status holds it.
-@Suite("Uploader to Home Assistant by MQTT discovery, at a real mosquitto", .serialized)
+@Suite("Uploader to Home Assistant by MQTT discovery, at a real mosquitto", .serialized, .offThePool)
 struct HomeAssistantUploadTests {
     func homeAssistantUploader(_ outbox: Outbox, port: Int, timeout: Double = 30, attempts: Int = 5) throws
         -> Uploader

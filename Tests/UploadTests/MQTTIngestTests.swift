@@ -22,7 +22,7 @@ func waitUntilStored(_ n: Int, _ endpoint: Endpoint) async throws {
     }
 }
 
-@Suite("keeptrack serve --mqtt against a real mosquitto", .serialized)
+@Suite("keeptrack serve --mqtt against a real mosquitto", .serialized, .offThePool)
 struct MQTTIngestTests {
     /// The uploader publishes to the broker, the endpoint takes from it: every record once, in
     /// order, filed under the topic's user/device.

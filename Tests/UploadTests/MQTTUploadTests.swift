@@ -26,7 +26,7 @@ func object(_ payload: String) throws -> [String: Any] {
     try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
 }
 
-@Suite("Uploader over MQTT against a real mosquitto", .serialized)
+@Suite("Uploader over MQTT against a real mosquitto", .serialized, .offThePool)
 struct MQTTUploadTests {
     /// What `mosquitto_sub` sees: OwnTracks JSON at QoS 1 on `owntracks/USER/DEVICE`, every location
     /// and transition once and in order, no dwell; the outbox is empty after the PUBACKs.

@@ -8,7 +8,7 @@ import Testing
 import TrackServerTesting
 @testable import Upload
 
-@Suite("Outbox")
+@Suite("Outbox", .offThePool)
 struct OutboxTests {
     @Test func appendsGiveIncreasingIdsThatSurviveAReopenAndAreNeverReused() throws {
         let dir = temporaryDirectory()

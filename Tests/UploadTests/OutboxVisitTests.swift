@@ -8,7 +8,7 @@ import TrackServerTesting
 @testable import Upload
 
 /// Issue 27, item 3: visits and trips in the outbox.
-@Suite("Outbox: visits and trips")
+@Suite("Outbox: visits and trips", .offThePool)
 struct OutboxVisitTests {
     static func visit(departure: Double?) -> TrailRecord {
         var r = TrailRecord(

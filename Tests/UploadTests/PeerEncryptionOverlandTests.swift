@@ -10,7 +10,7 @@ import TrackStore
 
 /// OwnTracks' encryption and Overland's batch (issue 29, items 2 and 3): the uploader against a
 /// real endpoint, the endpoint against the peers' exact wire forms.
-@Suite("Peers: OwnTracks encryption and Overland", .serialized)
+@Suite("Peers: OwnTracks encryption and Overland", .serialized, .offThePool)
 struct PeerEncryptionOverlandTests {
     static let secret = try! OwnTracksSecret(passphrase: "correct horse battery staple")
     static let other = try! OwnTracksSecret(passphrase: "s3cr1t")

@@ -8,7 +8,7 @@ import TrackServerTesting
 @testable import Upload
 
 /// Issue 29, item 1: several upload targets over one outbox, each a lane of its own.
-@Suite("Upload targets: one outbox, a lane each", .serialized)
+@Suite("Upload targets: one outbox, a lane each", .serialized, .offThePool)
 struct UploadTargetsTests {
     static let t0 = 1_800_000_000.0
 

@@ -282,7 +282,7 @@ struct UploaderTests {
     }
 }
 
-@Suite("Uploader over TLS", .serialized)
+@Suite("Uploader over TLS", .serialized, .offThePool)
 struct TLSTests {
     /// A self-signed certificate for 127.0.0.1, made with openssl.
     func certificate(in dir: String) throws -> (cert: String, key: String) {

@@ -8,9 +8,13 @@ import TrackStore
 /// password of HTTP Basic (how the OwnTracks apps send it), or as a `token` query parameter. A
 /// credential that is neither gets 401; no credential gets 401 too, except OsmAnd's ingest (`/`),
 /// whose route decides by the device id as Traccar does.
+///
+/// A request with `share=TOKEN` in its query is a share link's, whatever else it carries
+/// (``ShareAccess``): read-only, one device, on the routes a share reads.
 struct AccessMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let credentials: Credentials
+    let shares: ShareAccess
 
     func handle(
         _ request: Request, context: ServerContext,
@@ -19,9 +23,15 @@ struct AccessMiddleware: RouterMiddleware {
         // Health, metrics and the API's description carry no personal data; everything else (the map
         // included: open it as /map?token=TOKEN) needs a credential once one exists.
         let path = request.uri.path
-        guard !AdminRoutes.isPublic(path), !MapRoutes.isPublic(path), try await credentials.required() else {
+        if AdminRoutes.isPublic(path) || MapRoutes.isPublic(path) || ShareRoutes.isPublic(path) {
             return try await next(request, context)
         }
+        if let share = request.uri.queryParameters["share"] {
+            var c = context
+            c.identity = try await shares.identity(token: String(share), method: request.method, path: path)
+            return try await next(request, c)
+        }
+        guard try await credentials.required() else { return try await next(request, context) }
         // Dawarich's clients put their key in `api_key`.
         let query = (request.uri.queryParameters["token"] ?? request.uri.queryParameters["api_key"]).map(String.init)
         let presented = Credentials.presented(authorization: request.headers[.authorization], query: query)

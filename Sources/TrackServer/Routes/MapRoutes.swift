@@ -20,10 +20,13 @@ import Synchronization
 ///   `/v1/devices/{id}/trail`, page by page (docs/live.md).
 /// - `GET /map/leaflet/{name}`, `GET /map/leaflet/images/{name}`: Leaflet's files, read from Debian's
 ///   `libjs-leaflet` (``TrackServer/MapSettings/leafletDirectory``).
+/// - `GET /map/dygraphs/{name}`: dygraphs' files (the replay's speed chart), read from Debian's
+///   `libjs-dygraphs` (``TrackServer/MapSettings/chartDirectory``).
 /// - `GET /map/svg`: the stored trails drawn as SVG by the server (``TrailsPage``).
 struct MapRoutes: Sendable {
     let shell: MapShell
-    let leaflet: LeafletFiles
+    let leaflet: LibraryFiles
+    let chart: LibraryFiles
     let trails: TrailsPage
 
     /// The page's script.
@@ -34,6 +37,7 @@ struct MapRoutes: Sendable {
     /// Paths served without a credential: the page and its files carry no data.
     static func isPublic(_ path: String) -> Bool {
         path == "/map" || path == "/map/app.js" || path == "/map/app.css" || path.hasPrefix("/map/leaflet/")
+            || path.hasPrefix("/map/dygraphs/")
     }
 
     var routes: RouteCollection<ServerContext> {
@@ -56,6 +60,10 @@ struct MapRoutes: Sendable {
         routes.head("/map/leaflet/images/{name}") { request, context in
             try await Answer.head(leaflet.file(request, context, images: true))
         }
+        routes.get("/map/dygraphs/{name}") { request, context in try chart.file(request, context, images: false) }
+        routes.head("/map/dygraphs/{name}") { request, context in
+            try await Answer.head(chart.file(request, context, images: false))
+        }
         routes.get("/map/svg") { request, context in try await trails.response(request, context) }
         routes.head("/map/svg") { request, context in try await Answer.head(trails.response(request, context)) }
         return routes
@@ -64,12 +72,13 @@ struct MapRoutes: Sendable {
 
 /// The map page, `/map` (`Resources/map.html`): its markup and the settings its script reads (tiles,
 /// attribution, the offline delay), no token, no data. Browsers ask again each time (`no-cache`) and
-/// get a 304 while the page is the same.
+/// get a 304 while the page is the same. The chart library's style and script are in the page when
+/// its directory holds them (the page replays without a chart otherwise).
 struct MapShell: Sendable {
     let page: WebAsset
 
     /// The page for `settings`, with the notice that Leaflet is missing when its directory has no
-    /// `leaflet.js`.
+    /// `leaflet.js`, and dygraphs' files when its directory has `dygraph.min.js`.
     init(settings map: TrackServer.MapSettings, offlineAfter: Duration) {
         var settings: [UInt8] = []
         ByteWriting.appendStatic("{\"tiles\":", to: &settings)
@@ -82,12 +91,17 @@ struct MapShell: Sendable {
         ByteWriting.appendJSONString(map.tilesAttribution, to: &settings)
         ByteWriting.appendStatic(",\"offlineAfter\":", to: &settings)
         ByteWriting.appendInt(offlineAfter.components.seconds, to: &settings)
-        ByteWriting.appendStatic("}", to: &settings)
+        let chart = access(map.chartDirectory + "/dygraph.min.js", R_OK) == 0
+        ByteWriting.appendStatic(chart ? ",\"chart\":true}" : ",\"chart\":false}", to: &settings)
         let template = HTMLTemplate(PackageResources.map_html)
         let leaflet = access(map.leafletDirectory + "/leaflet.js", R_OK) == 0
         let notice = leaflet ? [] : template.part("no-leaflet", ["directory": .text(map.leafletDirectory)])
         page = WebAsset(
-            template.render(["settings": .scriptJSON(settings), "notice": .markup(notice)]),
+            template.render([
+                "settings": .scriptJSON(settings), "notice": .markup(notice),
+                "chartStyle": .markup(chart ? template.part("chart-style") : []),
+                "chartScript": .markup(chart ? template.part("chart-script") : []),
+            ]),
             contentType: "text/html; charset=utf-8", cacheControl: "no-cache")
     }
 
@@ -103,15 +117,21 @@ struct MapShell: Sendable {
     func response(to request: Request) -> Response { page.response(to: request) }
 }
 
-/// Leaflet's files (`leaflet.js`, `leaflet.css`, `images/NAME.png`) from its directory: only plain
-/// names, each read once (a few hundred KB) and served with an `ETag` (``WebAsset``).
-final class LeafletFiles: Sendable {
+/// A library's files (Leaflet's `leaflet.js`, `leaflet.css`, `images/NAME.png`; dygraphs'
+/// `dygraph.min.js`, `dygraph.min.css`) from its directory: only plain names, each read once (a few
+/// hundred KB) and served with an `ETag` (``WebAsset``).
+final class LibraryFiles: Sendable {
     let directory: String
+    /// The library's name, for the 404's message.
+    let library: String
     let cache = Mutex([String: WebAsset]())
 
-    init(directory: String) { self.directory = directory }
+    init(directory: String, library: String) {
+        self.directory = directory
+        self.library = library
+    }
 
-    /// A file of Leaflet's: `name` in the directory, or in its `images` directory.
+    /// A file of the library's: `name` in the directory, or in its `images` directory.
     func file(_ request: Request, _ context: ServerContext, images: Bool) throws -> Response {
         let name = context.parameters.get("name") ?? ""
         let plain =
@@ -127,11 +147,11 @@ final class LeafletFiles: Sendable {
             } else if name.hasSuffix(".png") { "image/png" } else if name.hasSuffix(".svg") { "image/svg+xml" } else {
                 nil
             }
-        guard plain, let type else { throw HTTPError(.notFound, message: "not a file of Leaflet's") }
+        guard plain, let type else { throw HTTPError(.notFound, message: "not a file of \(library)'s") }
         let path = directory + (images ? "/images/" : "/") + name
         if let cached = cache.withLock({ $0[path] }) { return cached.response(to: request) }
         guard let bytes = try? readFile(path) else {
-            throw HTTPError(.notFound, message: "no \(name) in Leaflet's directory")
+            throw HTTPError(.notFound, message: "no \(name) in \(library)'s directory")
         }
         let asset = WebAsset(bytes, contentType: type)
         cache.withLock { $0[path] = asset }

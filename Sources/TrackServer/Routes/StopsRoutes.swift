@@ -18,6 +18,7 @@ import TrackStore
 /// A device token reads only its own device; an unknown device is 404.
 struct StopsRoutes: Sendable {
     let store: any TrackStore
+    let places: PlaceNaming
 
     var routes: RouteCollection<ServerContext> {
         let routes = RouteCollection(context: ServerContext.self)
@@ -30,8 +31,9 @@ struct StopsRoutes: Sendable {
         let device = try context.pathDevice()
         try context.authorize(device: device)
         let q = request.uri.queryParameters
-        let from = try QueryTime.parse("from", q["from"].map(String.init)) ?? -.infinity
-        let to = try QueryTime.parse("to", q["to"].map(String.init)) ?? .infinity
+        var from = try QueryTime.parse("from", q["from"].map(String.init)) ?? -.infinity
+        var to = try QueryTime.parse("to", q["to"].map(String.init)) ?? .infinity
+        if let window = context.identity.window { (from, to) = (max(from, window.from), min(to, window.to)) }
         let format = q["format"].map(String.init) ?? "json"
         guard format == "json" || (trips && format == "gpx") else {
             throw HTTPError(.badRequest, message: "format: '\(format)' is not \(trips ? "json or gpx" : "json")")
@@ -50,9 +52,13 @@ struct StopsRoutes: Sendable {
                         locations: try await store.track(device: device, of: trip)))
             }
             bytes = try await offLoop { [tracks] in TrailExport.gpx(device: device, trips: tracks) }
+        } else if trips {
+            let ends = report.trips.flatMap { [$0.startCoordinate, $0.endCoordinate] }
+            let names = try await places.names(device: device, of: ends)
+            bytes = StopsJSON.trips(device: device, report.trips, places: names)
         } else {
-            bytes =
-                trips ? StopsJSON.trips(device: device, report.trips) : StopsJSON.stops(device: device, report.stops)
+            let names = try await places.names(device: device, of: report.stops.map(\.coordinate))
+            bytes = StopsJSON.stops(device: device, report.stops, places: names)
         }
         return Answer.ok(bytes, contentType: format == "gpx" ? "application/gpx+xml" : "application/json")
     }
@@ -79,6 +85,37 @@ public enum StopsJSON {
     /// `{"device":ID,"stops":[...]}`.
     public static func stops(device: String, _ visits: [Visit]) -> [UInt8] {
         document(device: device, key: "stops", visits, stopMembers)
+    }
+
+    /// `{"device":ID,"stops":[...]}`, each stop with its `place` (`places[i]`, `null` for none).
+    static func stops(device: String, _ visits: [Visit], places: [String?]) -> [UInt8] {
+        document(device: device, key: "stops", Array(zip(visits, places))) { item, out in
+            stopMembers(item.0, to: &out)
+            out.removeLast()
+            ByteWriting.appendStatic(",\"place\":", to: &out)
+            place(item.1, &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `{"device":ID,"trips":[...]}`, each trip with its `startPlace` and `endPlace` (`places[2i]`
+    /// and `places[2i + 1]`).
+    static func trips(device: String, _ trips: [Trip], places: [String?]) -> [UInt8] {
+        let items = trips.indices.map { (trips[$0], places[2 * $0], places[2 * $0 + 1]) }
+        return document(device: device, key: "trips", items) { item, out in
+            tripMembers(item.0, to: &out)
+            out.removeLast()
+            ByteWriting.appendStatic(",\"startPlace\":", to: &out)
+            place(item.1, &out)
+            ByteWriting.appendStatic(",\"endPlace\":", to: &out)
+            place(item.2, &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func place(_ name: String?, _ out: inout [UInt8]) {
+        guard let name else { return ByteWriting.appendStatic("null", to: &out) }
+        ByteWriting.appendJSONString(name, to: &out)
     }
 
     /// `{"device":ID,"KEY":[{...},...]}` and a line end, each object's members written by `members`.

@@ -8,9 +8,11 @@ import TrackStore
 ///
 /// - `GET /v1/devices`: `{"devices":[{"id","points","first","last","lastReceived"}]}`, from the device
 ///   summaries.
-/// - `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true`: one
-///   page of a device's trail, and where the next starts (`Link: <...>; rel="next"`, and a `"next"`
-///   member in JSON and GeoJSON).
+/// - `GET /v1/devices/{id}/trail?from=&to=&format=geojson|gpx|json&limit=&cursor=&invalid=true
+///   &outliers=show&smooth=kalman`: one page of a device's trail, and where the next starts
+///   (`Link: <...>; rel="next"`, and a `"next"` member in JSON and GeoJSON). Locations marked outliers
+///   only with `outliers=show` (marked: `"outlier":REASON`, and out of GeoJSON's line); smoothed
+///   positions with `smooth=kalman` (raw by default).
 /// - `GET /v1/devices/latest`: each device's latest position.
 /// - `GET /v1/positions?bbox=W,S,E,N|near=LAT,LON&radius=M&from=&to=&device=&limit=&cursor=`: who was
 ///   where, a page at a time.
@@ -60,26 +62,37 @@ struct TrailRoutes: Sendable {
         let device = try context.pathDevice()
         try context.authorize(device: device)
         let q = request.uri.queryParameters
-        let from = try QueryTime.parse("from", q["from"].map(String.init), finite: false) ?? -.infinity
-        let to = try QueryTime.parse("to", q["to"].map(String.init), finite: false) ?? .infinity
+        var from = try QueryTime.parse("from", q["from"].map(String.init), finite: false) ?? -.infinity
+        var to = try QueryTime.parse("to", q["to"].map(String.init), finite: false) ?? .infinity
+        if let window = context.identity.window { (from, to) = (max(from, window.from), min(to, window.to)) }
         let format = q["format"].map(String.init) ?? "geojson"
         guard ["geojson", "gpx", "json"].contains(format) else {
             throw HTTPError(.badRequest, message: "format: '\(format)' is not geojson, gpx or json")
         }
         let (limit, cursor) = try paging.page(q)
         let includeInvalid = q["invalid"] == "true"
+        let outliers = q["outliers"].map(String.init) ?? "hide"
+        guard ["hide", "show"].contains(outliers) else {
+            throw HTTPError(.badRequest, message: "outliers: '\(outliers)' is not hide or show")
+        }
+        let smooth = q["smooth"].map(String.init) ?? "none"
+        guard ["none", "kalman"].contains(smooth) else {
+            throw HTTPError(.badRequest, message: "smooth: '\(smooth)' is not none or kalman")
+        }
         guard try await store.device(device) != nil else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
-        let (records, next) = try await store.trail(
+        let (stored, next) = try await store.trail(
             device: device, from: from, to: to, after: cursor, limit: limit,
-            includeInvalid: includeInvalid)
+            includeInvalid: includeInvalid, includeOutliers: outliers == "show")
         var headers: HTTPFields = [:]
         var nextMember: [UInt8] = []
         if let next {
             var link = "/v1/devices/\(PercentEncoding.encode(device))/trail?"
             var items = ["format=\(format)", "limit=\(limit)", "cursor=\(next.token)"]
             if includeInvalid { items.append("invalid=true") }
+            if outliers == "show" { items.append("outliers=show") }
+            if smooth == "kalman" { items.append("smooth=kalman") }
             if let f = q["from"], !f.isEmpty { items.append("from=\(PercentEncoding.encode(String(f)))") }
             if let t = q["to"], !t.isEmpty { items.append("to=\(PercentEncoding.encode(String(t)))") }
             link += items.joined(separator: "&")
@@ -94,6 +107,7 @@ struct TrailRoutes: Sendable {
             }
         // Encoding a page of up to the largest page of records is work for the blocking pool.
         let bytes = try await offLoop { [nextMember] in
+            let records = smooth == "kalman" ? TrailRecord.smoothed(stored) : stored
             /// Adds `"next":CURSOR` to a JSON object.
             func withNext(_ object: [UInt8]) -> [UInt8] {
                 guard !nextMember.isEmpty, let close = object.lastIndex(of: UInt8(ascii: "}")) else { return object }
@@ -116,7 +130,12 @@ struct TrailRoutes: Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(64 << 10)
         ByteWriting.appendStatic("{\"devices\":[", to: &out)
-        FleetJSON.appendDevices(try await store.latest(device: context.identity.onlyDevice), to: &out)
+        var latest = try await store.latest(device: context.identity.onlyDevice)
+        // A share link with a window shows the latest position only within it.
+        if let window = context.identity.window {
+            latest = latest.filter { $0.time >= window.from && $0.time <= window.to }
+        }
+        FleetJSON.appendDevices(latest, to: &out)
         ByteWriting.appendStatic("]}\n", to: &out)
         return Answer.ok(out, contentType: "application/json")
     }

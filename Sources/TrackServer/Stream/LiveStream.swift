@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -30,6 +31,9 @@ struct LiveStream: Sendable {
     let hub: StreamHub
     /// Who a request is (the admin token, device tokens).
     let credentials: Credentials
+    /// Share links (`?share=TOKEN`): one device, closed when the share expires or is revoked.
+    let shares: ShareAccess
+    let clock: any EpochClock
     /// The origins whose pages may use this server's HTTP Basic credentials on `/ws/last`.
     let corsOrigins: [String]
     /// How often a ping goes to each client.
@@ -65,6 +69,46 @@ struct LiveStream: Sendable {
         var device: String?
         /// When ``device`` is `nil`, the OwnTracks Recorder user whose devices it sees (`/ws/last?user=U`).
         var user: String?
+        /// The share link it was opened with, if it was: closed when it ends.
+        var share: String?
+    }
+
+    /// The scope of a stream opened with a share link's token, or why not.
+    func shareAccess(token: String, wanted: String?) async throws -> Result<Scope, Refusal> {
+        let identity: Identity
+        do {
+            identity = try await shares.identity(token: token, method: .get, path: Self.streamPath)
+        } catch let error as HTTPError {
+            let reason =
+                switch error.status {
+                case .gone: "gone: the share link expired or was revoked"
+                case .tooManyRequests: "too many requests on this share link"
+                default: "unauthorized: not a share link of this server"
+                }
+            return .failure(Refusal(code: .policyViolation, reason: reason))
+        }
+        guard case .share(let grant) = identity, wanted == nil || wanted == grant.device else {
+            return .failure(Refusal(code: .policyViolation, reason: "forbidden: this share link shows one device"))
+        }
+        let now = clock.now.secondsSince1970
+        guard grant.from <= now, now < grant.to else {
+            return .failure(Refusal(code: .policyViolation, reason: "forbidden: this share link's window is not now"))
+        }
+        return .success(Scope(device: grant.device, share: grant.id))
+    }
+
+    /// Returns when the share `id` of `device` has ended (expired or revoked), checking at its expiry
+    /// and every 30 seconds of `clock` before.
+    func shareEnded(id: String, device: String) async throws {
+        while !Task.isCancelled {
+            let now = clock.now.secondsSince1970
+            guard let share = try await store.shares(device: device).first(where: { $0.id == id }),
+                share.state(at: now) == .active
+            else { return }
+            if let to = share.to, now >= to { return }
+            let end = min(share.expires, share.to ?? .infinity, now + 30)
+            try await clock.sleep(until: EpochInstant(secondsSince1970: end), tolerance: nil)
+        }
     }
 
     /// Who may see what on a stream request, or why not.
@@ -93,6 +137,9 @@ struct LiveStream: Sendable {
             if !(same || origins.contains("*") || origins.contains(origin)) {
                 return .failure(Refusal(code: .policyViolation, reason: "forbidden: an origin not allowed"))
             }
+        }
+        if uri.path == Self.streamPath, let token = q["share"] {
+            return try await shareAccess(token: String(token), wanted: wanted)
         }
         var identity = Identity.admin
         if try await credentials.required() {
@@ -188,6 +235,16 @@ struct LiveStream: Sendable {
                         }
                     } else {
                         for try await _ in inbound {}
+                    }
+                }
+                if let id = scope.share, let device = scope.device {
+                    group.addTask { [self] in
+                        try await shareEnded(id: id, device: device)
+                        // Said by the handler's own writer (a close frame written around it races with
+                        // the close that ends the handler).
+                        try await outbound.close(
+                            .policyViolation, reason: "gone: the share link expired or was revoked")
+                        client.close()
                     }
                 }
                 group.addTask {

@@ -1,3 +1,4 @@
+import EndpointEvents
 import Formats
 import LocationService
 
@@ -19,6 +20,10 @@ public struct StreamEvent: Hashable, Sendable {
         case stop(Visit, decided: Double)
         /// A trip the store found at ingest, decided at `decided`: a `/trips` answer's object.
         case trip(Trip, decided: Double)
+        /// An event the store stored at ingest (docs/events.md): a geofence crossed, a stop begun,
+        /// overspeed, low battery, the device's own region and visit records. Its object is the
+        /// event's JSON, as `/v1/events` and hooks have it.
+        case event(DeviceEvent)
     }
 
     public var device: String
@@ -36,11 +41,20 @@ public struct StreamEvent: Hashable, Sendable {
         case .online: "online"
         case .stop: "stop"
         case .trip: "trip"
+        case .event(let e): e.kind.rawValue
         }
     }
 
     /// The whole message: `{"type":"event","device":ID,"event":{...}}`.
     public func appendMessage(to out: inout [UInt8]) {
+        if case .event(let e) = kind {
+            ByteWriting.appendStatic("{\"type\":\"event\",\"device\":", to: &out)
+            ByteWriting.appendJSONString(device, to: &out)
+            ByteWriting.appendStatic(",\"event\":", to: &out)
+            e.appendJSON(to: &out)
+            out.append(UInt8(ascii: "}"))
+            return
+        }
         ByteWriting.appendStatic("{\"type\":\"event\",\"device\":", to: &out)
         ByteWriting.appendJSONString(device, to: &out)
         ByteWriting.appendStatic(",\"event\":{\"kind\":", to: &out)
@@ -63,6 +77,8 @@ public struct StreamEvent: Hashable, Sendable {
         case .trip(let trip, let decided):
             Self.appendTime("time", decided, to: &out)
             Self.appendMembers(to: &out) { StopsJSON.tripMembers(trip, to: &$0) }
+        case .event(let e):
+            Self.appendMembers(to: &out) { e.appendJSON(to: &$0) }
         }
     }
 

@@ -1,3 +1,4 @@
+import EndpointEvents
 import Geo
 import Logging
 import ServiceLifecycle
@@ -38,7 +39,15 @@ struct StreamService: Service {
                     }
                 })
         }
+        // The events stored at ingest; stops and trips are told above already (`stop`, `trip`).
+        let stored = store.deviceEvents.subscribe { events in
+            hub.publish(
+                events: events.filter { $0.kind != .stopEnd && $0.kind != .tripEnd }.map {
+                    StreamEvent(device: $0.device, kind: .event($0))
+                })
+        }
         defer {
+            store.deviceEvents.unsubscribe(stored)
             store.storedRecords.unsubscribe(subscription)
             store.storedRecords.unsubscribe(reports)
             store.stopEvents.unsubscribe(found)

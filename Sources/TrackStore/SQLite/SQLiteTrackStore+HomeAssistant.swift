@@ -3,7 +3,7 @@ import GRDB
 /// The Home Assistant relay's cursors (``HomeAssistantStore``), in the table `homeassistant_cursors`.
 extension SQLiteTrackStore: HomeAssistantStore {
     static func registerHomeAssistantMigrations(_ m: inout DatabaseMigrator) {
-        m.registerMigration("v9-homeassistant-cursors") { db in
+        m.registerMigration("v14-homeassistant-cursors") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE homeassistant_cursors (

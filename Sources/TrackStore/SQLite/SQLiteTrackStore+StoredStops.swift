@@ -64,7 +64,7 @@ extension SQLiteTrackStore: StopStore {
         var advance: StoredStops.Advance
         var after: Double
         let state = try (row[0] as String?).map(StoredStops.decode)
-        if let state, let last = state.lastTime, dirty > last {
+        if let state, let last = state.lastGiven, dirty > last {
             advance = StoredStops.Advance(from: state, checkpointed: row[1] as Double? ?? -.infinity)
             after = last
         } else {
@@ -86,6 +86,7 @@ extension SQLiteTrackStore: StopStore {
             ] {
                 try db.execute(sql: "DELETE FROM " + table, arguments: [device, after])
             }
+            try clearOutliers(db, device: device, after: after)
         }
         let points = try Row.fetchCursor(
             db,
@@ -96,6 +97,7 @@ extension SQLiteTrackStore: StopStore {
         while let p = try points.next() {
             advance.add(time: p[0], latitude: p[1], longitude: p[2], accuracy: p[3] as Double?, speed: p[4] as Double?)
         }
+        try markOutliers(db, device: device, advance.outliers)
         let insertStop = try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO stops (device, decided, arrival, departure, lat, lon, radius, fixes)
@@ -126,6 +128,7 @@ extension SQLiteTrackStore: StopStore {
         try db.execute(
             sql: "UPDATE stop_detectors SET state = ?, checkpointed = ?, dirty_from = NULL WHERE device = ?",
             arguments: [try StoredStops.encode(advance.detector), advance.checkpointed, device])
+        try rebuildStatistics(db, device: device)
         return computingAll ? [] : advance.events(device: device, since: dirty)
     }
 
@@ -142,6 +145,14 @@ extension SQLiteTrackStore: StopStore {
         try db.execute(sql: "DELETE FROM stop_checkpoints WHERE device = ? AND time < ?", arguments: [device, first])
         try db.execute(sql: "DELETE FROM stops WHERE device = ? AND decided < ?", arguments: [device, first])
         try db.execute(sql: "DELETE FROM trips WHERE device = ? AND decided < ?", arguments: [device, first])
+        // A visit kept that began before the first point left begins with it, as a query from there
+        // finds it (no query uses the stored one: it was decided before any checkpoint a query meets);
+        // its statistics are rebuilt.
+        try db.execute(
+            sql: "INSERT INTO stat_dirty SELECT device, arrival, departure FROM stops WHERE device = ? AND arrival < ?",
+            arguments: [device, first])
+        try db.execute(
+            sql: "UPDATE stops SET arrival = ? WHERE device = ? AND arrival < ?", arguments: [first, device, first])
     }
 
     public func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport {
@@ -234,7 +245,7 @@ extension SQLiteTrackStore: StopStore {
         // else the latest checkpoint before it (at or after `met`) run on to it.
         var final: VisitDetector
         if meta?[1] as Double? == nil, let text = meta?[0] as String?, let state = try? StoredStops.decode(text),
-            (state.lastTime ?? -.infinity) <= hi
+            (state.lastGiven ?? -.infinity) <= hi
         {
             final = state
         } else {

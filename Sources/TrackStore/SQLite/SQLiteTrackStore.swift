@@ -1,3 +1,4 @@
+import EndpointEvents
 import Dispatch
 import Formats
 import Geo
@@ -17,6 +18,10 @@ public final class SQLiteTrackStore: TrackStore {
     public let storedRecords = RecordFeed()
     /// The stops and trips found in what this store stored, batch by batch in commit order.
     public let stopEvents = StopEventFeed()
+    /// The events ingest stored (``EventStore``), batch by batch in commit order.
+    let eventFeed = DeviceEventFeed()
+    /// The geofences as evaluated and the rules (``EventStore``).
+    let storedEvents = StoredEvents()
 
     public var location: String { path }
 
@@ -102,6 +107,11 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerSecretMigrations(&m)
         Self.registerStopsMigrations(&m)
         Self.registerStoredStopsMigrations(&m)
+        Self.registerEventsMigrations(&m)
+        Self.registerOutlierMigrations(&m)
+        Self.registerStatisticsMigrations(&m)
+        Self.registerShareMigrations(&m)
+        Self.registerPlaceNameMigrations(&m)
         Self.registerHomeAssistantMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
@@ -159,6 +169,7 @@ public final class SQLiteTrackStore: TrackStore {
             var added: [String: (points: Int, first: Double, last: Double)] = [:]
             var latest: [String: TrailRecord] = [:]
             var earliestLocation: [String: Double] = [:]
+            var new: [String: [KeyedRecord]] = [:]
             for r in records {
                 // GRDB binds text NUL-terminated (sqlite3_bind_text with -1): a NUL would cut the key
                 // short and make distinct records one. Readers refuse control characters in ids; this
@@ -166,14 +177,16 @@ public final class SQLiteTrackStore: TrackStore {
                 guard !r.device.utf8.contains(0), !(r.region?.utf8.contains(0) ?? false) else {
                     throw TrackStoreError(.nulByte, "refusing to store an id with a NUL byte")
                 }
+                let key = Self.key(r, format: format)
                 try statement.execute(arguments: [
-                    Self.key(r, format: format), r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,
+                    key, r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,
                     r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.verticalAccuracy,
                     r.speed, r.course, format, received, r.valid, TrailRecord.attributesJSON(r.attributes),
                     TrailRecord.spanJSON(r),
                 ])
                 guard db.changesCount > 0 else { continue }
                 accepted += 1
+                new[r.device, default: []].append(KeyedRecord(key: key, record: r))
                 if feed != nil { stored.append(Self.asStored(r, format: format)) }
                 if r.valid, latest[r.device].map({ $0.time <= r.time }) ?? true { latest[r.device] = r }
                 if r.valid, r.kind == .location {
@@ -196,9 +209,12 @@ public final class SQLiteTrackStore: TrackStore {
                 if let r = latest[id] { try Self.noteLatest(db, r) }
             }
             let found = try Self.advanceStoredStops(db, earliest: earliestLocation)
+            let events = try Self.storeEvents(
+                db, records: new, stops: found, received: received, engine: storedEvents)
             // On the writer, after the commit: batches reach the feed in the order they were stored.
             if let feed, !stored.isEmpty { db.afterNextTransaction { [stored] _ in feed.publish(stored) } }
             if !found.isEmpty { db.afterNextTransaction { [stopEvents] _ in stopEvents.publish(found) } }
+            if !events.isEmpty { db.afterNextTransaction { [eventFeed] _ in eventFeed.publish(events) } }
             return (accepted, records.count - accepted)
         }
     }
@@ -224,13 +240,15 @@ public final class SQLiteTrackStore: TrackStore {
     ///   OFFSET).
     public func trail(
         device: String, from: Double, to: Double, after cursor: TrailCursor?, limit: Int,
-        includeInvalid: Bool
+        includeInvalid: Bool, includeOutliers: Bool
     ) async throws -> (records: [TrailRecord], next: TrailCursor?) {
         precondition(limit > 0, "a page holds at least one record")
         var sql = """
-            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span
+            SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span,
+                outlier
             FROM points
-            WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")
+            WHERE device = ? AND time >= ? AND time <= ?\(includeInvalid ? "" : " AND valid = 1")\(
+                includeOutliers ? "" : " AND outlier IS NULL")
             """
         var arguments: StatementArguments = [device, from.isFinite ? from : -1e18, to.isFinite ? to : 1e18]
         if let cursor {
@@ -280,6 +298,7 @@ public final class SQLiteTrackStore: TrackStore {
         r.valid = row[11]
         r.attributes = TrailRecord.attributes(fromJSON: row[12])
         if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: row["span"]) }
+        if row.hasColumn("outlier") { r.outlier = row["outlier"] }
         return r
     }
 

@@ -1,0 +1,59 @@
+import Geo
+import GRDB
+import LocationService
+
+/// Outliers marked, never dropped: a location the device's ``OutlierFilter`` marks (no position, an
+/// accuracy worse than the threshold, a jump and back) keeps its row, with the reason in its
+/// `outlier` column, set as the detector runs over the batch that stored it (in the batch's own
+/// transaction). Trails leave marked locations out unless asked (`includeOutliers`); stops and trips
+/// leave them out because the detector does.
+extension SQLiteTrackStore {
+    /// The `outlier` column, and an index of the marked points alone (clearing a device's marks
+    /// reads it, not the device's points: a first query computing all would otherwise read every
+    /// row of the table). The detector's stored state changed form with the outlier filter and the
+    /// smoothed trip figures: every device's stored stops are computed again by its first query, which
+    /// marks its outliers (``StoredStops/neverComputed``).
+    static func registerOutlierMigrations(_ m: inout DatabaseMigrator) {
+        m.registerMigration("v10-outliers") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE points ADD COLUMN outlier TEXT;
+                    CREATE INDEX points_outliers ON points (device, time) WHERE outlier IS NOT NULL;
+                    DELETE FROM stop_checkpoints;
+                    DELETE FROM stops;
+                    DELETE FROM trips;
+                    """)
+            try db.execute(
+                sql: "UPDATE stop_detectors SET state = NULL, checkpointed = NULL, dirty_from = ?",
+                arguments: [StoredStops.neverComputed])
+        }
+    }
+
+    /// Marks the locations the detector marked, by time (and position, for a point marked on its own).
+    static func markOutliers(
+        _ db: Database, device: String,
+        _ outliers: [(time: Double, reason: OutlierFilter.Reason, coordinate: Coordinate?)]
+    ) throws {
+        guard !outliers.isEmpty else { return }
+        let mark = try db.cachedStatement(
+            sql: """
+                UPDATE points SET outlier = ? WHERE device = ? AND time = ? AND kind = 'location' AND valid = 1
+                    AND (? IS NULL OR (lat = ? AND lon = ?))
+                """)
+        for o in outliers {
+            let lat = o.coordinate?.latitude, lon = o.coordinate?.longitude
+            try mark.execute(arguments: [o.reason.rawValue, device, o.time, lat, lat, lon])
+        }
+    }
+
+    /// Clears the marks after `time` (the detector runs again from a checkpoint there and marks anew).
+    static func clearOutliers(_ db: Database, device: String, after time: Double) throws {
+        try db.execute(
+            sql: """
+                UPDATE points SET outlier = NULL WHERE key IN (
+                    SELECT key FROM points INDEXED BY points_outliers
+                    WHERE device = ? AND time > ? AND outlier IS NOT NULL)
+                """,
+            arguments: [device, time])
+    }
+}

@@ -1,0 +1,97 @@
+import EndpointEvents
+import Formats
+import Geo
+import LocationService
+import Synchronization
+
+/// What both stores share of the events facet (``EventStore``): the geofences as evaluated (a
+/// ``GeofenceSet`` rebuilt only when the store's generation of geofences moved), the rules, and one
+/// device's evaluation from its saved state.
+public final class StoredEvents: Sendable {
+    struct Cache: Sendable {
+        var rules = EventRules()
+        var generation: UInt64?
+        var set = GeofenceSet()
+    }
+
+    let cache = Mutex(Cache())
+
+    public init() {}
+
+    /// The rules from now on.
+    public func setRules(_ rules: EventRules) {
+        cache.withLock { $0.rules = rules }
+    }
+
+    public var rules: EventRules { cache.withLock { $0.rules } }
+
+    /// The geofence set of `generation`, or `nil` when the one kept is of another.
+    public func set(generation: UInt64) -> GeofenceSet? {
+        cache.withLock { $0.generation == generation ? $0.set : nil }
+    }
+
+    /// Keeps `set` (of its generation) for the next batches.
+    public func keep(_ set: GeofenceSet) {
+        cache.withLock {
+            $0.generation = set.generation
+            $0.set = set
+        }
+    }
+
+    /// The set of the geofences a store keeps as features (``GeofenceDocument/feature(_:)``) with
+    /// their revisions.
+    public static func set(features: [(feature: [UInt8], revision: UInt64)], generation: UInt64) throws -> GeofenceSet {
+        let geofences = try geofences(features.map(\.feature))
+        var revisions: [String: UInt64] = [:]
+        for (g, f) in zip(geofences, features) { revisions[g.name] = f.revision }
+        return GeofenceSet(
+            geofences.map { ($0, min(revisions[$0.name] ?? generation, generation)) }, generation: generation)
+    }
+
+    /// The geofences of stored features, in their order.
+    public static func geofences(_ features: [[UInt8]]) throws -> [Geofence] {
+        guard !features.isEmpty else { return [] }
+        var document: [UInt8] = Array("{\"type\":\"FeatureCollection\",\"features\":[".utf8)
+        for (i, f) in features.enumerated() {
+            if i > 0 { document.append(UInt8(ascii: ",")) }
+            document += f
+        }
+        document += Array("]}".utf8)
+        do {
+            return try GeofenceDocument.parse(document)
+        } catch {
+            throw TrackStoreError(.corrupt, "the stored geofences do not read back: \(error.message)")
+        }
+    }
+
+    /// One device's evaluation: its saved state (`nil`: none yet), the records a batch stored of it
+    /// (new ones), and the stops and trips its detector found; returns the new state and the events.
+    public static func evaluate(
+        state: [UInt8]?, records: [KeyedRecord], stops: [StopEvent], device: String, geofences: GeofenceSet,
+        rules: EventRules
+    ) -> (state: [UInt8], events: [DeviceEvent], late: Int) {
+        var s = DeviceEventState()
+        if let state, let decoded = try? DeviceEventState(encoded: state) { s = decoded }
+        let evaluation = s.evaluate(records, device: device, geofences: geofences, rules: rules)
+        var events = evaluation.events
+        for stop in stops { events += stop.deviceEvents }
+        return (s.encoded(), events, evaluation.late)
+    }
+}
+
+extension StopEvent {
+    /// The events of a stop or trip the detector found: a departure is `stopEnd`; a trip ended by an
+    /// arrival is `tripEnd` and the `stopStart` of the stop it arrived at.
+    public var deviceEvents: [DeviceEvent] {
+        switch kind {
+        case .stop(let visit):
+            return [DeviceEvent.stopEnd(device: device, visit: visit, decided: decided)]
+        case .trip(let trip):
+            let arrival = Visit(
+                coordinate: trip.endCoordinate, horizontalAccuracy: 0, arrival: trip.end, departure: nil, fixCount: 0)
+            var start = DeviceEvent.stopStart(device: device, visit: arrival, decided: decided)
+            start.details = .stay(DeviceEvent.Stay(start: trip.end, end: nil, radius: nil, fixes: nil))
+            return [DeviceEvent.tripEnd(device: device, trip: trip, decided: decided), start]
+        }
+    }
+}

@@ -1,0 +1,434 @@
+import EndpointEvents
+import Formats
+import Logging
+import NIOCore
+import PostgresNIO
+import TrackStore
+
+/// The events facet (``EventStore``) on PostgreSQL, where several instances share the records.
+///
+/// A batch's statement (its `COPY` or `INSERT`) marks each of its devices in `stop_detectors`
+/// (`events_dirty`, by the stops trigger, in the batch's own transaction, whichever instance ran it).
+/// The device's catch-up transaction, which holds that row (`FOR UPDATE`: the instances take a
+/// device one after the other), runs the stop detector and then the events: the device's saved
+/// ``DeviceEventState``, its records from the state's settled time on (the reorder window's again,
+/// known by their keys), the events not stored yet (by id) and one delivery entry per hook that
+/// wants each, and the new state, clearing the mark; one commit. An instance killed between the
+/// batch's commit and the catch-up leaves the mark, which the device's next batch or stops query
+/// runs, on any instance: an event exists exactly when its record is stored, once the device's
+/// catch-up ran.
+///
+/// The queue's claims are one statement each, `FOR UPDATE SKIP LOCKED` over the heads of the
+/// devices (docs/events.md).
+extension PostgresTrackStore: EventStore {
+    static let eventsMigration = [
+        """
+        ALTER TABLE stop_detectors ADD COLUMN events_dirty boolean NOT NULL DEFAULT false,
+            ADD COLUMN events_state bytea
+        """,
+        """
+        CREATE OR REPLACE FUNCTION keeptrack_stops_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO stop_detectors AS s (device, dirty_from, events_dirty)
+            SELECT device, min(extract(epoch FROM time)::float8) FILTER (WHERE kind = 'location' AND valid), true
+            FROM added GROUP BY device ORDER BY device
+            ON CONFLICT (device) DO UPDATE SET dirty_from = LEAST(s.dirty_from, excluded.dirty_from),
+                events_dirty = true;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TABLE geofences (
+            name text COLLATE "C" PRIMARY KEY, feature bytea NOT NULL, revision bigint NOT NULL
+        )
+        """,
+        "CREATE TABLE geofence_generation (id int PRIMARY KEY CHECK (id = 1), generation bigint NOT NULL)",
+        "INSERT INTO geofence_generation (id, generation) VALUES (1, 0)",
+        """
+        CREATE TABLE events (
+            seq bigserial UNIQUE, id text COLLATE "C" PRIMARY KEY, device text COLLATE "C" NOT NULL,
+            kind text NOT NULL, time float8 NOT NULL, body text NOT NULL
+        )
+        """,
+        "CREATE INDEX events_device ON events (device, time, id)",
+        "CREATE INDEX events_time ON events (time, id)",
+        """
+        CREATE TABLE hooks (
+            name text COLLATE "C" PRIMARY KEY, kinds text[], devices text[], settings text NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE deliveries (
+            hook text COLLATE "C" NOT NULL, event text COLLATE "C" NOT NULL, device text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL, queued float8 NOT NULL, due float8 NOT NULL, attempts int NOT NULL DEFAULT 0,
+            lease text, lease_until float8, dead text, last_error text, PRIMARY KEY (hook, event)
+        )
+        """,
+        "CREATE INDEX deliveries_head ON deliveries (hook, device, seq) WHERE dead IS NULL",
+    ]
+
+    public var deviceEvents: DeviceEventFeed { eventFeed }
+
+    public func setEventRules(_ rules: EventRules) { storedEvents.setRules(rules) }
+
+    var now: Double { clock.now.secondsSince1970 }
+
+    /// The geofence set as of the database's generation (rebuilt only when it moved).
+    func geofenceSet(_ c: PostgresConnection) async throws -> GeofenceSet {
+        var generation: Int64 = 0
+        for try await g in try await c.query("SELECT generation FROM geofence_generation", logger: logger)
+            .decode(Int64.self)
+        { generation = g }
+        if let set = storedEvents.set(generation: UInt64(generation)) { return set }
+        var features: [(feature: [UInt8], revision: UInt64)] = []
+        for try await (f, r) in try await c.query(
+            "SELECT feature, revision FROM geofences ORDER BY name", logger: logger
+        ).decode((ByteBuffer, Int64).self) {
+            features.append((Array(f.readableBytesView), UInt64(r)))
+        }
+        let set = try StoredEvents.set(features: features, generation: UInt64(generation))
+        storedEvents.keep(set)
+        return set
+    }
+
+    /// In a device's catch-up transaction (its `stop_detectors` row held): evaluates its records
+    /// from its saved state, stores the new events and their delivery entries, saves the state and
+    /// clears the mark. `saved` is its saved state (read with the row). Returns the events stored.
+    func storeEvents(_ c: PostgresConnection, device: String, saved: [UInt8]?, stops: [StopEvent]) async throws
+        -> [DeviceEvent]
+    {
+        let state = try saved.map { bytes throws -> DeviceEventState in
+            do { return try DeviceEventState(encoded: bytes) } catch {
+                throw TrackStoreError(.corrupt, "device \(device)'s saved event state does not read back")
+            }
+        }
+        // From the settled time on (the window's records again, told apart by key); a device without
+        // a state from its last day of records.
+        var since = -1e11
+        if let t = state?.settledTime {
+            since = t
+        } else {
+            for try await last in try await c.query(
+                "SELECT extract(epoch FROM last)::float8 FROM devices WHERE id = \(device)", logger: logger
+            ).decode(Double.self) { since = last - 86_400 }
+        }
+        var records: [KeyedRecord] = []
+        for try await row in try await c.query(
+            """
+            SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
+                   ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text, key, span
+            FROM positions WHERE device = \(device) AND time >= to_timestamp(\(since)) ORDER BY time, key
+            """, logger: logger)
+        {
+            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span) =
+                try row.decode(
+                    (
+                        Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
+                        Double?, Bool, String?, String, String?
+                    ).self)
+            var r = TrailRecord(
+                device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
+                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
+                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
+            r.valid = valid
+            r.attributes = TrailRecord.attributes(fromJSON: attributes)
+            if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
+            records.append(KeyedRecord(key: key, record: r))
+        }
+        let set = try await geofenceSet(c)
+        let result = StoredEvents.evaluate(
+            state: saved, records: records, stops: stops, device: device, geofences: set, rules: storedEvents.rules)
+        let queued = now
+        var stored: [DeviceEvent] = []
+        for e in result.events {
+            var seq: Int64?
+            let body = String(decoding: e.json, as: UTF8.self)
+            for try await s in try await c.query(
+                """
+                INSERT INTO events (id, device, kind, time, body) VALUES (\(e.id), \(device), \(e.kind.rawValue),
+                    \(e.time), \(body)) ON CONFLICT (id) DO NOTHING RETURNING seq
+                """, logger: logger
+            ).decode(Int64.self) { seq = s }
+            guard let seq else { continue }
+            try await c.query(
+                """
+                INSERT INTO deliveries (hook, event, device, seq, queued, due)
+                SELECT name, \(e.id), \(device), \(seq), \(queued), \(queued) FROM hooks
+                WHERE (kinds IS NULL OR \(e.kind.rawValue) = ANY (kinds))
+                  AND (devices IS NULL OR \(device) = ANY (devices))
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+            stored.append(e)
+        }
+        let encoded = ByteBuffer(bytes: result.state)
+        try await c.query(
+            "UPDATE stop_detectors SET events_state = \(encoded), events_dirty = false WHERE device = \(device)",
+            logger: logger)
+        return stored
+    }
+
+    // MARK: Geofences
+
+    public func geofences() async throws -> [Geofence] {
+        var features: [[UInt8]] = []
+        for try await f in try await client.query("SELECT feature FROM geofences ORDER BY name", logger: logger)
+            .decode(ByteBuffer.self)
+        { features.append(Array(f.readableBytesView)) }
+        return try StoredEvents.geofences(features)
+    }
+
+    func nextGeofenceGeneration(_ c: PostgresConnection) async throws -> Int64 {
+        var g: Int64 = 1
+        for try await n in try await c.query(
+            "UPDATE geofence_generation SET generation = generation + 1 RETURNING generation", logger: logger
+        ).decode(Int64.self) { g = n }
+        return g
+    }
+
+    public func replaceGeofences(_ geofences: [Geofence]) async throws {
+        try await client.withConnection { connection in
+            try await connection.withTransaction(logger: self.logger) { c in
+                let generation = try await self.nextGeofenceGeneration(c)
+                try await c.query("DELETE FROM geofences", logger: self.logger)
+                for chunk in stride(from: 0, to: geofences.count, by: 1000) {
+                    let part = geofences[chunk..<min(chunk + 1000, geofences.count)]
+                    var binds = PostgresBindings()
+                    binds.append(PostgresArray.texts(part.map(\.name)))
+                    binds.append(
+                        PostgresArray.texts(part.map { String(decoding: GeofenceDocument.feature($0), as: UTF8.self) }))
+                    binds.append(generation)
+                    try await c.query(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                INSERT INTO geofences (name, feature, revision)
+                                SELECT n, convert_to(f, 'UTF8'), $3 FROM unnest($1::text[], $2::text[]) AS t(n, f)
+                                """, binds: binds), logger: self.logger)
+                }
+            }
+        }
+    }
+
+    public func putGeofence(_ geofence: Geofence) async throws -> Bool {
+        try await client.withConnection { connection in
+            try await connection.withTransaction(logger: self.logger) { c in
+                let generation = try await self.nextGeofenceGeneration(c)
+                let feature = ByteBuffer(bytes: GeofenceDocument.feature(geofence))
+                var inserted = false
+                for try await i in try await c.query(
+                    """
+                    INSERT INTO geofences (name, feature, revision) VALUES (\(geofence.name), \(feature), \(generation))
+                    ON CONFLICT (name) DO UPDATE SET feature = excluded.feature, revision = excluded.revision
+                    RETURNING (xmax = 0)
+                    """, logger: self.logger
+                ).decode(Bool.self) { inserted = i }
+                return inserted
+            }
+        }
+    }
+
+    public func removeGeofence(_ name: String) async throws -> Bool {
+        try await client.withConnection { connection in
+            try await connection.withTransaction(logger: self.logger) { c in
+                var removed = false
+                for try await _ in try await c.query(
+                    "DELETE FROM geofences WHERE name = \(name) RETURNING 1", logger: self.logger
+                ).decode(Int32.self) { removed = true }
+                if removed { _ = try await self.nextGeofenceGeneration(c) }
+                return removed
+            }
+        }
+    }
+
+    // MARK: Events
+
+    public func events(_ query: EventQuery, after cursor: EventCursor?, limit: Int) async throws
+        -> (events: [StoredEvent], next: EventCursor?)
+    {
+        precondition(limit > 0, "a page holds at least one event")
+        var binds = PostgresBindings()
+        func parameter(_ value: some PostgresNonThrowingEncodable) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
+        }
+        var sql = "SELECT id, device, kind, time, body FROM events WHERE true"
+        if query.from.isFinite { sql += " AND time >= \(parameter(query.from))" }
+        if query.to.isFinite { sql += " AND time <= \(parameter(query.to))" }
+        if let device = query.device { sql += " AND device = \(parameter(device))" }
+        if let kinds = query.kinds {
+            sql += " AND kind = ANY (\(parameter(PostgresArray.texts(kinds.map(\.rawValue)))))"
+        }
+        if let cursor {
+            let t = parameter(cursor.time)
+            sql += " AND time >= \(t) AND (time > \(t) OR (time = \(t) AND id > \(parameter(cursor.id))))"
+        }
+        sql += " ORDER BY time, id LIMIT \(parameter(Int64(limit + 1)))"
+        var events: [StoredEvent] = []
+        var more = false
+        for try await (id, device, kind, time, body) in try await client.query(
+            PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+        ).decode((String, String, String, Double, String).self) {
+            if events.count == limit {
+                more = true
+                continue
+            }
+            guard let k = EventKind(rawValue: kind) else { continue }
+            events.append(StoredEvent(id: id, device: device, kind: k, time: time, body: Array(body.utf8)))
+        }
+        return (events, more ? events.last.map { EventCursor(time: $0.time, id: $0.id) } : nil)
+    }
+
+    // MARK: Hooks
+
+    public func storedHooks() async throws -> [StoredHook] {
+        var out: [StoredHook] = []
+        for try await (name, kinds, devices, settings) in try await client.query(
+            "SELECT name, kinds, devices, settings FROM hooks ORDER BY name", logger: logger
+        ).decode((String, [String]?, [String]?, String).self) {
+            out.append(
+                StoredHook(
+                    name: name, kinds: kinds.map { Set($0.compactMap(EventKind.init(rawValue:))) },
+                    devices: devices.map(Set.init), settings: settings))
+        }
+        return out
+    }
+
+    public func putHook(_ hook: StoredHook) async throws -> Bool {
+        var binds = PostgresBindings()
+        binds.append(hook.name)
+        if let kinds = hook.kinds {
+            binds.append(PostgresArray.texts(kinds.map(\.rawValue).sorted()))
+        } else {
+            binds.appendNull()
+        }
+        if let devices = hook.devices {
+            binds.append(PostgresArray.texts(devices.sorted()))
+        } else {
+            binds.appendNull()
+        }
+        binds.append(hook.settings)
+        var inserted = false
+        for try await i in try await client.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO hooks (name, kinds, devices, settings) VALUES ($1, $2::text[], $3::text[], $4)
+                    ON CONFLICT (name) DO UPDATE SET kinds = excluded.kinds, devices = excluded.devices,
+                        settings = excluded.settings
+                    RETURNING (xmax = 0)
+                    """, binds: binds), logger: logger
+        ).decode(Bool.self) { inserted = i }
+        return inserted
+    }
+
+    public func removeHook(_ name: String) async throws -> Bool {
+        try await client.withConnection { connection in
+            try await connection.withTransaction(logger: self.logger) { c in
+                try await c.query("DELETE FROM deliveries WHERE hook = \(name)", logger: self.logger)
+                var removed = false
+                for try await _ in try await c.query(
+                    "DELETE FROM hooks WHERE name = \(name) RETURNING 1", logger: self.logger
+                ).decode(Int32.self) { removed = true }
+                return removed
+            }
+        }
+    }
+
+    public func retryDeadDeliveries(hook name: String, now: Double) async throws -> Int {
+        var n = 0
+        for try await _ in try await client.query(
+            """
+            UPDATE deliveries SET dead = NULL, attempts = 0, due = \(now), lease = NULL, lease_until = NULL
+            WHERE hook = \(name) AND dead IS NOT NULL RETURNING 1
+            """, logger: logger
+        ).decode(Int32.self) { n += 1 }
+        return n
+    }
+
+    public func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)] {
+        var out: [String: (pending: Int, dead: Int)] = [:]
+        for try await (hook, pending, dead) in try await client.query(
+            """
+            SELECT hook, count(*) FILTER (WHERE dead IS NULL), count(*) FILTER (WHERE dead IS NOT NULL)
+            FROM deliveries GROUP BY hook
+            """, logger: logger
+        ).decode((String, Int64, Int64).self) { out[hook] = (Int(pending), Int(dead)) }
+        return out
+    }
+
+    // MARK: The queue
+
+    /// One statement: the head entry of each device for the hook (the lowest sequence not dead),
+    /// those due and not leased, locked `FOR UPDATE SKIP LOCKED` (the conditions repeated on the
+    /// locked row, which PostgreSQL checks again on its newest version), leased.
+    public func claimDeliveries(hook: String, limit: Int, now: Double, leaseUntil: Double, token: String)
+        async throws -> [QueuedDelivery]
+    {
+        var out: [QueuedDelivery] = []
+        for try await (event, device, attempts, queued, kind, time, body) in try await client.query(
+            """
+            WITH heads AS (
+                SELECT DISTINCT ON (device) event FROM deliveries WHERE hook = \(hook) AND dead IS NULL
+                ORDER BY device, seq
+            ), due AS (
+                SELECT d.hook, d.event FROM deliveries d JOIN heads h ON h.event = d.event
+                WHERE d.hook = \(hook) AND d.dead IS NULL AND d.due <= \(now)
+                  AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+                ORDER BY d.queued, d.seq LIMIT \(Int64(limit))
+                FOR UPDATE OF d SKIP LOCKED
+            )
+            UPDATE deliveries d SET lease = \(token), lease_until = \(leaseUntil)
+            FROM due, events e
+            WHERE d.hook = due.hook AND d.event = due.event AND e.id = d.event
+            RETURNING d.event, d.device, d.attempts, d.queued, e.kind, e.time, e.body
+            """, logger: logger
+        ).decode((String, String, Int32, Double, String, Double, String).self) {
+            guard let k = EventKind(rawValue: kind) else { continue }
+            out.append(
+                QueuedDelivery(
+                    hook: hook,
+                    event: StoredEvent(id: event, device: device, kind: k, time: time, body: Array(body.utf8)),
+                    attempts: Int(attempts), queued: queued, token: token))
+        }
+        return out.sorted { $0.queued < $1.queued }
+    }
+
+    public func settleDelivery(
+        hook: String, event: String, token: String, outcome: DeliverySettlement, now: Double
+    ) async throws -> Bool {
+        let query: PostgresQuery
+        switch outcome {
+        case .delivered:
+            query = "DELETE FROM deliveries WHERE hook = \(hook) AND event = \(event) AND lease = \(token) RETURNING 1"
+        case .retry(let at, let reason):
+            query = """
+                UPDATE deliveries SET attempts = attempts + 1, due = \(at), lease = NULL, lease_until = NULL,
+                    last_error = \(reason)
+                WHERE hook = \(hook) AND event = \(event) AND lease = \(token) RETURNING 1
+                """
+        case .dead(let reason):
+            query = """
+                UPDATE deliveries SET attempts = attempts + 1, dead = \(reason), lease = NULL, lease_until = NULL,
+                    last_error = \(reason)
+                WHERE hook = \(hook) AND event = \(event) AND lease = \(token) RETURNING 1
+                """
+        }
+        var settled = false
+        for try await _ in try await client.query(query, logger: logger).decode(Int32.self) { settled = true }
+        return settled
+    }
+
+    public func nextDeliveryDue(hook: String, after now: Double) async throws -> Double? {
+        var next: Double?
+        for try await n in try await client.query(
+            """
+            WITH heads AS (
+                SELECT DISTINCT ON (device) due, lease_until FROM deliveries WHERE hook = \(hook) AND dead IS NULL
+                ORDER BY device, seq
+            )
+            SELECT min(CASE WHEN lease_until > \(now) THEN GREATEST(lease_until, due) ELSE due END) FROM heads
+            WHERE due > \(now) OR lease_until > \(now)
+            """, logger: logger
+        ).decode(Double?.self) { next = n }
+        return next
+    }
+}

@@ -1,0 +1,40 @@
+import PostgresNIO
+import TrackStore
+
+/// The reverse geocoder's names by cell (``PlaceNameStore``).
+extension PostgresTrackStore: PlaceNameStore {
+    static let placeNamesMigration = [
+        """
+        CREATE TABLE place_names (
+            lat integer NOT NULL, lon integer NOT NULL, name text, asked float8 NOT NULL, PRIMARY KEY (lat, lon)
+        )
+        """
+    ]
+
+    public func placeNames(_ cells: [PlaceCell]) async throws -> [PlaceCell: String?] {
+        let unique = Array(Set(cells))
+        guard !unique.isEmpty else { return [:] }
+        var binds = PostgresBindings()
+        binds.append(PostgresArray.integers(unique.map { Int64($0.latitude) }))
+        binds.append(PostgresArray.integers(unique.map { Int64($0.longitude) }))
+        var out: [PlaceCell: String?] = [:]
+        for try await (lat, lon, name) in try await client.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT p.lat, p.lon, p.name FROM place_names p
+                    JOIN unnest($1::int8[], $2::int8[]) AS c (lat, lon) ON p.lat = c.lat AND p.lon = c.lon
+                    """, binds: binds), logger: logger
+        ).decode((Int32, Int32, String?).self) {
+            out[PlaceCell(latitude: lat, longitude: lon)] = .some(name)
+        }
+        return out
+    }
+
+    public func setPlaceName(_ name: String?, for cell: PlaceCell, at time: Double) async throws {
+        try await client.query(
+            """
+            INSERT INTO place_names (lat, lon, name, asked) VALUES (\(cell.latitude), \(cell.longitude), \(name), \(time))
+            ON CONFLICT (lat, lon) DO UPDATE SET name = excluded.name, asked = excluded.asked
+            """, logger: logger)
+    }
+}

@@ -1,0 +1,225 @@
+import ArgumentParser
+import Delivery
+import EndpointEvents
+import Foundation
+import Geo
+import TrackServer
+import TrackStore
+
+/// `keeptrack serve geofences ...` and `keeptrack serve hooks ...`, on serve's `--db` (docs/events.md).
+extension Serve {
+    struct Geofences: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The endpoint's geofences in serve's --db: each stored location is evaluated against them.",
+            discussion: """
+                A geofence is a GeoJSON Feature as keeptrack regions reads it (a Point with a radius, or a \
+                Polygon), its id the geofence's name, with properties dwell, notifyOnEntry, notifyOnExit and \
+                devices (the device ids it is for; absent: every device). A document is taken whole or not \
+                at all (docs/events.md).
+
+                Examples:
+                  keeptrack serve geofences add places.geojson   # adds, or replaces by name
+                  keeptrack serve geofences list                 # NAME<TAB>devices, one a line
+                  keeptrack serve geofences remove depot
+                """,
+            subcommands: [Add.self, List.self, Remove.self])
+
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Add the geofences of a GeoJSON file, replacing those of the same names.")
+            @Argument(help: "The GeoJSON file (a FeatureCollection or one Feature).") var file: String
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw CommandFailure("cannot read \(file)")
+                }
+                let geofences: [Geofence]
+                do {
+                    geofences = try GeofenceDocument.parse(Array(data))
+                } catch {
+                    throw CommandFailure("\(file): \(error.description)")
+                }
+                let added = try await serve.withDeviceTokens(creating: true) { store in
+                    var added = 0
+                    for g in geofences where try await store.putGeofence(g) { added += 1 }
+                    return added
+                }
+                print("\(added) added, \(geofences.count - added) replaced")
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "The geofences, one a line: NAME<TAB>devices (* for every device).")
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let geofences = try await serve.withDeviceTokens(creating: false) { try await $0.geofences() }
+                for g in geofences {
+                    print("\(g.name)\t\(g.devices.map { $0.sorted().joined(separator: ",") } ?? "*")")
+                }
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Remove a geofence.")
+            @Argument(help: "The geofence's name.") var name: String
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let (removed, location) = try await serve.withDeviceTokens(creating: false) { store in
+                    (try await store.removeGeofence(name), store.location)
+                }
+                guard removed else { throw CommandFailure("no geofence '\(name)' in \(location)") }
+                print("removed \(name)")
+            }
+        }
+    }
+
+    struct Hooks: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Hooks in serve's --db: where serve delivers events (webhooks, Home Assistant, MQTT).",
+            discussion: """
+                A webhook gets a POST of each event's JSON, signed X-KeepTrack-Signature: sha256=HMAC(secret, \
+                body); a Home Assistant hook posts to its webhook trigger (/api/webhook/ID); an MQTT hook \
+                publishes at QoS 1 (docs/events.md). Hooks to loopback and private addresses need serve's \
+                --allow-private-hooks.
+
+                Examples:
+                  keeptrack serve hooks add ops --url https://ops.example.org/keeptrack \\
+                    --secret-file ops.secret --kind geofenceEnter --kind geofenceExit
+                  keeptrack serve hooks add ha --type homeassistant \\
+                    --url http://homeassistant.local:8123/api/webhook/keeptrack
+                  keeptrack serve hooks list     # name, type, URL, pending, dead: tab-separated
+                  keeptrack serve hooks test ops      # a test event, delivered now
+                  keeptrack serve hooks retry ops     # its dead letters queued again
+                  keeptrack serve hooks remove ops
+                """,
+            subcommands: [Add.self, List.self, Remove.self, Test.self, Retry.self])
+
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Add a hook, or replace the one of its name (its queued events stay).")
+            @Argument(help: "The hook's name.") var name: String
+            @Option(help: ArgumentHelp("webhook, homeassistant or mqtt.", valueName: "type")) var type = "webhook"
+            @Option(help: ArgumentHelp("http(s)://... (mqtt(s)://... for mqtt).", valueName: "url")) var url: String
+            @Option(
+                help: ArgumentHelp(
+                    "A file whose first line is the secret that signs each post (at least 16 bytes; "
+                        + "optional for homeassistant).", valueName: "file"))
+            var secretFile: String?
+            @Option(help: ArgumentHelp("An event kind it wants (repeatable; default: every kind).", valueName: "kind"))
+            var kind: [String] = []
+            @Option(help: ArgumentHelp("A device it wants (repeatable; default: every device).", valueName: "id"))
+            var device: [String] = []
+            @Option(help: ArgumentHelp("The MQTT topic; {device} and {kind} are replaced.", valueName: "topic"))
+            var topic: String?
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                var secret: String?
+                if let secretFile {
+                    guard let data = FileManager.default.contents(atPath: secretFile) else {
+                        throw CommandFailure("cannot read \(secretFile)")
+                    }
+                    secret = String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+                }
+                let settings = HookSettings(
+                    type: type, url: url, kinds: kind.isEmpty ? nil : kind, devices: device.isEmpty ? nil : device,
+                    secret: secret, topic: topic)
+                let hook: Hook
+                switch settings.hook(name: name) {
+                case .success(let h): hook = h
+                case .failure(let p): throw CommandFailure("--\(Self.option(p.field)): \(p.message)")
+                }
+                let created = try await serve.withDeviceTokens(creating: true) { store in
+                    try await store.putHook(HookSettings.stored(hook))
+                }
+                print("\(created ? "added" : "replaced") \(name)")
+            }
+
+            static func option(_ field: String) -> String {
+                switch field {
+                case "secret": "secret-file"
+                case "kinds": "kind"
+                case "devices": "device"
+                default: field
+                }
+            }
+        }
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "The hooks, one a line: NAME<TAB>TYPE<TAB>URL<TAB>pending<TAB>dead.")
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let (hooks, counts) = try await serve.withDeviceTokens(creating: false) { store in
+                    (try await store.storedHooks(), try await store.deliveryCounts())
+                }
+                for stored in hooks {
+                    let hook = HookSettings.hook(stored)
+                    let c = counts[stored.name]
+                    print(
+                        "\(stored.name)\t\(hook?.type.rawValue ?? "?")\t\(hook?.url ?? "?")\t\(c?.pending ?? 0)\t\(c?.dead ?? 0)"
+                    )
+                }
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Remove a hook and its queued events.")
+            @Argument(help: "The hook's name.") var name: String
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let (removed, location) = try await serve.withDeviceTokens(creating: false) { store in
+                    (try await store.removeHook(name), store.location)
+                }
+                guard removed else { throw CommandFailure("no hook '\(name)' in \(location)") }
+                print("removed \(name)")
+            }
+        }
+
+        struct Test: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Deliver a test event to a hook now and say what came of it.")
+            @Argument(help: "The hook's name.") var name: String
+            @Flag(help: "Let the hook reach loopback and private addresses (as serve --allow-private-hooks).")
+            var allowPrivateHooks = false
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let stored = try await serve.withDeviceTokens(creating: false) { store in
+                    try await store.storedHooks().first { $0.name == name }
+                }
+                guard let stored, let hook = HookSettings.hook(stored) else {
+                    throw CommandFailure("no hook '\(name)'")
+                }
+                let answer = await HookTest.deliver(
+                    hook, kinds: DeliveryKinds(allowPrivate: allowPrivateHooks, instance: "test"),
+                    now: WallClock().now.secondsSince1970)
+                switch answer {
+                case .delivered: print("delivered to \(name)")
+                case .retry(_, let failure), .dead(let failure):
+                    throw CommandFailure("not delivered to \(name): \(failure.message)")
+                }
+            }
+        }
+
+        struct Retry: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Queue a hook's dead letters again (delivered by serve, in their devices' order).")
+            @Argument(help: "The hook's name.") var name: String
+            @ParentCommand var serve: Serve
+
+            func run() async throws {
+                let n = try await serve.withDeviceTokens(creating: false) { store in
+                    try await store.retryDeadDeliveries(hook: name, now: WallClock().now.secondsSince1970)
+                }
+                print("\(n) queued again")
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Geo
+import KeepTrackTesting
+import Logging
+import NIOHTTP1
+import Synchronization
+import Testing
+import TrackServerTesting
+import TrackStore
+
+@testable import TrackServer
+
+/// Issue 38, item 5: visits named by a reverse geocoder speaking Nominatim's `/reverse?format=jsonv2`,
+/// here a fake on 127.0.0.1 answering Nominatim's JSON: one request a second at most (a manual
+/// clock), a `User-Agent`, answers kept by cell, failures leaving the name empty, no geocoder no calls.
+@Suite("Endpoint: place names", .serialized)
+struct PlaceNamesTests {
+    /// Nominatim's jsonv2 answers, by the cell asked (its shape as nominatim.openstreetmap.org answers;
+    /// the café's and the office's places of ``StopsEndpointTests``).
+    static let answers: [String: String] = [
+        "48137:11575": #"""
+        {"place_id":142339476,"licence":"Data © OpenStreetMap contributors, ODbL 1.0. http://osm.org/copyright","osm_type":"way","osm_id":4061823,"lat":"48.1373932","lon":"11.5754485","category":"highway","type":"pedestrian","place_rank":26,"importance":0.10001,"addresstype":"road","name":"Marienplatz","display_name":"Marienplatz, Altstadt, Altstadt-Lehel, München, Bayern, 80331, Deutschland","address":{"road":"Marienplatz","quarter":"Altstadt","suburb":"Altstadt-Lehel","city":"München","state":"Bayern","postcode":"80331","country":"Deutschland","country_code":"de"},"boundingbox":["48.1370","48.1377","11.5748","11.5762"]}
+        """#,
+        "48148:11575": #"""
+        {"place_id":140727040,"licence":"Data © OpenStreetMap contributors, ODbL 1.0. http://osm.org/copyright","osm_type":"node","osm_id":2469352513,"lat":"48.1478","lon":"11.5750","category":"building","type":"yes","place_rank":30,"importance":9.99999999995449e-06,"addresstype":"building","name":"","display_name":"12, Türkenstraße, Maxvorstadt, München, Bayern, 80333, Deutschland","address":{"house_number":"12","road":"Türkenstraße","suburb":"Maxvorstadt","city":"München","state":"Bayern","postcode":"80333","country":"Deutschland","country_code":"de"},"boundingbox":["48.1477","48.1479","11.5749","11.5751"]}
+        """#,
+        "0:0": #"{"error":"Unable to geocode"}"#,
+    ]
+
+    @Test func theGeocoderAsksOnceASecondWithAUserAgentAndKeepsItsAnswersByCell() async throws {
+        let fake = try await FakeNominatim(answers: Self.answers)
+        let dir = temporaryDirectory()
+        let store = try SQLiteTrackStore(path: dir + "/places.sqlite")
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: 1_800_000_000))
+        let geocoder = ReverseGeocoder(base: fake.url + "/", store: store, clock: clock, logger: Logger(label: "test"))
+        let running = Task { try await geocoder.run() }
+        defer { running.cancel() }
+        let marienplatz = Coordinate(latitude: 48.13739, longitude: 11.57545)
+        let office = Coordinate(latitude: 48.1478, longitude: 11.5750)
+        geocoder.ask(device: "d", marienplatz)
+        geocoder.ask(device: "d", office)
+        geocoder.ask(device: "d", Coordinate(latitude: 0.0001, longitude: 0.0001))
+        geocoder.ask(device: "d", Coordinate(latitude: 10, longitude: 10))
+        await geocoder.requestsMade(1)
+        // The second waits for the clock: one request a second.
+        await clock.sleepers(atLeast: 1)
+        #expect(clock.nextDeadline == EpochInstant(secondsSince1970: 1_800_000_001))
+        #expect(fake.count == 1)
+        for n in 2...4 {
+            clock.advance(by: .seconds(1))
+            await geocoder.requestsMade(n)
+        }
+        #expect(fake.count == 4)
+        let seen = fake.seen.requests.withLock { $0 }
+        #expect(seen.allSatisfy { $0.agent.hasPrefix("keeptrack/") && $0.query.contains("format=jsonv2") })
+        let names = try await store.placeNames([
+            PlaceCell(marienplatz), PlaceCell(office), PlaceCell(Coordinate(latitude: 0, longitude: 0)),
+            PlaceCell(Coordinate(latitude: 10, longitude: 10)),
+        ])
+        #expect(names[PlaceCell(marienplatz)] == .some("Marienplatz"))
+        #expect(names[PlaceCell(office)] == .some("Türkenstraße 12"))
+        // "Unable to geocode": answered, no name. A failure (500): not kept, asked again later.
+        #expect(names[PlaceCell(Coordinate(latitude: 0, longitude: 0))] == .some(nil))
+        #expect(names[PlaceCell(Coordinate(latitude: 10, longitude: 10))] == nil)
+        // A cell answered is never asked again.
+        geocoder.ask(device: "d", marienplatz)
+        geocoder.ask(device: "d", Coordinate(latitude: 10, longitude: 10))  // failed lately: not queued
+        #expect(geocoder.waiting <= 1)
+        running.cancel()
+        _ = try? await running.value
+        await store.close()
+        await fake.stop()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// The endpoint with `--geocoder`: the stops found at ingest are named in the background, and
+    /// `/stops`, `/trips` and `/stats` give the names; the open visit is asked for when read.
+    @Test(arguments: StoreKind.allCases) func theEndpointNamesItsVisitsInTheBackground(kind: StoreKind) async throws {
+        let fake = try await FakeNominatim(answers: Self.answers)
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: 1_800_000_000))
+        let endpoint = try await Endpoint.start(store: kind, clock: clock) { $0.geocoder = fake.url }
+        let raw = Raw(endpoint: endpoint)
+        do {
+            let geocoder = try #require(endpoint.server.geocoder)
+            let (status, _) = try await raw.send(.POST, "/v1/locations", body: StopsEndpointTests.batch("p"))
+            #expect(status == 200)
+            await endpoint.server.store.storedStopsSettled()
+            await geocoder.requestsMade(1)
+            var stops = try await raw.send(.GET, "/v1/devices/p/stops").body
+            #expect(stops.contains("\"place\":\"Marienplatz\""), "\(stops)")
+            #expect(stops.contains("\"place\":null"))
+            clock.advance(by: .seconds(1))
+            await geocoder.requestsMade(2)
+            stops = try await raw.send(.GET, "/v1/devices/p/stops").body
+            #expect(stops.contains("\"place\":\"Türkenstraße 12\""), "\(stops)")
+            let trips = try await raw.send(.GET, "/v1/devices/p/trips").body
+            #expect(trips.contains("\"startPlace\":\"Marienplatz\",\"endPlace\":\"Türkenstraße 12\""), "\(trips)")
+            let stats = try await raw.send(.GET, "/v1/devices/p/stats").body
+            #expect(stats.contains("\"visits\":2,\"maxSpeed\":") && stats.contains("\"places\":2}"), "\(stats)")
+            #expect(fake.count == 2)
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+        await fake.stop()
+    }
+
+    @Test func withoutAGeocoderThereAreNoNamesAndNoCalls() async throws {
+        let fake = try await FakeNominatim(answers: Self.answers)
+        let endpoint = try await Endpoint.start()
+        let raw = Raw(endpoint: endpoint)
+        do {
+            #expect(endpoint.server.geocoder == nil)
+            _ = try await raw.send(.POST, "/v1/locations", body: StopsEndpointTests.batch("p"))
+            let stops = try await raw.send(.GET, "/v1/devices/p/stops").body
+            #expect(stops.contains("\"place\":null") && !stops.contains("Marienplatz"))
+            #expect(fake.count == 0)
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+        await fake.stop()
+    }
+}
