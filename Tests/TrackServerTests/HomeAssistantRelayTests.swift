@@ -10,7 +10,7 @@ import TrackStore
 /// watched by `mosquitto_sub`: its cursors kept in the store (both stores), and a restart that
 /// resumes after the last position published, sending none again. What Home Assistant makes of the
 /// messages is checked against a real one in HomeAssistantTests.
-@Suite("Home Assistant relay")
+@Suite("Home Assistant relay", .offThePool)
 struct HomeAssistantRelayTests {
     @Test(arguments: StoreKind.allCases) func theStoreKeepsEachTargetsCursorsApart(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
