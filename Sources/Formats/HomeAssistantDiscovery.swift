@@ -56,6 +56,11 @@ public enum HomeAssistantDiscovery {
         public var objectID: String
         /// Where the device's own messages go: `keeptrack/OBJECT_ID` by default.
         public var base: String
+        /// A second availability topic every entity also follows, `nil` (the default) for none: the
+        /// endpoint's own (`keeptrack serve --homeassistant`), whose last will is `offline`, so that
+        /// its devices show unavailable while it is gone. With it the configurations carry an
+        /// `availability` list (both topics, `availability_mode: all`) instead of `availability_topic`.
+        public var relayAvailability: String?
 
         public init(device: String, prefix: String = HomeAssistantDiscovery.defaultPrefix, base: String? = nil) {
             self.prefix = prefix
@@ -140,9 +145,21 @@ public enum HomeAssistantDiscovery {
         member("unique_id", "keeptrack_\(topics.objectID)\(suffix.isEmpty ? "_tracker" : suffix)", to: &out)
         member("object_id", topics.objectID + suffix, to: &out)
         ByteWriting.appendStatic(",\"qos\":1", to: &out)
-        member("availability_topic", topics.availability, to: &out)
-        member("payload_available", online, to: &out)
-        member("payload_not_available", offline, to: &out)
+        if let relay = topics.relayAvailability {
+            ByteWriting.appendStatic(",\"availability\":[", to: &out)
+            for (i, topic) in [topics.availability, relay].enumerated() {
+                ByteWriting.appendStatic(i == 0 ? "{\"topic\":" : ",{\"topic\":", to: &out)
+                ByteWriting.appendJSONString(topic, to: &out)
+                member("payload_available", online, to: &out)
+                member("payload_not_available", offline, to: &out)
+                out.append(UInt8(ascii: "}"))
+            }
+            ByteWriting.appendStatic("],\"availability_mode\":\"all\"", to: &out)
+        } else {
+            member("availability_topic", topics.availability, to: &out)
+            member("payload_available", online, to: &out)
+            member("payload_not_available", offline, to: &out)
+        }
         ByteWriting.appendStatic(",\"device\":{\"identifiers\":[", to: &out)
         ByteWriting.appendJSONString("keeptrack_\(topics.objectID)", to: &out)
         ByteWriting.appendStatic("]", to: &out)

@@ -63,6 +63,9 @@ extension TrackServer {
         public var shares = ShareLimits()
         /// A broker to take OwnTracks messages from as well (``MQTTIngest``). The default is none.
         public var mqtt: MQTTIngest.Configuration?
+        /// A broker Home Assistant listens on, to make every device a device tracker there
+        /// (``HomeAssistantRelay``). The default is none.
+        public var homeAssistant: HomeAssistantRelay.Configuration?
         /// Whether OsmAnd requests without a credential are stored for devices without a token once
         /// a token or a device credential exists (otherwise they get Traccar's answer to an unknown
         /// device, 400). The default is false.
@@ -157,6 +160,8 @@ extension TrackServer.Configuration {
         case retentionBelowAnHour
         /// ``TrackServer/Configuration/mqtt``'s URL can't be used: why.
         case mqtt(MQTTError)
+        /// ``TrackServer/Configuration/homeAssistant``'s URL or CA file can't be used: why.
+        case homeAssistant(MQTTError)
         /// An origin of ``TrackServer/Configuration/corsOrigins`` can't be one: why
         /// (``TrackServer/Configuration/corsOriginProblem(_:)``).
         case corsOrigin(TrackServerError)
@@ -184,6 +189,9 @@ extension TrackServer.Configuration {
         if stream.offlineAfter < .seconds(1) { return .offlineAfterBelowASecond }
         if let mqtt {
             do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt(error) }
+        }
+        if let homeAssistant {
+            do { _ = try HomeAssistantRelay.endpoint(homeAssistant) } catch { return .homeAssistant(error) }
         }
         for origin in corsOrigins { if let why = Self.corsOriginProblem(origin) { return .corsOrigin(why) } }
         return nil

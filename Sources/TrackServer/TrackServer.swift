@@ -27,7 +27,7 @@ import TrackStore
 /// and owns the server's life: its ``Configuration``, the middlewares every route goes through (CORS,
 /// error answers, the early body limit, fault injection, access), connection limits
 /// (``ConnectionGate``), and one service group (the HTTP server, the stream's feed, MQTT ingest,
-/// retention). docs/http-api.md and docs/openapi.yaml describe the routes.
+/// the Home Assistant relay, retention). docs/http-api.md and docs/openapi.yaml describe the routes.
 ///
 /// Bad requests get a 400 whose body names the problem (`records[3].lat: 95 is out of range
 /// [-90, 90]`), every refusal in one body (``ErrorAnswer``); bodies over
@@ -83,6 +83,7 @@ public final class TrackServer: Sendable {
         clock: any EpochClock = WallClock()
     ) throws {
         if let mqtt = configuration.mqtt { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) }
+        if let homeAssistant = configuration.homeAssistant { _ = try HomeAssistantRelay.endpoint(homeAssistant) }
         self.configuration = configuration
         self.store = store
         self.faults = FaultInjection(configuration.faults)
@@ -259,6 +260,11 @@ public final class TrackServer: Sendable {
             services.append(
                 try MQTTIngest(
                     ingest: ingest, status: self.mqtt, configuration: mqtt, clock: clock, logger: logger))
+        }
+        if let homeAssistant = configuration.homeAssistant {
+            services.append(
+                try HomeAssistantRelay(
+                    configuration: homeAssistant, store: store, watch: offlineWatch, clock: clock, logger: logger))
         }
         if let geocoder { services.append(geocoder) }
         if configuration.events.deliver {

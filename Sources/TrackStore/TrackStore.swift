@@ -16,11 +16,12 @@
 /// - ``StatisticsStore``: statistics by quarter hour, kept from the stops and trips.
 /// - ``PlaceNameStore``: the reverse geocoder's names, by cell.
 /// - ``ShareStore``: share links, kept as digests.
+/// - ``HomeAssistantStore``: how far the Home Assistant relay got with each device.
 ///
 /// A new facet (events, geofences, statistics...) is a protocol beside these, added to the list
 /// this protocol inherits, so that neither store builds without it.
 public protocol TrackStore: Sendable, RecordStore, StoredRecordsSource, CredentialStore, FleetStore, RetentionStore,
-    DeviceSecretStore, StopStore, EventStore, StatisticsStore, PlaceNameStore, ShareStore
+    DeviceSecretStore, StopStore, EventStore, StatisticsStore, PlaceNameStore, ShareStore, HomeAssistantStore
 {
     /// Where the store is, for people: a file's path, or a URL without its password.
     var location: String { get }

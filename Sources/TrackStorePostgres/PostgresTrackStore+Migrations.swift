@@ -58,6 +58,7 @@ extension PostgresTrackStore {
         ("v10-statistics", statisticsMigration),
         ("v11-shares", sharesMigration),
         ("v12-place-names", placeNamesMigration),
+        ("v13-homeassistant-cursors", homeAssistantMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -224,6 +224,20 @@ struct Serve: AsyncParsableCommand {
         transform: DurationText.parse)
     var offlineAfter: Double?
     @Option(
+        name: .customLong("homeassistant"),
+        help: ArgumentHelp(
+            "Make every device a Home Assistant device tracker by MQTT discovery on this broker (Home "
+                + "Assistant's): mqtt(s)://[USER[:PASS]@]HOST[:PORT], then /PREFIX when its discovery prefix is "
+                + "not homeassistant. A device silent past --offline-after is unavailable there.",
+            valueName: "url"))
+    var homeAssistant: String?
+    @Option(
+        name: .customLong("homeassistant-ca-file"),
+        help: ArgumentHelp(
+            "With --homeassistant mqtts://: trust the broker's certificate from this PEM file (default: the "
+                + "system's).", valueName: "file"))
+    var homeAssistantCAFile: String?
+    @Option(
         help: ArgumentHelp(
             "Name visits by this reverse geocoder speaking Nominatim's /reverse?format=jsonv2 (a self-hosted "
                 + "Nominatim or Photon), at most one request a second, in the background. The default is "
@@ -265,6 +279,11 @@ struct Serve: AsyncParsableCommand {
         if let tiles { c.map.tiles = tiles == "none" ? nil : tiles }
         if let maxStreams { c.stream.maxClients = maxStreams }
         if let offlineAfter { c.stream.offlineAfter = TrackServer.Configuration.duration(seconds: offlineAfter) }
+        c.homeAssistant = homeAssistant.map { url in
+            var h = HomeAssistantRelay.Configuration(url: url)
+            h.caFile = homeAssistantCAFile
+            return h
+        }
         c.geocoder = geocoder
         c.events.allowPrivateHooks = allowPrivateHooks
         c.events.overspeedLimit = overspeed.map { $0 / 3.6 }
@@ -272,6 +291,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     func validate() throws {
+        if homeAssistantCAFile != nil && homeAssistant == nil {
+            throw ValidationError("--homeassistant-ca-file goes with --homeassistant.")
+        }
         if let overspeed, !(overspeed > 0 && overspeed.isFinite) {
             throw ValidationError("--overspeed is a speed in km/h above 0, got \(overspeed).")
         }
@@ -340,6 +362,7 @@ extension TrackServer.Configuration.Problem {
         case .maxStreamsBelowOne: "--max-streams must be at least 1."
         case .offlineAfterBelowASecond: "--offline-after must be at least 1s."
         case .mqtt(let why): "--mqtt: \(why)."
+        case .homeAssistant(let why): "--homeassistant: \(why)."
         case .corsOrigin(let why): "--cors-origin: \(why.corsOriginSentence)."
         }
     }

@@ -24,7 +24,7 @@ enum ServeConfig {
         "delay": .option, "drop-rate": .option, "tls-cert": .option, "tls-key": .option, "open-registration": .flag,
         "retention": .option, "mqtt": .option, "cors-origin": .list, "log-level": .option, "log-format": .option,
         "data-dir": .option, "first-request-timeout": .option, "tiles": .option, "max-streams": .option,
-        "offline-after": .option, "geocoder": .option,
+        "offline-after": .option, "geocoder": .option, "homeassistant": .option, "homeassistant-ca-file": .option,
     ]
 
     static let reader = ConfigReader(schema: keys)

@@ -62,6 +62,35 @@ struct HomeAssistantDiscoveryTests {
         #expect(visit["device_class"] as? String == "timestamp")
     }
 
+    /// With the endpoint's availability beside the device's (`serve --homeassistant`): both topics in an
+    /// `availability` list that must all say online, and no `availability_topic`.
+    @Test func aRelaysAvailabilityGoesBesideTheDevicesInEveryConfiguration() throws {
+        var topics = HomeAssistantDiscovery.Topics(device: "anna/phone")
+        topics.relayAvailability = "keeptrack/_serve/availability"
+        let device = HomeAssistantDiscovery.Device(name: "anna/phone", softwareVersion: "0.9.1")
+        for config in [
+            HomeAssistantDiscovery.trackerConfig(device, topics: topics),
+            HomeAssistantDiscovery.speedSensorConfig(device, topics: topics),
+        ] {
+            let c = try object(config)
+            #expect(c["availability_topic"] == nil)
+            #expect(c["availability_mode"] as? String == "all")
+            let list = try #require(c["availability"] as? [[String: String]])
+            #expect(
+                list == [
+                    [
+                        "topic": "keeptrack/anna_phone/availability", "payload_available": "online",
+                        "payload_not_available": "offline",
+                    ],
+                    [
+                        "topic": "keeptrack/_serve/availability", "payload_available": "online",
+                        "payload_not_available": "offline",
+                    ],
+                ])
+            #expect(c["object_id"] as? String == "anna_phone" || c["object_id"] as? String == "anna_phone_speed")
+        }
+    }
+
     /// Numbers, never strings; what is unknown is left out; a battery level the sender gave, in percent.
     @Test func attributesAreNumbersAndLeaveOutWhatIsUnknown() throws {
         var r = TrailRecord(

@@ -115,6 +115,12 @@ struct ProblemSentenceTests {
         (["--first-request-timeout", "0"], "--first-request-timeout must be between 0 and 86400 seconds (not 0)."),
         (["--fail-rate", "0.5"], "The fault options need --faults (fault injection is off without it)."),
         (["--retention", "60"], "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."),
+        (["--homeassistant", "http://ha.lan"], "--homeassistant: the broker URL must start with mqtt:// or mqtts://."),
+        (
+            ["--homeassistant", "mqtt://broker.lan", "--homeassistant-ca-file", "ca.pem"],
+            "--homeassistant: a CA file goes with mqtts:// (TLS), not mqtt://."
+        ),
+        (["--homeassistant-ca-file", "ca.pem"], "--homeassistant-ca-file goes with --homeassistant."),
     ])
     func serveSaysTheFlag(arguments: [String], sentence: String) {
         #expect { _ = try Serve.parse(arguments) } throws: { error in Serve.message(for: error) == sentence }

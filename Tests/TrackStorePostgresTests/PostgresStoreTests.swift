@@ -86,7 +86,7 @@ struct PostgresStoreTests {
         }
         #expect(
             migrations
-                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\n"
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\nv13-homeassistant-cursors\n"
         )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
@@ -540,6 +540,12 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
         -> StopsAccumulator
     {
         try await base.streamLocations(device: device, from: from, to: to, into: accumulator)
+    }
+    func homeAssistantCursors(target: String) async throws -> [String: Double] {
+        try await base.homeAssistantCursors(target: target)
+    }
+    func setHomeAssistantCursors(_ cursors: [String: Double], target: String) async throws {
+        try await base.setHomeAssistantCursors(cursors, target: target)
     }
     func statisticsSource(device: String, from: Double, to: Double) async throws -> Statistics.Source {
         try await base.statisticsSource(device: device, from: from, to: to)

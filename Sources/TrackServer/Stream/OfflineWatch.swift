@@ -14,6 +14,9 @@ final class OfflineWatch: Sendable {
     let detector: Mutex<OfflineDetector>
     /// Fired when a device comes online while ``run()`` may wait for no deadline.
     let wake = Signal()
+    /// Who else hears the `online` and `offline` events (the Home Assistant relay): called under the
+    /// detector's lock, in the order the events happen; a handler returns quickly and never waits.
+    let observers = Mutex<[@Sendable ([StreamEvent]) -> Void]>([])
 
     init(hub: StreamHub, after: Duration, clock: any EpochClock) {
         self.hub = hub
@@ -34,7 +37,7 @@ final class OfflineWatch: Sendable {
                 if case .online = d.devices[r.device] {} else { woke = true }
                 if let event = d.received(device: r.device, at: now) { events.append(event) }
             }
-            hub.publish(events: events)
+            announce(events)
             hub.publish(records)
             return woke
         }
@@ -57,10 +60,32 @@ final class OfflineWatch: Sendable {
         while !Task.isCancelled {
             await waitForDeadline(on: clock)
             detector.withLock { d in
-                let events = d.expire(at: clock.now)
-                hub.publish(events: events)
+                announce(d.expire(at: clock.now))
             }
         }
+    }
+
+    /// Calls `handler` with every batch of `online` and `offline` events from now on.
+    func observe(_ handler: @escaping @Sendable ([StreamEvent]) -> Void) {
+        observers.withLock { $0.append(handler) }
+    }
+
+    /// Whether `device` is online (`nil`: the detector has not seen it yet).
+    func isOnline(_ device: String) -> Bool? {
+        detector.withLock { d in
+            switch d.devices[device] {
+            case .online: true
+            case .offline: false
+            case nil: nil
+            }
+        }
+    }
+
+    /// `events` to the stream and to the observers (called under the detector's lock).
+    private func announce(_ events: [StreamEvent]) {
+        hub.publish(events: events)
+        guard !events.isEmpty else { return }
+        for handler in observers.withLock({ $0 }) { handler(events) }
     }
 
     private func waitForDeadline<C: EpochClock>(on clock: C) async {

@@ -112,6 +112,7 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerStatisticsMigrations(&m)
         Self.registerShareMigrations(&m)
         Self.registerPlaceNameMigrations(&m)
+        Self.registerHomeAssistantMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
