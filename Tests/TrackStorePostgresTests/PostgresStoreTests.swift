@@ -362,7 +362,7 @@ struct PostgresStoreTests {
     /// the rows go in key order in both, so the second waits on the first, then finds the keys stored
     /// (23505) rather than each holding keys the other needs (a deadlock, 40P01). A transaction held
     /// open on the last key lines them up: the first `COPY` stops there, the second behind it.
-    @Test(.timeLimit(.minutes(1))) func mergedCopiesOfTheSameBatchesInOtherOrdersDoNotDeadlock() async throws {
+    @Test(.timeLimit(.minutes(5))) func mergedCopiesOfTheSameBatchesInOtherOrdersDoNotDeadlock() async throws {
         let cluster = try await Postgres.shared()
         let name = try await offThePool { try cluster.createDatabase() }
         let store = try await openTrackStore(cluster.url(name))
@@ -612,7 +612,7 @@ struct CopyCoalescerTests {
         func watch(_ c: AsyncStream<Void>.Continuation) { startedSignal = c }
     }
 
-    @Test(.timeLimit(.minutes(1))) func batchesArrivingWhileCopiesRunGoTogetherInTheNext() async throws {
+    @Test(.timeLimit(.minutes(5))) func batchesArrivingWhileCopiesRunGoTogetherInTheNext() async throws {
         let gate = Gate()
         let (starts, signal) = AsyncStream<Void>.makeStream()
         await gate.watch(signal)
@@ -673,7 +673,7 @@ struct CopyCoalescerTests {
     }
 
     /// With two instances counted, one `COPY` runs at a time here, and what waits goes as one next.
-    @Test(.timeLimit(.minutes(1))) func twoInstancesCountedRunOneCopyAtATimeEach() async throws {
+    @Test(.timeLimit(.minutes(5))) func twoInstancesCountedRunOneCopyAtATimeEach() async throws {
         let gate = Gate()
         let (starts, signal) = AsyncStream<Void>.makeStream()
         await gate.watch(signal)
@@ -703,7 +703,7 @@ struct CopyCoalescerTests {
 
     /// The instances are counted again under load once every `recount` of the clock given, not per
     /// batch; a count that fails keeps the last one.
-    @Test(.timeLimit(.minutes(1))) func theInstancesAreCountedAgainEveryRecount() async throws {
+    @Test(.timeLimit(.minutes(5))) func theInstancesAreCountedAgainEveryRecount() async throws {
         let clock = ManualClock()
         let answers = Answers([3, nil, 1])
         let coalescer = CopyCoalescer(
