@@ -17,8 +17,8 @@ extension Serve.Devices {
                 Without a device, lists the limits: ID<TAB>km/h, one a line (docs/events.md).
 
                 Examples:
-                  keeptrack serve devices overspeed van1 90        # van1: above 90 km/h
-                  keeptrack serve devices overspeed van1 --global  # van1 follows --overspeed again
+                  keeptrack serve devices overspeed van1 90        # above 90 km/h
+                  keeptrack serve devices overspeed van1 --global  # --overspeed again
                   keeptrack serve devices overspeed                # the devices' own limits
                 """)
         @Argument(help: "The device id.") var id: String?
