@@ -86,7 +86,7 @@ struct PostgresStoreTests {
         }
         #expect(
             migrations
-                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\nv13-homeassistant-cursors\n"
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\nv13-homeassistant-cursors\nv14-events-presence\nv15-device-overspeed\n"
         )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))
@@ -584,6 +584,16 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     { try await base.settleDelivery(hook: hook, event: event, token: token, outcome: outcome, now: now) }
     func nextDeliveryDue(hook: String, after now: Double) async throws -> Double? {
         try await base.nextDeliveryDue(hook: hook, after: now)
+    }
+    func reconcilePresence(now: Double, offlineAfter: Double) async throws -> [DeviceEvent] {
+        try await base.reconcilePresence(now: now, offlineAfter: offlineAfter)
+    }
+    func overspeedLimits() async throws -> [String: Double] { try await base.overspeedLimits() }
+    func setOverspeedLimit(device: String, limit: Double?) async throws -> Bool {
+        try await base.setOverspeedLimit(device: device, limit: limit)
+    }
+    func deleteExpiredEvents(before cutoff: Double, limit: Int) async throws -> Int {
+        try await base.deleteExpiredEvents(before: cutoff, limit: limit)
     }
     func close() async { await base.close() }
 }
