@@ -123,6 +123,7 @@ public final class Tool: @unchecked Sendable {
             ? FileHandle(forWritingAtPath: errorPath) : nil
         process.standardError = errorFile ?? FileHandle.nullDevice
         try process.run()
+        LiveTools.shared.add(process)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: errorPath) }
@@ -215,6 +216,33 @@ public final class Tool: @unchecked Sendable {
         expectOffThePool("Tool.stop()")
         terminate()
         while process.isRunning { usleep(1000) }
+    }
+}
+
+/// The tools still running when the test process exits get SIGKILL. A tool's SIGTERM can be lost:
+/// Foundation `Process` children inherit the test process's blocked SIGTERM, and
+/// ``Tool/terminate()``'s SIGKILL a second later never comes if the test process has ended by then:
+/// `tools/webhook-receiver.py` and Python servers outlived full runs that way.
+final class LiveTools: Sendable {
+    static let shared: LiveTools = {
+        let tools = LiveTools()
+        atexit { LiveTools.shared.killAll() }
+        return tools
+    }()
+
+    private let processes = Mutex<[Process]>([])
+
+    func add(_ process: Process) {
+        processes.withLock { list in
+            list.removeAll { !$0.isRunning }
+            list.append(process)
+        }
+    }
+
+    /// SIGKILL to every tool still running (a child not yet reaped keeps its pid: no other process
+    /// can have it).
+    func killAll() {
+        for p in processes.withLock({ $0 }) where p.isRunning { kill(p.processIdentifier, SIGKILL) }
     }
 }
 
