@@ -156,8 +156,10 @@ let package = Package(
         .executableTarget(
             name: "keeptrack",
             dependencies: [
-                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer", "Tracking",
-                "TrackStore", "TrackStorePostgres", "SystemIO", "ConfigFile", "BuildInfo", "OwnTracksCrypto", "TrackFiles",
+                "Geo", "NMEA", "Formats", "GPSInput", "LocationService", "Lifecycle", "Upload", "TrackServer",
+                "Tracking",
+                "TrackStore", "TrackStorePostgres", "SystemIO", "ConfigFile", "BuildInfo", "OwnTracksCrypto",
+                "TrackFiles",
                 "EndpointEvents", "Delivery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -173,28 +175,35 @@ let package = Package(
             // toolchain. The flags are the executable's own: a program that depends on the library
             // products does not link this target.
             linkerSettings: [
-                .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
-                             .when(platforms: [.linux])),
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                    .when(platforms: [.linux]))
             ]
         ),
         // The example of a program that embeds a tracker (docs/embedding.md), built and run by TrackingTests.
         .executableTarget(
-            name: "embed-tracker", dependencies: ["Tracking", "GPSInput", "Upload",
-                                                  .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                                                  .product(name: "Logging", package: "swift-log")],
+            name: "embed-tracker",
+            dependencies: [
+                "Tracking", "GPSInput", "Upload",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Examples/EmbedTracker"
         ),
         // What the benchmarks share: the monotonic clock, the malloc-counting preload library's count.
         .target(name: "BenchSupport", path: "Benchmarks/BenchSupport"),
         // Decoder throughput and allocation counts for tools/bench.py (not a test).
-        .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats", "BenchSupport"],
-                          path: "Benchmarks/NMEABench"),
+        .executableTarget(
+            name: "nmea-bench", dependencies: ["NMEA", "Geo", "Formats", "BenchSupport"],
+            path: "Benchmarks/NMEABench"),
         // Region monitoring cost by region count (not a test).
-        .executableTarget(name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
-                          path: "Benchmarks/RegionsBench"),
+        .executableTarget(
+            name: "regions-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
+            path: "Benchmarks/RegionsBench"),
         // The visit detector's cost per location (not a test).
-        .executableTarget(name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
-                          path: "Benchmarks/VisitsBench"),
+        .executableTarget(
+            name: "visits-bench", dependencies: ["LocationService", "GPSInput", "NMEA", "Geo", "BenchSupport"],
+            path: "Benchmarks/VisitsBench"),
         // Outbox appends and upload throughput for tools/bench-upload.py (not a test).
         .executableTarget(name: "upload-bench", dependencies: ["Upload", "Formats"], path: "Benchmarks/UploadBench"),
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
@@ -203,52 +212,65 @@ let package = Package(
         .target(name: "KeepTrackTesting", dependencies: ["SystemIO"], path: "Sources/KeepTrackTesting"),
         // Test support: a real TrackServer on a free loopback port with its own database.
         // Its raw HTTP client (`Raw`) and the trails tests send (`walk`, `numbered`).
-        .target(name: "TrackServerTesting", dependencies: [
-            "TrackServer", "TrackStore", "TrackStorePostgres", "KeepTrackTesting", "Formats", "Geo",
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-        ]),
+        .target(
+            name: "TrackServerTesting",
+            dependencies: [
+                "TrackServer", "TrackStore", "TrackStorePostgres", "KeepTrackTesting", "Formats", "Geo",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .testTarget(name: "GeoTests", dependencies: ["Geo"], resources: [.copy("Resources")]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "Geo", "KeepTrackTesting"]),
-        .testTarget(name: "GPSInputTests",
-                    dependencies: ["GPSInput", "NMEA", "Geo", "SystemIO", "CGPS", "KeepTrackTesting", "TrackFiles"]),
-        .testTarget(name: "LocationServiceTests", dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
+        .testTarget(
+            name: "GPSInputTests",
+            dependencies: ["GPSInput", "NMEA", "Geo", "SystemIO", "CGPS", "KeepTrackTesting", "TrackFiles"]),
+        .testTarget(
+            name: "LocationServiceTests",
+            dependencies: ["LocationService", "Geo", "GPSInput", "Formats", "KeepTrackTesting"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Geo", "KeepTrackTesting"]),
         .testTarget(name: "FormatsTests", dependencies: ["Formats", "NMEA", "Geo"]),
         // The uploader and the outbox, against real endpoints and brokers.
-        .testTarget(name: "UploadTests", dependencies: [
-            "Upload", "TrackServer", "TrackStore", "Formats", "Lifecycle", "Geo", "KeepTrackTesting", "TrackServerTesting",
-            "OwnTracksCrypto",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .testTarget(
+            name: "UploadTests",
+            dependencies: [
+                "Upload", "TrackServer", "TrackStore", "Formats", "Lifecycle", "Geo", "KeepTrackTesting",
+                "TrackServerTesting",
+                "OwnTracksCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The endpoint: routes, limits, connection shedding, live stream, map, both stores.
-        .testTarget(name: "TrackServerTests", dependencies: [
-            "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
-            "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput",
-            // PlaceNamesTests: a fake Nominatim on 127.0.0.1.
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-            .product(name: "NIOWebSocket", package: "swift-nio"),
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            // ConnectionActivityHandlerTests: the pipeline fed byte by byte.
-            .product(name: "NIOEmbedded", package: "swift-nio"),
-            // ErrorAnswerTests: a store that fails, over a SQLite file it can break.
-            .product(name: "GRDB", package: "GRDB.swift"),
-        ]),
+        .testTarget(
+            name: "TrackServerTests",
+            dependencies: [
+                "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService",
+                "KeepTrackTesting",
+                "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput",
+                // PlaceNamesTests: a fake Nominatim on 127.0.0.1.
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                // ConnectionActivityHandlerTests: the pipeline fed byte by byte.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                // ErrorAnswerTests: a store that fails, over a SQLite file it can break.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         // The PostgreSQL store, against the test process's own cluster.
-        .testTarget(name: "TrackStorePostgresTests", dependencies: [
-            "TrackStorePostgres", "TrackStore", "TrackServer", "Upload", "Formats", "Geo", "KeepTrackTesting",
-            "TrackServerTesting", "OwnTracksCrypto", "EndpointEvents",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-        ]),
+        .testTarget(
+            name: "TrackStorePostgresTests",
+            dependencies: [
+                "TrackStorePostgres", "TrackStore", "TrackServer", "Upload", "Formats", "Geo", "KeepTrackTesting",
+                "TrackServerTesting", "OwnTracksCrypto", "EndpointEvents", "LocationService",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
         // docs/openapi.yaml against a real server: every route documented, every answer its schema; and
         // the JSON the server compiles in (Sources/TrackServer/Resources/openapi.json) the YAML's.
         .testTarget(
@@ -265,12 +287,15 @@ let package = Package(
             ]),
         // The test support itself: temporary directories, reserved ports, missing tools.
         .testTarget(name: "KeepTrackTestingTests", dependencies: ["KeepTrackTesting"]),
-        .testTarget(name: "TrackingTests", dependencies: [
-            "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService", "Geo",
-            "KeepTrackTesting", "TrackServerTesting", "embed-tracker", "SystemIO",
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .testTarget(
+            name: "TrackingTests",
+            dependencies: [
+                "Tracking", "GPSInput", "NMEA", "TrackServer", "Upload", "Formats", "Lifecycle", "LocationService",
+                "Geo",
+                "KeepTrackTesting", "TrackServerTesting", "embed-tracker", "SystemIO",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "KeepTrackCLITests",
             dependencies: [
@@ -292,7 +317,8 @@ let package = Package(
 // command options it maps to: a library so that it can be fuzzed. Yams composes the document;
 // libyaml's event parser (Debian's libyaml-dev, `CLibYAML`) bounds it in one pass before.
 package.targets += [
-    .systemLibrary(name: "CLibYAML", path: "Sources/CLibYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+    .systemLibrary(
+        name: "CLibYAML", path: "Sources/CLibYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
     .target(name: "ConfigFile", dependencies: ["CLibYAML", .product(name: "Yams", package: "Yams")]),
     .testTarget(name: "ConfigFileTests", dependencies: ["ConfigFile", "Geo"]),
 ]
@@ -318,25 +344,30 @@ package.targets += [
 // which the uploader (--secret-file) and the endpoint (per-device secrets) use. Its parsers' fuzz targets:
 // the encrypted envelope, and Overland's batch (Dawarich).
 package.targets += [
-    .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+    .systemLibrary(
+        name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
     .target(name: "OwnTracksCrypto", dependencies: ["CSodium", "Formats"]),
     .testTarget(name: "OwnTracksCryptoTests", dependencies: ["OwnTracksCrypto", "Formats"]),
-    .executableTarget(name: "OwnTracksEnvelopeFuzz", dependencies: ["OwnTracksCrypto", "Formats"],
-                      path: "Sources/Fuzz/OwnTracksEnvelopeFuzz"),
+    .executableTarget(
+        name: "OwnTracksEnvelopeFuzz", dependencies: ["OwnTracksCrypto", "Formats"],
+        path: "Sources/Fuzz/OwnTracksEnvelopeFuzz"),
     .executableTarget(name: "OverlandFuzz", dependencies: ["Formats"], path: "Sources/Fuzz/OverlandFuzz"),
 ]
 // Track files as input (GPX, GeoJSON, CSV, OwnTracks .rec, Google Takeout): streaming byte readers
 // giving fixes, below GPSInput, whose TrackFileSource replays them (docs/input-files.md).
-package.targets += [
-    .target(name: "TrackFiles", dependencies: ["Geo", "NMEA"]),
-    .testTarget(name: "TrackFilesTests", dependencies: ["TrackFiles", "NMEA", "Geo", "KeepTrackTesting"]),
-] + ["GPXReaderFuzz", "JSONTrackReaderFuzz", "CSVReaderFuzz", "RecReaderFuzz"].map { name in
-    // libFuzzer targets, one per reader (.ci/run).
-    .executableTarget(name: name, dependencies: ["TrackReaderFuzzing", "TrackFiles"], path: "Sources/Fuzz/\(name)")
-} + [
-    // The property they all check, once.
-    .target(name: "TrackReaderFuzzing", dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/TrackReaderFuzzing"),
-]
+package.targets +=
+    [
+        .target(name: "TrackFiles", dependencies: ["Geo", "NMEA"]),
+        .testTarget(name: "TrackFilesTests", dependencies: ["TrackFiles", "NMEA", "Geo", "KeepTrackTesting"]),
+    ]
+    + ["GPXReaderFuzz", "JSONTrackReaderFuzz", "CSVReaderFuzz", "RecReaderFuzz"].map { name in
+        // libFuzzer targets, one per reader (.ci/run).
+        .executableTarget(name: name, dependencies: ["TrackReaderFuzzing", "TrackFiles"], path: "Sources/Fuzz/\(name)")
+    } + [
+        // The property they all check, once.
+        .target(
+            name: "TrackReaderFuzzing", dependencies: ["TrackFiles", "Geo"], path: "Sources/Fuzz/TrackReaderFuzzing")
+    ]
 
 // The WebSocket frames `serve` reads (/v1/stream, /ws/last): Hummingbird's upgrade channel and NIO's
 // frame decoder as TrackServer+Stream.swift configures them, on a test channel (docs/fuzzing.md).
@@ -352,7 +383,7 @@ package.targets += [
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ],
-        path: "Sources/Fuzz/WebSocketFuzz"),
+        path: "Sources/Fuzz/WebSocketFuzz")
 ]
 
 // Events that reach people (issue 37): the event model, the pure evaluators (the endpoint's geofences by
@@ -391,10 +422,12 @@ package.targets += [
         ]),
     // Event evaluation per stored location by geofence count, beside the device's monitor (not a test).
     .executableTarget(
-        name: "events-bench", dependencies: ["EndpointEvents", "LocationService", "Formats", "Geo", "NMEA", "BenchSupport"],
+        name: "events-bench",
+        dependencies: ["EndpointEvents", "LocationService", "Formats", "Geo", "NMEA", "BenchSupport"],
         path: "Benchmarks/EventsBench"),
     // libFuzzer target: the geofence document (docs/fuzzing.md).
-    .executableTarget(name: "GeofenceDocumentFuzz", dependencies: ["EndpointEvents"], path: "Sources/Fuzz/GeofenceDocumentFuzz"),
+    .executableTarget(
+        name: "GeofenceDocumentFuzz", dependencies: ["EndpointEvents"], path: "Sources/Fuzz/GeofenceDocumentFuzz"),
 ]
 
 // Against a real Home Assistant (KeepTrackTesting.HomeAssistant, docs/home-assistant.md): the built keeptrack

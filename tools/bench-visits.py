@@ -12,7 +12,9 @@ the run without printed none. Prints the median of the rounds and each round's f
 With --baseline, each round also runs `replay --visits` through OTHER_BUILD (another build of
 keeptrack, e.g. main's in its own scratch path), interleaved with this build's, and reports what this
 build's --visits costs against it (issue 36's target: smoothing adds at most 10 % to `replay
---visits`), with each run's user + system seconds.
+--visits`), with each run's user + system seconds. --also BUILD (repeatable) runs more builds' `replay
+--visits` in the same rounds and reports each against the baseline as well (a change's before and
+after, side by side: `--binary AFTER --also BEFORE --baseline REFERENCE`).
 """
 import argparse, os, resource, statistics, subprocess, sys
 
@@ -45,10 +47,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--binary", help="this keeptrack instead of a release build")
     ap.add_argument("--baseline", help="another keeptrack build to compare this build's replay --visits with")
+    ap.add_argument("--also", action="append", default=[],
+                    help="more keeptrack builds whose replay --visits runs in the same rounds (with --baseline)")
     ap.add_argument("log", nargs="?", default=os.path.join("fixtures", "day-24h.nmea.gz"))
     args = ap.parse_args()
     binary = args.binary or keeptrack_tools.build()
     without, with_visits, baseline, seconds, baseline_seconds = [], [], [], [], []
+    also = {b: [] for b in args.also}
     for r in range(args.rounds):
         cpu0, fixes0, visits0 = run(binary, args.log, False)
         cpu1, fixes1, visits1 = run(binary, args.log, True)
@@ -66,6 +71,12 @@ def main():
             baseline.append(cpu2 / fixes2)
             baseline_seconds.append(cpu2)
             line += f", {cpu2 * 1e6 / fixes2:.2f} with through the baseline ({cpu1:.2f} s and {cpu2:.2f} s)"
+            for other in args.also:
+                cpu3, fixes3, visits3 = run(other, args.log, True)
+                if visits3 == 0 or fixes3 != fixes1:
+                    sys.exit(f"bench-visits: round {r}: {other} printed {visits3} visit lines, {fixes3} fixes")
+                also[other].append(cpu3 / fixes3)
+                line += f", {cpu3 * 1e6 / fixes3:.2f} through {other}"
         print(line + f" ({visits1} visit lines)", file=sys.stderr)
     a, b = statistics.median(without), statistics.median(with_visits)
     print(f"bench-visits: {fixes0} fixes of {args.log} replayed, {args.rounds} rounds interleaved (medians)")
@@ -79,6 +90,10 @@ def main():
               f"{100 * (b - c) / c:+.1f} % against it (target <= 10 %)")
         print("  user + system seconds a replay --visits, this build: " + ", ".join(f"{x:.2f}" for x in seconds)
               + "; the baseline: " + ", ".join(f"{x:.2f}" for x in baseline_seconds))
+        for other, figures in also.items():
+            d = statistics.median(figures)
+            print(f"  with --visits through {other}: {d * 1e6:.2f} us CPU a fix, {100 * (d - c) / c:+.1f} % against "
+                  "the baseline; rounds: " + ", ".join(f"{x * 1e6:.2f}" for x in figures))
 
 
 if __name__ == "__main__":

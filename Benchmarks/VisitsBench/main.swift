@@ -1,6 +1,10 @@
 // visits-bench: the visit detector's cost per location, beside the cost of decoding the log.
 //
-//   visits-bench [--fixture fixtures/visits-night.nmea.gz] [--passes 20]
+//   visits-bench [--fixture fixtures/visits-night.nmea.gz] [--passes 20] [--positions-only] [--outliers]
+//
+// --positions-only leaves the fixes' speeds out (a phone that sends none: every fix is smoothed);
+// --outliers feeds the detector through its outlier filter (`add`, what the device and the endpoint
+// do) instead of `process`.
 //
 // Decodes the fixture once (timed: ns per fix, for scale), then runs its locations through a
 // VisitDetector: an untimed pass records the decisions, and the timed passes replay the same
@@ -28,6 +32,8 @@ func option(_ name: String, _ fallback: String) -> String {
 let defaultFixture = "fixtures/visits-night.nmea.gz"
 let path = option("--fixture", defaultFixture)
 let passes = Int(option("--passes", "20")) ?? 20
+let positionsOnly = arguments.contains("--positions-only")
+let throughOutliers = arguments.contains("--outliers")
 
 var samples: [VisitDetector.Sample] = []
 var decodeSeconds = Double.infinity
@@ -37,7 +43,13 @@ for _ in 0..<3 {
     decoded.reserveCapacity(samples.count)
     let t0 = now()
     do {
-        try decoder.decodeFile(path) { fix in if let l = Location(fix) { decoded.append(.init(l)) } }
+        try decoder.decodeFile(path) { fix in
+            if let l = Location(fix) {
+                var sample = VisitDetector.Sample(l)
+                if positionsOnly { sample.speed = -1 }
+                decoded.append(sample)
+            }
+        }
     } catch {
         print("visits-bench: \(error)")
         exit(2)
@@ -61,9 +73,19 @@ func summary(_ decisions: [VisitDetector.Decision], shift: Double) -> [String] {
     }
 }
 
+/// One fix through the detector, as the options say.
+@inline(__always)
+func feed(_ detector: inout VisitDetector, _ s: VisitDetector.Sample, _ decided: (VisitDetector.Decision) -> Void) {
+    if throughOutliers {
+        detector.add(s) { for d in $0 { decided(d) } }
+    } else {
+        for d in detector.process(s) { decided(d) }
+    }
+}
+
 var detector = VisitDetector()
 var recorded: [VisitDetector.Decision] = []
-for s in samples { recorded += detector.process(s) }
+for s in samples { feed(&detector, s) { recorded.append($0) } }
 let reference = summary(recorded, shift: 0)
 let count = (
     reference.filter { $0.hasPrefix("arrival") }.count, reference.filter { $0.hasPrefix("departure") }.count,
@@ -85,7 +107,7 @@ func timedPasses(
         let shift = Double(pass) * 86_400 * 2
         for var s in samples {
             s.time += shift
-            for d in detector.process(s) { kept.append((pass, d)) }
+            feed(&detector, s) { kept.append((pass, $0)) }
         }
     }
 }
@@ -116,7 +138,9 @@ for _ in 0..<3 {
 
 let locations = samples.count * passes
 print("visit detector over every location of the log: \(samples.count), \(passes) passes, best of 3 runs")
-print("log: \(path)")
+print(
+    "log: \(path)" + (positionsOnly ? ", positions only" : "")
+        + (throughOutliers ? ", through the outlier filter (add)" : ""))
 print("decisions per pass: \(count.0) arrivals, \(count.1) departures, \(count.2) trips (checked in every pass)")
 let detectorSeconds = best / Double(locations)
 let decodeSecondsPerFix = decodeSeconds / Double(samples.count)

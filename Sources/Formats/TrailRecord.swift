@@ -52,9 +52,10 @@ public struct TrailRecord: Hashable, Sendable {
     public var attributes: [String: String] = [:]
     /// For a visit or a trip, what it carries besides its first position and time.
     public var span: Span?
-    /// Why the endpoint marked the location an outlier (`no-position`, `inaccurate`, `jump`), read
-    /// back from its store: kept as received, left out of stops, trips and trails by default. `nil`
-    /// for a location that is none, and on the way to a server.
+    /// Why the endpoint marked the location an outlier (`no-position`, `inaccurate`, `jump`; or
+    /// `pending`: the last point so far arrived too fast, and the next point will say whether it
+    /// jumped), read back from its store: kept as received, left out of stops, trips and trails by
+    /// default. `nil` for a location that is none, and on the way to a server.
     public var outlier: String?
 
     public init(

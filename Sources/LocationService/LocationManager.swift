@@ -270,10 +270,11 @@ public struct Decisions: Sendable {
             guard plausible else { return out }
             if significant != nil, let l = significant!.process(location) { out.append(.significantChange(l)) }
             for e in regions.process(location) { out.append(.region(e, at: location)) }
-            if visits != nil {
+            // Moved out and back (no copy of the detector's state a fix).
+            if var detector = visits.take() {
                 // Through the detector's outlier filter: a fix that jumped away and back is left out
                 // (it is judged, and the fix before it decided, when the next one comes).
-                visits!.add(VisitDetector.Sample(location)) { decisions in
+                detector.add(VisitDetector.Sample(location)) { decisions in
                     for decision in decisions {
                         switch decision {
                         case .arrival(let v), .departure(let v): out.append(.visit(v, at: location))
@@ -281,6 +282,7 @@ public struct Decisions: Sendable {
                         }
                     }
                 }
+                visits = detector
             }
             return out
         }

@@ -21,10 +21,14 @@ import Geo
 /// The first two are judged on the point alone, at once. A jump needs the next point: a point that
 /// arrives too fast is held (``Outcome/released`` does not give it) until the next point that is not
 /// itself marked for the first two reasons; then it is either marked (``Outcome/verdict`` names its
-/// time) or released before that next point. A store that writes every point as it arrives writes
-/// the held one unmarked, and marks it when the verdict comes with the next point (in the same
-/// transaction as that point). At the end of the input, ``finish()`` releases a held point: without
-/// a next point nothing says it jumped.
+/// time) or released before that next point. Until then it is **pending** (``pending``): provisionally
+/// an outlier, by the speed that it implies from the last point that passed. The device's visit
+/// detector and the endpoint's leave a pending point out of stops, trips and distances, and the
+/// endpoint marks it `pending` (out of the map's line) until the next point says what it was: a
+/// jump at the very end of a trail is never drawn or counted, and a real fast move (a train's next
+/// fix, a trail resumed far away after a hole) is counted as soon as the next point confirms it.
+/// ``finish()`` releases a held point, for a caller that knows the trail is over and would rather
+/// keep it.
 ///
 /// Points not after the last point that passed (a repeat, a late one) are not judged: they pass, and
 /// the visit detector ignores them as it ignores any point out of time order.
@@ -178,7 +182,11 @@ public struct OutlierFilter: Sendable, Hashable, Codable {
         return Outcome(first: sample)
     }
 
-    /// Says the input is over: a held point passes (nothing after it says it jumped).
+    /// The point held because it arrived too fast from the last one that passed, until the next
+    /// point says whether it jumped: provisionally an outlier (see ``OutlierFilter``).
+    public var pending: VisitDetector.Sample? { held?.sample }
+
+    /// Says the input is over for good: a held point passes (nothing after it says it jumped).
     public mutating func finish() -> VisitDetector.Sample? {
         guard let suspect = held else { return nil }
         held = nil

@@ -102,11 +102,12 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
         }
     }
 
-    /// A filtered state on the plane: position and velocity on both axes, and their shared
-    /// covariance (position, cross, velocity).
-    struct State {
-        var x, vx, y, vy: Double
+    /// A filtered state on the plane: position and velocity on both axes (east, north), their shared covariance
+    /// (position, cross, velocity), and that covariance predicted to the next fix.
+    struct Step {
+        var position, velocity: SIMD2<Double>
         var p00, p01, p11: Double
+        var a00, a01, a11: Double
     }
 
     /// The settings; a change holds from the next fix.
@@ -134,22 +135,39 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
     ///
     /// - Complexity: O(`history` + `lag`) per position given; no allocation once the window is full.
     public mutating func add(_ sample: VisitDetector.Sample, _ emit: (Point) -> Void) {
+        guard append(sample) else { return }
+        while let point = nextCompleted() { emit(point) }
+    }
+
+    /// Takes the next fix, as ``add(_:_:)`` does, without giving the positions it completes: take them
+    /// with ``nextCompleted()`` until it gives `nil`, before the next fix (what a caller does that
+    /// changes its own state with each position, the smoother being part of it). Returns false for a
+    /// fix ignored.
+    @discardableResult
+    public mutating func append(_ sample: VisitDetector.Sample) -> Bool {
         guard sample.coordinate.isValid, sample.time.isFinite, fixes.last.map({ sample.time > $0.time }) ?? true
-        else { return }
+        else { return false }
         let accuracy = sample.horizontalAccuracy >= 0 ? sample.horizontalAccuracy : configuration.unknownAccuracy
         if fixes.isEmpty { fixes.reserveCapacity(configuration.history + configuration.lag + 2) }
         fixes.append(
             Fix(
                 time: sample.time, latitude: sample.coordinate.latitude, longitude: sample.coordinate.longitude,
                 accuracy: accuracy, speed: sample.speed))
-        let newest = sample.time
-        while next < fixes.count
-            && (fixes.count - 1 - next >= configuration.lag || newest - fixes[next].time > configuration.maximumWait)
-        {
-            emit(smoothed(at: next))
-            next += 1
+        return true
+    }
+
+    /// The next smoothed position the fixes taken complete (the fix ``Configuration/lag`` fixes back
+    /// from the newest, or one waiting longer than ``Configuration/maximumWait``), oldest first; `nil`
+    /// when none is complete (the window is trimmed then).
+    public mutating func nextCompleted() -> Point? {
+        guard let newest = fixes.last?.time, next < fixes.count,
+            fixes.count - 1 - next >= configuration.lag || newest - fixes[next].time > configuration.maximumWait
+        else {
+            trim()
+            return nil
         }
-        trim()
+        defer { next += 1 }
+        return smoothed(at: next)
     }
 
     /// Gives the smoothed positions of the fixes still waiting (the input is over, or pauses), oldest
@@ -188,18 +206,13 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
         }
     }
 
-    /// The covariance predicted `dt` seconds on.
-    @inline(__always)
-    func predict(_ s: State, _ dt: Double) -> (a00: Double, a01: Double, a11: Double) {
-        let q = configuration.acceleration
-        return (
-            s.p00 + dt * (2 * s.p01 + dt * s.p11) + q * dt * dt * dt / 3, s.p01 + dt * s.p11 + q * dt * dt / 2,
-            s.p11 + q * dt
-        )
-    }
-
     /// The smoothed position of the fix at `index`: the filter forward over the whole window, then the
     /// smoother back to the fix.
+    ///
+    /// Both axes go together (a `SIMD2`: east, north: the same operations on each as one on both),
+    /// each forward step keeps the covariance it predicted (the backward step to it needs the same),
+    /// and each backward step divides once: about 12 filter and smoother steps a fix, with no call
+    /// and no allocation (the steps are on the stack).
     func smoothed(at index: Int) -> Point {
         let fix = fixes[index]
         if let interval = configuration.unsmoothedWithSpeeds, index > 0, fix.speed >= 0, fixes[index - 1].speed >= 0,
@@ -210,75 +223,89 @@ public struct TrackSmoother: Sendable, Hashable, Codable {
                 speed: fix.speed, course: -1, reportedSpeed: fix.speed, horizontalAccuracy: fix.accuracy)
         }
         let n = fixes.count
-        let origin = fixes[0]
-        let mLat = Self.metresPerDegreeLatitude
-        let mLon = mLat * cos(origin.latitude * .pi / 180)
-        func plane(_ f: Fix) -> (x: Double, y: Double) {
-            var dLon = f.longitude - origin.longitude
-            if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
-            return (dLon * mLon, (f.latitude - origin.latitude) * mLat)
-        }
-        func variance(_ f: Fix) -> Double { max(f.accuracy, 1) * max(f.accuracy, 1) / 2 }
+        let q = configuration.acceleration
+        return fixes.withUnsafeBufferPointer { window in
+            let origin = window[0]
+            let mLat = Self.metresPerDegreeLatitude
+            let mLon = mLat * cos(origin.latitude * .pi / 180)
+            let degrees = SIMD2(origin.longitude, origin.latitude)
+            let metres = SIMD2(mLon, mLat)
+            // A fix on the plane about the window's first fix (east, north), and its variance.
+            @inline(__always) func plane(_ f: Fix) -> SIMD2<Double> {
+                var d = SIMD2(f.longitude, f.latitude) - degrees
+                if d.x > 180 { d.x -= 360 } else if d.x < -180 { d.x += 360 }
+                return d * metres
+            }
+            @inline(__always) func variance(_ f: Fix) -> Double { max(f.accuracy, 1) * max(f.accuracy, 1) / 2 }
 
-        return withUnsafeTemporaryAllocation(of: State.self, capacity: n - index) { states in
-            let z0 = plane(origin)
-            var s = State(
-                x: z0.x, vx: 0, y: z0.y, vy: 0, p00: variance(origin), p01: 0, p11: Self.initialVelocityVariance)
-            if index == 0 { states[0] = s }
-            var k = 1
-            while k < n {
-                let dt = fixes[k].time - fixes[k - 1].time
-                let (a00, a01, a11) = predict(s, dt)
-                let g = 1 / (a00 + variance(fixes[k]))
-                let k0 = a00 * g
-                let k1 = a01 * g
-                let z = plane(fixes[k])
-                let px = s.x + dt * s.vx
-                let py = s.y + dt * s.vy
-                let ix = z.x - px
-                let iy = z.y - py
-                s = State(
-                    x: px + k0 * ix, vx: s.vx + k1 * ix, y: py + k0 * iy, vy: s.vy + k1 * iy, p00: a00 * (1 - k0),
-                    p01: a01 * (1 - k0), p11: a11 - k1 * a01)
-                if k >= index { states[k - index] = s }
-                k += 1
+            return withUnsafeTemporaryAllocation(of: Step.self, capacity: n - index) { steps in
+                // Forward: the filtered state at each fix from `index` on, with the covariance predicted
+                // to the fix after it (filled by the next step).
+                var position = SIMD2<Double>.zero
+                var velocity = SIMD2<Double>.zero
+                var p00 = variance(origin)
+                var p01 = 0.0
+                var p11 = Self.initialVelocityVariance
+                if index == 0 {
+                    steps[0] = Step(
+                        position: position, velocity: velocity, p00: p00, p01: p01, p11: p11, a00: 0, a01: 0, a11: 0)
+                }
+                var k = 1
+                while k < n {
+                    let f = window[k]
+                    let dt = f.time - window[k - 1].time
+                    let a00 = p00 + dt * (2 * p01 + dt * p11) + q * dt * dt * dt / 3
+                    let a01 = p01 + dt * p11 + q * dt * dt / 2
+                    let a11 = p11 + q * dt
+                    if k > index {
+                        let before = k - 1 - index
+                        (steps[before].a00, steps[before].a01, steps[before].a11) = (a00, a01, a11)
+                    }
+                    let g = 1 / (a00 + variance(f))
+                    let k0 = a00 * g
+                    let k1 = a01 * g
+                    let predicted = position + dt * velocity
+                    let innovation = plane(f) - predicted
+                    position = predicted + k0 * innovation
+                    velocity = velocity + k1 * innovation
+                    (p00, p01, p11) = (a00 * (1 - k0), a01 * (1 - k0), a11 - k1 * a01)
+                    if k >= index {
+                        steps[k - index] = Step(
+                            position: position, velocity: velocity, p00: p00, p01: p01, p11: p11, a00: 0, a01: 0,
+                            a11: 0)
+                    }
+                    k += 1
+                }
+                // Backward to `index`.
+                k = n - 2
+                while k >= index {
+                    let f = steps[k - index]
+                    let dt = window[k + 1].time - window[k].time
+                    let (a00, a01, a11) = (f.a00, f.a01, f.a11)
+                    let inverse = 1 / (a00 * a11 - a01 * a01)
+                    // The gain: the covariance times the transition's transpose, over the prediction's.
+                    let b00 = f.p00 + dt * f.p01
+                    let b10 = f.p01 + dt * f.p11
+                    let c00 = (b00 * a11 - f.p01 * a01) * inverse
+                    let c01 = (f.p01 * a00 - b00 * a01) * inverse
+                    let c10 = (b10 * a11 - f.p11 * a01) * inverse
+                    let c11 = (f.p11 * a00 - b10 * a01) * inverse
+                    let d = position - (f.position + dt * f.velocity)
+                    let dv = velocity - f.velocity
+                    position = f.position + c00 * d + c01 * dv
+                    velocity = f.velocity + c10 * d + c11 * dv
+                    k -= 1
+                }
+                var course = atan2(velocity.x, velocity.y) * 180 / .pi
+                if course < 0 { course += 360 }
+                return Point(
+                    time: fix.time,
+                    coordinate: Coordinate(
+                        latitude: origin.latitude + position.y / mLat,
+                        longitude: Geodesy.normalizeLongitude(origin.longitude + position.x / mLon)),
+                    speed: (velocity * velocity).sum().squareRoot(), course: course, reportedSpeed: fix.speed,
+                    horizontalAccuracy: fix.accuracy)
             }
-            var x = s.x
-            var vx = s.vx
-            var y = s.y
-            var vy = s.vy
-            k = n - 2
-            while k >= index {
-                let f = states[k - index]
-                let dt = fixes[k + 1].time - fixes[k].time
-                let (a00, a01, a11) = predict(f, dt)
-                let det = a00 * a11 - a01 * a01
-                // The gain: the covariance times the transition's transpose, over the prediction's.
-                let b00 = f.p00 + dt * f.p01
-                let b10 = f.p01 + dt * f.p11
-                let c00 = (b00 * a11 - f.p01 * a01) / det
-                let c01 = (f.p01 * a00 - b00 * a01) / det
-                let c10 = (b10 * a11 - f.p11 * a01) / det
-                let c11 = (f.p11 * a00 - b10 * a01) / det
-                let dx = x - (f.x + dt * f.vx)
-                let dvx = vx - f.vx
-                let dy = y - (f.y + dt * f.vy)
-                let dvy = vy - f.vy
-                x = f.x + c00 * dx + c01 * dvx
-                vx = f.vx + c10 * dx + c11 * dvx
-                y = f.y + c00 * dy + c01 * dvy
-                vy = f.vy + c10 * dy + c11 * dvy
-                k -= 1
-            }
-            var course = atan2(vx, vy) * 180 / .pi
-            if course < 0 { course += 360 }
-            return Point(
-                time: fix.time,
-                coordinate: Coordinate(
-                    latitude: origin.latitude + y / mLat,
-                    longitude: Geodesy.normalizeLongitude(origin.longitude + x / mLon)),
-                speed: (vx * vx + vy * vy).squareRoot(), course: course, reportedSpeed: fix.speed,
-                horizontalAccuracy: fix.accuracy)
         }
     }
 }

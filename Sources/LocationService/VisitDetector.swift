@@ -201,8 +201,10 @@ public struct VisitDetector: Sendable, Hashable, Codable {
         }
     }
 
-    /// The settings; a change holds from the next fix.
-    public var configuration: Configuration
+    /// The settings; a change holds from the next fix (the smoother's and the outlier filter's with it).
+    public var configuration: Configuration {
+        didSet { configureParts() }
+    }
     /// The stay the fixes are in: a visit once ``hasArrived``, a candidate before.
     var stay: Stay?
     var hasArrived = false
@@ -234,9 +236,19 @@ public struct VisitDetector: Sendable, Hashable, Codable {
     /// Creates a detector with nothing seen.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
-        smoother = TrackSmoother(configuration: configuration.smoothing)
-        smoother.configuration.unsmoothedWithSpeeds = configuration.speedIntegrationInterval
-        outliers = OutlierFilter(configuration: configuration.outliers)
+        smoother = TrackSmoother()
+        outliers = OutlierFilter()
+        configureParts()
+    }
+
+    /// Gives the smoother and the outlier filter their part of ``configuration`` (once per change, not
+    /// per fix).
+    mutating func configureParts() {
+        var smoothing = configuration.smoothing
+        smoothing.unsmoothedWithSpeeds = configuration.speedIntegrationInterval
+        if smoother.configuration != smoothing { smoother.configuration = smoothing }
+        let outlierConfiguration = configuration.outliers
+        if outliers.configuration != outlierConfiguration { outliers.configuration = outlierConfiguration }
     }
 
     /// The visit the device is at (arrived, not departed), as it stands now.
@@ -257,17 +269,15 @@ public struct VisitDetector: Sendable, Hashable, Codable {
     /// - Complexity: O(1), no allocation.
     @discardableResult
     public mutating func add(_ sample: Sample, _ decided: (Decisions) -> Void) -> OutlierFilter.Verdict? {
-        outliers.configuration = configuration.outliers
         let outcome = outliers.add(sample)
         for s in outcome { decided(process(s)) }
         return outcome.verdict
     }
 
-    /// Says the points are over for now: a point the outlier filter holds (it arrived too fast, and
-    /// no point after it says whether it jumped) passes and is decided.
-    public mutating func release(_ decided: (Decisions) -> Void) {
-        if let s = outliers.finish() { decided(process(s)) }
-    }
+    /// The point the outlier filter holds: it arrived too fast from the last fix taken, and no point
+    /// after it says yet whether it jumped (``OutlierFilter/pending``). It is in no stop, trip or
+    /// distance until the next point confirms it; the endpoint marks it `pending`.
+    public var pending: Sample? { outliers.pending }
 
     /// Decides what a location means for visits and trips.
     public mutating func process(_ location: Location) -> Decisions {
@@ -278,41 +288,37 @@ public struct VisitDetector: Sendable, Hashable, Codable {
     ///
     /// - Complexity: O(1), no allocation once the smoother's window is full.
     public mutating func process(_ sample: Sample) -> Decisions {
-        let c = configuration
-        let accuracy = sample.horizontalAccuracy >= 0 ? sample.horizontalAccuracy : c.unknownAccuracy
+        let accuracy = sample.horizontalAccuracy >= 0 ? sample.horizontalAccuracy : configuration.unknownAccuracy
         // What the outlier filter marks on the point alone (no position, too inaccurate) is never a fix.
-        guard sample.time.isFinite, OutlierFilter.reason(for: sample, configuration: c.outliers) == nil else {
+        guard sample.time.isFinite, OutlierFilter.reason(for: sample, configuration: outliers.configuration) == nil
+        else {
             return Decisions()
         }
         if let lastTime, sample.time <= lastTime { return Decisions() }
         var out = Decisions()
-        if let lastTime, sample.time - lastTime > c.maximumGap {
+        if let lastTime, sample.time - lastTime > configuration.maximumGap {
             out.departure = endAfterHole()
         }
         lastTime = sample.time
         decide(sample, accuracy: accuracy, &out)
-        // The smoother is taken out while its positions are followed (they change the rest of the
-        // state); the swap moves its window without copying it.
-        var window = TrackSmoother()
-        swap(&window, &smoother)
-        window.configuration = c.smoothing
-        window.configuration.unsmoothedWithSpeeds = c.speedIntegrationInterval
-        window.add(sample) { follow($0) }
-        swap(&window, &smoother)
+        // The positions the fix completes, one at a time: following one changes the rest of the state.
+        smoother.append(sample)
+        while let point = smoother.nextCompleted() { follow(point) }
         return out
     }
 
     /// The stays' part of ``process(_:)``: arrivals and departures on the fixes as they come.
     mutating func decide(_ sample: Sample, accuracy: Double, _ out: inout Decisions) {
-        guard var current = stay else {
+        // The stays are changed in place (not copied out and back: a fix's cost is mostly copies
+        // otherwise).
+        guard stay != nil else {
             stay = Stay(sample, accuracy: accuracy)
             arriveIfLongEnough(&out)
             return
         }
-        if current.contains(sample.coordinate, radius: radius(of: current), anchored: !hasArrived) {
+        if stay!.contains(sample.coordinate, radius: radius(of: stay!), anchored: !hasArrived) {
             if hasArrived { trip = nil }
-            current.add(sample, accuracy: accuracy)
-            stay = current
+            stay!.add(sample, accuracy: accuracy)
             outside = nil
             outsideSince = nil
             arriveIfLongEnough(&out)
@@ -322,19 +328,17 @@ public struct VisitDetector: Sendable, Hashable, Codable {
         // Outside the stay.
         if outsideSince == nil {
             outsideSince = sample.time
-            if hasArrived { trip = departingTrip(from: current) }
+            if hasArrived { trip = departingTrip(from: stay!) }
         }
-        if var o = outside, o.contains(sample.coordinate, radius: radius(of: o), anchored: true) {
-            o.add(sample, accuracy: accuracy)
-            outside = o
+        if outside != nil, outside!.contains(sample.coordinate, radius: radius(of: outside!), anchored: true) {
+            outside!.add(sample, accuracy: accuracy)
         } else {
             outside = Stay(sample, accuracy: accuracy)
         }
         if sample.time - outsideSince! >= configuration.departureDuration {
-            if hasArrived { out.departure = depart(current) }
-            stay = outside
+            if hasArrived { out.departure = depart(stay!) }
+            stay = outside.take()
             hasArrived = false
-            outside = nil
             outsideSince = nil
             arriveIfLongEnough(&out)
         }
@@ -372,7 +376,8 @@ public struct VisitDetector: Sendable, Hashable, Codable {
     /// ends, and the visit begins, where the device came to rest inside the stay (or, if it was never
     /// at rest there, at the stay's first fix).
     mutating func arriveIfLongEnough(_ out: inout Decisions) {
-        guard !hasArrived, var current = stay, current.lastInside - current.first >= configuration.minimumDuration
+        guard !hasArrived, stay != nil, stay!.lastInside - stay!.first >= configuration.minimumDuration,
+            var current = stay
         else { return }
         hasArrived = true
         if let trip {

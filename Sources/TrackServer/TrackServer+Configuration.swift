@@ -79,6 +79,11 @@ extension TrackServer {
         public var map = MapSettings()
         /// Events and their delivery (docs/events.md).
         public var events = EventSettings()
+        /// Locations with a horizontal accuracy worse than this many metres are outliers: stored,
+        /// marked `inaccurate`, left out of stops, trips and the map's line (docs/visits.md). Each
+        /// device's stored detector state keeps the threshold it judged with; a new threshold holds
+        /// from the next point stored (``StopStore/setMaximumAccuracy(_:)``). The default is 200.
+        public var maxAccuracy: Double = 200
 
         public init() {}
     }
@@ -169,6 +174,8 @@ extension TrackServer.Configuration {
         case maxStreamsBelowOne
         /// ``TrackServer/StreamSettings/offlineAfter`` is less than a second.
         case offlineAfterBelowASecond
+        /// ``TrackServer/Configuration/maxAccuracy`` is not a number of metres above 0.
+        case maxAccuracyNotPositive
     }
 
     /// What is wrong with these settings, or nil; the first problem found.
@@ -187,6 +194,7 @@ extension TrackServer.Configuration {
         if let retention, !(retention >= 3600) { return .retentionBelowAnHour }
         if stream.maxClients < 1 { return .maxStreamsBelowOne }
         if stream.offlineAfter < .seconds(1) { return .offlineAfterBelowASecond }
+        if !(maxAccuracy > 0 && maxAccuracy.isFinite) { return .maxAccuracyNotPositive }
         if let mqtt {
             do { _ = try MQTTEndpoint(parsing: mqtt.url, wildcards: true) } catch { return .mqtt(error) }
         }

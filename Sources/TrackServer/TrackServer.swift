@@ -113,6 +113,7 @@ public final class TrackServer: Sendable {
         var rules = EventRules()
         if let limit = configuration.events.overspeedLimit { rules.overspeed = OverspeedRule(limit: limit) }
         store.setEventRules(rules)
+        store.setMaximumAccuracy(configuration.maxAccuracy)
         let kinds = DeliveryKinds(
             allowPrivate: configuration.events.allowPrivateHooks,
             instance: String(UInt32.random(in: 0...UInt32.max), radix: 16))

@@ -57,13 +57,10 @@ public struct StopsAccumulator: Sendable {
     }
 
     /// The stops and trips, once the points up to `end` are in: a point the outlier filter still
-    /// holds passes (nothing after it says it jumped); a visit with no fix for longer than the
-    /// detector's maximum gap before `end` ends at its last fix; one with recent fixes is listed open.
+    /// holds stays out (pending: ``VisitDetector/pending``, as on the device); a visit with no fix
+    /// for longer than the detector's maximum gap before `end` ends at its last fix; one with recent
+    /// fixes is listed open.
     public mutating func finish(at end: Double) -> StopsReport {
-        detector.release { decisions in
-            if let v = decisions.departure { report.stops.append(v) }
-            if let t = decisions.trip { report.trips.append(t) }
-        }
         var out = report
         if let v = detector.finish(at: end).departure { out.stops.append(v) }
         if let open = detector.currentVisit { out.stops.append(open) }
@@ -79,9 +76,24 @@ public protocol StopStore: RecordStore {
     /// The stops and trips the store found in the points it stored, after each commit.
     var stopEvents: StopEventFeed { get }
 
-    /// The stops and trips of `device` between `from` and `to` from the stored ones (the detector's
-    /// default configuration), computing first what was never computed.
+    /// The stops and trips of `device` between `from` and `to` from the stored ones (the store's
+    /// configuration, ``stopsConfiguration``), computing first what was never computed.
     func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport
+
+    /// The detector's configuration the store keeps stops and trips with, and judges outliers with at
+    /// ingest: the default but for the outlier threshold (``setMaximumAccuracy(_:)``).
+    var stopsConfiguration: VisitDetector.Configuration { get }
+
+    /// Sets the horizontal accuracy, in metres, worse than which a location stored from now on is an
+    /// outlier (`inaccurate`): `keeptrack serve --max-accuracy`. The default is 200.
+    ///
+    /// Each device's stored detector state (and each checkpoint of it) keeps the configuration it
+    /// judged with. A new threshold holds from the next point the store runs the detector over:
+    /// points already stored keep their marks, except those after the checkpoint a late point makes
+    /// the detector run again from (at most ``StoredStops/checkpointInterval`` of points, judged again
+    /// with the threshold in force). A query starts its detector with the threshold of the first
+    /// checkpoint in its range, so its answer is the stored one.
+    func setMaximumAccuracy(_ metres: Double)
 
     /// Returns once the stops and trips of every batch stored so far are kept and their events
     /// published (a store that runs its detectors after the batch's answer, in the background).
@@ -101,8 +113,9 @@ extension StopStore {
     /// stored locations (valid ones only; region transitions, visits and trips a device sent are not
     /// points), however they arrived: the same code finds them on the device.
     ///
-    /// For the default configuration the answer is the stops and trips kept at ingest
-    /// (``storedStops(device:from:to:)``): the same answer (``StoredStops``).
+    /// For the store's configuration (`nil`, the default: ``stopsConfiguration``) the answer is the
+    /// stops and trips kept at ingest (``storedStops(device:from:to:)``): the same answer
+    /// (``StoredStops``).
     ///
     /// - Complexity: stored: the stored stops and trips of the range, and the points from `from` to
     ///   the first checkpoint the detector meets (none without `from`) and from the last checkpoint
@@ -111,29 +124,32 @@ extension StopStore {
     ///   besides the answer: points are streamed from the store.
     public func stops(
         device: String, from: Double = -.infinity, to: Double = .infinity,
-        configuration: VisitDetector.Configuration = VisitDetector.Configuration()
+        configuration: VisitDetector.Configuration? = nil
     ) async throws
         -> StopsReport
     {
-        if configuration == VisitDetector.Configuration() {
+        let configuration = configuration ?? stopsConfiguration
+        if configuration == stopsConfiguration {
             return try await storedStops(device: device, from: from, to: to)
         }
         return try await readTimeStops(device: device, from: from, to: to, configuration: configuration)
     }
 
     /// The stops and trips of `device` between `from` and `to`, found by ``VisitDetector`` in its
-    /// stored locations at each call (the reference the stored ones are tested against).
+    /// stored locations at each call (the reference the stored ones are tested against), with
+    /// `configuration` (`nil`, the default: the store's, ``stopsConfiguration``).
     ///
     /// - Complexity: O(n) in the points of the range, O(1) memory besides the answer: the points
     ///   are streamed from the store.
     public func readTimeStops(
         device: String, from: Double = -.infinity, to: Double = .infinity,
-        configuration: VisitDetector.Configuration = VisitDetector.Configuration()
+        configuration: VisitDetector.Configuration? = nil
     ) async throws
         -> StopsReport
     {
         var accumulator = try await streamLocations(
-            device: device, from: from, to: to, into: StopsAccumulator(configuration: configuration))
+            device: device, from: from, to: to,
+            into: StopsAccumulator(configuration: configuration ?? stopsConfiguration))
         // The query's end, or (for an open range) the device's last point: a visit is "still there"
         // only when its last fix is recent.
         let end = to.isFinite ? to : (try await self.device(device)?.last ?? -.infinity)

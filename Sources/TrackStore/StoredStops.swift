@@ -33,6 +33,12 @@ public enum StoredStops {
     /// leaves the device to it.
     public static let neverComputed = -1e300
 
+    /// The `outlier` mark of a location the detector holds (``VisitDetector/pending``): it arrived too
+    /// fast from the last point that passed, and the next point will say whether it jumped (then it is
+    /// marked `jump`, or unmarked). Trails leave it out as they leave outliers out; stops and trips
+    /// leave it out because the detector does.
+    public static let pendingMark = "pending"
+
     /// The detector's state as a store keeps it (JSON: exact doubles, a few hundred bytes).
     public static func encode(_ detector: VisitDetector) throws -> String {
         String(decoding: try JSONEncoder().encode(detector), as: UTF8.self)
@@ -60,12 +66,21 @@ public enum StoredStops {
         /// `outlier` column. The coordinate is the point's when it was the point given (no position,
         /// inaccurate), `nil` for a jump (the point held before it: its time names it).
         public private(set) var outliers: [(time: Double, reason: OutlierFilter.Reason, coordinate: Coordinate?)] = []
+        /// The time of the point the detector held when it started (pending: the store marked it so).
+        public let startPending: Double?
+        /// The time of the point the detector holds now (``VisitDetector/pending``): the store marks
+        /// it ``StoredStops/pendingMark`` until the next point says whether it jumped.
+        public var pending: Double? { detector.pending?.time }
 
         /// Starts from `state` (a fresh detector when `nil`), whose latest checkpoint was at
-        /// `checkpointed` (`-infinity`: none).
-        public init(from state: VisitDetector?, checkpointed: Double) {
-            detector = state ?? VisitDetector()
+        /// `checkpointed` (`-infinity`: none), with `configuration` from the next point on (the
+        /// store's: a state judged with another outlier threshold keeps its marks, and the points
+        /// after it are judged with this one).
+        public init(from state: VisitDetector?, checkpointed: Double, configuration: VisitDetector.Configuration) {
+            detector = state ?? VisitDetector(configuration: configuration)
+            detector.configuration = configuration
             self.checkpointed = checkpointed
+            startPending = detector.pending?.time
         }
 
         /// Takes the next stored point (in the store's time order).
@@ -122,10 +137,13 @@ public enum StoredStops {
         var next = 0
         var compared: Double?
 
-        /// - Parameter checkpointTimes: the times of the device's valid checkpoints in the query's
-        ///   range, in order.
-        public init(checkpointTimes: [Double]) {
-            accumulator = StopsAccumulator()
+        /// - Parameters:
+        ///   - checkpointTimes: the times of the device's valid checkpoints in the query's range, in
+        ///     order.
+        ///   - configuration: the detector's: the first of those checkpoints' (the outlier threshold
+        ///     it judged with), or the store's when there is none.
+        public init(checkpointTimes: [Double], configuration: VisitDetector.Configuration) {
+            accumulator = StopsAccumulator(configuration: configuration)
             self.checkpointTimes = checkpointTimes
         }
 
@@ -145,6 +163,13 @@ public enum StoredStops {
         /// Whether the detector's state is `checkpoint`'s: then the stored decisions after it are the
         /// detector's own on the points after it.
         public func meets(_ checkpoint: VisitDetector) -> Bool { accumulator.detector == checkpoint }
+
+        /// Says the detector did not meet `checkpoint` (``meets(_:)`` was false): it goes on with the
+        /// checkpoint's configuration, as ingest did after it (the outlier threshold may have changed
+        /// between two checkpoints: a restart with another `--max-accuracy`).
+        public mutating func missed(_ checkpoint: VisitDetector) {
+            accumulator.detector.configuration = checkpoint.configuration
+        }
 
         /// The answer, once the detector met a checkpoint: what it decided until then, the stored
         /// stops and trips after the checkpoint up to the query's end, and the stored detector's

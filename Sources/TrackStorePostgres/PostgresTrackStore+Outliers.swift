@@ -8,6 +8,12 @@ import TrackStore
 /// location the device's detector marked, set as the detector runs over the batch that stored it (in
 /// the transaction that holds the device's `stop_detectors` row, right after the batch's own).
 extension PostgresTrackStore {
+    public var stopsConfiguration: VisitDetector.Configuration { stopsSettings.withLock { $0 } }
+
+    public func setMaximumAccuracy(_ metres: Double) {
+        stopsSettings.withLock { $0.maximumAccuracy = metres }
+    }
+
     /// The `outlier` column; every device's stored stops computed again by its first query (the
     /// detector's stored state changed form).
     static let outliersMigration = [
@@ -41,6 +47,28 @@ extension PostgresTrackStore {
                         AND time = to_timestamp(\(o.time)) AND kind = 'location' AND valid
                     """, logger: logger)
             }
+        }
+    }
+
+    /// Moves the `pending` mark (``StoredStops/pendingMark``) from the point the detector held when it
+    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`).
+    static func markPending(_ c: PostgresConnection, device: String, was: Double?, now: Double?, logger: Logger)
+        async throws
+    {
+        let mark = StoredStops.pendingMark
+        if let was, was != now {
+            try await c.query(
+                """
+                UPDATE positions SET outlier = NULL WHERE device = \(device) AND time = to_timestamp(\(was))
+                    AND kind = 'location' AND valid AND outlier = \(mark)
+                """, logger: logger)
+        }
+        if let now {
+            try await c.query(
+                """
+                UPDATE positions SET outlier = \(mark) WHERE device = \(device) AND time = to_timestamp(\(now))
+                    AND kind = 'location' AND valid AND outlier IS NULL
+                """, logger: logger)
         }
     }
 

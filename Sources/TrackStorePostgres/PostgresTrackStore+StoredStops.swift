@@ -133,7 +133,8 @@ extension PostgresTrackStore: StopStore {
     func advanceStoredStopsAndEvents(device: String, computingAll: Bool) async throws
         -> ([StopEvent], [DeviceEvent])
     {
-        try await client.withConnection { connection in
+        let configuration = stopsConfiguration
+        return try await client.withConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 // Not waited for on disk: what this transaction writes is derived from records whose own
                 // (synchronous) transactions left the device marked, and it clears the mark. Lost in a
@@ -169,7 +170,8 @@ extension PostgresTrackStore: StopStore {
                 var after: Double
                 let state = try row.0.map(StoredStops.decode)
                 if let state, let last = state.lastGiven, dirty > last {
-                    advance = StoredStops.Advance(from: state, checkpointed: row.1 ?? -.infinity)
+                    advance = StoredStops.Advance(
+                        from: state, checkpointed: row.1 ?? -.infinity, configuration: configuration)
                     after = last
                 } else {
                     var cp: (Double, String)?
@@ -181,10 +183,12 @@ extension PostgresTrackStore: StopStore {
                     ).decode((Double, String).self) { cp = r }
                     if let cp {
                         after = cp.0
-                        advance = StoredStops.Advance(from: try StoredStops.decode(cp.1), checkpointed: after)
+                        advance = StoredStops.Advance(
+                            from: try StoredStops.decode(cp.1), checkpointed: after, configuration: configuration)
                     } else {
                         after = -Double.greatestFiniteMagnitude
-                        advance = StoredStops.Advance(from: nil, checkpointed: -.infinity)
+                        advance = StoredStops.Advance(
+                            from: nil, checkpointed: -.infinity, configuration: configuration)
                     }
                     try await c.query(
                         "DELETE FROM stop_checkpoints WHERE device = \(device) AND time > \(after)", logger: self.logger
@@ -201,6 +205,8 @@ extension PostgresTrackStore: StopStore {
                     advance.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
                 }
                 try await Self.markOutliers(c, device: device, advance.outliers, logger: self.logger)
+                try await Self.markPending(
+                    c, device: device, was: advance.startPending, now: advance.pending, logger: self.logger)
                 for (decided, v) in advance.stops {
                     try await c.query(
                         """
@@ -315,7 +321,17 @@ extension PostgresTrackStore: StopStore {
                 AND time <= \(min(hi, 1e18)) AND time < \(horizon) ORDER BY time
             """, logger: logger
         ).decode(Double.self) { times.append(t) }
-        var query = StoredStops.Query(checkpointTimes: times)
+        // The detector starts with the threshold the first checkpoint it can meet judged with.
+        var firstState: String?
+        if let t = times.first {
+            for try await s in try await c.query(
+                "SELECT state FROM stop_checkpoints WHERE device = \(device) AND time = \(t)", logger: logger
+            ).decode(String.self) { firstState = s }
+        }
+        let configuration = stopsConfiguration
+        var query = StoredStops.Query(
+            checkpointTimes: times,
+            configuration: try firstState.map { try StoredStops.decode($0).configuration } ?? configuration)
         var met: Double?
         var after = -Double.greatestFiniteMagnitude
         var page = 1000
@@ -341,9 +357,13 @@ extension PostgresTrackStore: StopStore {
                 for try await s in try await c.query(
                     "SELECT state FROM stop_checkpoints WHERE device = \(device) AND time = \(cp)", logger: logger
                 ).decode(String.self) { state = s }
-                if let state, query.meets(try StoredStops.decode(state)) {
-                    met = cp
-                    break pages
+                if let state {
+                    let checkpoint = try StoredStops.decode(state)
+                    if query.meets(checkpoint) {
+                        met = cp
+                        break pages
+                    }
+                    query.missed(checkpoint)
                 }
                 // Not met: go on after the checkpoint's point.
                 after = cp
@@ -402,7 +422,8 @@ extension PostgresTrackStore: StopStore {
                 """, logger: logger
             ).decode((Double, String).self) { cp = r }
             guard let cp else { preconditionFailure("the checkpoint met is one") }
-            var replay = StoredStops.Advance(from: try StoredStops.decode(cp.1), checkpointed: cp.0)
+            var replay = StoredStops.Advance(
+                from: try StoredStops.decode(cp.1), checkpointed: cp.0, configuration: configuration)
             let rows = try await c.query(
                 Self.points(device: device, after: cp.0, through: hi, limit: nil), logger: logger)
             for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {

@@ -1,5 +1,6 @@
 import Formats
 import Geo
+import LocationService
 import Logging
 import NIOCore
 import NIOSSL
@@ -40,6 +41,8 @@ public final class PostgresTrackStore: TrackStore {
     let eventFeed = DeviceEventFeed()
     /// The geofences as evaluated and the rules (``EventStore``).
     let storedEvents = StoredEvents()
+    /// The detector's configuration for stops, trips and outliers (``StopStore/setMaximumAccuracy(_:)``).
+    let stopsSettings = Mutex(VisitDetector.Configuration())
     /// The clock of the connect deadline, the `COPY` budget's recounts, the delivery queue's times
     /// and the sweeps for devices left marked.
     let clock: any EpochClock

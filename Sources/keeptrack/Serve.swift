@@ -256,6 +256,12 @@ struct Serve: AsyncParsableCommand {
                 + "for the devices without their own limit (serve devices overspeed). The default is none.",
             valueName: "km/h"))
     var overspeed: Double?
+    @Option(
+        help: ArgumentHelp(
+            "Locations with an accuracy worse than this are outliers: stored, marked, left out of stops, "
+                + "trips and the map's line (as are locations at 0,0 and single fixes that jump away and "
+                + "back). Holds from the next point stored. The default is 200.", valueName: "metres"))
+    var maxAccuracy: Double?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 
     @OptionGroup var data: DataDirectoryOption
@@ -290,6 +296,7 @@ struct Serve: AsyncParsableCommand {
         c.geocoder = geocoder
         c.events.allowPrivateHooks = allowPrivateHooks
         c.events.overspeedLimit = overspeed.map { $0 / 3.6 }
+        if let maxAccuracy { c.maxAccuracy = maxAccuracy }
         return c
     }
 
@@ -364,6 +371,7 @@ extension TrackServer.Configuration.Problem {
         case .retentionBelowAnHour: "--retention must be at least 1h (a bare number is seconds: write 90d for 90 days)."
         case .maxStreamsBelowOne: "--max-streams must be at least 1."
         case .offlineAfterBelowASecond: "--offline-after must be at least 1s."
+        case .maxAccuracyNotPositive: "--max-accuracy must be a number of metres above 0."
         case .mqtt(let why): "--mqtt: \(why)."
         case .homeAssistant(let why): "--homeassistant: \(why)."
         case .corsOrigin(let why): "--cors-origin: \(why.corsOriginSentence)."

@@ -25,7 +25,7 @@ enum ServeConfig {
         "retention": .option, "mqtt": .option, "cors-origin": .list, "log-level": .option, "log-format": .option,
         "data-dir": .option, "first-request-timeout": .option, "tiles": .option, "max-streams": .option,
         "offline-after": .option, "geocoder": .option, "homeassistant": .option, "homeassistant-ca-file": .option,
-        "allow-private-hooks": .flag, "overspeed": .option,
+        "allow-private-hooks": .flag, "overspeed": .option, "max-accuracy": .option,
     ]
 
     static let reader = ConfigReader(schema: keys)

@@ -133,6 +133,51 @@ struct OutlierFilterTests {
         #expect(filter.finish() == nil)
     }
 
+    /// A jump at the very end of a trail is pending on the device: held by the detector, in no trip
+    /// or distance (the same decisions as without it), until the next point says whether it jumped
+    /// (it comes back: marked) or the device went there (a fix there much later: decided then).
+    @Test func aJumpAtTheEndIsPendingUntilTheNextPoint() {
+        // A walk, a stop of 5 minutes, a walk, a stop of 5 minutes: two visits and the trip between.
+        let start = 1_741_993_200.0
+        var samples = walk(300, from: start, speed: 0) + walk(600, from: start + 300)
+        let there = samples.last!.coordinate
+        samples += (1...300).map {
+            VisitDetector.Sample(time: start + 900 + Double($0), coordinate: there, horizontalAccuracy: 5, speed: 0)
+        }
+        var jump = samples.last!
+        jump.time += 2
+        jump.coordinate = SyntheticTrail.offset(there, east: 0, north: 5000)
+        func decisions(_ samples: [VisitDetector.Sample]) -> (VisitDetector, [VisitDetector.Decision]) {
+            var detector = VisitDetector()
+            var out: [VisitDetector.Decision] = []
+            for s in samples { detector.add(s) { out += $0 } }
+            return (detector, out)
+        }
+        let (clean, without) = decisions(samples)
+        var (detector, with) = decisions(samples + [jump])
+        #expect(without.contains { if case .trip = $0 { true } else { false } })
+        #expect(with == without)
+        #expect(detector.pending == jump)
+        #expect(detector.currentVisit == clean.currentVisit)
+        #expect(clean.pending == nil)
+
+        // Back where it was: the far point was a jump.
+        var back = samples.last!
+        back.time = jump.time + 1
+        var later: [VisitDetector.Decision] = []
+        let verdict = detector.add(back) { later += $0 }
+        #expect(verdict == OutlierFilter.Verdict(time: jump.time, reason: .jump))
+        #expect(detector.pending == nil && later.isEmpty)
+
+        // A fix there an hour later: the device did go there.
+        var moved = clean
+        _ = moved.add(jump) { _ in }
+        var there2 = jump
+        there2.time += 3600
+        #expect(moved.add(there2) { _ in } == nil)
+        #expect(moved.pending == nil && moved.lastTime == there2.time)
+    }
+
     @Test func pointsOutOfTimeOrderPassUnjudged() {
         let samples = walk(10)
         var filter = OutlierFilter()

@@ -16,6 +16,28 @@ struct TrackSmootherTests {
         #expect(points.map(\.reportedSpeed) == trail.samples.map(\.speed))
     }
 
+    /// Taking the positions one at a time (``TrackSmoother/append(_:)`` and
+    /// ``TrackSmoother/nextCompleted()``, what the visit detector does) gives what ``add(_:_:)`` gives,
+    /// to the bit, and leaves the same state.
+    @Test func positionsTakenOneAtATimeAreTheSame() {
+        var trail = SyntheticTrail(seed: 12)
+        trail.stay(30)
+        trail.move(400, speed: 1.4)
+        trail.hole(40)
+        trail.move(200, speed: 12)
+        var pushed = TrackSmoother()
+        var pulled = TrackSmoother()
+        var a: [TrackSmoother.Point] = []
+        var b: [TrackSmoother.Point] = []
+        for s in trail.samples {
+            pushed.add(s) { a.append($0) }
+            pulled.append(s)
+            while let p = pulled.nextCompleted() { b.append(p) }
+            #expect(pulled == pushed)
+        }
+        #expect(a == b && a.count >= trail.samples.count - 4)
+    }
+
     @Test func aFixWaitsForTheLagOrTheMaximumWaitAtMost() {
         var smoother = TrackSmoother()
         var given: [Double] = []

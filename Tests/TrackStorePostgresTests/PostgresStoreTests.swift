@@ -3,6 +3,7 @@ import Formats
 import Geo
 import Foundation
 import KeepTrackTesting
+import LocationService
 import Logging
 import NIOCore
 import NIOPosix
@@ -536,6 +537,8 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
         try await base.storedStops(device: device, from: from, to: to)
     }
     func storedStopsSettled() async { await base.storedStopsSettled() }
+    var stopsConfiguration: VisitDetector.Configuration { base.stopsConfiguration }
+    func setMaximumAccuracy(_ metres: Double) { base.setMaximumAccuracy(metres) }
     func streamLocations(device: String, from: Double, to: Double, into accumulator: StopsAccumulator) async throws
         -> StopsAccumulator
     {

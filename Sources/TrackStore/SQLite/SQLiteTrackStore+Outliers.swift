@@ -46,6 +46,25 @@ extension SQLiteTrackStore {
         }
     }
 
+    /// Moves the `pending` mark (``StoredStops/pendingMark``) from the point the detector held when it
+    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`).
+    static func markPending(_ db: Database, device: String, was: Double?, now: Double?) throws {
+        if let was, was != now {
+            try db.execute(
+                sql: """
+                    UPDATE points SET outlier = NULL WHERE device = ? AND time = ? AND kind = 'location' AND valid = 1
+                        AND outlier = ?
+                    """, arguments: [device, was, StoredStops.pendingMark])
+        }
+        if let now {
+            try db.execute(
+                sql: """
+                    UPDATE points SET outlier = ? WHERE device = ? AND time = ? AND kind = 'location' AND valid = 1
+                        AND outlier IS NULL
+                    """, arguments: [StoredStops.pendingMark, device, now])
+        }
+    }
+
     /// Clears the marks after `time` (the detector runs again from a checkpoint there and marks anew).
     static func clearOutliers(_ db: Database, device: String, after time: Double) throws {
         try db.execute(

@@ -107,7 +107,8 @@ extension SQLiteTrackStore: StatisticsStore {
                     try db.execute(
                         sql: "INSERT OR IGNORE INTO stop_detectors (device, dirty_from) VALUES (?, ?)",
                         arguments: [device, StoredStops.neverComputed])
-                    _ = try Self.advanceStoredStops(db, device: device, computingAll: true)
+                    _ = try Self.advanceStoredStops(
+                        db, device: device, computingAll: true, configuration: self.stopsConfiguration)
                 }
                 try Self.rebuildStatistics(db, device: device)
             }

@@ -35,9 +35,17 @@ extension SQLiteTrackStore: StopStore {
         }
     }
 
+    public var stopsConfiguration: VisitDetector.Configuration { stopsSettings.withLock { $0 } }
+
+    public func setMaximumAccuracy(_ metres: Double) {
+        stopsSettings.withLock { $0.maximumAccuracy = metres }
+    }
+
     /// After a batch's points are in (same transaction): marks each device dirty from its earliest new
-    /// location and runs its detector from there; returns what it found.
-    static func advanceStoredStops(_ db: Database, earliest: [String: Double]) throws -> [StopEvent] {
+    /// location and runs its detector from there (with `configuration`); returns what it found.
+    static func advanceStoredStops(
+        _ db: Database, earliest: [String: Double], configuration: VisitDetector.Configuration
+    ) throws -> [StopEvent] {
         var events: [StopEvent] = []
         for (device, time) in earliest.sorted(by: { $0.key < $1.key }) {
             try db.execute(
@@ -45,15 +53,18 @@ extension SQLiteTrackStore: StopStore {
                     INSERT INTO stop_detectors (device, dirty_from) VALUES (?, ?) ON CONFLICT (device) DO UPDATE
                         SET dirty_from = min(coalesce(dirty_from, excluded.dirty_from), excluded.dirty_from)
                     """, arguments: [device, time])
-            events += try advanceStoredStops(db, device: device, computingAll: false)
+            events += try advanceStoredStops(db, device: device, computingAll: false, configuration: configuration)
         }
         return events
     }
 
     /// Runs `device`'s detector over the points after its `dirty_from`, from its state (points in time
     /// order) or from the latest checkpoint before that time (a late point), and stores what it decided.
-    /// A device never computed is left alone unless `computingAll`.
-    static func advanceStoredStops(_ db: Database, device: String, computingAll: Bool) throws -> [StopEvent] {
+    /// A device never computed is left alone unless `computingAll`. The points it runs over are
+    /// judged with `configuration` (the store's: ``stopsConfiguration``).
+    static func advanceStoredStops(
+        _ db: Database, device: String, computingAll: Bool, configuration: VisitDetector.Configuration
+    ) throws -> [StopEvent] {
         guard
             let row = try Row.fetchOne(
                 db, sql: "SELECT state, checkpointed, dirty_from FROM stop_detectors WHERE device = ?",
@@ -65,7 +76,8 @@ extension SQLiteTrackStore: StopStore {
         var after: Double
         let state = try (row[0] as String?).map(StoredStops.decode)
         if let state, let last = state.lastGiven, dirty > last {
-            advance = StoredStops.Advance(from: state, checkpointed: row[1] as Double? ?? -.infinity)
+            advance = StoredStops.Advance(
+                from: state, checkpointed: row[1] as Double? ?? -.infinity, configuration: configuration)
             after = last
         } else {
             if let cp = try Row.fetchOne(
@@ -75,10 +87,11 @@ extension SQLiteTrackStore: StopStore {
                 arguments: [device, dirty])
             {
                 after = cp[0]
-                advance = StoredStops.Advance(from: try StoredStops.decode(cp[1]), checkpointed: after)
+                advance = StoredStops.Advance(
+                    from: try StoredStops.decode(cp[1]), checkpointed: after, configuration: configuration)
             } else {
                 after = -Double.greatestFiniteMagnitude
-                advance = StoredStops.Advance(from: nil, checkpointed: -.infinity)
+                advance = StoredStops.Advance(from: nil, checkpointed: -.infinity, configuration: configuration)
             }
             for table in [
                 "stop_checkpoints WHERE device = ? AND time > ?", "stops WHERE device = ? AND decided > ?",
@@ -98,6 +111,7 @@ extension SQLiteTrackStore: StopStore {
             advance.add(time: p[0], latitude: p[1], longitude: p[2], accuracy: p[3] as Double?, speed: p[4] as Double?)
         }
         try markOutliers(db, device: device, advance.outliers)
+        try markPending(db, device: device, was: advance.startPending, now: advance.pending)
         let insertStop = try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO stops (device, decided, arrival, departure, lat, lon, radius, fixes)
@@ -164,19 +178,25 @@ extension SQLiteTrackStore: StopStore {
             }
             return dirty[0] as Double? != nil
         }
+        let configuration = stopsConfiguration
         if pending {
             try await pool.write { db in
                 try db.execute(
                     sql: "INSERT OR IGNORE INTO stop_detectors (device, dirty_from) VALUES (?, ?)",
                     arguments: [device, StoredStops.neverComputed])
-                _ = try Self.advanceStoredStops(db, device: device, computingAll: true)
+                _ = try Self.advanceStoredStops(db, device: device, computingAll: true, configuration: configuration)
             }
         }
-        return try await pool.read { db in try Self.storedStops(db, device: device, from: from, to: to) }
+        return try await pool.read { db in
+            try Self.storedStops(db, device: device, from: from, to: to, configuration: configuration)
+        }
     }
 
-    /// The query of ``StoredStops/Query`` in one read transaction (one snapshot).
-    static func storedStops(_ db: Database, device: String, from: Double, to: Double) throws -> StopsReport {
+    /// The query of ``StoredStops/Query`` in one read transaction (one snapshot); `configuration` is
+    /// the store's (for a range without checkpoints, and the end's replay).
+    static func storedStops(
+        _ db: Database, device: String, from: Double, to: Double, configuration: VisitDetector.Configuration
+    ) throws -> StopsReport {
         let lo = from.isFinite ? from : -1e18
         let hi = to.isFinite ? to : 1e18
         let meta = try Row.fetchOne(
@@ -190,7 +210,14 @@ extension SQLiteTrackStore: StopStore {
                 ORDER BY time
                 """,
             arguments: [device, lo, hi, horizon])
-        var query = StoredStops.Query(checkpointTimes: times)
+        // The detector starts with the threshold the first checkpoint it can meet judged with.
+        let first = try times.first.flatMap {
+            try String.fetchOne(
+                db, sql: "SELECT state FROM stop_checkpoints WHERE device = ? AND time = ?", arguments: [device, $0])
+        }
+        var query = StoredStops.Query(
+            checkpointTimes: times,
+            configuration: try first.map { try StoredStops.decode($0).configuration } ?? configuration)
         var met: Double?
         let points = try Row.fetchCursor(
             db,
@@ -205,10 +232,13 @@ extension SQLiteTrackStore: StopStore {
             else { continue }
             let state = try String.fetchOne(
                 db, sql: "SELECT state FROM stop_checkpoints WHERE device = ? AND time = ?", arguments: [device, c])
-            if let state, query.meets(try StoredStops.decode(state)) {
+            guard let state else { continue }
+            let checkpoint = try StoredStops.decode(state)
+            if query.meets(checkpoint) {
                 met = c
                 break
             }
+            query.missed(checkpoint)
         }
         let end =
             to.isFinite
@@ -256,7 +286,8 @@ extension SQLiteTrackStore: StopStore {
                     ORDER BY time DESC LIMIT 1
                     """, arguments: [device, hi, horizon])
             guard let cp else { preconditionFailure("the checkpoint met is one") }
-            var replay = StoredStops.Advance(from: try StoredStops.decode(cp[1]), checkpointed: cp[0])
+            var replay = StoredStops.Advance(
+                from: try StoredStops.decode(cp[1]), checkpointed: cp[0], configuration: configuration)
             let rest = try Row.fetchCursor(
                 db,
                 sql: """

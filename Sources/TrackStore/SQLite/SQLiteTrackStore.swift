@@ -3,6 +3,8 @@ import Dispatch
 import Formats
 import Geo
 import GRDB
+import LocationService
+import Synchronization
 
 /// The SQLite store (GRDB): the default for `keeptrack serve --db FILE` and `--upload embedded`.
 ///
@@ -22,6 +24,8 @@ public final class SQLiteTrackStore: TrackStore {
     let eventFeed = DeviceEventFeed()
     /// The geofences as evaluated and the rules (``EventStore``).
     let storedEvents = StoredEvents()
+    /// The detector's configuration for stops, trips and outliers (``StopStore/setMaximumAccuracy(_:)``).
+    let stopsSettings = Mutex(VisitDetector.Configuration())
 
     public var location: String { path }
 
@@ -209,7 +213,8 @@ public final class SQLiteTrackStore: TrackStore {
                 try device.execute(arguments: [id, d.points, d.first, d.last, received])
                 if let r = latest[id] { try Self.noteLatest(db, r) }
             }
-            let found = try Self.advanceStoredStops(db, earliest: earliestLocation)
+            let found = try Self.advanceStoredStops(
+                db, earliest: earliestLocation, configuration: self.stopsConfiguration)
             let events = try Self.storeEvents(
                 db, records: new, stops: found, received: received, engine: storedEvents)
             // On the writer, after the commit: batches reach the feed in the order they were stored.
