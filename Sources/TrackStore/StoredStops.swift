@@ -66,11 +66,12 @@ public enum StoredStops {
         /// `outlier` column. The coordinate is the point's when it was the point given (no position,
         /// inaccurate), `nil` for a jump (the point held before it: its time names it).
         public private(set) var outliers: [(time: Double, reason: OutlierFilter.Reason, coordinate: Coordinate?)] = []
-        /// The time of the point the detector held when it started (pending: the store marked it so).
-        public let startPending: Double?
-        /// The time of the point the detector holds now (``VisitDetector/pending``): the store marks
-        /// it ``StoredStops/pendingMark`` until the next point says whether it jumped.
-        public var pending: Double? { detector.pending?.time }
+        /// The point the detector held when it started (pending: the store marked it so).
+        public let startPending: VisitDetector.Sample?
+        /// The point the detector holds now (``VisitDetector/pending``): the store marks it
+        /// ``StoredStops/pendingMark`` until the next point says whether it jumped. By its time and
+        /// position: other points at the same time (another format's copy, a burst) are not it.
+        public var pending: VisitDetector.Sample? { detector.pending }
 
         /// Starts from `state` (a fresh detector when `nil`), whose latest checkpoint was at
         /// `checkpointed` (`-infinity`: none), with `configuration` from the next point on (the
@@ -80,7 +81,7 @@ public enum StoredStops {
             detector = state ?? VisitDetector(configuration: configuration)
             detector.configuration = configuration
             self.checkpointed = checkpointed
-            startPending = detector.pending?.time
+            startPending = detector.pending
         }
 
         /// Takes the next stored point (in the store's time order).

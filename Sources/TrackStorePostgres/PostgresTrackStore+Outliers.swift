@@ -51,23 +51,29 @@ extension PostgresTrackStore {
     }
 
     /// Moves the `pending` mark (``StoredStops/pendingMark``) from the point the detector held when it
-    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`).
-    static func markPending(_ c: PostgresConnection, device: String, was: Double?, now: Double?, logger: Logger)
-        async throws
-    {
+    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`), each
+    /// named by its time and position.
+    static func markPending(
+        _ c: PostgresConnection, device: String, was: VisitDetector.Sample?, now: VisitDetector.Sample?,
+        logger: Logger
+    ) async throws {
         let mark = StoredStops.pendingMark
         if let was, was != now {
+            let (lat, lon) = (was.coordinate.latitude, was.coordinate.longitude)
             try await c.query(
                 """
-                UPDATE positions SET outlier = NULL WHERE device = \(device) AND time = to_timestamp(\(was))
-                    AND kind = 'location' AND valid AND outlier = \(mark)
+                UPDATE positions SET outlier = NULL WHERE device = \(device) AND time = to_timestamp(\(was.time))
+                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = \(lat)
+                    AND ST_X(position::geometry) = \(lon) AND outlier = \(mark)
                 """, logger: logger)
         }
         if let now {
+            let (lat, lon) = (now.coordinate.latitude, now.coordinate.longitude)
             try await c.query(
                 """
-                UPDATE positions SET outlier = \(mark) WHERE device = \(device) AND time = to_timestamp(\(now))
-                    AND kind = 'location' AND valid AND outlier IS NULL
+                UPDATE positions SET outlier = \(mark) WHERE device = \(device) AND time = to_timestamp(\(now.time))
+                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = \(lat)
+                    AND ST_X(position::geometry) = \(lon) AND outlier IS NULL
                 """, logger: logger)
         }
     }

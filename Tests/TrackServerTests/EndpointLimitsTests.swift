@@ -181,7 +181,8 @@ struct EndpointLimitsTests {
     func pagesThroughATrailWithCursors(kind: StoreKind, format: String) async throws {
         let endpoint = try await Endpoint.start(store: kind)
         let t0 = 1_715_679_000.0
-        // 23 batch records (three share each time) and 7 OsmAnd ones (no sequence) at the same times.
+        // 23 batch records (three share each time) and 7 OsmAnd ones (no sequence) at the same times,
+        // metres apart (a plausible trail: nothing in it is an outlier the default trail leaves out).
         let batch = (1...23).map { i in
             TrailRecord(
                 device: "van", sequence: Int64(i), time: t0 + Double((i - 1) / 3), latitude: 48 + Double(i) * 1e-4,
@@ -190,7 +191,8 @@ struct EndpointLimitsTests {
         _ = try await endpoint.server.store.insert(batch, format: "json", received: t0)
         let osmand = (0..<7).map { i in
             TrailRecord(
-                device: "van", sequence: 0, time: t0 + Double(i), latitude: 47, longitude: 11 + Double(i) * 1e-4)
+                device: "van", sequence: 0, time: t0 + Double(i), latitude: 48 + Double(3 * i + 1) * 1e-4,
+                longitude: 11.5001)
         }
         _ = try await endpoint.server.store.insert(osmand, format: "osmand", received: t0)
         let all = try await endpoint.server.store.trail(device: "van")

@@ -47,21 +47,30 @@ extension SQLiteTrackStore {
     }
 
     /// Moves the `pending` mark (``StoredStops/pendingMark``) from the point the detector held when it
-    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`).
-    static func markPending(_ db: Database, device: String, was: Double?, now: Double?) throws {
+    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`), each
+    /// named by its time and position.
+    static func markPending(
+        _ db: Database, device: String, was: VisitDetector.Sample?, now: VisitDetector.Sample?
+    ) throws {
         if let was, was != now {
             try db.execute(
                 sql: """
                     UPDATE points SET outlier = NULL WHERE device = ? AND time = ? AND kind = 'location' AND valid = 1
-                        AND outlier = ?
-                    """, arguments: [device, was, StoredStops.pendingMark])
+                        AND lat = ? AND lon = ? AND outlier = ?
+                    """,
+                arguments: [
+                    device, was.time, was.coordinate.latitude, was.coordinate.longitude, StoredStops.pendingMark,
+                ])
         }
         if let now {
             try db.execute(
                 sql: """
                     UPDATE points SET outlier = ? WHERE device = ? AND time = ? AND kind = 'location' AND valid = 1
-                        AND outlier IS NULL
-                    """, arguments: [StoredStops.pendingMark, device, now])
+                        AND lat = ? AND lon = ? AND outlier IS NULL
+                    """,
+                arguments: [
+                    StoredStops.pendingMark, device, now.time, now.coordinate.latitude, now.coordinate.longitude,
+                ])
         }
     }
 
