@@ -59,6 +59,7 @@ extension PostgresTrackStore {
         ("v11-shares", sharesMigration),
         ("v12-place-names", placeNamesMigration),
         ("v13-homeassistant-cursors", homeAssistantMigration),
+        ("v14-notify-after-commit", notifyAfterCommitMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points
