@@ -226,7 +226,7 @@ let package = Package(
         // The endpoint: routes, limits, connection shedding, live stream, map, both stores.
         .testTarget(name: "TrackServerTests", dependencies: [
             "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService", "KeepTrackTesting",
-            "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput",
+            "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput", "Delivery",
             // PlaceNamesTests: a fake Nominatim on 127.0.0.1.
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
