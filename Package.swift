@@ -246,7 +246,7 @@ let package = Package(
             dependencies: [
                 "TrackServer", "TrackStore", "TrackStorePostgres", "Formats", "Geo", "LocationService",
                 "KeepTrackTesting",
-                "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput",
+                "TrackServerTesting", "EndpointEvents", "NMEA", "GPSInput", "Delivery",
                 // PlaceNamesTests: a fake Nominatim on 127.0.0.1.
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

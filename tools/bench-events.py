@@ -2,7 +2,7 @@
 """Event-to-webhook latency: how long after a location is posted the event it decides reaches a webhook.
 
     tools/bench-events.py [--rate 1000] [--devices 100] [--seconds 60] [--geofences 10000]
-                          [--store postgres|sqlite] [--keeptrack PATH]
+                          [--store postgres|sqlite] [--rounds 1] [--keeptrack PATH] [--baseline PATH]
 
 One `keeptrack serve --allow-private-hooks` (the release build), on a throwaway PostgreSQL cluster
 (tools/pgcluster.py) or a SQLite file, with --geofences circles of 200 m on a grid over the fleet's
@@ -13,6 +13,10 @@ event arrives; an event's deciding location (its `decidedAt`, else its `time`) n
 carried it, and the latency is from that batch's POST to the event's arrival (the batching of the
 locations themselves is not counted). Prints the count, p50, p99 and the most, and the ingest
 achieved beside the rate asked; exit 1 when no event arrived.
+
+With --rounds N it runs N times, each on a fresh database, and prints each round and the medians;
+with --baseline PATH another build runs the same rounds, interleaved (baseline, build; then build,
+baseline; ...), so that both meet the same load on a shared machine.
 """
 import argparse, http.client, http.server, json, math, os, random, subprocess, sys, tempfile, threading, time
 
@@ -72,7 +76,38 @@ def main():
     ap.add_argument("--geofences", type=int, default=10_000)
     ap.add_argument("--store", choices=["postgres", "sqlite"], default="postgres")
     ap.add_argument("--keeptrack", default=os.path.join(ROOT, ".build-release", "release", "keeptrack"))
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--baseline", help="another build, run in the same rounds (interleaved)")
     args = ap.parse_args()
+    builds = [("build", args.keeptrack)] + ([("baseline", args.baseline)] if args.baseline else [])
+    results = {name: [] for name, _ in builds}
+    for r in range(args.rounds):
+        order = builds if r % 2 == 0 else builds[::-1]
+        for name, binary in order:
+            result = run(args, binary)
+            if result is None:
+                print(f"bench-events: round {r + 1}, {name}: no event arrived")
+                sys.exit(1)
+            results[name].append(result)
+            print(f"bench-events: round {r + 1}, {name}: {result['line']}", flush=True)
+
+    def median(values):
+        values = sorted(values)
+        n = len(values)
+        return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+    for name, _ in builds:
+        rounds = results[name]
+        label = "" if not args.baseline else f" ({name})"
+        print(f"bench-events: {args.store}, {args.geofences:,} geofences, {args.devices} devices, asked "
+              f"{args.rate:,} locations/s{label}, median of {len(rounds)} round(s): stored "
+              f"{median([x['stored'] for x in rounds]):,.0f}/s, {median([x['count'] for x in rounds]):.0f} events, "
+              f"latency p50 {median([x['p50'] for x in rounds]):.0f} ms, p99 {median([x['p99'] for x in rounds]):.0f} ms "
+              f"(each round: {', '.join('%.0f' % x['p99'] for x in rounds)}), most {max(x['most'] for x in rounds):.0f} ms")
+
+
+def run(args, keeptrack):
+    """One round: a fresh database and server, the load, the receiver's arrivals; None when no event arrived."""
     per = max(1, args.rate // args.devices)
     arrivals = []  # (arrival, device, deciding time)
     lock = threading.Lock()
@@ -102,7 +137,7 @@ def main():
     server = None
     try:
         db = cluster.create_database("events") if cluster else os.path.join(scratch, "endpoint.sqlite")
-        server = subprocess.Popen([args.keeptrack, "serve", "--port", "0", "--db", db, "--token", "t",
+        server = subprocess.Popen([keeptrack, "serve", "--port", "0", "--db", db, "--token", "t",
                                    "--allow-private-hooks", "--log-level", "error"], stdout=subprocess.PIPE, text=True)
         port = listening_port(server.stdout.readline())
         if port is None:
@@ -165,16 +200,17 @@ def main():
                     latencies.append((at - p) * 1000)
         latencies.sort()
         if not latencies:
-            print("bench-events: no event arrived")
-            sys.exit(1)
+            return None
 
         def pct(q):
             return latencies[min(len(latencies) - 1, int(q * len(latencies)))]
 
-        print(f"bench-events: {args.store}, {args.geofences:,} geofences, {args.devices} devices, asked "
-              f"{args.rate:,} locations/s, stored {sent[0] / elapsed:,.0f}/s for {elapsed:.0f} s; "
-              f"{len(latencies)} events at the webhook ({len(arrivals)} in all): latency p50 {pct(0.5):.0f} ms, "
-              f"p99 {pct(0.99):.0f} ms, most {latencies[-1]:.0f} ms")
+        line = (f"{args.store}, {args.geofences:,} geofences, {args.devices} devices, asked "
+                f"{args.rate:,} locations/s, stored {sent[0] / elapsed:,.0f}/s for {elapsed:.0f} s; "
+                f"{len(latencies)} events at the webhook ({len(arrivals)} in all): latency p50 {pct(0.5):.0f} ms, "
+                f"p99 {pct(0.99):.0f} ms, most {latencies[-1]:.0f} ms")
+        return {"line": line, "stored": sent[0] / elapsed, "count": len(latencies), "p50": pct(0.5),
+                "p99": pct(0.99), "most": latencies[-1]}
     finally:
         if server:
             server.terminate()

@@ -3,7 +3,7 @@
 switched off one at a time, in one run, on one cluster.
 
     tools/bench-pg-profile.py [--records 100000] [--devices 1000] [--rounds 2] [--variants a,b,...]
-                              [--keeptrack PATH] [--keeptrack-as NAME=PATH ...]
+                              [--geofences N] [--keeptrack PATH] [--keeptrack-as NAME=PATH ...]
 
 Starts one throwaway PostgreSQL 15 + PostGIS cluster (tools/pgcluster.py) with pg_stat_statements
 loaded and trigger functions timed (track_functions = all), then for each variant and each of one
@@ -21,7 +21,11 @@ machine's speed moves from minute to minute: compare within a round). Variants:
 For each load it reports records/s, commits (pg_stat_database) and rows per commit, PostgreSQL's
 statements by total execution time (pg_stat_statements, the top ones), the trigger functions' time
 (pg_stat_user_functions), and what backends waited on (pg_stat_activity sampled every 20 ms during
-the load: wait event type and name, as a share of the samples of active backends).
+the load: wait event type and name, as a share of the samples of active backends; and, for the
+backends waiting on a lock, what they wait for from pg_locks: the lock's type and mode, and its
+table or, for an `object` lock on pg_database, "notify queue": the lock every transaction that
+sent a NOTIFY holds from its commit's start to its end, WAL flush included). With --geofences N,
+each database gets N geofences first, as tools/bench-pg.py --geofences puts them.
 """
 import argparse, collections, importlib.machinery, json, os, subprocess, sys, threading, time
 
@@ -44,6 +48,11 @@ def sampler(cluster, database, stop, counts):
     """Counts (wait_event_type, wait_event) of the database's active backends every 20 ms."""
     query = ("SELECT coalesce(wait_event_type, 'CPU'), coalesce(wait_event, '-') FROM pg_stat_activity "
              f"WHERE datname = '{database}' AND state = 'active' AND pid <> pg_backend_pid()")
+    # What the lock waiters wait for; an `object` lock on pg_database (classid 1262) is the one
+    # PostgreSQL takes at the commit of every transaction that notified (async.c, PreCommit_Notify).
+    query += (";\nSELECT 'lock ' || l.locktype || ' ' || l.mode || ' ' || CASE WHEN l.locktype = 'object' "
+              "AND l.classid = 1262 THEN 'notify queue' ELSE coalesce(c.relname, '-') END FROM pg_locks l "
+              "LEFT JOIN pg_class c ON c.oid = l.relation WHERE NOT l.granted")
     args = ["psql", "-X", "-q", "-A", "-t", "-F", "|", "-h", cluster.dir, "-p", str(cluster.port), "-U", cluster.user,
             "-d", "postgres"]
     p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, cwd="/tmp")
@@ -72,6 +81,8 @@ def run(args, cluster, variant, binary, count, name):
     cluster.psql("SELECT pg_stat_reset()", name)
     before = bench.commits(cluster, name)
     servers = [bench.serve(url, "t") for _ in range(count)]
+    if args.geofences:
+        bench.put_geofences(servers[0][1], args.geofences)
     cluster.psql("CHECKPOINT")
     counts = collections.Counter()
     stop = threading.Event()
@@ -93,7 +104,7 @@ def run(args, cluster, variant, binary, count, name):
         "SELECT funcname, calls, round(total_time)::bigint, round(self_time)::bigint FROM pg_stat_user_functions "
         "ORDER BY total_time DESC", name)
     samples = counts.pop("samples", 1)
-    waits = sorted(counts.items(), key=lambda kv: -kv[1])[:8]
+    waits = sorted(counts.items(), key=lambda kv: -kv[1])[:12]
     return summary, statements, functions, waits, samples
 
 
@@ -106,6 +117,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variants", default="baseline,nostops,nonotify,neither")
     ap.add_argument("--instances", default="1,2")
+    ap.add_argument("--geofences", type=int, default=0, help="geofences put before each load (default none)")
     ap.add_argument("--keeptrack", default=bench.BINARY)
     ap.add_argument("--keeptrack-as", action="append", default=[], help="NAME=PATH: a variant run with that binary")
     args = ap.parse_args()

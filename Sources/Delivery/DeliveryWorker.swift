@@ -85,6 +85,8 @@ public final class DeliveryWorker: Service, Sendable {
         public var mostInFlight = 0
         /// The queue's failures (claims, settlements).
         public var queueFailures = 0
+        /// Claims made (each a look at the queue, whatever it found).
+        public var claims = 0
 
         public init() {}
     }
@@ -96,8 +98,8 @@ public final class DeliveryWorker: Service, Sendable {
     let logger: Logger
     let hooksSignal = Signal()
     let state = Mutex(State())
-    /// Fires each time a delivery ends (settled or not), once ``stats`` counts it: what a program
-    /// waiting for the queue to drain waits on.
+    /// Fires each time a delivery ends (settled or not) and each time a lane looked at the queue,
+    /// once ``stats`` counts it: what a program waiting for the queue to drain waits on.
     public let activity = Signal()
 
     struct State {
@@ -218,6 +220,8 @@ public final class DeliveryWorker: Service, Sendable {
                     if free > 0 {
                         claimed = try await queue.claim(
                             hook: hook.name, limit: free, now: now, leaseUntil: now + configuration.lease)
+                        update(hook.name) { $0.claims += 1 }
+                        activity.fire()
                     }
                     if claimed.count < free, let due = try await queue.nextDue(hook: hook.name, after: now) {
                         // A millisecond past it: a time read back from the clock as seconds may round

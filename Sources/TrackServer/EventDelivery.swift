@@ -2,6 +2,8 @@ import Delivery
 import EndpointEvents
 import Formats
 import Foundation
+import Geo
+import Logging
 import ServiceLifecycle
 import TrackStore
 
@@ -139,15 +141,30 @@ public struct HookSettingsProblem: Error, Hashable, Sendable {
 }
 
 /// The delivery worker in the server's service group, woken by every batch whose events this
-/// instance stored (other instances' events are found by the lanes' polls).
+/// instance stored and, on a store other processes share (``QueuedEventsSource``: PostgreSQL), by
+/// the events any instance queued; the lanes' polls are the fallback.
 struct EventDeliveryService: Service {
     let store: any TrackStore
     let worker: DeliveryWorker
+    /// The waits of the queue listener's reconnections.
+    let clock: any EpochClock
+    let logger: Logger
 
     func run() async throws {
         let worker = self.worker
         let subscription = store.deviceEvents.subscribe { _ in worker.wake() }
         defer { store.deviceEvents.unsubscribe(subscription) }
+        let follow = (store as? any QueuedEventsSource).map { source in
+            Task { [clock, logger] in
+                do { try await source.followQueued(clock: clock) { worker.wake() } } catch {
+                    guard !Task.isCancelled, !(error is CancellationError) else { return }
+                    logger.error(
+                        "delivery stopped listening for other instances' events: they wait for the poll",
+                        metadata: ["error.type": "\(type(of: error))"])
+                }
+            }
+        }
+        defer { follow?.cancel() }
         try await worker.run()
     }
 }

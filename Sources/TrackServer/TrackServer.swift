@@ -270,7 +270,9 @@ public final class TrackServer: Sendable {
         }
         if let geocoder { services.append(geocoder) }
         if configuration.events.deliver {
-            services.append(EventDeliveryService(store: store, worker: deliveryWorker))
+            services.append(
+                EventDeliveryService(
+                    store: store, worker: deliveryWorker, clock: clock, logger: Logger(label: "keeptrack.delivery")))
         }
         if let retention = configuration.retention {
             services.append(RetentionService(store: store, retention: retention, clock: clock, logger: logger))

@@ -29,10 +29,11 @@ public struct Endpoint: Sendable {
 
     /// Starts one over `store` with fault injection on (`faults` from the start, `PUT /v1/faults`
     /// later), on `clock` (receipt times, the offline events); `configure` changes anything else (limits, timeouts) before it starts. With `database`
-    /// (a file or a `postgres://` URL) it shares that database instead of creating its own.
+    /// (a file or a `postgres://` URL) it shares that database instead of creating its own. The store
+    /// runs on the wall clock unless `storeClock` is given (its sweeps, its `COPY` budget's recounts).
     public static func start(
         store: StoreKind = .sqlite, database: String? = nil, token: String? = "secret",
-        faults: Faults = Faults(), clock: any EpochClock = WallClock(),
+        faults: Faults = Faults(), clock: any EpochClock = WallClock(), storeClock: (any EpochClock)? = nil,
         configure: (inout TrackServer.Configuration) -> Void = { _ in }
     ) async throws -> Endpoint {
         let dir = temporaryDirectory()
@@ -50,7 +51,7 @@ public struct Endpoint: Sendable {
         c.faults = faults
         configure(&c)
         let server = try TrackServer(
-            configuration: c, store: try await openTrackStore(path), clock: clock)
+            configuration: c, store: try await openTrackStore(path, clock: storeClock ?? WallClock()), clock: clock)
         let (ready, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task { try await server.run { continuation.yield($0) } }
         let port = try await withTimeout(30, "the endpoint to listen") { [ready] in

@@ -25,14 +25,16 @@ extension PostgresTrackStore {
         return try await coalescer.copy(rows)
     }
 
-    /// One `COPY` of `buffer`'s rows on a connection of the pool: `true` once committed, `false` when
-    /// a key was stored already or it lost a deadlock (nothing of it kept).
+    /// One `COPY` of `buffer`'s rows on a connection of the pool: `true` once committed (and the
+    /// live stream told, ``notifyStored(_:logger:)``), `false` when a key was stored already or it
+    /// lost a deadlock (nothing of it kept).
     static func copy(_ buffer: ByteBuffer, client: PostgresClient, logger: Logger) async throws -> Bool {
         do {
             try await client.withConnection { connection in
                 try await connection.copyFrom(table: "positions", columns: CopyRows.columns, logger: logger) {
                     try await $0.write(buffer)
                 }
+                await notifyStored(connection, logger: logger)
             }
             return true
         } catch let error as PSQLError

@@ -61,6 +61,7 @@ extension PostgresTrackStore {
         ("v13-homeassistant-cursors", homeAssistantMigration),
         ("v14-events-presence", presenceMigration),
         ("v15-device-overspeed", overspeedMigration),
+        ("v16-notify-after-commit", notifyAfterCommitMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -107,9 +107,7 @@ extension PostgresTrackStore: StopStore {
 
     /// Runs the detectors of the devices of a batch just stored and publishes what they found.
     func advanceStoredStops(devices: Set<String>) async throws {
-        // One device after the other: running 4 at once (each its own transaction) made two instances
-        // slower (bench-pg --geofences 10000: two / one 0.49 and 0.61 against 0.69 serially), their
-        // transactions holding more devices' rows that the other instance's batches wait on.
+        // One device after the other within a run (a lane; ``StoredStopsCatchUp`` runs its lanes at once).
         var found: [StopEvent] = []
         for device in devices.sorted() {
             found += try await retryingConflicts {
@@ -142,7 +140,6 @@ extension PostgresTrackStore: StopStore {
                 // same results (events keep their ids); any later synchronous commit (a delivery
                 // settled) makes it durable first. Its commit then does not wait for a WAL flush while
                 // it holds the device's row, which the device's next batch waits on.
-                try await c.query("SET LOCAL synchronous_commit = off", logger: self.logger)
                 if computingAll {
                     try await c.query(
                         """
@@ -150,21 +147,27 @@ extension PostgresTrackStore: StopStore {
                         ON CONFLICT (device) DO NOTHING
                         """, logger: self.logger)
                 }
+                // The row, and asynchronous commit for this transaction, in one round trip.
                 var row: (String?, Double?, Double?, Bool, ByteBuffer?)?
                 for try await r in try await c.query(
                     """
-                    SELECT state, checkpointed, dirty_from, events_dirty, events_state FROM stop_detectors
-                    WHERE device = \(device) FOR UPDATE
+                    SELECT state, checkpointed, dirty_from, events_dirty, events_state,
+                           set_config('synchronous_commit', 'off', true)
+                    FROM stop_detectors WHERE device = \(device) FOR UPDATE
                     """,
                     logger: self.logger
-                ).decode((String?, Double?, Double?, Bool, ByteBuffer?).self) { row = r }
+                ).decode((String?, Double?, Double?, Bool, ByteBuffer?, String).self) {
+                    row = (r.0, r.1, r.2, r.3, r.4)
+                }
                 let saved = row?.4.map { Array($0.readableBytesView) }
                 guard let row else { return ([], []) }
                 // The events of a device marked (any record) with no stops to run (no new location, or
                 // never computed): its events alone.
                 guard let dirty = row.2, dirty > StoredStops.neverComputed || computingAll else {
                     guard row.3 else { return ([], []) }
-                    return ([], try await self.storeEvents(c, device: device, saved: saved, stops: []))
+                    let events = try await self.storeEvents(c, device: device, saved: saved, stops: [])
+                    if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
+                    return ([], events)
                 }
                 var advance: StoredStops.Advance
                 var after: Double
@@ -247,6 +250,8 @@ extension PostgresTrackStore: StopStore {
                 var events: [DeviceEvent] = []
                 if row.3 || !found.isEmpty {
                     events = try await self.storeEvents(c, device: device, saved: saved, stops: found)
+                    // Every instance's delivery worker woken at the commit (one notification for all).
+                    if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
                 }
                 return (computingAll ? [] : found, events)
             }
@@ -435,46 +440,74 @@ extension PostgresTrackStore: StopStore {
     }
 }
 
-/// The detectors of the devices batches stored, run after the batches' answers, one run at a time:
-/// the devices noted while a run is under way go together in the next one. Under load, a device's
+/// The detectors of the devices batches stored, run after the batches' answers, in ``lanes`` at
+/// once: a device always in the same lane (by its id's hash), each lane one run at a time, the
+/// devices noted while a run is under way together in the lane's next one. Under load, a device's
 /// detector then runs once over the points of many batches (one state read and written, one
 /// transaction) instead of once per batch in the batch's request; when idle, right after the batch.
 /// Nothing is lost in between: the statement that stored the points marked the device dirty in its
 /// own transaction, and a query runs what is still marked before it reads (as after a crash).
+///
+/// Lanes, not one run: a run takes each device's transaction in turn (about ten round trips each),
+/// so with one lane a device noted at the start of a run waited for the whole run of every other
+/// device before its own (100 devices a second: a second and more; an event's latency to its
+/// webhook is mostly that wait, docs/performance.md). A device in one lane only, its instance never
+/// waits on its own row.
 actor StoredStopsCatchUp {
-    private var pending: Set<String> = []
-    private var worker: Task<Void, Never>?
+    /// Runs at once (each a device's transaction at a time). One: three lanes were measured to make
+    /// two instances slower (their commits more than doubled, docs/performance.md) without a clear
+    /// gain in latency; the lanes stay for the next measurement.
+    static let lanes = 1
+
+    private var pending: [Set<String>]
+    private var workers: [Task<Void, Never>?]
     private var run: (@Sendable (Set<String>) async -> Void)?
+
+    init(lanes: Int = StoredStopsCatchUp.lanes) {
+        pending = Array(repeating: [], count: max(1, lanes))
+        workers = Array(repeating: nil, count: max(1, lanes))
+    }
 
     func attach(_ run: @escaping @Sendable (Set<String>) async -> Void) {
         self.run = run
     }
 
-    /// Runs `devices`' detectors soon: at once if none is running, else after the run under way.
-    func note(_ devices: Set<String>) {
-        guard !devices.isEmpty, run != nil else { return }
-        pending.formUnion(devices)
-        if worker == nil { worker = Task { await self.drain() } }
+    /// The lane of `device` among `count`: its id's FNV-1a hash (the same in every process).
+    static func lane(of device: String, among count: Int) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in device.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(count))
     }
 
-    private func drain() async {
-        while !pending.isEmpty, let run {
-            let devices = pending
-            pending = []
+    /// Runs `devices`' detectors soon: at once in a lane that is idle, else after its run under way.
+    func note(_ devices: Set<String>) {
+        guard !devices.isEmpty, run != nil else { return }
+        for device in devices { pending[Self.lane(of: device, among: pending.count)].insert(device) }
+        for lane in pending.indices where workers[lane] == nil && !pending[lane].isEmpty {
+            workers[lane] = Task { await self.drain(lane) }
+        }
+    }
+
+    private func drain(_ lane: Int) async {
+        while !pending[lane].isEmpty, let run {
+            let devices = pending[lane]
+            pending[lane] = []
             await run(devices)
         }
-        worker = nil
+        workers[lane] = nil
     }
 
     /// Returns once every device noted so far has been run.
     func settled() async {
-        while let worker { await worker.value }
+        while let worker = workers.lazy.compactMap({ $0 }).first { await worker.value }
     }
 
-    /// Stops: the run under way is cancelled and nothing more is run (the store closes).
+    /// Stops: the runs under way are cancelled and nothing more is run (the store closes).
     func cancel() {
         run = nil
-        pending = []
-        worker?.cancel()
+        for lane in pending.indices {
+            pending[lane] = []
+            workers[lane]?.cancel()
+        }
     }
 }

@@ -5,11 +5,23 @@ import PostgresNIO
 import TrackStore
 
 /// The live stream on PostgreSQL: every instance sees what any instance stored. Each statement that
-/// adds points (a `COPY`, an `INSERT`) notifies `keeptrack_stored` on commit with a small payload,
-/// its transaction id and the range of the storage numbers it gave (`stored`, an identity column):
+/// adds points (a `COPY`, an `INSERT`) is notified on `keeptrack_stored` with a small payload, its
+/// transaction id and the range of the storage numbers it gave (`stored`, an identity column):
 /// `"XID FIRST LAST"`. Each instance listens on a connection of its own and reads those rows, in
-/// the order the notifications come (PostgreSQL delivers them in commit order), and publishes them
-/// on ``storedRecords``: one path for what this instance stored and what others did.
+/// the order the notifications come, and publishes them on ``storedRecords``: one path for what
+/// this instance stored and what others did.
+///
+/// The notification is sent right after the statement's commit, on the same connection, in a
+/// transaction of its own (``notifyStored(_:logger:)``), not by the statement's transaction: a
+/// transaction that notifies holds one lock of the whole cluster from the start of its commit to
+/// its end, its WAL flush included (PostgreSQL's `PreCommit_Notify`), so every batch's commit
+/// waited for the one before it to reach the disk, and none shared a flush (two instances on one
+/// database stored half of what one did; docs/performance.md). The statement's trigger leaves
+/// the payload in the session (`keeptrack.stored`), and a transaction that only notifies writes no
+/// WAL. An instance killed between a commit and its notification leaves that statement
+/// unannounced: the other instances' streams find it with the first statement announced
+/// ``unannouncedSweep`` or more after their last look (``catchUp(above:cursor:)``, as after a
+/// reconnection).
 ///
 /// When the listening connection fails (the database restarts, the backend is terminated), it is
 /// opened again after a wait (``listenBackoff``, on the server's clock), and what was stored meanwhile
@@ -41,6 +53,47 @@ extension PostgresTrackStore: StoredRecordsSource {
         """,
     ]
 
+    /// The statement's trigger no longer notifies (see above): it leaves its payload in the
+    /// session, for ``notifyStored(_:logger:)`` to send after the commit ('' when it stored nothing).
+    static let notifyAfterCommitMigration = [
+        """
+        CREATE OR REPLACE FUNCTION keeptrack_stored_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            first_stored bigint;
+            last_stored bigint;
+        BEGIN
+            SELECT min(stored), max(stored) INTO first_stored, last_stored FROM added;
+            PERFORM set_config('keeptrack.stored',
+                               CASE WHEN first_stored IS NULL THEN ''
+                                    ELSE (txid_current() % 4294967296)::text || ' ' || first_stored || ' ' || last_stored
+                               END, false);
+            RETURN NULL;
+        END
+        $$
+        """
+    ]
+
+    /// Announces on `keeptrack_stored` what the statement just committed on `connection` stored
+    /// (the payload its trigger left in the session), then clears it. A failure is logged: the
+    /// points are stored, and the other instances' streams find them with the next announcement.
+    static func notifyStored(_ connection: PostgresConnection, logger: Logger) async {
+        do {
+            try await connection.query(
+                """
+                SELECT pg_notify('keeptrack_stored', p), set_config('keeptrack.stored', '', false)
+                FROM (SELECT current_setting('keeptrack.stored', true) AS p) s WHERE p <> ''
+                """, logger: logger)
+        } catch {
+            logger.warning(
+                "a stored batch was not announced to the live stream",
+                metadata: ["error.type": "\(type(of: error))"])
+        }
+    }
+
+    /// How often, at most, a listener looks for statements committed and never announced (their
+    /// instance killed between the commit and the notification), at the next announcement.
+    static let unannouncedSweep: Duration = .seconds(15)
+
     /// The waits before opening the listening connection again: from 0.5 s doubling to 30 s.
     public static let listenBackoff = Backoff(initial: 0.5, maximum: 30)
 
@@ -57,7 +110,7 @@ extension PostgresTrackStore: StoredRecordsSource {
         var random = SystemRandomNumberGenerator()
         while true {
             do {
-                try await listenOnce(&cursor) { failures = 0 }
+                try await listenOnce(&cursor, clock: clock) { failures = 0 }
             } catch {
                 if Task.isCancelled || error is CancellationError { throw CancellationError() }
                 logger.warning(
@@ -74,7 +127,7 @@ extension PostgresTrackStore: StoredRecordsSource {
 
     /// One listening connection, until it fails: `LISTEN`, then (after a failure) what was stored
     /// while none listened, then each notification. `ready` is called once caught up.
-    func listenOnce(_ cursor: inout StoredCursor, ready: () -> Void) async throws {
+    func listenOnce(_ cursor: inout StoredCursor, clock: any EpochClock, ready: () -> Void) async throws {
         var configuration = try Self.connectionConfiguration(url)
         configuration.options.additionalStartupParameters = [("application_name", listenerName)]
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
@@ -88,12 +141,17 @@ extension PostgresTrackStore: StoredRecordsSource {
                     cursor.begin(at: try await highestStored())
                 }
                 ready()
+                var looked = clock.now
                 for try await notification in notifications {
                     let parts = notification.payload.split(separator: " ")
                     guard parts.count == 3, let first = Int64(parts[1]), let last = Int64(parts[2]) else { continue }
                     let statement = StoredCursor.Statement(xid: String(parts[0]), first: first, last: last)
-                    guard cursor.admit(statement) else { continue }
-                    storedRecords.publish(try await rows(of: statement))
+                    if cursor.admit(statement) { storedRecords.publish(try await rows(of: statement)) }
+                    // Statements committed and never announced (their instance killed in between).
+                    if looked.duration(to: clock.now) >= Self.unannouncedSweep, let floor = cursor.catchUpFloor {
+                        looked = clock.now
+                        _ = try await catchUp(above: floor, cursor: &cursor)
+                    }
                 }
             }
         } catch {

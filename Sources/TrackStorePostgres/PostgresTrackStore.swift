@@ -259,9 +259,12 @@ public final class PostgresTrackStore: TrackStore {
         // Prepared once per connection (postgres-nio keeps it by name): no parse or plan per batch.
         let statement = InsertBatch(bindings: binds)
         let accepted = try await retryingConflicts {
-            var n = 0
-            for try await count in try await self.client.execute(statement, logger: self.logger) { n = Int(count) }
-            return n
+            try await self.client.withConnection { connection in
+                var n = 0
+                for try await count in try await connection.execute(statement, logger: self.logger) { n = Int(count) }
+                await Self.notifyStored(connection, logger: self.logger)
+                return n
+            }
         }
         if accepted > 0 { await stopsCatchUp.note(located) }
         return (accepted, records.count - accepted)

@@ -87,4 +87,45 @@ struct StreamReconnectTests {
         await b.stop(keepingFiles: true)
         await a.stop()
     }
+
+    /// A batch is announced after its commit, not by it: one committed and never announced (its
+    /// instance killed in between; here a row inserted by psql, whose trigger leaves the
+    /// announcement unsent) reaches the streams with the first announcement 15 s or more after the
+    /// listener's last look, once, after that announcement's own records.
+    @Test func aBatchCommittedAndNeverAnnouncedReachesTheStreamsAtTheNextLook() async throws {
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: 1_715_679_000))
+        let a = try await Endpoint.start(store: .postgres, clock: clock)
+        let b = try await Endpoint.start(store: .postgres, database: a.database)
+        let raw = Raw(endpoint: b)
+        let reader = StreamReader("ws://127.0.0.1:\(a.port)/v1/stream?token=secret")
+        do {
+            #expect(try await reader.next()["type"] as? String == "snapshot")
+            // The listener listens (a record through it), then a batch is committed unannounced.
+            #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seqs: 1...1)).status == 200)
+            #expect(try await records(reader, 1) == ["van1:1"])
+            let cluster = try await Postgres.shared()
+            let database = String(a.database.split(separator: "/").last!.prefix { $0 != "?" })
+            _ = try await offThePool {
+                try cluster.psql(
+                    "INSERT INTO positions (key, device, seq, kind, time, position, format, received) VALUES "
+                        + "('id:van3:1', 'van3', 1, 'location', '2024-05-14T09:30:01Z', "
+                        + "'SRID=4326;POINT(11.5 48.1)', 'json', now())", database: database)
+            }
+            // Within 15 s of the last look: the announced batch alone.
+            #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seqs: 2...2)).status == 200)
+            #expect(try await records(reader, 1) == ["van1:2"])
+            clock.advance(by: .seconds(15))
+            #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seqs: 3...3)).status == 200)
+            #expect(try await records(reader, 2) == ["van1:3", "van3:1"])
+            // Nothing doubled after it.
+            #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seqs: 4...4)).status == 200)
+            #expect(try await records(reader, 1) == ["van1:4"])
+        } catch {
+            Issue.record(error)
+        }
+        reader.stop()
+        await raw.close()
+        await b.stop(keepingFiles: true)
+        await a.stop()
+    }
 }
