@@ -278,8 +278,8 @@ def main():
     finally:
         for c in reversed(cleanups):
             c()
-    print(f"{build}; one device, 1 Hz; {args.runs} requests each over one kept-alive connection (loopback); "
-          f"machine {uptime()} at the end")
+    print(f"{build}; one device, 1 Hz; {args.runs} requests each over one kept-alive connection (loopback)")
+    print(f"the machine at the end: {uptime()}")
     for line in loads:
         print(line)
     print("| store | query | points | median ms | slowest ms | the database reading the points, ms |")
