@@ -7,12 +7,13 @@ Listens on 127.0.0.1 (a free port unless --port), prints the port on the first l
 output, then one JSON line per POST it received:
 
     {"path": "/hook/ok", "id": "...", "kind": "...", "device": "...", "valid": true,
-     "first": true, "status": 200}
+     "first": true, "status": 200, "complete": true}
 
 `valid` is the X-KeepTrack-Signature check (HMAC-SHA256 of the body with SECRET, compared in
 constant time: the ten lines docs/events.md shows); `first` is whether this event id was processed
-for the first time (an idempotent receiver processes each id once, whatever the retries). The
-answer depends on the path's mode:
+for the first time (an idempotent receiver processes each id once, whatever the retries);
+`complete` is whether the whole body (Content-Length bytes) arrived: a sender killed mid-post leaves
+a body cut short, whose signature cannot match. The answer depends on the path's mode:
 
     /hook/ok            200
     /hook/fail          500
@@ -74,7 +75,8 @@ def main():
                 self.answer(404)
 
         def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length)
             url = urllib.parse.urlsplit(self.path)
             if url.path == "/control/release":
                 released.set()
@@ -117,7 +119,7 @@ def main():
                 event = {}
             line = {"path": url.path, "id": event_id, "kind": self.headers.get("X-KeepTrack-Event", ""),
                     "device": event.get("device", ""), "bodyId": event.get("id", ""), "valid": valid,
-                    "first": first, "status": status}
+                    "first": first, "status": status, "complete": len(body) == length}
             with lock:
                 print(json.dumps(line), flush=True)
             self.answer(status, headers)

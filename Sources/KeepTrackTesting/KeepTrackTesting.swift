@@ -29,7 +29,20 @@ public struct TimedOut: Error, CustomStringConvertible {
     public var description: String { "timed out waiting for \(what)" }
 }
 
-/// Runs `body`, failing with ``TimedOut`` after `seconds`: a guard against hangs, not a synchronisation.
+/// How many times longer than written a hang guard waits (``withTimeout(_:_:_:)``,
+/// ``Tool/guardAgainstHang(seconds:)``): 3, or `KEEPTRACK_TEST_PATIENCE`. A guard only ends a test
+/// that hangs; in a full run on 2 cores, a test's async work can wait a minute for a thread of the
+/// pool (CI's log showed tests that take a second ending after 160 s), and a guard written for a
+/// quiet machine then fails a test that was only slow.
+public let hangGuardPatience: Double = {
+    guard let text = ProcessInfo.processInfo.environment["KEEPTRACK_TEST_PATIENCE"], let value = Double(text),
+        value > 0
+    else { return 3 }
+    return value
+}()
+
+/// Runs `body`, failing with ``TimedOut`` after `seconds` times ``hangGuardPatience``: a guard
+/// against hangs, not a synchronisation.
 ///
 /// At the timeout `body` is cancelled and the caller gets ``TimedOut`` at once, without waiting for
 /// `body` to end: a body that ignores cancellation (the very hang this guards against) fails the
@@ -44,7 +57,7 @@ public func withTimeout<T: Sendable>(
         do { outcome.finish(.success(try await body())) } catch { outcome.finish(.failure(error)) }
     }
     let timer = Task {
-        try? await Task.sleep(for: .seconds(seconds))
+        try? await Task.sleep(for: .seconds(seconds * hangGuardPatience))
         if !Task.isCancelled { outcome.finish(.failure(TimedOut(what: what))) }
     }
     defer {
@@ -175,12 +188,12 @@ public final class Tool: @unchecked Sendable {
         return nil
     }
 
-    /// Terminates the tool after `seconds` if it is still running: a guard against a test
-    /// hanging on a line that never comes, not a synchronisation.
+    /// Terminates the tool after `seconds` (times ``hangGuardPatience``) if it is still running: a
+    /// guard against a test hanging on a line that never comes, not a synchronisation.
     public func guardAgainstHang(seconds: Double) {
         let pid = process.processIdentifier
         let process = self.process
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds * hangGuardPatience) {
             if process.isRunning { kill(pid, SIGKILL) }
         }
     }

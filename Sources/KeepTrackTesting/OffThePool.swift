@@ -16,6 +16,7 @@
 // the test fails at once, on any machine, instead of starving others only when the machine is busy.
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs blocking work (a child process, a read) on a thread of its own and awaits its result, so
@@ -50,13 +51,80 @@ public func onOwnThreads<T: Sendable>(_ body: @Sendable () async throws -> T) as
 
 /// The trait of a suite or test whose body blocks (runs a child process to its end, reads a
 /// pipe): it runs on ``DispatchTaskExecutor``'s threads, outside Swift's cooperative pool.
+///
+/// At most ``TestSlots/shared``'s count of such tests run at once; the others wait for a slot before
+/// they start, suspended (holding no thread). Unbounded, a full run started every command-line test
+/// at once: 35 to 48 threads, each waiting on a `keeptrack` child, on 2 cores. The pool's two threads
+/// then got a share of the CPU too small for the tests on them, and a test whose real server had a
+/// wall-clock hang guard lost its server while it waited for a thread (a stall of two minutes, seen
+/// in CI). A test admitted runs to its end without waiting again: its commands and the processes it
+/// holds are never queued behind other tests'. A test with a time limit is not queued either (the
+/// wait would count against its limit).
 public struct OffThePool: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
+
+    /// Whether the current task already holds a slot (a test under two suites with the trait).
+    @TaskLocal public static var holdsSlot = false
 
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        try await onOwnThreads { try await function() }
+        if Self.holdsSlot || test.traits.contains(where: { $0 is TimeLimitTrait }) {
+            return try await onOwnThreads { try await function() }
+        }
+        await TestSlots.shared.acquire()
+        defer { TestSlots.shared.release() }
+        try await Self.$holdsSlot.withValue(true) { try await onOwnThreads { try await function() } }
+    }
+}
+
+/// A counting semaphore whose waiters are suspended tasks, not blocked threads: the slots of tests
+/// that run outside the pool (``OffThePool``).
+public final class TestSlots: Sendable {
+    /// Twice the cores, at least 4: enough to overlap tests that wait on a child process, few enough
+    /// that the tests on the pool keep a fair share of the CPU.
+    public static let shared = TestSlots(count: max(4, 2 * ProcessInfo.processInfo.activeProcessorCount))
+
+    /// How many slots there are.
+    public let count: Int
+    private let state: Mutex<(free: Int, waiters: [CheckedContinuation<Void, Never>])>
+
+    public init(count: Int) {
+        self.count = count
+        state = Mutex((count, []))
+    }
+
+    /// How many slots are free now.
+    public var available: Int { state.withLock { $0.free } }
+
+    /// How many callers wait for a slot now.
+    public var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// Takes a slot, waiting (suspended) until one is free; waiters are served in arrival order.
+    public func acquire() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                guard s.free > 0 else {
+                    s.waiters.append(c)
+                    return false
+                }
+                s.free -= 1
+                return true
+            }
+            if now { c.resume() }
+        }
+    }
+
+    /// Gives a slot back, to the longest waiter if there is one.
+    public func release() {
+        let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            guard !s.waiters.isEmpty else {
+                s.free += 1
+                return nil
+            }
+            return s.waiters.removeFirst()
+        }
+        next?.resume()
     }
 }
 

@@ -104,7 +104,8 @@ public final class TrackServer: Sendable {
                 maxMessages: max(1, stream.maxQueuedMessages),
                 maxBytes: max(1, stream.maxQueuedBytes)),
             metrics: StreamMetrics(registry: metrics.registry))
-        self.offlineWatch = OfflineWatch(hub: streamHub, after: stream.offlineAfter, clock: clock)
+        self.offlineWatch = OfflineWatch(
+            hub: streamHub, after: stream.offlineAfter, clock: clock, store: store, logger: logger)
         self.shareAccess = ShareAccess(store: store, clock: clock, limits: configuration.shares)
         self.geocoder = configuration.geocoder.map {
             ReverseGeocoder(base: $0, store: store, clock: clock, logger: logger)

@@ -70,6 +70,29 @@ public protocol EventStore: AnyObject {
 
     /// The earliest time after `now` at which an entry of `hook` not claimable now becomes so.
     func nextDeliveryDue(hook: String, after now: Double) async throws -> Double?
+
+    /// Presence as stored events (docs/events.md), from the devices' receipt times the store keeps,
+    /// in one transaction: each device declared offline that sent since gets its `online` (at its
+    /// newest record's time); each device whose last record was received `offlineAfter` seconds or
+    /// more before `now`, not declared for that silence yet, gets its `offline` (at the time the
+    /// silence crossed `offlineAfter`). Both ids are the device's and the silence's last receipt
+    /// (``DeviceEvent/offline(device:time:lastSeen:)``): stored once by id and queued for the hooks
+    /// that want them, however many instances reconcile, however often. Returns the events stored
+    /// now (also told on ``deviceEvents``).
+    func reconcilePresence(now: Double, offlineAfter: Double) async throws -> [DeviceEvent]
+
+    /// The devices' own overspeed limits, in m/s, by device (each overrides the global one).
+    func overspeedLimits() async throws -> [String: Double]
+
+    /// Gives `device` its own overspeed limit (m/s, above 0), or removes it (`nil`: the global one
+    /// applies again); ingest evaluates with it from the next batch on, on every instance. `false`
+    /// when removing a limit the device did not have.
+    func setOverspeedLimit(device: String, limit: Double?) async throws -> Bool
+
+    /// Deletes at most `limit` events whose time is before `cutoff` and that no hook still waits
+    /// for (an entry not delivered and not dead keeps its event; dead letters go with their event),
+    /// in one short transaction; returns how many went, 0 when none is left to delete.
+    func deleteExpiredEvents(before cutoff: Double, limit: Int) async throws -> Int
 }
 
 /// A filter of ``EventStore/events(_:after:limit:)``.

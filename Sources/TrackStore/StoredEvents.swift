@@ -12,6 +12,9 @@ public final class StoredEvents: Sendable {
         var rules = EventRules()
         var generation: UInt64?
         var set = GeofenceSet()
+        /// The devices' own overspeed limits (m/s) as of `limitsGeneration`.
+        var limitsGeneration: UInt64?
+        var limits: [String: Double] = [:]
     }
 
     let cache = Mutex(Cache())
@@ -24,6 +27,33 @@ public final class StoredEvents: Sendable {
     }
 
     public var rules: EventRules { cache.withLock { $0.rules } }
+
+    /// The rules `device` is evaluated with: the global ones, its own overspeed limit in place of
+    /// the global one when it has one (the global rule's hysteresis and duration kept).
+    public func rules(for device: String) -> EventRules {
+        cache.withLock { c in
+            var rules = c.rules
+            if let limit = c.limits[device] {
+                var rule = rules.overspeed ?? OverspeedRule(limit: limit)
+                rule.limit = limit
+                rules.overspeed = rule
+            }
+            return rules
+        }
+    }
+
+    /// Whether the limits kept are those of `generation` (the store's count of their changes).
+    public func hasLimits(generation: UInt64) -> Bool {
+        cache.withLock { $0.limitsGeneration == generation }
+    }
+
+    /// Keeps the devices' own overspeed limits of `generation` for the next batches.
+    public func keepLimits(_ limits: [String: Double], generation: UInt64) {
+        cache.withLock {
+            $0.limitsGeneration = generation
+            $0.limits = limits
+        }
+    }
 
     /// The geofence set of `generation`, or `nil` when the one kept is of another.
     public func set(generation: UInt64) -> GeofenceSet? {

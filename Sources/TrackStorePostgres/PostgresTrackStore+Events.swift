@@ -77,9 +77,11 @@ extension PostgresTrackStore: EventStore {
     /// The geofence set as of the database's generation (rebuilt only when it moved).
     func geofenceSet(_ c: PostgresConnection) async throws -> GeofenceSet {
         var generation: Int64 = 0
-        for try await g in try await c.query("SELECT generation FROM geofence_generation", logger: logger)
-            .decode(Int64.self)
-        { generation = g }
+        var limitsGeneration: Int64 = 0
+        for try await (g, l) in try await c.query(
+            "SELECT generation, overspeed_generation FROM geofence_generation", logger: logger
+        ).decode((Int64, Int64).self) { (generation, limitsGeneration) = (g, l) }
+        try await loadOverspeedLimits(c, generation: UInt64(limitsGeneration))
         if let set = storedEvents.set(generation: UInt64(generation)) { return set }
         var features: [(feature: [UInt8], revision: UInt64)] = []
         for try await (f, r) in try await c.query(
@@ -138,7 +140,8 @@ extension PostgresTrackStore: EventStore {
         }
         let set = try await geofenceSet(c)
         let result = StoredEvents.evaluate(
-            state: saved, records: records, stops: stops, device: device, geofences: set, rules: storedEvents.rules)
+            state: saved, records: records, stops: stops, device: device, geofences: set,
+            rules: storedEvents.rules(for: device))
         let queued = now
         var stored: [DeviceEvent] = []
         for e in result.events {

@@ -59,6 +59,8 @@ extension PostgresTrackStore {
         ("v11-shares", sharesMigration),
         ("v12-place-names", placeNamesMigration),
         ("v13-homeassistant-cursors", homeAssistantMigration),
+        ("v14-events-presence", presenceMigration),
+        ("v15-device-overspeed", overspeedMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

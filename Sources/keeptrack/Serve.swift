@@ -62,8 +62,9 @@ struct Serve: AsyncParsableCommand {
                   keeptrack serve devices list         # ID<TAB>created, one a line
                   keeptrack serve devices revoke van1
                   keeptrack serve devices secret anna/phone < secret.txt  # OwnTracks encryption
+                  keeptrack serve devices overspeed van1 90  # van1's own limit, km/h
                 """,
-            subcommands: [Add.self, List.self, Revoke.self, Secret.self])
+            subcommands: [Add.self, List.self, Revoke.self, Secret.self, Overspeed.self])
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
@@ -219,8 +220,9 @@ struct Serve: AsyncParsableCommand {
     var maxStreams: Int?
     @Option(
         help: ArgumentHelp(
-            "Declare a device offline on the live stream after this long without a record (e.g. "
-                + "5m); online when it sends again. The default is 10m.", valueName: "duration"),
+            "Declare a device offline after this long without a record (e.g. 5m), on the live "
+                + "stream and as a stored event; online when it sends again. The default is 10m.",
+            valueName: "duration"),
         transform: DurationText.parse)
     var offlineAfter: Double?
     @Option(
@@ -250,8 +252,9 @@ struct Serve: AsyncParsableCommand {
     var allowPrivateHooks = false
     @Option(
         help: ArgumentHelp(
-            "Speed above which a location is an overspeed event, in km/h (one event per episode). "
-                + "The default is none.", valueName: "km/h"))
+            "Speed above which a location is an overspeed event, in km/h (one event per episode), "
+                + "for the devices without their own limit (serve devices overspeed). The default is none.",
+            valueName: "km/h"))
     var overspeed: Double?
     @OptionGroup(title: "Logs") var logging: LoggingOptions
 

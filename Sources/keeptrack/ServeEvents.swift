@@ -6,6 +6,69 @@ import Geo
 import TrackServer
 import TrackStore
 
+/// `keeptrack serve devices overspeed ...`: a device's own speed limit, on serve's `--db`.
+extension Serve.Devices {
+    struct Overspeed: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Give a device its own overspeed limit in km/h, in place of serve's --overspeed.",
+            discussion: """
+                The device's locations above the limit are an overspeed event, one per episode (it ends \
+                when the speed falls 10 % below the limit), on every instance from the next batch on. \
+                Without a device, lists the limits: ID<TAB>km/h, one a line (docs/events.md).
+
+                Examples:
+                  keeptrack serve devices overspeed van1 90        # above 90 km/h
+                  keeptrack serve devices overspeed van1 --global  # --overspeed again
+                  keeptrack serve devices overspeed                # the devices' own limits
+                """)
+        @Argument(help: "The device id.") var id: String?
+        @Argument(help: ArgumentHelp("The limit, in km/h.", valueName: "km/h")) var limit: Double?
+        @Flag(help: "Remove the device's own limit: serve's --overspeed applies again.") var global = false
+        @ParentCommand var serve: Serve
+
+        func validate() throws {
+            if let limit, !(limit > 0 && limit.isFinite) {
+                throw ValidationError("the limit is a speed in km/h above 0, got \(limit).")
+            }
+            if id != nil, limit == nil, !global {
+                throw ValidationError("give the device's limit in km/h, or --global to remove it.")
+            }
+            if global, limit != nil { throw ValidationError("--global removes the device's limit: give no km/h.") }
+            if id == nil, global { throw ValidationError("--global needs the device id.") }
+        }
+
+        func run() async throws {
+            guard let id else {
+                let limits = try await serve.withDeviceTokens(creating: false) { try await $0.overspeedLimits() }
+                for (device, speed) in limits.sorted(by: { $0.key < $1.key }) {
+                    print("\(device)\t\(Self.kmh(speed))")
+                }
+                return
+            }
+            if let limit {
+                _ = try await serve.withDeviceTokens(creating: true) { store in
+                    try await store.setOverspeedLimit(device: id, limit: limit / 3.6)
+                }
+                print("\(id): overspeed above \(Self.kmh(limit / 3.6)) km/h")
+            } else {
+                let (removed, location) = try await serve.withDeviceTokens(creating: false) { store in
+                    (try await store.setOverspeedLimit(device: id, limit: nil), store.location)
+                }
+                guard removed else {
+                    throw CommandFailure("device '\(id)' has no overspeed limit of its own in \(location)")
+                }
+                print("\(id): serve's --overspeed applies")
+            }
+        }
+
+        /// m/s as km/h, to a tenth, without a trailing `.0`.
+        static func kmh(_ speed: Double) -> String {
+            let tenths = (speed * 36).rounded()
+            return tenths.truncatingRemainder(dividingBy: 10) == 0 ? "\(Int(tenths / 10))" : "\(tenths / 10)"
+        }
+    }
+}
+
 /// `keeptrack serve geofences ...` and `keeptrack serve hooks ...`, on serve's `--db` (docs/events.md).
 extension Serve {
     struct Geofences: AsyncParsableCommand {

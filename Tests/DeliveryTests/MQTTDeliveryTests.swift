@@ -23,12 +23,14 @@ struct MQTTDeliveryTests {
 
     static func subscriber(_ broker: Broker, _ inbox: Inbox) async throws -> MQTTConnection {
         let endpoint = try MQTTEndpoint(parsing: "mqtt://127.0.0.1:\(broker.port)")
-        let c = try MQTTConnection(endpoint: endpoint, options: .init(clientID: "subscriber")) { topic, payload in
+        var options = MQTTConnection.Options(clientID: "subscriber")
+        options.connectTimeout = 120
+        let c = try MQTTConnection(endpoint: endpoint, options: options) { topic, payload in
             inbox.messages.withLock { $0.append((topic, payload)) }
             inbox.signal.fire()
         }
         try await c.connect()
-        try await c.subscribe("keeptrack/#", qos: 1)
+        try await c.subscribe("keeptrack/#", qos: 1, timeout: 120)
         return c
     }
 
@@ -38,10 +40,11 @@ struct MQTTDeliveryTests {
         let inbox = Inbox()
         let subscriber = try await Self.subscriber(broker, inbox)
         let hook = Hook(name: "fleet", type: .mqtt, url: "mqtt://127.0.0.1:\(broker.port)", secret: "")
-        let kind = MQTTDelivery(hook: hook, allowPrivate: true, timeout: 10, instance: "test")
+        // The timeout bounds a hang; a loaded machine (CI's full run) can take seconds per PUBACK.
+        let kind = MQTTDelivery(hook: hook, allowPrivate: true, timeout: 120, instance: "test")
         let events = [event("van-1", 1), event("van-2", 1, kind: .geofenceExit)]
         for e in events { #expect(await kind.deliver(QueuedEvent(e)) == .delivered) }
-        let got = try await withTimeout(60, "the messages") { await inbox.next(2) }
+        let got = try await withTimeout(120, "the messages") { await inbox.next(2) }
         #expect(got.map(\.topic) == ["keeptrack/van-1/event", "keeptrack/van-2/event"])
         #expect(got.map(\.payload) == events.map(\.json))
         await kind.close()

@@ -63,7 +63,7 @@ struct NMEALogSourceTests {
 
     /// Waits on the fixes themselves and on the clock's sleeper, never on a wall-clock deadline: a
     /// loaded machine only makes it slower.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(5)))
     func pacesByFixTimeOnTheGivenClock() async throws {
         let clock = ManualClock()
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea"), speed: 2), clock: clock)

@@ -61,7 +61,7 @@ struct ReplayPacingTests {
         #expect(deliveries[pass].clock - deliveries[pass - 1].clock == 250_000_000)
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(5)))
     func aLogIsPacedByItsFixTimesOnTheClockAcrossALoop() async throws {
         let clock = ManualClock()
         let source = NMEALogSource(
@@ -70,7 +70,7 @@ struct ReplayPacingTests {
         Self.checkPacedAt4x(deliveries, pass: pass)
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(5)))
     func aTrackFileIsPacedAsALogIs() async throws {
         let clock = ManualClock()
         let source = TrackFileSource(
@@ -80,7 +80,7 @@ struct ReplayPacingTests {
         Self.checkPacedAt4x(deliveries, pass: pass)
     }
 
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(5)))
     func fixesAlreadyDueGoOutWithoutWaiting() async throws {
         let clock = ManualClock()
         let source = NMEALogSource(options: .init(path: fixturePath("walk-15min.nmea"), speed: 1), clock: clock)

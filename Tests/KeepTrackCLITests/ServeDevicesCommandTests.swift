@@ -32,6 +32,28 @@ struct ServeDevicesCommandTests {
         #expect(missing.status != 0 && missing.stderr.contains("no endpoint database at"))
     }
 
+    /// A device's own overspeed limit: set in km/h, listed, removed with `--global`; a limit that
+    /// is not a speed, or removing one the device does not have, is refused.
+    @Test func setsListsAndRemovesADevicesOwnOverspeedLimit() throws {
+        let dir = try TemporaryDirectory("kt-overspeed").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/endpoint.sqlite"
+        let set = try keeptrack(["serve", "devices", "overspeed", "van1", "90", "--db", db])
+        #expect(set.status == 0 && set.stdout == "van1: overspeed above 90 km/h\n", "\(set.stderr)")
+        #expect(try keeptrack(["serve", "devices", "overspeed", "van2", "52.5", "--db", db]).status == 0)
+        #expect(try keeptrack(["serve", "devices", "overspeed", "--db", db]).stdout == "van1\t90\nvan2\t52.5\n")
+        let removed = try keeptrack(["serve", "devices", "overspeed", "van1", "--global", "--db", db])
+        #expect(removed.stdout == "van1: serve's --overspeed applies\n", "\(removed.stderr)")
+        let again = try keeptrack(["serve", "devices", "overspeed", "van1", "--global", "--db", db])
+        #expect(again.status != 0 && again.stderr.contains("device 'van1' has no overspeed limit of its own"))
+        let zero = try keeptrack(["serve", "devices", "overspeed", "van1", "0", "--db", db])
+        #expect(zero.status == 64 && zero.stderr.contains("the limit is a speed in km/h above 0"), "\(zero.stderr)")
+        let none = try keeptrack(["serve", "devices", "overspeed", "van1", "--db", db])
+        #expect(none.status == 64 && none.stderr.contains("give the device's limit in km/h, or --global"))
+        #expect(try keeptrack(["serve", "devices", "overspeed", "--db", db]).stdout == "van2\t52.5\n")
+    }
+
     /// The warning comes first, before the database is opened (here it can't be, and serve stops).
     @Test(
         arguments: [("0.0.0.0", nil, true), ("::", nil, true), ("127.0.0.1", nil, false), ("0.0.0.0", "s3cret", false)]

@@ -282,13 +282,14 @@ struct InterruptTests {
 struct EventsCrashTestTests {
     /// Two serve instances on one throwaway PostgreSQL, each SIGKILLed in turn while a fleet uploads
     /// across geofences: every event the reference run finds is stored, delivered to the idempotent
-    /// receiver (500 to every third post) with a valid signature and processed once
-    /// (`tools/events-crash-test.py --kills 20 --devices 50` is the long version).
+    /// receiver (500 to every third post) with a valid signature and processed once, and every
+    /// device has one `offline` more than `online` (`tools/events-crash-test.py --kills 20
+    /// --devices 50` is the long version).
     @Test func twoInstancesKilledInTurnDeliverEveryEventOnce() async throws {
         let tool = try Tool(
             "tools/events-crash-test.py",
             [
-                "--devices", "6", "--seconds", "300", "--kills", "2", "--seed", "7",
+                "--devices", "6", "--seconds", "300", "--kills", "2", "--seed", "7", "--offline-after", "5",
                 "--keeptrack", productsDirectory.appendingPathComponent("keeptrack").path,
             ])
         tool.guardAgainstHang(seconds: 600)

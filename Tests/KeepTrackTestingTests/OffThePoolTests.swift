@@ -1,5 +1,6 @@
 import Foundation
 import KeepTrackTesting
+import Synchronization
 import Testing
 
 /// Blocking work kept off Swift's cooperative pool: where each way of running it runs, and the
@@ -43,5 +44,51 @@ struct OffThePoolTests {
         #expect(r.status == 3)
         #expect(r.output == "in")
         #expect(r.errors == "err\n")
+    }
+
+    @Test func aCallerBeyondTheSlotsWaitsUntilOneIsGivenBack() async {
+        let slots = TestSlots(count: 2)
+        await slots.acquire()
+        await slots.acquire()
+        let third = Task {
+            await slots.acquire()
+            return true
+        }
+        while slots.waiting == 0 { await Task.yield() }
+        #expect(slots.available == 0)
+        slots.release()
+        #expect(await third.value)
+        #expect(slots.waiting == 0 && slots.available == 0)
+    }
+
+    @Test func waitersAreServedInArrivalOrder() async {
+        let slots = TestSlots(count: 1)
+        await slots.acquire()
+        final class Order: Sendable { let list = Mutex<[Int]>([]) }
+        let order = Order()
+        var tasks: [Task<Void, Never>] = []
+        for n in 1...3 {
+            tasks.append(
+                Task {
+                    await slots.acquire()
+                    order.list.withLock { $0.append(n) }
+                    slots.release()
+                })
+            while slots.waiting < n { await Task.yield() }
+        }
+        slots.release()
+        for t in tasks { await t.value }
+        #expect(order.list.withLock { $0 } == [1, 2, 3])
+        #expect(slots.available == 1)
+    }
+
+    @Test(.offThePool) func aTestWithTheTraitHoldsASlotWhileItRuns() {
+        #expect(OffThePool.holdsSlot)
+        #expect(TestSlots.shared.available < TestSlots.shared.count, "this test holds one")
+    }
+
+    @Test(.offThePool, .timeLimit(.minutes(1))) func aTestWithATimeLimitIsNotQueued() {
+        #expect(!OffThePool.holdsSlot)
+        #expect(!isOnTheCooperativePool)
     }
 }

@@ -26,7 +26,9 @@ struct AcknowledgementTests {
         #expect(JSONBatch.Reply.decode(Array(body.utf8)) == nil)
     }
 
-    @Test func aPythonEndpointAnsweringWithJSONDumpsDefaultsIsAcknowledged() async throws {
+    /// Off the pool: the server is a real process with a wall-clock hang guard, and the test must
+    /// not wait for a pool thread (behind every synchronous test queued) while the guard runs.
+    @Test(.offThePool) func aPythonEndpointAnsweringWithJSONDumpsDefaultsIsAcknowledged() async throws {
         // Python's http.server; json.dumps writes ", " and ": " by default, keys in insertion order.
         let script = #"""
             import http.server, json, sys

@@ -1,5 +1,6 @@
 import Formats
 import Geo
+import Logging
 import Synchronization
 import TrackStore
 
@@ -8,9 +9,18 @@ import TrackStore
 /// ``run()`` sleeps on the server's clock until the detector's next deadline, then publishes the
 /// `offline` events due. Both publish under the detector's lock, so a device's events and records
 /// reach each client in the order they happened.
+///
+/// The stream's events are this instance's view. The stored ones (`/v1/events`, the hooks) are the
+/// store's (``EventStore/reconcilePresence(now:offlineAfter:)``, from the receipt times it keeps):
+/// ``run()`` reconciles at start (a silence that crossed the delay while no instance ran is declared
+/// then), at each deadline and whenever a device not known online here sends; the store keeps each
+/// `offline` and `online` once by id, whichever instance, however often.
 final class OfflineWatch: Sendable {
     let hub: StreamHub
     let clock: any EpochClock
+    /// Where presence is stored as events (`nil`: the stream only).
+    let store: (any TrackStore)?
+    let logger: Logger
     let detector: Mutex<OfflineDetector>
     /// Fired when a device comes online while ``run()`` may wait for no deadline.
     let wake = Signal()
@@ -18,9 +28,14 @@ final class OfflineWatch: Sendable {
     /// detector's lock, in the order the events happen; a handler returns quickly and never waits.
     let observers = Mutex<[@Sendable ([StreamEvent]) -> Void]>([])
 
-    init(hub: StreamHub, after: Duration, clock: any EpochClock) {
+    init(
+        hub: StreamHub, after: Duration, clock: any EpochClock, store: (any TrackStore)? = nil,
+        logger: Logger = Logger(label: "keeptrack.serve")
+    ) {
         self.hub = hub
         self.clock = clock
+        self.store = store
+        self.logger = logger
         self.detector = Mutex(OfflineDetector(after: after))
     }
 
@@ -55,13 +70,29 @@ final class OfflineWatch: Sendable {
         wake.fire()
     }
 
-    /// Declares devices offline at their deadlines until the task is cancelled.
+    /// Declares devices offline at their deadlines until the task is cancelled; stores presence
+    /// at start and at each wake (a deadline, a device back).
     func run() async {
         while !Task.isCancelled {
+            await reconcile()
             await waitForDeadline(on: clock)
             detector.withLock { d in
                 announce(d.expire(at: clock.now))
             }
+        }
+    }
+
+    /// Stores the `offline` and `online` events due as of now (a failure is logged: the next wake
+    /// tries again, and the store's ids keep each once).
+    func reconcile() async {
+        guard let store else { return }
+        let after = detector.withLock { $0.after }
+        let seconds = Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18
+        do {
+            _ = try await store.reconcilePresence(now: clock.now.secondsSince1970, offlineAfter: seconds)
+        } catch {
+            guard !Task.isCancelled else { return }
+            logger.error("presence: storing offline and online events failed", metadata: ["serve.error": "\(error)"])
         }
     }
 

@@ -39,10 +39,11 @@ struct StreamService: Service {
                     }
                 })
         }
-        // The events stored at ingest; stops and trips are told above already (`stop`, `trip`).
+        // The events stored at ingest; stops and trips are told above already (`stop`, `trip`), and
+        // presence by the offline watch (`offline`, `online`).
         let stored = store.deviceEvents.subscribe { events in
             hub.publish(
-                events: events.filter { $0.kind != .stopEnd && $0.kind != .tripEnd }.map {
+                events: events.filter { ![.stopEnd, .tripEnd, .offline, .online].contains($0.kind) }.map {
                     StreamEvent(device: $0.device, kind: .event($0))
                 })
         }

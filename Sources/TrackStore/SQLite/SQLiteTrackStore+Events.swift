@@ -41,7 +41,10 @@ extension SQLiteTrackStore: EventStore {
 
     /// The geofence set as of the store's generation (rebuilt only when it moved).
     static func geofenceSet(_ db: Database, _ engine: StoredEvents) throws -> GeofenceSet {
-        let generation = UInt64(try Int64.fetchOne(db, sql: "SELECT generation FROM geofence_generation") ?? 0)
+        let generations = try Row.fetchOne(
+            db, sql: "SELECT generation, overspeed_generation FROM geofence_generation")
+        let generation = UInt64(generations.map { $0[0] as Int64 } ?? 0)
+        try loadOverspeedLimits(db, engine, generation: UInt64(generations.map { $0[1] as Int64 } ?? 0))
         if let set = engine.set(generation: generation) { return set }
         let rows = try Row.fetchAll(db, sql: "SELECT feature, revision FROM geofences ORDER BY name")
         let set = try StoredEvents.set(
@@ -60,7 +63,6 @@ extension SQLiteTrackStore: EventStore {
         let devices = Set(records.keys).union(stopsByDevice.keys)
         guard !devices.isEmpty else { return [] }
         let set = try geofenceSet(db, engine)
-        let rules = engine.rules
         let readState = try db.cachedStatement(sql: "SELECT state FROM event_states WHERE device = ?")
         let writeState = try db.cachedStatement(
             sql: """
@@ -81,7 +83,7 @@ extension SQLiteTrackStore: EventStore {
             let saved = try Data.fetchOne(readState, arguments: [device]).map { Array($0) }
             let result = StoredEvents.evaluate(
                 state: saved, records: records[device] ?? [], stops: stopsByDevice[device] ?? [], device: device,
-                geofences: set, rules: rules)
+                geofences: set, rules: engine.rules(for: device))
             if saved != result.state { try writeState.execute(arguments: [device, Data(result.state)]) }
             for e in result.events {
                 try insertEvent.execute(arguments: [e.id, device, e.kind.rawValue, e.time, Data(e.json)])

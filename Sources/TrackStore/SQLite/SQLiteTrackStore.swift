@@ -113,6 +113,7 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerShareMigrations(&m)
         Self.registerPlaceNameMigrations(&m)
         Self.registerHomeAssistantMigrations(&m)
+        Self.registerPresenceMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
