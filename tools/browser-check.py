@@ -24,7 +24,10 @@ and checks, in headless Chromium (`executable_path=/usr/bin/chromium`: no browse
 8. the month strip: drawn from /v1/devices/{id}/stats when the server has that route (the day's
    bar its distance), hidden when the route answers 404;
 9. share links, when the server has them (POST /v1/shares not 404): /s/TOKEN in a fresh context
-   without credentials shows that device's day, no device list; revoked, it says the link expired.
+   without credentials shows that device's day, no device list; revoked, it says the link expired;
+   expired by time, a page open on it says so when it expires, and the link opened after answers 410
+   saying when it expired (the server's own clock: a share of a few seconds, and bounded waits on the
+   page's conditions).
 
 With --screenshot, the page (the walk's trail, the other device moving) is saved as a PNG; with
 --day-screenshot, the night fixture's day (timeline, trips, visits, replay, chart).
@@ -458,6 +461,60 @@ def shares(browser, url):
     status, _ = call(url, made["url"], token=None)
     check(status == 410, f"the revoked {made['url']} answers {status}")
     context.close()
+    share_expiry(browser, url)
+
+
+def share_expiry(browser, url):
+    """A share link that expires by time, in the browser. `keeptrack serve` has no clock a check could
+    move (its clock is the system's; the tests use a manual one, ShareLinkTests), so the share lives a
+    few seconds (`"expires": "Ns"`) and every wait is bounded and on the page's own condition, never a
+    fixed sleep: a page open on the link while it is live says it expired once it has (the server
+    closes the page's live stream at the expiry, and the page, asking again, gets 410); the link opened
+    afterwards answers 410 saying when it expired, and the page as /map?share=TOKEN says it expired. If the page was not live before the share expired
+    (a slow machine), again with a share three times longer, up to 3 times."""
+    life = 8
+    for attempt in range(3):
+        status, made = call(url, "/v1/shares", method="POST", body={"device": "night", "expires": f"{life}s"})
+        if not check(status == 201, f"POST /v1/shares (expires {life}s) answered {status}: {made}"):
+            return
+        expires = parse_iso(made["expires"]).timestamp()
+        context, page = open_page(browser, url, made["url"] + "?date=2025-03-14", NIGHT_ZONE)
+        page.wait_for_function("() => ['active', 'ended'].includes(document.getElementById('share-note').dataset.state)",
+                               timeout=(life + 60) * 1000)
+        if page.get_attribute("#share-note", "data-state") == "active":
+            break
+        context.close()
+        life *= 3
+    else:
+        check(False, f"a share link's page was never live before its expiry (last: {life // 3} s)")
+        return
+    check(time.time() < expires, "the share link expired before its page was live")
+    # The page stays open; the server's clock passes the expiry.
+    page.wait_for_selector('#share-note[data-state="ended"]', state="attached", timeout=(life + 60) * 1000)
+    ended = time.time()
+    note = page.text_content("#share-note")
+    check("expired" in note, f"the open page of the expired link says '{note}'")
+    check(ended >= expires - 1, f"the open page said the link ended {expires - ended:.1f} s before its expiry")
+    check(page.is_hidden("#day") and page.locator(".leaflet-marker-icon").count() == 0,
+          "the expired link's open page still shows the device")
+    check(not page.errors, f"the expiring share's page errors: {page.errors}")
+    context.close()
+    # Opened after its expiry, in a fresh context: /s/TOKEN is the 410 itself (serve's error body, which
+    # says when it expired); the page as /map?share=TOKEN says so in its note.
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, timezone_id=NIGHT_ZONE)
+    page = context.new_page()
+    answer = page.goto(url + made["url"], wait_until="load")
+    text = page.text_content("body") or ""
+    check(answer.status == 410 and "expired at" in text,
+          f"the expired {made['url']} opened in a browser: {answer.status}, '{text[:200]}'")
+    page.goto(url + "/map?share=" + made["token"] + "&date=2025-03-14", wait_until="load")
+    page.wait_for_selector('#share-note[data-state="ended"]', state="attached", timeout=20000)
+    note = page.text_content("#share-note")
+    check("expired" in note, f"the expired link's page, opened after, says '{note}'")
+    check(page.is_hidden("#day"), "the expired link's page shows the day")
+    context.close()
+    status, _ = call(url, "/v1/devices/latest?share=" + made["token"], token=None)
+    check(status == 410, f"the expired link's /v1/devices/latest answers {status}")
 
 
 if __name__ == "__main__":

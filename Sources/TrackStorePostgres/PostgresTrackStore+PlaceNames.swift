@@ -1,3 +1,5 @@
+import EndpointEvents
+import Geo
 import PostgresNIO
 import TrackStore
 
@@ -36,5 +38,17 @@ extension PostgresTrackStore: PlaceNameStore {
             INSERT INTO place_names (lat, lon, name, asked) VALUES (\(cell.latitude), \(cell.longitude), \(name), \(time))
             ON CONFLICT (lat, lon) DO UPDATE SET name = excluded.name, asked = excluded.asked
             """, logger: logger)
+    }
+}
+
+/// The endpoint's geofences (``EventStore``) name the places inside them (``PlaceAreaSource``): the
+/// set ingest evaluates with, read at the database's geofence generation (one query; the set itself
+/// is rebuilt only when the generation moved), so a geofence put or removed, on any instance, names
+/// or unnames the visits read after it.
+extension PostgresTrackStore: PlaceAreaSource {
+    public func areaNames(device: String, containing coordinates: [Coordinate]) async throws -> [[String]] {
+        guard !coordinates.isEmpty else { return [] }
+        let set = try await client.withConnection { c in try await self.geofenceSet(c) }
+        return coordinates.map { set.names(containing: $0, device: device) }
     }
 }

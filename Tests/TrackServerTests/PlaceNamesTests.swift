@@ -1,6 +1,8 @@
+import EndpointEvents
 import Foundation
 import Geo
 import KeepTrackTesting
+import LocationService
 import Logging
 import NIOHTTP1
 import Synchronization
@@ -104,6 +106,126 @@ struct PlaceNamesTests {
         await raw.close()
         await endpoint.stop()
         await fake.stop()
+    }
+
+    /// A circle geofence as `PUT /v1/geofences/{name}` takes it, for `devices` (nil: every device).
+    static func circle(_ name: String, _ c: Coordinate, radius: Double, devices: [String]? = nil) -> String {
+        let only = devices.map { #","devices":["\#($0.joined(separator: #"",""#))"]"# } ?? ""
+        return #"{"type":"Feature","id":"\#(name)","geometry":{"type":"Point","coordinates":"#
+            + #"[\#(c.longitude),\#(c.latitude)]},"properties":{"radius":\#(radius)\#(only)}}"#
+    }
+
+    static let cafe = Coordinate(latitude: 48.137, longitude: 11.575)
+    static let office = Coordinate(latitude: 48.1478, longitude: 11.575)
+
+    /// The places of `/stops` in order (`nil`: unnamed).
+    static func places(_ body: String) throws -> [String?] {
+        let stops = try StopsEndpointTests.json(body)["stops"] as? [[String: Any]] ?? []
+        return stops.map { $0["place"] as? String }
+    }
+
+    /// Issue 38, item 5 (a): the endpoint's own geofences (`PUT /v1/geofences/{name}`, the events'
+    /// store) name the visits inside them, the smallest first, without any geocoder; another device's
+    /// geofence names nothing; a geofence removed names no visit read after (names are read-time:
+    /// old visits and new ones alike).
+    @Test(arguments: StoreKind.allCases) func theEndpointsGeofencesNameTheVisitsInsideThem(kind: StoreKind)
+        async throws
+    {
+        let endpoint = try await Endpoint.start(store: kind)
+        let raw = Raw(endpoint: endpoint)
+        do {
+            #expect(endpoint.server.geocoder == nil)
+            #expect(endpoint.server.store is any PlaceAreaSource)
+            for (name, body) in [
+                ("cafe", Self.circle("cafe", Self.cafe, radius: 100)),
+                ("city", Self.circle("city", Self.cafe, radius: 3000)),
+                ("desk", Self.circle("desk", Self.office, radius: 100, devices: ["q"])),
+            ] {
+                let put = try await raw.send(.PUT, "/v1/geofences/\(name)", body: body)
+                #expect(put.status == 201, "\(put.body)")
+            }
+            #expect(try await raw.send(.POST, "/v1/locations", body: StopsEndpointTests.batch("p")).status == 200)
+            await endpoint.server.store.storedStopsSettled()
+            #expect(try Self.places(try await raw.send(.GET, "/v1/devices/p/stops").body) == ["cafe", "city"])
+            let trips = try await raw.send(.GET, "/v1/devices/p/trips").body
+            #expect(trips.contains(#""startPlace":"cafe","endPlace":"city""#), "\(trips)")
+            let stats = try await raw.send(.GET, "/v1/devices/p/stats").body
+            #expect(stats.contains("\"places\":2}"), "\(stats)")
+            // The geofence for device q only names q's visit there.
+            #expect(try await raw.send(.POST, "/v1/locations", body: StopsEndpointTests.batch("q")).status == 200)
+            await endpoint.server.store.storedStopsSettled()
+            #expect(try Self.places(try await raw.send(.GET, "/v1/devices/q/stops").body) == ["cafe", "desk"])
+            // Removed: no visit is named by it any more, a new device's included.
+            #expect(try await raw.send(.DELETE, "/v1/geofences/cafe").status == 204)
+            #expect(try await raw.send(.POST, "/v1/locations", body: StopsEndpointTests.batch("r")).status == 200)
+            await endpoint.server.store.storedStopsSettled()
+            #expect(try Self.places(try await raw.send(.GET, "/v1/devices/r/stops").body) == ["city", "city"])
+            #expect(try Self.places(try await raw.send(.GET, "/v1/devices/p/stops").body) == ["city", "city"])
+            #expect(try await raw.send(.DELETE, "/v1/geofences/city").status == 204)
+            #expect(try Self.places(try await raw.send(.GET, "/v1/devices/r/stops").body) == [nil, nil])
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+    }
+
+    /// Areas before the geocoder: with `--geocoder`, a visit inside a geofence gets its name and its
+    /// cell is never asked; the visit outside every geofence is the geocoder's.
+    @Test(arguments: StoreKind.allCases) func aGeofenceNamesItsVisitBeforeTheGeocoderIsAsked(kind: StoreKind)
+        async throws
+    {
+        let fake = try await FakeNominatim(answers: Self.answers)
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: 1_800_000_000))
+        let endpoint = try await Endpoint.start(store: kind, clock: clock) { $0.geocoder = fake.url }
+        let raw = Raw(endpoint: endpoint)
+        do {
+            let geocoder = try #require(endpoint.server.geocoder)
+            let put = try await raw.send(.PUT, "/v1/geofences/cafe", body: Self.circle("cafe", Self.cafe, radius: 100))
+            #expect(put.status == 201, "\(put.body)")
+            #expect(try await raw.send(.POST, "/v1/locations", body: StopsEndpointTests.batch("p")).status == 200)
+            await endpoint.server.store.storedStopsSettled()
+            // The café's visit, finished at ingest, was handed to the geocoder first; the open visit
+            // at the office is handed to it when read. Only the office's is asked.
+            #expect(try Self.places(try await raw.send(.GET, "/v1/devices/p/stops").body) == ["cafe", nil])
+            await geocoder.requestsMade(1)
+            #expect(
+                try Self.places(try await raw.send(.GET, "/v1/devices/p/stops").body) == ["cafe", "Türkenstraße 12"])
+            #expect(fake.count == 1 && geocoder.waiting == 0)
+            let asked = fake.seen.requests.withLock { $0.map(\.query) }
+            #expect(asked.count == 1 && asked[0].contains("lat=48.14"), "\(asked)")
+            #expect(try await endpoint.server.store.placeNames([PlaceCell(Self.cafe)]).isEmpty)
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+        await fake.stop()
+    }
+
+    /// The set's own answer: nested areas smallest first (a polygon's area against a circle's),
+    /// boundaries inside, another device's geofence left out.
+    @Test func aGeofenceSetNamesThePlacesInsideItsGeofencesSmallestFirst() throws {
+        let c = Self.cafe
+        let square = try Region(
+            id: "block",
+            ring: [
+                Coordinate(latitude: c.latitude - 0.002, longitude: c.longitude - 0.003),
+                Coordinate(latitude: c.latitude - 0.002, longitude: c.longitude + 0.003),
+                Coordinate(latitude: c.latitude + 0.002, longitude: c.longitude + 0.003),
+                Coordinate(latitude: c.latitude + 0.002, longitude: c.longitude - 0.003),
+            ])
+        let set = GeofenceSet([
+            Geofence(region: try Region(id: "city", center: c, radius: 3000)),
+            Geofence(region: square),  // about 445 m × 446 m: between the two circles
+            Geofence(region: try Region(id: "cafe", center: c, radius: 100)),
+            Geofence(region: try Region(id: "mine", center: c, radius: 50), devices: ["q"]),
+        ])
+        #expect(set.names(containing: c, device: "p") == ["cafe", "block", "city"])
+        #expect(set.names(containing: c, device: "q") == ["mine", "cafe", "block", "city"])
+        #expect(set.names(containing: Self.office, device: "p") == ["city"])
+        #expect(set.names(containing: Coordinate(latitude: 0, longitude: 0), device: "p").isEmpty)
+        #expect(GeofenceSet().names(containing: c, device: "p").isEmpty)
     }
 
     @Test func withoutAGeocoderThereAreNoNamesAndNoCalls() async throws {

@@ -274,6 +274,8 @@
     delete controls.dataset.loaded;
     delete daySection.dataset.loaded;
     stopReplay();
+    if (state.replay.marker) { state.replay.marker.remove(); state.replay.marker = null; }
+    state.times = null;
     if (!replayBox.hidden) { replayBox.hidden = true; map.invalidateSize(); }
   }
   function addToTrail(records) {
@@ -863,6 +865,7 @@
       if (body && body.error && body.error.message) { shareNote.title = body.error.message; }
     }, function () {});
     if (state.socket) { state.socket.onclose = null; state.socket.close(); }
+    loading += 1;  // a trail still loading is dropped
     clearTrail();
     daySection.hidden = true;
     monthNav.hidden = true;

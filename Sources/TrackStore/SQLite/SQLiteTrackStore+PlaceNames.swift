@@ -1,4 +1,6 @@
+import EndpointEvents
 import GRDB
+import Geo
 
 /// The reverse geocoder's names by cell (``PlaceNameStore``).
 extension SQLiteTrackStore: PlaceNameStore {
@@ -34,5 +36,17 @@ extension SQLiteTrackStore: PlaceNameStore {
                 sql: "INSERT OR REPLACE INTO place_names (lat, lon, name, asked) VALUES (?, ?, ?, ?)",
                 arguments: [cell.latitude, cell.longitude, name, time])
         }
+    }
+}
+
+/// The endpoint's geofences (``EventStore``) name the places inside them (``PlaceAreaSource``): the
+/// set ingest evaluates with, read at the store's geofence generation, so a geofence put or removed
+/// names or unnames the visits read after it.
+extension SQLiteTrackStore: PlaceAreaSource {
+    public func areaNames(device: String, containing coordinates: [Coordinate]) async throws -> [[String]] {
+        guard !coordinates.isEmpty else { return [] }
+        let engine = storedEvents
+        let set = try await pool.read { db in try Self.geofenceSet(db, engine) }
+        return coordinates.map { set.names(containing: $0, device: device) }
     }
 }
