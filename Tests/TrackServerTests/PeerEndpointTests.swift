@@ -106,7 +106,9 @@ struct PeerEndpointTests {
         await endpoint.stop()
     }
 
-    /// OsmAnd as Traccar Client and the OsmAnd app send it, and what the JSON trail gives back.
+    /// OsmAnd as Traccar Client and the OsmAnd app send it, and what the JSON trail gives back. The
+    /// points are metres apart a minute apart: a last point kilometres away would be a pending jump,
+    /// left out of the default trail (docs/visits.md).
     @Test(arguments: StoreKind.allCases) func storesOsmAndAsTraccarClientsSendItAndReturnsItsAttributes(kind: StoreKind)
         async throws
     {
@@ -120,11 +122,11 @@ struct PeerEndpointTests {
             ).status == 200)
         #expect(
             try await raw.send(
-                .POST, "/", body: "id=123456&timestamp=1715679060&lat=60.1&lon=30.1&valid=false",
+                .POST, "/", body: "id=123456&timestamp=1715679060&lat=60.001&lon=30.001&valid=false",
                 headers: [("Content-Type", "application/x-www-form-urlencoded")]
             ).status == 200)
         let json =
-            #"{"location":{"timestamp":"2024-05-14T09:32:00Z","coords":{"latitude":60.2,"longitude":30.2,"speed":3,"heading":-1,"accuracy":4,"altitude":10},"is_moving":true,"odometer":100,"battery":{"level":0.5,"is_charging":true},"activity":{"type":"still"}},"device_id":"123456"}"#
+            #"{"location":{"timestamp":"2024-05-14T09:32:00Z","coords":{"latitude":60.002,"longitude":30.002,"speed":3,"heading":-1,"accuracy":4,"altitude":10},"is_moving":true,"odometer":100,"battery":{"level":0.5,"is_charging":true},"activity":{"type":"still"}},"device_id":"123456"}"#
         #expect(
             try await raw.send(.POST, "/", body: json, headers: [("Content-Type", "application/json")]).status == 200)
         let trail = try await raw.send(.GET, "/v1/devices/123456/trail?format=json")
@@ -132,9 +134,9 @@ struct PeerEndpointTests {
         #expect(
             trail.body.contains(#""attributes":{"batt":"87","charge":"true","driverUniqueId":"D-17","hdop":"0.9"}"#))
         #expect(trail.body.contains(#""battery.is_charging":"true""#))
-        #expect(!trail.body.contains("60.100000000"))  // valid=false: stored, left out by default
+        #expect(!trail.body.contains("60.001000000"))  // valid=false: stored, left out by default
         let all = try await raw.send(.GET, "/v1/devices/123456/trail?format=json&invalid=true")
-        #expect(all.body.contains(#""lat":60.100000000"#) && all.body.contains(#""valid":false"#))
+        #expect(all.body.contains(#""lat":60.001000000"#) && all.body.contains(#""valid":false"#))
         #expect(try await endpoint.server.store.device("123456")?.points == 3)
         await raw.close()
         await endpoint.stop()
