@@ -22,7 +22,7 @@ public final class UploadService: Service, Sendable {
     let clock: any EpochClock
     let current = Mutex<[Uploader]>([])
     let trackerCore = Mutex<TrackerCore?>(nil)
-    /// The targets' configurations, each with its name (``Uploader/Configuration/target``).
+    /// The targets' configurations, each with its name (`Uploader.Configuration.target`).
     let targets: [Uploader.Configuration]
     /// Registered targets this run does not upload to that still lack records, found at start.
     public let orphans: [Outbox.TargetStatus]
@@ -60,8 +60,10 @@ public final class UploadService: Service, Sendable {
     /// tracker and no lifecycle, to ``send()`` what waits in it (`keeptrack outbox send`).
     ///
     /// - Parameters:
+    ///   - settings: the outbox and its targets, as a run would upload to them.
+    ///   - logger: where the uploaders log.
     ///   - clock: what retries back off on. The default is the wall clock.
-    /// - Throws: ``TrackerError`` (``TrackerError/Code/upload``, the ``UploadError`` underlying)
+    /// - Throws: ``TrackerError`` (``TrackerError/Code/upload``, the `UploadError` underlying)
     ///   when the outbox can't be opened or a target's settings can't be used.
     public static func sending(
         _ settings: Tracker.UploadSettings, logger: Logger, clock: any EpochClock = WallClock()
@@ -104,12 +106,12 @@ public final class UploadService: Service, Sendable {
     }
 
     /// Sends what waits in the outbox to every target now, each a lane of its own as in a run (the
-    /// same ``Uploader``s: batches, retries with backoff, dead letters, idempotent ids), until each
-    /// target has every record, or gave up after ``Uploader/Configuration/drainAttempts`` failures
+    /// same `Uploader`s: batches, retries with backoff, dead letters, idempotent ids), until each
+    /// target has every record, or gave up after `Uploader.Configuration.drainAttempts` failures
     /// in a row, or met a settings problem; then closes its connections.
     ///
     /// - Returns: each target's report, in the order of the settings: a target with records
-    ///   ``TargetReport/pending`` still refuses them (its ``Uploader/Stats/lastError`` says why).
+    ///   ``TargetReport/pending`` still refuses them (its `Uploader.Stats.lastError` says why).
     /// - Throws: what an embedded endpoint's address (``Tracker/UploadSettings/endpoint``) throws.
     public func send() async throws -> [TargetReport] {
         let lanes = try await startedUploaders()
@@ -139,7 +141,7 @@ public final class UploadService: Service, Sendable {
     /// caller words it (`keeptrack` says `upload: 900 records acknowledged by HOST in 2 requests, 0
     /// retries; 0 left in the outbox`, and why records are left).
     public struct TargetReport: Sendable, Hashable {
-        /// The name its acknowledgements are filed under (``Uploader/Configuration/target``).
+        /// The name its acknowledgements are filed under (`Uploader.Configuration.target`).
         public var name: String
         /// The endpoint's host (and port), without credentials, path or query.
         public var host: String
