@@ -276,7 +276,8 @@ def main():
     finally:
         for s in instances + ([reference] if reference else []):
             s.stop()
-        receiver.terminate()
+        receiver.kill()  # nothing to flush: every post was read from its output
+        receiver.wait()
         cluster.remove()
         subprocess.run(["rm", "-rf", scratch])
 
