@@ -21,6 +21,16 @@ public struct HomeAssistantGate: Equatable, Sendable {
     /// What Home Assistant last said on its status topic.
     public enum Status: Equatable, Sendable {
         case unknown, online, offline
+
+        /// What a message on Home Assistant's status topic says: its birth (`online`), its will
+        /// (`offline`), or ``unknown`` for anything else.
+        public init(payload: [UInt8]) {
+            switch String(decoding: payload, as: UTF8.self) {
+            case HomeAssistantDiscovery.online: self = .online
+            case HomeAssistantDiscovery.offline: self = .offline
+            default: self = .unknown
+            }
+        }
     }
 
     /// What the owner does next.

@@ -120,10 +120,7 @@ final class HomeAssistantLane: Sendable {
     /// A message on Home Assistant's status topic (on libmosquitto's thread).
     func received(topic: String, payload: [UInt8]) {
         guard topic == topics.status else { return }
-        let text = String(decoding: payload, as: UTF8.self)
-        let status: HomeAssistantGate.Status =
-            text == HomeAssistantDiscovery.online
-            ? .online : text == HomeAssistantDiscovery.offline ? .offline : .unknown
+        let status = HomeAssistantGate.Status(payload: payload)
         guard status != .unknown else { return }
         state.withLock { $0.gate.heard(status) }
         signal.fire()

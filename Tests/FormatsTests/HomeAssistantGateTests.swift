@@ -68,4 +68,11 @@ struct HomeAssistantGateTests {
             }
         }
     }
+
+    @Test func theStatusTopicsPayloadIsReadAsHomeAssistantWritesIt() {
+        #expect(HomeAssistantGate.Status(payload: Array("online".utf8)) == .online)
+        #expect(HomeAssistantGate.Status(payload: Array("offline".utf8)) == .offline)
+        #expect(HomeAssistantGate.Status(payload: Array("Online".utf8)) == .unknown)
+        #expect(HomeAssistantGate.Status(payload: []) == .unknown)
+    }
 }

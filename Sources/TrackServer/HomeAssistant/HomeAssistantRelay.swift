@@ -232,10 +232,7 @@ public final class HomeAssistantRelay: Service, Sendable {
         do {
             connection = try MQTTConnection(endpoint: endpoint, options: options) { [self] topic, payload in
                 guard topic == statusTopic else { return }
-                let text = String(decoding: payload, as: UTF8.self)
-                let status: HomeAssistantGate.Status =
-                    text == HomeAssistantDiscovery.online
-                    ? .online : text == HomeAssistantDiscovery.offline ? .offline : .unknown
+                let status = HomeAssistantGate.Status(payload: payload)
                 guard status != .unknown else { return }
                 inbox.withLock { $0.heard.append(status) }
                 signal.fire()
