@@ -23,7 +23,8 @@ public enum LoopbackHTTP {
         public var description: String
     }
 
-    /// Sends `method path` to 127.0.0.1:`port` and reads the answer, each step within `timeout` seconds.
+    /// Sends `method path` to 127.0.0.1:`port` and reads the answer, each step within `timeout` seconds
+    /// times ``hangGuardPatience`` (a hang guard).
     /// - Throws: ``Failure`` when the server cannot be reached or does not answer in HTTP.
     public static func request(
         _ method: String, port: Int, path: String, headers: [(String, String)] = [], body: [UInt8] = [],
@@ -32,7 +33,8 @@ public enum LoopbackHTTP {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+        let patient = timeout * hangGuardPatience
+        var limit = timeval(tv_sec: Int(patient), tv_usec: Int((patient - patient.rounded(.down)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import KeepTrackTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +9,8 @@ import Foundation
 /// A plain TCP connection to an endpoint on 127.0.0.1, for requests no HTTP client would send:
 /// half a head, a body that never comes, a connection that sends nothing. The blocking calls run
 /// on Dispatch's threads, never on the Swift concurrency pool the server's handlers use; every
-/// read gives up after `guardSeconds` (a hang guard, not a measurement).
+/// read gives up after `guardSeconds` times `hangGuardPatience` (a hang guard, not a measurement:
+/// in a full run on 2 cores the server's handler can wait long for a thread of the pool).
 public final class RawSocket: @unchecked Sendable {
     public let fd: Int32
     var closed = false
@@ -21,7 +23,7 @@ public final class RawSocket: @unchecked Sendable {
     public init(port: Int, guardSeconds: Int = 15) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        var timeout = timeval(tv_sec: guardSeconds, tv_usec: 0)
+        var timeout = timeval(tv_sec: Int(Double(guardSeconds) * hangGuardPatience), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
