@@ -1,9 +1,11 @@
 import Formats
 import Foundation
 import KeepTrackTesting
+import Synchronization
 import Testing
 import TrackServer
 import TrackServerTesting
+import TrackStore
 
 /// The outlier marks the store sets after ingest reach live clients as `outliers` events, so that a
 /// live map takes a 0,0 fix or a jump out of its line (and puts a held point back once cleared).
@@ -147,5 +149,65 @@ struct StreamOutlierEventsTests {
         share?.stop()
         await raw.close()
         await endpoint.stop()
+    }
+
+    /// A late point makes the detector run again from the checkpoint before it, clearing the marks
+    /// after it and marking anew: the store tells only what changed (nothing, when the same jump is
+    /// marked again), then the next batch's 0,0 fix alone.
+    @Test(arguments: StoreKind.allCases)
+    func aRunAgainFromACheckpointTellsOnlyWhatChanged(_ kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
+        let store = endpoint.server.store
+        let told = Mutex([OutlierMarks]())
+        let subscription = store.outlierMarks.subscribe { marks in told.withLock { $0 += marks } }
+        do {
+            let t0 = Self.t0
+            func point(_ seq: Int64, _ time: Double, _ lat: Double, _ lon: Double) -> TrailRecord {
+                TrailRecord(
+                    device: "phone", sequence: seq, time: time, latitude: lat, longitude: lon, horizontalAccuracy: 5)
+            }
+            var trail = (0..<10).map { point(Int64($0 + 1), t0 + Double($0), 48.1, 11.5 + Double($0) * 0.00001) }
+            trail[5] = point(6, t0 + 5, 48.2, 11.5)
+            _ = try await store.insert(trail, format: "json", received: t0 + 10)
+            await store.storedStopsSettled()
+            let first = told.withLock { $0 }
+            #expect(first.map(\.marked) == [[.init(time: t0 + 5, latitude: 48.2, longitude: 11.5, mark: "jump")]])
+            #expect(first.map(\.cleared) == [[]] && first.map(\.device) == ["phone"])
+            #expect(first.map(\.time) == [t0 + 9])
+
+            _ = try await store.insert([point(11, t0 + 2.5, 48.1, 11.500025)], format: "json", received: t0 + 11)
+            await store.storedStopsSettled()
+            _ = try await store.insert([point(12, t0 + 10, 0, 0)], format: "json", received: t0 + 12)
+            await store.storedStopsSettled()
+            let then = told.withLock { Array($0.dropFirst(first.count)) }
+            #expect(then.map(\.marked) == [[.init(time: t0 + 10, latitude: 0, longitude: 0, mark: "no-position")]])
+            #expect(then.map(\.cleared) == [[]])
+        } catch {
+            Issue.record(error)
+        }
+        store.outlierMarks.unsubscribe(subscription)
+        await endpoint.stop()
+    }
+
+    /// The changes a run noted: a mark cleared and set again the same is none; one set anew, or
+    /// changed, is marked; one cleared and not set again is cleared, in time order.
+    @Test func theChangesOfARunAreItsNetChanges() {
+        var changes = OutlierMarks.Changes()
+        #expect(changes.marks(device: "d", time: 9) == nil)
+        changes.cleared(time: 3, latitude: 1, longitude: 1, was: "jump")
+        changes.cleared(time: 2, latitude: 1, longitude: 1, was: "pending")
+        changes.cleared(time: 1, latitude: 1, longitude: 1, was: "inaccurate")
+        changes.marked(time: 3, latitude: 1, longitude: 1, as: "jump")
+        changes.marked(time: 1, latitude: 1, longitude: 1, as: "no-position")
+        changes.marked(time: 5, latitude: 2, longitude: 2, as: "pending")
+        changes.marked(time: 4, latitude: 2, longitude: 2, as: "jump")
+        let marks = changes.marks(device: "d", time: 9)
+        #expect(marks?.marked.map(\.time) == [1, 4, 5])
+        #expect(marks?.marked.map(\.mark) == ["no-position", "jump", "pending"])
+        #expect(marks?.cleared == [.init(time: 2, latitude: 1, longitude: 1, mark: nil)])
+        var same = OutlierMarks.Changes()
+        same.cleared(time: 3, latitude: 1, longitude: 1, was: "jump")
+        same.marked(time: 3, latitude: 1, longitude: 1, as: "jump")
+        #expect(same.marks(device: "d", time: 9) == nil)
     }
 }
