@@ -23,7 +23,11 @@ and checks, in headless Chromium (`executable_path=/usr/bin/chromium`: no browse
    and the day's GeoJSON downloads hold the trail's points;
 8. the month strip: drawn from /v1/devices/{id}/stats when the server has that route (the day's
    bar its distance), hidden when the route answers 404;
-9. share links, when the server has them (POST /v1/shares not 404): /s/TOKEN in a fresh context
+9. live outliers: a live day's trail whose device then sends a 0,0 fix, a jump and back, and a point far
+   away that the next one confirms: once the stream's `outliers` event comes, no line point and no
+   marker at 0,0 or at the jump, the map's view not stretched to 0,0, the marker back at the last good
+   location, and the confirmed point back in the line in time order (bounded waits on the page's state);
+10. share links, when the server has them (POST /v1/shares not 404): /s/TOKEN in a fresh context
    without credentials shows that device's day, no device list; revoked, it says the link expired;
    expired by time, a page open on it says so when it expires, and the link opened after answers 410
    saying when it expired (the server's own clock: a share of a few seconds, and bounded waits on the
@@ -210,6 +214,7 @@ def main():
             other.close()
 
             live_means_live(browser, url, now)
+            results["live_outliers"] = live_outliers(browser, url)
             results["night"] = night_day(browser, url, args.binary, work, args.day_screenshot)
             shares(browser, url)
 
@@ -279,6 +284,63 @@ def live_means_live(browser, url, now):
     page.wait_for_selector('#devices li[data-device-id="replayer"][data-live="true"]', state="attached", timeout=20000)
     check(not page.errors, f"live-means-live page errors: {page.errors}")
     context.close()
+
+
+def live_outliers(browser, url):
+    """A live map's line and marker leave out what the stream's outliers events mark, and take back what they clear."""
+    start = datetime.now(timezone.utc) - timedelta(seconds=120)
+    good = [{"seq": i + 1, "kind": "location", "time": iso(start + timedelta(seconds=i)), "lat": 48.13,
+             "lon": round(11.57 + 0.00001 * i, 7), "hAcc": 5} for i in range(6)]
+    post(url, {"device": "jumper", "records": good})
+    context, page = open_page(browser, url, f"/map?token={ADMIN}&device=jumper")
+    page.wait_for_selector('#day[data-loaded="true"]', state="attached", timeout=30000)
+    line = "window.keeptrack.trailLayer ? window.keeptrack.trailLayer.getLatLngs().map(p => [p.lat, p.lng]) : []"
+    check(page.evaluate(line) == [[48.13, r["lon"]] for r in good], "the jumper's live line is not its six points")
+
+    def send(seq, seconds, lat, lon):
+        post(url, {"device": "jumper", "records": [
+            {"seq": seq, "kind": "location", "time": iso(start + timedelta(seconds=seconds)), "lat": lat, "lon": lon,
+             "hAcc": 5}]})
+
+    def settled(events, points):
+        """Waits (bounded) for the page to have had `events` outliers events and to draw `points` locations."""
+        try:
+            page.wait_for_function(
+                "([events, points]) => { const s = window.keeptrack; return s.outlierEvents >= events &&"
+                " s.trailLayer && s.trailLayer.getLatLngs().length === points; }", arg=[events, points], timeout=20000)
+            return True
+        except Exception as error:
+            check(False, f"live outliers: {events} events and {points} points not reached: {error}")
+            return False
+
+    marker = "(() => { const p = window.keeptrack.markers.get('jumper').getLatLng(); return [p.lat, p.lng]; })()"
+    last_good = [48.13, good[-1]["lon"]]
+    # A 0,0 fix: never drawn, marked by the event.
+    send(7, 6, 0, 0)
+    if settled(1, 6):
+        check([0, 0] not in page.evaluate(line), "a line point at 0,0")
+        check(page.evaluate(marker) == last_good, f"the marker is at {page.evaluate(marker)} after a 0,0 fix")
+        check(not page.evaluate("window.keeptrack.map.getBounds().contains([0, 0])"), "the view stretches to 0,0")
+    # 40 km in a second: held (pending), out of the line; then back: a jump.
+    send(8, 7, 48.5, 11.57)
+    if settled(2, 6):
+        check([48.5, 11.57] not in page.evaluate(line), "the held jump is in the line")
+        check(page.evaluate(marker) == last_good, f"the marker is at {page.evaluate(marker)} after a jump")
+    send(9, 8, 48.13, 11.5701)
+    settled(3, 7)
+    # 7 km in a second, then the next point there too: held, then cleared and back before it.
+    send(10, 9, 48.19, 11.57)
+    settled(4, 7)
+    send(11, 10, 48.19, 11.5701)
+    if settled(5, 9):
+        check(page.evaluate(line)[-2:] == [[48.19, 11.57], [48.19, 11.5701]],
+              f"the cleared point is not back in time order: {page.evaluate(line)[-3:]}")
+        check(page.evaluate(marker) == [48.19, 11.5701], f"the marker is at {page.evaluate(marker)}")
+        check([0, 0] not in page.evaluate(line) and [48.5, 11.57] not in page.evaluate(line), "an outlier in the line")
+    check(not page.errors, f"live-outliers page errors: {page.errors}")
+    events = page.evaluate("window.keeptrack.outlierEvents")
+    context.close()
+    return {"events": events}
 
 
 def replay_fixture(binary, url, work, device, fixture):

@@ -159,7 +159,8 @@ public final class TrackServer: Sendable {
         }
         router.add(middleware: AccessMiddleware(credentials: credentials, shares: shareAccess))
         let map = configuration.map
-        let shell = MapShell(settings: map, offlineAfter: configuration.stream.offlineAfter)
+        let shell = MapShell(
+            settings: map, offlineAfter: configuration.stream.offlineAfter, maxAccuracy: configuration.maxAccuracy)
         router.addRoutes(
             IngestRoutes(
                 ingest: ingest, body: bodyReader, openRegistration: configuration.openRegistration,

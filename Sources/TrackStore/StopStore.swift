@@ -76,6 +76,9 @@ public protocol StopStore: RecordStore {
     /// The stops and trips the store found in the points it stored, after each commit.
     var stopEvents: StopEventFeed { get }
 
+    /// The outlier marks the store's detectors changed (newly marked, cleared), after each commit.
+    var outlierMarks: OutlierMarkFeed { get }
+
     /// The stops and trips of `device` between `from` and `to` from the stored ones (the store's
     /// configuration, ``stopsConfiguration``), computing first what was never computed.
     func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport

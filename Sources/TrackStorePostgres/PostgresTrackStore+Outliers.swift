@@ -26,69 +26,99 @@ extension PostgresTrackStore {
         "UPDATE stop_detectors SET state = NULL, checkpointed = NULL, dirty_from = \(StoredStops.neverComputed)",
     ]
 
-    /// Marks the locations the detector marked, by time (and position, for a point marked on its own).
+    /// The columns a mark's `RETURNING` reads: the row's time and position.
+    static let markedRow = "extract(epoch FROM time)::float8, ST_Y(position::geometry), ST_X(position::geometry)"
+
+    /// Marks the locations the detector marked, by time (and position, for a point marked on its own),
+    /// noting in `changes` each row whose mark it changed.
     static func markOutliers(
         _ c: PostgresConnection, device: String,
-        _ outliers: [(time: Double, reason: OutlierFilter.Reason, coordinate: Coordinate?)], logger: Logger
+        _ outliers: [(time: Double, reason: OutlierFilter.Reason, coordinate: Coordinate?)],
+        changes: inout OutlierMarks.Changes, logger: Logger
     ) async throws {
         for o in outliers {
             let reason = o.reason.rawValue
+            var binds = PostgresBindings()
+            binds.append(reason)
+            binds.append(device)
+            binds.append(o.time)
+            var sql = """
+                UPDATE positions SET outlier = $1 WHERE device = $2 AND time = to_timestamp($3)
+                    AND kind = 'location' AND valid AND outlier IS DISTINCT FROM $1
+                """
             if let p = o.coordinate {
-                try await c.query(
-                    """
-                    UPDATE positions SET outlier = \(reason) WHERE device = \(device)
-                        AND time = to_timestamp(\(o.time)) AND kind = 'location' AND valid
-                        AND ST_Y(position::geometry) = \(p.latitude) AND ST_X(position::geometry) = \(p.longitude)
-                    """, logger: logger)
-            } else {
-                try await c.query(
-                    """
-                    UPDATE positions SET outlier = \(reason) WHERE device = \(device)
-                        AND time = to_timestamp(\(o.time)) AND kind = 'location' AND valid
-                    """, logger: logger)
+                binds.append(p.latitude)
+                binds.append(p.longitude)
+                sql += " AND ST_Y(position::geometry) = $4 AND ST_X(position::geometry) = $5"
+            }
+            sql += " RETURNING " + markedRow
+            for try await (t, lat, lon) in try await c.query(
+                PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+            ).decode((Double, Double, Double).self) {
+                changes.marked(time: t, latitude: lat, longitude: lon, as: reason)
             }
         }
     }
 
     /// Moves the `pending` mark (``StoredStops/pendingMark``) from the point the detector held when it
     /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`), each
-    /// named by its time and position.
+    /// named by its time and position, noting the rows in `changes`.
     static func markPending(
         _ c: PostgresConnection, device: String, was: VisitDetector.Sample?, now: VisitDetector.Sample?,
-        logger: Logger
+        changes: inout OutlierMarks.Changes, logger: Logger
     ) async throws {
         let mark = StoredStops.pendingMark
-        if let was, was != now {
-            let (lat, lon) = (was.coordinate.latitude, was.coordinate.longitude)
-            try await c.query(
+        for (sample, set) in [(was, false), (now, true)] {
+            guard let sample, set || was != now else { continue }
+            var binds = PostgresBindings()
+            binds.append(mark)
+            binds.append(device)
+            binds.append(sample.time)
+            binds.append(sample.coordinate.latitude)
+            binds.append(sample.coordinate.longitude)
+            let sql = """
+                UPDATE positions SET outlier = \(set ? "$1" : "NULL") WHERE device = $2 AND time = to_timestamp($3)
+                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = $4
+                    AND ST_X(position::geometry) = $5 AND \(set ? "outlier IS NULL" : "outlier = $1")
+                RETURNING \(markedRow)
                 """
-                UPDATE positions SET outlier = NULL WHERE device = \(device) AND time = to_timestamp(\(was.time))
-                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = \(lat)
-                    AND ST_X(position::geometry) = \(lon) AND outlier = \(mark)
-                """, logger: logger)
-        }
-        if let now {
-            let (lat, lon) = (now.coordinate.latitude, now.coordinate.longitude)
-            try await c.query(
-                """
-                UPDATE positions SET outlier = \(mark) WHERE device = \(device) AND time = to_timestamp(\(now.time))
-                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = \(lat)
-                    AND ST_X(position::geometry) = \(lon) AND outlier IS NULL
-                """, logger: logger)
+            for try await (t, lat, lon) in try await c.query(
+                PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+            ).decode((Double, Double, Double).self) {
+                if set {
+                    changes.marked(time: t, latitude: lat, longitude: lon, as: mark)
+                } else {
+                    changes.cleared(time: t, latitude: lat, longitude: lon, was: mark)
+                }
+            }
         }
     }
 
-    /// Clears the marks after `time` (the detector runs again from a checkpoint there and marks anew).
-    static func clearOutliers(_ c: PostgresConnection, device: String, after time: Double, logger: Logger)
-        async throws
-    {
+    /// Clears the marks after `time` (the detector runs again from a checkpoint there and marks anew),
+    /// noting the rows and their marks in `changes`.
+    static func clearOutliers(
+        _ c: PostgresConnection, device: String, after time: Double, changes: inout OutlierMarks.Changes,
+        logger: Logger
+    ) async throws {
         var binds = PostgresBindings()
         binds.append(device)
-        var sql = "UPDATE positions SET outlier = NULL WHERE device = $1 AND outlier IS NOT NULL"
+        var sql = """
+            UPDATE positions p SET outlier = NULL FROM positions o
+            WHERE o.key = p.key AND p.device = $1 AND p.outlier IS NOT NULL
+            """
         if time > -1e11 {
             binds.append(time)
-            sql += " AND time > to_timestamp($2)"
+            sql += " AND p.time > to_timestamp($2)"
         }
-        try await c.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        // The mark each row had: the joined row's, as it was before the update.
+        sql += """
+             RETURNING extract(epoch FROM p.time)::float8, ST_Y(p.position::geometry), ST_X(p.position::geometry),
+                o.outlier
+            """
+        for try await (t, lat, lon, was) in try await c.query(
+            PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
+        ).decode((Double, Double, Double, String).self) {
+            changes.cleared(time: t, latitude: lat, longitude: lon, was: was)
+        }
     }
 }

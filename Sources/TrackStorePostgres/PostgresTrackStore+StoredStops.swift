@@ -120,16 +120,18 @@ extension PostgresTrackStore: StopStore {
     /// Runs `device`'s detector over the points after its dirty mark (see the SQLite store's, the same
     /// steps), holding its `stop_detectors` row.
     func advanceStoredStops(device: String, computingAll: Bool) async throws -> [StopEvent] {
-        let (found, events) = try await advanceStoredStopsAndEvents(device: device, computingAll: computingAll)
+        let (found, events, marks) = try await advanceStoredStopsAndEvents(device: device, computingAll: computingAll)
         // After the commit: only what is stored is told.
         eventFeed.publish(events)
+        if let marks { outlierMarks.publish([marks]) }
         return found
     }
 
     /// ``advanceStoredStops(device:computingAll:)``'s transaction: the stops and trips found (none
-    /// when `computingAll`) and the events stored (``storeEvents(_:device:saved:stops:)``).
+    /// when `computingAll`), the events stored (``storeEvents(_:device:saved:stops:)``) and the outlier
+    /// marks changed (none for a device never computed: its whole history).
     func advanceStoredStopsAndEvents(device: String, computingAll: Bool) async throws
-        -> ([StopEvent], [DeviceEvent])
+        -> ([StopEvent], [DeviceEvent], OutlierMarks?)
     {
         let configuration = stopsConfiguration
         return try await client.withConnection { connection in
@@ -160,17 +162,18 @@ extension PostgresTrackStore: StopStore {
                     row = (r.0, r.1, r.2, r.3, r.4)
                 }
                 let saved = row?.4.map { Array($0.readableBytesView) }
-                guard let row else { return ([], []) }
+                guard let row else { return ([], [], nil) }
                 // The events of a device marked (any record) with no stops to run (no new location, or
                 // never computed): its events alone.
                 guard let dirty = row.2, dirty > StoredStops.neverComputed || computingAll else {
-                    guard row.3 else { return ([], []) }
+                    guard row.3 else { return ([], [], nil) }
                     let events = try await self.storeEvents(c, device: device, saved: saved, stops: [])
                     if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
-                    return ([], events)
+                    return ([], events, nil)
                 }
                 var advance: StoredStops.Advance
                 var after: Double
+                var changes = OutlierMarks.Changes()
                 let state = try row.0.map(StoredStops.decode)
                 if let state, let last = state.lastGiven, dirty > last {
                     advance = StoredStops.Advance(
@@ -200,16 +203,18 @@ extension PostgresTrackStore: StopStore {
                         "DELETE FROM stops WHERE device = \(device) AND decided > \(after)", logger: self.logger)
                     try await c.query(
                         "DELETE FROM trips WHERE device = \(device) AND decided > \(after)", logger: self.logger)
-                    try await Self.clearOutliers(c, device: device, after: after, logger: self.logger)
+                    try await Self.clearOutliers(
+                        c, device: device, after: after, changes: &changes, logger: self.logger)
                 }
                 let rows = try await c.query(Self.points(device: device, after: after, limit: nil), logger: self.logger)
                 for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self)
                 {
                     advance.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
                 }
-                try await Self.markOutliers(c, device: device, advance.outliers, logger: self.logger)
+                try await Self.markOutliers(c, device: device, advance.outliers, changes: &changes, logger: self.logger)
                 try await Self.markPending(
-                    c, device: device, was: advance.startPending, now: advance.pending, logger: self.logger)
+                    c, device: device, was: advance.startPending, now: advance.pending, changes: &changes,
+                    logger: self.logger)
                 for (decided, v) in advance.stops {
                     try await c.query(
                         """
@@ -253,7 +258,10 @@ extension PostgresTrackStore: StopStore {
                     // Every instance's delivery worker woken at the commit (one notification for all).
                     if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
                 }
-                return (computingAll ? [] : found, events)
+                let marks =
+                    dirty <= StoredStops.neverComputed
+                    ? nil : changes.marks(device: device, time: advance.detector.lastGiven ?? dirty)
+                return (computingAll ? [] : found, events, marks)
             }
         }
     }

@@ -35,6 +35,8 @@ public final class PostgresTrackStore: TrackStore {
     public let storedRecords = RecordFeed()
     /// The stops and trips found in what this instance stored, batch by batch.
     public let stopEvents = StopEventFeed()
+    /// The outlier marks its detectors changed, run by run after each commit.
+    public let outlierMarks = OutlierMarkFeed()
     /// Runs the detectors of the devices batches stored, after their answers (see ``StoredStopsCatchUp``).
     let stopsCatchUp = StoredStopsCatchUp()
     /// The events this instance's catch-ups stored (``EventStore``).

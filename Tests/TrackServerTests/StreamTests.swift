@@ -124,8 +124,10 @@ struct StreamTests {
                 ).status == 200)
             #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seqs: 5...5)).status == 200)
             var seen: [String] = []
-            for _ in 0..<6 {
+            while seen.count < 6 {
                 let m = try await reader.next()
+                // These points are 7 km apart a second: the outlier filter's `outliers` events come too.
+                if m["type"] as? String == "event" { continue }
                 #expect(m["type"] as? String == "record")
                 let text = try #require(m["raw"] as? String)
                 let record = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])

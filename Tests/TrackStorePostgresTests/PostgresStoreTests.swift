@@ -533,6 +533,7 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     func removeSecret(device: String) async throws -> Bool { try await base.removeSecret(device: device) }
     func secretDevices() async throws -> [String] { try await base.secretDevices() }
     var stopEvents: StopEventFeed { base.stopEvents }
+    var outlierMarks: OutlierMarkFeed { base.outlierMarks }
     func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport {
         try await base.storedStops(device: device, from: from, to: to)
     }

@@ -30,7 +30,8 @@
     trailRecords: [], regionMarkers: [], connected: false, frames: 0, tileErrors: 0,
     share: share ? { token: share, state: "checking" } : null,
     day: null, timeline: [], dayLayers: [], times: null, lats: null, lons: null, speeds: null,
-    replay: { t: 0, playing: false, speed: 1, frames: 0 }, chart: null, month: null, loadedAt: null
+    replay: { t: 0, playing: false, speed: 1, frames: 0 }, chart: null, month: null, loadedAt: null,
+    recent: new Map(), marked: new Map(), withheld: new Map(), outlierEvents: 0
   };
   window.keeptrack = state;
   function say(text) { statusBox.textContent = text; }
@@ -137,7 +138,7 @@
     li.querySelector(".state").textContent = (st === "live" ? "live · " + clock(Date.parse(d.time), true)
       : st === "late" ? "sending old records · " + fmtTime(d.time) : "offline · " + fmtTime(d.time));
     li.title = "last record " + fmtTime(d.time) + (d.lastReceived ? ", received " + fmtTime(d.lastReceived) : "");
-    if (typeof d.lat === "number" && typeof d.lon === "number") {
+    if (typeof d.lat === "number" && typeof d.lon === "number" && !noPosition(d)) {
       let m = state.markers.get(d.id);
       if (!m) {
         m = L.marker([d.lat, d.lon], { title: d.id, alt: d.id, keyboard: true });
@@ -177,7 +178,10 @@
       const msg = JSON.parse(event.data);
       if (msg.type === "snapshot") {
         state.connected = true;
-        msg.devices.forEach(showDevice);
+        msg.devices.forEach(function (d) {
+          if (typeof d.lat === "number" && !noPosition(d)) { rememberPosition(d.id, d); }
+          showDevice(d);
+        });
         if (!share) {
           say(msg.devices.length + (msg.devices.length === 1 ? " device" : " devices") + ", live.");
         }
@@ -208,21 +212,133 @@
       showDevice(Object.assign({}, known, { live: e.kind === "online" }));
     } else if ((e.kind === "stop" || e.kind === "trip") && state.selected === device && state.day && state.day.live) {
       loadTimeline(state.day);
+    } else if (e.kind === "outliers") {
+      onOutliers(device, e);
     }
   }
   function onRecord(device, r) {
     const known = Object.assign({}, state.devices.get(device) || { id: device }, { live: true });
-    if (r.kind === "location" && r.valid !== false) {
+    const located = r.kind === "location" && r.valid !== false;
+    // A fix the server marks at once (no position, inaccurate), or one whose mark came first: never
+    // drawn, never the device's position.
+    const outlier = located && (plainOutlier(r) || isMarked(device, r));
+    if (located && !outlier) {
+      rememberPosition(device, r);
       showDevice(Object.assign({}, known, { id: device, time: r.time, lat: r.lat, lon: r.lon,
                                             lastReceived: new Date().toISOString() }));
     } else {
       showDevice(Object.assign({}, known, { lastReceived: new Date().toISOString() }));
     }
-    if (state.selected === device && state.trail && state.trail.live) {
+    if (outlier) {
+      withhold(r);
+    } else if (state.selected === device && state.trail && state.trail.live) {
       const t = Date.parse(r.time);
       if (t >= state.trail.from && t <= state.trail.to) { addToTrail([r]); }
     }
     fitAll();
+  }
+
+  // Outliers (docs/visits.md): the server marks a 0,0 fix, an inaccurate one, a jump, and holds a
+  // point that came too fast as `pending`; its stream's `outliers` events say so after the record.
+  // A live line drops what they mark and takes back what they clear; the marker goes back to the
+  // device's last good location.
+  function pointKey(time, lat, lon) {
+    return Date.parse(time) + " " + Number(lat).toFixed(7) + " " + Number(lon).toFixed(7);
+  }
+  function noPosition(p) {
+    return !(isFinite(p.lat) && isFinite(p.lon)) || (p.lat === 0 && p.lon === 0) || Math.abs(p.lat) > 90 ||
+      Math.abs(p.lon) > 180;
+  }
+  function plainOutlier(r) {
+    return noPosition(r) || (typeof r.hAcc === "number" && typeof settings.maxAccuracy === "number" &&
+      r.hAcc > settings.maxAccuracy);
+  }
+  function isMarked(device, r) {
+    const marks = state.marked.get(device);
+    return Boolean(marks && marks.has(pointKey(r.time, r.lat, r.lon)));
+  }
+  // The device's latest good locations seen, by time (a bounded few): where its marker goes back to.
+  function rememberPosition(device, r) {
+    const recent = state.recent.get(device) || [];
+    state.recent.set(device, recent);
+    const p = { time: r.time, t: Date.parse(r.time), lat: r.lat, lon: r.lon };
+    if (isNaN(p.t) || recent.some(function (o) { return pointKey(o.time, o.lat, o.lon) === pointKey(p.time, p.lat, p.lon); })) {
+      return;
+    }
+    let i = recent.length;
+    while (i > 0 && recent[i - 1].t > p.t) { i -= 1; }
+    recent.splice(i, 0, p);
+    if (recent.length > 200) { recent.shift(); }
+  }
+  // A location left out of the line, kept (a bounded few) for the event that clears it.
+  function withhold(r) {
+    state.withheld.set(pointKey(r.time, r.lat, r.lon), r);
+    if (state.withheld.size > 1000) { state.withheld.delete(state.withheld.keys().next().value); }
+  }
+  function onOutliers(device, e) {
+    state.outlierEvents += 1;
+    const marks = state.marked.get(device) || new Map();
+    state.marked.set(device, marks);
+    const marked = e.marked || [], cleared = e.cleared || [];
+    marked.forEach(function (p) { marks.set(pointKey(p.time, p.lat, p.lon), p.outlier); });
+    cleared.forEach(function (p) { marks.delete(pointKey(p.time, p.lat, p.lon)); });
+    while (marks.size > 1000) { marks.delete(marks.keys().next().value); }
+    const recent = (state.recent.get(device) || []).filter(function (p) {
+      return !marks.has(pointKey(p.time, p.lat, p.lon));
+    });
+    state.recent.set(device, recent);
+    cleared.forEach(function (p) { if (!noPosition(p)) { rememberPosition(device, p); } });
+    // The marker: back to the last good location when the one shown was marked, on to a cleared one
+    // later than it.
+    const d = state.devices.get(device);
+    if (d) {
+      const shown = typeof d.lat === "number" ? pointKey(d.time, d.lat, d.lon) : null;
+      const last = recent[recent.length - 1];
+      const shownMarked = shown !== null && marks.has(shown);
+      if (last && (shownMarked || last.t > Date.parse(d.time))) {
+        showDevice(Object.assign({}, d, { time: last.time, lat: last.lat, lon: last.lon }));
+      } else if (shownMarked) {
+        // No good location of it seen: no marker rather than one where it was not.
+        const m = state.markers.get(device);
+        if (m) { m.remove(); state.markers.delete(device); }
+        const rest = Object.assign({}, d);
+        delete rest.lat;
+        delete rest.lon;
+        state.devices.set(device, rest);
+      }
+    }
+    if (state.selected === device && state.trail) { reshapeTrail(marks, cleared); }
+  }
+  // The trail without the marked locations, with the cleared ones back in time order.
+  function reshapeTrail(marks, cleared) {
+    const kept = state.trailRecords.filter(function (r) {
+      if (r.kind !== "location" || !marks.has(pointKey(r.time, r.lat, r.lon))) { return true; }
+      withhold(r);
+      return false;
+    });
+    cleared.forEach(function (p) {
+      const t = Date.parse(p.time);
+      const key = pointKey(p.time, p.lat, p.lon);
+      if (!(t >= state.trail.from && t <= state.trail.to) || noPosition(p)) { return; }
+      if (kept.some(function (r) { return r.kind === "location" && pointKey(r.time, r.lat, r.lon) === key; })) { return; }
+      const r = state.withheld.get(key) || { kind: "location", time: p.time, lat: p.lat, lon: p.lon };
+      state.withheld.delete(key);
+      let i = kept.length;
+      while (i > 0 && Date.parse(kept[i - 1].time) > t) { i -= 1; }
+      kept.splice(i, 0, r);
+    });
+    if (kept.length === state.trailRecords.length && cleared.length === 0) { return; }
+    state.trailRecords = kept;
+    const points = kept.filter(function (r) { return r.kind === "location"; }).map(function (r) {
+      return [r.lat, r.lon];
+    });
+    if (state.trailLayer) {
+      state.trailLayer.setLatLngs(points);
+    } else if (points.length > 0) {
+      state.trailLayer = L.polyline(points, { renderer: renderer, color: "#d6452f", weight: 3, opacity: 0.8,
+                                              smoothFactor: 1.5 }).addTo(map);
+    }
+    trailStatus.textContent = state.trailRecords.length + " records";
   }
 
   // The trail of the chosen device: a day, or all of it.

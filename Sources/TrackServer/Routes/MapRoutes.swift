@@ -71,7 +71,7 @@ struct MapRoutes: Sendable {
 }
 
 /// The map page, `/map` (`Resources/map.html`): its markup and the settings its script reads (tiles,
-/// attribution, the offline delay), no token, no data. Browsers ask again each time (`no-cache`) and
+/// attribution, the offline delay, the outlier accuracy), no token, no data. Browsers ask again each time (`no-cache`) and
 /// get a 304 while the page is the same. The chart library's style and script are in the page when
 /// its directory holds them (the page replays without a chart otherwise).
 struct MapShell: Sendable {
@@ -79,7 +79,7 @@ struct MapShell: Sendable {
 
     /// The page for `settings`, with the notice that Leaflet is missing when its directory has no
     /// `leaflet.js`, and dygraphs' files when its directory has `dygraph.min.js`.
-    init(settings map: TrackServer.MapSettings, offlineAfter: Duration) {
+    init(settings map: TrackServer.MapSettings, offlineAfter: Duration, maxAccuracy: Double) {
         var settings: [UInt8] = []
         ByteWriting.appendStatic("{\"tiles\":", to: &settings)
         if let tiles = map.tiles {
@@ -91,6 +91,9 @@ struct MapShell: Sendable {
         ByteWriting.appendJSONString(map.tilesAttribution, to: &settings)
         ByteWriting.appendStatic(",\"offlineAfter\":", to: &settings)
         ByteWriting.appendInt(offlineAfter.components.seconds, to: &settings)
+        // The accuracy worse than which the server marks a fix at once: the live map does not draw one.
+        ByteWriting.appendStatic(",\"maxAccuracy\":", to: &settings)
+        ByteWriting.appendFixed(maxAccuracy, decimals: 1, to: &settings)
         let chart = access(map.chartDirectory + "/dygraph.min.js", R_OK) == 0
         ByteWriting.appendStatic(chart ? ",\"chart\":true}" : ",\"chart\":false}", to: &settings)
         let template = HTMLTemplate(PackageResources.map_html)

@@ -71,6 +71,8 @@ struct LiveStream: Sendable {
         var user: String?
         /// The share link it was opened with, if it was: closed when it ends.
         var share: String?
+        /// The share link's window: the points whose outlier marks it is told (``StreamEvent/within(from:to:)``).
+        var window: ClosedRange<Double>?
     }
 
     /// The scope of a stream opened with a share link's token, or why not.
@@ -94,7 +96,7 @@ struct LiveStream: Sendable {
         guard grant.from <= now, now < grant.to else {
             return .failure(Refusal(code: .policyViolation, reason: "forbidden: this share link's window is not now"))
         }
-        return .success(Scope(device: grant.device, share: grant.id))
+        return .success(Scope(device: grant.device, share: grant.id, window: grant.from...grant.to))
     }
 
     /// Returns when the share `id` of `device` has ended (expired or revoked), checking at its expiry
@@ -206,7 +208,8 @@ struct LiveStream: Sendable {
             let reason = "too slow: more than \(limits.maxMessages) messages or \(limits.maxBytes) bytes queued"
             guard
                 let client = hub.register(
-                    device: device, sees: sees, encoding: recorder ? .recorderLocation : .record,
+                    device: device, sees: sees,
+                    encoding: recorder ? .recorderLocation : scope.window.map { .record(within: $0) } ?? .record,
                     onOverflow: { if $0 { Self.closeOverflowed(channel, reason: reason) } })
             else {
                 Self.closeNow(

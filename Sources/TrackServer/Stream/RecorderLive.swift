@@ -47,8 +47,12 @@ extension LiveStream {
 extension StreamEncoding {
     /// `/ws/last`'s frames: each stored location as the Recorder's location object (`_type`, `lat`,
     /// `lon`, `tst`, `topic`, `username`, `device`, ...); other kinds of records and events are not sent.
+    /// Nor is a location with no position (0,0: the server marks it an outlier at once): the Recorder's
+    /// protocol cannot take back a location it sent, so the other outliers (an inaccurate fix, which the
+    /// OwnTracks Frontend draws with its accuracy circle; a jump, known only at the next point) go as
+    /// they came, and their marks are not told.
     static let recorderLocation = StreamEncoding(name: "recorder-location") { r in
-        guard r.kind == .location, r.valid else { return nil }
+        guard r.kind == .location, r.valid, r.latitude != 0 || r.longitude != 0 else { return nil }
         var out: [UInt8] = []
         RecorderAPI.appendLocation(r, received: false, to: &out)
         return StreamHub.Frame(text: ByteBuffer(bytes: out))

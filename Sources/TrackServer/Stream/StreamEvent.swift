@@ -1,6 +1,7 @@
 import EndpointEvents
 import Formats
 import LocationService
+import TrackStore
 
 /// Something the endpoint derives from what it stores, sent to live clients as
 /// `{"type":"event","device":ID,"event":{"kind":KIND,"time":ISO,...}}` (docs/live.md).
@@ -24,6 +25,10 @@ public struct StreamEvent: Hashable, Sendable {
         /// overspeed, low battery, the device's own region and visit records. Its object is the
         /// event's JSON, as `/v1/events` and hooks have it.
         case event(DeviceEvent)
+        /// The outlier marks the store's detector changed, decided by the point of time `time`
+        /// (``OutlierMarks``): the locations newly marked (each with its mark, `outlier`) and those
+        /// no longer marked, each by its time and position, as the stream's records had them.
+        case outliers(OutlierMarks)
     }
 
     public var device: String
@@ -42,6 +47,7 @@ public struct StreamEvent: Hashable, Sendable {
         case .stop: "stop"
         case .trip: "trip"
         case .event(let e): e.kind.rawValue
+        case .outliers: "outliers"
         }
     }
 
@@ -79,7 +85,44 @@ public struct StreamEvent: Hashable, Sendable {
             Self.appendMembers(to: &out) { StopsJSON.tripMembers(trip, to: &$0) }
         case .event(let e):
             Self.appendMembers(to: &out) { e.appendJSON(to: &$0) }
+        case .outliers(let marks):
+            Self.appendTime("time", marks.time, to: &out)
+            ByteWriting.appendStatic(",\"marked\":", to: &out)
+            Self.appendPoints(marks.marked, to: &out)
+            ByteWriting.appendStatic(",\"cleared\":", to: &out)
+            Self.appendPoints(marks.cleared, to: &out)
         }
+    }
+
+    /// `[{"time":ISO,"lat":..,"lon":..,"outlier":MARK},...]`, the position as a record's (`outlier`
+    /// left out of a point cleared).
+    static func appendPoints(_ points: [OutlierMarks.Point], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (i, p) in points.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            ByteWriting.appendStatic("{\"time\":\"", to: &out)
+            ISOTime.append(p.time, to: &out)
+            ByteWriting.appendStatic("\",\"lat\":", to: &out)
+            ByteWriting.appendFixed(p.latitude, decimals: 9, to: &out)
+            ByteWriting.appendStatic(",\"lon\":", to: &out)
+            ByteWriting.appendFixed(p.longitude, decimals: 9, to: &out)
+            if let mark = p.mark {
+                ByteWriting.appendStatic(",\"outlier\":", to: &out)
+                ByteWriting.appendJSONString(mark, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    /// The event as a client that sees the device's points between `from` and `to` only may have
+    /// it (a share link's window): the outlier marks of its points alone (`nil`: none left).
+    func within(from: Double, to: Double) -> StreamEvent? {
+        guard case .outliers(var marks) = kind else { return self }
+        marks.marked = marks.marked.filter { $0.time >= from && $0.time <= to }
+        marks.cleared = marks.cleared.filter { $0.time >= from && $0.time <= to }
+        guard !marks.marked.isEmpty || !marks.cleared.isEmpty else { return nil }
+        return StreamEvent(device: device, kind: .outliers(marks))
     }
 
     /// The route object's members (written with their closing brace, left out here), after a comma.

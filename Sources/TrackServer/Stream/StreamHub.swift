@@ -165,6 +165,17 @@ struct StreamEncoding: Hashable, Sendable {
         out.append(UInt8(ascii: "}"))
         return StreamHub.Frame(text: ByteBuffer(bytes: out))
     }
+
+    /// ``record`` for a share link's stream: the outlier marks of the points in its `window` only
+    /// (one encoding per window: the events are encoded once for the clients of the same window).
+    static func record(within window: ClosedRange<Double>) -> StreamEncoding {
+        StreamEncoding(
+            name: "record \(window.lowerBound) \(window.upperBound)",
+            event: { e in
+                e.within(from: window.lowerBound, to: window.upperBound).flatMap { record.event($0) }
+            },
+            encode: record.encode)
+    }
 }
 
 /// One connected client of the stream: its filter and its bounded queue. The connection takes

@@ -39,6 +39,11 @@ struct StreamService: Service {
                     }
                 })
         }
+        // The outlier marks the detectors changed: a live map takes the points out of its line (or puts
+        // them back), in events of at most `outlierPoints` points (a backlog's run may mark thousands).
+        let marks = store.outlierMarks.subscribe { runs in
+            hub.publish(events: runs.flatMap { Self.events($0) })
+        }
         // The events stored at ingest; stops and trips are told above already (`stop`, `trip`), and
         // presence by the offline watch (`offline`, `online`).
         let stored = store.deviceEvents.subscribe { events in
@@ -52,6 +57,7 @@ struct StreamService: Service {
             store.storedRecords.unsubscribe(subscription)
             store.storedRecords.unsubscribe(reports)
             store.stopEvents.unsubscribe(found)
+            store.outlierMarks.unsubscribe(marks)
         }
         let clock = self.clock
         let logger = self.logger
@@ -75,5 +81,23 @@ struct StreamService: Service {
         }
         try? await gracefulShutdown()
         follow.cancel()
+    }
+
+    /// The most points (marked and cleared) one `outliers` event names: about 100 bytes each.
+    static let outlierPoints = 500
+
+    /// A run's outlier marks as `outliers` events of at most ``outlierPoints`` points each, in time order.
+    static func events(_ marks: OutlierMarks) -> [StreamEvent] {
+        var out: [StreamEvent] = []
+        var rest = (marks.marked[...], marks.cleared[...])
+        repeat {
+            let marked = rest.0.prefix(outlierPoints)
+            let cleared = rest.1.prefix(outlierPoints - marked.count)
+            rest = (rest.0.dropFirst(marked.count), rest.1.dropFirst(cleared.count))
+            var part = marks
+            (part.marked, part.cleared) = (Array(marked), Array(cleared))
+            out.append(StreamEvent(device: marks.device, kind: .outliers(part)))
+        } while !rest.0.isEmpty || !rest.1.isEmpty
+        return out
     }
 }

@@ -42,20 +42,25 @@ extension SQLiteTrackStore: StopStore {
     }
 
     /// After a batch's points are in (same transaction): marks each device dirty from its earliest new
-    /// location and runs its detector from there (with `configuration`); returns what it found.
+    /// location and runs its detector from there (with `configuration`); returns what it found, and
+    /// the outlier marks it changed.
     static func advanceStoredStops(
         _ db: Database, earliest: [String: Double], configuration: VisitDetector.Configuration
-    ) throws -> [StopEvent] {
+    ) throws -> (stops: [StopEvent], outliers: [OutlierMarks]) {
         var events: [StopEvent] = []
+        var outliers: [OutlierMarks] = []
         for (device, time) in earliest.sorted(by: { $0.key < $1.key }) {
             try db.execute(
                 sql: """
                     INSERT INTO stop_detectors (device, dirty_from) VALUES (?, ?) ON CONFLICT (device) DO UPDATE
                         SET dirty_from = min(coalesce(dirty_from, excluded.dirty_from), excluded.dirty_from)
                     """, arguments: [device, time])
-            events += try advanceStoredStops(db, device: device, computingAll: false, configuration: configuration)
+            let run = try advanceStoredStopsAndMarks(
+                db, device: device, computingAll: false, configuration: configuration)
+            events += run.stops
+            if let marks = run.outliers { outliers.append(marks) }
         }
-        return events
+        return (events, outliers)
     }
 
     /// Runs `device`'s detector over the points after its `dirty_from`, from its state (points in time
@@ -65,13 +70,23 @@ extension SQLiteTrackStore: StopStore {
     static func advanceStoredStops(
         _ db: Database, device: String, computingAll: Bool, configuration: VisitDetector.Configuration
     ) throws -> [StopEvent] {
+        try advanceStoredStopsAndMarks(db, device: device, computingAll: computingAll, configuration: configuration)
+            .stops
+    }
+
+    /// ``advanceStoredStops(_:device:computingAll:configuration:)``, with the outlier marks it changed
+    /// (`nil`: none, or a device never computed, whose whole history it marks).
+    static func advanceStoredStopsAndMarks(
+        _ db: Database, device: String, computingAll: Bool, configuration: VisitDetector.Configuration
+    ) throws -> (stops: [StopEvent], outliers: OutlierMarks?) {
         guard
             let row = try Row.fetchOne(
                 db, sql: "SELECT state, checkpointed, dirty_from FROM stop_detectors WHERE device = ?",
                 arguments: [device]),
             let dirty = row[2] as Double?
-        else { return [] }
-        if dirty <= StoredStops.neverComputed && !computingAll { return [] }
+        else { return ([], nil) }
+        if dirty <= StoredStops.neverComputed && !computingAll { return ([], nil) }
+        var changes = OutlierMarks.Changes()
         var advance: StoredStops.Advance
         var after: Double
         let state = try (row[0] as String?).map(StoredStops.decode)
@@ -99,7 +114,7 @@ extension SQLiteTrackStore: StopStore {
             ] {
                 try db.execute(sql: "DELETE FROM " + table, arguments: [device, after])
             }
-            try clearOutliers(db, device: device, after: after)
+            try clearOutliers(db, device: device, after: after, changes: &changes)
         }
         let points = try Row.fetchCursor(
             db,
@@ -110,8 +125,8 @@ extension SQLiteTrackStore: StopStore {
         while let p = try points.next() {
             advance.add(time: p[0], latitude: p[1], longitude: p[2], accuracy: p[3] as Double?, speed: p[4] as Double?)
         }
-        try markOutliers(db, device: device, advance.outliers)
-        try markPending(db, device: device, was: advance.startPending, now: advance.pending)
+        try markOutliers(db, device: device, advance.outliers, changes: &changes)
+        try markPending(db, device: device, was: advance.startPending, now: advance.pending, changes: &changes)
         let insertStop = try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO stops (device, decided, arrival, departure, lat, lon, radius, fixes)
@@ -143,7 +158,10 @@ extension SQLiteTrackStore: StopStore {
             sql: "UPDATE stop_detectors SET state = ?, checkpointed = ?, dirty_from = NULL WHERE device = ?",
             arguments: [try StoredStops.encode(advance.detector), advance.checkpointed, device])
         try rebuildStatistics(db, device: device)
-        return computingAll ? [] : advance.events(device: device, since: dirty)
+        let marks =
+            dirty <= StoredStops.neverComputed
+            ? nil : changes.marks(device: device, time: advance.detector.lastGiven ?? dirty)
+        return (computingAll ? [] : advance.events(device: device, since: dirty), marks)
     }
 
     /// Retention deleted `device`'s points before `first` (its first remaining point; `nil`: none

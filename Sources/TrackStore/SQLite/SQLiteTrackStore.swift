@@ -20,6 +20,8 @@ public final class SQLiteTrackStore: TrackStore {
     public let storedRecords = RecordFeed()
     /// The stops and trips found in what this store stored, batch by batch in commit order.
     public let stopEvents = StopEventFeed()
+    /// The outlier marks its detectors changed, run by run in commit order.
+    public let outlierMarks = OutlierMarkFeed()
     /// The events ingest stored (``EventStore``), batch by batch in commit order.
     let eventFeed = DeviceEventFeed()
     /// The geofences as evaluated and the rules (``EventStore``).
@@ -213,13 +215,15 @@ public final class SQLiteTrackStore: TrackStore {
                 try device.execute(arguments: [id, d.points, d.first, d.last, received])
                 if let r = latest[id] { try Self.noteLatest(db, r) }
             }
-            let found = try Self.advanceStoredStops(
+            let (found, marks) = try Self.advanceStoredStops(
                 db, earliest: earliestLocation, configuration: self.stopsConfiguration)
             let events = try Self.storeEvents(
                 db, records: new, stops: found, received: received, engine: storedEvents)
             // On the writer, after the commit: batches reach the feed in the order they were stored.
             if let feed, !stored.isEmpty { db.afterNextTransaction { [stored] _ in feed.publish(stored) } }
             if !found.isEmpty { db.afterNextTransaction { [stopEvents] _ in stopEvents.publish(found) } }
+            // After the records: a live client has the points the marks name.
+            if !marks.isEmpty { db.afterNextTransaction { [outlierMarks] _ in outlierMarks.publish(marks) } }
             if !events.isEmpty { db.afterNextTransaction { [eventFeed] _ in eventFeed.publish(events) } }
             return (accepted, records.count - accepted)
         }
