@@ -50,31 +50,36 @@ extension PostgresTrackStore {
         }
     }
 
-    /// Moves the `pending` mark (``StoredStops/pendingMark``) from the point the detector held when it
-    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`), each
-    /// named by its time and position.
+    /// Moves the `pending` mark (``StoredStops/pendingMark``) of each device of `moves` from the
+    /// point the detector held when it started (`was`, unless the next point marked it a jump) to the
+    /// one it holds now (`now`), each named by its time and position: two statements for all. A
+    /// detector that holds the point it held (and did not run again from a checkpoint, `rewound`)
+    /// leaves the mark as it is.
     static func markPending(
-        _ c: PostgresConnection, device: String, was: VisitDetector.Sample?, now: VisitDetector.Sample?,
+        _ c: PostgresConnection,
+        _ moves: [(device: String, was: VisitDetector.Sample?, now: VisitDetector.Sample?, rewound: Bool)],
         logger: Logger
     ) async throws {
         let mark = StoredStops.pendingMark
-        if let was, was != now {
-            let (lat, lon) = (was.coordinate.latitude, was.coordinate.longitude)
+        let cleared = moves.compactMap { m in m.was.flatMap { $0 != m.now ? (m.device, $0) : nil } }
+        let marked = moves.compactMap { m in m.now.flatMap { $0 != m.was || m.rewound ? (m.device, $0) : nil } }
+        for (samples, set, condition) in [
+            (cleared, "NULL", "outlier = '\(mark)'"), (marked, "'\(mark)'", "outlier IS NULL"),
+        ] where !samples.isEmpty {
+            var binds = PostgresBindings()
+            binds.append(PostgresArray.texts(samples.map(\.0)))
+            binds.append(PostgresArray.doubles(samples.map(\.1.time)))
+            binds.append(PostgresArray.doubles(samples.map(\.1.coordinate.latitude)))
+            binds.append(PostgresArray.doubles(samples.map(\.1.coordinate.longitude)))
             try await c.query(
-                """
-                UPDATE positions SET outlier = NULL WHERE device = \(device) AND time = to_timestamp(\(was.time))
-                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = \(lat)
-                    AND ST_X(position::geometry) = \(lon) AND outlier = \(mark)
-                """, logger: logger)
-        }
-        if let now {
-            let (lat, lon) = (now.coordinate.latitude, now.coordinate.longitude)
-            try await c.query(
-                """
-                UPDATE positions SET outlier = \(mark) WHERE device = \(device) AND time = to_timestamp(\(now.time))
-                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = \(lat)
-                    AND ST_X(position::geometry) = \(lon) AND outlier IS NULL
-                """, logger: logger)
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE positions p SET outlier = \(set)
+                        FROM unnest($1::text[], $2::float8[], $3::float8[], $4::float8[]) AS u(device, t, lat, lon)
+                        WHERE p.device = u.device AND p.time = to_timestamp(u.t) AND p.kind = 'location' AND p.valid
+                          AND ST_Y(p.position::geometry) = u.lat AND ST_X(p.position::geometry) = u.lon
+                          AND p.\(condition)
+                        """, binds: binds), logger: logger)
         }
     }
 

@@ -137,7 +137,10 @@ public final class PostgresTrackStore: TrackStore {
         var devices: Set<String> = []
         do {
             for try await d in try await client.query(
-                "SELECT device FROM stop_detectors WHERE events_dirty OR dirty_from > \(StoredStops.neverComputed / 10)",
+                """
+                SELECT device FROM stop_detectors WHERE events_dirty OR dirty_from > \(StoredStops.neverComputed / 10)
+                UNION SELECT device FROM stop_marks
+                """,
                 logger: logger
             ).decode(String.self) { devices.insert(d) }
         } catch {
