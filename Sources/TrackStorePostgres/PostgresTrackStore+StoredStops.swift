@@ -63,12 +63,17 @@ extension PostgresTrackStore: StopStore {
     /// device to `stop_marks` (no key: no conflict, no row lock to wait for), where it upserted the
     /// device's `stop_detectors` row, which a catch-up transaction holds `FOR UPDATE` (a batch of the
     /// device waited for the whole catch-up: `transactionid ShareLock` in pg_locks). A mark is the
-    /// device's events, and its stops from its earliest location (`NULL`: no location). The
+    /// device's events, and its stops from its earliest location (`NULL`: no location), made at
+    /// `marked` (the sweep leaves young marks to the batch's own instance). The
     /// catch-up takes the marks of the rows it holds (``advanceStoredStopsAndEvents(devices:computingAll:)``);
     /// the marks kept on the rows (`dirty_from`, `events_dirty`: "never computed", and those left
     /// before this migration) still count.
     static let stopMarksMigration = [
-        "CREATE TABLE stop_marks (device text COLLATE \"C\" NOT NULL, dirty_from float8)",
+        """
+        CREATE TABLE stop_marks (
+            device text COLLATE "C" NOT NULL, dirty_from float8, marked timestamptz NOT NULL DEFAULT now()
+        )
+        """,
         "CREATE INDEX stop_marks_device ON stop_marks (device)",
         """
         CREATE OR REPLACE FUNCTION keeptrack_stops_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
