@@ -125,6 +125,7 @@ let package = Package(
                 .embedInCode("Resources/openapi.json"), .embedInCode("Resources/map.html"),
                 .embedInCode("Resources/map.js"), .embedInCode("Resources/map.css"),
                 .embedInCode("Resources/trails.html"), .embedInCode("Resources/captive-portal.html"),
+                .embedInCode("Resources/share-refused.html"),
             ]
         ),
         // The endpoint's PostgreSQL + PostGIS store (postgres-nio), and the opener that picks the store a

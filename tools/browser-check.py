@@ -470,7 +470,7 @@ def share_expiry(browser, url):
     few seconds (`"expires": "Ns"`) and every wait is bounded and on the page's own condition, never a
     fixed sleep: a page open on the link while it is live says it expired once it has (the server
     closes the page's live stream at the expiry, and the page, asking again, gets 410); the link opened
-    afterwards answers 410 saying when it expired, and the page as /map?share=TOKEN says it expired. If the page was not live before the share expired
+    afterwards answers 410 with a page saying when it expired, and the page as /map?share=TOKEN says it expired. If the page was not live before the share expired
     (a slow machine), again with a share three times longer, up to 3 times."""
     life = 8
     for attempt in range(3):
@@ -499,13 +499,13 @@ def share_expiry(browser, url):
           "the expired link's open page still shows the device")
     check(not page.errors, f"the expiring share's page errors: {page.errors}")
     context.close()
-    # Opened after its expiry, in a fresh context: /s/TOKEN is the 410 itself (serve's error body, which
-    # says when it expired); the page as /map?share=TOKEN says so in its note.
+    # Opened after its expiry, in a fresh context: /s/TOKEN is the 410 itself, a page that says the link
+    # ended and when it expired; the page as /map?share=TOKEN says so in its note.
     context = browser.new_context(viewport={"width": 1400, "height": 900}, timezone_id=NIGHT_ZONE)
     page = context.new_page()
     answer = page.goto(url + made["url"], wait_until="load")
     text = page.text_content("body") or ""
-    check(answer.status == 410 and "expired at" in text,
+    check(answer.status == 410 and "This share link has ended" in text and "expired at" in text,
           f"the expired {made['url']} opened in a browser: {answer.status}, '{text[:200]}'")
     page.goto(url + "/map?share=" + made["token"] + "&date=2025-03-14", wait_until="load")
     page.wait_for_selector('#share-note[data-state="ended"]', state="attached", timeout=20000)

@@ -245,9 +245,9 @@ public final class HomeAssistant: @unchecked Sendable {
     }
 
     /// Polls `GET /api/onboarding` every 0.1 s until it answers 200, Home Assistant exits, its log says
-    /// its port is taken (``LoopbackPorts/AddressInUse``), or 300 s pass (``TimedOut``).
+    /// its port is taken (``LoopbackPorts/AddressInUse``), or 300 s (times ``hangGuardPatience``) pass (``TimedOut``).
     static func waitForAPI(port: Int, directory: String, process: Process) throws {
-        let deadline = ContinuousClock.now + .seconds(300)
+        let deadline = ContinuousClock.now + .seconds(300 * hangGuardPatience)
         while ContinuousClock.now < deadline {
             if let r = try? LoopbackHTTP.request("GET", port: port, path: "/api/onboarding", timeout: 5),
                 r.status == 200
@@ -505,13 +505,13 @@ public final class HomeAssistant: @unchecked Sendable {
 }
 
 /// Polls `probe` every `interval` seconds until it returns a value (returned)
-/// or `seconds` pass (``TimedOut`` naming `what` and the last error `probe` threw): a bounded wait on
-/// something another process does, not a sleep standing in for it.
+/// or `seconds` times ``hangGuardPatience`` pass (``TimedOut`` naming `what` and the last error `probe`
+/// threw): a bounded wait on something another process does, not a sleep standing in for it.
 public func eventually<T: Sendable>(
     _ what: String, within seconds: Double, every interval: Double = 0.2,
     _ probe: @escaping @Sendable () async throws -> T?
 ) async throws -> T {
-    let deadline = ContinuousClock.now + .seconds(seconds)
+    let deadline = ContinuousClock.now + .seconds(seconds * hangGuardPatience)
     var last: (any Error)?
     while true {
         do {
@@ -520,7 +520,8 @@ public func eventually<T: Sendable>(
             last = error
         }
         if ContinuousClock.now >= deadline {
-            throw TimedOut(what: "\(what) (\(seconds) s)" + (last.map { ": \($0)" } ?? ""))
+            throw TimedOut(
+                what: "\(what) (\(seconds * hangGuardPatience) s)" + (last.map { ": \($0)" } ?? ""))
         }
         try await Task.sleep(for: .seconds(interval))
     }

@@ -101,16 +101,20 @@ extension PostgresTrackStore: StoredRecordsSource {
     public var listenerName: String { "keeptrack-listener " + name.dropFirst(Self.applicationPrefix.count) }
 
     /// Listens on `keeptrack_stored` and publishes each notified statement's rows (read by their
-    /// storage numbers and transaction, in storage order) until the task is cancelled. A failed
+    /// storage numbers and transaction, in storage order) until the task is cancelled. What was stored
+    /// since the store opened and before the listener was in place is published first: a stream client
+    /// served as soon as the server listens misses nothing another instance stores meanwhile. A failed
     /// connection is opened again after a wait on `clock`, what was stored meanwhile published first
     /// (reported on ``storedRecords``: ``RecordFeed/FollowReport``).
     public func followStored(clock: any EpochClock) async throws {
         var cursor = StoredCursor()
+        cursor.begin(at: openedStored)
         var failures = 0
         var random = SystemRandomNumberGenerator()
+        var reconnecting = false
         while true {
             do {
-                try await listenOnce(&cursor, clock: clock) { failures = 0 }
+                try await listenOnce(&cursor, clock: clock, reconnecting: reconnecting) { failures = 0 }
             } catch {
                 if Task.isCancelled || error is CancellationError { throw CancellationError() }
                 logger.warning(
@@ -118,6 +122,7 @@ extension PostgresTrackStore: StoredRecordsSource {
                     metadata: ["error.type": "\(type(of: error))"])
             }
             try Task.checkCancellation()
+            reconnecting = true
             failures += 1
             storedRecords.report(.failed)
             let wait = Self.listenBackoff.delay(failures: failures, using: &random)
@@ -125,9 +130,12 @@ extension PostgresTrackStore: StoredRecordsSource {
         }
     }
 
-    /// One listening connection, until it fails: `LISTEN`, then (after a failure) what was stored
-    /// while none listened, then each notification. `ready` is called once caught up.
-    func listenOnce(_ cursor: inout StoredCursor, clock: any EpochClock, ready: () -> Void) async throws {
+    /// One listening connection, until it fails: `LISTEN`, then what was stored while none listened
+    /// (since the store opened, or since the last connection failed: `reconnecting`, reported), then
+    /// each notification. `ready` is called once caught up.
+    func listenOnce(
+        _ cursor: inout StoredCursor, clock: any EpochClock, reconnecting: Bool, ready: () -> Void
+    ) async throws {
         var configuration = try Self.connectionConfiguration(url)
         configuration.options.additionalStartupParameters = [("application_name", listenerName)]
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
@@ -136,7 +144,7 @@ extension PostgresTrackStore: StoredRecordsSource {
                 // LISTEN is in place: what commits from now on is notified.
                 if let floor = cursor.catchUpFloor {
                     let missed = try await catchUp(above: floor, cursor: &cursor)
-                    storedRecords.report(.caughtUp(records: missed))
+                    if reconnecting { storedRecords.report(.caughtUp(records: missed)) }
                 } else {
                     cursor.begin(at: try await highestStored())
                 }
@@ -146,7 +154,9 @@ extension PostgresTrackStore: StoredRecordsSource {
                     let parts = notification.payload.split(separator: " ")
                     guard parts.count == 3, let first = Int64(parts[1]), let last = Int64(parts[2]) else { continue }
                     let statement = StoredCursor.Statement(xid: String(parts[0]), first: first, last: last)
-                    if cursor.admit(statement) { storedRecords.publish(try await rows(of: statement)) }
+                    if !cursor.covers(statement) {
+                        _ = try await publishNew(Self.storedRows(from: first, through: last), cursor: &cursor)
+                    }
                     // Statements committed and never announced (their instance killed in between).
                     if looked.duration(to: clock.now) >= Self.unannouncedSweep, let floor = cursor.catchUpFloor {
                         looked = clock.now
@@ -161,20 +171,38 @@ extension PostgresTrackStore: StoredRecordsSource {
         try? await connection.close()
     }
 
-    /// The rows one statement stored, in storage order.
-    func rows(of statement: StoredCursor.Statement) async throws -> [TrailRecord] {
+    /// The rows with storage numbers from `first` (through `last`), the number as a 17th column, in
+    /// storage order. Not by the statement's transaction: see ``StoredCursor``.
+    static func storedRows(from first: Int64, through last: Int64?) -> PostgresQuery {
         var binds = PostgresBindings()
-        binds.append(statement.first)
-        binds.append(statement.last)
-        binds.append(statement.xid)
-        let query = PostgresQuery(
-            unsafeSQL: """
-                SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
-                       ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
-                       key, device, span
-                FROM positions WHERE stored BETWEEN $1 AND $2 AND xmin::text = $3 ORDER BY stored
-                """, binds: binds)
-        return try await page(query, limit: Int.max - 1, cursorSequence: false).0
+        binds.append(first)
+        var sql = """
+            SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
+                   ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
+                   key, device, span, stored
+            FROM positions WHERE stored >= $1
+            """
+        if let last {
+            binds.append(last)
+            sql += " AND stored <= $2"
+        }
+        return PostgresQuery(unsafeSQL: sql + " ORDER BY stored", binds: binds)
+    }
+
+    /// Publishes the rows of `query` (``storedRows(from:through:)``) not published yet, in storage
+    /// order, as one batch; returns how many.
+    func publishNew(_ query: PostgresQuery, cursor: inout StoredCursor) async throws -> Int {
+        var batch: [TrailRecord] = []
+        var numbers: [Int64] = []
+        for try await row in try await client.query(query, logger: logger) {
+            let stored = try row.makeRandomAccess()[16].decode(Int64.self)
+            guard cursor.isNew(stored) else { continue }
+            batch.append(try Self.record(row).record)
+            numbers.append(stored)
+        }
+        cursor.publish(numbers)
+        if !batch.isEmpty { storedRecords.publish(batch) }
+        return batch.count
     }
 
     /// The highest storage number given so far (0 when none).
@@ -185,24 +213,9 @@ extension PostgresTrackStore: StoredRecordsSource {
         return highest
     }
 
-    /// Publishes the statements committed above `floor` that were not published (their notifications
-    /// were lost with the connection), in storage order; returns how many records they held.
+    /// Publishes what was committed above `floor` and not published (its notification lost with the
+    /// connection, or never sent), in storage order; returns how many records.
     func catchUp(above floor: Int64, cursor: inout StoredCursor) async throws -> Int {
-        let found = try await client.query(
-            """
-            SELECT xmin::text, min(stored)::int8, max(stored)::int8 FROM positions WHERE stored > \(floor)
-            GROUP BY xmin::text ORDER BY 2
-            """, logger: logger)
-        var statements: [StoredCursor.Statement] = []
-        for try await (xid, first, last) in found.decode((String, Int64, Int64).self) {
-            statements.append(.init(xid: xid, first: first, last: last))
-        }
-        var records = 0
-        for statement in statements where cursor.admit(statement) {
-            let batch = try await rows(of: statement)
-            records += batch.count
-            storedRecords.publish(batch)
-        }
-        return records
+        try await publishNew(Self.storedRows(from: floor + 1, through: nil), cursor: &cursor)
     }
 }

@@ -50,6 +50,9 @@ public final class PostgresTrackStore: TrackStore {
     /// (an instance killed between a batch's commit and its catch-up; ``sweepMarked(olderThan:)``).
     let sweeper = Mutex<Task<Void, Never>?>(nil)
     static let sweepInterval: Duration = .seconds(10)
+    /// The highest storage number when the store opened: the live stream publishes what was stored
+    /// after it (``followStored(clock:)``), whenever its listener is in place.
+    let openedStored: Int64
 
     public var location: String { url.description }
 
@@ -102,6 +105,11 @@ public final class PostgresTrackStore: TrackStore {
         }
         do {
             try await Self.migrate(first, logger: logger)
+            var highest: Int64 = 0
+            for try await value in try await first.query(
+                "SELECT coalesce(max(stored), 0)::int8 FROM positions", logger: logger
+            ).decode(Int64.self) { highest = value }
+            openedStored = highest
             try await first.close()
         } catch {
             try? await first.close()
@@ -420,27 +428,35 @@ public final class PostgresTrackStore: TrackStore {
                 more = true
                 continue
             }
-            let (
-                seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device, span
-            ) =
-                try row.decode(
-                    (
-                        Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
-                        Double?, Bool, String?, String, String, String?
-                    ).self)
-            var r = TrailRecord(
-                device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
-                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
-                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
-            r.valid = valid
-            r.attributes = TrailRecord.attributes(fromJSON: attributes)
-            if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
+            var (r, key, seq) = try Self.record(row)
             // The trail's query adds the outlier mark as a 17th column.
             if row.count > 16 { r.outlier = try row.makeRandomAccess()[16].decode(String?.self) }
             records.append(r)
-            last = TrailCursor(time: time, sequence: cursorSequence ? seq : nil, key: key)
+            last = TrailCursor(time: r.time, sequence: cursorSequence ? seq : nil, key: key)
         }
         return (records, more ? last : nil)
+    }
+
+    /// The record of a row whose first 16 columns are a trail's (`seq, kind, region, time, lat, lon,
+    /// alt, h_acc, v_acc, speed, course, valid, attributes, key, device, span`), its key and its
+    /// sequence number as stored (`nil` for none).
+    static func record(_ row: PostgresRow) throws -> (record: TrailRecord, key: String, sequence: Int64?) {
+        let (
+            seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device, span
+        ) =
+            try row.decode(
+                (
+                    Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
+                    Double?, Bool, String?, String, String, String?
+                ).self)
+        var r = TrailRecord(
+            device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
+            region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
+            horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
+        r.valid = valid
+        r.attributes = TrailRecord.attributes(fromJSON: attributes)
+        if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
+        return (r, key, seq)
     }
 
     public func count() async throws -> Int {

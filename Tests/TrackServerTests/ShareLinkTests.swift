@@ -78,6 +78,14 @@ struct ShareLinkTests {
             let gone = try await raw.send(.GET, "/v1/devices/van/trail?share=\(token)", token: nil)
             #expect(gone.status == 410 && gone.body.contains("\"error\"") && gone.body.contains("expired"))
             #expect(try await raw.send(.GET, "/s/\(token)", token: nil).status == 410)
+            // A browser is shown a page that says so, with the same status; an unknown link too.
+            let html = [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")]
+            let shown = try await raw.send(.GET, "/s/\(token)", headers: html, token: nil)
+            #expect(shown.status == 410 && shown.body.hasPrefix("<!DOCTYPE html>"), "\(shown.body.prefix(200))")
+            #expect(shown.body.contains("This share link has ended") && shown.body.contains("expired at"))
+            #expect(!shown.body.contains("\"error\"") && !shown.body.contains("<!--"))
+            let unknown = try await raw.send(.GET, "/s/nope<b>", headers: html, token: nil)
+            #expect(unknown.status == 404 && unknown.body.contains("No such share link"))
             let listed = try Self.object(try await raw.send(.GET, "/v1/shares").body)
             #expect((listed["shares"] as? [[String: Any]])?.first?["state"] as? String == "expired")
         } catch {

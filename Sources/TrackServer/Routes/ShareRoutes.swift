@@ -14,7 +14,8 @@ import TrackStore
 /// - `DELETE /v1/shares/{shareId}`: revokes one at once.
 /// - `GET /s/{token}`: the map page (``MapShell``) for a share that is active; its script reads the
 ///   token from its address and sends `share=TOKEN` with each request (``ShareAccess``). Unknown: 404;
-///   expired or revoked: 410; over its rate: 429.
+///   expired or revoked: 410; over its rate: 429; each a page that says so to a browser (one that
+///   accepts `text/html`, `Resources/share-refused.html`), the JSON error to any other client.
 struct ShareRoutes: Sendable {
     let store: any TrackStore
     let access: ShareAccess
@@ -115,14 +116,44 @@ struct ShareRoutes: Sendable {
         let token = context.parameters.get("token") ?? ""
         do {
             _ = try await access.share(token: token)
-        } catch let error as HTTPError where error.status == .unauthorized {
-            throw HTTPError(.notFound, message: "no such share link")
+        } catch let error as HTTPError {
+            let refusal = error.status == .unauthorized ? HTTPError(.notFound, message: "no such share link") : error
+            guard request.headers[.accept]?.contains("text/html") == true else { throw refusal }
+            return Self.refusedPage(refusal)
         }
         var response = shell.response(to: request)
         response.headers[.cacheControl] = "no-store"
         response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         response.headers[.eTag] = nil
         return response
+    }
+
+    /// The page's template (`Resources/share-refused.html`).
+    static let refusedTemplate = HTMLTemplate(PackageResources.share_refused_html)
+
+    /// What a browser is shown for a share link refused with `error` (404, 410 or 429), with its status
+    /// and headers (a 429's `Retry-After`).
+    static func refusedPage(_ error: HTTPError) -> Response {
+        let title: String, advice: String
+        switch error.status {
+        case .gone:
+            title = "This share link has ended"
+            advice = "It expired or was revoked. Ask the person who shared it for a new link."
+        case .tooManyRequests:
+            title = "Too many requests for this share link"
+            advice = "Wait a moment, then reload the page."
+        default:
+            title = "No such share link"
+            advice = "Check that the address was copied whole, or ask the person who shared it for it again."
+        }
+        let body = refusedTemplate.render([
+            "title": .text(title), "advice": .text(advice), "message": .text(error.body ?? ""),
+        ])
+        var headers = error.headers
+        headers[.contentType] = "text/html; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        return Response(status: error.status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     /// A share as the routes give it (no token: it is not kept).

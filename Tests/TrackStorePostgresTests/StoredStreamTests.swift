@@ -1,0 +1,69 @@
+import Formats
+import Foundation
+import Geo
+import KeepTrackTesting
+import Synchronization
+import Testing
+import TrackServerTesting
+import TrackStore
+import TrackStorePostgres
+
+/// The live stream's read-back on PostgreSQL (``PostgresTrackStore/followStored(clock:)``): what a
+/// statement stored is read by its storage numbers, whatever happened to its rows since.
+@Suite("PostgreSQL store: the live stream's read-back")
+struct StoredStreamTests {
+    /// Found by `StreamTests` failing now and then: a statement's rows were read back by their
+    /// transaction (`xmin`), which the detector's catch-up changes when it marks an outlier or a pending
+    /// point (an `UPDATE`) before the listener reads them; they were then never streamed. Here the rows
+    /// are stored, one of them updated in a transaction of its own, and only then announced, in one
+    /// session; the listener publishes them, and nothing twice.
+    @Test func rowsUpdatedBeforeTheyAreReadBackAreStreamedOnce() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
+        let (arrivals, arrived) = AsyncStream.makeStream(of: [TrailRecord].self)
+        let subscription = store.storedRecords.subscribe { arrived.yield($0) }
+        let follow = Task { try await store.followStored(clock: WallClock()) }
+        do {
+            let seen = try await withTimeout(120, "the records on the stream") {
+                var it = arrivals.makeAsyncIterator()
+                var seen: [String] = []
+                func take(_ count: Int) async {
+                    while seen.count < count, let batch = await it.next() {
+                        seen += batch.map { "\($0.device):\(Int($0.time))" }
+                    }
+                }
+                // Published once the listener is in place, whenever that is: from the store's opening on.
+                _ = try await store.insert(walk(2, device: "van"), format: "osmand", received: 1)
+                await take(2)
+                _ = try await offThePool {
+                    try cluster.psql(
+                        """
+                        BEGIN;
+                        INSERT INTO positions (key, device, kind, time, position, format, received) VALUES
+                            ('bus-1', 'bus', 'location', to_timestamp(1715679100), 'SRID=4326;POINT(11.5 48.1)',
+                             'osmand', now()),
+                            ('bus-2', 'bus', 'location', to_timestamp(1715679101), 'SRID=4326;POINT(11.6 48.1)',
+                             'osmand', now());
+                        COMMIT;
+                        BEGIN;
+                        UPDATE positions SET outlier = 'jump' WHERE key = 'bus-2';
+                        COMMIT;
+                        SELECT pg_notify('keeptrack_stored', current_setting('keeptrack.stored'));
+                        """, database: name)
+                }
+                await take(4)
+                _ = try await store.insert(walk(1, from: 1_715_679_200, device: "van"), format: "osmand", received: 1)
+                await take(5)
+                return seen
+            }
+            #expect(seen == ["van:1715679000", "van:1715679001", "bus:1715679100", "bus:1715679101", "van:1715679200"])
+        } catch {
+            Issue.record(error)
+        }
+        follow.cancel()
+        store.storedRecords.unsubscribe(subscription)
+        arrived.finish()
+        await store.close()
+    }
+}
