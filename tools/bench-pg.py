@@ -2,7 +2,7 @@
 """Ingest into PostgreSQL through `keeptrack serve`, beside the engine's own ceiling, in one run.
 
     tools/bench-pg.py [--records 200000] [--devices 1000] [--batch 100] [--connections 16] [--rounds 5]
-                      [--geofences N]
+                      [--geofences N] [--keeptrack PATH] [--baseline PATH]
 
 Starts a throwaway PostgreSQL 15 + PostGIS cluster (tools/pgcluster.py: its own directory and
 loopback port, fsync and synchronous_commit on, as a production server has them), then measures on
@@ -28,6 +28,10 @@ With --geofences N, each instance's database gets N geofences (circles of 200 m 
 fleet's area, `PUT /v1/geofences`) before the load: every stored location is then evaluated against
 them (events kept with the records, docs/events.md).
 
+With --baseline PATH, another build's one instance and two run in the same rounds, interleaved with
+the build's (the phases rotated as above), and the table and the round-by-round figures have its rows
+too: a change compared with the build before it on the same minutes of a shared machine.
+
 fleet-load checks each time that the database holds exactly what was acknowledged. Prints docs/performance.md
 rows (records/s, the ratio to \\copy) and exits 1 if a check failed or the target (0.7 of \\copy,
 the median over the rounds) was missed. Needs `swift build -c release --scratch-path .build-release`
@@ -44,8 +48,8 @@ fleet = importlib.machinery.SourceFileLoader("fleetload", os.path.join(ROOT, "to
 BINARY = os.path.join(ROOT, ".build-release", "release", "keeptrack")
 
 
-def serve(database, token):
-    return keeptrack_tools.serve(BINARY, database, token)
+def serve(database, token, binary=None):
+    return keeptrack_tools.serve(binary or BINARY, database, token)
 
 
 def migrate(database):
@@ -113,6 +117,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5, help="rounds of \\copy, one instance and two (default 5)")
     ap.add_argument("--keeptrack", help="the binary (default: the release build's)")
     ap.add_argument("--geofences", type=int, default=0, help="geofences put before each load (default none)")
+    ap.add_argument("--baseline", help="another build whose one and two instances run in the same rounds")
     args = ap.parse_args()
     global BINARY
     BINARY = args.keeptrack or BINARY
@@ -157,11 +162,11 @@ def main():
             print(f"bench-pg: \\copy {rows} rows into positions ({kind}): {rate:,.0f} rows/s", file=sys.stderr)
             return rate
 
-        def instances(name, count, label):
+        def instances(name, count, label, binary=None):
             url = cluster.create_database(name)
             migrate(url)
             before = commits(cluster, name)
-            servers = [serve(url, "t") for _ in range(count)]
+            servers = [serve(url, "t", binary) for _ in range(count)]
             if args.geofences:
                 put_geofences(servers[0][1], args.geofences)
             cluster.psql("CHECKPOINT")
@@ -178,9 +183,9 @@ def main():
 
         geometry = copy("copy_geometry", "geometry")
         rounds = []
-        phases = ["copy", "one", "two"]
+        phases = ["copy", "one", "two"] + (["base-one", "base-two"] if args.baseline else [])
         for r in range(args.rounds):
-            order = phases[r % 3:] + phases[:r % 3]
+            order = phases[r % len(phases):] + phases[:r % len(phases)]
             if r % 2:
                 order.reverse()
             print(f"bench-pg: round {r + 1} of {args.rounds}: {' '.join(order)}", file=sys.stderr)
@@ -190,6 +195,10 @@ def main():
                     result["copy"] = copy(f"copy_{r}", "geography")
                 elif phase == "one":
                     result["one"] = instances(f"one_{r}", 1, "1 instance")
+                elif phase == "base-one":
+                    result["base-one"] = instances(f"base_one_{r}", 1, "baseline, 1 instance", args.baseline)
+                elif phase == "base-two":
+                    result["base-two"] = instances(f"base_two_{r}", 2, "baseline, 2 instances", args.baseline)
                 else:
                     result["two"] = instances(f"two_{r}", 2, "2 instances, one database")
             result["one_ratio"] = result["one"]["stored_per_s"] / result["copy"]
@@ -198,6 +207,13 @@ def main():
             print(f"bench-pg: round {r + 1}: one instance {result['one_ratio']:.2f} of \\copy, two "
                   f"{result['two_ratio']:.2f}; two / one = {result['two_vs_one']:.3f}", file=sys.stderr)
             failed |= not (result["one"]["exact"] and result["two"]["exact"])
+            if args.baseline:
+                result["base_one_ratio"] = result["base-one"]["stored_per_s"] / result["copy"]
+                result["base_two_ratio"] = result["base-two"]["stored_per_s"] / result["copy"]
+                result["base_two_vs_one"] = result["base-two"]["stored_per_s"] / result["base-one"]["stored_per_s"]
+                print(f"bench-pg: round {r + 1}, baseline: one instance {result['base_one_ratio']:.2f} of \\copy, two "
+                      f"{result['base_two_ratio']:.2f}; two / one = {result['base_two_vs_one']:.3f}", file=sys.stderr)
+                failed |= not (result["base-one"]["exact"] and result["base-two"]["exact"])
             rounds.append(result)
 
         # SQLite under the same load, once: for comparison, it does not share across processes.
@@ -228,10 +244,17 @@ def main():
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         row("1 instance", [r["one"] for r in rounds], one_ratio)
         row("2 instances, one database", [r["two"] for r in rounds], median([r["two_ratio"] for r in rounds]))
+        if args.baseline:
+            row("baseline, 1 instance", [r["base-one"] for r in rounds], median([r["base_one_ratio"] for r in rounds]))
+            row("baseline, 2 instances", [r["base-two"] for r in rounds], median([r["base_two_ratio"] for r in rounds]))
         row("SQLite (one file)", [lite], lite["stored_per_s"] / ceiling)
         listed = lambda values: ", ".join(f"{x:.2f}" for x in values)
         print(f"\nTwo instances / one, round by round: {listed(two_vs_one)} (median {median(two_vs_one):.2f}); "
               f"one instance / \\copy: {listed(r['one_ratio'] for r in rounds)}")
+        if args.baseline:
+            base = [r["base_two_vs_one"] for r in rounds]
+            print(f"Baseline: two instances / one, round by round: {listed(base)} (median {median(base):.2f}); "
+                  f"one instance / \\copy: {listed(r['base_one_ratio'] for r in rounds)}")
         if one_ratio < 0.7:
             print(f"\nbench-pg: one instance reached {one_ratio:.2f} of \\copy (median), under the 0.7 target",
                   file=sys.stderr)

@@ -10,6 +10,7 @@ struct PostgresArray: PostgresNonThrowingEncodable {
         case float8(Double?)
         case int8(Int64?)
         case bool(Bool?)
+        case bytea([UInt8]?)
     }
 
     let elementType: PostgresDataType
@@ -37,6 +38,10 @@ struct PostgresArray: PostgresNonThrowingEncodable {
         PostgresArray(elementType: .bool, arrayType: .boolArray, elements: values.map { .bool($0) })
     }
 
+    static func byteas(_ values: [[UInt8]?]) -> PostgresArray {
+        PostgresArray(elementType: .bytea, arrayType: .byteaArray, elements: values.map { .bytea($0) })
+    }
+
     func encode<JSONEncoder: PostgresJSONEncoder>(
         into buffer: inout ByteBuffer,
         context: PostgresEncodingContext<JSONEncoder>
@@ -47,6 +52,7 @@ struct PostgresArray: PostgresNonThrowingEncodable {
             case .float8(let v): v == nil
             case .int8(let v): v == nil
             case .bool(let v): v == nil
+            case .bytea(let v): v == nil
             }
         }
         buffer.writeInteger(Int32(elements.isEmpty ? 0 : 1))
@@ -69,6 +75,9 @@ struct PostgresArray: PostgresNonThrowingEncodable {
             case .bool(let v?):
                 buffer.writeInteger(Int32(1))
                 buffer.writeInteger(UInt8(v ? 1 : 0))
+            case .bytea(let v?):
+                buffer.writeInteger(Int32(v.count))
+                buffer.writeBytes(v)
             default:
                 buffer.writeInteger(Int32(-1))
             }

@@ -7,13 +7,13 @@ import TrackStore
 
 /// The events facet (``EventStore``) on PostgreSQL, where several instances share the records.
 ///
-/// A batch's statement (its `COPY` or `INSERT`) marks each of its devices in `stop_detectors`
-/// (`events_dirty`, by the stops trigger, in the batch's own transaction, whichever instance ran it).
-/// The device's catch-up transaction, which holds that row (`FOR UPDATE`: the instances take a
-/// device one after the other), runs the stop detector and then the events: the device's saved
-/// ``DeviceEventState``, its records from the state's settled time on (the reorder window's again,
-/// known by their keys), the events not stored yet (by id) and one delivery entry per hook that
-/// wants each, and the new state, clearing the mark; one commit. An instance killed between the
+/// A batch's statement (its `COPY` or `INSERT`) marks each of its devices (a row in `stop_marks`,
+/// by the stops trigger, in the batch's own transaction, whichever instance ran it). The device's
+/// catch-up transaction, which holds its `stop_detectors` row (`FOR UPDATE`: the instances take a
+/// device one after the other) and takes its marks, runs the stop detector and then the events:
+/// the device's saved ``DeviceEventState``, its records from the state's settled time on (the
+/// reorder window's again, known by their keys), the events not stored yet (by id) and one delivery
+/// entry per hook that wants each, and the new state; one commit for a group of devices. An instance killed between the
 /// batch's commit and the catch-up leaves the mark, which the device's next batch or stops query
 /// runs, on any instance: an event exists exactly when its record is stored, once the device's
 /// catch-up ran.
@@ -94,41 +94,74 @@ extension PostgresTrackStore: EventStore {
         return set
     }
 
-    /// In a device's catch-up transaction (its `stop_detectors` row held): evaluates its records
-    /// from its saved state, stores the new events and their delivery entries, saves the state and
-    /// clears the mark. `saved` is its saved state (read with the row). Returns the events stored.
-    func storeEvents(_ c: PostgresConnection, device: String, saved: [UInt8]?, stops: [StopEvent]) async throws
-        -> [DeviceEvent]
+    /// One device's part of ``storeEvents(_:_:)``: its saved state (read with its row) and the stop
+    /// events its detector decided in this transaction.
+    struct EventsDue {
+        var device: String
+        var saved: [UInt8]?
+        var stops: [StopEvent]
+    }
+
+    /// In the catch-up's transaction (the devices' `stop_detectors` rows held): evaluates each
+    /// device's records from its saved state, stores the new events and their delivery entries,
+    /// and returns the events stored and each device's new state (in `due`'s order), which the
+    /// caller saves with the row, clearing the mark. Set-based: one read of the records of all
+    /// the devices, one statement for the events and their entries, whatever their number.
+    func storeEvents(_ c: PostgresConnection, _ due: [EventsDue]) async throws
+        -> (stored: [DeviceEvent], states: [[UInt8]])
     {
-        let state = try saved.map { bytes throws -> DeviceEventState in
-            do { return try DeviceEventState(encoded: bytes) } catch {
-                throw TrackStoreError(.corrupt, "device \(device)'s saved event state does not read back")
-            }
-        }
+        guard !due.isEmpty else { return ([], []) }
         // From the settled time on (the window's records again, told apart by key); a device without
         // a state from its last day of records.
-        var since = -1e11
-        if let t = state?.settledTime {
-            since = t
-        } else {
-            for try await last in try await c.query(
-                "SELECT extract(epoch FROM last)::float8 FROM devices WHERE id = \(device)", logger: logger
-            ).decode(Double.self) { since = last - 86_400 }
+        var since: [Double] = []
+        var unsettled: [String] = []
+        for d in due {
+            let state = try d.saved.map { bytes throws -> DeviceEventState in
+                do { return try DeviceEventState(encoded: bytes) } catch {
+                    throw TrackStoreError(.corrupt, "device \(d.device)'s saved event state does not read back")
+                }
+            }
+            if let t = state?.settledTime {
+                since.append(t)
+            } else {
+                since.append(-1e11)
+                unsettled.append(d.device)
+            }
         }
-        var records: [KeyedRecord] = []
+        if !unsettled.isEmpty {
+            var last: [String: Double] = [:]
+            for try await (id, t) in try await c.query(
+                """
+                SELECT id, extract(epoch FROM last)::float8 FROM devices
+                WHERE id = ANY (\(PostgresArray.texts(unsettled))::text[])
+                """, logger: logger
+            ).decode((String, Double).self) { last[id] = t }
+            for (i, d) in due.enumerated() where since[i] == -1e11 {
+                if let t = last[d.device] { since[i] = t - 86_400 }
+            }
+        }
+        var records: [[KeyedRecord]] = Array(repeating: [], count: due.count)
+        // Each device's records by time and key (the lateral subquery's order, device after device).
         for try await row in try await c.query(
             """
-            SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
-                   ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text, key, span
-            FROM positions WHERE device = \(device) AND time >= to_timestamp(\(since)) ORDER BY time, key
+            SELECT u.i, p.seq, p.kind, p.region, extract(epoch FROM p.time)::float8, ST_Y(p.position::geometry),
+                   ST_X(p.position::geometry), p.alt, p.h_acc, p.v_acc, p.speed, p.course, p.valid,
+                   p.attributes::text, p.key, p.span
+            FROM unnest(\(PostgresArray.texts(due.map(\.device)))::text[], \(PostgresArray.doubles(since))::float8[])
+                WITH ORDINALITY AS u(device, since, i)
+            CROSS JOIN LATERAL (
+                SELECT * FROM positions q WHERE q.device = u.device AND q.time >= to_timestamp(u.since)
+                ORDER BY q.time, q.key
+            ) p
             """, logger: logger)
         {
-            let (seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span) =
+            let (i, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span) =
                 try row.decode(
                     (
-                        Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
+                        Int64, Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
                         Double?, Bool, String?, String, String?
                     ).self)
+            let device = due[Int(i) - 1].device
             var r = TrailRecord(
                 device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
                 region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
@@ -136,39 +169,49 @@ extension PostgresTrackStore: EventStore {
             r.valid = valid
             r.attributes = TrailRecord.attributes(fromJSON: attributes)
             if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
-            records.append(KeyedRecord(key: key, record: r))
+            records[Int(i) - 1].append(KeyedRecord(key: key, record: r))
         }
         let set = try await geofenceSet(c)
-        let result = StoredEvents.evaluate(
-            state: saved, records: records, stops: stops, device: device, geofences: set,
-            rules: storedEvents.rules(for: device))
-        let queued = now
-        var stored: [DeviceEvent] = []
-        for e in result.events {
-            var seq: Int64?
-            let body = String(decoding: e.json, as: UTF8.self)
-            for try await s in try await c.query(
-                """
-                INSERT INTO events (id, device, kind, time, body) VALUES (\(e.id), \(device), \(e.kind.rawValue),
-                    \(e.time), \(body)) ON CONFLICT (id) DO NOTHING RETURNING seq
-                """, logger: logger
-            ).decode(Int64.self) { seq = s }
-            guard let seq else { continue }
-            try await c.query(
-                """
-                INSERT INTO deliveries (hook, event, device, seq, queued, due)
-                SELECT name, \(e.id), \(device), \(seq), \(queued), \(queued) FROM hooks
-                WHERE (kinds IS NULL OR \(e.kind.rawValue) = ANY (kinds))
-                  AND (devices IS NULL OR \(device) = ANY (devices))
-                ON CONFLICT DO NOTHING
-                """, logger: logger)
-            stored.append(e)
+        var found: [DeviceEvent] = []
+        var states: [[UInt8]] = []
+        for (i, d) in due.enumerated() {
+            let result = StoredEvents.evaluate(
+                state: d.saved, records: records[i], stops: d.stops, device: d.device, geofences: set,
+                rules: storedEvents.rules(for: d.device))
+            found += result.events
+            states.append(result.state)
         }
-        let encoded = ByteBuffer(bytes: result.state)
-        try await c.query(
-            "UPDATE stop_detectors SET events_state = \(encoded), events_dirty = false WHERE device = \(device)",
-            logger: logger)
-        return stored
+        guard !found.isEmpty else { return ([], states) }
+        // One statement: the events not stored yet, numbered in their order (each device's in its
+        // own), and one delivery entry per hook that wants each of those.
+        let queued = now
+        var inserted: Set<String> = []
+        for try await id in try await c.query(
+            """
+            WITH e AS (
+                INSERT INTO events (id, device, kind, time, body)
+                SELECT id, device, kind, time, body
+                FROM unnest(\(PostgresArray.texts(found.map(\.id)))::text[],
+                            \(PostgresArray.texts(found.map(\.device)))::text[],
+                            \(PostgresArray.texts(found.map(\.kind.rawValue)))::text[],
+                            \(PostgresArray.doubles(found.map(\.time)))::float8[],
+                            \(PostgresArray.texts(found.map { String(decoding: $0.json, as: UTF8.self) }))::text[])
+                    WITH ORDINALITY AS u(id, device, kind, time, body, n)
+                ORDER BY n
+                ON CONFLICT (id) DO NOTHING RETURNING id, device, kind, seq
+            ), q AS (
+                INSERT INTO deliveries (hook, event, device, seq, queued, due)
+                SELECT h.name, e.id, e.device, e.seq, \(queued), \(queued) FROM e JOIN hooks h
+                    ON (h.kinds IS NULL OR e.kind = ANY (h.kinds)) AND (h.devices IS NULL OR e.device = ANY (h.devices))
+                ON CONFLICT DO NOTHING
+            )
+            SELECT id FROM e
+            """, logger: logger
+        ).decode(String.self) { inserted.insert(id) }
+        // Each stored once, in the order found (an id found twice is stored by its first).
+        var stored: [DeviceEvent] = []
+        for e in found where inserted.remove(e.id) != nil { stored.append(e) }
+        return (stored, states)
     }
 
     // MARK: Geofences

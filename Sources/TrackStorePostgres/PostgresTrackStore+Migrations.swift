@@ -62,6 +62,7 @@ extension PostgresTrackStore {
         ("v14-events-presence", presenceMigration),
         ("v15-device-overspeed", overspeedMigration),
         ("v16-notify-after-commit", notifyAfterCommitMigration),
+        ("v17-stop-marks", stopMarksMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -60,35 +60,43 @@ extension PostgresTrackStore {
         }
     }
 
-    /// Moves the `pending` mark (``StoredStops/pendingMark``) from the point the detector held when it
-    /// started (`was`, unless the next point marked it a jump) to the one it holds now (`now`), each
-    /// named by its time and position, noting the rows in `changes`.
+    /// Moves the `pending` mark (``StoredStops/pendingMark``) of each device of `moves` from the
+    /// point the detector held when it started (`was`, unless the next point marked it a jump) to the
+    /// one it holds now (`now`), each named by its time and position: two statements for all. A
+    /// detector that holds the point it held (and did not run again from a checkpoint, `rewound`)
+    /// leaves the mark as it is. Each row whose mark changed is noted in its device's `changes`.
     static func markPending(
-        _ c: PostgresConnection, device: String, was: VisitDetector.Sample?, now: VisitDetector.Sample?,
-        changes: inout OutlierMarks.Changes, logger: Logger
+        _ c: PostgresConnection,
+        _ moves: [(device: String, was: VisitDetector.Sample?, now: VisitDetector.Sample?, rewound: Bool)],
+        changes: inout [String: OutlierMarks.Changes], logger: Logger
     ) async throws {
         let mark = StoredStops.pendingMark
-        for (sample, set) in [(was, false), (now, true)] {
-            guard let sample, set || was != now else { continue }
+        let cleared = moves.compactMap { m in m.was.flatMap { $0 != m.now ? (m.device, $0) : nil } }
+        let marked = moves.compactMap { m in m.now.flatMap { $0 != m.was || m.rewound ? (m.device, $0) : nil } }
+        for (samples, set, condition) in [
+            (cleared, false, "outlier = '\(mark)'"), (marked, true, "outlier IS NULL"),
+        ] where !samples.isEmpty {
             var binds = PostgresBindings()
-            binds.append(mark)
-            binds.append(device)
-            binds.append(sample.time)
-            binds.append(sample.coordinate.latitude)
-            binds.append(sample.coordinate.longitude)
-            let sql = """
-                UPDATE positions SET outlier = \(set ? "$1" : "NULL") WHERE device = $2 AND time = to_timestamp($3)
-                    AND kind = 'location' AND valid AND ST_Y(position::geometry) = $4
-                    AND ST_X(position::geometry) = $5 AND \(set ? "outlier IS NULL" : "outlier = $1")
-                RETURNING \(markedRow)
-                """
-            for try await (t, lat, lon) in try await c.query(
-                PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
-            ).decode((Double, Double, Double).self) {
+            binds.append(PostgresArray.texts(samples.map(\.0)))
+            binds.append(PostgresArray.doubles(samples.map(\.1.time)))
+            binds.append(PostgresArray.doubles(samples.map(\.1.coordinate.latitude)))
+            binds.append(PostgresArray.doubles(samples.map(\.1.coordinate.longitude)))
+            let rows = try await c.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE positions p SET outlier = \(set ? "'\(mark)'" : "NULL")
+                        FROM unnest($1::text[], $2::float8[], $3::float8[], $4::float8[]) AS u(device, t, lat, lon)
+                        WHERE p.device = u.device AND p.time = to_timestamp(u.t) AND p.kind = 'location' AND p.valid
+                          AND ST_Y(p.position::geometry) = u.lat AND ST_X(p.position::geometry) = u.lon
+                          AND p.\(condition)
+                        RETURNING p.device, extract(epoch FROM p.time)::float8, ST_Y(p.position::geometry),
+                                  ST_X(p.position::geometry)
+                        """, binds: binds), logger: logger)
+            for try await (device, t, lat, lon) in rows.decode((String, Double, Double, Double).self) {
                 if set {
-                    changes.marked(time: t, latitude: lat, longitude: lon, as: mark)
+                    changes[device, default: .init()].marked(time: t, latitude: lat, longitude: lon, as: mark)
                 } else {
-                    changes.cleared(time: t, latitude: lat, longitude: lon, was: mark)
+                    changes[device, default: .init()].cleared(time: t, latitude: lat, longitude: lon, was: mark)
                 }
             }
         }

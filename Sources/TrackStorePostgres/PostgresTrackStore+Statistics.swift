@@ -61,6 +61,29 @@ extension PostgresTrackStore: StatisticsStore {
         ).decode((Double, Double).self) {
             spans.append((Statistics.bucket(lo), Statistics.bucket(hi) + 1))
         }
+        try await rebuildBuckets(c, device: device, spans: spans, logger: logger)
+    }
+
+    /// ``rebuildStatistics(_:device:logger:)`` for several devices (their rows held): their marks
+    /// taken in one statement, then the buckets of each device that had some.
+    static func rebuildStatistics(_ c: PostgresConnection, devices: [String], logger: Logger) async throws {
+        guard !devices.isEmpty else { return }
+        var spans: [String: [(Int64, Int64)]] = [:]
+        for try await (device, lo, hi) in try await c.query(
+            "DELETE FROM stat_dirty WHERE device = ANY (\(PostgresArray.texts(devices))::text[]) RETURNING device, lo, hi",
+            logger: logger
+        ).decode((String, Double, Double).self) {
+            spans[device, default: []].append((Statistics.bucket(lo), Statistics.bucket(hi) + 1))
+        }
+        for (device, marked) in spans.sorted(by: { $0.key < $1.key }) {
+            try await rebuildBuckets(c, device: device, spans: marked, logger: logger)
+        }
+    }
+
+    /// Rebuilds `device`'s buckets over the marked `spans` (bucket ranges, their ends excluded).
+    static func rebuildBuckets(_ c: PostgresConnection, device: String, spans: [(Int64, Int64)], logger: Logger)
+        async throws
+    {
         for range in Statistics.merged(spans) {
             let lo = Double(range.lowerBound) * Statistics.bucketSeconds
             let hi = Double(range.upperBound) * Statistics.bucketSeconds
@@ -110,11 +133,7 @@ extension PostgresTrackStore: StatisticsStore {
 
     public func statisticsSource(device: String, from: Double, to: Double) async throws -> Statistics.Source {
         guard !device.utf8.contains(0) else { return Statistics.Source() }
-        var detector: Double?? = .none
-        for try await d in try await client.query(
-            "SELECT dirty_from FROM stop_detectors WHERE device = \(device)", logger: logger
-        ).decode(Double?.self) { detector = .some(d) }
-        if detector == .none || detector! != nil {
+        if try await stopsMarked(device: device) {
             _ = try await retryingConflicts { try await self.advanceStoredStops(device: device, computingAll: true) }
         }
         var marked = false

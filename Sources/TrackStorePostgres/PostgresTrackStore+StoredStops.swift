@@ -9,11 +9,12 @@ import TrackStore
 
 /// Stops and trips kept at ingest (``StoredStops``) on PostgreSQL, where several `serve` instances
 /// share the points: the statement that stores points marks each device dirty from its earliest new
-/// location (a trigger, in the statement's own transaction, whichever instance ran it), and the
-/// instance that stored them runs the device's detector from there right after, in a transaction
-/// that holds the device's `stop_detectors` row (`FOR UPDATE`): the instances take a device's
-/// batches one after the other, and one that stopped before running it leaves the mark for the next
-/// batch or query to run. A query runs it first when the device is marked.
+/// location (a trigger appends a row to `stop_marks`, in the statement's own transaction, whichever
+/// instance ran it), and the instance that stored them runs the device's detector from there right
+/// after, in a transaction that holds the device's `stop_detectors` row (`FOR UPDATE`) and takes
+/// its marks: the instances take a device's batches one after the other, and one that stopped
+/// before running it leaves the marks for the next batch or query to run. A query runs it first
+/// when the device is marked.
 extension PostgresTrackStore: StopStore {
     static let storedStopsMigration = [
         """
@@ -55,6 +56,34 @@ extension PostgresTrackStore: StopStore {
         """
         CREATE TRIGGER positions_stops AFTER INSERT ON positions REFERENCING NEW TABLE AS added
             FOR EACH STATEMENT EXECUTE FUNCTION keeptrack_stops_after_insert()
+        """,
+    ]
+
+    /// Batches mark their devices without waiting for a catch-up: the trigger appends one row per
+    /// device to `stop_marks` (no key: no conflict, no row lock to wait for), where it upserted the
+    /// device's `stop_detectors` row, which a catch-up transaction holds `FOR UPDATE` (a batch of the
+    /// device waited for the whole catch-up: `transactionid ShareLock` in pg_locks). A mark is the
+    /// device's events, and its stops from its earliest location (`NULL`: no location), made at
+    /// `marked` (the sweep leaves young marks to the batch's own instance). The
+    /// catch-up takes the marks of the rows it holds (``advanceStoredStopsAndEvents(devices:computingAll:)``);
+    /// the marks kept on the rows (`dirty_from`, `events_dirty`: "never computed", and those left
+    /// before this migration) still count.
+    static let stopMarksMigration = [
+        """
+        CREATE TABLE stop_marks (
+            device text COLLATE "C" NOT NULL, dirty_from float8, marked timestamptz NOT NULL DEFAULT now()
+        )
+        """,
+        "CREATE INDEX stop_marks_device ON stop_marks (device)",
+        """
+        CREATE OR REPLACE FUNCTION keeptrack_stops_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO stop_marks (device, dirty_from)
+            SELECT device, min(extract(epoch FROM time)::float8) FILTER (WHERE kind = 'location' AND valid)
+            FROM added GROUP BY device;
+            RETURN NULL;
+        END
+        $$
         """,
     ]
 
@@ -105,165 +134,389 @@ extension PostgresTrackStore: StopStore {
         }
     }
 
-    /// Runs the detectors of the devices of a batch just stored and publishes what they found.
+    /// Runs the detectors of the devices of batches just stored and publishes what they found:
+    /// ``devicesPerTransaction`` devices at a time, each group in one transaction
+    /// (``advanceStoredStopsAndEvents(devices:computingAll:)``).
     func advanceStoredStops(devices: Set<String>) async throws {
-        // One device after the other within a run (a lane; ``StoredStopsCatchUp`` runs its lanes at once).
-        var found: [StopEvent] = []
-        for device in devices.sorted() {
-            found += try await retryingConflicts {
-                try await self.advanceStoredStops(device: device, computingAll: false)
+        let sorted = devices.sorted()
+        for start in stride(from: 0, to: sorted.count, by: Self.devicesPerTransaction) {
+            let group = Array(sorted[start..<min(start + Self.devicesPerTransaction, sorted.count)])
+            let (found, events, marks) = try await retryingConflicts {
+                try await self.advanceStoredStopsAndEvents(devices: group, computingAll: false)
             }
+            // After the commit: only what is stored is told.
+            eventFeed.publish(events)
+            stopEvents.publish(found)
+            if !marks.isEmpty { outlierMarks.publish(marks) }
         }
-        stopEvents.publish(found)
     }
 
-    /// Runs `device`'s detector over the points after its dirty mark (see the SQLite store's, the same
-    /// steps), holding its `stop_detectors` row.
+    /// Runs `device`'s detector over the points after its marks (see the SQLite store's, the same
+    /// steps), holding its `stop_detectors` row; `computingAll` for a query, which runs it when
+    /// the device was never computed too. Returns the stops and trips found (none when
+    /// `computingAll`).
     func advanceStoredStops(device: String, computingAll: Bool) async throws -> [StopEvent] {
-        let (found, events, marks) = try await advanceStoredStopsAndEvents(device: device, computingAll: computingAll)
+        let (found, events, marks) = try await advanceStoredStopsAndEvents(
+            devices: [device], computingAll: computingAll)
         // After the commit: only what is stored is told.
         eventFeed.publish(events)
-        if let marks { outlierMarks.publish([marks]) }
+        if !marks.isEmpty { outlierMarks.publish(marks) }
         return found
     }
 
-    /// ``advanceStoredStops(device:computingAll:)``'s transaction: the stops and trips found (none
-    /// when `computingAll`), the events stored (``storeEvents(_:device:saved:stops:)``) and the outlier
-    /// marks changed (none for a device never computed: its whole history).
-    func advanceStoredStopsAndEvents(device: String, computingAll: Bool) async throws
-        -> ([StopEvent], [DeviceEvent], OutlierMarks?)
+    /// Devices caught up in one transaction at most: a run of the catch-up takes the devices noted
+    /// in groups of this many, one transaction each (about fifteen round trips and one commit for
+    /// the group instead of about ten round trips and a commit per device).
+    static let devicesPerTransaction = 100
+
+    /// A device's `stop_detectors` row as the catch-up locked it, its marks (`stop_marks`) folded in.
+    struct LockedDetector {
+        var device: String
+        var state: String?
+        var checkpointed: Double?
+        var dirty: Double?
+        var eventsDirty: Bool
+        var saved: [UInt8]?
+    }
+
+    /// A device's detector run in the catch-up's transaction.
+    struct DetectorRun {
+        var row: Int
+        var advance: StoredStops.Advance
+        var dirty: Double
+        /// Run again from a checkpoint (a late point): its stops, trips and marks after it deleted.
+        var rewound: Bool
+        /// The outlier marks this run changed (``OutlierMarks``), told after the commit.
+        var changes = OutlierMarks.Changes()
+    }
+
+    /// The catch-up's transaction for `devices` (see ``StoredStopsCatchUp``): the stops and trips
+    /// found (none when `computingAll`) and the events stored.
+    ///
+    /// Set-based: the devices' rows are locked by one statement in device order, their marks taken
+    /// by another, their points read by one query, and what the detectors found written by one
+    /// statement per table; the events likewise (``storeEvents(_:_:)``). Only a device whose
+    /// detector runs again from a checkpoint (a late point) or whose statistics changed costs
+    /// statements of its own.
+    ///
+    /// Locks, and why no two transactions wait on each other in a cycle: a batch's statement takes
+    /// no `stop_detectors` row (its trigger appends marks to `stop_marks`, which has no key: nothing
+    /// to wait for), so batches never wait on a catch-up. The rows a device has are made first, in
+    /// a statement committed on its own (`ON CONFLICT DO NOTHING`, in device order). A catch-up
+    /// transaction then takes its `stop_detectors` rows first, all in one statement, in device
+    /// order (`ORDER BY device FOR UPDATE`): two catch-ups (two instances, or a query's) that share
+    /// devices wait for each other in that order only, as each holds only rows before the one it
+    /// waits for. Every other row it writes belongs to a device whose row it holds (its marks,
+    /// points' marks, stops, trips, checkpoints, buckets, events and their delivery entries, which
+    /// are new keys): whoever else writes those holds the device's row first, or writes other keys.
+    func advanceStoredStopsAndEvents(devices: [String], computingAll: Bool) async throws
+        -> ([StopEvent], [DeviceEvent], [OutlierMarks])
     {
-        let configuration = stopsConfiguration
-        return try await client.withConnection { connection in
-            try await connection.withTransaction(logger: self.logger) { c in
-                // Not waited for on disk: what this transaction writes is derived from records whose own
-                // (synchronous) transactions left the device marked, and it clears the mark. Lost in a
-                // crash of PostgreSQL, it is lost whole, the mark stays, and it is run again with the
-                // same results (events keep their ids); any later synchronous commit (a delivery
-                // settled) makes it durable first. Its commit then does not wait for a WAL flush while
-                // it holds the device's row, which the device's next batch waits on.
-                if computingAll {
-                    try await c.query(
-                        """
-                        INSERT INTO stop_detectors (device, dirty_from) VALUES (\(device), \(StoredStops.neverComputed))
-                        ON CONFLICT (device) DO NOTHING
-                        """, logger: self.logger)
-                }
-                // The row, and asynchronous commit for this transaction, in one round trip.
-                var row: (String?, Double?, Double?, Bool, ByteBuffer?)?
-                for try await r in try await c.query(
-                    """
-                    SELECT state, checkpointed, dirty_from, events_dirty, events_state,
-                           set_config('synchronous_commit', 'off', true)
-                    FROM stop_detectors WHERE device = \(device) FOR UPDATE
-                    """,
-                    logger: self.logger
-                ).decode((String?, Double?, Double?, Bool, ByteBuffer?, String).self) {
-                    row = (r.0, r.1, r.2, r.3, r.4)
-                }
-                let saved = row?.4.map { Array($0.readableBytesView) }
-                guard let row else { return ([], [], nil) }
-                // The events of a device marked (any record) with no stops to run (no new location, or
-                // never computed): its events alone.
-                guard let dirty = row.2, dirty > StoredStops.neverComputed || computingAll else {
-                    guard row.3 else { return ([], [], nil) }
-                    let events = try await self.storeEvents(c, device: device, saved: saved, stops: [])
-                    if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
-                    return ([], events, nil)
-                }
-                var advance: StoredStops.Advance
-                var after: Double
-                var changes = OutlierMarks.Changes()
-                let state = try row.0.map(StoredStops.decode)
-                if let state, let last = state.lastGiven, dirty > last {
-                    advance = StoredStops.Advance(
-                        from: state, checkpointed: row.1 ?? -.infinity, configuration: configuration)
-                    after = last
-                } else {
-                    var cp: (Double, String)?
-                    for try await r in try await c.query(
-                        """
-                        SELECT time, state FROM stop_checkpoints WHERE device = \(device) AND time < \(dirty)
-                        ORDER BY time DESC LIMIT 1
-                        """, logger: self.logger
-                    ).decode((Double, String).self) { cp = r }
-                    if let cp {
-                        after = cp.0
-                        advance = StoredStops.Advance(
-                            from: try StoredStops.decode(cp.1), checkpointed: after, configuration: configuration)
-                    } else {
-                        after = -Double.greatestFiniteMagnitude
-                        advance = StoredStops.Advance(
-                            from: nil, checkpointed: -.infinity, configuration: configuration)
-                    }
-                    try await c.query(
-                        "DELETE FROM stop_checkpoints WHERE device = \(device) AND time > \(after)", logger: self.logger
-                    )
-                    try await c.query(
-                        "DELETE FROM stops WHERE device = \(device) AND decided > \(after)", logger: self.logger)
-                    try await c.query(
-                        "DELETE FROM trips WHERE device = \(device) AND decided > \(after)", logger: self.logger)
-                    try await Self.clearOutliers(
-                        c, device: device, after: after, changes: &changes, logger: self.logger)
-                }
-                let rows = try await c.query(Self.points(device: device, after: after, limit: nil), logger: self.logger)
-                for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self)
-                {
-                    advance.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
-                }
-                try await Self.markOutliers(c, device: device, advance.outliers, changes: &changes, logger: self.logger)
-                try await Self.markPending(
-                    c, device: device, was: advance.startPending, now: advance.pending, changes: &changes,
-                    logger: self.logger)
-                for (decided, v) in advance.stops {
-                    try await c.query(
-                        """
-                        INSERT INTO stops (device, decided, arrival, departure, lat, lon, radius, fixes)
-                        VALUES (\(device), \(decided), \(v.arrival), \(v.departure ?? v.arrival),
-                                \(v.coordinate.latitude), \(v.coordinate.longitude), \(v.horizontalAccuracy),
-                                \(Int64(v.fixCount)))
-                        ON CONFLICT (device, decided) DO NOTHING
-                        """, logger: self.logger)
-                }
-                for (decided, t) in advance.trips {
-                    try await c.query(
-                        """
-                        INSERT INTO trips (device, decided, trip_start, trip_end, start_lat, start_lon, end_lat,
-                                           end_lon, distance, max_speed)
-                        VALUES (\(device), \(decided), \(t.start), \(t.end), \(t.startCoordinate.latitude),
-                                \(t.startCoordinate.longitude), \(t.endCoordinate.latitude),
-                                \(t.endCoordinate.longitude), \(t.distance), \(t.maximumSpeed))
-                        ON CONFLICT (device, decided) DO NOTHING
-                        """, logger: self.logger)
-                }
-                for (time, state) in advance.checkpoints {
-                    let text = try StoredStops.encode(state)
-                    try await c.query(
-                        """
-                        INSERT INTO stop_checkpoints (device, time, state) VALUES (\(device), \(time), \(text))
-                        ON CONFLICT (device, time) DO UPDATE SET state = excluded.state
-                        """, logger: self.logger)
-                }
-                let text = try StoredStops.encode(advance.detector)
-                try await c.query(
-                    """
-                    UPDATE stop_detectors SET state = \(text), checkpointed = \(advance.checkpointed), dirty_from = NULL
-                    WHERE device = \(device)
-                    """, logger: self.logger)
-                try await Self.rebuildStatistics(c, device: device, logger: self.logger)
-                let found = dirty <= StoredStops.neverComputed ? [] : advance.events(device: device, since: dirty)
-                var events: [DeviceEvent] = []
-                if row.3 || !found.isEmpty {
-                    events = try await self.storeEvents(c, device: device, saved: saved, stops: found)
-                    // Every instance's delivery worker woken at the commit (one notification for all).
-                    if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
-                }
-                let marks =
-                    dirty <= StoredStops.neverComputed
-                    ? nil : changes.marks(device: device, time: advance.detector.lastGiven ?? dirty)
-                return (computingAll ? [] : found, events, marks)
+        guard !devices.isEmpty else { return ([], [], []) }
+        // The rows, made where missing (a device's first batch; a device whose points predate the
+        // table, and has no marks, is "never computed"), committed on their own, in device order.
+        try await client.query(
+            """
+            INSERT INTO stop_detectors (device, dirty_from)
+            SELECT d, CASE WHEN EXISTS (SELECT 1 FROM stop_marks m WHERE m.device = d) THEN NULL
+                           ELSE \(StoredStops.neverComputed) END
+            FROM unnest(\(PostgresArray.texts(devices))::text[]) AS u(d) ORDER BY d COLLATE "C"
+            ON CONFLICT (device) DO NOTHING
+            """, logger: logger)
+        return try await client.withConnection { c in
+            // One snapshot for the whole transaction: the marks it takes and the points it reads are
+            // those of the same batches. (Each statement with a snapshot of its own, a batch committed
+            // between the marks' statement and the points' would have its points run and its marks
+            // left, and the next run would take them and run the device again from a checkpoint,
+            // telling its stops again.) A row another catch-up changed after the snapshot is a
+            // serialization failure when locked, which ``retryingConflicts(_:)`` runs again with a
+            // snapshot taken after it. Errors are thrown as PostgreSQL's, for it to know them.
+            try await c.query("BEGIN ISOLATION LEVEL REPEATABLE READ", logger: self.logger)
+            do {
+                let result = try await self.advanceStoredStopsAndEvents(c, devices: devices, computingAll: computingAll)
+                try await c.query("COMMIT", logger: self.logger)
+                return result
+            } catch {
+                _ = try? await c.query("ROLLBACK", logger: self.logger)
+                throw error
             }
         }
+    }
+
+    /// ``advanceStoredStopsAndEvents(devices:computingAll:)``'s transaction, on `c`.
+    func advanceStoredStopsAndEvents(_ c: PostgresConnection, devices: [String], computingAll: Bool) async throws
+        -> ([StopEvent], [DeviceEvent], [OutlierMarks])
+    {
+        let configuration = stopsConfiguration
+        // Not waited for on disk: what this transaction writes is derived from records whose own
+        // (synchronous) transactions left the devices marked, and it takes the marks. Lost in a
+        // crash of PostgreSQL, it is lost whole, the marks stay, and it is run again with the
+        // same results (events keep their ids); any later synchronous commit (a delivery
+        // settled) makes it durable first.
+        // The rows, and asynchronous commit for this transaction, in one round trip.
+        var locked: [LockedDetector] = []
+        for try await r in try await c.query(
+            """
+            SELECT device, state, checkpointed, dirty_from, events_dirty, events_state,
+                   set_config('synchronous_commit', 'off', true)
+            FROM stop_detectors WHERE device = ANY (\(PostgresArray.texts(devices))::text[])
+            ORDER BY device FOR UPDATE
+            """,
+            logger: self.logger
+        ).decode((String, String?, Double?, Double?, Bool, ByteBuffer?, String).self) {
+            locked.append(
+                LockedDetector(
+                    device: r.0, state: r.1, checkpointed: r.2, dirty: r.3, eventsDirty: r.4,
+                    saved: r.5.map { Array($0.readableBytesView) }))
+        }
+        guard !locked.isEmpty else { return ([], [], []) }
+        var row: [String: Int] = [:]
+        for (i, d) in locked.enumerated() { row[d.device] = i }
+        let names = PostgresArray.texts(locked.map(\.device))
+        // The marks batches committed so far: taken (a batch that commits after this leaves its
+        // own, for the next run). Every mark is the device's events; those with locations are its
+        // stops from their earliest.
+        for try await (device, from) in try await c.query(
+            "DELETE FROM stop_marks WHERE device = ANY (\(names)::text[]) RETURNING device, dirty_from",
+            logger: self.logger
+        ).decode((String, Double?).self) {
+            guard let i = row[device] else { continue }
+            locked[i].eventsDirty = true
+            if let from { locked[i].dirty = min(locked[i].dirty ?? from, from) }
+        }
+        // The detectors: from the state saved where the new points all come after it, else from
+        // the checkpoint before the earliest (its stops, trips and marks after it deleted).
+        var runs: [DetectorRun] = []
+        var after: [Double] = []
+        for (i, d) in locked.enumerated() {
+            guard let dirty = d.dirty, dirty > StoredStops.neverComputed || computingAll else { continue }
+            let state = try d.state.map(StoredStops.decode)
+            if let state, let last = state.lastGiven, dirty > last {
+                runs.append(
+                    DetectorRun(
+                        row: i,
+                        advance: StoredStops.Advance(
+                            from: state, checkpointed: d.checkpointed ?? -.infinity,
+                            configuration: configuration),
+                        dirty: dirty, rewound: false))
+                after.append(last)
+            } else {
+                var changes = OutlierMarks.Changes()
+                let (advance, from) = try await self.rewind(
+                    c, device: d.device, before: dirty, configuration: configuration, changes: &changes)
+                runs.append(DetectorRun(row: i, advance: advance, dirty: dirty, rewound: true, changes: changes))
+                after.append(from)
+            }
+        }
+        if !runs.isEmpty {
+            let rows = try await c.query(
+                Self.points(devices: runs.map { locked[$0.row].device }, after: after), logger: self.logger)
+            for try await (n, t, lat, lon, acc, speed) in rows.decode(
+                (Int64, Double, Double, Double, Double?, Double?).self)
+            {
+                runs[Int(n) - 1].advance.add(
+                    time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
+            }
+        }
+        for i in runs.indices {
+            try await Self.markOutliers(
+                c, device: locked[runs[i].row].device, runs[i].advance.outliers, changes: &runs[i].changes,
+                logger: self.logger)
+        }
+        var changes: [String: OutlierMarks.Changes] = [:]
+        for run in runs { changes[locked[run.row].device] = run.changes }
+        try await Self.markPending(
+            c,
+            runs.map {
+                (locked[$0.row].device, $0.advance.startPending, $0.advance.pending, $0.rewound)
+            }, changes: &changes, logger: self.logger)
+        try await Self.storeFound(c, runs.map { (locked[$0.row].device, $0.advance) }, logger: self.logger)
+        try await Self.rebuildStatistics(c, devices: runs.map { locked[$0.row].device }, logger: self.logger)
+        // The events of every device marked, and of those whose detector decided a stop or trip.
+        var found: [StopEvent] = []
+        var stops: [Int: [StopEvent]] = [:]
+        for run in runs where run.dirty > StoredStops.neverComputed {
+            let events = run.advance.events(device: locked[run.row].device, since: run.dirty)
+            stops[run.row] = events
+            found += events
+        }
+        let due = locked.indices.filter { locked[$0].eventsDirty || !(stops[$0] ?? []).isEmpty }
+        let (events, states) = try await self.storeEvents(
+            c, due.map { EventsDue(device: locked[$0].device, saved: locked[$0].saved, stops: stops[$0] ?? []) }
+        )
+        // Every instance's delivery worker woken at the commit (one notification for all).
+        if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
+        try await Self.saveDetectors(
+            c, locked: locked, runs: runs, evented: Array(zip(due, states)), logger: self.logger)
+        // The outlier marks changed, but for a device never computed (its whole history at once).
+        let marks = runs.compactMap { run -> OutlierMarks? in
+            guard run.dirty > StoredStops.neverComputed, let noted = changes[locked[run.row].device] else { return nil }
+            return noted.marks(device: locked[run.row].device, time: run.advance.detector.lastGiven ?? run.dirty)
+        }
+        return (computingAll ? [] : found, events, marks)
+    }
+
+    /// Starts `device`'s detector again from its checkpoint before `before` (none: from its first
+    /// point), deleting the checkpoints, stops, trips and marks after it (the marks cleared noted in
+    /// `changes`); returns the detector and the time its points come after.
+    func rewind(
+        _ c: PostgresConnection, device: String, before: Double, configuration: VisitDetector.Configuration,
+        changes: inout OutlierMarks.Changes
+    ) async throws -> (StoredStops.Advance, Double) {
+        var cp: (Double, String)?
+        for try await r in try await c.query(
+            """
+            SELECT time, state FROM stop_checkpoints WHERE device = \(device) AND time < \(before)
+            ORDER BY time DESC LIMIT 1
+            """, logger: logger
+        ).decode((Double, String).self) { cp = r }
+        let after: Double
+        let advance: StoredStops.Advance
+        if let cp {
+            after = cp.0
+            advance = StoredStops.Advance(
+                from: try StoredStops.decode(cp.1), checkpointed: after, configuration: configuration)
+        } else {
+            after = -Double.greatestFiniteMagnitude
+            advance = StoredStops.Advance(from: nil, checkpointed: -.infinity, configuration: configuration)
+        }
+        try await c.query("DELETE FROM stop_checkpoints WHERE device = \(device) AND time > \(after)", logger: logger)
+        try await c.query("DELETE FROM stops WHERE device = \(device) AND decided > \(after)", logger: logger)
+        try await c.query("DELETE FROM trips WHERE device = \(device) AND decided > \(after)", logger: logger)
+        try await Self.clearOutliers(c, device: device, after: after, changes: &changes, logger: logger)
+        return (advance, after)
+    }
+
+    /// The valid locations of each of `devices` after its time in `after`, by time, each row with
+    /// the device's place in `devices` (from 1): device after device, in the order of the lateral
+    /// subquery's index scan (as ``points(device:after:through:from:limit:)`` reads them).
+    static func points(devices: [String], after: [Double]) -> PostgresQuery {
+        var binds = PostgresBindings()
+        binds.append(PostgresArray.texts(devices))
+        binds.append(PostgresArray.doubles(after))
+        // Bounds below -1e11 s are none (see points(device:...)).
+        return PostgresQuery(
+            unsafeSQL: """
+                SELECT u.i, p.t, p.lat, p.lon, p.h_acc, p.speed
+                FROM unnest($1::text[], $2::float8[]) WITH ORDINALITY AS u(device, after, i)
+                CROSS JOIN LATERAL (
+                    SELECT extract(epoch FROM time)::float8 AS t, ST_Y(position::geometry) AS lat,
+                           ST_X(position::geometry) AS lon, h_acc, speed
+                    FROM positions q WHERE q.device = u.device AND kind = 'location' AND valid
+                      AND time > CASE WHEN u.after > -1e11 THEN to_timestamp(u.after) ELSE '-infinity' END
+                    ORDER BY time
+                ) p
+                """, binds: binds)
+    }
+
+    /// Stores the stops, trips and checkpoints the detectors of `runs` found, one statement per table.
+    static func storeFound(_ c: PostgresConnection, _ runs: [(String, StoredStops.Advance)], logger: Logger)
+        async throws
+    {
+        let stops = runs.flatMap { d, a in a.stops.map { (d, $0.decided, $0.visit) } }
+        if !stops.isEmpty {
+            try await c.query(
+                """
+                INSERT INTO stops (device, decided, arrival, departure, lat, lon, radius, fixes)
+                SELECT * FROM unnest(\(PostgresArray.texts(stops.map(\.0)))::text[],
+                    \(PostgresArray.doubles(stops.map(\.1)))::float8[],
+                    \(PostgresArray.doubles(stops.map(\.2.arrival)))::float8[],
+                    \(PostgresArray.doubles(stops.map { $0.2.departure ?? $0.2.arrival }))::float8[],
+                    \(PostgresArray.doubles(stops.map(\.2.coordinate.latitude)))::float8[],
+                    \(PostgresArray.doubles(stops.map(\.2.coordinate.longitude)))::float8[],
+                    \(PostgresArray.doubles(stops.map(\.2.horizontalAccuracy)))::float8[],
+                    \(PostgresArray.integers(stops.map { Int64($0.2.fixCount) }))::int8[])
+                ON CONFLICT (device, decided) DO NOTHING
+                """, logger: logger)
+        }
+        let trips = runs.flatMap { d, a in a.trips.map { (d, $0.decided, $0.trip) } }
+        if !trips.isEmpty {
+            try await c.query(
+                """
+                INSERT INTO trips (device, decided, trip_start, trip_end, start_lat, start_lon, end_lat, end_lon,
+                                   distance, max_speed)
+                SELECT * FROM unnest(\(PostgresArray.texts(trips.map(\.0)))::text[],
+                    \(PostgresArray.doubles(trips.map(\.1)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.start)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.end)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.startCoordinate.latitude)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.startCoordinate.longitude)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.endCoordinate.latitude)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.endCoordinate.longitude)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.distance)))::float8[],
+                    \(PostgresArray.doubles(trips.map(\.2.maximumSpeed)))::float8[])
+                ON CONFLICT (device, decided) DO NOTHING
+                """, logger: logger)
+        }
+        // A checkpoint written twice for one time keeps the last (one statement may not update a row twice).
+        var checkpoints: [(String, Double, String)] = []
+        var seen: [String: [Double: Int]] = [:]
+        for (d, a) in runs {
+            for (time, state) in a.checkpoints {
+                let text = try StoredStops.encode(state)
+                if let i = seen[d]?[time] {
+                    checkpoints[i].2 = text
+                } else {
+                    seen[d, default: [:]][time] = checkpoints.count
+                    checkpoints.append((d, time, text))
+                }
+            }
+        }
+        if !checkpoints.isEmpty {
+            try await c.query(
+                """
+                INSERT INTO stop_checkpoints (device, time, state)
+                SELECT * FROM unnest(\(PostgresArray.texts(checkpoints.map(\.0)))::text[],
+                    \(PostgresArray.doubles(checkpoints.map(\.1)))::float8[],
+                    \(PostgresArray.texts(checkpoints.map(\.2)))::text[])
+                ON CONFLICT (device, time) DO UPDATE SET state = excluded.state
+                """, logger: logger)
+        }
+    }
+
+    /// Saves the detectors that ran (their state, the stop mark cleared) and the events' states of
+    /// the devices evaluated (the events mark cleared), in one statement.
+    static func saveDetectors(
+        _ c: PostgresConnection, locked: [LockedDetector], runs: [DetectorRun], evented: [(Int, [UInt8])],
+        logger: Logger
+    ) async throws {
+        var ran: [Int: StoredStops.Advance] = [:]
+        for run in runs { ran[run.row] = run.advance }
+        var events: [Int: [UInt8]] = [:]
+        for (i, state) in evented { events[i] = state }
+        let rows = locked.indices.filter { ran[$0] != nil || events[$0] != nil }
+        guard !rows.isEmpty else { return }
+        let states = try rows.map { i in try ran[i].map { try StoredStops.encode($0.detector) } }
+        try await c.query(
+            """
+            UPDATE stop_detectors s SET
+                state = CASE WHEN u.ran THEN u.state ELSE s.state END,
+                checkpointed = CASE WHEN u.ran THEN u.checkpointed ELSE s.checkpointed END,
+                dirty_from = CASE WHEN u.ran THEN NULL ELSE s.dirty_from END,
+                events_state = CASE WHEN u.evented THEN u.events_state ELSE s.events_state END,
+                events_dirty = CASE WHEN u.evented THEN false ELSE s.events_dirty END
+            FROM unnest(\(PostgresArray.texts(rows.map { locked[$0].device }))::text[],
+                        \(PostgresArray.bools(rows.map { ran[$0] != nil }))::bool[],
+                        \(PostgresArray.texts(states))::text[],
+                        \(PostgresArray.doubles(rows.map { ran[$0]?.checkpointed }))::float8[],
+                        \(PostgresArray.bools(rows.map { events[$0] != nil }))::bool[],
+                        \(PostgresArray.byteas(rows.map { events[$0] }))::bytea[])
+                AS u(device, ran, state, checkpointed, evented, events_state)
+            WHERE s.device = u.device
+            """, logger: logger)
+    }
+
+    /// Whether a query must run `device`'s catch-up before it reads: never computed (no row: points
+    /// stored before the table), or marked (by a batch whose catch-up has not run yet, or left so).
+    func stopsMarked(device: String) async throws -> Bool {
+        var marked = true
+        for try await (row, dirty, marks) in try await client.query(
+            """
+            SELECT s.device IS NOT NULL, s.dirty_from, EXISTS (SELECT 1 FROM stop_marks WHERE device = \(device))
+            FROM (SELECT 1) one LEFT JOIN stop_detectors s ON s.device = \(device)
+            """, logger: logger
+        ).decode((Bool, Double?, Bool).self) { marked = !row || dirty != nil || marks }
+        return marked
     }
 
     /// Retention deleted `device`'s points before `first` (`nil`: all of them), in `c`'s transaction,
@@ -275,7 +528,7 @@ extension PostgresTrackStore: StopStore {
             "SELECT extract(epoch FROM min(time))::float8 FROM positions WHERE device = \(device)", logger: logger
         ).decode(Double?.self) { first = t }
         guard let first else {
-            for table in ["stop_detectors", "stop_checkpoints", "stops", "trips"] {
+            for table in ["stop_detectors", "stop_marks", "stop_checkpoints", "stops", "trips"] {
                 var binds = PostgresBindings()
                 binds.append(device)
                 try await c.query(
@@ -295,13 +548,9 @@ extension PostgresTrackStore: StopStore {
 
     public func storedStops(device: String, from: Double, to: Double) async throws -> StopsReport {
         guard !device.utf8.contains(0) else { return StopsReport() }
-        var marked: Double?? = .none
-        for try await d in try await client.query(
-            "SELECT dirty_from FROM stop_detectors WHERE device = \(device)", logger: logger
-        ).decode(Double?.self) { marked = .some(d) }
         // Never computed (no row: points stored before the table, or filled behind the store's
         // back), or marked by a batch whose instance has not run it yet.
-        if marked == .none || marked! != nil {
+        if try await stopsMarked(device: device) {
             _ = try await retryingConflicts { try await self.advanceStoredStops(device: device, computingAll: true) }
         }
         return try await client.withConnection { c in
@@ -456,15 +705,15 @@ extension PostgresTrackStore: StopStore {
 /// Nothing is lost in between: the statement that stored the points marked the device dirty in its
 /// own transaction, and a query runs what is still marked before it reads (as after a crash).
 ///
-/// Lanes, not one run: a run takes each device's transaction in turn (about ten round trips each),
-/// so with one lane a device noted at the start of a run waited for the whole run of every other
-/// device before its own (100 devices a second: a second and more; an event's latency to its
-/// webhook is mostly that wait, docs/performance.md). A device in one lane only, its instance never
-/// waits on its own row.
+/// A run takes its devices ``PostgresTrackStore/devicesPerTransaction`` at a time, one transaction
+/// each, set-based (``PostgresTrackStore/advanceStoredStopsAndEvents(devices:computingAll:)``): a
+/// device noted while a run is under way waits for that run and its own, not for a transaction per
+/// device noted before it (an event's latency to its webhook was mostly that wait,
+/// docs/performance.md). A device in one lane only, its instance never waits on its own row.
 actor StoredStopsCatchUp {
-    /// Runs at once (each a device's transaction at a time). One: three lanes were measured to make
-    /// two instances slower (their commits more than doubled, docs/performance.md) without a clear
-    /// gain in latency; the lanes stay for the next measurement.
+    /// Runs at once. One: three lanes (a transaction per device then) were measured to make two
+    /// instances slower (their commits more than doubled, docs/performance.md) without a clear
+    /// gain in latency.
     static let lanes = 1
 
     private var pending: [Set<String>]

@@ -49,7 +49,7 @@ public final class PostgresTrackStore: TrackStore {
     /// and the sweeps for devices left marked.
     let clock: any EpochClock
     /// Runs, every ``sweepInterval``, the catch-up of the devices a batch marked and nobody caught up
-    /// (an instance killed between a batch's commit and its catch-up; ``sweepMarked()``).
+    /// (an instance killed between a batch's commit and its catch-up; ``sweepMarked(olderThan:)``).
     let sweeper = Mutex<Task<Void, Never>?>(nil)
     static let sweepInterval: Duration = .seconds(10)
     /// The highest storage number when the store opened: the live stream publishes what was stored
@@ -132,8 +132,10 @@ public final class PostgresTrackStore: TrackStore {
         runner = Task { await client.run() }
         await stopsCatchUp.attach { [weak self] devices in await self?.catchUpStoredStops(devices: devices) }
         let task = Task { [weak self, clock] in
+            var age: Duration?
             while !Task.isCancelled {
-                await self?.sweepMarked()
+                await self?.sweepMarked(olderThan: age)
+                age = Self.sweepInterval
                 do { try await clock.sleep(for: Self.sweepInterval) } catch { return }
             }
         }
@@ -141,13 +143,20 @@ public final class PostgresTrackStore: TrackStore {
     }
 
     /// Notes for the catch-up every device still marked (its events or its stops not run): at the
-    /// start, and every ``sweepInterval``. A device an instance is catching up now is run again
-    /// after it, finding nothing to do.
-    func sweepMarked() async {
+    /// start all of them, and every ``sweepInterval`` those whose marks in `stop_marks` are older
+    /// than `age` (the database's clock): under load, a mark younger than that is the batch's own
+    /// instance's to run, and another instance that took it would wait for that instance's
+    /// transaction of up to ``devicesPerTransaction`` devices. A device an instance is catching up
+    /// now is run again after it, finding nothing to do.
+    func sweepMarked(olderThan age: Duration?) async {
         var devices: Set<String> = []
+        let seconds = age.map { Double($0.components.seconds) } ?? 0
         do {
             for try await d in try await client.query(
-                "SELECT device FROM stop_detectors WHERE events_dirty OR dirty_from > \(StoredStops.neverComputed / 10)",
+                """
+                SELECT device FROM stop_detectors WHERE events_dirty OR dirty_from > \(StoredStops.neverComputed / 10)
+                UNION SELECT device FROM stop_marks WHERE marked <= now() - make_interval(secs => \(seconds))
+                """,
                 logger: logger
             ).decode(String.self) { devices.insert(d) }
         } catch {
