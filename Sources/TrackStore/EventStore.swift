@@ -213,32 +213,4 @@ public enum DeliverySettlement: Hashable, Sendable {
 
 /// Where a store tells the events its ingest stored, batch by batch after each commit (this
 /// process's only). Handlers run on the committing thread: they return quickly and never wait.
-public final class DeviceEventFeed: Sendable {
-    public struct Subscription: Hashable, Sendable {
-        let id: Int
-    }
-
-    let state = Mutex((next: 0, handlers: [Int: @Sendable ([DeviceEvent]) -> Void]()))
-
-    public init() {}
-
-    public var hasSubscribers: Bool { state.withLock { !$0.handlers.isEmpty } }
-
-    public func subscribe(_ handler: @escaping @Sendable ([DeviceEvent]) -> Void) -> Subscription {
-        state.withLock { s in
-            s.next += 1
-            s.handlers[s.next] = handler
-            return Subscription(id: s.next)
-        }
-    }
-
-    public func unsubscribe(_ subscription: Subscription) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: subscription.id) }
-    }
-
-    public func publish(_ events: [DeviceEvent]) {
-        guard !events.isEmpty else { return }
-        let handlers = state.withLock { Array($0.handlers.values) }
-        for handler in handlers { handler(events) }
-    }
-}
+public typealias DeviceEventFeed = Feed<DeviceEvent>

@@ -100,33 +100,4 @@ public struct OutlierMarks: Hashable, Sendable {
 /// store upgraded from before marks were kept) is not told.
 ///
 /// Handlers run on the thread that committed: they must return quickly and never wait.
-public final class OutlierMarkFeed: Sendable {
-    /// A subscription, to cancel with ``unsubscribe(_:)``.
-    public struct Subscription: Hashable, Sendable {
-        let id: Int
-    }
-
-    let state = Mutex((next: 0, handlers: [Int: @Sendable ([OutlierMarks]) -> Void]()))
-
-    public init() {}
-
-    /// Calls `handler` with the changes of every run from now on.
-    public func subscribe(_ handler: @escaping @Sendable ([OutlierMarks]) -> Void) -> Subscription {
-        state.withLock { s in
-            s.next += 1
-            s.handlers[s.next] = handler
-            return Subscription(id: s.next)
-        }
-    }
-
-    public func unsubscribe(_ subscription: Subscription) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: subscription.id) }
-    }
-
-    /// Hands `marks` to every subscriber.
-    public func publish(_ marks: [OutlierMarks]) {
-        guard !marks.isEmpty else { return }
-        let handlers = state.withLock { Array($0.handlers.values) }
-        for handler in handlers { handler(marks) }
-    }
-}
+public typealias OutlierMarkFeed = Feed<OutlierMarks>

@@ -220,33 +220,4 @@ public struct StopEvent: Hashable, Sendable {
 /// point that changes what was decided after its time tells the new stops and trips again.
 ///
 /// Handlers run on the thread that committed: they must return quickly and never wait.
-public final class StopEventFeed: Sendable {
-    /// A subscription, to cancel with ``unsubscribe(_:)``.
-    public struct Subscription: Hashable, Sendable {
-        let id: Int
-    }
-
-    let state = Mutex((next: 0, handlers: [Int: @Sendable ([StopEvent]) -> Void]()))
-
-    public init() {}
-
-    /// Calls `handler` with the events of every batch from now on.
-    public func subscribe(_ handler: @escaping @Sendable ([StopEvent]) -> Void) -> Subscription {
-        state.withLock { s in
-            s.next += 1
-            s.handlers[s.next] = handler
-            return Subscription(id: s.next)
-        }
-    }
-
-    public func unsubscribe(_ subscription: Subscription) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: subscription.id) }
-    }
-
-    /// Hands `events` to every subscriber.
-    public func publish(_ events: [StopEvent]) {
-        guard !events.isEmpty else { return }
-        let handlers = state.withLock { Array($0.handlers.values) }
-        for handler in handlers { handler(events) }
-    }
-}
+public typealias StopEventFeed = Feed<StopEvent>
