@@ -85,6 +85,23 @@ public final class RawSocket: @unchecked Sendable {
         }
     }
 
+    /// Whether the server ends the connection before the guard expires: an end of stream, or a reset
+    /// (a server that closes a connection whose bytes it has not read yet resets it); `false` when the
+    /// guard expired first. What arrived is dropped.
+    public func closedByServer() async -> Bool {
+        await blocking {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+                if n == 0 { return true }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno == ECONNRESET
+                }
+            }
+        }
+    }
+
     /// One response: the head and a `Content-Length` body (or what came before the connection
     /// closed).
     public func readResponse() async -> String {

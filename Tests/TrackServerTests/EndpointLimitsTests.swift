@@ -51,9 +51,11 @@ struct EndpointLimitsTests {
         let idle = try RawSocket(port: endpoint.port)
         let partial = try RawSocket(port: endpoint.port)
         partial.send("POST /v1/locations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-")
-        // Both are closed by the server (EOF), not left open until the client's guard expires.
+        // Both are closed by the server, not left open until the client's guard expires: the partial
+        // one may be reset rather than ended (its bytes not read yet when the timeout closed it, seen
+        // once in a full run on a loaded machine).
         #expect(await idle.readToEnd().eof)
-        #expect(await partial.readToEnd().eof)
+        #expect(await partial.closedByServer())
         idle.close()
         partial.close()
         await endpoint.stop()
