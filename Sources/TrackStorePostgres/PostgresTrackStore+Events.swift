@@ -144,9 +144,9 @@ extension PostgresTrackStore: EventStore {
         // Each device's records by time and key (the lateral subquery's order, device after device).
         for try await row in try await c.query(
             """
-            SELECT u.i, p.seq, p.kind, p.region, extract(epoch FROM p.time)::float8, ST_Y(p.position::geometry),
+            SELECT p.seq, p.kind, p.region, extract(epoch FROM p.time)::float8, ST_Y(p.position::geometry),
                    ST_X(p.position::geometry), p.alt, p.h_acc, p.v_acc, p.speed, p.course, p.valid,
-                   p.attributes::text, p.key, p.span
+                   p.attributes::text, p.key, p.device, p.span, u.i
             FROM unnest(\(PostgresArray.texts(due.map(\.device)))::text[], \(PostgresArray.doubles(since))::float8[])
                 WITH ORDINALITY AS u(device, since, i)
             CROSS JOIN LATERAL (
@@ -155,20 +155,9 @@ extension PostgresTrackStore: EventStore {
             ) p
             """, logger: logger)
         {
-            let (i, seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span) =
-                try row.decode(
-                    (
-                        Int64, Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
-                        Double?, Bool, String?, String, String?
-                    ).self)
-            let device = due[Int(i) - 1].device
-            var r = TrailRecord(
-                device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
-                region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
-                horizontalAccuracy: hAcc, verticalAccuracy: vAcc, speed: speed, course: course)
-            r.valid = valid
-            r.attributes = TrailRecord.attributes(fromJSON: attributes)
-            if r.kind.isVisitOrTrip { r.span = TrailRecord.span(fromJSON: span) }
+            // The trail's 16 columns (``record(_:)``), then the device's place in `due`.
+            let (r, key, _) = try Self.record(row)
+            let i = try row.makeRandomAccess()[16].decode(Int64.self)
             records[Int(i) - 1].append(KeyedRecord(key: key, record: r))
         }
         let set = try await geofenceSet(c)
