@@ -16,8 +16,10 @@ import Testing
 /// the zone; a broker restart and a kill -9 lose no printed location from Home Assistant's history.
 ///
 /// Serialized: one test restarts the broker the others' Home Assistant listens on. Every wait is on
-/// something Home Assistant shows (``eventually(_:within:every:_:)``), bounded.
-@Suite("keeptrack and a real Home Assistant", .serialized)
+/// something Home Assistant shows (``eventually(_:within:every:_:)``), bounded. Off the pool
+/// (``OffThePool``): the tests' awaits resume on threads of their own, so that a full run that starves
+/// Swift's cooperative pool cannot stretch the time between two steps (a broker's outage, say).
+@Suite("keeptrack and a real Home Assistant", .serialized, .offThePool)
 struct HomeAssistantTests {
     /// Home Assistant's zone around the walk's region `odeonsplatz` (fixtures/walk-15min.regions.geojson).
     static let odeonsplatz = HomeAssistant.Zone(
@@ -138,33 +140,69 @@ struct HomeAssistantTests {
 
     /// A broker restart after an outage and a kill -9 of the tracker mid-run: every location either run
     /// printed is in Home Assistant's history, and the tracker ends at the second run's last fix.
+    ///
+    /// Each step waits on what the tracker printed or what the broker carried, never on how fast
+    /// anything runs: the first run's output is read on a thread of its own to its end, the broker
+    /// stopped, started and the tracker killed on one thread (the cooperative pool, starved in a full
+    /// run on CI, sets none of the intervals), and the walk loops (its times shifted forward), so the
+    /// run is still there to be killed however long Home Assistant takes to come back.
+    ///
+    /// What is not ours: the tracker holds positions after a reconnection until Home Assistant's birth
+    /// message, for at most ``HomeAssistantGate/birthWait`` (30 s, bounded: a birth sent before the
+    /// tracker subscribed never comes again). A position published after that while Home Assistant is
+    /// still away is lost (it connects with a clean session, the broker keeps only the last retained
+    /// message). An outage of 8 s brings Home Assistant back on its client's backoff (1, 2, 4, 8 s) in
+    /// about 7 s; if it ever took longer than the wait, the failure says so (the messages seen on the
+    /// new broker, in order).
     @Test func aBrokerRestartAndAKill9LoseNoPrintedLocation() async throws {
         let ha = try await homeAssistant()
         let since = Date()
         let dir = try TemporaryDirectory("keeptrack-ha-crash")
         defer { dir.remove() }
         let entity = "device_tracker.crash_walk"
+        let (availability, attributes) = ("keeptrack/crash_walk/availability", "keeptrack/crash_walk/attributes")
         let common = [
             "--upload", "mqtt://127.0.0.1:\(ha.broker.port)", "--format", "homeassistant", "--device-id", "crash-walk",
             "--data-dir", dir.path, "--batch-wait", "0.2", "--max-backoff", "1", "--quiet",
         ]
-        // Paced (40 times real time: 22 s for the walk), so that the broker restarts and the kill come mid-run.
+        // Paced (40 times real time) and looped: it runs until it is killed.
         let first = try Tool(
             executable: URL(fileURLWithPath: "/bin/sh"),
             [
                 "-c", "exec \"$0\" \"$@\" 2>\"$KT_ERRORS\"", keeptrackPath, "replay", "fixtures/walk-15min.nmea",
-                "--speed", "40",
+                "--speed", "40", "--loop",
             ] + common, environment: ["KT_ERRORS": dir.path + "/first.err"])
         first.guardAgainstHang(seconds: 300)
-        let beforeOutage = try await offThePool { try first.locations(100) }
-        // The broker down while the tracker prints 320 locations (8 s): Home Assistant's client backs off
-        // (1, 2, 4, 8 s), so the tracker is back before it, and must wait for its birth message.
-        try await offThePool { ha.broker.stop() }
-        let duringOutage = try await offThePool { try first.locations(320) }
-        try await offThePool { try ha.broker.start() }
-        let afterOutage = try await offThePool { try first.locations(200) }
-        kill(first.process.processIdentifier, SIGKILL)
-        let firstRun = beforeOutage + duringOutage + afterOutage
+        let printed = PrintedLocations(reading: first)
+        let onTheNewBroker = try await offThePool { () throws -> [String] in
+            try printed.wait(for: 100)
+            // The broker down while the tracker prints 320 locations (8 s): Home Assistant's client backs
+            // off (1, 2, 4, 8 s), so the tracker is usually back before it, and waits for its birth message.
+            ha.broker.stop()
+            try printed.wait(for: 420)
+            try ha.broker.start()
+            // What the new broker carries (no persistence: a retained message is one sent since): Home
+            // Assistant's birth, the tracker's announcement (`online`, retained), then its positions.
+            let subscriber = try Subscriber(port: ha.broker.port)
+            defer { subscriber.stop() }
+            var seen: [String] = []
+            while let m = subscriber.next() {
+                switch (m.topic, m.payload) {
+                case ("homeassistant/status", "online"): seen.append("Home Assistant's birth")
+                case (availability, "online"): seen.append("the tracker's online")
+                case (attributes, _) where seen.contains("the tracker's online"):
+                    seen.append("a position")
+                    // Killed while connected (its will is published) and sending what waited.
+                    kill(first.process.processIdentifier, SIGKILL)
+                    return seen
+                default: break
+                }
+            }
+            throw TimedOut(what: "the tracker's positions on the restarted broker (seen: \(seen))")
+        }
+        // Every location it printed (committed to the outbox before it was printed), to its end.
+        let firstRun = try await offThePool { printed.all() }
+        #expect(firstRun.count > 420)
         // Home Assistant back on the broker (the second run, a new process, cannot know it was away),
         // and showing the tracker unavailable: the broker published its last will.
         try await ha.listening()
@@ -180,16 +218,18 @@ struct HomeAssistantTests {
         _ = try await eventually("\(entity) at the second run's last fix", within: 60) {
             try await ha.state(entity).flatMap { last.isAt($0) ? $0 : nil }
         }
-        _ = try await recorded(firstRun + secondRun, of: entity, in: ha, since: since)
+        _ = try await recorded(
+            firstRun + secondRun, of: entity, in: ha, since: since,
+            context: "on the restarted broker: \(onTheNewBroker.joined(separator: ", "))")
     }
 
     // MARK: Helpers
 
     /// The recorder's history of `entity` once it holds every location of `printed` (by its time, at
     /// its position within 1e-6 degrees); fails naming the first missing ones after 60 s.
-    func recorded(_ printed: [PrintedLocation], of entity: String, in ha: HomeAssistant, since: Date) async throws
-        -> [HomeAssistant.State]
-    {
+    func recorded(
+        _ printed: [PrintedLocation], of entity: String, in ha: HomeAssistant, since: Date, context: String = ""
+    ) async throws -> [HomeAssistant.State] {
         let missing = Mutex<[PrintedLocation]>([])
         do {
             return try await eventually("every printed location in \(entity)'s history", within: 60, every: 0.5) {
@@ -204,7 +244,8 @@ struct HomeAssistantTests {
             let absent = missing.withLock { $0 }
             let text =
                 "\(absent.count) of \(printed.count) printed locations are not in Home Assistant's history, the first: "
-                + "\(absent.prefix(3).map(\.time)); \(error)\n\(ha.log(lines: 20))"
+                + "\(absent.prefix(3).map(\.time)); \(error)" + (context.isEmpty ? "" : "; \(context)")
+                + "\n\(ha.log(lines: 20))"
             Issue.record("\(text)")
             throw error
         }
@@ -272,15 +313,49 @@ struct PrintedLocation: Sendable {
     }
 }
 
-extension Tool {
-    /// Reads standard output until `n` more locations were printed (blocking).
-    func locations(_ n: Int) throws -> [PrintedLocation] {
-        var out: [PrintedLocation] = []
-        while out.count < n {
-            guard let line = readLine() else { throw TimedOut(what: "\(n) printed locations (the run ended)") }
-            if let p = PrintedLocation(line: line) { out.append(p) }
+/// The locations a running `keeptrack` prints, read from its output on a thread of its own until it
+/// ends, so that it never blocks on a full pipe while the test waits on something else.
+final class PrintedLocations: @unchecked Sendable {
+    /// Guards `locations` and `ended`, and signals each change.
+    private let condition = NSCondition()
+    private var locations: [PrintedLocation] = []
+    private var ended = false
+
+    init(reading tool: Tool) {
+        let thread = Thread { [self] in
+            while let line = tool.readLine() {
+                guard let p = PrintedLocation(line: line) else { continue }
+                condition.withLock {
+                    locations.append(p)
+                    condition.broadcast()
+                }
+            }
+            condition.withLock {
+                ended = true
+                condition.broadcast()
+            }
         }
-        return out
+        thread.name = "test.printed-locations"
+        thread.start()
+    }
+
+    /// Blocks until `n` locations were printed.
+    /// - Throws: ``TimedOut`` when the run ended first (its hang guard ends a run that hangs).
+    func wait(for n: Int) throws {
+        try condition.withLock {
+            while locations.count < n {
+                if ended { throw TimedOut(what: "\(n) printed locations (the run ended after \(locations.count))") }
+                condition.wait()
+            }
+        }
+    }
+
+    /// Blocks until the run ended; every location it printed.
+    func all() -> [PrintedLocation] {
+        condition.withLock {
+            while !ended { condition.wait() }
+            return locations
+        }
     }
 }
 
