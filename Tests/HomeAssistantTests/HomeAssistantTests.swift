@@ -147,13 +147,15 @@ struct HomeAssistantTests {
     /// run on CI, sets none of the intervals), and the walk loops (its times shifted forward), so the
     /// run is still there to be killed however long Home Assistant takes to come back.
     ///
-    /// What is not ours: the tracker holds positions after a reconnection until Home Assistant's birth
-    /// message, for at most ``HomeAssistantGate/birthWait`` (30 s, bounded: a birth sent before the
-    /// tracker subscribed never comes again). A position published after that while Home Assistant is
-    /// still away is lost (it connects with a clean session, the broker keeps only the last retained
-    /// message). An outage of 8 s brings Home Assistant back on its client's backoff (1, 2, 4, 8 s) in
-    /// about 7 s; if it ever took longer than the wait, the failure says so (the messages seen on the
-    /// new broker, in order).
+    /// What is not ours, twice. Home Assistant drops the last locations the old broker delivered when
+    /// its event loop handles them after its MQTT thread saw the connection go (tolerated, see below).
+    /// And the tracker holds positions after a reconnection until Home Assistant's birth message for
+    /// at most ``HomeAssistantGate/birthWait`` (30 s, bounded: a birth sent before the tracker
+    /// subscribed never comes again): one published after that while Home Assistant is still away is
+    /// lost (it connects with a clean session, the broker keeps only the last retained message). An
+    /// outage of 8 s brings Home Assistant back on its client's backoff (1, 2, 4, 8 s) in about 7 s; if
+    /// it ever took longer than the wait, the failure says so (the messages seen on the new broker, in
+    /// order).
     @Test func aBrokerRestartAndAKill9LoseNoPrintedLocation() async throws {
         let ha = try await homeAssistant()
         let since = Date()
@@ -174,11 +176,13 @@ struct HomeAssistantTests {
             ] + common, environment: ["KT_ERRORS": dir.path + "/first.err"])
         first.guardAgainstHang(seconds: 300)
         let printed = PrintedLocations(reading: first)
-        let onTheNewBroker = try await offThePool { () throws -> [String] in
+        let (sentToTheOldBroker, onTheNewBroker) = try await offThePool { () throws -> (Int, [String]) in
             try printed.wait(for: 100)
             // The broker down while the tracker prints 320 locations (8 s): Home Assistant's client backs
             // off (1, 2, 4, 8 s), so the tracker is usually back before it, and waits for its birth message.
             ha.broker.stop()
+            // What the old broker can have carried: locations printed until it was gone.
+            let sentToTheOldBroker = printed.count
             try printed.wait(for: 420)
             try ha.broker.start()
             // What the new broker carries (no persistence: a retained message is one sent since): Home
@@ -194,7 +198,7 @@ struct HomeAssistantTests {
                     seen.append("a position")
                     // Killed while connected (its will is published) and sending what waited.
                     kill(first.process.processIdentifier, SIGKILL)
-                    return seen
+                    return (sentToTheOldBroker, seen)
                 default: break
                 }
             }
@@ -218,17 +222,43 @@ struct HomeAssistantTests {
         _ = try await eventually("\(entity) at the second run's last fix", within: 60) {
             try await ha.state(entity).flatMap { last.isAt($0) ? $0 : nil }
         }
+        // Home Assistant's own loss, not ours: its client marks itself disconnected on its MQTT thread
+        // at once, while messages read just before wait for its event loop; an entity handling one then
+        // is unavailable and writes no attributes (2024.3's mqtt/client.py and Entity). So the last
+        // locations the old broker delivered can be missing from its history (5, once, on a loaded
+        // machine): tolerated as one block printed before the broker stopped, with Home Assistant's mark
+        // (the location before it, then `unavailable`). Every other location (on the new broker, after
+        // the kill, of the second run) must be there.
+        let oldBroker = Dictionary(
+            firstRun.prefix(sentToTheOldBroker).enumerated().map { ($1.time, $0) }, uniquingKeysWith: { a, _ in a })
         _ = try await recorded(
             firstRun + secondRun, of: entity, in: ha, since: since,
-            context: "on the restarted broker: \(onTheNewBroker.joined(separator: ", "))")
+            context: "on the restarted broker: \(onTheNewBroker.joined(separator: ", "))",
+            tolerating: { absent, history in
+                // One block of consecutive locations, all printed before the old broker stopped.
+                let indices = absent.compactMap { oldBroker[$0.time] }.sorted()
+                guard indices.count == absent.count, let low = indices.first, let high = indices.last, low > 0,
+                    high - low + 1 == indices.count
+                else { return false }
+                // In the history, the location before the block, then Home Assistant unavailable.
+                guard let i = history.firstIndex(where: { $0.string("time") == firstRun[low - 1].time }) else {
+                    return false
+                }
+                return history[(i + 1)...].first { $0.string("time") != nil || $0.state == "unavailable" }?.state
+                    == "unavailable"
+            })
     }
 
     // MARK: Helpers
 
     /// The recorder's history of `entity` once it holds every location of `printed` (by its time, at
-    /// its position within 1e-6 degrees); fails naming the first missing ones after 60 s.
+    /// its position within 1e-6 degrees), or once the missing ones are some that `tolerating` accepts;
+    /// fails naming the first missing ones after 60 s.
     func recorded(
-        _ printed: [PrintedLocation], of entity: String, in ha: HomeAssistant, since: Date, context: String = ""
+        _ printed: [PrintedLocation], of entity: String, in ha: HomeAssistant, since: Date, context: String = "",
+        tolerating: @escaping @Sendable (_ absent: [PrintedLocation], _ history: [HomeAssistant.State]) -> Bool = {
+            _, _ in false
+        }
     ) async throws -> [HomeAssistant.State] {
         let missing = Mutex<[PrintedLocation]>([])
         do {
@@ -238,7 +268,7 @@ struct HomeAssistantTests {
                 for s in history { if let t = s.string("time") { byTime[t] = s } }
                 let absent = printed.filter { p in byTime[p.time].map { !p.isAt($0) } ?? true }
                 missing.withLock { $0 = absent }
-                return absent.isEmpty ? history : nil
+                return absent.isEmpty || tolerating(absent, history) ? history : nil
             }
         } catch {
             let absent = missing.withLock { $0 }
@@ -349,6 +379,9 @@ final class PrintedLocations: @unchecked Sendable {
             }
         }
     }
+
+    /// How many were printed so far.
+    var count: Int { condition.withLock { locations.count } }
 
     /// Blocks until the run ended; every location it printed.
     func all() -> [PrintedLocation] {
