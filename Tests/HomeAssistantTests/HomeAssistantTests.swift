@@ -262,7 +262,8 @@ struct HomeAssistantTests {
     ) async throws -> [HomeAssistant.State] {
         let missing = Mutex<[PrintedLocation]>([])
         do {
-            return try await eventually("every printed location in \(entity)'s history", within: 60, every: 0.5) {
+            let history = try await eventually("every printed location in \(entity)'s history", within: 60, every: 0.5)
+            {
                 let history = try await ha.history(entity, since: since)
                 var byTime: [String: HomeAssistant.State] = [:]
                 for s in history { if let t = s.string("time") { byTime[t] = s } }
@@ -270,6 +271,15 @@ struct HomeAssistantTests {
                 missing.withLock { $0 = absent }
                 return absent.isEmpty || tolerating(absent, history) ? history : nil
             }
+            // Tolerated, and said (a warning does not fail the test).
+            let tolerated = missing.withLock { $0 }
+            if !tolerated.isEmpty {
+                let text =
+                    "tolerated: \(tolerated.count) of \(printed.count) printed locations are not in Home Assistant's "
+                    + "history: \(tolerated.map(\.time))" + (context.isEmpty ? "" : "; \(context)")
+                Issue.record("\(text)", severity: .warning)
+            }
+            return history
         } catch {
             let absent = missing.withLock { $0 }
             let text =
