@@ -42,18 +42,31 @@ final class OfflineWatch: Sendable {
     /// One stored batch (in storage order): `online` events for the devices back, then the records.
     func stored(_ records: [TrailRecord]) {
         guard !records.isEmpty else { return }
+        var devices: [String] = []
+        var seen = Set<String>()
+        for r in records where seen.insert(r.device).inserted { devices.append(r.device) }
+        arrived(devices, records: records)
+    }
+
+    /// The devices of one stored batch whose records no client needed (each once, in storage order):
+    /// `online` events for the devices back.
+    func stored(devices: [String]) {
+        guard !devices.isEmpty else { return }
+        arrived(devices, records: [])
+    }
+
+    private func arrived(_ devices: [String], records: [TrailRecord]) {
         let now = clock.now
         let woke = detector.withLock { d -> Bool in
             var events: [StreamEvent] = []
             var woke = false
-            var devices = Set<String>()
-            for r in records where devices.insert(r.device).inserted {
+            for device in devices {
                 // A device not online had no deadline: the waiting run() learns of its new one.
-                if case .online = d.devices[r.device] {} else { woke = true }
-                if let event = d.received(device: r.device, at: now) { events.append(event) }
+                if case .online = d.devices[device] {} else { woke = true }
+                if let event = d.received(device: device, at: now) { events.append(event) }
             }
             announce(events)
-            hub.publish(records)
+            if !records.isEmpty { hub.publish(records) }
             return woke
         }
         if woke { wake.fire() }
