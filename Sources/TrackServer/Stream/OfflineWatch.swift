@@ -13,7 +13,7 @@ import TrackStore
 /// The stream's events are this instance's view. The stored ones (`/v1/events`, the hooks) are the
 /// store's (``EventStore/reconcilePresence(now:offlineAfter:)``, from the receipt times it keeps):
 /// ``run()`` reconciles at start (a silence that crossed the delay while no instance ran is declared
-/// then), at each deadline and whenever a device not known online here sends; the store keeps each
+/// then), at each deadline and whenever a device offline here sends; the store keeps each
 /// `offline` and `online` once by id, whichever instance, however often.
 final class OfflineWatch: Sendable {
     let hub: StreamHub
@@ -24,6 +24,10 @@ final class OfflineWatch: Sendable {
     let detector: Mutex<OfflineDetector>
     /// Fired when a device comes online while ``run()`` may wait for no deadline.
     let wake = Signal()
+    /// A device came back (it was offline here): ``run()`` reconciles the store's presence.
+    let backOnline = Atomic<Bool>(false)
+    /// Whether the devices the store knew are in (``seed(_:)``).
+    let seeded = Atomic<Bool>(false)
     /// Who else hears the `online` and `offline` events (the Home Assistant relay): called under the
     /// detector's lock, in the order the events happen; a handler returns quickly and never waits.
     let observers = Mutex<[@Sendable ([StreamEvent]) -> Void]>([])
@@ -61,8 +65,19 @@ final class OfflineWatch: Sendable {
             var events: [StreamEvent] = []
             var woke = false
             for device in devices {
-                // A device not online had no deadline: the waiting run() learns of its new one.
-                if case .online = d.devices[device] {} else { woke = true }
+                switch d.devices[device] {
+                case .online: break
+                case .offline:
+                    // Back: the store may have declared it offline (an `online` to store).
+                    woke = true
+                    backOnline.store(true, ordering: .relaxed)
+                case nil:
+                    // A device first seen had no deadline: the waiting run() learns of its new one.
+                    // Nothing to store for it (the store declared offline only a device the
+                    // detector was seeded with or saw), unless the seed is not in yet.
+                    woke = true
+                    if !seeded.load(ordering: .relaxed) { backOnline.store(true, ordering: .relaxed) }
+                }
                 if let event = d.received(device: device, at: now) { events.append(event) }
             }
             announce(events)
@@ -80,17 +95,23 @@ final class OfflineWatch: Sendable {
                 d.seed(device: device.device, lastSeen: EpochInstant(secondsSince1970: device.lastReceived), now: now)
             }
         }
+        seeded.store(true, ordering: .relaxed)
         wake.fire()
     }
 
     /// Declares devices offline at their deadlines until the task is cancelled; stores presence
-    /// at start and at each wake (a deadline, a device back).
+    /// at start, at each deadline and when a device comes back (not for each device first seen: a
+    /// thousand devices arriving made each instance reconcile, under the store's lock, hundreds of
+    /// times during a load; docs/performance.md).
     func run() async {
+        var due = true
         while !Task.isCancelled {
-            await reconcile()
-            await waitForDeadline(on: clock)
+            if due || backOnline.exchange(false, ordering: .relaxed) { await reconcile() }
+            let deadline = await waitForDeadline(on: clock)
+            let now = clock.now
+            due = deadline.map { $0 <= now } ?? false
             detector.withLock { d in
-                announce(d.expire(at: clock.now))
+                announce(d.expire(at: now))
             }
         }
     }
@@ -132,8 +153,10 @@ final class OfflineWatch: Sendable {
         for handler in observers.withLock({ $0 }) { handler(events) }
     }
 
-    private func waitForDeadline<C: EpochClock>(on clock: C) async {
+    /// Waits for the next deadline or a wake; returns the deadline waited for.
+    private func waitForDeadline<C: EpochClock>(on clock: C) async -> EpochInstant? {
         let deadline = detector.withLock { $0.nextDeadline }
         await wake.wait(until: deadline, on: clock)
+        return deadline
     }
 }
