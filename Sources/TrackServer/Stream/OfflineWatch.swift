@@ -13,7 +13,8 @@ import TrackStore
 /// The stream's events are this instance's view. The stored ones (`/v1/events`, the hooks) are the
 /// store's (``EventStore/reconcilePresence(now:offlineAfter:)``, from the receipt times it keeps):
 /// ``run()`` reconciles at start (a silence that crossed the delay while no instance ran is declared
-/// then), at each deadline and whenever a device offline here sends; the store keeps each
+/// then), at each deadline and whenever a device offline here sends (or one first seen here, once
+/// the delay has passed since the start); the store keeps each
 /// `offline` and `online` once by id, whichever instance, however often.
 final class OfflineWatch: Sendable {
     let hub: StreamHub
@@ -24,10 +25,11 @@ final class OfflineWatch: Sendable {
     let detector: Mutex<OfflineDetector>
     /// Fired when a device comes online while ``run()`` may wait for no deadline.
     let wake = Signal()
-    /// A device came back (it was offline here): ``run()`` reconciles the store's presence.
-    let backOnline = Atomic<Bool>(false)
-    /// Whether the devices the store knew are in (``seed(_:)``).
-    let seeded = Atomic<Bool>(false)
+    /// A device came back (it was offline here), or one first seen may be silent for the delay in the
+    /// store: ``run()`` reconciles the store's presence.
+    let reconcileDue = Atomic<Bool>(false)
+    /// When the devices the store knew came in (``seed(_:)``; `nil`: not yet).
+    let seededAt = Mutex<EpochInstant?>(nil)
     /// Who else hears the `online` and `offline` events (the Home Assistant relay): called under the
     /// detector's lock, in the order the events happen; a handler returns quickly and never waits.
     let observers = Mutex<[@Sendable ([StreamEvent]) -> Void]>([])
@@ -70,13 +72,16 @@ final class OfflineWatch: Sendable {
                 case .offline:
                     // Back: the store may have declared it offline (an `online` to store).
                     woke = true
-                    backOnline.store(true, ordering: .relaxed)
+                    reconcileDue.store(true, ordering: .relaxed)
                 case nil:
                     // A device first seen had no deadline: the waiting run() learns of its new one.
-                    // Nothing to store for it (the store declared offline only a device the
-                    // detector was seeded with or saw), unless the seed is not in yet.
+                    // It was first stored after the seed (else the seed had it): the store may have
+                    // it silent for the delay (this view of it late) only once the delay has passed
+                    // since the seed, or when the seed is not in.
                     woke = true
-                    if !seeded.load(ordering: .relaxed) { backOnline.store(true, ordering: .relaxed) }
+                    if seededAt.withLock({ $0.map { $0.advanced(by: d.after) <= now } ?? true }) {
+                        reconcileDue.store(true, ordering: .relaxed)
+                    }
                 }
                 if let event = d.received(device: device, at: now) { events.append(event) }
             }
@@ -95,18 +100,19 @@ final class OfflineWatch: Sendable {
                 d.seed(device: device.device, lastSeen: EpochInstant(secondsSince1970: device.lastReceived), now: now)
             }
         }
-        seeded.store(true, ordering: .relaxed)
+        seededAt.withLock { $0 = now }
         wake.fire()
     }
 
     /// Declares devices offline at their deadlines until the task is cancelled; stores presence
-    /// at start, at each deadline and when a device comes back (not for each device first seen: a
-    /// thousand devices arriving made each instance reconcile, under the store's lock, hundreds of
-    /// times during a load; docs/performance.md).
+    /// at start, at each deadline, when a device comes back, and when a device first seen may be
+    /// silent for the delay in the store (its records seen here late). Not for each device first
+    /// seen: a thousand devices arriving made each instance reconcile, under the store's lock,
+    /// hundreds of times during a load (docs/performance.md).
     func run() async {
         var due = true
         while !Task.isCancelled {
-            if due || backOnline.exchange(false, ordering: .relaxed) { await reconcile() }
+            if due || reconcileDue.exchange(false, ordering: .relaxed) { await reconcile() }
             let deadline = await waitForDeadline(on: clock)
             let now = clock.now
             due = deadline.map { $0 <= now } ?? false
