@@ -3,6 +3,7 @@ import Foundation
     import Glibc
 #endif
 import Geo
+import Synchronization
 import KeepTrackTesting
 import Testing
 import TrackServer
@@ -57,8 +58,20 @@ struct ClockedEndpoint {
     /// Returns once `metric` reads `value` (the server accepts connections on its own threads);
     /// the 30 s only ends a hang.
     func until(_ name: String, is value: Int) async throws {
-        try await withTimeout(30, "\(name) to reach \(value)") {
-            while await metric(name) != value { await Task.yield() }
+        let seen = Mutex<[Int]>([])
+        do {
+            try await withTimeout(30, "\(name) to reach \(value)") {
+                while true {
+                    let now = await metric(name)
+                    if now == value { return }
+                    seen.withLock { if $0.last != now { $0.append(now) } }
+                    await Task.yield()
+                }
+            }
+        } catch {
+            // What it read instead, in order (a count stuck, or one that went past).
+            Issue.record("\(name) read \(seen.withLock { $0 }), never \(value)")
+            throw error
         }
     }
 

@@ -46,12 +46,6 @@ final class RecorderLiveClient: Sendable {
         return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
     }
 
-    /// How the server closed it, within 30 s.
-    func closed() async throws -> WebSocketCloseFrame? {
-        let task = self.task
-        return try await withTimeout(30, "/ws/last to close") { try await task.value }
-    }
-
     func stop() { task.cancel() }
 }
 

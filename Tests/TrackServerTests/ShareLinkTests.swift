@@ -151,21 +151,15 @@ struct ShareLinkTests {
     /// A share's live stream shows its device only, and is closed when the share expires; a forged
     /// token's stream is refused.
     ///
-    /// The stream is read on a raw socket, frame by frame: with the WebSocket client library, about one
-    /// run in ten hung until its guard although the server had said its close and ended the connection
-    /// (the server's handler had returned; the client's `connect` had not).
+    /// The streams are read on raw sockets, frame by frame (see `Endpoint.openStream`).
     @Test func aSharesStreamShowsItsDeviceAndClosesAtItsExpiry() async throws {
         let clock = ManualClock(now: EpochInstant(secondsSince1970: Self.t0))
         let (endpoint, raw) = try await Self.start(.sqlite, clock: clock)
         do {
             let (_, made) = try await Self.share(raw, #"{"device":"van","expires":"1h"}"#)
             let token = try #require(made["token"] as? String)
-            let socket = try RawSocket(port: endpoint.port)
+            let socket = try endpoint.openStream("?share=\(token)")
             defer { socket.close() }
-            socket.send(
-                "GET /v1/stream?share=\(token) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-                    + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                    + "Sec-WebSocket-Version: 13\r\n\r\n")
             let opened = try await socket.frames { !$0.isEmpty }.frames
             let snapshot = try #require(opened.first).text
             #expect(snapshot.contains(#""id":"van""#) && !snapshot.contains(#""id":"car""#), "\(snapshot)")
@@ -175,10 +169,8 @@ struct ShareLinkTests {
             #expect(close.opcode == 0x8 && Array(close.payload.prefix(2)) == [0x03, 0xF0], "\(frames)")
             #expect(String(decoding: close.payload.dropFirst(2), as: UTF8.self).contains("gone"))
             #expect(eof, "the connection stays open")
-            let forged = StreamReader(
-                "ws://127.0.0.1:\(endpoint.port)/v1/stream?share=\(String(repeating: "A", count: 22))")
-            let refused = try await forged.closed()
-            #expect(refused?.closeCode == .policyViolation && refused?.reason?.contains("unauthorized") == true)
+            let (code, reason) = try await endpoint.streamRefusal("?share=\(String(repeating: "A", count: 22))")
+            #expect(code == 1008 && reason.contains("unauthorized"), "\(reason)")
         } catch {
             Issue.record(error)
         }

@@ -41,18 +41,6 @@ final class StreamReader: Sendable {
         }
     }
 
-    /// How the server closed the stream (after the messages were read), within 30 s.
-    func closed() async throws -> WebSocketCloseFrame? {
-        let task = self.task
-        return try await withTimeout(30, "the stream to close") {
-            try await withTaskCancellationHandler {
-                try await task.value
-            } onCancel: {
-                task.cancel()
-            }
-        }
-    }
-
     func stop() { task.cancel() }
 }
 
@@ -69,27 +57,6 @@ struct StreamTests {
     }
 
     func ws(_ endpoint: Endpoint, _ query: String) -> String { "ws://127.0.0.1:\(endpoint.port)/v1/stream\(query)" }
-
-    /// A stream refused at once, as the bytes on the wire say it: the upgrade (101), then a close
-    /// frame's code and reason, then the end of the connection.
-    func refusal(_ endpoint: Endpoint, _ query: String) async throws -> (code: Int, reason: String) {
-        let socket = try RawSocket(port: endpoint.port)
-        defer { socket.close() }
-        socket.send(
-            "GET /v1/stream\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-        let (bytes, eof) = await socket.readBytesToEnd()
-        #expect(eof, "the connection stays open")
-        let separator = Array("\r\n\r\n".utf8)
-        let end = try #require(
-            (0..<max(0, bytes.count - 3)).first { Array(bytes[$0..<$0 + 4]) == separator },
-            "no upgrade answer: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
-        #expect(String(decoding: bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 101")
-        let frame = Array(bytes[(end + 4)...])
-        // An unmasked close frame (0x88) whose payload (under 126 bytes) is the code and the reason.
-        try #require(frame.count >= 4 && frame[0] == 0x88 && Int(frame[1]) == frame.count - 2, "\(frame)")
-        return (Int(frame[2]) << 8 | Int(frame[3]), String(decoding: frame[4...], as: UTF8.self))
-    }
 
     /// Runs `body` with an HTTP client of `endpoint`, shut down however `body` ends.
     func with(_ endpoint: Endpoint, _ body: (Raw) async throws -> Void) async throws {
@@ -187,7 +154,7 @@ struct StreamTests {
             #expect((m["raw"] as? String)?.hasPrefix(#"{"type":"record","device":"van1""#) == true)
             reader.stop()
             for query in ["?token=\(van)&device=van2", "?token=guess", ""] {
-                let (close, reason) = try await refusal(endpoint, query)
+                let (close, reason) = try await endpoint.streamRefusal(query)
                 #expect(close == 1008, "\(query)")
                 #expect(!reason.isEmpty)
             }
@@ -207,17 +174,23 @@ struct StreamTests {
         }
         defer { Task { await endpoint.stop() } }
         try await with(endpoint) { raw in
-            let all = StreamReader(ws(endpoint, "?token=secret"))
-            _ = try await all.next()
+            // Read on a raw socket: its close is read as the bytes on the wire (see `Endpoint.openStream`).
+            let all = try endpoint.openStream("?token=secret")
+            defer { all.close() }
+            _ = try await all.frames { !$0.isEmpty }
             let other = StreamReader(ws(endpoint, "?token=secret&device=b"))
             _ = try await other.next()
-            let (capped, why) = try await refusal(endpoint, "?token=secret")
+            let (capped, why) = try await endpoint.streamRefusal("?token=secret")
             #expect(capped == 1013 && why.contains("maximum"))
             // One batch of 50 records is queued at once: more than 10 for the client that sees device a.
             #expect(try await raw.send(.POST, "/v1/locations", body: batch("a", seqs: 1...50)).status == 200)
-            let close = try await all.closed()
-            #expect(close?.closeCode == .policyViolation)
-            #expect(close?.reason?.contains("too slow") == true)
+            let (frames, eof) = try await all.frames(upgraded: true)
+            // One close, the last frame: nothing after it, not even a second close (RFC 6455, 5.5.1).
+            #expect(frames.filter { $0.opcode == 0x8 }.count == 1, "\(frames)")
+            let close = try #require(frames.last, "no frame before the end")
+            #expect(close.opcode == 0x8 && Array(close.payload.prefix(2)) == [0x03, 0xF0], "\(frames)")
+            #expect(String(decoding: close.payload.dropFirst(2), as: UTF8.self).contains("too slow"))
+            #expect(eof, "the connection stays open")
             #expect(try await raw.send(.POST, "/v1/locations", body: batch("b", seqs: 1...1)).status == 200)
             #expect((try await other.next()["raw"] as? String)?.contains(#""device":"b""#) == true)
             #expect(await endpoint.metric("keeptrack_serve_stream_overflow_closes_total") == 1)

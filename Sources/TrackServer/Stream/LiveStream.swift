@@ -9,6 +9,7 @@ import NIOCore
 import NIOHTTP1
 import NIOWebSocket
 import ServiceLifecycle
+import Synchronization
 import TrackStore
 
 /// The live stream, `GET /v1/stream` upgraded to a WebSocket (docs/live.md):
@@ -225,19 +226,30 @@ struct LiveStream: Sendable {
             }
             let messages = hub.metrics.messages
             try await withThrowingTaskGroup(of: Void.self) { group in
+                // What ended the reader, thrown by this handler whichever task the group returns first.
+                let refused = Mutex<(any Error)?>(nil)
                 group.addTask { [self] in
                     // What the client sends is not used (but /ws/last's LAST); its end (a close, a reset)
-                    // ends the stream. So does a message WSCore refuses (it throws: a continuation with no
-                    // message begun, a data frame inside one, over 16 KiB), which it answers with a close
-                    // once this handler returns: the writer, which no cancellation ends, must end too.
+                    // ends the stream. So does a message or frame WSCore refuses (it throws: a continuation
+                    // with no message begun, a data frame inside one, over 16 KiB, a reserved opcode),
+                    // which it answers with that close code once this handler throws it (returning, the
+                    // handler would be answered 1000): the writer, which no cancellation ends, must end too,
+                    // and may end first.
                     defer { client.close() }
-                    if recorder {
-                        for try await message in inbound.messages(maxSize: 1 << 14) {
-                            guard case .text(let text) = message, text == Self.recorderLastRequest else { continue }
-                            client.push(try await recorderLastFrames(scope))
+                    do {
+                        if recorder {
+                            for try await message in inbound.messages(maxSize: 1 << 14) {
+                                guard case .text(let text) = message, text == Self.recorderLastRequest else {
+                                    continue
+                                }
+                                client.push(try await recorderLastFrames(scope))
+                            }
+                        } else {
+                            for try await _ in inbound {}
                         }
-                    } else {
-                        for try await _ in inbound {}
+                    } catch {
+                        refused.withLock { $0 = error }
+                        throw error
                     }
                 }
                 if let id = scope.share, let device = scope.device {
@@ -264,6 +276,7 @@ struct LiveStream: Sendable {
                 }
                 try await group.next()
                 group.cancelAll()
+                if let error = refused.withLock({ $0 }), !(error is CancellationError) { throw error }
             }
         }
     }
@@ -299,13 +312,19 @@ struct LiveStream: Sendable {
     }
 
     /// Writes a close frame (`code`, `reason`) straight to the connection and closes it once written
-    /// (or after 2 s, when the client does not read).
+    /// (or after 2 s, when the client does not read). Nothing is sent after it (RFC 6455, 5.5.1): a
+    /// message the stream's writer had under way, or its own close, is dropped (``DiscardWrites``).
     static func closeNow(_ channel: any Channel, code: WebSocketErrorCode, reason: String) {
-        var data = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
-        channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+        channel.eventLoop.execute {
+            var data = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+            data.write(webSocketErrorCode: code)
+            data.writeString(reason)
+            let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+            channel.writeAndFlush(frame).whenComplete { _ in channel.close(promise: nil) }
+            // On the event loop, the frame has gone through the pipeline to the socket: what is written
+            // after it stops here.
+            try? channel.pipeline.syncOperations.addHandler(DiscardWrites(), position: .first)
+        }
         channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
     }
 
