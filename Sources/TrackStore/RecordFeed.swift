@@ -8,6 +8,12 @@ import Synchronization
 ///
 /// Handlers run on the thread that committed (a store's writer): they must return quickly and
 /// never wait.
+///
+/// A subscriber that needs the records only at times (the live stream, while a client is connected)
+/// says so (``subscribe(needsRecords:devices:records:)``): while no subscriber needs them, a store
+/// that reads its records back to publish them (PostgreSQL, from what every instance stored) may
+/// read and publish only the devices that sent (``publish(devices:)``), which costs it and the
+/// database a fraction of the records' reading.
 public final class RecordFeed: Sendable {
     /// A subscription, to cancel with ``unsubscribe(_:)``.
     public struct Subscription: Hashable, Sendable {
@@ -23,9 +29,17 @@ public final class RecordFeed: Sendable {
         case caughtUp(records: Int)
     }
 
+    struct Handler {
+        let records: @Sendable ([TrailRecord]) -> Void
+        /// Whether the subscriber needs the records now (`nil`: always).
+        let needsRecords: (@Sendable () -> Bool)?
+        /// What it is told instead while it does not (`nil`: it always needs them).
+        let devices: (@Sendable ([String]) -> Void)?
+    }
+
     struct State {
         var next = 0
-        var handlers: [Int: @Sendable ([TrailRecord]) -> Void] = [:]
+        var handlers: [Int: Handler] = [:]
         var reports: [Int: @Sendable (FollowReport) -> Void] = [:]
     }
 
@@ -35,6 +49,22 @@ public final class RecordFeed: Sendable {
 
     /// Calls `handler` with every batch published from now on.
     public func subscribe(_ handler: @escaping @Sendable ([TrailRecord]) -> Void) -> Subscription {
+        add(Handler(records: handler, needsRecords: nil, devices: nil))
+    }
+
+    /// Calls `records` with every batch published from now on while `needsRecords` says so, and
+    /// `devices` with the devices of a batch (each once, in storage order) published without its
+    /// records while no subscriber needs them. `needsRecords` is asked before a batch is read: one
+    /// that turns true meanwhile may be told that batch's devices only (the batch was committed before).
+    /// It is called often (before each batch) and under no lock of the feed's: it returns at once.
+    public func subscribe(
+        needsRecords: @escaping @Sendable () -> Bool, devices: @escaping @Sendable ([String]) -> Void,
+        records: @escaping @Sendable ([TrailRecord]) -> Void
+    ) -> Subscription {
+        add(Handler(records: records, needsRecords: needsRecords, devices: devices))
+    }
+
+    private func add(_ handler: Handler) -> Subscription {
         state.withLock { s in
             s.next += 1
             s.handlers[s.next] = handler
@@ -67,11 +97,27 @@ public final class RecordFeed: Sendable {
     /// Whether anyone listens (a store skips collecting records when nobody does).
     public var hasSubscribers: Bool { state.withLock { !$0.handlers.isEmpty } }
 
+    /// Whether a subscriber needs the records now; when none does, a store may publish only the
+    /// devices (``publish(devices:)``).
+    public var needsRecords: Bool {
+        let handlers = state.withLock { Array($0.handlers.values) }
+        return handlers.contains { $0.needsRecords?() ?? true }
+    }
+
     /// Hands `records` (one committed batch, in storage order) to every subscriber.
     public func publish(_ records: [TrailRecord]) {
         guard !records.isEmpty else { return }
         let handlers = state.withLock { Array($0.handlers.values) }
-        for handler in handlers { handler(records) }
+        for handler in handlers { handler.records(records) }
+    }
+
+    /// Hands the devices of one committed batch (each once, in storage order), published without
+    /// its records while no subscriber needs them (``needsRecords``), to every subscriber that
+    /// takes devices; one that needs the records always (``subscribe(_:)``) is not called.
+    public func publish(devices: [String]) {
+        guard !devices.isEmpty else { return }
+        let handlers = state.withLock { Array($0.handlers.values) }
+        for handler in handlers { handler.devices?(devices) }
     }
 }
 

@@ -66,4 +66,54 @@ struct StoredStreamTests {
         arrived.finish()
         await store.close()
     }
+
+    /// What a subscriber is told, in order.
+    enum Told: Hashable, Sendable {
+        case devices([String])
+        case records([String])
+    }
+
+    final class Flag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
+
+    /// While no subscriber needs the records (the live stream without a client), the listener reads
+    /// and publishes only the devices of each statement, each once; once one needs them, the
+    /// records of the statements read after.
+    @Test func whileNoSubscriberNeedsTheRecordsOnlyTheDevicesArePublished() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
+        let (arrivals, arrived) = AsyncStream.makeStream(of: Told.self)
+        let needs = Flag()
+        let subscription = store.storedRecords.subscribe(
+            needsRecords: { needs.value.load(ordering: .relaxed) },
+            devices: { arrived.yield(.devices($0)) },
+            records: { arrived.yield(.records($0.map { "\($0.device):\(Int($0.time))" })) })
+        #expect(!store.storedRecords.needsRecords)
+        let follow = Task { try await store.followStored(clock: WallClock()) }
+        do {
+            try await withTimeout(120, "the devices, then the records, on the stream") {
+                var it = arrivals.makeAsyncIterator()
+                _ = try await store.insert(
+                    walk(3, device: "van") + walk(2, from: 1_715_679_100, device: "bus"), format: "osmand", received: 1)
+                let first = await it.next()
+                guard case .devices(let devices) = first else {
+                    Issue.record("expected the devices only, got \(String(describing: first))")
+                    return
+                }
+                #expect(devices.sorted() == ["bus", "van"])
+                needs.value.store(true, ordering: .relaxed)
+                #expect(store.storedRecords.needsRecords)
+                _ = try await store.insert(walk(1, from: 1_715_679_200, device: "van"), format: "osmand", received: 1)
+                #expect(await it.next() == .records(["van:1715679200"]))
+            }
+        } catch {
+            Issue.record(error)
+        }
+        follow.cancel()
+        store.storedRecords.unsubscribe(subscription)
+        arrived.finish()
+        await store.close()
+    }
 }

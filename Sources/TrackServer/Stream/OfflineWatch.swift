@@ -13,7 +13,8 @@ import TrackStore
 /// The stream's events are this instance's view. The stored ones (`/v1/events`, the hooks) are the
 /// store's (``EventStore/reconcilePresence(now:offlineAfter:)``, from the receipt times it keeps):
 /// ``run()`` reconciles at start (a silence that crossed the delay while no instance ran is declared
-/// then), at each deadline and whenever a device not known online here sends; the store keeps each
+/// then), at each deadline and whenever a device offline here sends (or one first seen here, once
+/// the delay has passed since the start); the store keeps each
 /// `offline` and `online` once by id, whichever instance, however often.
 final class OfflineWatch: Sendable {
     let hub: StreamHub
@@ -24,6 +25,11 @@ final class OfflineWatch: Sendable {
     let detector: Mutex<OfflineDetector>
     /// Fired when a device comes online while ``run()`` may wait for no deadline.
     let wake = Signal()
+    /// A device came back (it was offline here), or one first seen may be silent for the delay in the
+    /// store: ``run()`` reconciles the store's presence.
+    let reconcileDue = Atomic<Bool>(false)
+    /// When the devices the store knew came in (``seed(_:)``; `nil`: not yet).
+    let seededAt = Mutex<EpochInstant?>(nil)
     /// Who else hears the `online` and `offline` events (the Home Assistant relay): called under the
     /// detector's lock, in the order the events happen; a handler returns quickly and never waits.
     let observers = Mutex<[@Sendable ([StreamEvent]) -> Void]>([])
@@ -42,18 +48,45 @@ final class OfflineWatch: Sendable {
     /// One stored batch (in storage order): `online` events for the devices back, then the records.
     func stored(_ records: [TrailRecord]) {
         guard !records.isEmpty else { return }
+        var devices: [String] = []
+        var seen = Set<String>()
+        for r in records where seen.insert(r.device).inserted { devices.append(r.device) }
+        arrived(devices, records: records)
+    }
+
+    /// The devices of one stored batch whose records no client needed (each once, in storage order):
+    /// `online` events for the devices back.
+    func stored(devices: [String]) {
+        guard !devices.isEmpty else { return }
+        arrived(devices, records: [])
+    }
+
+    private func arrived(_ devices: [String], records: [TrailRecord]) {
         let now = clock.now
         let woke = detector.withLock { d -> Bool in
             var events: [StreamEvent] = []
             var woke = false
-            var devices = Set<String>()
-            for r in records where devices.insert(r.device).inserted {
-                // A device not online had no deadline: the waiting run() learns of its new one.
-                if case .online = d.devices[r.device] {} else { woke = true }
-                if let event = d.received(device: r.device, at: now) { events.append(event) }
+            for device in devices {
+                switch d.devices[device] {
+                case .online: break
+                case .offline:
+                    // Back: the store may have declared it offline (an `online` to store).
+                    woke = true
+                    reconcileDue.store(true, ordering: .relaxed)
+                case nil:
+                    // A device first seen had no deadline: the waiting run() learns of its new one.
+                    // It was first stored after the seed (else the seed had it): the store may have
+                    // it silent for the delay (this view of it late) only once the delay has passed
+                    // since the seed, or when the seed is not in.
+                    woke = true
+                    if seededAt.withLock({ $0.map { $0.advanced(by: d.after) <= now } ?? true }) {
+                        reconcileDue.store(true, ordering: .relaxed)
+                    }
+                }
+                if let event = d.received(device: device, at: now) { events.append(event) }
             }
             announce(events)
-            hub.publish(records)
+            if !records.isEmpty { hub.publish(records) }
             return woke
         }
         if woke { wake.fire() }
@@ -67,17 +100,24 @@ final class OfflineWatch: Sendable {
                 d.seed(device: device.device, lastSeen: EpochInstant(secondsSince1970: device.lastReceived), now: now)
             }
         }
+        seededAt.withLock { $0 = now }
         wake.fire()
     }
 
     /// Declares devices offline at their deadlines until the task is cancelled; stores presence
-    /// at start and at each wake (a deadline, a device back).
+    /// at start, at each deadline, when a device comes back, and when a device first seen may be
+    /// silent for the delay in the store (its records seen here late). Not for each device first
+    /// seen: a thousand devices arriving made each instance reconcile, under the store's lock,
+    /// hundreds of times during a load (docs/performance.md).
     func run() async {
+        var due = true
         while !Task.isCancelled {
-            await reconcile()
-            await waitForDeadline(on: clock)
+            if due || reconcileDue.exchange(false, ordering: .relaxed) { await reconcile() }
+            let deadline = await waitForDeadline(on: clock)
+            let now = clock.now
+            due = deadline.map { $0 <= now } ?? false
             detector.withLock { d in
-                announce(d.expire(at: clock.now))
+                announce(d.expire(at: now))
             }
         }
     }
@@ -119,8 +159,10 @@ final class OfflineWatch: Sendable {
         for handler in observers.withLock({ $0 }) { handler(events) }
     }
 
-    private func waitForDeadline<C: EpochClock>(on clock: C) async {
+    /// Waits for the next deadline or a wake; returns the deadline waited for.
+    private func waitForDeadline<C: EpochClock>(on clock: C) async -> EpochInstant? {
         let deadline = detector.withLock { $0.nextDeadline }
         await wake.wait(until: deadline, on: clock)
+        return deadline
     }
 }

@@ -60,6 +60,9 @@ final class StreamHub: Sendable {
         return client
     }
 
+    /// Whether a client is connected (the stream needs the stored records only then).
+    var hasClients: Bool { clients.withLock { !$0.isEmpty } }
+
     func unregister(_ client: StreamClient) {
         clients.withLock { c in
             c.removeValue(forKey: client.id)

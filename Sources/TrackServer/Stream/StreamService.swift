@@ -21,7 +21,9 @@ struct StreamService: Service {
         defer { hub.closeAll() }
         let watch = self.watch
         let store = self.store
-        let subscription = store.storedRecords.subscribe { watch.stored($0) }
+        // The records only while a client may see them; the watch needs only who sent.
+        let subscription = store.storedRecords.subscribe(
+            needsRecords: { hub.hasClients }, devices: { watch.stored(devices: $0) }, records: { watch.stored($0) })
         let metrics = hub.metrics
         let reports = store.storedRecords.observe { report in
             switch report {
