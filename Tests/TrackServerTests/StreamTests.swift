@@ -284,25 +284,3 @@ struct StreamTests {
         }
     }
 }
-
-extension RawSocket {
-    /// The bytes that arrived until the server closed the connection (`eof` true), or until the
-    /// guard expired or the connection was reset (`eof` false).
-    func readBytesToEnd() async -> (bytes: [UInt8], eof: Bool) {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var out: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 65_536)
-                while true {
-                    let n = buffer.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
-                    if n == 0 { return continuation.resume(returning: (out, true)) }
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        return continuation.resume(returning: (out, false))
-                    }
-                    out += buffer[0..<n]
-                }
-            }
-        }
-    }
-}
