@@ -109,15 +109,21 @@ final class OfflineWatch: Sendable {
     /// silent for the delay in the store (its records seen here late). Not for each device first
     /// seen: a thousand devices arriving made each instance reconcile, under the store's lock,
     /// hundreds of times during a load (docs/performance.md).
+    ///
+    /// The store is reconciled whenever the detector declared a device offline, whatever woke the
+    /// loop: the clock may pass a deadline the loop did not wait for (a device first seen wakes it,
+    /// and the clock moves on before it runs), and the device declared offline here then has no
+    /// deadline left to bring the store's `offline`.
     func run() async {
         var due = true
         while !Task.isCancelled {
             if due || reconcileDue.exchange(false, ordering: .relaxed) { await reconcile() }
-            let deadline = await waitForDeadline(on: clock)
+            await waitForDeadline(on: clock)
             let now = clock.now
-            due = deadline.map { $0 <= now } ?? false
-            detector.withLock { d in
-                announce(d.expire(at: now))
+            due = detector.withLock { d in
+                let gone = d.expire(at: now)
+                announce(gone)
+                return !gone.isEmpty
             }
         }
     }
@@ -159,10 +165,9 @@ final class OfflineWatch: Sendable {
         for handler in observers.withLock({ $0 }) { handler(events) }
     }
 
-    /// Waits for the next deadline or a wake; returns the deadline waited for.
-    private func waitForDeadline<C: EpochClock>(on clock: C) async -> EpochInstant? {
+    /// Waits for the next deadline or a wake.
+    private func waitForDeadline<C: EpochClock>(on clock: C) async {
         let deadline = detector.withLock { $0.nextDeadline }
         await wake.wait(until: deadline, on: clock)
-        return deadline
     }
 }
