@@ -32,12 +32,18 @@ With --baseline PATH, another build's one instance and two run in the same round
 the build's (the phases rotated as above), and the table and the round-by-round figures have its rows
 too: a change compared with the build before it on the same minutes of a shared machine.
 
+Each load is also timed to the end of the work it leaves behind (``Settling``): a batch is
+acknowledged once its points are stored, and its devices' stops, trips and events are kept by a
+catch-up right after, so an instance that answers faster than it keeps up finishes after the load.
+"kept/s" is the records over the time from the first batch marked to nothing owed; the two-instance
+comparison is given on both rates (acknowledged, kept).
+
 fleet-load checks each time that the database holds exactly what was acknowledged. Prints docs/performance.md
 rows (records/s, the ratio to \\copy) and exits 1 if a check failed or the target (0.7 of \\copy,
 the median over the rounds) was missed. Needs `swift build -c release --scratch-path .build-release`
 first.
 """
-import argparse, csv, importlib.machinery, json, os, random, subprocess, sys, tempfile, time
+import argparse, csv, importlib.machinery, json, os, random, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -100,6 +106,61 @@ def commits(cluster, database):
     while int(cluster.psql(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{database}'").strip() or 0):
         time.sleep(0.05)
     return int(cluster.psql(f"SELECT xact_commit FROM pg_stat_database WHERE datname = '{database}'").strip())
+
+
+class Settling:
+    """When the work a load leaves behind is done: the stops, trips and events a batch's devices owe
+    (its marks in `stop_marks`, the detectors left dirty) are kept by a catch-up after the batch is
+    acknowledged, so an instance can answer faster than it keeps up and finish after the load.
+    Polled every 0.1 s on a psql session of its own, from the first batch marked to the first poll
+    that finds nothing owed once the load has ended: records / that time is the rate at which
+    everything was kept, acknowledged or derived."""
+
+    OWED = ("SELECT (SELECT count(*) FROM stop_marks) + (SELECT count(*) FROM stop_detectors "
+            "WHERE events_dirty OR dirty_from > -1e299);")
+
+    def __init__(self, cluster, database):
+        self.session = subprocess.Popen(
+            ["psql", "-X", "-q", "-A", "-t", "-h", cluster.dir, "-p", str(cluster.port), "-U", cluster.user,
+             "-d", database], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/tmp")
+        self.first = self.clear = None
+        self.done = threading.Event()
+        self.watcher = threading.Thread(target=self.watch)
+        self.watcher.start()
+
+    def owed(self):
+        self.session.stdin.write(self.OWED + "\n")
+        self.session.stdin.flush()
+        return int(self.session.stdout.readline().strip() or 0)
+
+    def watch(self):
+        while not self.done.is_set():
+            owed, now = self.owed(), time.monotonic()
+            if owed:
+                self.first = self.first or now
+                self.clear = None
+            elif self.first is not None and self.clear is None:
+                self.clear = now
+            self.done.wait(0.1)
+
+    def finish(self, limit=600):
+        """Once the load has ended: the seconds from the first batch marked to nothing owed."""
+        self.done.set()
+        self.watcher.join()
+        deadline = time.monotonic() + limit
+        while self.clear is None and self.first is not None and time.monotonic() < deadline:
+            if not self.owed():
+                self.clear = time.monotonic()
+            else:
+                time.sleep(0.1)
+        self.session.stdin.close()
+        self.session.wait()
+        return self.clear - self.first if self.first is not None and self.clear is not None else None
+
+
+def kept_ratio(two, one):
+    """Two instances' kept rate over one's (``Settling``); 0 when either was not measured."""
+    return two["kept_per_s"] / one["kept_per_s"] if two.get("kept_per_s") and one.get("kept_per_s") else 0.0
 
 
 def median(values):
@@ -170,7 +231,11 @@ def main():
             if args.geofences:
                 put_geofences(servers[0][1], args.geofences)
             cluster.psql("CHECKPOINT")
+            settling = Settling(cluster, name)
             summary = load(args, [u for _, u in servers], [p.pid for p, _ in servers], cluster.pids()[0], label)
+            settled = settling.finish()
+            summary["kept_per_s"] = round(summary["stored"] / settled) if settled else None
+            summary["behind_s"] = round(max(0.0, settled - summary["seconds"]), 2) if settled else None
             for p, _ in servers:
                 p.kill()
                 p.wait()
@@ -178,7 +243,9 @@ def main():
             print(f"bench-pg: {label}: {summary['stored_per_s']:,} records/s, keeptrack CPU "
                   f"{summary['server_cpu_percent']} %, PostgreSQL CPU {summary['database_cpu_percent']} %, "
                   f"fleet-load CPU {summary['load_cpu_percent']} %, "
-                  f"{summary['commits']} commits ({rows / max(1, summary['commits']):.0f} rows a commit)", file=sys.stderr)
+                  f"{summary['commits']} commits ({rows / max(1, summary['commits']):.0f} rows a commit); "
+                  f"stops and events kept at {summary['kept_per_s'] or 0:,} records/s "
+                  f"({summary['behind_s']} s after the load)", file=sys.stderr)
             return summary
 
         geometry = copy("copy_geometry", "geometry")
@@ -204,13 +271,16 @@ def main():
             result["one_ratio"] = result["one"]["stored_per_s"] / result["copy"]
             result["two_ratio"] = result["two"]["stored_per_s"] / result["copy"]
             result["two_vs_one"] = result["two"]["stored_per_s"] / result["one"]["stored_per_s"]
+            result["two_vs_one_kept"] = kept_ratio(result["two"], result["one"])
             print(f"bench-pg: round {r + 1}: one instance {result['one_ratio']:.2f} of \\copy, two "
-                  f"{result['two_ratio']:.2f}; two / one = {result['two_vs_one']:.3f}", file=sys.stderr)
+                  f"{result['two_ratio']:.2f}; two / one = {result['two_vs_one']:.3f} acknowledged, "
+                  f"{result['two_vs_one_kept']:.3f} kept", file=sys.stderr)
             failed |= not (result["one"]["exact"] and result["two"]["exact"])
             if args.baseline:
                 result["base_one_ratio"] = result["base-one"]["stored_per_s"] / result["copy"]
                 result["base_two_ratio"] = result["base-two"]["stored_per_s"] / result["copy"]
                 result["base_two_vs_one"] = result["base-two"]["stored_per_s"] / result["base-one"]["stored_per_s"]
+                result["base_two_vs_one_kept"] = kept_ratio(result["base-two"], result["base-one"])
                 print(f"bench-pg: round {r + 1}, baseline: one instance {result['base_one_ratio']:.2f} of \\copy, two "
                       f"{result['base_two_ratio']:.2f}; two / one = {result['base_two_vs_one']:.3f}", file=sys.stderr)
                 failed |= not (result["base-one"]["exact"] and result["base-two"]["exact"])
@@ -228,7 +298,9 @@ def main():
             ratio_text = f"{ratio:.2f}" if ratio is not None else "–"
             db = f"{pick('database_cpu_percent'):.0f} %" if summaries[0]["database_cpu_percent"] is not None else "–"
             per_commit = f"{rows / pick('commits'):.0f}" if "commits" in summaries[0] else "–"
-            print(f"| {label} | {pick('stored_per_s'):,.0f} | {ratio_text} | {pick('p50_ms'):.1f} | {pick('p99_ms'):.1f} | "
+            kept = [s["kept_per_s"] for s in summaries if s.get("kept_per_s")]
+            kept_text = f"{median(kept):,.0f}" if kept else "–"
+            print(f"| {label} | {pick('stored_per_s'):,.0f} | {ratio_text} | {kept_text} | {pick('p50_ms'):.1f} | {pick('p99_ms'):.1f} | "
                   f"{sum(sum(s['errors'].values()) for s in summaries)} | {pick('server_cpu_percent'):.0f} % | {db} | "
                   f"{pick('load_cpu_percent'):.0f} % | {per_commit} | {max(s['server_peak_rss_mib'] for s in summaries)} MiB | "
                   f"{'yes' if all(s['exact'] for s in summaries) else 'NO'} |")
@@ -239,9 +311,9 @@ def main():
         print(f"\n`\\copy` ceiling: {ceiling:,.0f} rows/s with geography, median of {args.rounds} rounds (geometry: "
               f"{geometry:,.0f}); {rows:,} rows from {args.devices:,} devices, batches of {args.batch}, "
               f"{args.connections} connections\n")
-        print("| store | records/s | of `\\copy` | p50 ms | p99 ms | errors | keeptrack CPU | PostgreSQL CPU | fleet-load CPU "
+        print("| store | records/s | of `\\copy` | kept/s | p50 ms | p99 ms | errors | keeptrack CPU | PostgreSQL CPU | fleet-load CPU "
               "| rows a commit | peak RSS | exact |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         row("1 instance", [r["one"] for r in rounds], one_ratio)
         row("2 instances, one database", [r["two"] for r in rounds], median([r["two_ratio"] for r in rounds]))
         if args.baseline:
@@ -249,11 +321,15 @@ def main():
             row("baseline, 2 instances", [r["base-two"] for r in rounds], median([r["base_two_ratio"] for r in rounds]))
         row("SQLite (one file)", [lite], lite["stored_per_s"] / ceiling)
         listed = lambda values: ", ".join(f"{x:.2f}" for x in values)
-        print(f"\nTwo instances / one, round by round: {listed(two_vs_one)} (median {median(two_vs_one):.2f}); "
+        kept_two_vs_one = [r["two_vs_one_kept"] for r in rounds]
+        print(f"\nTwo instances / one, round by round: {listed(two_vs_one)} (median {median(two_vs_one):.2f}) "
+              f"acknowledged; {listed(kept_two_vs_one)} (median {median(kept_two_vs_one):.2f}) kept; "
               f"one instance / \\copy: {listed(r['one_ratio'] for r in rounds)}")
         if args.baseline:
             base = [r["base_two_vs_one"] for r in rounds]
-            print(f"Baseline: two instances / one, round by round: {listed(base)} (median {median(base):.2f}); "
+            base_kept = [r["base_two_vs_one_kept"] for r in rounds]
+            print(f"Baseline: two instances / one, round by round: {listed(base)} (median {median(base):.2f}) "
+                  f"acknowledged; {listed(base_kept)} (median {median(base_kept):.2f}) kept; "
                   f"one instance / \\copy: {listed(r['base_one_ratio'] for r in rounds)}")
         if one_ratio < 0.7:
             print(f"\nbench-pg: one instance reached {one_ratio:.2f} of \\copy (median), under the 0.7 target",
