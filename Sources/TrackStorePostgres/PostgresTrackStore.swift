@@ -334,18 +334,30 @@ public final class PostgresTrackStore: TrackStore {
         """
 
     /// Runs `work` again when PostgreSQL chose it as a deadlock's victim or a serialization failure
-    /// (a few times; both mean nothing was committed).
+    /// (a few times; both mean nothing was committed), however postgres-nio reports it
+    /// (``isConflict(_:)``).
     func retryingConflicts<T: Sendable>(_ work: () async throws -> T) async throws -> T {
         var attempt = 0
         while true {
             do {
                 return try await work()
-            } catch let error as PSQLError
-                where attempt < 5
-                && [.deadlockDetected, .serializationFailure].contains(error.condition)
-            {
+            } catch  where attempt < 5 && Self.isConflict(error) {
                 attempt += 1
             }
+        }
+    }
+
+    /// Whether `error` is a deadlock's victim or a serialization failure: a statement's error as
+    /// is, or inside the error of `withTransaction`, which wraps what its closure or its commit
+    /// threw (retention's and the statistics' transactions).
+    static func isConflict(_ error: any Error) -> Bool {
+        switch error {
+        case let error as PSQLError:
+            [.deadlockDetected, .serializationFailure].contains(error.condition)
+        case let error as PostgresTransactionError:
+            [error.closureError, error.commitError].contains { $0.map(isConflict) ?? false }
+        default:
+            false
         }
     }
 

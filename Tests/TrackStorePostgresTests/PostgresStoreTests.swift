@@ -424,6 +424,57 @@ struct PostgresStoreTests {
         await store.close()
     }
 
+    /// A conflict is run again however postgres-nio reports it: a statement's error as is, or inside
+    /// the error of its `withTransaction` (retention's and the statistics' transactions, whose
+    /// deadlocks and serialization failures were never run again). The errors are a real server's:
+    /// `RAISE` with each SQLSTATE. Anything else is thrown at once.
+    @Test func aConflictIsRunAgainAlsoInsideATransactionsError() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
+        let logger = Logger(label: "test")
+        func raise(_ state: String, inTransaction: Bool) async throws {
+            let sql = PostgresQuery(
+                unsafeSQL: "DO $$ BEGIN RAISE EXCEPTION 'raised' USING ERRCODE = '\(state)'; END $$")
+            try await store.client.withConnection { c -> Void in
+                if inTransaction {
+                    try await c.withTransaction(logger: logger) { t -> Void in
+                        _ = try await t.query(sql, logger: logger)
+                    }
+                } else {
+                    _ = try await c.query(sql, logger: logger)
+                }
+            }
+        }
+        do {
+            for (state, inTransaction) in [("40P01", false), ("40P01", true), ("40001", true)] {
+                let runs = Mutex(0)
+                let result = try await store.retryingConflicts { () async throws -> Int in
+                    let run = runs.withLock { n in
+                        n += 1
+                        return n
+                    }
+                    if run == 1 { try await raise(state, inTransaction: inTransaction) }
+                    return run
+                }
+                #expect(result == 2, "\(state), in a transaction: \(inTransaction)")
+            }
+            let runs = Mutex(0)
+            await #expect(throws: PostgresTransactionError.self) {
+                try await store.retryingConflicts { () async throws -> Int in
+                    runs.withLock { $0 += 1 }
+                    try await raise("23505", inTransaction: true)
+                    return 0
+                }
+            }
+            #expect(runs.withLock { $0 } == 1, "a unique violation is not a conflict to run again")
+        } catch {
+            Issue.record(error)
+        }
+        await store.close()
+        _ = try? await offThePool { try cluster.dropDatabase(name) }
+    }
+
     /// PostgreSQL restarted in the middle of an upload (by the store itself, just before it writes
     /// the third batch: no sleep decides when): the requests it fails are retried, and every record
     /// arrives once.
