@@ -178,6 +178,38 @@ struct ShareLinkTests {
         await endpoint.stop()
     }
 
+    /// A share's stream shows the records of its window only: a backlog uploaded while it is open
+    /// (a point from before the window, then one in it) shows the second alone.
+    @Test func aSharesStreamLeavesOutRecordsOutsideItsWindow() async throws {
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: Self.t0))
+        let (endpoint, raw) = try await Self.start(.sqlite, clock: clock)
+        do {
+            let window = #""from":"\#(ISOTime.string(Self.t0 - 600))","to":"\#(ISOTime.string(Self.t0 + 3600))""#
+            let (status, made) = try await Self.share(raw, #"{"device":"van","expires":"2h",\#(window)}"#)
+            #expect(status == 201, "\(made)")
+            let token = try #require(made["token"] as? String)
+            let socket = try endpoint.openStream("?share=\(token)")
+            defer { socket.close() }
+            _ = try await socket.frames { !$0.isEmpty }
+            for (seq, time) in [(1000, Self.t0 - 1800), (1001, Self.t0 - 10)] {
+                let batch =
+                    #"{"device":"van","records":[{"seq":\#(seq),"kind":"location","time":"\#(ISOTime.string(time))","#
+                    + #""lat":48.1,"lon":11.5}]}"#
+                let sent = try await raw.send(.POST, "/v1/locations", body: batch)
+                try #require(sent.status == 200, "\(sent.body)")
+            }
+            let (frames, _) = try await socket.frames(upgraded: true) { frames in
+                frames.contains { $0.text.contains(#""seq":1001"#) }
+            }
+            let records = frames.map(\.text).filter { $0.contains(#""type":"record""#) }
+            #expect(records.count == 1 && records[0].contains(#""seq":1001"#), "\(records)")
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+    }
+
     /// Hostile inputs get a clear 4xx; a forged token gets nothing; the token is stored only as its
     /// digest; the rate is bounded.
     @Test func hostileInputsForgedTokensAndFloodsAreRefused() async throws {

@@ -169,15 +169,17 @@ struct StreamEncoding: Hashable, Sendable {
         return StreamHub.Frame(text: ByteBuffer(bytes: out))
     }
 
-    /// ``record`` for a share link's stream: the outlier marks of the points in its `window` only
-    /// (one encoding per window: the events are encoded once for the clients of the same window).
+    /// ``record`` for a share link's stream: the records of its `window` only (a phone's backlog
+    /// uploaded while the link is open has points from before it) and the outlier marks of the points
+    /// in it (one encoding per window: a record or an event is encoded once for the clients of the
+    /// same window).
     static func record(within window: ClosedRange<Double>) -> StreamEncoding {
         StreamEncoding(
             name: "record \(window.lowerBound) \(window.upperBound)",
             event: { e in
                 e.within(from: window.lowerBound, to: window.upperBound).flatMap { record.event($0) }
             },
-            encode: record.encode)
+            encode: { r in window.contains(r.time) ? record.encode(r) : nil })
     }
 }
 
