@@ -341,7 +341,7 @@ public final class PostgresTrackStore: TrackStore {
         while true {
             do {
                 return try await work()
-            } catch  where attempt < 5 && Self.isConflict(error) {
+            } catch let error where attempt < 5 && Self.isConflict(error) {
                 attempt += 1
             }
         }

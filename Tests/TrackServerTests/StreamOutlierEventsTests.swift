@@ -64,7 +64,7 @@ struct StreamOutlierEventsTests {
     /// Good points, a 0,0 fix, a jump and back, then a point far away that the next one confirms:
     /// the stream carries each record, then an `outliers` event naming it (`no-position`; `pending`,
     /// then `jump`; `pending`, then `cleared`), with the record's own time and position. A share
-    /// link's stream, whose window is after these points, is told none of their marks.
+    /// link's stream, whose window is after these points, is told neither them nor their marks.
     @Test(arguments: StoreKind.allCases)
     func aZeroFixAndAJumpAreMarkedOnTheStreamAfterTheirRecords(_ kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
@@ -132,16 +132,19 @@ struct StreamOutlierEventsTests {
             }.flatMap { $0 }
             #expect(marked.map { $0["outlier"] as? String } == ["no-position", "pending", "jump", "pending"])
 
-            // A record after all that: the share's stream has the phone's records, none of their marks
-            // (before its window), and has them in the hub's order (the events were published before).
-            let body = Self.batch(11, t0 + 10, 48.15, 11.50002)
+            // A record in the share's window after all that: the share's stream has it alone, none of
+            // the phone's records before its window nor their marks, in the hub's order (those were
+            // published before it).
+            let now = Date().timeIntervalSince1970.rounded(.down)
+            let body = Self.batch(11, now, 48.15, 11.50002)
             #expect(try await raw.send(.POST, "/v1/locations", body: body).status == 200)
-            try await shared.until("the last record on the share's stream", Self.isRecord(at: t0 + 10))
+            try await shared.until("the record in the share's window", Self.isRecord(at: now))
             #expect(
                 !shared.messages.contains {
                     $0["type"] as? String == "event"
                         && ($0["event"] as? [String: Any])?["kind"] as? String == "outliers"
                 })
+            #expect(shared.messages.filter { $0["type"] as? String == "record" }.count == 1)
         } catch {
             Issue.record(error)
         }
