@@ -174,27 +174,25 @@ extension PostgresTrackStore: StoredRecordsSource {
     /// The rows with storage numbers from `first` (through `last`), the number as a 17th column, in
     /// storage order. Not by the statement's transaction: see ``StoredCursor``.
     static func storedRows(from first: Int64, through last: Int64?) -> PostgresQuery {
-        var binds = PostgresBindings()
-        binds.append(first)
-        var sql = """
-            SELECT seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
+        stored(
+            """
+            seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
                    ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
                    key, device, span, stored
-            FROM positions WHERE stored >= $1
-            """
-        if let last {
-            binds.append(last)
-            sql += " AND stored <= $2"
-        }
-        return PostgresQuery(unsafeSQL: sql + " ORDER BY stored", binds: binds)
+            """, from: first, through: last)
     }
 
     /// The storage numbers and devices of the rows from `first` (through `last`), in storage order:
     /// what the stream reads while no subscriber needs the records (``RecordFeed/needsRecords``).
     static func storedDevices(from first: Int64, through last: Int64?) -> PostgresQuery {
+        stored("stored, device", from: first, through: last)
+    }
+
+    /// `columns` of the rows with storage numbers from `first` (through `last`), in storage order.
+    private static func stored(_ columns: String, from first: Int64, through last: Int64?) -> PostgresQuery {
         var binds = PostgresBindings()
         binds.append(first)
-        var sql = "SELECT stored, device FROM positions WHERE stored >= $1"
+        var sql = "SELECT \(columns) FROM positions WHERE stored >= $1"
         if let last {
             binds.append(last)
             sql += " AND stored <= $2"
