@@ -166,18 +166,6 @@ extension StopStore {
 }
 
 extension StopsReport {
-    /// The stops and trips of a trail already read (its locations, by time), as
-    /// ``StopStore/stops(device:from:to:configuration:)`` finds them in the store.
-    public init(records: [TrailRecord], configuration: VisitDetector.Configuration = VisitDetector.Configuration()) {
-        var accumulator = StopsAccumulator(configuration: configuration)
-        for r in records where r.kind == .location && r.valid {
-            accumulator.add(
-                time: r.time, latitude: r.latitude, longitude: r.longitude,
-                accuracy: r.horizontalAccuracy, speed: r.speed)
-        }
-        self = accumulator.finish(at: records.last?.time ?? 0)
-    }
-
     /// The visits and trips as an SVG draws them.
     public var marks: TrailSVG.Marks {
         TrailSVG.Marks(

@@ -76,8 +76,11 @@ extension TrackStore {
     /// or `trips`: GPX with one track per trip, as `/trips?format=gpx`); with no `device`,
     /// the only one stored. The trail is read in pages of `pageSize`; `progress`, when given, hears
     /// the records read so far and the device's total after each. With `smooth`, the locations are drawn
-    /// and written at their smoothed positions (``TrailRecord/smoothed(_:)``); visits and trips are
-    /// found in the stored ones either way.
+    /// and written at their smoothed positions (``TrailRecord/smoothed(_:)``). The visits an SVG
+    /// draws and the trips it colours or `trips` writes are the store's
+    /// (``StopStore/stops(device:from:to:configuration:)``, as the stops and trips routes answer):
+    /// those kept at ingest with the outlier threshold the endpoint judged with, found in the
+    /// unsmoothed locations.
     ///
     /// - Throws: ``TrailExportError`` when the device is unknown, or none was named and the store holds
     ///   none or several.
@@ -118,19 +121,17 @@ extension TrackStore {
             progress?(records.count, Swift.max(total, records.count))
         } while cursor != nil
         let shown = smooth ? TrailRecord.smoothed(records) : records
-        let bytes: [UInt8] =
-            switch format {
-            case "svg":
-                // Visits and trips marked as the endpoint's stops and trips find them.
-                Array(
-                    TrailSVG.render(
-                        title: id, records: shown, regions: regions,
-                        marks: StopsReport(records: records).marks
-                    ).utf8)
-            case "gpx": TrailExport.gpx(device: id, records: shown)
-            case "trips": StopsReport(records: records).tripsGPX(device: id, records: shown)
-            default: TrailExport.geoJSON(device: id, records: shown)
-            }
+        // The visits and trips the endpoint serves (the stops and trips routes' call): kept at ingest
+        // with the threshold the endpoint judged with, computed first when never computed.
+        let bytes: [UInt8]
+        switch format {
+        case "svg":
+            let marks = try await stops(device: id, from: from, to: to).marks
+            bytes = Array(TrailSVG.render(title: id, records: shown, regions: regions, marks: marks).utf8)
+        case "gpx": bytes = TrailExport.gpx(device: id, records: shown)
+        case "trips": bytes = try await stops(device: id, from: from, to: to).tripsGPX(device: id, records: shown)
+        default: bytes = TrailExport.geoJSON(device: id, records: shown)
+        }
         return TrailFile(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
     }
 }

@@ -6,6 +6,7 @@ import Testing
 import TrackServer
 import TrackServerTesting
 import TrackStore
+import TrackStorePostgres
 
 /// Issue 36's last gaps on the endpoint, both stores: serve's `--max-accuracy` (a typed setting from
 /// the server's configuration into the stores' ingest; a new threshold holds from the next point, the
@@ -117,6 +118,70 @@ struct OutlierThresholdTests {
         } catch {
             Issue.record(error)
         }
+        await endpoint.stop()
+    }
+
+    /// A device still at `home` for 10 minutes, then driven 3 km east at 10 m/s, then still there for
+    /// 10 minutes: a fix every 5 s, every one of accuracy 300 m (an outlier at the default threshold,
+    /// none at `--max-accuracy 500`).
+    static func drive(device: String) -> [TrailRecord] {
+        (0..<300).map { i in
+            let t = Self.t0 + Double(i * 5)
+            let wander = Double(i % 4)
+            let p: Coordinate =
+                switch i {
+                case ..<120: Geodesy.destination(from: home, bearing: Double(i * 37 % 360), distance: wander)
+                case ..<180: Geodesy.destination(from: home, bearing: 90, distance: Double((i - 119) * 50))
+                default:
+                    Geodesy.destination(
+                        from: Geodesy.destination(from: home, bearing: 90, distance: 3050),
+                        bearing: Double(i * 37 % 360), distance: wander)
+                }
+            return TrailRecord(
+                device: device, sequence: Int64(i + 1), time: t, latitude: p.latitude, longitude: p.longitude,
+                horizontalAccuracy: 300)
+        }
+    }
+
+    /// `keeptrack export` (its own store on the endpoint's database, at the default threshold) draws
+    /// the visits and trips the endpoint kept with its `--max-accuracy`, and `--trips` writes what
+    /// `GET /v1/devices/ID/trips?format=gpx` answers, over the whole trail and over a range: the
+    /// same stored stops and trips, not the default threshold's (none: every fix is 300 m).
+    @Test(arguments: StoreKind.allCases)
+    func exportDrawsAndWritesTheVisitsAndTripsTheEndpointKept(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind) { $0.maxAccuracy = 500 }
+        let raw = Raw(endpoint: endpoint)
+        do {
+            let store = endpoint.server.store
+            _ = try await store.insert(Self.drive(device: "car"), format: "osmand", received: Self.t0 + 1500)
+            await store.storedStopsSettled()
+            let kept = try await store.stops(device: "car")
+            try #require(kept.stops.count == 2 && kept.trips.count == 1, "\(kept)")
+            // The default threshold finds nothing in these fixes: what export found before.
+            let byDefault = try await store.readTimeStops(device: "car", configuration: VisitDetector.Configuration())
+            #expect(byDefault.stops.isEmpty && byDefault.trips.isEmpty)
+
+            let database = TrackDatabase(endpoint.database)
+            for (from, to) in [(-Double.infinity, Double.infinity), (Self.t0 + 300, Self.t0 + 1200)] {
+                let range = from.isFinite ? "&from=\(ISOTime.string(from))&to=\(ISOTime.string(to))" : ""
+                let route = try await raw.send(.GET, "/v1/devices/car/trips?format=gpx" + range)
+                try #require(route.status == 200, "\(route.body)")
+                let trips = try await database.exportTrail(device: "car", from: from, to: to, format: "trips")
+                #expect(String(decoding: trips.bytes, as: UTF8.self) == route.body, "\(range)")
+                #expect(route.body.contains("<trk>"), "\(range)")
+
+                let report = try await store.stops(device: "car", from: from, to: to)
+                #expect(!report.stops.isEmpty, "\(range)")
+                let svg = try await database.exportTrail(device: "car", from: from, to: to, format: "svg")
+                let drawn = TrailSVG.render(
+                    title: "car", records: try await store.trail(device: "car", from: from, to: to),
+                    marks: report.marks)
+                #expect(String(decoding: svg.bytes, as: UTF8.self) == drawn, "\(range)")
+            }
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
         await endpoint.stop()
     }
 
