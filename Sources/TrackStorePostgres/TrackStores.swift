@@ -85,15 +85,19 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The trail of `device` (the only one stored when nil) as
-    /// ``TrackStore/export(device:from:to:format:regions:progress:pageSize:)`` gives it, from a database
-    /// that must exist: `keeptrack export`.
+    /// ``TrackStore/export(device:from:to:format:regions:progress:pageSize:smooth:)`` gives it, from a
+    /// database that must exist: `keeptrack export`. Its visits and trips are those the endpoint kept;
+    /// a device's that were never kept (a database upgraded, a PostgreSQL batch whose instance stopped
+    /// before running its detector) are computed and kept first with `maximumAccuracy` (the
+    /// endpoint's outlier threshold, ``StopStore/setMaximumAccuracy(_:)``; `nil`: the default), as the
+    /// endpoint's first query would with its own.
     ///
     /// - Throws: ``TrailExportError``: no such database (``TrailExportError/Code/noDatabase``), several
     ///   devices and none named (``TrailExportError/Code/severalDevices``), or what can't be read.
     public func exportTrail(
         device: String?, from: Double, to: Double, format: String,
         regions: [RegionDefinition] = [], progress: ((_ read: Int, _ total: Int) -> Void)? = nil,
-        smooth: Bool = false
+        smooth: Bool = false, maximumAccuracy: Double? = nil
     )
         async throws(TrailExportError) -> TrailFile
     {
@@ -106,6 +110,7 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
         } catch {
             throw TrailExportError(.unreadable, "", underlying: error)  // the store's error names the database
         }
+        if let maximumAccuracy { store.setMaximumAccuracy(maximumAccuracy) }
         do {
             let file = try await store.export(
                 device: device, from: from, to: to, format: format, regions: regions,

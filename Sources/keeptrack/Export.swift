@@ -18,7 +18,10 @@ struct Export: AsyncParsableCommand {
             track, the regions of --regions, the visits (a stay of 3 minutes or more, with its \
             times and duration) and each trip between them in a colour of its own, region enter \
             and exit points, start and end, and a scale: no map tiles, nothing fetched. --trips \
-            writes GPX with one track per trip (as GET /v1/devices/ID/trips?format=gpx). Locations \
+            writes GPX with one track per trip (as GET /v1/devices/ID/trips?format=gpx). The visits \
+            and trips are those the endpoint kept (as GET /v1/devices/ID/stops and /trips answer), \
+            judged with serve's --max-accuracy; give export the same --max-accuracy for a device \
+            whose stops were never kept (a database upgraded), which export keeps first. Locations \
             the endpoint marked outliers (a 0,0 point, a 1,500 m fix, a jump and back) are left out; \
             --smooth writes smoothed positions (as GET /v1/devices/ID/trail?smooth=kalman).
 
@@ -66,9 +69,20 @@ struct Export: AsyncParsableCommand {
     )
     var smooth = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve's --max-accuracy, for a device whose stops and trips the endpoint never kept (a "
+                + "database upgraded): export keeps them first, locations with an accuracy worse than this "
+                + "left out as outliers (those kept keep the threshold they were judged with). The default is 200.",
+            valueName: "metres"))
+    var maxAccuracy: Double?
+
     @OptionGroup var data: DataDirectoryOption
 
     func validate() throws {
+        if let maxAccuracy, !(maxAccuracy > 0 && maxAccuracy.isFinite) {
+            throw ValidationError("--max-accuracy must be a number of metres above 0.")
+        }
         if !["svg", "geojson", "gpx"].contains(format) {
             throw ValidationError("--format must be svg, geojson or gpx.")
         }
@@ -100,7 +114,7 @@ struct Export: AsyncParsableCommand {
                 regions: definitions,
                 progress: line.map { line in
                     { line.update(Self.progress($0, of: $1)) }
-                }, smooth: smooth)
+                }, smooth: smooth, maximumAccuracy: maxAccuracy)
             line?.end()
         } catch {
             switch error.code {

@@ -39,5 +39,7 @@ struct VisitsUploadCommandTests {
             gpx.stdout.contains("trip 2025-03-14T21:15:00.000Z – 2025-03-14T21:25:55.000Z</name><desc>5.20 km</desc>"))
         let refused = try keeptrack(["export", "--data-dir", dir, "--trips", "--format", "geojson"])
         #expect(refused.status != 0 && refused.stderr.contains("--trips writes GPX"))
+        let zero = try keeptrack(["export", "--data-dir", dir, "--trips", "--max-accuracy", "0"])
+        #expect(zero.status != 0 && zero.stderr.contains("--max-accuracy must be a number of metres above 0."))
     }
 }

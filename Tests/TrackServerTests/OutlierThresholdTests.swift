@@ -1,4 +1,5 @@
 import Formats
+import GRDB
 import Geo
 import KeepTrackTesting
 import LocationService
@@ -183,6 +184,41 @@ struct OutlierThresholdTests {
         }
         await raw.close()
         await endpoint.stop()
+    }
+
+    /// A device whose stops were never kept (a database upgraded: the migration's state, every
+    /// device's stops to compute at its first query): `keeptrack export --max-accuracy 500` computes
+    /// and keeps them with serve's threshold, the trips serve's route answered before, its 300 m fixes
+    /// unmarked.
+    @Test func exportKeepsTheStopsNeverKeptWithTheThresholdItIsGiven() async throws {
+        let dir = try TemporaryDirectory("kt-export-stops")
+        defer { dir.remove() }
+        let path = dir.path + "/endpoint.sqlite"
+        let store = try SQLiteTrackStore(path: path)
+        store.setMaximumAccuracy(500)
+        _ = try await store.insert(Self.drive(device: "car"), format: "osmand", received: Self.t0 + 1500)
+        let kept = try await store.stops(device: "car")
+        try #require(kept.trips.count == 1)
+        let served = try await store.export(device: "car", format: "trips").bytes
+        await store.close()
+        // What the migration of a new detector state leaves: nothing kept, every device to compute.
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            try db.execute(sql: "DELETE FROM stop_checkpoints; DELETE FROM stops; DELETE FROM trips;")
+            try db.execute(
+                sql: "UPDATE stop_detectors SET state = NULL, checkpointed = NULL, dirty_from = ?",
+                arguments: [StoredStops.neverComputed])
+        }
+        try queue.close()
+
+        let database = TrackDatabase(path)
+        let trips = try await database.exportTrail(
+            device: "car", from: -.infinity, to: .infinity, format: "trips", maximumAccuracy: 500)
+        #expect(trips.bytes == served)
+        let reopened = try SQLiteTrackStore(path: path)
+        #expect(try await reopened.storedStops(device: "car", from: -.infinity, to: .infinity) == kept)
+        #expect(try await Self.marks(reopened, "car").isEmpty)
+        await reopened.close()
     }
 
     /// A jump at the very end of a trail: stored, marked `pending` (out of the trail and the map's
