@@ -14,9 +14,13 @@ the same rows (--records from --devices simulated devices, tools/fleet-load.py's
 2. `keeptrack serve --db postgres://...` (the release build) loaded by tools/fleet-load.py: JSON batches
    of --batch from every device at once, idempotent inserts, each batch acknowledged after commit;
 3. two instances on one database, the devices shared out between them;
-4. the SQLite store under the same load, for docs/performance.md's table.
+4. one instance again with the derived work off (the stops trigger disabled: no device marked, so
+   no stops, trips, statistics or events are computed, and the geofences are never evaluated):
+   what the ingest path alone reaches, beside what it reaches with everything on (a diagnostic
+   row: the target is the whole instance's);
+5. the SQLite store under the same load, for docs/performance.md's table.
 
-1-3 run --rounds times, each round on fresh databases and in another order (1 2 3, then 3 2 1, then
+1-4 run --rounds times, each round on fresh databases and in another order (1 2 3, then 3 2 1, then
 2 3 1, ...), each phase after a CHECKPOINT: on a shared machine one run's figures move by 10-20 %
 from minute to minute, and a fixed order would hand the later phases the earlier ones' checkpoint.
 Each round's figures are compared within the round (one instance against that round's \\copy, two
@@ -52,6 +56,11 @@ import pgcluster  # noqa: E402
 
 fleet = importlib.machinery.SourceFileLoader("fleetload", os.path.join(ROOT, "tools", "fleet-load.py")).load_module()
 BINARY = os.path.join(ROOT, ".build-release", "release", "keeptrack")
+
+
+# The derived work off (as tools/bench-pg-profile.py's `nostops`): no device is marked, so the
+# catch-up finds nothing to run (stops, trips, statistics, events and geofences).
+BARE = ("ALTER TABLE positions DISABLE TRIGGER positions_stops", "DELETE FROM stop_detectors")
 
 
 def serve(database, token, binary=None):
@@ -223,9 +232,11 @@ def main():
             print(f"bench-pg: \\copy {rows} rows into positions ({kind}): {rate:,.0f} rows/s", file=sys.stderr)
             return rate
 
-        def instances(name, count, label, binary=None):
+        def instances(name, count, label, binary=None, switches=()):
             url = cluster.create_database(name)
             migrate(url)
+            for statement in switches:
+                cluster.psql(statement, name)
             before = commits(cluster, name)
             servers = [serve(url, "t", binary) for _ in range(count)]
             if args.geofences:
@@ -243,14 +254,15 @@ def main():
             print(f"bench-pg: {label}: {summary['stored_per_s']:,} records/s, keeptrack CPU "
                   f"{summary['server_cpu_percent']} %, PostgreSQL CPU {summary['database_cpu_percent']} %, "
                   f"fleet-load CPU {summary['load_cpu_percent']} %, "
-                  f"{summary['commits']} commits ({rows / max(1, summary['commits']):.0f} rows a commit); "
-                  f"stops and events kept at {summary['kept_per_s'] or 0:,} records/s "
-                  f"({summary['behind_s']} s after the load)", file=sys.stderr)
+                  f"{summary['commits']} commits ({rows / max(1, summary['commits']):.0f} rows a commit); " + (
+                      f"stops and events kept at {summary['kept_per_s']:,} records/s "
+                      f"({summary['behind_s']} s after the load)" if summary["kept_per_s"] else "nothing derived"),
+                  file=sys.stderr)
             return summary
 
         geometry = copy("copy_geometry", "geometry")
         rounds = []
-        phases = ["copy", "one", "two"] + (["base-one", "base-two"] if args.baseline else [])
+        phases = ["copy", "one", "two", "bare"] + (["base-one", "base-two"] if args.baseline else [])
         for r in range(args.rounds):
             order = phases[r % len(phases):] + phases[:r % len(phases)]
             if r % 2:
@@ -262,6 +274,8 @@ def main():
                     result["copy"] = copy(f"copy_{r}", "geography")
                 elif phase == "one":
                     result["one"] = instances(f"one_{r}", 1, "1 instance")
+                elif phase == "bare":
+                    result["bare"] = instances(f"bare_{r}", 1, "1 instance, nothing derived", switches=BARE)
                 elif phase == "base-one":
                     result["base-one"] = instances(f"base_one_{r}", 1, "baseline, 1 instance", args.baseline)
                 elif phase == "base-two":
@@ -270,12 +284,14 @@ def main():
                     result["two"] = instances(f"two_{r}", 2, "2 instances, one database")
             result["one_ratio"] = result["one"]["stored_per_s"] / result["copy"]
             result["two_ratio"] = result["two"]["stored_per_s"] / result["copy"]
+            result["bare_ratio"] = result["bare"]["stored_per_s"] / result["copy"]
             result["two_vs_one"] = result["two"]["stored_per_s"] / result["one"]["stored_per_s"]
             result["two_vs_one_kept"] = kept_ratio(result["two"], result["one"])
             print(f"bench-pg: round {r + 1}: one instance {result['one_ratio']:.2f} of \\copy, two "
                   f"{result['two_ratio']:.2f}; two / one = {result['two_vs_one']:.3f} acknowledged, "
-                  f"{result['two_vs_one_kept']:.3f} kept", file=sys.stderr)
-            failed |= not (result["one"]["exact"] and result["two"]["exact"])
+                  f"{result['two_vs_one_kept']:.3f} kept; nothing derived {result['bare_ratio']:.2f} of \\copy",
+                  file=sys.stderr)
+            failed |= not (result["one"]["exact"] and result["two"]["exact"] and result["bare"]["exact"])
             if args.baseline:
                 result["base_one_ratio"] = result["base-one"]["stored_per_s"] / result["copy"]
                 result["base_two_ratio"] = result["base-two"]["stored_per_s"] / result["copy"]
@@ -316,6 +332,7 @@ def main():
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         row("1 instance", [r["one"] for r in rounds], one_ratio)
         row("2 instances, one database", [r["two"] for r in rounds], median([r["two_ratio"] for r in rounds]))
+        row("1 instance, nothing derived", [r["bare"] for r in rounds], median([r["bare_ratio"] for r in rounds]))
         if args.baseline:
             row("baseline, 1 instance", [r["base-one"] for r in rounds], median([r["base_one_ratio"] for r in rounds]))
             row("baseline, 2 instances", [r["base-two"] for r in rounds], median([r["base_two_ratio"] for r in rounds]))
@@ -324,7 +341,8 @@ def main():
         kept_two_vs_one = [r["two_vs_one_kept"] for r in rounds]
         print(f"\nTwo instances / one, round by round: {listed(two_vs_one)} (median {median(two_vs_one):.2f}) "
               f"acknowledged; {listed(kept_two_vs_one)} (median {median(kept_two_vs_one):.2f}) kept; "
-              f"one instance / \\copy: {listed(r['one_ratio'] for r in rounds)}")
+              f"one instance / \\copy: {listed(r['one_ratio'] for r in rounds)}; "
+              f"nothing derived / \\copy: {listed(r['bare_ratio'] for r in rounds)}")
         if args.baseline:
             base = [r["base_two_vs_one"] for r in rounds]
             base_kept = [r["base_two_vs_one_kept"] for r in rounds]

@@ -153,7 +153,7 @@ extension PostgresTrackStore: StoredRecordsSource {
                 for try await notification in notifications {
                     let parts = notification.payload.split(separator: " ")
                     guard parts.count == 3, let first = Int64(parts[1]), let last = Int64(parts[2]) else { continue }
-                    let statement = StoredCursor.Statement(xid: String(parts[0]), first: first, last: last)
+                    let statement = StoredCursor.Statement(first: first, last: last)
                     if !cursor.covers(statement) {
                         _ = try await publishNew(from: first, through: last, cursor: &cursor)
                     }

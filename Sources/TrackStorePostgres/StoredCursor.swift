@@ -13,8 +13,9 @@
 /// Not the row's transaction (`xmin`): an `UPDATE` (the detector's catch-up marks outliers) gives
 /// the row another, and a statement's rows read by it were then missing from the stream.
 struct StoredCursor: Sendable, Hashable {
+    /// A notified statement's range (the payload's transaction id is for a reader of the channel:
+    /// the cursor goes by numbers alone).
     struct Statement: Hashable, Sendable {
-        var xid: String
         var first: Int64
         var last: Int64
     }
