@@ -94,28 +94,29 @@ extension PostgresTrackStore: EventStore {
         return set
     }
 
-    /// One device's part of ``storeEvents(_:_:)``: its saved state (read with its row) and the stop
-    /// events its detector decided in this transaction.
+    /// One device's part of ``storeEvents(_:_:)``: its saved state (read with its row), its records
+    /// from the state's settled time on (``eventRecords(_:_:)``) and the stop events its detector
+    /// decided in this transaction.
     struct EventsDue {
         var device: String
         var saved: [UInt8]?
+        var records: [KeyedRecord]
         var stops: [StopEvent]
     }
 
-    /// In the catch-up's transaction (the devices' `stop_detectors` rows held): evaluates each
-    /// device's records from its saved state, stores the new events and their delivery entries,
-    /// and returns the events stored and each device's new state (in `due`'s order), which the
-    /// caller saves with the row, clearing the mark. Set-based: one read of the records of all
-    /// the devices, one statement for the events and their entries, whatever their number.
-    func storeEvents(_ c: PostgresConnection, _ due: [EventsDue]) async throws
-        -> (stored: [DeviceEvent], states: [[UInt8]])
+    /// The records each of `devices` (with its saved state) evaluates its events from, in the
+    /// catch-up's transaction: from the state's settled time on (the window's records again, told
+    /// apart by key); a device without a state from its last day of records, or from its first
+    /// when that is within the day (the same records: the bound is then none, ``since``
+    /// -1e11). Each device's records by time and key, one statement for all; `since` is each
+    /// device's bound, which the detector's run compares with its own.
+    func eventRecords(_ c: PostgresConnection, _ devices: [(device: String, saved: [UInt8]?)]) async throws
+        -> (since: [Double], records: [[KeyedRecord]])
     {
-        guard !due.isEmpty else { return ([], []) }
-        // From the settled time on (the window's records again, told apart by key); a device without
-        // a state from its last day of records.
+        guard !devices.isEmpty else { return ([], []) }
         var since: [Double] = []
         var unsettled: [String] = []
-        for d in due {
+        for d in devices {
             let state = try d.saved.map { bytes throws -> DeviceEventState in
                 do { return try DeviceEventState(encoded: bytes) } catch {
                     throw TrackStoreError(.corrupt, "device \(d.device)'s saved event state does not read back")
@@ -129,25 +130,25 @@ extension PostgresTrackStore: EventStore {
             }
         }
         if !unsettled.isEmpty {
-            var last: [String: Double] = [:]
-            for try await (id, t) in try await c.query(
+            var bounds: [String: (first: Double, last: Double)] = [:]
+            for try await (id, first, last) in try await c.query(
                 """
-                SELECT id, extract(epoch FROM last)::float8 FROM devices
+                SELECT id, extract(epoch FROM first)::float8, extract(epoch FROM last)::float8 FROM devices
                 WHERE id = ANY (\(PostgresArray.texts(unsettled))::text[])
                 """, logger: logger
-            ).decode((String, Double).self) { last[id] = t }
-            for (i, d) in due.enumerated() where since[i] == -1e11 {
-                if let t = last[d.device] { since[i] = t - 86_400 }
+            ).decode((String, Double, Double).self) { bounds[id] = (first, last) }
+            for (i, d) in devices.enumerated() where since[i] == -1e11 {
+                if let b = bounds[d.device], b.first < b.last - 86_400 { since[i] = b.last - 86_400 }
             }
         }
-        var records: [[KeyedRecord]] = Array(repeating: [], count: due.count)
+        var records: [[KeyedRecord]] = Array(repeating: [], count: devices.count)
         // Each device's records by time and key (the lateral subquery's order, device after device).
         for try await row in try await c.query(
             """
             SELECT p.seq, p.kind, p.region, extract(epoch FROM p.time)::float8, ST_Y(p.position::geometry),
                    ST_X(p.position::geometry), p.alt, p.h_acc, p.v_acc, p.speed, p.course, p.valid,
                    p.attributes::text, p.key, p.device, p.span, u.i
-            FROM unnest(\(PostgresArray.texts(due.map(\.device)))::text[], \(PostgresArray.doubles(since))::float8[])
+            FROM unnest(\(PostgresArray.texts(devices.map(\.device)))::text[], \(PostgresArray.doubles(since))::float8[])
                 WITH ORDINALITY AS u(device, since, i)
             CROSS JOIN LATERAL (
                 SELECT * FROM positions q WHERE q.device = u.device AND q.time >= to_timestamp(u.since)
@@ -155,17 +156,29 @@ extension PostgresTrackStore: EventStore {
             ) p
             """, logger: logger)
         {
-            // The trail's 16 columns (``record(_:)``), then the device's place in `due`.
+            // The trail's 16 columns (``record(_:)``), then the device's place in `devices`.
             let (r, key, _) = try Self.record(row)
             let i = try row.makeRandomAccess()[16].decode(Int64.self)
             records[Int(i) - 1].append(KeyedRecord(key: key, record: r))
         }
+        return (since, records)
+    }
+
+    /// In the catch-up's transaction (the devices' `stop_detectors` rows held): evaluates each
+    /// device's records from its saved state, stores the new events and their delivery entries,
+    /// and returns the events stored and each device's new state (in `due`'s order), which the
+    /// caller saves with the row, clearing the mark. Set-based: one statement for the events and
+    /// their entries, whatever their number.
+    func storeEvents(_ c: PostgresConnection, _ due: [EventsDue]) async throws
+        -> (stored: [DeviceEvent], states: [[UInt8]])
+    {
+        guard !due.isEmpty else { return ([], []) }
         let set = try await geofenceSet(c)
         var found: [DeviceEvent] = []
         var states: [[UInt8]] = []
-        for (i, d) in due.enumerated() {
+        for d in due {
             let result = StoredEvents.evaluate(
-                state: d.saved, records: records[i], stops: d.stops, device: d.device, geofences: set,
+                state: d.saved, records: d.records, stops: d.stops, device: d.device, geofences: set,
                 rules: storedEvents.rules(for: d.device))
             found += result.events
             states.append(result.state)

@@ -194,8 +194,10 @@ extension PostgresTrackStore: StopStore {
     /// found (none when `computingAll`) and the events stored.
     ///
     /// Set-based: the devices' rows are locked by one statement in device order, their marks taken
-    /// by another, their points read by one query, and what the detectors found written by one
-    /// statement per table; the events likewise (``storeEvents(_:_:)``). Only a device whose
+    /// by another, their records read by one query for both the events and the detectors
+    /// (``eventRecords(_:_:)``; a detector run again from before the events' bound reads its
+    /// points apart, by another), and what the detectors found written by one statement per
+    /// table; the events likewise (``storeEvents(_:_:)``). Only a device whose
     /// detector runs again from a checkpoint (a late point) or whose statistics changed costs
     /// statements of its own.
     ///
@@ -308,13 +310,38 @@ extension PostgresTrackStore: StopStore {
                 after.append(from)
             }
         }
-        if !runs.isEmpty {
+        // The records of every device that may have events to evaluate (marked, or its detector
+        // about to decide stops), read once (``eventRecords(_:_:)``). A detector whose points all
+        // come after the records' bound takes its points from them (the valid locations after its
+        // own bound, in the same order of time); the others read theirs from the index.
+        let deciding = Set(runs.filter { $0.dirty > StoredStops.neverComputed }.map(\.row))
+        let evaluated = locked.indices.filter { locked[$0].eventsDirty || deciding.contains($0) }
+        let (since, records) = try await self.eventRecords(
+            c, evaluated.map { (locked[$0].device, locked[$0].saved) })
+        var read: [Int: Int] = [:]
+        for (j, i) in evaluated.enumerated() { read[i] = j }
+        var apart: [Int] = []
+        for k in runs.indices {
+            guard let j = read[runs[k].row], since[j] <= max(after[k], -1e11) else {
+                apart.append(k)
+                continue
+            }
+            for keyed in records[j] {
+                let r = keyed.record
+                guard r.kind == .location, r.valid, r.time > after[k] else { continue }
+                runs[k].advance.add(
+                    time: r.time, latitude: r.latitude, longitude: r.longitude, accuracy: r.horizontalAccuracy,
+                    speed: r.speed)
+            }
+        }
+        if !apart.isEmpty {
             let rows = try await c.query(
-                Self.points(devices: runs.map { locked[$0.row].device }, after: after), logger: self.logger)
+                Self.points(devices: apart.map { locked[runs[$0].row].device }, after: apart.map { after[$0] }),
+                logger: self.logger)
             for try await (n, t, lat, lon, acc, speed) in rows.decode(
                 (Int64, Double, Double, Double, Double?, Double?).self)
             {
-                runs[Int(n) - 1].advance.add(
+                runs[apart[Int(n) - 1]].advance.add(
                     time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
             }
         }
@@ -342,8 +369,12 @@ extension PostgresTrackStore: StopStore {
         }
         let due = locked.indices.filter { locked[$0].eventsDirty || !(stops[$0] ?? []).isEmpty }
         let (events, states) = try await self.storeEvents(
-            c, due.map { EventsDue(device: locked[$0].device, saved: locked[$0].saved, stops: stops[$0] ?? []) }
-        )
+            c,
+            due.map {
+                EventsDue(
+                    device: locked[$0].device, saved: locked[$0].saved, records: records[read[$0]!],
+                    stops: stops[$0] ?? [])
+            })
         // Every instance's delivery worker woken at the commit (one notification for all).
         if !events.isEmpty { try await Self.notifyQueued(c, logger: self.logger) }
         try await Self.saveDetectors(
