@@ -157,8 +157,9 @@ extension PostgresTrackStore: EventStore {
             """, logger: logger)
         {
             // The trail's 16 columns (``record(_:)``), then the device's place in `devices`.
-            let (r, key, _) = try Self.record(row)
-            let i = try row.makeRandomAccess()[16].decode(Int64.self)
+            var cells = RowCells(row)
+            let (r, key, _) = try Self.record(&cells)
+            let i = try cells.next(Int64.self)
             records[Int(i) - 1].append(KeyedRecord(key: key, record: r))
         }
         return (since, records)

@@ -338,11 +338,13 @@ extension PostgresTrackStore: StopStore {
             let rows = try await c.query(
                 Self.points(devices: apart.map { locked[runs[$0].row].device }, after: apart.map { after[$0] }),
                 logger: self.logger)
-            for try await (n, t, lat, lon, acc, speed) in rows.decode(
-                (Int64, Double, Double, Double, Double?, Double?).self)
-            {
+            for try await row in rows {
+                var cells = RowCells(row)
+                let n = try cells.next(Int64.self)
                 runs[apart[Int(n) - 1]].advance.add(
-                    time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
+                    time: try cells.next(Double.self), latitude: try cells.next(Double.self),
+                    longitude: try cells.next(Double.self), accuracy: try cells.next(Double?.self),
+                    speed: try cells.next(Double?.self))
             }
         }
         for i in runs.indices {

@@ -213,10 +213,12 @@ extension PostgresTrackStore: StoredRecordsSource {
             var devices: [String] = []
             var seen: Set<String> = []
             var numbers: [Int64] = []
-            for try await (stored, device) in try await client.query(
-                Self.storedDevices(from: first, through: last), logger: logger
-            ).decode((Int64, String).self) {
+            for try await row in try await client.query(Self.storedDevices(from: first, through: last), logger: logger)
+            {
+                var cells = RowCells(row)
+                let stored = try cells.next(Int64.self)
                 guard cursor.isNew(stored) else { continue }
+                let device = try cells.next(String.self)
                 numbers.append(stored)
                 if seen.insert(device).inserted { devices.append(device) }
             }

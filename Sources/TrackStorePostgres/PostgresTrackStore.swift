@@ -442,9 +442,10 @@ public final class PostgresTrackStore: TrackStore {
                 more = true
                 continue
             }
-            var (r, key, seq) = try Self.record(row)
+            var cells = RowCells(row)
+            var (r, key, seq) = try Self.record(&cells)
             // The trail's query adds the outlier mark as a 17th column.
-            if row.count > 16 { r.outlier = try row.makeRandomAccess()[16].decode(String?.self) }
+            if row.count > 16 { r.outlier = try cells.next(String?.self) }
             records.append(r)
             last = TrailCursor(time: r.time, sequence: cursorSequence ? seq : nil, key: key)
         }
@@ -455,14 +456,29 @@ public final class PostgresTrackStore: TrackStore {
     /// alt, h_acc, v_acc, speed, course, valid, attributes, key, device, span`), its key and its
     /// sequence number as stored (`nil` for none).
     static func record(_ row: PostgresRow) throws -> (record: TrailRecord, key: String, sequence: Int64?) {
-        let (
-            seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, device, span
-        ) =
-            try row.decode(
-                (
-                    Int64?, String, String?, Double, Double, Double, Double?, Double?, Double?, Double?,
-                    Double?, Bool, String?, String, String, String?
-                ).self)
+        var cells = RowCells(row)
+        return try record(&cells)
+    }
+
+    /// The record, key and sequence number of the next 16 of `cells`, as of a row's (the row's
+    /// further columns left to the caller).
+    static func record(_ cells: inout RowCells) throws -> (record: TrailRecord, key: String, sequence: Int64?) {
+        let seq = try cells.next(Int64?.self)
+        let kind = try cells.next(String.self)
+        let region = try cells.next(String?.self)
+        let time = try cells.next(Double.self)
+        let lat = try cells.next(Double.self)
+        let lon = try cells.next(Double.self)
+        let alt = try cells.next(Double?.self)
+        let hAcc = try cells.next(Double?.self)
+        let vAcc = try cells.next(Double?.self)
+        let speed = try cells.next(Double?.self)
+        let course = try cells.next(Double?.self)
+        let valid = try cells.next(Bool.self)
+        let attributes = try cells.next(String?.self)
+        let key = try cells.next(String.self)
+        let device = try cells.next(String.self)
+        let span = try cells.next(String?.self)
         var r = TrailRecord(
             device: device, sequence: seq ?? 0, kind: TrailRecord.Kind(rawValue: kind) ?? .location,
             region: region, time: time, latitude: lat, longitude: lon, altitude: alt,
