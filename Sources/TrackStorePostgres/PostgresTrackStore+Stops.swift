@@ -25,8 +25,11 @@ extension PostgresTrackStore {
         // The time bounds as the stored stops read them (none beyond ±1e11 s).
         let query = Self.points(device: device, after: -.infinity, through: to, from: from, limit: nil)
         let rows = try await client.query(query, logger: logger)
-        for try await (time, lat, lon, hAcc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {
-            accumulator.add(time: time, latitude: lat, longitude: lon, accuracy: hAcc, speed: speed)
+        for try await row in rows {
+            var cells = RowCells(row)
+            let p = try cells.point()
+            accumulator.add(
+                time: p.time, latitude: p.latitude, longitude: p.longitude, accuracy: p.accuracy, speed: p.speed)
         }
         return accumulator
     }

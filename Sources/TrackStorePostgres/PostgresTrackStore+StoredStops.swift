@@ -341,10 +341,9 @@ extension PostgresTrackStore: StopStore {
             for try await row in rows {
                 var cells = RowCells(row)
                 let n = try cells.next(Int64.self)
+                let p = try cells.point()
                 runs[apart[Int(n) - 1]].advance.add(
-                    time: try cells.next(Double.self), latitude: try cells.next(Double.self),
-                    longitude: try cells.next(Double.self), accuracy: try cells.next(Double?.self),
-                    speed: try cells.next(Double?.self))
+                    time: p.time, latitude: p.latitude, longitude: p.longitude, accuracy: p.accuracy, speed: p.speed)
             }
         }
         for i in runs.indices {
@@ -637,11 +636,15 @@ extension PostgresTrackStore: StopStore {
                 Self.points(device: device, after: after, through: hi, from: first ? from : nil, limit: page),
                 logger: logger)
             var reached: [Double] = []
-            for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {
+            for try await row in rows {
+                var cells = RowCells(row)
+                let p = try cells.point()
                 n += 1
-                after = t
+                after = p.time
                 guard met == nil, reached.isEmpty else { continue }
-                if let cp = query.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed) {
+                if let cp = query.add(
+                    time: p.time, latitude: p.latitude, longitude: p.longitude, accuracy: p.accuracy, speed: p.speed)
+                {
                     reached.append(cp)
                 }
             }
@@ -721,8 +724,11 @@ extension PostgresTrackStore: StopStore {
                 from: try StoredStops.decode(cp.1), checkpointed: cp.0, configuration: configuration)
             let rows = try await c.query(
                 Self.points(device: device, after: cp.0, through: hi, limit: nil), logger: logger)
-            for try await (t, lat, lon, acc, speed) in rows.decode((Double, Double, Double, Double?, Double?).self) {
-                replay.add(time: t, latitude: lat, longitude: lon, accuracy: acc, speed: speed)
+            for try await row in rows {
+                var cells = RowCells(row)
+                let p = try cells.point()
+                replay.add(
+                    time: p.time, latitude: p.latitude, longitude: p.longitude, accuracy: p.accuracy, speed: p.speed)
             }
             final = replay.detector
         }

@@ -20,3 +20,16 @@ struct RowCells {
         return try cell.decode(T.self)
     }
 }
+
+extension RowCells {
+    /// A point as ``PostgresTrackStore/points(device:after:through:from:limit:)`` reads it, from the
+    /// next five cells: time, latitude, longitude, accuracy, speed.
+    mutating func point() throws -> (
+        time: Double, latitude: Double, longitude: Double, accuracy: Double?, speed: Double?
+    ) {
+        (
+            try next(Double.self), try next(Double.self), try next(Double.self), try next(Double?.self),
+            try next(Double?.self)
+        )
+    }
+}
