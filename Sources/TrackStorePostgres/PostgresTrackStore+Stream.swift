@@ -171,14 +171,14 @@ extension PostgresTrackStore: StoredRecordsSource {
         try? await connection.close()
     }
 
-    /// The rows with storage numbers from `first` (through `last`), the number as a 17th column, in
-    /// storage order. Not by the statement's transaction: see ``StoredCursor``.
+    /// The rows with storage numbers from `first` (through `last`), the number first, then the
+    /// trail's 16 columns, in storage order. Not by the statement's transaction: see ``StoredCursor``.
     static func storedRows(from first: Int64, through last: Int64?) -> PostgresQuery {
         stored(
             """
-            seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
+            stored, seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
                    ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
-                   key, device, span, stored
+                   key, device, span
             """, from: first, through: last)
     }
 
@@ -229,9 +229,10 @@ extension PostgresTrackStore: StoredRecordsSource {
         var batch: [TrailRecord] = []
         var numbers: [Int64] = []
         for try await row in try await client.query(Self.storedRows(from: first, through: last), logger: logger) {
-            let stored = try row.makeRandomAccess()[16].decode(Int64.self)
+            var cells = RowCells(row)
+            let stored = try cells.next(Int64.self)
             guard cursor.isNew(stored) else { continue }
-            batch.append(try Self.record(row).record)
+            batch.append(try Self.record(&cells).record)
             numbers.append(stored)
         }
         cursor.publish(numbers)

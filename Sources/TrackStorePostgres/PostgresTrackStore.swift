@@ -452,16 +452,9 @@ public final class PostgresTrackStore: TrackStore {
         return (records, more ? last : nil)
     }
 
-    /// The record of a row whose first 16 columns are a trail's (`seq, kind, region, time, lat, lon,
+    /// The record of the next 16 of `cells`, a trail's columns (`seq, kind, region, time, lat, lon,
     /// alt, h_acc, v_acc, speed, course, valid, attributes, key, device, span`), its key and its
-    /// sequence number as stored (`nil` for none).
-    static func record(_ row: PostgresRow) throws -> (record: TrailRecord, key: String, sequence: Int64?) {
-        var cells = RowCells(row)
-        return try record(&cells)
-    }
-
-    /// The record, key and sequence number of the next 16 of `cells`, as of a row's (the row's
-    /// further columns left to the caller).
+    /// sequence number as stored (`nil` for none); the row's other columns are the caller's to read.
     static func record(_ cells: inout RowCells) throws -> (record: TrailRecord, key: String, sequence: Int64?) {
         let seq = try cells.next(Int64?.self)
         let kind = try cells.next(String.self)
