@@ -76,8 +76,12 @@ struct ErrorAnswerTests {
 
     @Test func aStoreFailureIs500WithAGenericMessage() async throws {
         let endpoint = try await Endpoint.start()
-        // The store breaks under the server: its table is gone.
-        let queue = try DatabaseQueue(path: endpoint.database)
+        // The store breaks under the server: its table is gone. The server may be writing as it
+        // starts (its first reconciliations): this connection waits for the lock as any client
+        // of the file would (a hang guard, not a figure), rather than failing on "database is locked".
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(120)
+        let queue = try DatabaseQueue(path: endpoint.database, configuration: configuration)
         try await queue.write { try $0.execute(sql: "DROP TABLE points") }
         var record = walk(1, from: 1_715_679_000, device: "van")[0]
         record.sequence = 1

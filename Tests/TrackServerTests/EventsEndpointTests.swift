@@ -4,6 +4,7 @@ import Formats
 import Geo
 import KeepTrackTesting
 import LocationService
+import NIOCore
 import NMEA
 import Testing
 import TrackServer
@@ -155,8 +156,13 @@ struct EventsEndpointTests {
             huge.reserveCapacity(200 << 20)
             for i in 0..<10_000_000 { huge += i == 0 ? "[11,48]" : ",[11,48]" }
             huge += "]]}}]}"
-            let tooLarge = try await raw.send(.PUT, "/v1/geofences", body: huge)
-            #expect(tooLarge.status == 413, "\(tooLarge.body.prefix(200))")
+            // The server reads a refused body for 2 s at most, then closes (BodyTimeoutHandler.linger):
+            // a machine too loaded to send the rest within it sees the connection reset, the 413 lost
+            // with it (seen once in a full run beside a build). Either way the document is refused.
+            do {
+                let tooLarge = try await raw.send(.PUT, "/v1/geofences", body: huge)
+                #expect(tooLarge.status == 413, "\(tooLarge.body.prefix(200))")
+            } catch let error as IOError where error.errnoCode == ECONNRESET || error.errnoCode == EPIPE {}
             #expect(try await endpoint.server.store.geofences().isEmpty)
             // One at a time: the feature's id is the path's name.
             #expect(try await raw.send(.PUT, "/v1/geofences/depot", body: good).status == 201)
