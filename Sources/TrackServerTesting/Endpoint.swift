@@ -24,8 +24,8 @@ public struct Endpoint: Sendable {
     public let directory: String
     /// The database: a SQLite file or a `postgres://` URL (for a second endpoint on it).
     public let database: String
-    /// The PostgreSQL database this endpoint created (dropped by ``stop()``).
-    let createdDatabase: String?
+    /// The PostgreSQL database this endpoint created (dropped by ``stop(keepingFiles:)``).
+    public let createdDatabase: String?
 
     /// Starts one over `store` with fault injection on (`faults` from the start, `PUT /v1/faults`
     /// later), on `clock` (receipt times, the offline events); `configure` changes anything else (limits, timeouts) before it starts. With `database`
@@ -70,6 +70,11 @@ public struct Endpoint: Sendable {
         _ = try? await task.value
         await server.store.close()
         guard !keepingFiles else { return }
+        await removeFiles()
+    }
+
+    /// Deletes the directory and database of an endpoint stopped keeping them.
+    public func removeFiles() async {
         try? FileManager.default.removeItem(atPath: directory)
         if let createdDatabase, let cluster = try? await Postgres.shared() {
             _ = try? await offThePool { try cluster.dropDatabase(createdDatabase) }

@@ -190,35 +190,52 @@ struct OutlierThresholdTests {
     /// device's stops to compute at its first query): `keeptrack export --max-accuracy 500` computes
     /// and keeps them with serve's threshold, the trips serve's route answered before, its 300 m fixes
     /// unmarked.
-    @Test func exportKeepsTheStopsNeverKeptWithTheThresholdItIsGiven() async throws {
-        let dir = try TemporaryDirectory("kt-export-stops")
-        defer { dir.remove() }
-        let path = dir.path + "/endpoint.sqlite"
-        let store = try SQLiteTrackStore(path: path)
-        store.setMaximumAccuracy(500)
-        _ = try await store.insert(Self.drive(device: "car"), format: "osmand", received: Self.t0 + 1500)
-        let kept = try await store.stops(device: "car")
-        try #require(kept.trips.count == 1)
-        let served = try await store.export(device: "car", format: "trips").bytes
-        await store.close()
-        // What the migration of a new detector state leaves: nothing kept, every device to compute.
-        let queue = try DatabaseQueue(path: path)
-        try await queue.write { db in
-            try db.execute(sql: "DELETE FROM stop_checkpoints; DELETE FROM stops; DELETE FROM trips;")
-            try db.execute(
-                sql: "UPDATE stop_detectors SET state = NULL, checkpointed = NULL, dirty_from = ?",
-                arguments: [StoredStops.neverComputed])
-        }
-        try queue.close()
+    @Test(arguments: StoreKind.allCases)
+    func exportKeepsTheStopsNeverKeptWithTheThresholdItIsGiven(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind) { $0.maxAccuracy = 500 }
+        let database = endpoint.database
+        var stopped = false
+        do {
+            let store = endpoint.server.store
+            _ = try await store.insert(Self.drive(device: "car"), format: "osmand", received: Self.t0 + 1500)
+            await store.storedStopsSettled()
+            let kept = try await store.stops(device: "car")
+            try #require(kept.trips.count == 1)
+            let served = try await store.export(device: "car", format: "trips").bytes
+            await endpoint.stop(keepingFiles: true)
+            stopped = true
+            // What the migration of a new detector state leaves: nothing kept, every device to compute.
+            let forget = "DELETE FROM stop_checkpoints; DELETE FROM stops; DELETE FROM trips;"
+            let neverComputed = "UPDATE stop_detectors SET state = NULL, checkpointed = NULL, dirty_from = "
+            switch kind {
+            case .sqlite:
+                let queue = try DatabaseQueue(path: database)
+                try await queue.write { db in
+                    try db.execute(sql: forget)
+                    try db.execute(sql: neverComputed + "?", arguments: [StoredStops.neverComputed])
+                }
+                try queue.close()
+            case .postgres:
+                let cluster = try await Postgres.shared()
+                let name = try #require(endpoint.createdDatabase)
+                _ = try await offThePool {
+                    try cluster.psql(
+                        forget + "DELETE FROM stop_marks;" + neverComputed + "\(StoredStops.neverComputed)",
+                        database: name)
+                }
+            }
 
-        let database = TrackDatabase(path)
-        let trips = try await database.exportTrail(
-            device: "car", from: -.infinity, to: .infinity, format: "trips", maximumAccuracy: 500)
-        #expect(trips.bytes == served)
-        let reopened = try SQLiteTrackStore(path: path)
-        #expect(try await reopened.storedStops(device: "car", from: -.infinity, to: .infinity) == kept)
-        #expect(try await Self.marks(reopened, "car").isEmpty)
-        await reopened.close()
+            let trips = try await TrackDatabase(database).exportTrail(
+                device: "car", from: -.infinity, to: .infinity, format: "trips", maximumAccuracy: 500)
+            #expect(trips.bytes == served)
+            let reopened = try await openTrackStore(database, clock: WallClock())
+            #expect(try await reopened.storedStops(device: "car", from: -.infinity, to: .infinity) == kept)
+            #expect(try await Self.marks(reopened, "car").isEmpty)
+            await reopened.close()
+        } catch {
+            Issue.record(error)
+        }
+        if stopped { await endpoint.removeFiles() } else { await endpoint.stop() }
     }
 
     /// A jump at the very end of a trail: stored, marked `pending` (out of the trail and the map's
