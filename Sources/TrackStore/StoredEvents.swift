@@ -100,8 +100,17 @@ public final class StoredEvents: Sendable {
         state: [UInt8]?, records: [KeyedRecord], stops: [StopEvent], device: String, geofences: GeofenceSet,
         rules: EventRules
     ) -> (state: [UInt8], events: [DeviceEvent], late: Int) {
-        var s = DeviceEventState()
-        if let state, let decoded = try? DeviceEventState(encoded: state) { s = decoded }
+        evaluate(
+            state: state.flatMap { try? DeviceEventState(encoded: $0) }, records: records, stops: stops, device: device,
+            geofences: geofences, rules: rules)
+    }
+
+    /// The same from a state already decoded.
+    public static func evaluate(
+        state: DeviceEventState?, records: [KeyedRecord], stops: [StopEvent], device: String,
+        geofences: GeofenceSet, rules: EventRules
+    ) -> (state: [UInt8], events: [DeviceEvent], late: Int) {
+        var s = state ?? DeviceEventState()
         let evaluation = s.evaluate(records, device: device, geofences: geofences, rules: rules)
         var events = evaluation.events
         for stop in stops { events += stop.deviceEvents }

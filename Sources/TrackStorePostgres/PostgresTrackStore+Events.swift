@@ -94,12 +94,12 @@ extension PostgresTrackStore: EventStore {
         return set
     }
 
-    /// One device's part of ``storeEvents(_:_:)``: its saved state (read with its row), its records
-    /// from the state's settled time on (``eventRecords(_:_:)``) and the stop events its detector
-    /// decided in this transaction.
+    /// One device's part of ``storeEvents(_:_:)``: its saved state (read with its row) and its
+    /// records from the state's settled time on, both from ``eventRecords(_:_:)``, and the stop
+    /// events its detector decided in this transaction.
     struct EventsDue {
         var device: String
-        var saved: [UInt8]?
+        var state: DeviceEventState?
         var records: [KeyedRecord]
         var stops: [StopEvent]
     }
@@ -109,12 +109,14 @@ extension PostgresTrackStore: EventStore {
     /// apart by key); a device without a state from its last day of records, or from its first
     /// when that is within the day (the same records: the bound is then none, ``since``
     /// -1e11). Each device's records by time and key, one statement for all; `since` is each
-    /// device's bound, which the detector's run compares with its own.
+    /// device's bound, which the detector's run compares with its own; `states` each saved state
+    /// decoded (``EventsDue/state``: decoded once).
     func eventRecords(_ c: PostgresConnection, _ devices: [(device: String, saved: [UInt8]?)]) async throws
-        -> (since: [Double], records: [[KeyedRecord]])
+        -> (since: [Double], records: [[KeyedRecord]], states: [DeviceEventState?])
     {
-        guard !devices.isEmpty else { return ([], []) }
+        guard !devices.isEmpty else { return ([], [], []) }
         var since: [Double] = []
+        var states: [DeviceEventState?] = []
         var unsettled: [String] = []
         for d in devices {
             let state = try d.saved.map { bytes throws -> DeviceEventState in
@@ -122,6 +124,7 @@ extension PostgresTrackStore: EventStore {
                     throw TrackStoreError(.corrupt, "device \(d.device)'s saved event state does not read back")
                 }
             }
+            states.append(state)
             if let t = state?.settledTime {
                 since.append(t)
             } else {
@@ -162,7 +165,7 @@ extension PostgresTrackStore: EventStore {
             let i = try cells.next(Int64.self)
             records[Int(i) - 1].append(KeyedRecord(key: key, record: r))
         }
-        return (since, records)
+        return (since, records, states)
     }
 
     /// In the catch-up's transaction (the devices' `stop_detectors` rows held): evaluates each
@@ -179,7 +182,7 @@ extension PostgresTrackStore: EventStore {
         var states: [[UInt8]] = []
         for d in due {
             let result = StoredEvents.evaluate(
-                state: d.saved, records: d.records, stops: d.stops, device: d.device, geofences: set,
+                state: d.state, records: d.records, stops: d.stops, device: d.device, geofences: set,
                 rules: storedEvents.rules(for: d.device))
             found += result.events
             states.append(result.state)

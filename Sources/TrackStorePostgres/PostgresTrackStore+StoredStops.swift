@@ -316,7 +316,7 @@ extension PostgresTrackStore: StopStore {
         // own bound, in the same order of time); the others read theirs from the index.
         let deciding = Set(runs.filter { $0.dirty > StoredStops.neverComputed }.map(\.row))
         let evaluated = locked.indices.filter { locked[$0].eventsDirty || deciding.contains($0) }
-        let (since, records) = try await self.eventRecords(
+        let (since, records, saved) = try await self.eventRecords(
             c, evaluated.map { (locked[$0].device, locked[$0].saved) })
         var read: [Int: Int] = [:]
         for (j, i) in evaluated.enumerated() { read[i] = j }
@@ -373,7 +373,7 @@ extension PostgresTrackStore: StopStore {
             c,
             due.map {
                 EventsDue(
-                    device: locked[$0].device, saved: locked[$0].saved, records: records[read[$0]!],
+                    device: locked[$0].device, state: saved[read[$0]!], records: records[read[$0]!],
                     stops: stops[$0] ?? [])
             })
         // Every instance's delivery worker woken at the commit (one notification for all).
