@@ -58,7 +58,7 @@ fleet = importlib.machinery.SourceFileLoader("fleetload", os.path.join(ROOT, "to
 BINARY = os.path.join(ROOT, ".build-release", "release", "keeptrack")
 
 
-# The derived work off (as tools/bench-pg-profile.py's `nostops`): no device is marked, so the
+# The derived work off (tools/bench-pg-profile.py's `nostops` too): no device is marked, so the
 # catch-up finds nothing to run (stops, trips, statistics, events and geofences).
 BARE = ("ALTER TABLE positions DISABLE TRIGGER positions_stops", "DELETE FROM stop_detectors")
 
