@@ -148,17 +148,19 @@ struct EventsEndpointTests {
             #expect(crossed.body.contains("bow"), "\(crossed.body)")
             #expect(crossed.body.contains("\"error\""), "\(crossed.body)")
             #expect(try await raw.send(.PUT, "/v1/geofences", body: document(good, nan)).status == 400)
-            // Ten million vertices (80 MB, over the 64 MiB this server takes): 413 from the head, the
-            // body unread and the connection closed. Its start only is sent: a client sending the whole of it may be reset when the
-            // server stops reading, the answer lost with the connection.
-            let start =
+            // A polygon's document up to its first vertex, and the vertices after it.
+            let opening =
                 #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"huge","#
                 + #""geometry":{"type":"Polygon","coordinates":[[[11,48]"#
+            func vertices(_ n: Int) -> String { String(repeating: ",[11,48]", count: n) }
+            // Ten million vertices (80 MB, over the 64 MiB this server takes): 413 from the head, the
+            // body unread and the connection closed. Only its start is sent: a client sending all of
+            // it may be reset when the server stops reading, the answer lost with the connection.
             let socket = try RawSocket(port: endpoint.port)
             socket.send(
                 "PUT /v1/geofences HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer secret\r\n"
-                    + "Content-Type: application/geo+json\r\nContent-Length: \(start.utf8.count + 80_000_000)\r\n\r\n"
-                    + start + String(repeating: ",[11,48]", count: 1_000))
+                    + "Content-Type: application/geo+json\r\nContent-Length: \(opening.utf8.count + 80_000_000)\r\n\r\n"
+                    + opening + vertices(1_000))
             let (answer, eof) = await socket.readToEnd()
             socket.close()
             #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(200))")
@@ -166,11 +168,7 @@ struct EventsEndpointTests {
             #expect(eof)
             // A polygon past the vertex bound, under the body limit: refused at the bound, not read
             // to the end.
-            var huge =
-                #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"huge","#
-                + #""geometry":{"type":"Polygon","coordinates":[["#
-            for i in 0..<50_000 { huge += i == 0 ? "[11,48]" : ",[11,48]" }
-            huge += "]]}}]}"
+            let huge = opening + vertices(49_999) + "]]}}]}"
             let tooLarge = try await raw.send(.PUT, "/v1/geofences", body: huge)
             #expect(tooLarge.status == 413, "\(tooLarge.body.prefix(200))")
             #expect(tooLarge.body.contains("10000 vertices"), "\(tooLarge.body.prefix(200))")
