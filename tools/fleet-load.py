@@ -64,6 +64,7 @@ class Device:
     def __init__(self, ident, rng, start, hz, seq):
         self.id = ident
         self.seq = seq
+        self.first = seq
         self.t = start
         self.step = 1.0 / hz if hz > 0 else 1.0
         self.lat = 48.137 + rng.uniform(-0.18, 0.18)
@@ -221,7 +222,7 @@ def worker(index, args, devices, tokens, ready, go, started, totals, results):
             sent += 1
             if args.rate > 0:
                 # Due once the device has a batch's worth of fixes, in real time.
-                due = start + (d.seq + args.batch) / args.rate
+                due = start + (d.seq - d.first + args.batch) / args.rate
                 wait = due - time.monotonic()
                 if wait > 0:
                     if time.monotonic() + wait >= deadline:
