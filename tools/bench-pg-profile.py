@@ -26,6 +26,11 @@ backends waiting on a lock, what they wait for from pg_locks: the lock's type an
 table or, for an `object` lock on pg_database, "notify queue": the lock every transaction that
 sent a NOTIFY holds from its commit's start to its end, WAL flush included). With --geofences N,
 each database gets N geofences first, as tools/bench-pg.py --geofences puts them.
+
+A steady load instead of the burst: --steady HZ --minutes M sends a fix every 1/HZ s from each
+device (--devices, in batches of --batch) for M minutes, after --preload N records sent as fast as
+answered and left out of the figures (the listener's catch-up looks up to 100,000 storage numbers
+back: a preload past that shows what its look every 15 s reads in the steady state).
 """
 import argparse, collections, importlib.machinery, json, os, subprocess, sys, threading, time
 
@@ -71,6 +76,20 @@ def sampler(cluster, database, stop, counts):
     p.wait()
 
 
+def steady(args, urls, pids, database_pid):
+    """fleet-load.py at --steady fixes a second per device for --minutes: its summary. Devices of their
+    own (not the preload's, whose fixes cover the same hour: each batch would be a late point)."""
+    cmd = [sys.executable, os.path.join(ROOT, "tools", "fleet-load.py"), "--devices", str(args.devices), "--rate",
+           str(args.steady), "--minutes", str(args.minutes), "--batch", str(args.batch), "--token", "t",
+           "--connections", str(args.connections), "--processes", "2", "--json", "--database-pid", str(database_pid)]
+    for u in urls:
+        cmd += ["--url", u]
+    for p in pids:
+        cmd += ["--server-pid", str(p)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def run(args, cluster, variant, binary, count, name):
     url = cluster.create_database(name)
     bench.BINARY = binary
@@ -83,13 +102,24 @@ def run(args, cluster, variant, binary, count, name):
     servers = [bench.serve(url, "t") for _ in range(count)]
     if args.geofences:
         bench.put_geofences(servers[0][1], args.geofences)
+    urls, pids = [u for _, u in servers], [p.pid for p, _ in servers]
+    if args.preload:
+        preload = argparse.Namespace(**vars(args))
+        preload.records = args.preload
+        bench.load(preload, urls, pids, None, "preload")
+        cluster.psql("SELECT pg_stat_statements_reset()", name)
+        cluster.psql("SELECT pg_stat_reset()", name)
+        # The servers stay connected: their backends hand their counts in idle, within 10 s.
+        before = int(cluster.psql(f"SELECT xact_commit FROM pg_stat_database WHERE datname = '{name}'").strip())
     cluster.psql("CHECKPOINT")
     counts = collections.Counter()
     stop = threading.Event()
     t = threading.Thread(target=sampler, args=(cluster, name, stop, counts))
     t.start()
-    summary = bench.load(args, [u for _, u in servers], [p.pid for p, _ in servers], cluster.pids()[0],
-                         f"{variant} x{count}")
+    if args.steady:
+        summary = steady(args, urls, pids, cluster.pids()[0])
+    else:
+        summary = bench.load(args, urls, pids, cluster.pids()[0], f"{variant} x{count}")
     stop.set()
     t.join()
     for p, _ in servers:
@@ -118,6 +148,9 @@ def main():
     ap.add_argument("--variants", default="baseline,nostops,nonotify,neither")
     ap.add_argument("--instances", default="1,2")
     ap.add_argument("--geofences", type=int, default=0, help="geofences put before each load (default none)")
+    ap.add_argument("--steady", type=float, default=0, help="fixes a second per device, for --minutes (default: a burst)")
+    ap.add_argument("--minutes", type=float, default=1.0, help="how long a --steady load runs")
+    ap.add_argument("--preload", type=int, default=0, help="records sent first, left out of the figures")
     ap.add_argument("--keeptrack", default=bench.BINARY)
     ap.add_argument("--keeptrack-as", action="append", default=[], help="NAME=PATH: a variant run with that binary")
     args = ap.parse_args()
@@ -147,7 +180,7 @@ def main():
                     rate = summary["stored_per_s"]
                     results[(v, count)].append(rate)
                     print(f"\n## round {r + 1}, {v}, {count} instance{'s' if count > 1 else ''}: {rate:,} records/s, "
-                          f"{summary['commits']} commits ({args.records / max(1, summary['commits']):.0f} rows a commit), "
+                          f"{summary['commits']} commits ({summary['stored'] / max(1, summary['commits']):.0f} rows a commit), "
                           f"keeptrack CPU {summary['server_cpu_percent']} %, PostgreSQL CPU "
                           f"{summary['database_cpu_percent']} %, exact: {summary['exact']}", flush=True)
                     print("statements (total ms | calls | rows | query):")
