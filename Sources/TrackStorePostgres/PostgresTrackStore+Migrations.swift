@@ -63,6 +63,7 @@ extension PostgresTrackStore {
         ("v15-device-overspeed", overspeedMigration),
         ("v16-notify-after-commit", notifyAfterCommitMigration),
         ("v17-stop-marks", stopMarksMigration),
+        ("v18-stored-ranges", storedRangesMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points

@@ -7,9 +7,11 @@ import TrackStore
 /// The live stream on PostgreSQL: every instance sees what any instance stored. Each statement that
 /// adds points (a `COPY`, an `INSERT`) is notified on `keeptrack_stored` with a small payload, its
 /// transaction id and the range of the storage numbers it gave (`stored`, an identity column):
-/// `"XID FIRST LAST"`. Each instance listens on a connection of its own and reads those rows, in
-/// the order the notifications come, and publishes them on ``storedRecords``: one path for what
-/// this instance stored and what others did.
+/// `"XID FIRST LAST"`, then, when they fit, the numbers it stored and its devices
+/// (``StoredAnnouncement``). Each instance listens on a connection of its own and reads those rows
+/// not published yet, in the order the notifications come, and publishes them on ``storedRecords``:
+/// one path for what this instance stored and what others did. While no subscriber needs the
+/// records, it reads nothing: the devices are in the payload.
 ///
 /// The notification is sent right after the statement's commit, on the same connection, in a
 /// transaction of its own (``notifyStored(_:logger:)``), not by the statement's transaction: a
@@ -67,6 +69,55 @@ extension PostgresTrackStore: StoredRecordsSource {
                                CASE WHEN first_stored IS NULL THEN ''
                                     ELSE (txid_current() % 4294967296)::text || ' ' || first_stored || ' ' || last_stored
                                END, false);
+            RETURN NULL;
+        END
+        $$
+        """
+    ]
+
+    /// The statement's payload names what it stored, when that fits in a notification (under 8,000
+    /// bytes): its storage numbers as ranges and its devices (``StoredAnnouncement``). While no
+    /// subscriber needs the records (the live stream without a client), a listener then publishes the
+    /// devices and counts the numbers published without reading a row: every instance read back
+    /// every row any instance stored for its offline watch, 278,309 rows for 200,000 stored
+    /// (docs/performance.md). One pass over the statement's rows gives the devices and, when its
+    /// numbers are consecutive, the one range; a statement whose numbers interleave with a concurrent
+    /// one's runs a second pass for their runs.
+    static let storedRangesMigration = [
+        """
+        CREATE OR REPLACE FUNCTION keeptrack_stored_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            first_stored bigint;
+            last_stored bigint;
+            stored_count bigint;
+            ranges text;
+            devices text;
+            plain boolean;
+            payload text;
+        BEGIN
+            SELECT min(first), max(last), sum(n), string_agg(device, E'\\n' ORDER BY first),
+                   bool_and(device <> '' AND strpos(device, E'\\n') = 0)
+                INTO first_stored, last_stored, stored_count, devices, plain
+                FROM (SELECT device, min(stored) AS first, max(stored) AS last, count(*) AS n
+                      FROM added GROUP BY device) d;
+            IF first_stored IS NULL THEN
+                PERFORM set_config('keeptrack.stored', '', false);
+                RETURN NULL;
+            END IF;
+            payload := (txid_current() % 4294967296)::text || ' ' || first_stored || ' ' || last_stored;
+            IF stored_count = last_stored - first_stored + 1 THEN
+                ranges := first_stored || '-' || last_stored;
+            ELSE
+                -- Numbers shared with a concurrent statement: the runs of consecutive ones.
+                SELECT string_agg(low || '-' || high, ' ' ORDER BY low) INTO ranges
+                    FROM (SELECT min(stored) AS low, max(stored) AS high
+                          FROM (SELECT stored, stored - row_number() OVER (ORDER BY stored) AS run FROM added) n
+                          GROUP BY run) r;
+            END IF;
+            IF plain AND octet_length(payload) + octet_length(ranges) + octet_length(devices) + 2 < 8000 THEN
+                payload := payload || E'\\n' || ranges || E'\\n' || devices;
+            END IF;
+            PERFORM set_config('keeptrack.stored', payload, false);
             RETURN NULL;
         END
         $$
@@ -151,12 +202,8 @@ extension PostgresTrackStore: StoredRecordsSource {
                 ready()
                 var looked = clock.now
                 for try await notification in notifications {
-                    let parts = notification.payload.split(separator: " ")
-                    guard parts.count == 3, let first = Int64(parts[1]), let last = Int64(parts[2]) else { continue }
-                    let statement = StoredCursor.Statement(first: first, last: last)
-                    if !cursor.covers(statement) {
-                        _ = try await publishNew(from: first, through: last, cursor: &cursor)
-                    }
+                    guard let announced = StoredAnnouncement(payload: notification.payload) else { continue }
+                    try await publish(announced, cursor: &cursor)
                     // Statements committed and never announced (their instance killed in between).
                     if looked.duration(to: clock.now) >= Self.unannouncedSweep, let floor = cursor.catchUpFloor {
                         looked = clock.now
@@ -171,50 +218,69 @@ extension PostgresTrackStore: StoredRecordsSource {
         try? await connection.close()
     }
 
-    /// The rows with storage numbers from `first` (through `last`), the number first, then the
-    /// trail's 16 columns, in storage order. Not by the statement's transaction: see ``StoredCursor``.
-    static func storedRows(from first: Int64, through last: Int64?) -> PostgresQuery {
-        stored(
-            """
-            stored, seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
-                   ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
-                   key, device, span
-            """, from: first, through: last)
-    }
-
-    /// The storage numbers and devices of the rows from `first` (through `last`), in storage order:
-    /// what the stream reads while no subscriber needs the records (``RecordFeed/needsRecords``).
-    static func storedDevices(from first: Int64, through last: Int64?) -> PostgresQuery {
-        stored("stored, device", from: first, through: last)
-    }
-
-    /// `columns` of the rows with storage numbers from `first` (through `last`), in storage order.
-    private static func stored(_ columns: String, from first: Int64, through last: Int64?) -> PostgresQuery {
-        var binds = PostgresBindings()
-        binds.append(first)
-        var sql = "SELECT \(columns) FROM positions WHERE stored >= $1"
-        if let last {
-            binds.append(last)
-            sql += " AND stored <= $2"
+    /// What `announced` stored and this instance has not published: while no subscriber needs the
+    /// records and the announcement names its numbers and devices, its devices, read from nothing;
+    /// else its range's rows not published yet, read (``publishNew(from:through:cursor:)``).
+    func publish(_ announced: StoredAnnouncement, cursor: inout StoredCursor) async throws {
+        if let ranges = announced.ranges, let devices = announced.devices, !storedRecords.needsRecords {
+            guard !cursor.covers(ranges) else { return }
+            cursor.publish(ranges: ranges)
+            storedRecords.publish(devices: devices)
+            return
         }
-        return PostgresQuery(unsafeSQL: sql + " ORDER BY stored", binds: binds)
+        _ = try await publishNew(from: announced.first, through: announced.last, cursor: &cursor)
+    }
+
+    /// The record's columns read back: the storage number first, then the trail's 16 columns.
+    static let recordColumns = """
+        stored, seq, kind, region, extract(epoch FROM time)::float8, ST_Y(position::geometry),
+               ST_X(position::geometry), alt, h_acc, v_acc, speed, course, valid, attributes::text,
+               key, device, span
+        """
+
+    /// The most ranges one read names (``stored(_:in:)``); a read with more reads the whole span.
+    static let maxReadRanges = 1000
+
+    /// `columns` of the rows whose storage numbers are in `ranges` (sorted, disjoint; an upper bound
+    /// of `Int64.max` is no bound), in storage order.
+    static func stored(_ columns: String, in ranges: [ClosedRange<Int64>]) -> PostgresQuery {
+        var binds = PostgresBindings()
+        if ranges.count == 1, let range = ranges.first {
+            binds.append(range.lowerBound)
+            var sql = "SELECT \(columns) FROM positions WHERE stored >= $1"
+            if range.upperBound < .max {
+                binds.append(range.upperBound)
+                sql += " AND stored <= $2"
+            }
+            return PostgresQuery(unsafeSQL: sql + " ORDER BY stored", binds: binds)
+        }
+        binds.append(ranges.map(\.lowerBound))
+        binds.append(ranges.map(\.upperBound))
+        return PostgresQuery(
+            unsafeSQL: """
+                SELECT \(columns) FROM unnest($1::int8[], $2::int8[]) AS r(low, high)
+                JOIN positions ON stored BETWEEN r.low AND r.high ORDER BY stored
+                """, binds: binds)
     }
 
     /// Publishes the rows from `first` (through `last`) not published yet, in storage order, as one
-    /// batch: their records (``storedRows(from:through:)``) when a subscriber needs them, else only
-    /// their devices (``storedDevices(from:through:)``: two columns read, not seventeen decoded, a
-    /// position converted and attributes parsed). Returns how many records.
+    /// batch, reading only the numbers not published (``StoredCursor/unpublished(from:through:)``):
+    /// their records when a subscriber needs them, else only their numbers and devices (two columns
+    /// read, not seventeen decoded, a position converted and attributes parsed). Returns how many
+    /// records.
     ///
-    /// Two instances on one database each read back every record both stored, for their streams and
-    /// their offline watches, with or without a client connected: 200,000 rows read and decoded for
-    /// 100,000 stored (docs/performance.md).
+    /// Two instances on one database each read back every record both stored while a subscriber
+    /// needs the records (a stream client, the Home Assistant relay): 200,000 rows read and decoded
+    /// for 100,000 stored (docs/performance.md).
     func publishNew(from first: Int64, through last: Int64?, cursor: inout StoredCursor) async throws -> Int {
+        var ranges = cursor.unpublished(from: first, through: last)
+        guard !ranges.isEmpty else { return 0 }
+        if ranges.count > Self.maxReadRanges { ranges = [ranges[0].lowerBound...ranges[ranges.count - 1].upperBound] }
         guard storedRecords.needsRecords else {
             var devices: [String] = []
             var seen: Set<String> = []
             var numbers: [Int64] = []
-            for try await row in try await client.query(Self.storedDevices(from: first, through: last), logger: logger)
-            {
+            for try await row in try await client.query(Self.stored("stored, device", in: ranges), logger: logger) {
                 var cells = RowCells(row)
                 let stored = try cells.next(Int64.self)
                 guard cursor.isNew(stored) else { continue }
@@ -228,7 +294,7 @@ extension PostgresTrackStore: StoredRecordsSource {
         }
         var batch: [TrailRecord] = []
         var numbers: [Int64] = []
-        for try await row in try await client.query(Self.storedRows(from: first, through: last), logger: logger) {
+        for try await row in try await client.query(Self.stored(Self.recordColumns, in: ranges), logger: logger) {
             var cells = RowCells(row)
             let stored = try cells.next(Int64.self)
             guard cursor.isNew(stored) else { continue }

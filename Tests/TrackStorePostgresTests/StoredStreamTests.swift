@@ -116,4 +116,107 @@ struct StoredStreamTests {
         arrived.finish()
         await store.close()
     }
+
+    /// A row inserted with its storage number given, as psql writes it.
+    static func row(_ device: String, _ stored: Int, _ time: Int) -> String {
+        "(\(stored), '\(device)-\(stored)', '\(device)', 'location', to_timestamp(\(time)), "
+            + "'SRID=4326;POINT(11.5 48.1)', 'osmand', now())"
+    }
+
+    static func insert(_ rows: [String]) -> String {
+        "INSERT INTO positions (stored, key, device, kind, time, position, format, received) "
+            + "OVERRIDING SYSTEM VALUE VALUES \(rows.joined(separator: ", "));"
+    }
+
+    /// Announces the last statement of the session, as the store does after its commit.
+    static let announce = "SELECT pg_notify('keeptrack_stored', current_setting('keeptrack.stored'));"
+
+    /// A statement's announcement names its storage numbers and devices: while no subscriber needs
+    /// the records, the listener publishes the devices and counts exactly those numbers published
+    /// without reading a row. Shown by rows deleted before their announcement (their device is still
+    /// told), then by two statements whose numbers interleave, as concurrent `COPY`s' do: once a
+    /// subscriber needs the records, the second one's are published, all of them, and not the
+    /// first one's, told as devices already.
+    @Test func anAnnouncementThatNamesItsDevicesIsPublishedWithoutAReadAndCountedExactly() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
+        let (arrivals, arrived) = AsyncStream.makeStream(of: Told.self)
+        let needs = Flag()
+        let subscription = store.storedRecords.subscribe(
+            needsRecords: { needs.value.load(ordering: .relaxed) },
+            devices: { arrived.yield(.devices($0)) },
+            records: { arrived.yield(.records($0.map { "\($0.device):\(Int($0.time))" })) })
+        let follow = Task { try await store.followStored(clock: WallClock()) }
+        do {
+            try await withTimeout(120, "the devices, then the records, on the stream") {
+                var it = arrivals.makeAsyncIterator()
+                // Once the listener is in place (the van's devices through it).
+                _ = try await store.insert(walk(2, device: "van"), format: "osmand", received: 1)
+                #expect(await it.next() == .devices(["van"]))
+                _ = try await offThePool {
+                    try cluster.psql(
+                        "BEGIN; \(Self.insert([Self.row("bus", 1_000, 1_715_679_100), Self.row("tram", 1_001, 1_715_679_101)])) COMMIT; "
+                            + "BEGIN; DELETE FROM positions WHERE device IN ('bus', 'tram'); COMMIT; \(Self.announce)",
+                        database: name)
+                }
+                #expect(await it.next() == .devices(["bus", "tram"]))
+                _ = try await offThePool {
+                    try cluster.psql(
+                        Self.insert([Self.row("a", 2_000, 1_715_679_200), Self.row("a", 2_002, 1_715_679_202)])
+                            + Self.announce,
+                        database: name)
+                }
+                #expect(await it.next() == .devices(["a"]))
+                needs.value.store(true, ordering: .relaxed)
+                _ = try await offThePool {
+                    try cluster.psql(
+                        Self.insert([Self.row("b", 2_001, 1_715_679_201), Self.row("b", 2_003, 1_715_679_203)])
+                            + Self.announce,
+                        database: name)
+                }
+                #expect(await it.next() == .records(["b:1715679201", "b:1715679203"]))
+            }
+        } catch {
+            Issue.record(error)
+        }
+        follow.cancel()
+        store.storedRecords.unsubscribe(subscription)
+        arrived.finish()
+        await store.close()
+    }
+
+    /// A statement whose devices would not fit in a notification (300 of 100 bytes each) is
+    /// announced by its range alone, and read: its devices are told all the same, in storage order.
+    @Test func aStatementTooLargeToNameItsDevicesIsReadInstead() async throws {
+        let cluster = try await Postgres.shared()
+        let name = try await offThePool { try cluster.createDatabase() }
+        let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
+        let (arrivals, arrived) = AsyncStream.makeStream(of: Told.self)
+        let subscription = store.storedRecords.subscribe(
+            needsRecords: { false }, devices: { arrived.yield(.devices($0)) }, records: { _ in })
+        let follow = Task { try await store.followStored(clock: WallClock()) }
+        let devices = (0..<300).map { String(format: "%03d", $0) + String(repeating: "d", count: 97) }
+        do {
+            try await withTimeout(120, "the devices on the stream") {
+                var it = arrivals.makeAsyncIterator()
+                _ = try await store.insert(walk(1, device: "van"), format: "osmand", received: 1)
+                #expect(await it.next() == .devices(["van"]))
+                let rows = devices.enumerated().map { Self.row($1, 1_000 + $0, 1_715_679_100 + $0) }
+                let payload = try await offThePool {
+                    try cluster.psql(
+                        Self.insert(rows) + " SELECT current_setting('keeptrack.stored'); " + Self.announce,
+                        database: name)
+                }
+                #expect(payload.split(separator: "\n").count == 1, "\(payload.prefix(200))")
+                #expect(await it.next() == .devices(devices))
+            }
+        } catch {
+            Issue.record(error)
+        }
+        follow.cancel()
+        store.storedRecords.unsubscribe(subscription)
+        arrived.finish()
+        await store.close()
+    }
 }
