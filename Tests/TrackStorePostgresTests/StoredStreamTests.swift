@@ -77,36 +77,26 @@ struct StoredStreamTests {
         let value = Atomic<Bool>(false)
     }
 
-    /// While no subscriber needs the records (the live stream without a client), the listener reads
-    /// and publishes only the devices of each statement, each once; once one needs them, the
-    /// records of the statements read after.
-    @Test func whileNoSubscriberNeedsTheRecordsOnlyTheDevicesArePublished() async throws {
+    /// A store on a fresh database whose listener follows it, a subscriber that needs the records
+    /// while `needs` says so and tells what it is told in order: `body` gets the store, the
+    /// database's name and what is told; then the listener stops and the store closes.
+    func following(
+        needs: Flag, _ what: String,
+        _ body: @escaping @Sendable (PostgresTrackStore, String, inout AsyncStream<Told>.Iterator) async throws -> Void
+    ) async throws {
         let cluster = try await Postgres.shared()
         let name = try await offThePool { try cluster.createDatabase() }
         let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
         let (arrivals, arrived) = AsyncStream.makeStream(of: Told.self)
-        let needs = Flag()
         let subscription = store.storedRecords.subscribe(
             needsRecords: { needs.value.load(ordering: .relaxed) },
             devices: { arrived.yield(.devices($0)) },
             records: { arrived.yield(.records($0.map { "\($0.device):\(Int($0.time))" })) })
-        #expect(!store.storedRecords.needsRecords)
         let follow = Task { try await store.followStored(clock: WallClock()) }
         do {
-            try await withTimeout(120, "the devices, then the records, on the stream") {
+            try await withTimeout(120, what) {
                 var it = arrivals.makeAsyncIterator()
-                _ = try await store.insert(
-                    walk(3, device: "van") + walk(2, from: 1_715_679_100, device: "bus"), format: "osmand", received: 1)
-                let first = await it.next()
-                guard case .devices(let devices) = first else {
-                    Issue.record("expected the devices only, got \(String(describing: first))")
-                    return
-                }
-                #expect(devices.sorted() == ["bus", "van"])
-                needs.value.store(true, ordering: .relaxed)
-                #expect(store.storedRecords.needsRecords)
-                _ = try await store.insert(walk(1, from: 1_715_679_200, device: "van"), format: "osmand", received: 1)
-                #expect(await it.next() == .records(["van:1715679200"]))
+                try await body(store, name, &it)
             }
         } catch {
             Issue.record(error)
@@ -115,6 +105,28 @@ struct StoredStreamTests {
         store.storedRecords.unsubscribe(subscription)
         arrived.finish()
         await store.close()
+    }
+
+    /// While no subscriber needs the records (the live stream without a client), the listener reads
+    /// and publishes only the devices of each statement, each once; once one needs them, the
+    /// records of the statements read after.
+    @Test func whileNoSubscriberNeedsTheRecordsOnlyTheDevicesArePublished() async throws {
+        let needs = Flag()
+        try await following(needs: needs, "the devices, then the records, on the stream") { store, _, it in
+            #expect(!store.storedRecords.needsRecords)
+            _ = try await store.insert(
+                walk(3, device: "van") + walk(2, from: 1_715_679_100, device: "bus"), format: "osmand", received: 1)
+            let first = await it.next()
+            guard case .devices(let devices) = first else {
+                Issue.record("expected the devices only, got \(String(describing: first))")
+                return
+            }
+            #expect(devices.sorted() == ["bus", "van"])
+            needs.value.store(true, ordering: .relaxed)
+            #expect(store.storedRecords.needsRecords)
+            _ = try await store.insert(walk(1, from: 1_715_679_200, device: "van"), format: "osmand", received: 1)
+            #expect(await it.next() == .records(["van:1715679200"]))
+        }
     }
 
     /// A row inserted with its storage number given, as psql writes it.
@@ -139,84 +151,50 @@ struct StoredStreamTests {
     /// first one's, told as devices already.
     @Test func anAnnouncementThatNamesItsDevicesIsPublishedWithoutAReadAndCountedExactly() async throws {
         let cluster = try await Postgres.shared()
-        let name = try await offThePool { try cluster.createDatabase() }
-        let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
-        let (arrivals, arrived) = AsyncStream.makeStream(of: Told.self)
         let needs = Flag()
-        let subscription = store.storedRecords.subscribe(
-            needsRecords: { needs.value.load(ordering: .relaxed) },
-            devices: { arrived.yield(.devices($0)) },
-            records: { arrived.yield(.records($0.map { "\($0.device):\(Int($0.time))" })) })
-        let follow = Task { try await store.followStored(clock: WallClock()) }
-        do {
-            try await withTimeout(120, "the devices, then the records, on the stream") {
-                var it = arrivals.makeAsyncIterator()
-                // Once the listener is in place (the van's devices through it).
-                _ = try await store.insert(walk(2, device: "van"), format: "osmand", received: 1)
-                #expect(await it.next() == .devices(["van"]))
-                _ = try await offThePool {
-                    try cluster.psql(
-                        "BEGIN; \(Self.insert([Self.row("bus", 1_000, 1_715_679_100), Self.row("tram", 1_001, 1_715_679_101)])) COMMIT; "
-                            + "BEGIN; DELETE FROM positions WHERE device IN ('bus', 'tram'); COMMIT; \(Self.announce)",
-                        database: name)
-                }
-                #expect(await it.next() == .devices(["bus", "tram"]))
-                _ = try await offThePool {
-                    try cluster.psql(
-                        Self.insert([Self.row("a", 2_000, 1_715_679_200), Self.row("a", 2_002, 1_715_679_202)])
-                            + Self.announce,
-                        database: name)
-                }
-                #expect(await it.next() == .devices(["a"]))
-                needs.value.store(true, ordering: .relaxed)
-                _ = try await offThePool {
-                    try cluster.psql(
-                        Self.insert([Self.row("b", 2_001, 1_715_679_201), Self.row("b", 2_003, 1_715_679_203)])
-                            + Self.announce,
-                        database: name)
-                }
-                #expect(await it.next() == .records(["b:1715679201", "b:1715679203"]))
+        try await following(needs: needs, "the devices, then the records, on the stream") { store, name, it in
+            // Once the listener is in place (the van's devices through it).
+            _ = try await store.insert(walk(2, device: "van"), format: "osmand", received: 1)
+            #expect(await it.next() == .devices(["van"]))
+            _ = try await offThePool {
+                try cluster.psql(
+                    "BEGIN; \(Self.insert([Self.row("bus", 1_000, 1_715_679_100), Self.row("tram", 1_001, 1_715_679_101)])) "
+                        + "COMMIT; BEGIN; DELETE FROM positions WHERE device IN ('bus', 'tram'); COMMIT; \(Self.announce)",
+                    database: name)
             }
-        } catch {
-            Issue.record(error)
+            #expect(await it.next() == .devices(["bus", "tram"]))
+            _ = try await offThePool {
+                try cluster.psql(
+                    Self.insert([Self.row("a", 2_000, 1_715_679_200), Self.row("a", 2_002, 1_715_679_202)])
+                        + Self.announce, database: name)
+            }
+            #expect(await it.next() == .devices(["a"]))
+            needs.value.store(true, ordering: .relaxed)
+            _ = try await offThePool {
+                try cluster.psql(
+                    Self.insert([Self.row("b", 2_001, 1_715_679_201), Self.row("b", 2_003, 1_715_679_203)])
+                        + Self.announce, database: name)
+            }
+            #expect(await it.next() == .records(["b:1715679201", "b:1715679203"]))
         }
-        follow.cancel()
-        store.storedRecords.unsubscribe(subscription)
-        arrived.finish()
-        await store.close()
     }
 
     /// A statement whose devices would not fit in a notification (300 of 100 bytes each) is
     /// announced by its range alone, and read: its devices are told all the same, in storage order.
     @Test func aStatementTooLargeToNameItsDevicesIsReadInstead() async throws {
         let cluster = try await Postgres.shared()
-        let name = try await offThePool { try cluster.createDatabase() }
-        let store = try #require(try await openTrackStore(cluster.url(name)) as? PostgresTrackStore)
-        let (arrivals, arrived) = AsyncStream.makeStream(of: Told.self)
-        let subscription = store.storedRecords.subscribe(
-            needsRecords: { false }, devices: { arrived.yield(.devices($0)) }, records: { _ in })
-        let follow = Task { try await store.followStored(clock: WallClock()) }
         let devices = (0..<300).map { String(format: "%03d", $0) + String(repeating: "d", count: 97) }
-        do {
-            try await withTimeout(120, "the devices on the stream") {
-                var it = arrivals.makeAsyncIterator()
-                _ = try await store.insert(walk(1, device: "van"), format: "osmand", received: 1)
-                #expect(await it.next() == .devices(["van"]))
-                let rows = devices.enumerated().map { Self.row($1, 1_000 + $0, 1_715_679_100 + $0) }
-                let payload = try await offThePool {
-                    try cluster.psql(
-                        Self.insert(rows) + " SELECT current_setting('keeptrack.stored'); " + Self.announce,
-                        database: name)
-                }
-                #expect(payload.split(separator: "\n").count == 1, "\(payload.prefix(200))")
-                #expect(await it.next() == .devices(devices))
+        try await following(needs: Flag(), "the devices on the stream") { store, name, it in
+            _ = try await store.insert(walk(1, device: "van"), format: "osmand", received: 1)
+            #expect(await it.next() == .devices(["van"]))
+            let rows = devices.enumerated().map { Self.row($1, 1_000 + $0, 1_715_679_100 + $0) }
+            let payload = try await offThePool {
+                try cluster.psql(
+                    Self.insert(rows) + " SELECT current_setting('keeptrack.stored'); " + Self.announce,
+                    database: name)
             }
-        } catch {
-            Issue.record(error)
+            #expect(payload.split(separator: "\n").count == 1, "\(payload.prefix(200))")
+            #expect(await it.next() == .devices(devices))
         }
-        follow.cancel()
-        store.storedRecords.unsubscribe(subscription)
-        arrived.finish()
-        await store.close()
     }
 }
