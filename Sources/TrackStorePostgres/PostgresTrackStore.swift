@@ -246,15 +246,28 @@ public final class PostgresTrackStore: TrackStore {
         guard !records.contains(where: { $0.device.utf8.contains(0) || ($0.region?.utf8.contains(0) ?? false) }) else {
             throw TrackStoreError(.nulByte, "refusing to store an id with a NUL byte")
         }
+        // Every device of the batch is caught up after it: its stops (when it has new locations) and
+        // its events; the catch-up waits while batches are being stored (``StoredStopsCatchUp``).
+        await stopsCatchUp.storingBegan()
+        let accepted: Int
+        do {
+            accepted = try await store(records, format: format, received: received)
+        } catch {
+            await stopsCatchUp.storingEnded(noting: [])
+            throw error
+        }
+        await stopsCatchUp.storingEnded(noting: accepted > 0 ? Set(records.lazy.map(\.device)) : [])
+        return (accepted, records.count - accepted)
+    }
+
+    /// ``insert(_:format:received:)``'s statement: the records accepted.
+    func store(_ records: [TrailRecord], format: String, received: Double) async throws -> Int {
         let keys = records.map { Self.key($0, format: format) }
-        // Visits and trips (rare) go through the statement: the COPY's rows have no span. Every device
-        // of the batch is caught up: its stops (when it has new locations) and its events.
-        let located = Set(records.lazy.map(\.device))
+        // Visits and trips (rare) go through the statement: the COPY's rows have no span.
         if !records.contains(where: { $0.span != nil }),
             try await copyBatch(records, keys: keys, format: format, received: received)
         {
-            await stopsCatchUp.note(located)
-            return (records.count, 0)
+            return records.count
         }
         var binds = PostgresBindings(capacity: 18)
         binds.append(PostgresArray.texts(keys))
@@ -277,7 +290,7 @@ public final class PostgresTrackStore: TrackStore {
         binds.append(PostgresArray.texts(records.map { TrailRecord.spanJSON($0) }))
         // Prepared once per connection (postgres-nio keeps it by name): no parse or plan per batch.
         let statement = InsertBatch(bindings: binds)
-        let accepted = try await retryingConflicts {
+        return try await retryingConflicts {
             try await self.client.withConnection { connection in
                 var n = 0
                 for try await count in try await connection.execute(statement, logger: self.logger) { n = Int(count) }
@@ -285,8 +298,6 @@ public final class PostgresTrackStore: TrackStore {
                 return n
             }
         }
-        if accepted > 0 { await stopsCatchUp.note(located) }
-        return (accepted, records.count - accepted)
     }
 
     /// A batch's insert, as a statement prepared once per connection.
