@@ -90,6 +90,7 @@ let package = Package(
                 "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto", "EndpointEvents",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The endpoint's HTTP side (Hummingbird) over the store protocol: route collections by concern

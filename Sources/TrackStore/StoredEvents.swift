@@ -2,6 +2,7 @@ import EndpointEvents
 import Formats
 import Geo
 import LocationService
+import Logging
 import Synchronization
 
 /// What both stores share of the events facet (``EventStore``): the geofences as evaluated (a
@@ -94,18 +95,30 @@ public final class StoredEvents: Sendable {
         }
     }
 
-    /// One device's evaluation: its saved state (`nil`: none yet), the records a batch stored of it
-    /// (new ones), and the stops and trips its detector found; returns the new state and the events.
-    public static func evaluate(
-        state: [UInt8]?, records: [KeyedRecord], stops: [StopEvent], device: String, geofences: GeofenceSet,
-        rules: EventRules
-    ) -> (state: [UInt8], events: [DeviceEvent], late: Int) {
-        evaluate(
-            state: state.flatMap { try? DeviceEventState(encoded: $0) }, records: records, stops: stops, device: device,
-            geofences: geofences, rules: rules)
+    /// How far back, from its newest record, a device's records are evaluated when it has no state
+    /// to go on from (a store upgraded from before events, a state that does not read back): a day.
+    public static let freshLookback = 86_400.0
+
+    /// The event state a store saved of `device`, for its next records, or `nil` when it does not
+    /// read back (a disk's damage, a hand's edit, another version's format): then the store
+    /// evaluates the device's records of its last day (``freshLookback``) from a fresh state, as
+    /// for a device that has none, and logs why. Events keep their ids (derived from the records
+    /// that decide them), so those decided again are not stored or delivered twice; a batch is never
+    /// refused for it.
+    public static func resumable(_ bytes: [UInt8], device: String, logger: Logger) -> DeviceEventState? {
+        do {
+            return try DeviceEventState(encoded: bytes)
+        } catch {
+            logger.error(
+                "device \(device)'s saved event state does not read back: its records of the last day are evaluated again",
+                metadata: ["device": "\(device)", "reason": "\(error)"])
+            return nil
+        }
     }
 
-    /// The same from a state already decoded.
+    /// One device's evaluation: its saved state (`nil`: none, or none that reads back), the records
+    /// of it to evaluate (those a batch stored, or more), and the stops and trips its detector found;
+    /// returns the new state and the events.
     public static func evaluate(
         state: DeviceEventState?, records: [KeyedRecord], stops: [StopEvent], device: String,
         geofences: GeofenceSet, rules: EventRules

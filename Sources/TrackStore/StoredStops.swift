@@ -2,6 +2,7 @@ import Formats
 import Foundation
 import Geo
 import LocationService
+import Logging
 import Synchronization
 
 /// Stops and trips kept at ingest: each store runs the device's
@@ -47,6 +48,37 @@ public enum StoredStops {
     /// The state ``encode(_:)`` wrote.
     public static func decode(_ text: String) throws -> VisitDetector {
         try JSONDecoder().decode(VisitDetector.self, from: Data(text.utf8))
+    }
+
+    /// The state ``encode(_:)`` wrote of `device` (`at`: a checkpoint's time; `nil`: the state
+    /// after its last point), or a ``TrackStoreError/Code/corrupt`` error naming both.
+    public static func decode(_ text: String, device: String, at time: Double?) throws(TrackStoreError)
+        -> VisitDetector
+    {
+        do {
+            return try decode(text)
+        } catch {
+            let which = time.map { "checkpoint at \($0)" } ?? "state after its last point"
+            throw TrackStoreError(
+                .corrupt, "device \(device)'s stops \(which) does not read back", device: device, underlying: error)
+        }
+    }
+
+    /// The state ``encode(_:)`` wrote of `device`, for a batch to resume from, or `nil` when it does
+    /// not read back (a disk's damage, a hand's edit, another version's format): then the store
+    /// starts from the checkpoint before (or from the device's first point) and writes it anew,
+    /// as it does for a late point, and logs why. The points are what counts; what was derived
+    /// from them is derived again, and a batch is never refused for it.
+    public static func resumable(_ text: String?, device: String, at time: Double?, logger: Logger) -> VisitDetector? {
+        guard let text else { return nil }
+        do {
+            return try decode(text, device: device, at: time)
+        } catch {
+            logger.error(
+                "\(error.message): its stops and trips are computed again from an earlier point",
+                metadata: ["device": "\(device)", "reason": "\(error.underlying.map { "\($0)" } ?? "-")"])
+            return nil
+        }
     }
 
     /// The detector advanced over a device's points, in time order, from a stored state: what a store

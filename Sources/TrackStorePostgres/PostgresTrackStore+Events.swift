@@ -119,11 +119,8 @@ extension PostgresTrackStore: EventStore {
         var states: [DeviceEventState?] = []
         var unsettled: [String] = []
         for d in devices {
-            let state = try d.saved.map { bytes throws -> DeviceEventState in
-                do { return try DeviceEventState(encoded: bytes) } catch {
-                    throw TrackStoreError(.corrupt, "device \(d.device)'s saved event state does not read back")
-                }
-            }
+            // One that does not read back: its records of the last day from a fresh state.
+            let state = d.saved.flatMap { StoredEvents.resumable($0, device: d.device, logger: logger) }
             states.append(state)
             if let t = state?.settledTime {
                 since.append(t)
@@ -141,7 +138,9 @@ extension PostgresTrackStore: EventStore {
                 """, logger: logger
             ).decode((String, Double, Double).self) { bounds[id] = (first, last) }
             for (i, d) in devices.enumerated() where since[i] == -1e11 {
-                if let b = bounds[d.device], b.first < b.last - 86_400 { since[i] = b.last - 86_400 }
+                if let b = bounds[d.device], b.first < b.last - StoredEvents.freshLookback {
+                    since[i] = b.last - StoredEvents.freshLookback
+                }
             }
         }
         var records: [[KeyedRecord]] = Array(repeating: [], count: devices.count)

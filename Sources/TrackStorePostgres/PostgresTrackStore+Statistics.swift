@@ -193,7 +193,10 @@ extension PostgresTrackStore: StatisticsStore {
         for try await text in try await c.query(
             "SELECT state FROM stop_detectors WHERE device = \(device)", logger: logger
         ).decode(String?.self) {
-            if let text, let open = Statistics.openVisit(try StoredStops.decode(text), from: from, to: to) {
+            if let text,
+                let open = Statistics.openVisit(
+                    try StoredStops.decode(text, device: device, at: nil), from: from, to: to)
+            {
                 source.visits.append(open)
             }
         }

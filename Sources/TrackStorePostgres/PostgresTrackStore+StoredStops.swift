@@ -292,7 +292,8 @@ extension PostgresTrackStore: StopStore {
         var after: [Double] = []
         for (i, d) in locked.enumerated() {
             guard let dirty = d.dirty, dirty > StoredStops.neverComputed || computingAll else { continue }
-            let state = try d.state.map(StoredStops.decode)
+            // A saved state or checkpoint that does not read back is passed over (``StoredStops/resumable(_:device:at:logger:)``).
+            let state = StoredStops.resumable(d.state, device: d.device, at: nil, logger: logger)
             if let state, let last = state.lastGiven, dirty > last {
                 runs.append(
                     DetectorRun(
@@ -404,10 +405,9 @@ extension PostgresTrackStore: StopStore {
         ).decode((Double, String).self) { cp = r }
         let after: Double
         let advance: StoredStops.Advance
-        if let cp {
+        if let cp, let detector = StoredStops.resumable(cp.1, device: device, at: cp.0, logger: logger) {
             after = cp.0
-            advance = StoredStops.Advance(
-                from: try StoredStops.decode(cp.1), checkpointed: after, configuration: configuration)
+            advance = StoredStops.Advance(from: detector, checkpointed: after, configuration: configuration)
         } else {
             after = -Double.greatestFiniteMagnitude
             advance = StoredStops.Advance(from: nil, checkpointed: -.infinity, configuration: configuration)
@@ -616,16 +616,17 @@ extension PostgresTrackStore: StopStore {
             """, logger: logger
         ).decode(Double.self) { times.append(t) }
         // The detector starts with the threshold the first checkpoint it can meet judged with.
-        var firstState: String?
+        var firstState: (Double, String)?
         if let t = times.first {
             for try await s in try await c.query(
                 "SELECT state FROM stop_checkpoints WHERE device = \(device) AND time = \(t)", logger: logger
-            ).decode(String.self) { firstState = s }
+            ).decode(String.self) { firstState = (t, s) }
         }
         let configuration = stopsConfiguration
         var query = StoredStops.Query(
             checkpointTimes: times,
-            configuration: try firstState.map { try StoredStops.decode($0).configuration } ?? configuration)
+            configuration: try firstState.map { try StoredStops.decode($0.1, device: device, at: $0.0).configuration }
+                ?? configuration)
         var met: Double?
         var after = -Double.greatestFiniteMagnitude
         var page = 1000
@@ -656,7 +657,7 @@ extension PostgresTrackStore: StopStore {
                     "SELECT state FROM stop_checkpoints WHERE device = \(device) AND time = \(cp)", logger: logger
                 ).decode(String.self) { state = s }
                 if let state {
-                    let checkpoint = try StoredStops.decode(state)
+                    let checkpoint = try StoredStops.decode(state, device: device, at: cp)
                     if query.meets(checkpoint) {
                         met = cp
                         break pages
@@ -721,7 +722,8 @@ extension PostgresTrackStore: StopStore {
             ).decode((Double, String).self) { cp = r }
             guard let cp else { preconditionFailure("the checkpoint met is one") }
             var replay = StoredStops.Advance(
-                from: try StoredStops.decode(cp.1), checkpointed: cp.0, configuration: configuration)
+                from: try StoredStops.decode(cp.1, device: device, at: cp.0), checkpointed: cp.0,
+                configuration: configuration)
             let rows = try await c.query(
                 Self.points(device: device, after: cp.0, through: hi, limit: nil), logger: logger)
             for try await row in rows {

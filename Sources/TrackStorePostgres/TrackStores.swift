@@ -60,7 +60,7 @@ public enum TrackDatabase: Sendable, Hashable, CustomStringConvertible {
             return try await PostgresTrackStore(url: parsed, clock: clock, logger: logger)
         case .sqlite(let path):
             do {
-                return try SQLiteTrackStore(path: path, progress: progress)
+                return try SQLiteTrackStore(path: path, logger: logger, progress: progress)
             } catch {
                 throw TrackStoreError(.cannotOpen, "cannot open the database \(path)", underlying: error)
             }

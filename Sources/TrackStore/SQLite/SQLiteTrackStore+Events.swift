@@ -2,6 +2,7 @@ import EndpointEvents
 import Formats
 import Foundation
 import GRDB
+import Logging
 
 /// The events facet (``EventStore``) on SQLite: a batch's events and their delivery entries are
 /// written in the batch's own transaction (``storeEvents(_:records:stops:received:)``), after its
@@ -54,10 +55,12 @@ extension SQLiteTrackStore: EventStore {
     }
 
     /// After a batch's points and stops (same transaction): evaluates each device's new records
-    /// from its saved state, stores the events not stored yet and queues each for the hooks that
-    /// want it; returns the events stored.
+    /// from its saved state (one that does not read back: its records of the last day from a fresh
+    /// one, ``StoredEvents/resumable(_:device:logger:)``), stores the events not stored yet and
+    /// queues each for the hooks that want it; returns the events stored.
     static func storeEvents(
-        _ db: Database, records: [String: [KeyedRecord]], stops: [StopEvent], received: Double, engine: StoredEvents
+        _ db: Database, records: [String: [KeyedRecord]], stops: [StopEvent], received: Double, engine: StoredEvents,
+        logger: Logger
     ) throws -> [DeviceEvent] {
         let stopsByDevice = Dictionary(grouping: stops, by: \.device)
         let devices = Set(records.keys).union(stopsByDevice.keys)
@@ -81,8 +84,14 @@ extension SQLiteTrackStore: EventStore {
         var stored: [DeviceEvent] = []
         for device in devices.sorted() {
             let saved = try Data.fetchOne(readState, arguments: [device]).map { Array($0) }
+            var state: DeviceEventState?
+            var evaluated = records[device] ?? []
+            if let saved {
+                state = StoredEvents.resumable(saved, device: device, logger: logger)
+                if state == nil { evaluated = try recentRecords(db, device: device) }
+            }
             let result = StoredEvents.evaluate(
-                state: saved, records: records[device] ?? [], stops: stopsByDevice[device] ?? [], device: device,
+                state: state, records: evaluated, stops: stopsByDevice[device] ?? [], device: device,
                 geofences: set, rules: engine.rules(for: device))
             if saved != result.state { try writeState.execute(arguments: [device, Data(result.state)]) }
             for e in result.events {
@@ -95,6 +104,28 @@ extension SQLiteTrackStore: EventStore {
             }
         }
         return stored
+    }
+
+    /// `device`'s records of its last day (``StoredEvents/freshLookback`` before its newest; all of
+    /// them when it has less), by time and key: what a fresh event state is evaluated over.
+    static func recentRecords(_ db: Database, device: String) throws -> [KeyedRecord] {
+        var since = -1e18
+        if let bounds = try Row.fetchOne(db, sql: "SELECT first, last FROM devices WHERE id = ?", arguments: [device]),
+            (bounds[0] as Double) < (bounds[1] as Double) - StoredEvents.freshLookback
+        {
+            since = (bounds[1] as Double) - StoredEvents.freshLookback
+        }
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT seq, kind, region, time, lat, lon, alt, hAcc, vAcc, speed, course, valid, attributes, key, span
+                FROM points WHERE device = ? AND time >= ? ORDER BY time, key
+                """, arguments: [device, since])
+        var out: [KeyedRecord] = []
+        while let row = try rows.next() {
+            out.append(KeyedRecord(key: row[13], record: record(row, device: device)))
+        }
+        return out
     }
 
     // MARK: Geofences

@@ -108,7 +108,8 @@ extension SQLiteTrackStore: StatisticsStore {
                         sql: "INSERT OR IGNORE INTO stop_detectors (device, dirty_from) VALUES (?, ?)",
                         arguments: [device, StoredStops.neverComputed])
                     _ = try Self.advanceStoredStops(
-                        db, device: device, computingAll: true, configuration: self.stopsConfiguration)
+                        db, device: device, computingAll: true, configuration: self.stopsConfiguration,
+                        logger: self.logger)
                 }
                 try Self.rebuildStatistics(db, device: device)
             }
@@ -138,7 +139,8 @@ extension SQLiteTrackStore: StatisticsStore {
             }
             if let text = try String.fetchOne(
                 db, sql: "SELECT state FROM stop_detectors WHERE device = ?", arguments: [device]),
-                let open = Statistics.openVisit(try StoredStops.decode(text), from: from, to: to)
+                let open = Statistics.openVisit(
+                    try StoredStops.decode(text, device: device, at: nil), from: from, to: to)
             {
                 visits.append(open)
             }

@@ -2,6 +2,7 @@ import Formats
 import Geo
 import GRDB
 import LocationService
+import Logging
 
 /// Stops and trips kept at ingest (``StoredStops``): the detector runs in the transaction that stores
 /// a batch's points (SQLite has one writer: the batches of a device are taken one after the other).
@@ -45,7 +46,7 @@ extension SQLiteTrackStore: StopStore {
     /// location and runs its detector from there (with `configuration`); returns what it found, and
     /// the outlier marks it changed.
     static func advanceStoredStops(
-        _ db: Database, earliest: [String: Double], configuration: VisitDetector.Configuration
+        _ db: Database, earliest: [String: Double], configuration: VisitDetector.Configuration, logger: Logger
     ) throws -> (stops: [StopEvent], outliers: [OutlierMarks]) {
         var events: [StopEvent] = []
         var outliers: [OutlierMarks] = []
@@ -56,7 +57,7 @@ extension SQLiteTrackStore: StopStore {
                         SET dirty_from = min(coalesce(dirty_from, excluded.dirty_from), excluded.dirty_from)
                     """, arguments: [device, time])
             let run = try advanceStoredStopsAndMarks(
-                db, device: device, computingAll: false, configuration: configuration)
+                db, device: device, computingAll: false, configuration: configuration, logger: logger)
             events += run.stops
             if let marks = run.outliers { outliers.append(marks) }
         }
@@ -68,16 +69,19 @@ extension SQLiteTrackStore: StopStore {
     /// A device never computed is left alone unless `computingAll`. The points it runs over are
     /// judged with `configuration` (the store's: ``stopsConfiguration``).
     static func advanceStoredStops(
-        _ db: Database, device: String, computingAll: Bool, configuration: VisitDetector.Configuration
+        _ db: Database, device: String, computingAll: Bool, configuration: VisitDetector.Configuration,
+        logger: Logger
     ) throws -> [StopEvent] {
-        try advanceStoredStopsAndMarks(db, device: device, computingAll: computingAll, configuration: configuration)
-            .stops
+        try advanceStoredStopsAndMarks(
+            db, device: device, computingAll: computingAll, configuration: configuration, logger: logger
+        ).stops
     }
 
     /// ``advanceStoredStops(_:device:computingAll:configuration:)``, with the outlier marks it changed
     /// (`nil`: none, or a device never computed, whose whole history it marks).
     static func advanceStoredStopsAndMarks(
-        _ db: Database, device: String, computingAll: Bool, configuration: VisitDetector.Configuration
+        _ db: Database, device: String, computingAll: Bool, configuration: VisitDetector.Configuration,
+        logger: Logger
     ) throws -> (stops: [StopEvent], outliers: OutlierMarks?) {
         guard
             let row = try Row.fetchOne(
@@ -89,7 +93,8 @@ extension SQLiteTrackStore: StopStore {
         var changes = OutlierMarks.Changes()
         var advance: StoredStops.Advance
         var after: Double
-        let state = try (row[0] as String?).map(StoredStops.decode)
+        // A saved state or checkpoint that does not read back is passed over (``StoredStops/resumable(_:device:at:logger:)``).
+        let state = StoredStops.resumable(row[0] as String?, device: device, at: nil, logger: logger)
         if let state, let last = state.lastGiven, dirty > last {
             advance = StoredStops.Advance(
                 from: state, checkpointed: row[1] as Double? ?? -.infinity, configuration: configuration)
@@ -99,11 +104,11 @@ extension SQLiteTrackStore: StopStore {
                 db,
                 sql:
                     "SELECT time, state FROM stop_checkpoints WHERE device = ? AND time < ? ORDER BY time DESC LIMIT 1",
-                arguments: [device, dirty])
+                arguments: [device, dirty]),
+                let detector = StoredStops.resumable(cp[1] as String, device: device, at: cp[0], logger: logger)
             {
                 after = cp[0]
-                advance = StoredStops.Advance(
-                    from: try StoredStops.decode(cp[1]), checkpointed: after, configuration: configuration)
+                advance = StoredStops.Advance(from: detector, checkpointed: after, configuration: configuration)
             } else {
                 after = -Double.greatestFiniteMagnitude
                 advance = StoredStops.Advance(from: nil, checkpointed: -.infinity, configuration: configuration)
@@ -202,7 +207,8 @@ extension SQLiteTrackStore: StopStore {
                 try db.execute(
                     sql: "INSERT OR IGNORE INTO stop_detectors (device, dirty_from) VALUES (?, ?)",
                     arguments: [device, StoredStops.neverComputed])
-                _ = try Self.advanceStoredStops(db, device: device, computingAll: true, configuration: configuration)
+                _ = try Self.advanceStoredStops(
+                    db, device: device, computingAll: true, configuration: configuration, logger: self.logger)
             }
         }
         return try await pool.read { db in
@@ -229,13 +235,15 @@ extension SQLiteTrackStore: StopStore {
                 """,
             arguments: [device, lo, hi, horizon])
         // The detector starts with the threshold the first checkpoint it can meet judged with.
-        let first = try times.first.flatMap {
+        let first = try times.first.flatMap { t in
             try String.fetchOne(
-                db, sql: "SELECT state FROM stop_checkpoints WHERE device = ? AND time = ?", arguments: [device, $0])
+                db, sql: "SELECT state FROM stop_checkpoints WHERE device = ? AND time = ?", arguments: [device, t]
+            ).map { (t, $0) }
         }
         var query = StoredStops.Query(
             checkpointTimes: times,
-            configuration: try first.map { try StoredStops.decode($0).configuration } ?? configuration)
+            configuration: try first.map { try StoredStops.decode($0.1, device: device, at: $0.0).configuration }
+                ?? configuration)
         var met: Double?
         let points = try Row.fetchCursor(
             db,
@@ -251,7 +259,7 @@ extension SQLiteTrackStore: StopStore {
             let state = try String.fetchOne(
                 db, sql: "SELECT state FROM stop_checkpoints WHERE device = ? AND time = ?", arguments: [device, c])
             guard let state else { continue }
-            let checkpoint = try StoredStops.decode(state)
+            let checkpoint = try StoredStops.decode(state, device: device, at: c)
             if query.meets(checkpoint) {
                 met = c
                 break
@@ -305,7 +313,8 @@ extension SQLiteTrackStore: StopStore {
                     """, arguments: [device, hi, horizon])
             guard let cp else { preconditionFailure("the checkpoint met is one") }
             var replay = StoredStops.Advance(
-                from: try StoredStops.decode(cp[1]), checkpointed: cp[0], configuration: configuration)
+                from: try StoredStops.decode(cp[1], device: device, at: cp[0]), checkpointed: cp[0],
+                configuration: configuration)
             let rest = try Row.fetchCursor(
                 db,
                 sql: """

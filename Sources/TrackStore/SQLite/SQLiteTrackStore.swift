@@ -4,6 +4,7 @@ import Formats
 import Geo
 import GRDB
 import LocationService
+import Logging
 import Synchronization
 
 /// The SQLite store (GRDB): the default for `keeptrack serve --db FILE` and `--upload embedded`.
@@ -16,6 +17,8 @@ import Synchronization
 public final class SQLiteTrackStore: TrackStore {
     public let path: String
     let pool: DatabasePool
+    /// Where the store says what it could not read back and derived again (at the error level).
+    let logger: Logger
     /// What this store stored, batch by batch in commit order (the live stream's source).
     public let storedRecords = RecordFeed()
     /// The stops and trips found in what this store stored, batch by batch in commit order.
@@ -50,8 +53,11 @@ public final class SQLiteTrackStore: TrackStore {
     /// Opens (creating and migrating) the store at `path`. An existing store whose schema needs
     /// migrations says so through `progress`: an ``Upgrade`` at once and every quarter second
     /// until done (one migration over millions of points takes minutes), then `nil`.
-    public init(path: String, progress: (@Sendable (Upgrade?) -> Void)? = nil) throws {
+    public init(
+        path: String, logger: Logger = Logger(label: "keeptrack.store"), progress: (@Sendable (Upgrade?) -> Void)? = nil
+    ) throws {
         self.path = path
+        self.logger = logger
         var config = Configuration()
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -216,9 +222,9 @@ public final class SQLiteTrackStore: TrackStore {
                 if let r = latest[id] { try Self.noteLatest(db, r) }
             }
             let (found, marks) = try Self.advanceStoredStops(
-                db, earliest: earliestLocation, configuration: self.stopsConfiguration)
+                db, earliest: earliestLocation, configuration: self.stopsConfiguration, logger: logger)
             let events = try Self.storeEvents(
-                db, records: new, stops: found, received: received, engine: storedEvents)
+                db, records: new, stops: found, received: received, engine: storedEvents, logger: logger)
             // On the writer, after the commit: batches reach the feed in the order they were stored.
             if let feed, !stored.isEmpty { db.afterNextTransaction { [stored] _ in feed.publish(stored) } }
             if !found.isEmpty { db.afterNextTransaction { [stopEvents] _ in stopEvents.publish(found) } }
