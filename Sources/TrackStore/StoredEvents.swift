@@ -99,6 +99,12 @@ public final class StoredEvents: Sendable {
     /// to go on from (a store upgraded from before events, a state that does not read back): a day.
     public static let freshLookback = 86_400.0
 
+    /// Where a fresh state's evaluation of a device whose records span `first` to `last` begins:
+    /// ``freshLookback`` before `last`, or `nil` (all of them) when they span less.
+    public static func freshSince(first: Double, last: Double) -> Double? {
+        first < last - freshLookback ? last - freshLookback : nil
+    }
+
     /// The event state a store saved of `device`, for its next records, or `nil` when it does not
     /// read back (a disk's damage, a hand's edit, another version's format): then the store
     /// evaluates the device's records of its last day (``freshLookback``) from a fresh state, as

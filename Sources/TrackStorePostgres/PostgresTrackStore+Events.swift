@@ -138,8 +138,8 @@ extension PostgresTrackStore: EventStore {
                 """, logger: logger
             ).decode((String, Double, Double).self) { bounds[id] = (first, last) }
             for (i, d) in devices.enumerated() where since[i] == -1e11 {
-                if let b = bounds[d.device], b.first < b.last - StoredEvents.freshLookback {
-                    since[i] = b.last - StoredEvents.freshLookback
+                if let b = bounds[d.device], let fresh = StoredEvents.freshSince(first: b.first, last: b.last) {
+                    since[i] = fresh
                 }
             }
         }

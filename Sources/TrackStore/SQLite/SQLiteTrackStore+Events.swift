@@ -111,9 +111,9 @@ extension SQLiteTrackStore: EventStore {
     static func recentRecords(_ db: Database, device: String) throws -> [KeyedRecord] {
         var since = -1e18
         if let bounds = try Row.fetchOne(db, sql: "SELECT first, last FROM devices WHERE id = ?", arguments: [device]),
-            (bounds[0] as Double) < (bounds[1] as Double) - StoredEvents.freshLookback
+            let fresh = StoredEvents.freshSince(first: bounds[0], last: bounds[1])
         {
-            since = (bounds[1] as Double) - StoredEvents.freshLookback
+            since = fresh
         }
         let rows = try Row.fetchCursor(
             db,
