@@ -28,9 +28,11 @@ extension PostgresTrackStore {
     /// One `COPY` of `buffer`'s rows on a connection of the pool: `true` once committed (and the
     /// live stream told, ``notifyStored(_:logger:)``), `false` when a key was stored already or it
     /// lost a deadlock (nothing of it kept).
-    static func copy(_ buffer: ByteBuffer, client: PostgresClient, logger: Logger) async throws -> Bool {
+    static func copy(_ buffer: ByteBuffer, client: PostgresClient, ends: ConnectionEnds, logger: Logger) async throws
+        -> Bool
+    {
         do {
-            try await client.withConnection { connection in
+            try await withLiveConnection(client: client, ends: ends) { connection in
                 try await connection.copyFrom(table: "positions", columns: CopyRows.columns, logger: logger) {
                     try await $0.write(buffer)
                 }

@@ -8,7 +8,7 @@ extension PostgresTrackStore: CredentialStore {
         if let problem = DeviceTokens.problem(device: device) { throw problem }
         let token = DeviceTokens.newToken()
         let digest = DeviceTokens.digest(token: token)
-        let rows = try await client.query(
+        let rows = try await liveQuery(
             """
             INSERT INTO credentials (device, digest, created) VALUES (\(device), \(digest), to_timestamp(\(now)))
             ON CONFLICT (device) DO NOTHING RETURNING 1
@@ -24,7 +24,7 @@ extension PostgresTrackStore: CredentialStore {
 
     public func credentials() async throws -> [DeviceCredential] {
         var out: [DeviceCredential] = []
-        let rows = try await client.query(
+        let rows = try await liveQuery(
             "SELECT device, extract(epoch FROM created)::float8 FROM credentials ORDER BY device", logger: logger)
         for try await (device, created) in rows.decode((String, Double).self) {
             out.append(DeviceCredential(device: device, created: created))
@@ -35,7 +35,7 @@ extension PostgresTrackStore: CredentialStore {
     public func revokeCredential(device: String) async throws -> Bool {
         guard !device.utf8.contains(0) else { return false }
         var removed = false
-        for try await _ in try await client.query(
+        for try await _ in try await liveQuery(
             "DELETE FROM credentials WHERE device = \(device) RETURNING 1",
             logger: logger)
         { removed = true }
@@ -45,7 +45,7 @@ extension PostgresTrackStore: CredentialStore {
     public func credentialDevice(token: String) async throws -> String? {
         let digest = DeviceTokens.digest(token: token)
         var device: String?
-        for try await d in try await client.query(
+        for try await d in try await liveQuery(
             "SELECT device FROM credentials WHERE digest = \(digest)",
             logger: logger
         ).decode(String.self) { device = d }
@@ -63,7 +63,7 @@ extension PostgresTrackStore: CredentialStore {
 
     func exists(_ query: PostgresQuery) async throws -> Bool {
         var found = false
-        for try await _ in try await client.query(query, logger: logger) { found = true }
+        for try await _ in try await liveQuery(query, logger: logger) { found = true }
         return found
     }
 }

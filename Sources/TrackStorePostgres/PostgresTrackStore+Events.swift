@@ -223,7 +223,7 @@ extension PostgresTrackStore: EventStore {
 
     public func geofences() async throws -> [Geofence] {
         var features: [[UInt8]] = []
-        for try await f in try await client.query("SELECT feature FROM geofences ORDER BY name", logger: logger)
+        for try await f in try await liveQuery("SELECT feature FROM geofences ORDER BY name", logger: logger)
             .decode(ByteBuffer.self)
         { features.append(Array(f.readableBytesView)) }
         return try StoredEvents.geofences(features)
@@ -238,7 +238,7 @@ extension PostgresTrackStore: EventStore {
     }
 
     public func replaceGeofences(_ geofences: [Geofence]) async throws {
-        try await client.withConnection { connection in
+        try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 let generation = try await self.nextGeofenceGeneration(c)
                 try await c.query("DELETE FROM geofences", logger: self.logger)
@@ -261,7 +261,7 @@ extension PostgresTrackStore: EventStore {
     }
 
     public func putGeofence(_ geofence: Geofence) async throws -> Bool {
-        try await client.withConnection { connection in
+        try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 let generation = try await self.nextGeofenceGeneration(c)
                 let feature = ByteBuffer(bytes: GeofenceDocument.feature(geofence))
@@ -279,7 +279,7 @@ extension PostgresTrackStore: EventStore {
     }
 
     public func removeGeofence(_ name: String) async throws -> Bool {
-        try await client.withConnection { connection in
+        try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 var removed = false
                 for try await _ in try await c.query(
@@ -316,7 +316,7 @@ extension PostgresTrackStore: EventStore {
         sql += " ORDER BY time, id LIMIT \(parameter(Int64(limit + 1)))"
         var events: [StoredEvent] = []
         var more = false
-        for try await (id, device, kind, time, body) in try await client.query(
+        for try await (id, device, kind, time, body) in try await liveQuery(
             PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger
         ).decode((String, String, String, Double, String).self) {
             if events.count == limit {
@@ -333,7 +333,7 @@ extension PostgresTrackStore: EventStore {
 
     public func storedHooks() async throws -> [StoredHook] {
         var out: [StoredHook] = []
-        for try await (name, kinds, devices, settings) in try await client.query(
+        for try await (name, kinds, devices, settings) in try await liveQuery(
             "SELECT name, kinds, devices, settings FROM hooks ORDER BY name", logger: logger
         ).decode((String, [String]?, [String]?, String).self) {
             out.append(
@@ -359,7 +359,7 @@ extension PostgresTrackStore: EventStore {
         }
         binds.append(hook.settings)
         var inserted = false
-        for try await i in try await client.query(
+        for try await i in try await liveQuery(
             PostgresQuery(
                 unsafeSQL: """
                     INSERT INTO hooks (name, kinds, devices, settings) VALUES ($1, $2::text[], $3::text[], $4)
@@ -372,7 +372,7 @@ extension PostgresTrackStore: EventStore {
     }
 
     public func removeHook(_ name: String) async throws -> Bool {
-        try await client.withConnection { connection in
+        try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 try await c.query("DELETE FROM deliveries WHERE hook = \(name)", logger: self.logger)
                 var removed = false
@@ -386,7 +386,7 @@ extension PostgresTrackStore: EventStore {
 
     public func retryDeadDeliveries(hook name: String, now: Double) async throws -> Int {
         var n = 0
-        for try await _ in try await client.query(
+        for try await _ in try await liveQuery(
             """
             UPDATE deliveries SET dead = NULL, attempts = 0, due = \(now), lease = NULL, lease_until = NULL
             WHERE hook = \(name) AND dead IS NOT NULL RETURNING 1
@@ -397,7 +397,7 @@ extension PostgresTrackStore: EventStore {
 
     public func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)] {
         var out: [String: (pending: Int, dead: Int)] = [:]
-        for try await (hook, pending, dead) in try await client.query(
+        for try await (hook, pending, dead) in try await liveQuery(
             """
             SELECT hook, count(*) FILTER (WHERE dead IS NULL), count(*) FILTER (WHERE dead IS NOT NULL)
             FROM deliveries GROUP BY hook
@@ -415,7 +415,7 @@ extension PostgresTrackStore: EventStore {
         async throws -> [QueuedDelivery]
     {
         var out: [QueuedDelivery] = []
-        for try await (event, device, attempts, queued, kind, time, body) in try await client.query(
+        for try await (event, device, attempts, queued, kind, time, body) in try await liveQuery(
             """
             WITH heads AS (
                 SELECT DISTINCT ON (device) event FROM deliveries WHERE hook = \(hook) AND dead IS NULL
@@ -464,13 +464,13 @@ extension PostgresTrackStore: EventStore {
                 """
         }
         var settled = false
-        for try await _ in try await client.query(query, logger: logger).decode(Int32.self) { settled = true }
+        for try await _ in try await liveQuery(query, logger: logger).decode(Int32.self) { settled = true }
         return settled
     }
 
     public func nextDeliveryDue(hook: String, after now: Double) async throws -> Double? {
         var next: Double?
-        for try await n in try await client.query(
+        for try await n in try await liveQuery(
             """
             WITH heads AS (
                 SELECT DISTINCT ON (device) due, lease_until FROM deliveries WHERE hook = \(hook) AND dead IS NULL

@@ -48,7 +48,7 @@ extension PostgresTrackStore: FleetStore {
         }
         sql += " ORDER BY id"
         var out: [LatestPosition] = []
-        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        let rows = try await liveQuery(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
         for try await row in rows {
             let (id, time, lat, lon, alt, hAcc, speed, course, points, received) = try row.decode(
                 (String, Double, Double, Double, Double?, Double?, Double?, Double?, Int64, Double).self)

@@ -18,7 +18,7 @@ extension PostgresTrackStore: HomeAssistantStore {
 
     public func homeAssistantCursors(target: String) async throws -> [String: Double] {
         var out: [String: Double] = [:]
-        for try await (device, time) in try await client.query(
+        for try await (device, time) in try await liveQuery(
             "SELECT device, time FROM homeassistant_cursors WHERE target = \(target)",
             logger: logger
         ).decode((String, Double).self) {
@@ -31,7 +31,7 @@ extension PostgresTrackStore: HomeAssistantStore {
         guard !cursors.isEmpty else { return }
         let pairs = cursors.sorted { $0.key < $1.key }
         let devices = pairs.map(\.key), times = pairs.map(\.value)
-        for try await _ in try await client.query(
+        for try await _ in try await liveQuery(
             """
             INSERT INTO homeassistant_cursors (target, device, time)
             SELECT \(target), d, t FROM unnest(\(devices)::text[], \(times)::double precision[]) AS u(d, t)

@@ -20,7 +20,7 @@ extension PostgresTrackStore: PlaceNameStore {
         binds.append(PostgresArray.integers(unique.map { Int64($0.latitude) }))
         binds.append(PostgresArray.integers(unique.map { Int64($0.longitude) }))
         var out: [PlaceCell: String?] = [:]
-        for try await (lat, lon, name) in try await client.query(
+        for try await (lat, lon, name) in try await liveQuery(
             PostgresQuery(
                 unsafeSQL: """
                     SELECT p.lat, p.lon, p.name FROM place_names p
@@ -33,7 +33,7 @@ extension PostgresTrackStore: PlaceNameStore {
     }
 
     public func setPlaceName(_ name: String?, for cell: PlaceCell, at time: Double) async throws {
-        try await client.query(
+        try await liveQuery(
             """
             INSERT INTO place_names (lat, lon, name, asked) VALUES (\(cell.latitude), \(cell.longitude), \(name), \(time))
             ON CONFLICT (lat, lon) DO UPDATE SET name = excluded.name, asked = excluded.asked
@@ -48,7 +48,7 @@ extension PostgresTrackStore: PlaceNameStore {
 extension PostgresTrackStore: PlaceAreaSource {
     public func areaNames(device: String, containing coordinates: [Coordinate]) async throws -> [[String]] {
         guard !coordinates.isEmpty else { return [] }
-        let set = try await client.withConnection { c in try await self.geofenceSet(c) }
+        let set = try await withLiveConnection { c in try await self.geofenceSet(c) }
         return coordinates.map { set.names(containing: $0, device: device) }
     }
 }

@@ -62,7 +62,7 @@ extension PostgresTrackStore {
     }
 
     public func reconcilePresence(now: Double, offlineAfter: Double) async throws -> [DeviceEvent] {
-        let stored = try await client.withConnection { connection in
+        let stored = try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c -> [DeviceEvent] in
                 try await c.query("SELECT pg_advisory_xact_lock(7152037)", logger: self.logger)
                 var events: [DeviceEvent] = []
@@ -104,12 +104,12 @@ extension PostgresTrackStore {
     }
 
     public func overspeedLimits() async throws -> [String: Double] {
-        try await client.withConnection { c in try await self.overspeedLimits(c) }
+        try await withLiveConnection { c in try await self.overspeedLimits(c) }
     }
 
     public func setOverspeedLimit(device: String, limit: Double?) async throws -> Bool {
         if let limit { precondition(limit > 0 && limit.isFinite, "an overspeed limit is a speed above 0") }
-        return try await client.withConnection { connection in
+        return try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 if let limit {
                     try await c.query(
@@ -134,7 +134,7 @@ extension PostgresTrackStore {
 
     public func deleteExpiredEvents(before cutoff: Double, limit: Int) async throws -> Int {
         precondition(limit > 0, "a retention batch holds at least one event")
-        return try await client.withConnection { connection in
+        return try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 var ids: [String] = []
                 for try await id in try await c.query(

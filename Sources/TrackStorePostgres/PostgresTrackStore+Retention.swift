@@ -10,7 +10,7 @@ extension PostgresTrackStore: RetentionStore {
     public func deleteExpired(before cutoff: Double, limit: Int) async throws -> Int {
         precondition(limit > 0, "a batch deletes at least one point")
         return try await retryingConflicts {
-            try await self.client.withConnection { connection in
+            try await self.withLiveConnection { connection in
                 try await connection.withTransaction(logger: self.logger) { c in
                     var device: String?
                     for try await id in try await c.query(

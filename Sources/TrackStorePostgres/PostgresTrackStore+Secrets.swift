@@ -17,7 +17,7 @@ extension PostgresTrackStore: DeviceSecretStore {
 
     public func setSecret(device: String, secret: OwnTracksSecret, now: Double) async throws {
         let hex = DeviceSecrets.hex(secret)
-        for try await _ in try await client.query(
+        for try await _ in try await liveQuery(
             """
             INSERT INTO device_secrets (device, key, created) VALUES (\(device), \(hex), to_timestamp(\(now)))
             ON CONFLICT (device) DO UPDATE SET key = EXCLUDED.key, created = EXCLUDED.created RETURNING 1
@@ -28,7 +28,7 @@ extension PostgresTrackStore: DeviceSecretStore {
     public func secret(device: String) async throws -> OwnTracksSecret? {
         guard !device.utf8.contains(0) else { return nil }
         var found: OwnTracksSecret?
-        for try await hex in try await client.query(
+        for try await hex in try await liveQuery(
             "SELECT key FROM device_secrets WHERE device = \(device)",
             logger: logger
         ).decode(String.self) {
@@ -40,7 +40,7 @@ extension PostgresTrackStore: DeviceSecretStore {
     public func removeSecret(device: String) async throws -> Bool {
         guard !device.utf8.contains(0) else { return false }
         var removed = false
-        for try await _ in try await client.query(
+        for try await _ in try await liveQuery(
             "DELETE FROM device_secrets WHERE device = \(device) RETURNING 1",
             logger: logger)
         { removed = true }
@@ -49,7 +49,7 @@ extension PostgresTrackStore: DeviceSecretStore {
 
     public func secretDevices() async throws -> [String] {
         var out: [String] = []
-        for try await d in try await client.query(
+        for try await d in try await liveQuery(
             "SELECT device FROM device_secrets ORDER BY device",
             logger: logger
         ).decode(String.self) { out.append(d) }

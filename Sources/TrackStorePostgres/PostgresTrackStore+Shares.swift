@@ -19,7 +19,7 @@ extension PostgresTrackStore: ShareStore {
     }
 
     public func addShare(_ share: Share, digest: String) async throws {
-        try await client.query(
+        try await liveQuery(
             """
             INSERT INTO shares (id, digest, device, created, expires, from_time, to_time, revoked)
             VALUES (\(share.id), \(digest), \(share.device), \(share.created), \(share.expires), \(share.from),
@@ -31,13 +31,13 @@ extension PostgresTrackStore: ShareStore {
         var out: [Share] = []
         let rows =
             if let device {
-                try await client.query(
+                try await liveQuery(
                     """
                     SELECT id, device, created, expires, from_time, to_time, revoked FROM shares
                     WHERE device = \(device) ORDER BY created, id
                     """, logger: logger)
             } else {
-                try await client.query(
+                try await liveQuery(
                     "SELECT id, device, created, expires, from_time, to_time, revoked FROM shares ORDER BY created, id",
                     logger: logger)
             }
@@ -47,7 +47,7 @@ extension PostgresTrackStore: ShareStore {
 
     public func share(digest: String) async throws -> Share? {
         var out: Share?
-        for try await r in try await client.query(
+        for try await r in try await liveQuery(
             "SELECT id, device, created, expires, from_time, to_time, revoked FROM shares WHERE digest = \(digest)",
             logger: logger
         ).decode(ShareRow.self) { out = Self.share(r) }
@@ -57,7 +57,7 @@ extension PostgresTrackStore: ShareStore {
     public func revokeShare(id: String, at time: Double) async throws -> Share? {
         guard !id.utf8.contains(0) else { return nil }
         var out: Share?
-        for try await r in try await client.query(
+        for try await r in try await liveQuery(
             """
             UPDATE shares SET revoked = coalesce(revoked, \(time)) WHERE id = \(id)
             RETURNING id, device, created, expires, from_time, to_time, revoked

@@ -137,12 +137,12 @@ extension PostgresTrackStore: StatisticsStore {
             _ = try await retryingConflicts { try await self.advanceStoredStops(device: device, computingAll: true) }
         }
         var marked = false
-        for try await _ in try await client.query(
+        for try await _ in try await liveQuery(
             "SELECT 1 FROM stat_dirty WHERE device = \(device) LIMIT 1", logger: logger
         ).decode(Int32.self) { marked = true }
         if marked {
             try await retryingConflicts {
-                try await self.client.withConnection { connection in
+                try await self.withLiveConnection { connection in
                     try await connection.withTransaction(logger: self.logger) { c in
                         try await c.query(
                             "SELECT 1 FROM stop_detectors WHERE device = \(device) FOR UPDATE", logger: self.logger)
@@ -151,7 +151,7 @@ extension PostgresTrackStore: StatisticsStore {
                 }
             }
         }
-        return try await client.withConnection { c in
+        return try await withLiveConnection { c in
             try await c.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger)
             do {
                 let source = try await self.statisticsSource(c, device: device, from: from, to: to)

@@ -24,7 +24,7 @@ extension PostgresTrackStore {
         guard !device.utf8.contains(0) else { return accumulator }
         // The time bounds as the stored stops read them (none beyond ±1e11 s).
         let query = Self.points(device: device, after: -.infinity, through: to, from: from, limit: nil)
-        let rows = try await client.query(query, logger: logger)
+        let rows = try await liveQuery(query, logger: logger)
         for try await row in rows {
             var cells = RowCells(row)
             let p = try cells.point()

@@ -217,7 +217,7 @@ extension PostgresTrackStore: StopStore {
         guard !devices.isEmpty else { return ([], [], []) }
         // The rows, made where missing (a device's first batch; a device whose points predate the
         // table, and has no marks, is "never computed"), committed on their own, in device order.
-        try await client.query(
+        try await liveQuery(
             """
             INSERT INTO stop_detectors (device, dirty_from)
             SELECT d, CASE WHEN EXISTS (SELECT 1 FROM stop_marks m WHERE m.device = d) THEN NULL
@@ -225,7 +225,7 @@ extension PostgresTrackStore: StopStore {
             FROM unnest(\(PostgresArray.texts(devices))::text[]) AS u(d) ORDER BY d COLLATE "C"
             ON CONFLICT (device) DO NOTHING
             """, logger: logger)
-        return try await client.withConnection { c in
+        return try await withLiveConnection { c in
             // One snapshot for the whole transaction: the marks it takes and the points it reads are
             // those of the same batches. (Each statement with a snapshot of its own, a batch committed
             // between the marks' statement and the points' would have its points run and its marks
@@ -542,7 +542,7 @@ extension PostgresTrackStore: StopStore {
     /// stored before the table), or marked (by a batch whose catch-up has not run yet, or left so).
     func stopsMarked(device: String) async throws -> Bool {
         var marked = true
-        for try await (row, dirty, marks) in try await client.query(
+        for try await (row, dirty, marks) in try await liveQuery(
             """
             SELECT s.device IS NOT NULL, s.dirty_from, EXISTS (SELECT 1 FROM stop_marks WHERE device = \(device))
             FROM (SELECT 1) one LEFT JOIN stop_detectors s ON s.device = \(device)
@@ -585,7 +585,7 @@ extension PostgresTrackStore: StopStore {
         if try await stopsMarked(device: device) {
             _ = try await retryingConflicts { try await self.advanceStoredStops(device: device, computingAll: true) }
         }
-        return try await client.withConnection { c in
+        return try await withLiveConnection { c in
             try await c.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger)
             do {
                 let report = try await self.storedStops(c, device: device, from: from, to: to)

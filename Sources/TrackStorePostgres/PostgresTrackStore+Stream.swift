@@ -280,7 +280,7 @@ extension PostgresTrackStore: StoredRecordsSource {
             var devices: [String] = []
             var seen: Set<String> = []
             var numbers: [Int64] = []
-            for try await row in try await client.query(Self.stored("stored, device", in: ranges), logger: logger) {
+            for try await row in try await liveQuery(Self.stored("stored, device", in: ranges), logger: logger) {
                 var cells = RowCells(row)
                 let stored = try cells.next(Int64.self)
                 guard cursor.isNew(stored) else { continue }
@@ -294,7 +294,7 @@ extension PostgresTrackStore: StoredRecordsSource {
         }
         var batch: [TrailRecord] = []
         var numbers: [Int64] = []
-        for try await row in try await client.query(Self.stored(Self.recordColumns, in: ranges), logger: logger) {
+        for try await row in try await liveQuery(Self.stored(Self.recordColumns, in: ranges), logger: logger) {
             var cells = RowCells(row)
             let stored = try cells.next(Int64.self)
             guard cursor.isNew(stored) else { continue }
@@ -308,7 +308,7 @@ extension PostgresTrackStore: StoredRecordsSource {
 
     /// The highest storage number given so far (0 when none).
     func highestStored() async throws -> Int64 {
-        let rows = try await client.query("SELECT coalesce(max(stored), 0)::int8 FROM positions", logger: logger)
+        let rows = try await liveQuery("SELECT coalesce(max(stored), 0)::int8 FROM positions", logger: logger)
         var highest: Int64 = 0
         for try await value in rows.decode(Int64.self) { highest = value }
         return highest

@@ -31,6 +31,8 @@ public final class PostgresTrackStore: TrackStore {
     let logger: Logger
     let runner: Task<Void, Never>
     let coalescer: CopyCoalescer
+    /// Answers work whose connection ends under it (``withLiveConnection(_:)``).
+    let connectionEnds = ConnectionEnds()
     /// What any instance stored, batch by batch in commit order (``followStored()``).
     public let storedRecords = RecordFeed()
     /// The stops and trips found in what this instance stored, batch by batch.
@@ -125,9 +127,10 @@ public final class PostgresTrackStore: TrackStore {
         self.name = name
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        let ends = connectionEnds
         coalescer = CopyCoalescer(
-            run: { buffer in try await Self.copy(buffer, client: client, logger: logger) },
-            countInstances: { try await Self.instances(client: client, name: name, logger: logger) },
+            run: { buffer in try await Self.copy(buffer, client: client, ends: ends, logger: logger) },
+            countInstances: { try await Self.instances(client: client, ends: ends, name: name, logger: logger) },
             clock: clock, logger: logger)
         runner = Task { await client.run() }
         await stopsCatchUp.attach { [weak self] devices in await self?.catchUpStoredStops(devices: devices) }
@@ -152,7 +155,7 @@ public final class PostgresTrackStore: TrackStore {
         var devices: Set<String> = []
         let seconds = age.map { Double($0.components.seconds) } ?? 0
         do {
-            for try await d in try await client.query(
+            for try await d in try await liveQuery(
                 """
                 SELECT device FROM stop_detectors WHERE events_dirty OR dirty_from > \(StoredStops.neverComputed / 10)
                 UNION SELECT device FROM stop_marks WHERE marked <= now() - make_interval(secs => \(seconds))
@@ -207,6 +210,42 @@ public final class PostgresTrackStore: TrackStore {
         await runner.value
     }
 
+    /// Runs `work` on a connection of the pool, and is answered even when that connection ends under
+    /// it, which postgres-nio may never answer (``ConnectionEnds``): `unreachable` then. What holds a
+    /// connection goes through here.
+    func withLiveConnection<T: Sendable>(
+        _ work: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await Self.withLiveConnection(client: client, ends: connectionEnds, work)
+    }
+
+    /// Runs `query` on a connection of the pool and reads its rows whole, answered even when that
+    /// connection ends under it (``withLiveConnection(_:)``): every statement not run on a connection
+    /// already held goes through here.
+    @discardableResult
+    func liveQuery(_ query: PostgresQuery, logger: Logger? = nil) async throws -> LiveRows {
+        try await Self.liveQuery(query, client: client, ends: connectionEnds, logger: logger ?? self.logger)
+    }
+
+    @discardableResult
+    static func liveQuery(_ query: PostgresQuery, client: PostgresClient, ends: ConnectionEnds, logger: Logger)
+        async throws -> LiveRows
+    {
+        try await withLiveConnection(client: client, ends: ends) { connection in
+            var rows: [PostgresRow] = []
+            for try await row in try await connection.query(query, logger: logger) { rows.append(row) }
+            return LiveRows(rows: rows)
+        }
+    }
+
+    static func withLiveConnection<T: Sendable>(
+        client: PostgresClient, ends: ConnectionEnds, _ work: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await client.withConnection { connection in
+            try await ends.run(on: connection) { try await work(connection) }
+        }
+    }
+
     // MARK: - Instances
 
     /// What every instance's `application_name` begins with.
@@ -220,17 +259,19 @@ public final class PostgresTrackStore: TrackStore {
     /// connected as another role is seen only by a role with `pg_read_all_stats` (PostgreSQL shows
     /// others no session state), and is otherwise not counted.
     public func instances() async throws -> Int {
-        try await Self.instances(client: client, name: name, logger: logger)
+        try await Self.instances(client: client, ends: connectionEnds, name: name, logger: logger)
     }
 
-    static func instances(client: PostgresClient, name: String, logger: Logger) async throws -> Int {
-        let others = try await client.query(
+    static func instances(client: PostgresClient, ends: ConnectionEnds, name: String, logger: Logger) async throws
+        -> Int
+    {
+        let others = try await liveQuery(
             """
             SELECT count(DISTINCT application_name)::int8 FROM pg_stat_activity
             WHERE datname = current_database() AND application_name LIKE \(applicationPrefix + "%")
               AND application_name <> \(name)
               AND (state <> 'idle' OR state_change > clock_timestamp() - make_interval(secs => \(activeWithin)))
-            """, logger: logger)
+            """, client: client, ends: ends, logger: logger)
         var n: Int64 = 0
         for try await count in others.decode(Int64.self) { n = count }
         return 1 + Int(n)
@@ -291,7 +332,7 @@ public final class PostgresTrackStore: TrackStore {
         // Prepared once per connection (postgres-nio keeps it by name): no parse or plan per batch.
         let statement = InsertBatch(bindings: binds)
         return try await retryingConflicts {
-            try await self.client.withConnection { connection in
+            try await self.withLiveConnection { connection in
                 var n = 0
                 for try await count in try await connection.execute(statement, logger: self.logger) { n = Int(count) }
                 await Self.notifyStored(connection, logger: self.logger)
@@ -392,7 +433,7 @@ public final class PostgresTrackStore: TrackStore {
 
     func summaries(_ query: PostgresQuery) async throws -> [DeviceSummary] {
         var out: [DeviceSummary] = []
-        let rows = try await client.query(query, logger: logger)
+        let rows = try await liveQuery(query, logger: logger)
         for try await (id, points, first, last, received) in rows.decode((String, Int64, Double, Double, Double).self) {
             out.append(DeviceSummary(id: id, points: Int(points), first: first, last: last, lastReceived: received))
         }
@@ -448,7 +489,7 @@ public final class PostgresTrackStore: TrackStore {
         var records: [TrailRecord] = []
         var last: TrailCursor?
         var more = false
-        for try await row in try await client.query(query, logger: logger) {
+        for try await row in try await liveQuery(query, logger: logger) {
             if records.count == limit {
                 more = true
                 continue
@@ -495,7 +536,7 @@ public final class PostgresTrackStore: TrackStore {
 
     public func count() async throws -> Int {
         var n: Int64 = 0
-        for try await c in try await client.query("SELECT COALESCE(sum(points), 0)::int8 FROM devices", logger: logger)
+        for try await c in try await liveQuery("SELECT COALESCE(sum(points), 0)::int8 FROM devices", logger: logger)
             .decode(Int64.self)
         { n = c }
         return Int(n)
