@@ -36,60 +36,37 @@ final class ConnectionEnds: Sendable {
         let number = numbers.wrappingAdd(1, ordering: .relaxed).newValue
         let key = ObjectIdentifier(connection)
         let answer = Answer<T>()
-        let worker = Worker()
+        let first = watched.withLock { watched -> Bool in
+            let first = watched[key] == nil
+            watched[key, default: [:]][number] = {
+                answer.give(.failure(TrackStoreError(.unreachable, "the connection to PostgreSQL ended")))
+            }
+            return first
+        }
+        if first {
+            // The connection is kept until its end is told: no other connection can take its object's
+            // identity before then. On a connection already closed, this runs at once.
+            connection.closeFuture.whenComplete { [self, connection] _ in
+                _ = connection
+                let ends = watched.withLock { $0.removeValue(forKey: key) } ?? [:]
+                for end in ends.values { end() }
+            }
+        }
+        let task = Task {
+            let result: Result<T, any Error>
+            do { result = .success(try await work()) } catch { result = .failure(error) }
+            watched.withLock { _ = $0[key]?.removeValue(forKey: number) }
+            answer.give(result)
+        }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                answer.wait(continuation)
-                let first = watched.withLock { watched -> Bool in
-                    let first = watched[key] == nil
-                    watched[key, default: [:]][number] = {
-                        answer.give(.failure(TrackStoreError(.unreachable, "the connection to PostgreSQL ended")))
-                    }
-                    return first
-                }
-                if first {
-                    // The connection is kept until its end is told: no other connection can take its
-                    // object's identity before then. On a connection already closed, this runs at once.
-                    connection.closeFuture.whenComplete { [self, connection] _ in
-                        _ = connection
-                        let ends = watched.withLock { $0.removeValue(forKey: key) } ?? [:]
-                        for end in ends.values { end() }
-                    }
-                }
-                worker.start {
-                    let result: Result<T, any Error>
-                    do { result = .success(try await work()) } catch { result = .failure(error) }
-                    self.watched.withLock { _ = $0[key]?.removeValue(forKey: number) }
-                    answer.give(result)
-                }
-            }
+            try await withCheckedThrowingContinuation { answer.wait($0) }
         } onCancel: {
-            worker.cancel()  // the work is cancelled as it would be in this task
+            task.cancel()  // the work is cancelled as it would be in this task
         }
     }
 
-    /// The task that runs the work, cancelled with the caller's.
-    private final class Worker: Sendable {
-        private let state = Mutex<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
-
-        func start(_ work: @escaping @Sendable () async -> Void) {
-            let task = Task { await work() }
-            let cancelled = state.withLock { s -> Bool in
-                s.task = task
-                return s.cancelled
-            }
-            if cancelled { task.cancel() }
-        }
-
-        func cancel() {
-            state.withLock { s -> Task<Void, Never>? in
-                s.cancelled = true
-                return s.task
-            }?.cancel()
-        }
-    }
-
-    /// One answer, given once: by the work or by the connection's end, whichever comes first.
+    /// One answer, given once: by the work or by the connection's end, whichever comes first, before
+    /// or after the caller waits for it.
     private final class Answer<T: Sendable>: Sendable {
         private let state = Mutex<(waiting: CheckedContinuation<T, any Error>?, given: Result<T, any Error>?)>(
             (nil, nil))
