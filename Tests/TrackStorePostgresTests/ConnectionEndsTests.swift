@@ -82,4 +82,20 @@ struct ConnectionEndsTests {
         #expect(ends.connectionsWatched == 0)
         try await other.close()
     }
+
+    /// The listeners' connections (the live stream's, the delivery queue's) are opened apart from the
+    /// pool and not run through `ConnectionEnds`: postgres-nio answers `LISTEN` itself, giving its
+    /// write a promise, so `listen(on:)` on a connection that has ended throws at once (and the
+    /// listener's loop connects again) rather than waiting as a lost statement does.
+    @Test func listenOnAConnectionThatEndedThrows() async throws {
+        let (connection, other) = try await connections()
+        try await end(connection, from: other)
+        #expect(connection.isClosed)
+        var consumed = false
+        await #expect(throws: PSQLError.self) {
+            try await connection.listen(on: PostgresTrackStore.queuedChannel) { _ in consumed = true }
+        }
+        #expect(!consumed)
+        try await other.close()
+    }
 }
