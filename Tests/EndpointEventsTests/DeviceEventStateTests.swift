@@ -18,7 +18,9 @@ struct DeviceEventStateTests {
     }()
 
     static func walk(device: String = "van-1") -> [KeyedRecord] {
-        (0...300).map { i in record(Double(i), metres: -300 + Double(i) * 2, device: device, sequence: Int64(i + 1)) }
+        (0...300).map { (i: Int) -> KeyedRecord in
+            record(Double(i), metres: Double(2 * i - 300), device: device, sequence: Int64(i + 1))
+        }
     }
 
     static func run(_ batches: [[KeyedRecord]], rules: EventRules = EventRules()) -> (

@@ -9,7 +9,8 @@ struct SentenceTests {
         let r = decode(nmea("GPGGA,123519.00,4807.038,N,01131.000,E,2,08,0.9,545.4,M,46.9,M,,"))
         let fix = try #require(r.fixes.first)
         #expect(r.fixes.count == 1)
-        #expect(fix.time?.nanosecondOfDay == Int64(12 * 3600 + 35 * 60 + 19) * 1_000_000_000)
+        let nanosecondOfDay: Int64 = (12 * 3600 + 35 * 60 + 19) * 1_000_000_000
+        #expect(fix.time?.nanosecondOfDay == nanosecondOfDay)
         #expect(fix.time?.fractionDigits == 2)
         #expect(abs(fix.coordinate!.latitude - (48 + 7.038 / 60)) < 1e-12)
         #expect(abs(fix.coordinate!.longitude - (11 + 31.0 / 60)) < 1e-12)

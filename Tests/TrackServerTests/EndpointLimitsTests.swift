@@ -185,13 +185,13 @@ struct EndpointLimitsTests {
         let t0 = 1_715_679_000.0
         // 23 batch records (three share each time) and 7 OsmAnd ones (no sequence) at the same times,
         // metres apart (a plausible trail: nothing in it is an outlier the default trail leaves out).
-        let batch = (1...23).map { i in
+        let batch = (1...23).map { (i: Int) -> TrailRecord in
             TrailRecord(
                 device: "van", sequence: Int64(i), time: t0 + Double((i - 1) / 3), latitude: 48 + Double(i) * 1e-4,
                 longitude: 11.5)
         }
         _ = try await endpoint.server.store.insert(batch, format: "json", received: t0)
-        let osmand = (0..<7).map { i in
+        let osmand = (0..<7).map { (i: Int) -> TrailRecord in
             TrailRecord(
                 device: "van", sequence: 0, time: t0 + Double(i), latitude: 48 + Double(3 * i + 1) * 1e-4,
                 longitude: 11.5001)

@@ -317,7 +317,8 @@ struct RetentionTests {
             batches.append(n)
         }
         #expect(batches.allSatisfy { $0 <= 100 })
-        #expect(batches.reduce(0, +) == 120 + 250)
+        let deleted: Int = batches.reduce(0, +)
+        #expect(deleted == 120 + 250)
         let devices = try await store.devices()
         #expect(devices.map(\.id) == ["fresh", "mixed"])
         #expect(devices[1].points == 10 && devices[1].first == t0 + 10_250)

@@ -169,7 +169,9 @@ struct StreamOutlierEventsTests {
                 TrailRecord(
                     device: "phone", sequence: seq, time: time, latitude: lat, longitude: lon, horizontalAccuracy: 5)
             }
-            var trail = (0..<10).map { point(Int64($0 + 1), t0 + Double($0), 48.1, 11.5 + Double($0) * 0.00001) }
+            var trail = (0..<10).map { (i: Int) -> TrailRecord in
+                point(Int64(i + 1), t0 + Double(i), 48.1, 11.5 + Double(i) * 0.00001)
+            }
             trail[5] = point(6, t0 + 5, 48.2, 11.5)
             _ = try await store.insert(trail, format: "json", received: t0 + 10)
             await store.storedStopsSettled()

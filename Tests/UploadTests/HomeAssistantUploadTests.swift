@@ -52,7 +52,7 @@ struct HomeAssistantUploadTests {
         #expect(config["json_attributes_topic"] as? String == topics.attributes)
         #expect((config["device"] as? [String: Any])?["sw_version"] as? String != nil)
         let times = try seen.dropFirst(3).map { try object($0.payload)["time"] as? String }
-        #expect(times == (0..<30).map { ISOTime.string(1_715_679_000 + Double($0)) })
+        #expect(times == (0..<30).map { (i: Int) -> String in ISOTime.string(1_715_679_000 + Double(i)) })
         #expect(try outbox.stats().pending == 0)
         #expect(u.stats.uploaded == 30)
         #expect(u.stats.skipped == 1)
@@ -105,7 +105,7 @@ struct HomeAssistantUploadTests {
         let times = seen[first...].filter { $0.topic.hasSuffix("/attributes") }.map {
             try? object($0.payload)["time"] as? String
         }
-        #expect(times == (0..<5).map { ISOTime.string(1_715_679_000 + Double($0)) })
+        #expect(times == (0..<5).map { (i: Int) -> String in ISOTime.string(1_715_679_000 + Double(i)) })
         await u.shutdown()
     }
 

@@ -37,7 +37,7 @@ struct MQTTIngestTests {
         try await drain(u)
         try await waitUntilStored(150, endpoint)
         let trail = try await endpoint.server.store.trail(device: "keeptrack/van-1")
-        #expect(trail.map(\.time) == (0..<150).map { 1_715_679_000 + Double($0) })
+        #expect(trail.map(\.time) == (0..<150).map { (i: Int) -> Double in 1_715_679_000 + Double(i) })
         #expect(trail.first?.latitude == 48.1)
         #expect(await endpoint.metric("keeptrack_serve_records_duplicate_total") == 0)
         await u.shutdown()

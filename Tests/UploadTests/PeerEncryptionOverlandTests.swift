@@ -44,7 +44,7 @@ struct PeerEncryptionOverlandTests {
         try await drain(u)
         #expect(try outbox.stats().pending == 0)
         let trail = try await endpoint.server.store.trail(device: "keeptrack/van-1")
-        #expect(trail.map(\.time) == (0..<12).map { 1_715_679_000 + Double($0) })
+        #expect(trail.map(\.time) == (0..<12).map { (i: Int) -> Double in 1_715_679_000 + Double(i) })
         #expect(await endpoint.metric("keeptrack_serve_encrypted_total{outcome=\"decrypted\"}") == 12)
         // What went over the wire, by hand: an envelope; and what came back.
         let raw = Raw(endpoint: endpoint)
@@ -169,7 +169,7 @@ struct PeerEncryptionOverlandTests {
         #expect(try outbox.stats().pending == 0)
         #expect(u.stats.requests == 3)
         let trail = try await endpoint.server.store.trail(device: "van-1")
-        #expect(trail.map(\.time) == (0..<250).map { 1_715_679_000 + Double($0) })
+        #expect(trail.map(\.time) == (0..<250).map { (i: Int) -> Double in 1_715_679_000 + Double(i) })
         #expect(trail[0].altitude == 520 && trail[0].speed == 1.2 && trail[0].horizontalAccuracy == 5)
         #expect(trail[0].verticalAccuracy == 8 && trail[0].course == 0)
         // The same locations again (a batch whose answer was lost): stored once.
