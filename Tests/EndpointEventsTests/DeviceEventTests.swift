@@ -30,6 +30,15 @@ struct DeviceEventTests {
         #expect(!EventID.isWellFormed("not-an-id"))
     }
 
+    /// An id is fixed by its cause for good: every instance and version on one store, and every
+    /// receiver that kept it, must compute the same one. The name's SHA-256, cut and marked by hand:
+    /// Python's hashlib.sha256(b"keeptrack-event/1\0van-1\0geofenceEnter\0depot\0id:van-1:17\0").
+    @Test func anIdIsTheSHA256OfItsNameAsRFC9562Cuts() {
+        #expect(
+            EventID.make(device: "van-1", kind: .geofenceEnter, subject: "depot", cause: "id:van-1:17")
+                == "35b36582-9021-8e0f-9898-caa1e70a6f4f")
+    }
+
     static func object(_ e: DeviceEvent) throws -> [String: Any] {
         try #require(JSONSerialization.jsonObject(with: Data(e.json)) as? [String: Any])
     }

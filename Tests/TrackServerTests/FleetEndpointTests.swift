@@ -65,6 +65,13 @@ struct FleetEndpointTests {
 
     /// With device tokens and no admin token, requests still need a credential; with neither, the
     /// endpoint stays open (the README's first command).
+    /// A token's digest is what the stores already hold, whatever computes it: SHA-256 in lower-case
+    /// hex (FIPS 180-2's example, "abc").
+    @Test func aTokensDigestIsItsSHA256InHex() {
+        #expect(
+            DeviceTokens.digest(token: "abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
     @Test(arguments: StoreKind.allCases) func deviceTokensAloneTurnAuthenticationOn(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind, token: nil)
         let raw = Raw(endpoint: endpoint)
