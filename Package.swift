@@ -35,8 +35,6 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         // The live stream's WebSocket upgrade on `serve` (`GET /v1/stream`).
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
-        // SHA-256 of device tokens (TrackStore); already built for swift-nio-extras and swift-certificates.
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // `swift package generate-documentation --target Tracking`: the DocC catalog (.ci/run builds it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -87,9 +85,8 @@ let package = Package(
         .target(
             name: "TrackStore",
             dependencies: [
-                "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto", "EndpointEvents",
+                "Geo", "Formats", "SystemIO", "LocationService", "OwnTracksCrypto", "EndpointEvents", "Digests",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -349,6 +346,8 @@ package.targets += [
     .systemLibrary(
         name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
     .target(name: "OwnTracksCrypto", dependencies: ["CSodium", "Formats"]),
+    // SHA-256 and HMAC-SHA-256 over the same libsodium: event ids, token digests, webhook signatures.
+    .target(name: "Digests", dependencies: ["CSodium"]),
     .testTarget(name: "OwnTracksCryptoTests", dependencies: ["OwnTracksCrypto", "Formats"]),
     .executableTarget(
         name: "OwnTracksEnvelopeFuzz", dependencies: ["OwnTracksCrypto", "Formats"],
@@ -397,14 +396,13 @@ package.targets += [
         dependencies: [
             "Geo", "Formats", "LocationService",
             // Event ids: SHA-256 of their cause (RFC 9562's name-based version 8).
-            .product(name: "Crypto", package: "swift-crypto"),
+            "Digests",
         ]),
     .target(
         name: "Delivery",
         dependencies: [
-            "EndpointEvents", "Geo", "Formats", "MQTT",
+            "EndpointEvents", "Geo", "Formats", "MQTT", "Digests",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

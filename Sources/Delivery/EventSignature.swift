@@ -1,4 +1,4 @@
-import Crypto
+import Digests
 
 /// The signature of a webhook's body, as GitHub signs its webhooks: `sha256=` and the lower-case
 /// hex of HMAC-SHA256 keyed with the hook's secret over the body's exact bytes, in the
@@ -14,14 +14,7 @@ public enum EventSignature {
 
     /// `sha256=<64 hex digits>`.
     public static func signature(body: [UInt8], secret: String) -> String {
-        let code = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array(secret.utf8)))
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = Array("sha256=".utf8)
-        for b in code {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        "sha256=" + Digests.hex(Digests.hmacSHA256(key: Array(secret.utf8), message: body))
     }
 
     /// Whether `signature` is `body`'s under `secret` (compared in constant time).

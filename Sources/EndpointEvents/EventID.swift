@@ -1,4 +1,4 @@
-import Crypto
+import Digests
 
 /// Event ids: a UUID (RFC 9562's version 8, name-based with SHA-256, as its appendix B.2 shows)
 /// derived from what caused the event, so that evaluating the same cause again (a batch sent twice,
@@ -18,7 +18,7 @@ public enum EventID {
             name += part.utf8
             name.append(0)
         }
-        var bytes = Array(SHA256.hash(data: name).prefix(16))
+        var bytes = Array(Digests.sha256(name).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return uuidText(bytes)

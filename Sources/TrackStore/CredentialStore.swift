@@ -1,4 +1,4 @@
-import Crypto
+import Digests
 import Geo
 
 /// The device tokens facet of a store: one token per device, kept as its digest
@@ -48,12 +48,7 @@ public struct DeviceCredential: Hashable, Sendable {
 public enum DeviceTokens {
     /// The SHA-256 digest a token is stored as, in hex.
     public static func digest(token: String) -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in SHA256.hash(data: Array(token.utf8)) {
-            out += [hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-        }
-        return String(decoding: out, as: UTF8.self)
+        Digests.hex(Digests.sha256(Array(token.utf8)))
     }
 
     /// A new random token: 32 bytes from the system's generator, base64url (43 characters).

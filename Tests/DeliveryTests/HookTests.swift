@@ -102,6 +102,18 @@ struct HookTests {
         #expect(!EventSignature.verify(signature, body: body, secret: "jefe"))
     }
 
+    /// A secret longer than SHA-256's 64-byte block is hashed first (RFC 2104), and an empty one is
+    /// a key of no bytes: as Python's hmac computes them.
+    @Test func aLongOrEmptySecretSignsAsPythonsHMACDoes() {
+        let body = Array(#"{"id":"x"}"#.utf8)
+        #expect(
+            EventSignature.signature(body: body, secret: String(repeating: "k", count: 100))
+                == "sha256=4c5ab2a8bcf165ed20307867b6f620d2f892d3da030b533f975bf6ea48fb0da3")
+        #expect(
+            EventSignature.signature(body: body, secret: "")
+                == "sha256=d0c6ee8e2cd73b8179aa131117bcee783d18ccf08c9a69d566aa3069f2b318cf")
+    }
+
     @Test func anAttemptBecomesDeliveredRetriedOrDead() {
         let policy = DeliveryPolicy(maximumAttempts: 3, maximumAge: 1000)
         var random = SeededRandomForTests()
