@@ -31,12 +31,6 @@ public struct Endpoint: Sendable {
     /// later), on `clock` (receipt times, the offline events); `configure` changes anything else (limits, timeouts) before it starts. With `database`
     /// (a file or a `postgres://` URL) it shares that database instead of creating its own. The store
     /// runs on the wall clock unless `storeClock` is given (its sweeps, its `COPY` budget's recounts).
-    ///
-    /// The keep-alive and body timeouts run on NIO's clock, real time, whatever `clock` is: a day here
-    /// unless `configure` sets them. A test starved on a loaded machine past the 30 s default would
-    /// otherwise see its connections closed under it (seen on CI, ConnectionFloodTests), and a client
-    /// pool whose idle timeout is the server's (the uploader's and the hooks', 30 s) would race it: the
-    /// client closes its idle connections first here, as it should. The tests of those timeouts set them.
     public static func start(
         store: StoreKind = .sqlite, database: String? = nil, token: String? = "secret",
         faults: Faults = Faults(), clock: any EpochClock = WallClock(), storeClock: (any EpochClock)? = nil,
@@ -53,8 +47,6 @@ public struct Endpoint: Sendable {
             path = cluster.url(name)
         }
         c.token = token
-        c.idleTimeout = .seconds(86_400)
-        c.bodyTimeout = .seconds(86_400)
         c.faultInjection = true
         c.faults = faults
         configure(&c)
