@@ -63,8 +63,6 @@ struct FleetEndpointTests {
         try? FileManager.default.removeItem(atPath: endpoint.directory)
     }
 
-    /// With device tokens and no admin token, requests still need a credential; with neither, the
-    /// endpoint stays open (the README's first command).
     /// A token's digest is what the stores already hold, whatever computes it: SHA-256 in lower-case
     /// hex (FIPS 180-2's example, "abc").
     @Test func aTokensDigestIsItsSHA256InHex() {
@@ -72,6 +70,8 @@ struct FleetEndpointTests {
             DeviceTokens.digest(token: "abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
+    /// With device tokens and no admin token, requests still need a credential; with neither, the
+    /// endpoint stays open (the README's first command).
     @Test(arguments: StoreKind.allCases) func deviceTokensAloneTurnAuthenticationOn(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind, token: nil)
         let raw = Raw(endpoint: endpoint)
