@@ -1,3 +1,4 @@
+import Digests
 import Formats
 import OwnTracksCrypto
 
@@ -23,12 +24,7 @@ public protocol DeviceSecretStore: AnyObject {
 /// Secrets as the stores keep them: the key in lowercase hex.
 public enum DeviceSecrets {
     /// `key` as 64 hex digits.
-    public static func hex(_ secret: OwnTracksSecret) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in secret.key { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public static func hex(_ secret: OwnTracksSecret) -> String { Digests.hex(secret.key) }
 
     /// The secret of 64 hex digits, or `nil` for anything else.
     public static func secret(hex text: String) -> OwnTracksSecret? {
