@@ -323,7 +323,7 @@ package.targets += [
 ]
 
 // libFuzzer targets, one per parser of untrusted bytes (docs/fuzzing.md):
-// swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld
+// swift build --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address --product NAME -Xswiftc -use-ld=lld -Xswiftc -O
 package.targets += [
     ("JSONBatchFuzz", "Formats"), ("OsmAndFuzz", "Formats"), ("OwnTracksFuzz", "Formats"), ("ISOTimeFuzz", "Formats"),
     ("RegionsGeoJSONFuzz", "Formats"), ("ConfigFileFuzz", "ConfigFile"), ("RecorderTimeFuzz", "Formats"),
