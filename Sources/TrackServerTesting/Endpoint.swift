@@ -1,6 +1,7 @@
 import Foundation
 import Geo
 import KeepTrackTesting
+import Testing
 import TrackServer
 import TrackStore
 import TrackStorePostgres
@@ -65,12 +66,35 @@ public struct Endpoint: Sendable {
     public func url(_ path: String = "/v1/locations") -> String { "http://127.0.0.1:\(port)\(path)" }
 
     /// Stops the server and deletes its directory and database (unless `keepingFiles`).
+    ///
+    /// Each step has a hang guard (``withTimeout(_:_:_:)``): services that never end, or a store that
+    /// never closes, fail the calling test naming the step (the server's task is then cancelled), and
+    /// the files are still removed, instead of holding the whole run until CI's limit. A full run once
+    /// hung, likely here (2026-11-30, a PostgreSQL endpoint of `RecorderAPITests`: its database never
+    /// dropped, not even its listening socket left, no CPU used for 15 minutes).
     public func stop(keepingFiles: Bool = false) async {
         await server.shutdown()
-        _ = try? await task.value
-        await server.store.close()
+        let task = self.task
+        let ended = await Self.guardAgainstHang("the endpoint's services to end after its shutdown") {
+            _ = try? await task.value
+        }
+        if !ended { task.cancel() }
+        let store = server.store
+        _ = await Self.guardAgainstHang("the endpoint's store to close") { await store.close() }
         guard !keepingFiles else { return }
         await removeFiles()
+    }
+
+    /// Runs `step` under a hang guard of 120 s (times ``hangGuardPatience``); false, with an issue
+    /// recorded naming `what`, when it did not end.
+    static func guardAgainstHang(_ what: String, _ step: @escaping @Sendable () async -> Void) async -> Bool {
+        do {
+            try await withTimeout(120, what, step)
+            return true
+        } catch {
+            Issue.record(error)
+            return false
+        }
     }
 
     /// Deletes the directory and database of an endpoint stopped keeping them.
