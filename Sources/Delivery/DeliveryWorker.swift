@@ -87,6 +87,9 @@ public final class DeliveryWorker: Service, Sendable {
         public var queueFailures = 0
         /// Claims made (each a look at the queue, whatever it found).
         public var claims = 0
+        /// Whether the latest claim was made with nothing in flight and found nothing: the lane then
+        /// waits for a wake, an entry's due time or its poll.
+        public var idle = false
 
         public init() {}
     }
@@ -220,7 +223,11 @@ public final class DeliveryWorker: Service, Sendable {
                     if free > 0 {
                         claimed = try await queue.claim(
                             hook: hook.name, limit: free, now: now, leaseUntil: now + configuration.lease)
-                        update(hook.name) { $0.claims += 1 }
+                        let idle = claimed.isEmpty && free == configuration.inFlightPerHook
+                        update(hook.name) { s in
+                            s.claims += 1
+                            s.idle = idle
+                        }
                         activity.fire()
                     }
                     if claimed.count < free, let due = try await queue.nextDue(hook: hook.name, after: now) {

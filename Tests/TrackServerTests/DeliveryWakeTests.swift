@@ -59,13 +59,12 @@ struct DeliveryWakeTests {
             _ = try await a.insert(Array(walk[0..<160]), format: "json", received: walk[159].time)
             let entry = try await receiver.next()
             #expect(entry.kind == "geofenceEnter" && entry.valid && entry.first)
-            // B's lane settled the entry, then looked at the queue again (nothing left): it waits
-            // now for a wake or its poll.
-            while worker.stats["receiver"]?.delivered != 1 || worker.stats["receiver"]?.inFlight != 0 {
+            // B's lane settled the entry, then looked at the queue again with nothing in flight
+            // (nothing left): it waits now for a wake or its poll. Idle is set by a claim made after
+            // the settlement only: one made while the entry was in flight is not idle.
+            while !(worker.stats["receiver"].map { $0.delivered == 1 && $0.inFlight == 0 && $0.idle } ?? false) {
                 await worker.activity.wait()
             }
-            let looked = worker.stats["receiver"]?.claims ?? 0
-            while (worker.stats["receiver"]?.claims ?? 0) == looked { await worker.activity.wait() }
 
             _ = try await a.insert(Array(walk[160...]), format: "json", received: walk[300].time)
             let exit = try await receiver.next()
