@@ -32,7 +32,10 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // FullFoundation alone of its default traits: nothing here uses swift-configuration through
+        // it. With both, SwiftPM wrote the two -D flags in its process's hash order, and Hummingbird
+        // was compiled again in about half of all builds (49 s each).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         // The live stream's WebSocket upgrade on `serve` (`GET /v1/stream`).
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
