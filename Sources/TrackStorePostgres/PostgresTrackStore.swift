@@ -78,15 +78,6 @@ public final class PostgresTrackStore: TrackStore {
         self.url = url
         self.logger = logger
         self.clock = clock
-        var configuration: PostgresClient.Configuration
-        if let socket = url.socketPath {
-            configuration = .init(
-                unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
-        } else {
-            configuration = .init(
-                host: url.host ?? "localhost", port: url.port, username: url.user,
-                password: url.password, database: url.database, tls: try Self.tls(url))
-        }
         // One connection first, so that a refused connection, a wrong password or a missing database
         // is said at once, in PostgreSQL's words (the pool would retry it quietly until the deadline).
         // The deadline is for reaching the database; the migrations then run on this connection
@@ -119,13 +110,11 @@ public final class PostgresTrackStore: TrackStore {
             try? await first.close()
             throw Self.storeError(error, .cannotOpen, doing: "opening \(url)")
         }
-        configuration.options.maximumConnections = max(1, maxConnections)
-        configuration.options.minimumConnections = 0
-        // Each instance's connections carry its name, so that the instances can count each other.
         let name = Self.applicationPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        configuration.options.additionalStartupParameters = [("application_name", name)]
         self.name = name
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(
+            configuration: try Self.poolConfiguration(url, maxConnections: maxConnections, name: name),
+            backgroundLogger: logger)
         self.client = client
         let ends = connectionEnds
         coalescer = CopyCoalescer(
@@ -168,6 +157,37 @@ public final class PostgresTrackStore: TrackStore {
         await stopsCatchUp.note(devices)
     }
 
+    /// The pool's settings: at most `maxConnections`, none kept open idle, each carrying the
+    /// instance's `name` (so that the instances can count each other), and no keep-alive.
+    ///
+    /// postgres-nio's keep-alive (`SELECT 1` on a connection idle for 30 s) is off: with it, the
+    /// pool's `run()` could hold for ever after its cancellation, so the store's close never ended
+    /// (a bare `PostgresClient` with a keep-alive every millisecond hung at 7 of 600 closes,
+    /// 2026-11-30, and at none of 400 without one), most likely a keep-alive issued on a connection
+    /// that had just closed, never answered (the statement lost in a closed channel,
+    /// docs/endpoint.md). An idle connection here lives 60 s
+    /// at most (postgres-nio's idle timeout), and one that ends meanwhile is seen closing (PostgreSQL
+    /// stopping or killing its backend closes the socket) or answered `unreachable` at its next
+    /// statement (``withLiveConnection(_:)``), which the uploader retries.
+    static func poolConfiguration(_ url: PostgresURL, maxConnections: Int, name: String) throws
+        -> PostgresClient.Configuration
+    {
+        var configuration: PostgresClient.Configuration
+        if let socket = url.socketPath {
+            configuration = .init(
+                unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
+        } else {
+            configuration = .init(
+                host: url.host ?? "localhost", port: url.port, username: url.user,
+                password: url.password, database: url.database, tls: try Self.tls(url))
+        }
+        configuration.options.maximumConnections = max(1, maxConnections)
+        configuration.options.minimumConnections = 0
+        configuration.options.additionalStartupParameters = [("application_name", name)]
+        configuration.options.keepAliveBehavior = nil
+        return configuration
+    }
+
     /// The TLS settings `sslmode` stands for (`nil`: disable).
     static func tlsConfiguration(_ url: PostgresURL) -> TLSConfiguration? {
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -206,11 +226,11 @@ public final class PostgresTrackStore: TrackStore {
         // stay marked, and the next instance's batch or query runs them.
         sweeper.withLock { $0?.cancel() }
         await stopsCatchUp.cancel()
-        // Cancelling postgres-nio's pool closes its connections; it ends when the last has closed.
-        // Once in a while it never ends (a full test run under load, 2026-11-30: a store closed
-        // after an endpoint's shutdown; never in 800 closes of the same endpoint alone): the close
-        // then stops waiting after `closeLimit`, and says so, instead of holding the process's exit
-        // until it is killed. What the pool holds is left to the process's end (docs/endpoint.md).
+        // Cancelling postgres-nio's pool closes its connections; it ends when the last has closed
+        // and every task it started has ended. A keep-alive lost on a closed connection held it for
+        // ever (off now: ``poolConfiguration(_:maxConnections:name:)``); in case anything else
+        // does, the close stops waiting after `closeLimit`, and says so, instead of holding the
+        // process's exit until it is killed. What the pool holds is left to the process's end.
         runner.cancel()
         guard await waitForEnd(of: runner, atMost: Self.closeLimit, clock: clock) else {
             logger.warning(

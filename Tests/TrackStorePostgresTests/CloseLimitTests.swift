@@ -1,13 +1,16 @@
 import Geo
+import PostgresNIO
 import Synchronization
 import Testing
 @testable import TrackStorePostgres
 
-/// The store's close waits for postgres-nio's pool to end, but not forever: a pool that never ends
-/// (seen in a full test run, 2026-11-30) would otherwise hold the process's exit. The wait is
-/// `waitForEnd(of:atMost:clock:)`, on the store's clock; a pool that hangs cannot be made on
-/// purpose, so a task that ignores cancellation stands for it.
-@Suite("PostgreSQL: the close's limit")
+/// The store's close ends: postgres-nio's pool runs no keep-alive, whose statement, lost on a
+/// connection that had just closed, held the pool's `run()` for ever (docs/endpoint.md); and the close
+/// waits for the pool at most `closeLimit`, with `waitForEnd(of:atMost:clock:)`, on the store's clock,
+/// in case anything else holds it. A pool that hangs cannot be made on purpose here (a bare client
+/// with a keep-alive every millisecond hung at 7 of 600 closes), so a task that ignores cancellation
+/// stands for it.
+@Suite("PostgreSQL: the store's close ends")
 struct CloseLimitTests {
     /// What a task waits on until `release` is called, whatever cancels it.
     final class Gate: Sendable {
@@ -31,6 +34,14 @@ struct CloseLimitTests {
             }
             waiting?.resume()
         }
+    }
+
+    @Test func thePoolRunsNoKeepAlive() throws {
+        let url = try PostgresURL(parsing: "postgres://keeptrack@127.0.0.1:5432/keeptrack")
+        let configuration = try PostgresTrackStore.poolConfiguration(url, maxConnections: 10, name: "keeptrack 1")
+        #expect(configuration.options.keepAliveBehavior == nil)
+        #expect(configuration.options.maximumConnections == 10 && configuration.options.minimumConnections == 0)
+        #expect(configuration.options.additionalStartupParameters.map(\.1) == ["keeptrack 1"])
     }
 
     @Test func aTaskThatEndsIsWaitedForWithoutTheClockMoving() async {
