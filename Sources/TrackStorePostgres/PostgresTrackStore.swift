@@ -165,10 +165,10 @@ public final class PostgresTrackStore: TrackStore {
     /// (a bare `PostgresClient` with a keep-alive every millisecond hung at 7 of 600 closes,
     /// 2026-11-30, and at none of 400 without one), most likely a keep-alive issued on a connection
     /// that had just closed, never answered (the statement lost in a closed channel,
-    /// docs/endpoint.md). An idle connection here lives 60 s
-    /// at most (postgres-nio's idle timeout), and one that ends meanwhile is seen closing (PostgreSQL
-    /// stopping or killing its backend closes the socket) or answered `unreachable` at its next
-    /// statement (``withLiveConnection(_:)``), which the uploader retries.
+    /// docs/endpoint.md). An idle connection here lives 60 s at most (postgres-nio's idle timeout),
+    /// and one that ends meanwhile is seen closing (PostgreSQL stopping or killing its backend closes
+    /// the socket) or answered `unreachable` at its next statement (``withLiveConnection(_:)``),
+    /// which the uploader retries.
     static func poolConfiguration(_ url: PostgresURL, maxConnections: Int, name: String) throws
         -> PostgresClient.Configuration
     {
