@@ -21,8 +21,6 @@ public struct SourceIterator: AsyncIteratorProtocol {
 
     var base: AsyncStream<SourceElement>.Iterator
     let link: WorkerLink
-    /// The consumer runs on the worker thread (it prefers the thread's executor and is there).
-    private var onWorkerThread = false
 
     init(base: AsyncStream<SourceElement>.Iterator, link: WorkerLink) {
         self.base = base
@@ -30,12 +28,8 @@ public struct SourceIterator: AsyncIteratorProtocol {
     }
 
     public mutating func next() async -> SourceElement? {
-        if !onWorkerThread { await moveToWorkerThread() }
         if let element = await base.next() {
-            // The worker may have attached and sent this between the hop above and the buffer
-            // read (which then returned at once, on the thread the consumer was on): hop now,
-            // so that the consumer takes this element on the worker thread too.
-            if !onWorkerThread { await moveToWorkerThread() }
+            await moveToWorkerThread()
             return element
         }
         // The stream ended: the worker finished, or the consumer was cancelled. Either way the
@@ -44,15 +38,22 @@ public struct SourceIterator: AsyncIteratorProtocol {
         return nil
     }
 
-    /// A consumer that prefers the worker's executor but began before the thread attached runs on
-    /// the thread it began on, and would take what is already buffered there (a loaded machine
-    /// lets the worker connect and read first): one hop moves it onto the worker thread, where
-    /// every later element is taken.
-    private mutating func moveToWorkerThread() async {
+    /// A consumer that prefers the worker's executor takes every element on the worker thread,
+    /// checked at each element, whatever thread it resumed on. One that began before the thread
+    /// attached takes what is already buffered on the thread it began on (a loaded machine lets
+    /// the worker connect and read first). And a clean-clone run of `.ci/run` (2026-11-30) still
+    /// saw one element taken elsewhere when the check was made until the consumer was once on the
+    /// worker thread, then trusted: by what path, is not found. A yield moves it onto the worker
+    /// thread (its preferred executor while the thread is attached); it is tried again, at most
+    /// twice more, should it resume elsewhere.
+    private func moveToWorkerThread() async {
         let executor = link.executor
         guard executor.isPreferredByCurrentTask else { return }
-        if executor.hasOtherOwner { await Task.yield() }
-        onWorkerThread = executor.isOwner
+        var tries = 0
+        while tries < 3, executor.hasOtherOwner {
+            await Task.yield()
+            tries += 1
+        }
     }
 }
 
