@@ -35,7 +35,7 @@ final class ConnectionEnds: Sendable {
     ) async throws -> T {
         let number = numbers.wrappingAdd(1, ordering: .relaxed).newValue
         let key = ObjectIdentifier(connection)
-        let answer = Answer<T>()
+        let answer = OneAnswer<T>()
         let first = watched.withLock { watched -> Bool in
             let first = watched[key] == nil
             watched[key, default: [:]][number] = {
@@ -64,30 +64,31 @@ final class ConnectionEnds: Sendable {
             task.cancel()  // the work is cancelled as it would be in this task
         }
     }
+}
 
-    /// One answer, given once: by the work or by the connection's end, whichever comes first, before
-    /// or after the caller waits for it.
-    private final class Answer<T: Sendable>: Sendable {
-        private let state = Mutex<(waiting: CheckedContinuation<T, any Error>?, given: Result<T, any Error>?)>(
-            (nil, nil))
+/// One answer, given once, to one waiter, before or after it waits: the first of two racing
+/// outcomes (``ConnectionEnds``: the work or the connection's end; ``waitForEnd(of:atMost:clock:)``:
+/// the task's end or the limit).
+final class OneAnswer<T: Sendable>: Sendable {
+    private let state = Mutex<(waiting: CheckedContinuation<T, any Error>?, given: Result<T, any Error>?)>(
+        (nil, nil))
 
-        func wait(_ continuation: CheckedContinuation<T, any Error>) {
-            let given = state.withLock { s -> Result<T, any Error>? in
-                if s.given == nil { s.waiting = continuation }
-                return s.given
-            }
-            if let given { continuation.resume(with: given) }
+    func wait(_ continuation: CheckedContinuation<T, any Error>) {
+        let given = state.withLock { s -> Result<T, any Error>? in
+            if s.given == nil { s.waiting = continuation }
+            return s.given
         }
+        if let given { continuation.resume(with: given) }
+    }
 
-        func give(_ result: Result<T, any Error>) {
-            let waiting = state.withLock { s -> CheckedContinuation<T, any Error>? in
-                guard s.given == nil else { return nil }
-                s.given = result
-                defer { s.waiting = nil }
-                return s.waiting
-            }
-            waiting?.resume(with: result)
+    func give(_ result: Result<T, any Error>) {
+        let waiting = state.withLock { s -> CheckedContinuation<T, any Error>? in
+            guard s.given == nil else { return nil }
+            s.given = result
+            defer { s.waiting = nil }
+            return s.waiting
         }
+        waiting?.resume(with: result)
     }
 }
 

@@ -605,42 +605,19 @@ extension PSQLError {
 /// came first. Unlike a deadline over `await task.value` in a task group, it returns at the limit
 /// even when `task` ignores cancellation (which `Task.value` does): `task` is then left running.
 func waitForEnd(of task: Task<Void, Never>, atMost limit: Duration, clock: any EpochClock) async -> Bool {
-    let first = FirstAnswer()
+    let first = OneAnswer<Bool>()
     let watcher = Task {
         await task.value
-        first.give(true)
+        first.give(.success(true))
     }
     let timer = Task {
         do { try await clock.sleep(until: clock.now.advanced(by: limit), tolerance: nil) } catch { return }
-        first.give(false)
+        first.give(.success(false))
     }
-    let ended = await withCheckedContinuation { first.wait($0) }
+    let ended = (try? await withCheckedThrowingContinuation { first.wait($0) }) ?? false
     timer.cancel()
     _ = watcher  // ends with `task`
     return ended
-}
-
-/// The first of two answers, handed to one waiter whenever it comes (``waitForEnd(of:atMost:clock:)``).
-private final class FirstAnswer: Sendable {
-    private let state = Mutex<(waiting: CheckedContinuation<Bool, Never>?, given: Bool?)>((nil, nil))
-
-    func wait(_ continuation: CheckedContinuation<Bool, Never>) {
-        let given = state.withLock { s -> Bool? in
-            if s.given == nil { s.waiting = continuation }
-            return s.given
-        }
-        if let given { continuation.resume(returning: given) }
-    }
-
-    func give(_ answer: Bool) {
-        let waiting = state.withLock { s -> CheckedContinuation<Bool, Never>? in
-            guard s.given == nil else { return nil }
-            s.given = answer
-            defer { s.waiting = nil }
-            return s.waiting
-        }
-        waiting?.resume(returning: answer)
-    }
 }
 
 /// Runs `work`, failing with `message` (``TrackStoreError/Code/unreachable``) after `limit` on `clock`.
