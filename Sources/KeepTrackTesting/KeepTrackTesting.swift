@@ -231,6 +231,9 @@ final class LiveTools: Sendable {
     }()
 
     private let processes = Mutex<[Process]>([])
+    /// The process groups of the gpsfakes started and not stopped yet (``GPSFake``: its starter,
+    /// `tools/gpsfake-run`, has exited, so ``processes`` does not hold them).
+    private let groups = Mutex<Set<pid_t>>([])
 
     func add(_ process: Process) {
         processes.withLock { list in
@@ -239,10 +242,17 @@ final class LiveTools: Sendable {
         }
     }
 
+    func addGroup(_ leader: pid_t) { _ = groups.withLock { $0.insert(leader) } }
+
+    /// A group stopped: not killed at exit (its numbers may be another's by then).
+    func removeGroup(_ leader: pid_t) { _ = groups.withLock { $0.remove(leader) } }
+
     /// SIGKILL to every tool still running (a child not yet reaped keeps its pid: no other process
-    /// can have it).
+    /// can have it), and to every gpsfake's group not stopped yet: ``GPSFake/terminate()`` stops
+    /// one on a thread of its own, which the process's end overtakes.
     func killAll() {
         for p in processes.withLock({ $0 }) where p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        for leader in groups.withLock({ $0 }) { kill(-leader, SIGKILL) }
     }
 }
 
@@ -271,19 +281,30 @@ public struct GPSFake: Sendable {
         guard let line = tool.readLine() else { throw TimedOut(what: "gpsfake-run start") }
         tool.drain()
         let parts = line.split(separator: " ").map(String.init)
-        guard parts.count == 3 else { throw TimedOut(what: "gpsfake-run output, got '\(line)'") }
+        guard parts.count == 3, let leader = pid_t(parts[1]) else {
+            throw TimedOut(what: "gpsfake-run output, got '\(line)'")
+        }
+        // gpsfake leads its own process group (`setsid`), its gpsd in it: killed at the test
+        // process's exit unless stopped before.
+        LiveTools.shared.addGroup(leader)
         return GPSFake(port: parts[0], pid: parts[1], dir: parts[2])
     }
 
     /// Stops gpsfake and its gpsd, and waits until they have gone (blocking: off the cooperative pool).
     public func stop() throws {
-        try Tool("tools/gpsfake-run", ["stop", pid, dir]).drain()
+        try Self.stop(pid: pid, dir: dir)
     }
 
     /// Stops gpsfake and its gpsd on a thread of its own; returns at once (a test's cleanup in a
-    /// `defer`, where nothing waits for them to be gone).
+    /// `defer`, where nothing waits for them to be gone). Should the test process end first, its
+    /// exit kills them (``LiveTools``).
     public func terminate() {
         let (pid, dir) = (self.pid, self.dir)
-        Thread.detachNewThread { try? Tool("tools/gpsfake-run", ["stop", pid, dir]).drain() }
+        Thread.detachNewThread { try? Self.stop(pid: pid, dir: dir) }
+    }
+
+    private static func stop(pid: String, dir: String) throws {
+        try Tool("tools/gpsfake-run", ["stop", pid, dir]).drain()
+        if let leader = pid_t(pid) { LiveTools.shared.removeGroup(leader) }
     }
 }
