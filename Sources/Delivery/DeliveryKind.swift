@@ -69,12 +69,25 @@ public struct QueuedEvent: Hashable, Sendable {
     public var kind: EventKind
     /// The event's JSON (``DeviceEvent/json``): what a webhook posts and signs, and MQTT publishes.
     public var body: [UInt8]
+    /// The kind as the receiver is told it (the `X-KeepTrack-Event` header, an MQTT topic's
+    /// `{kind}`): `kind`'s name, or `test` for ``test(id:device:body:)``'s.
+    public private(set) var kindName: String
 
     public init(id: String, device: String, kind: EventKind, body: [UInt8]) {
         self.id = id
         self.device = device
         self.kind = kind
         self.body = body
+        kindName = kind.rawValue
+    }
+
+    /// A test event (`hooks test`): its body says `"kind":"test"`, and so do its header and topic,
+    /// so that a receiver acting on the kind never takes it for a real event. (`kind` is then
+    /// only a placeholder: a test is not queued, nor matched against the hook's kinds.)
+    public static func test(id: String, device: String, body: [UInt8]) -> QueuedEvent {
+        var event = QueuedEvent(id: id, device: device, kind: .geofenceEnter, body: body)
+        event.kindName = "test"
+        return event
     }
 
     /// The event as queued.

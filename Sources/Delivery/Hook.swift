@@ -103,6 +103,11 @@ public struct Hook: Hashable, Sendable {
     /// The topic for an event of `device` and `kind`: ``topic`` with `{device}` and `{kind}`
     /// replaced, the device id's `/`, `+`, `#` and `%` percent-encoded (one topic level, no wildcard).
     public func topic(device: String, kind: EventKind) -> String {
+        topic(device: device, kindName: kind.rawValue)
+    }
+
+    /// ``topic(device:kind:)`` for a kind by its name (``QueuedEvent/kindName``: `test` for a test).
+    public func topic(device: String, kindName: String) -> String {
         func level(_ s: String) -> String {
             var out = ""
             for ch in s.unicodeScalars {
@@ -117,7 +122,7 @@ public struct Hook: Hashable, Sendable {
             return out
         }
         return topic.replacingOccurrences(of: "{device}", with: level(device))
-            .replacingOccurrences(of: "{kind}", with: kind.rawValue)
+            .replacingOccurrences(of: "{kind}", with: kindName)
     }
 
     /// The receiver's place as the URL says it.

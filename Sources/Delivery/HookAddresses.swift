@@ -132,9 +132,11 @@ public enum HookAddresses {
     public static func checked(_ host: String, allowPrivate: Bool) async throws(DeliveryFailure) -> [UInt8] {
         let addresses = try await resolve(host)
         if !allowPrivate, let refused = addresses.first(where: { !isPublic($0) }) {
+            // A name is said with the address it resolved to; an address alone.
+            let address = text(refused)
+            let what = literal(host) != nil ? "\(address) is" : "\(host) is \(address),"
             throw DeliveryFailure(
-                .addressRefused,
-                "\(host) is \(text(refused)), not a public address (private hooks are not allowed)")
+                .addressRefused, "\(what) not a public address (private hooks are not allowed)")
         }
         return addresses[0]
     }

@@ -37,7 +37,8 @@ public actor MQTTDelivery: DeliveryKind {
         }
         let mid: Int32
         do {
-            mid = try c.publish(topic: hook.topic(device: event.device, kind: event.kind), payload: event.body, qos: 1)
+            mid = try c.publish(
+                topic: hook.topic(device: event.device, kindName: event.kindName), payload: event.body, qos: 1)
         } catch {
             await drop(c)
             return .retry(after: nil, DeliveryFailure(.broker, error.message))

@@ -55,7 +55,7 @@ public final class WebhookDelivery: DeliveryKind {
         request.headers.add(name: "User-Agent", value: "keeptrack-hook")
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: EventSignature.idHeader, value: event.id)
-        request.headers.add(name: EventSignature.kindHeader, value: event.kind.rawValue)
+        request.headers.add(name: EventSignature.kindHeader, value: event.kindName)
         if !hook.secret.isEmpty {
             request.headers.add(
                 name: EventSignature.header, value: EventSignature.signature(body: event.body, secret: hook.secret))

@@ -178,7 +178,7 @@ public enum HookTest {
             "{\"id\":\"\(id)\",\"device\":\"keeptrack-test\",\"kind\":\"test\",\"time\":\"\(ISOTime.string(now))\"}"
                 .utf8)
         let kind = kinds.make(hook)
-        let answer = await kind.deliver(QueuedEvent(id: id, device: "keeptrack-test", kind: .geofenceEnter, body: body))
+        let answer = await kind.deliver(QueuedEvent.test(id: id, device: "keeptrack-test", body: body))
         await kind.close()
         return answer
     }

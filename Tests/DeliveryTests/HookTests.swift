@@ -87,6 +87,9 @@ struct HookTests {
         let h = Hook(name: "m", type: .mqtt, url: "mqtt://b", secret: "", topic: "fleet/{device}/{kind}")
         #expect(h.topic(device: "van-1", kind: .geofenceEnter) == "fleet/van-1/geofenceEnter")
         #expect(h.topic(device: "a/b+c#d%", kind: .online) == "fleet/a%2Fb%2Bc%23d%25/online")
+        // A test event (`hooks test`) is published under `test`, never under a kind acted on.
+        let test = QueuedEvent.test(id: "test-1", device: "keeptrack-test", body: [])
+        #expect(h.topic(device: test.device, kindName: test.kindName) == "fleet/keeptrack-test/test")
         #expect(
             Hook(name: "m", type: .mqtt, url: "mqtt://b", secret: "").topic(device: "v", kind: .offline)
                 == "keeptrack/v/event")

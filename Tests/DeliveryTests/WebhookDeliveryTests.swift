@@ -91,6 +91,12 @@ struct WebhookDeliveryTests {
         }
         #expect(failure.code == .addressRefused, "\(failure)")
         #expect(failure.message.contains("not a public address"))
+        // A name is said with the address it resolved to ("localhost is 127.0.0.1, not ..."); an
+        // address alone ("10.1.2.3 is not ...").
+        let address = host.trimmingCharacters(in: ["[", "]"])
+        let said = host == "localhost" ? ", not a public address" : "\(address) is not a public address"
+        #expect(failure.message.hasPrefix(host == "localhost" ? "localhost is " : said), "\(failure.message)")
+        #expect(failure.message.contains(said), "\(failure.message)")
         // Nothing reached the receiver: the next post it sees is the allowed one.
         #expect(await Self.deliver(webhook("h", receiver.url("ok")), event("v", 2)) == .delivered)
         #expect(try await receiver.next().bodyId == event("v", 2).id)
