@@ -200,6 +200,18 @@ extension Serve {
                     try await store.putHook(HookSettings.stored(hook))
                 }
                 print("\(created ? "added" : "replaced") \(name)")
+                // Stored either way (serve may run with the flag); said now rather than found later
+                // among the hook's dead letters.
+                do throws(DeliveryFailure) {
+                    _ = try await HookAddresses.checked(hook.target.host, allowPrivate: false)
+                } catch {
+                    // Not a name that does not resolve here: it may resolve where serve runs.
+                    if error.code == .addressRefused {
+                        printError(
+                            "warning: \(name): \(error.message); serve delivers to it only with "
+                                + "--allow-private-hooks (and `hooks test` with its own)")
+                    }
+                }
             }
 
             static func option(_ field: String) -> String {
@@ -253,6 +265,10 @@ extension Serve {
             var allowPrivateHooks = false
             @ParentCommand var serve: Serve
 
+            /// The flag, wherever it was written: serve's own of the same name takes it from the
+            /// command line first (as it takes `--db`), so this one is there for the help.
+            var allowPrivate: Bool { allowPrivateHooks || serve.allowPrivateHooks }
+
             func run() async throws {
                 let stored = try await serve.withDeviceTokens(creating: false) { store in
                     try await store.storedHooks().first { $0.name == name }
@@ -261,12 +277,18 @@ extension Serve {
                     throw CommandFailure("no hook '\(name)'")
                 }
                 let answer = await HookTest.deliver(
-                    hook, kinds: DeliveryKinds(allowPrivate: allowPrivateHooks, instance: "test"),
+                    hook, kinds: DeliveryKinds(allowPrivate: allowPrivate, instance: "test"),
                     now: WallClock().now.secondsSince1970)
                 switch answer {
                 case .delivered: print("delivered to \(name)")
                 case .retry(_, let failure), .dead(let failure):
-                    throw CommandFailure("not delivered to \(name): \(failure.message)")
+                    // This command does not ask serve: a receiver on this machine needs the flag
+                    // here too, whatever serve was started with.
+                    let hint =
+                        failure.code == .addressRefused && !allowPrivate
+                        ? "; to test a hook to this machine or a private network, pass --allow-private-hooks "
+                            + "to `hooks test` (serve delivers to it only with its own --allow-private-hooks)" : ""
+                    throw CommandFailure("not delivered to \(name): \(failure.message)\(hint)")
                 }
             }
         }
