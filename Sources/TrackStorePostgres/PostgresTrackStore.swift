@@ -121,7 +121,10 @@ public final class PostgresTrackStore: TrackStore {
             run: { buffer in try await Self.copy(buffer, client: client, ends: ends, logger: logger) },
             countInstances: { try await Self.instances(client: client, ends: ends, name: name, logger: logger) },
             clock: clock, logger: logger)
-        runner = Task { await client.run() }
+        // Started at once, up to its first suspension: `run()` has begun before the first lease, which
+        // postgres-nio would otherwise warn about ("`PostgresClient.run()` hasn't been called yet",
+        // printed by a short command such as `serve geofences add` on PostgreSQL).
+        runner = Task.immediate { await client.run() }
         await stopsCatchUp.attach { [weak self] devices in await self?.catchUpStoredStops(devices: devices) }
         let task = Task { [weak self, clock] in
             var age: Duration?
