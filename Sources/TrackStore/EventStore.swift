@@ -31,9 +31,9 @@ public protocol EventStore: AnyObject {
     /// Replaces every geofence by `geofences` (names unique), in one transaction.
     func replaceGeofences(_ geofences: [Geofence]) async throws
 
-    /// Adds `geofence`, or replaces the one of its name (its devices start again from unknown);
-    /// `true` when it is new.
-    func putGeofence(_ geofence: Geofence) async throws -> Bool
+    /// Adds each of `geofences` (names unique), or replaces the one of its name (its devices start
+    /// again from unknown), all in one transaction: all or none; the number that were new.
+    func putGeofences(_ geofences: [Geofence]) async throws -> Int
 
     /// Removes the geofence named `name`; `false` when there was none.
     func removeGeofence(_ name: String) async throws -> Bool
@@ -214,3 +214,10 @@ public enum DeliverySettlement: Hashable, Sendable {
 /// Where a store tells the events its ingest stored, batch by batch after each commit (this
 /// process's only). Handlers run on the committing thread: they return quickly and never wait.
 public typealias DeviceEventFeed = Feed<DeviceEvent>
+
+extension EventStore {
+    /// Adds `geofence`, or replaces the one of its name (``putGeofences(_:)``); `true` when it is new.
+    public func putGeofence(_ geofence: Geofence) async throws -> Bool {
+        try await putGeofences([geofence]) == 1
+    }
+}

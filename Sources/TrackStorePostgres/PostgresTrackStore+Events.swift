@@ -260,20 +260,31 @@ extension PostgresTrackStore: EventStore {
         }
     }
 
-    public func putGeofence(_ geofence: Geofence) async throws -> Bool {
-        try await withLiveConnection { connection in
+    public func putGeofences(_ geofences: [Geofence]) async throws -> Int {
+        guard !geofences.isEmpty else { return 0 }
+        return try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 let generation = try await self.nextGeofenceGeneration(c)
-                let feature = ByteBuffer(bytes: GeofenceDocument.feature(geofence))
-                var inserted = false
-                for try await i in try await c.query(
-                    """
-                    INSERT INTO geofences (name, feature, revision) VALUES (\(geofence.name), \(feature), \(generation))
-                    ON CONFLICT (name) DO UPDATE SET feature = excluded.feature, revision = excluded.revision
-                    RETURNING (xmax = 0)
-                    """, logger: self.logger
-                ).decode(Bool.self) { inserted = i }
-                return inserted
+                var added = 0
+                for chunk in stride(from: 0, to: geofences.count, by: 1000) {
+                    let part = geofences[chunk..<min(chunk + 1000, geofences.count)]
+                    var binds = PostgresBindings()
+                    binds.append(PostgresArray.texts(part.map(\.name)))
+                    binds.append(
+                        PostgresArray.texts(part.map { String(decoding: GeofenceDocument.feature($0), as: UTF8.self) }))
+                    binds.append(generation)
+                    // `xmax = 0`: a row inserted, not one updated.
+                    for try await inserted in try await c.query(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                INSERT INTO geofences (name, feature, revision)
+                                SELECT n, convert_to(f, 'UTF8'), $3 FROM unnest($1::text[], $2::text[]) AS t(n, f)
+                                ON CONFLICT (name) DO UPDATE SET feature = excluded.feature, revision = excluded.revision
+                                RETURNING (xmax = 0)
+                                """, binds: binds), logger: self.logger
+                    ).decode(Bool.self) where inserted { added += 1 }
+                }
+                return added
             }
         }
     }

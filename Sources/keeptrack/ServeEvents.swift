@@ -103,11 +103,8 @@ extension Serve {
                 } catch {
                     throw CommandFailure("\(file): \(error.description)")
                 }
-                let added = try await serve.withDeviceTokens(creating: true) { store in
-                    var added = 0
-                    for g in geofences where try await store.putGeofence(g) { added += 1 }
-                    return added
-                }
+                // One transaction: the document whole or not at all, whatever its size.
+                let added = try await serve.withDeviceTokens(creating: true) { try await $0.putGeofences(geofences) }
                 print("\(added) added, \(geofences.count - added) replaced")
             }
         }

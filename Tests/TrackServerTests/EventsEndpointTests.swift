@@ -125,6 +125,35 @@ struct EventsEndpointTests {
         await endpoint.stop()
     }
 
+    /// `serve geofences add`'s store call: many geofences added and replaced in one transaction
+    /// (PostgreSQL: several statements of 1,000), counting those that were new.
+    @Test(arguments: StoreKind.allCases) func manyGeofencesArePutAtOnce(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
+        do {
+            let store = endpoint.server.store
+            func circles(_ range: Range<Int>) throws -> [Geofence] {
+                try range.map { i in
+                    Geofence(
+                        region: try Region(
+                            id: "g\(i)", center: Coordinate(latitude: 48 + Double(i) * 1e-4, longitude: 11.5),
+                            radius: 50 + Double(i % 7)))
+                }
+            }
+            #expect(try await store.putGeofences(circles(0..<2_500)) == 2_500)
+            #expect(try await store.putGeofences(circles(1_500..<4_000)) == 1_500)
+            #expect(try await store.putGeofences([]) == 0)
+            let stored = try await store.geofences()
+            #expect(stored.count == 4_000)
+            #expect(Set(stored.map(\.name)) == Set((0..<4_000).map { "g\($0)" }))
+            #expect(stored.first { $0.name == "g1999" }?.region == (try circles(1_999..<2_000))[0].region)
+            #expect(try await store.putGeofence(circles(3_999..<4_000)[0]) == false)
+            #expect(try await store.putGeofence(circles(4_000..<4_001)[0]) == true)
+        } catch {
+            Issue.record(error)
+        }
+        await endpoint.stop()
+    }
+
     /// Bad geofence documents and hooks: a clear 4xx naming what is wrong, nothing stored half.
     @Test(arguments: StoreKind.allCases) func badGeofencesAndHooksAreRefusedWhole(kind: StoreKind) async throws {
         let receiver = try await WebhookReceiver()

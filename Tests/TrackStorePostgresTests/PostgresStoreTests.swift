@@ -619,7 +619,7 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     func setEventRules(_ rules: EventRules) { base.setEventRules(rules) }
     func geofences() async throws -> [Geofence] { try await base.geofences() }
     func replaceGeofences(_ geofences: [Geofence]) async throws { try await base.replaceGeofences(geofences) }
-    func putGeofence(_ geofence: Geofence) async throws -> Bool { try await base.putGeofence(geofence) }
+    func putGeofences(_ geofences: [Geofence]) async throws -> Int { try await base.putGeofences(geofences) }
     func removeGeofence(_ name: String) async throws -> Bool { try await base.removeGeofence(name) }
     func events(_ query: EventQuery, after cursor: EventCursor?, limit: Int) async throws
         -> (events: [StoredEvent], next: EventCursor?)

@@ -149,18 +149,22 @@ extension SQLiteTrackStore: EventStore {
         }
     }
 
-    public func putGeofence(_ geofence: Geofence) async throws -> Bool {
-        try await pool.write { db in
+    public func putGeofences(_ geofences: [Geofence]) async throws -> Int {
+        guard !geofences.isEmpty else { return 0 }
+        return try await pool.write { db in
             let generation = try Self.nextGeofenceGeneration(db)
-            let existed =
-                try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM geofences WHERE name = ?", arguments: [geofence.name]) ?? false
-            try db.execute(
+            let exists = try db.cachedStatement(sql: "SELECT 1 FROM geofences WHERE name = ?")
+            let put = try db.cachedStatement(
                 sql: """
                     INSERT INTO geofences (name, feature, revision) VALUES (?, ?, ?)
                     ON CONFLICT (name) DO UPDATE SET feature = excluded.feature, revision = excluded.revision
-                    """, arguments: [geofence.name, Data(GeofenceDocument.feature(geofence)), generation])
-            return !existed
+                    """)
+            var added = 0
+            for g in geofences {
+                if try Bool.fetchOne(exists, arguments: [g.name]) == nil { added += 1 }
+                try put.execute(arguments: [g.name, Data(GeofenceDocument.feature(g)), generation])
+            }
+            return added
         }
     }
 
