@@ -13,6 +13,8 @@ public struct TrailFile: Sendable {
     public var bytes: [UInt8]
     /// Locations in it (region events not counted).
     public var points: Int
+    /// With `trips`: the trips in it (tracks); `nil` for the other formats.
+    public var trips: Int? = nil
 }
 
 extension TrailFile {
@@ -124,14 +126,19 @@ extension TrackStore {
         // The visits and trips the endpoint serves (the stops and trips routes' call): kept at ingest
         // with the threshold the endpoint judged with, computed first when never computed.
         let bytes: [UInt8]
+        var trips: Int?
         switch format {
         case "svg":
             let marks = try await stops(device: id, from: from, to: to).marks
             bytes = Array(TrailSVG.render(title: id, records: shown, regions: regions, marks: marks).utf8)
         case "gpx": bytes = TrailExport.gpx(device: id, records: shown)
-        case "trips": bytes = try await stops(device: id, from: from, to: to).tripsGPX(device: id, records: shown)
+        case "trips":
+            let stops = try await stops(device: id, from: from, to: to)
+            trips = stops.trips.count
+            bytes = stops.tripsGPX(device: id, records: shown)
         default: bytes = TrailExport.geoJSON(device: id, records: shown)
         }
-        return TrailFile(device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count)
+        return TrailFile(
+            device: id, bytes: bytes, points: records.filter { $0.kind == .location }.count, trips: trips)
     }
 }

@@ -126,15 +126,25 @@ struct Export: AsyncParsableCommand {
         }
         if let output {
             try writeFile(output, export.bytes)
-            printError(
-                trips
-                    ? "\(output): the trips of \(export.device)"
-                    : "\(output): \(export.points) points of \(export.device)")
+            if !trips { printError("\(output): \(export.points) points of \(export.device)") }
         } else {
             var out = OutputBuffer()
             out.bytes = export.bytes
             try out.flush()
         }
+        if trips { printError(Self.tripsLine(export, output: output)) }
+    }
+
+    /// What `--trips` says: how many it wrote, and why none when there is none (an empty GPX is
+    /// no mistake, but it looks like one).
+    static func tripsLine(_ export: TrailFile, output: String?) -> String {
+        let n = export.trips ?? 0
+        let what =
+            n == 0
+            ? "no trip of \(export.device): a trip runs from one stop to the next, and its "
+                + "\(grouped(export.points)) points have none (docs/visits.md)"
+            : "\(grouped(n)) trip\(n == 1 ? "" : "s") of \(export.device)"
+        return output.map { "\($0): \(what)" } ?? what
     }
 }
 

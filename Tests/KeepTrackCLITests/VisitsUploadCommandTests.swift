@@ -35,11 +35,27 @@ struct VisitsUploadCommandTests {
         let gpx = try keeptrack(["export", "--data-dir", dir, "--trips"])
         #expect(gpx.status == 0)
         #expect(gpx.stdout.components(separatedBy: "<trk>").count - 1 == 3)
+        #expect(gpx.stderr.hasPrefix("3 trips of "), "\(gpx.stderr)")
         #expect(
             gpx.stdout.contains("trip 2025-03-14T21:15:00.000Z – 2025-03-14T21:25:55.000Z</name><desc>5.20 km</desc>"))
         let refused = try keeptrack(["export", "--data-dir", dir, "--trips", "--format", "geojson"])
         #expect(refused.status != 0 && refused.stderr.contains("--trips writes GPX"))
         let zero = try keeptrack(["export", "--data-dir", dir, "--trips", "--max-accuracy", "0"])
         #expect(zero.status != 0 && zero.stderr.contains("--max-accuracy must be a number of metres above 0."))
+    }
+
+    /// A trail without a stop has no trip: the empty GPX comes with why, rather than alone.
+    @Test func tripsOfATrailWithoutAStopAreNoneAndSayWhy() throws {
+        let dir = try TemporaryDirectory("kt-no-trips").path
+        let r = try keeptrack(["replay", "--upload", "embedded", "--data-dir", dir, "fixtures/walk-15min.nmea"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let gpx = try keeptrack(["export", "--data-dir", dir, "--trips", "--output", dir + "/trips.gpx"])
+        #expect(gpx.status == 0, "\(gpx.stderr)")
+        #expect(gpx.stderr.hasPrefix(dir + "/trips.gpx: no trip of keeptrack-"), "\(gpx.stderr)")
+        #expect(
+            gpx.stderr.contains("a trip runs from one stop to the next, and its 895 points have none"),
+            "\(gpx.stderr)")
+        let file = try String(contentsOfFile: dir + "/trips.gpx", encoding: .utf8)
+        #expect(file.hasPrefix("<?xml") && !file.contains("<trk>"))
     }
 }
