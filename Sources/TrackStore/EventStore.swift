@@ -54,8 +54,8 @@ public protocol EventStore: AnyObject {
     /// Queues `name`'s dead letters again (due at `now`, attempts from zero); returns how many.
     func retryDeadDeliveries(hook name: String, now: Double) async throws -> Int
 
-    /// Per hook: entries waiting (not dead) and dead letters.
-    func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)]
+    /// Per hook: entries waiting (not dead), dead letters, and why they fail.
+    func deliveryCounts() async throws -> [String: DeliveryCounts]
 
     /// Leases, for `hook`, the head entry of up to `limit` devices whose head is due and not leased
     /// (the longest waiting first), with the lease `token` until `leaseUntil`.
@@ -219,5 +219,22 @@ extension EventStore {
     /// Adds `geofence`, or replaces the one of its name (``putGeofences(_:)``); `true` when it is new.
     public func putGeofence(_ geofence: Geofence) async throws -> Bool {
         try await putGeofences([geofence]) == 1
+    }
+}
+
+/// A hook's queue, as `hooks list` and `GET /v1/hooks` show it.
+public struct DeliveryCounts: Hashable, Sendable {
+    /// Entries waiting (not dead).
+    public var pending: Int
+    /// Dead letters.
+    public var dead: Int
+    /// Why its deliveries fail: the last error of its waiting entry tried the most times, else of
+    /// a dead letter; `nil` when none has failed. (A receiver that is down fails them all alike.)
+    public var lastError: String?
+
+    public init(pending: Int, dead: Int, lastError: String? = nil) {
+        self.pending = pending
+        self.dead = dead
+        self.lastError = lastError
     }
 }

@@ -406,14 +406,18 @@ extension PostgresTrackStore: EventStore {
         return n
     }
 
-    public func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)] {
-        var out: [String: (pending: Int, dead: Int)] = [:]
-        for try await (hook, pending, dead) in try await liveQuery(
+    public func deliveryCounts() async throws -> [String: DeliveryCounts] {
+        var out: [String: DeliveryCounts] = [:]
+        for try await (hook, pending, dead, lastError) in try await liveQuery(
             """
-            SELECT hook, count(*) FILTER (WHERE dead IS NULL), count(*) FILTER (WHERE dead IS NOT NULL)
-            FROM deliveries GROUP BY hook
+            SELECT d.hook, count(*) FILTER (WHERE d.dead IS NULL), count(*) FILTER (WHERE d.dead IS NOT NULL),
+                (SELECT e.last_error FROM deliveries e WHERE e.hook = d.hook AND e.last_error IS NOT NULL
+                 ORDER BY e.dead IS NOT NULL, e.attempts DESC LIMIT 1)
+            FROM deliveries d GROUP BY d.hook
             """, logger: logger
-        ).decode((String, Int64, Int64).self) { out[hook] = (Int(pending), Int(dead)) }
+        ).decode((String, Int64, Int64, String?).self) {
+            out[hook] = DeliveryCounts(pending: Int(pending), dead: Int(dead), lastError: lastError)
+        }
         return out
     }
 

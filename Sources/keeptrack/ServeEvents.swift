@@ -151,7 +151,7 @@ extension Serve {
                     --secret-file ops.secret --kind geofenceEnter --kind geofenceExit
                   keeptrack serve hooks add ha --type homeassistant \\
                     --url http://homeassistant.local:8123/api/webhook/keeptrack
-                  keeptrack serve hooks list     # name, type, URL, pending, dead: tab-separated
+                  keeptrack serve hooks list     # name, type, URL, pending, dead, why (tabs)
                   keeptrack serve hooks test ops      # a test event, delivered now
                   keeptrack serve hooks retry ops     # its dead letters queued again
                   keeptrack serve hooks remove ops
@@ -223,7 +223,8 @@ extension Serve {
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "The hooks, one a line: NAME<TAB>TYPE<TAB>URL<TAB>pending<TAB>dead.")
+                abstract:
+                    "The hooks, one a line: NAME<TAB>TYPE<TAB>URL<TAB>pending<TAB>dead<TAB>why they fail (- if none).")
             @ParentCommand var serve: Serve
 
             func run() async throws {
@@ -233,9 +234,11 @@ extension Serve {
                 for stored in hooks {
                     let hook = HookSettings.hook(stored)
                     let c = counts[stored.name]
+                    // One line whatever the error says (its tabs and line ends as spaces).
+                    let why = (c?.lastError ?? "-").map { $0 == "\t" || $0.isNewline ? " " : $0 }
                     print(
-                        "\(stored.name)\t\(hook?.type.rawValue ?? "?")\t\(hook?.url ?? "?")\t\(c?.pending ?? 0)\t\(c?.dead ?? 0)"
-                    )
+                        "\(stored.name)\t\(hook?.type.rawValue ?? "?")\t\(hook?.url ?? "?")\t\(c?.pending ?? 0)\t"
+                            + "\(c?.dead ?? 0)\t\(String(why))")
                 }
             }
         }

@@ -63,7 +63,7 @@ struct ServeEventsCommandTests {
             added.stderr.contains(
                 "warning: ops: 127.0.0.1 is not a public address (private hooks are not allowed); "
                     + "serve delivers to it only with --allow-private-hooks"), "\(added.stderr)")
-        #expect(try keeptrack(["serve", "hooks", "list"] + db).stdout == "ops\twebhook\t\(url)\t0\t0\n")
+        #expect(try keeptrack(["serve", "hooks", "list"] + db).stdout == "ops\twebhook\t\(url)\t0\t0\t-\n")
 
         let refused = try keeptrack(["serve", "hooks", "test", "ops"] + db)
         #expect(refused.status == 1, "\(refused.stderr)")

@@ -236,6 +236,49 @@ struct PresenceEventsTests {
         await db.drop()
     }
 
+    /// `hooks list` and `GET /v1/hooks` say why a hook's deliveries fail: the last error of its
+    /// waiting entry tried the most times, else of a dead letter; nothing before any failed.
+    @Test(arguments: StoreKind.allCases)
+    func aHooksCountsSayWhyItsDeliveriesFail(kind: StoreKind) async throws {
+        let db = try await Self.database(kind)
+        let store = try await openTrackStore(db.path)
+        do {
+            _ = try await store.putHook(StoredHook(name: "h", kinds: [.regionEnter], devices: nil, settings: "{}"))
+            for (device, time) in [("d1", 100.0), ("d2", 200)] {
+                var r = Self.location(device, 1, time: time)
+                r.kind = .enter
+                r.region = "home"
+                _ = try await store.insert([r], format: "json", received: time)
+                await Self.settled(store)
+            }
+            #expect(try await store.deliveryCounts()["h"] == DeliveryCounts(pending: 2, dead: 0, lastError: nil))
+            // Queued at the store's clock (PostgreSQL's: the wall clock): claimed at a time after it.
+            let t = 4e9
+            func attempt(_ now: Double, _ outcomes: [String: DeliverySettlement]) async throws {
+                let claimed = try await store.claimDeliveries(
+                    hook: "h", limit: 10, now: now, leaseUntil: now + 60, token: "t\(now)")
+                for c in claimed {
+                    guard let outcome = outcomes[c.event.device] else { continue }
+                    #expect(
+                        try await store.settleDelivery(
+                            hook: "h", event: c.event.id, token: "t\(now)", outcome: outcome, now: now))
+                }
+            }
+            try await attempt(t, ["d1": .retry(at: t + 100, reason: "one"), "d2": .retry(at: t + 100, reason: "two")])
+            try await attempt(t + 100, ["d2": .retry(at: t + 200, reason: "two again")])
+            #expect(try await store.deliveryCounts()["h"]?.lastError == "two again")
+            // A waiting entry's error before a dead letter's.
+            try await attempt(t + 200, ["d1": .dead(reason: "gone"), "d2": .retry(at: t + 300, reason: "two, 3")])
+            #expect(try await store.deliveryCounts()["h"] == DeliveryCounts(pending: 1, dead: 1, lastError: "two, 3"))
+            try await attempt(t + 300, ["d2": .delivered])
+            #expect(try await store.deliveryCounts()["h"] == DeliveryCounts(pending: 0, dead: 1, lastError: "gone"))
+        } catch {
+            Issue.record(error)
+        }
+        await store.close()
+        await db.drop()
+    }
+
     /// Retention takes the events older than its cutoff with their points, except those a hook
     /// still has to get: delivered or dead-lettered first, then deleted (dead letters with them).
     @Test(arguments: StoreKind.allCases)

@@ -630,7 +630,7 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
     func retryDeadDeliveries(hook name: String, now: Double) async throws -> Int {
         try await base.retryDeadDeliveries(hook: name, now: now)
     }
-    func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)] { try await base.deliveryCounts() }
+    func deliveryCounts() async throws -> [String: DeliveryCounts] { try await base.deliveryCounts() }
     func claimDeliveries(hook: String, limit: Int, now: Double, leaseUntil: Double, token: String) async throws
         -> [QueuedDelivery]
     { try await base.claimDeliveries(hook: hook, limit: limit, now: now, leaseUntil: leaseUntil, token: token) }

@@ -240,7 +240,7 @@ struct EventRoutes: Sendable {
         }
     }
 
-    static func appendHook(_ stored: StoredHook, _ counts: (pending: Int, dead: Int)?, to out: inout [UInt8]) {
+    static func appendHook(_ stored: StoredHook, _ counts: DeliveryCounts?, to out: inout [UInt8]) {
         var settings = HookSettings.hook(stored).map(HookSettings.init)
         settings?.secret = nil
         out += Array("{\"name\":".utf8)
@@ -251,6 +251,12 @@ struct EventRoutes: Sendable {
             out.append(UInt8(ascii: ","))
             out += Array(json.dropFirst().dropLast())
         }
-        out += Array(",\"pending\":\(counts?.pending ?? 0),\"dead\":\(counts?.dead ?? 0)}".utf8)
+        out += Array(",\"pending\":\(counts?.pending ?? 0),\"dead\":\(counts?.dead ?? 0),\"lastError\":".utf8)
+        if let error = counts?.lastError {
+            ByteWriting.appendJSONString(error, to: &out)
+        } else {
+            out += Array("null".utf8)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 }

@@ -270,16 +270,19 @@ extension SQLiteTrackStore: EventStore {
         }
     }
 
-    public func deliveryCounts() async throws -> [String: (pending: Int, dead: Int)] {
+    public func deliveryCounts() async throws -> [String: DeliveryCounts] {
         try await pool.read { db in
-            var out: [String: (pending: Int, dead: Int)] = [:]
+            var out: [String: DeliveryCounts] = [:]
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT hook, sum(dead IS NULL), sum(dead IS NOT NULL) FROM deliveries GROUP BY hook
+                    SELECT d.hook, sum(d.dead IS NULL), sum(d.dead IS NOT NULL),
+                        (SELECT e.last_error FROM deliveries e WHERE e.hook = d.hook AND e.last_error IS NOT NULL
+                         ORDER BY e.dead IS NOT NULL, e.attempts DESC LIMIT 1)
+                    FROM deliveries d GROUP BY d.hook
                     """)
             {
-                out[row[0]] = (row[1], row[2])
+                out[row[0]] = DeliveryCounts(pending: row[1], dead: row[2], lastError: row[3])
             }
             return out
         }
