@@ -5,6 +5,10 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Webhooks and Home Assistant's webhook trigger: a `POST` of the event's JSON to the hook's URL,
 /// signed (``EventSignature``), with the event's id and kind in headers. A 2xx is delivered; a
 /// redirect is not followed and counts as a failure (as any other answer, a timeout or a network
@@ -87,8 +91,17 @@ public final class WebhookDelivery: DeliveryKind {
             return .retry(
                 after: nil, DeliveryFailure(.timeout, "\(host) did not answer within \(Self.seconds(timeout))"))
         } catch {
-            return .retry(after: nil, DeliveryFailure(.network, "cannot reach \(host): \(error)"))
+            return .retry(
+                after: nil, DeliveryFailure(.network, "cannot reach \(host):\(target.port): \(Self.reason(error))"))
         }
+    }
+
+    /// A network error as an admin reads it: a system error by its name (`connection refused`),
+    /// NIO's wording of it (`connection reset (error set): Connection refused) (errno: 111)`) left
+    /// out; anything else as it describes itself.
+    static func reason(_ error: any Error) -> String {
+        guard let io = error as? IOError else { return "\(error)" }
+        return String(cString: strerror(io.errnoCode)).lowercased()
     }
 
     static func seconds(_ t: Double) -> String {

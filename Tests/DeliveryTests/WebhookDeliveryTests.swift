@@ -79,6 +79,19 @@ struct WebhookDeliveryTests {
         #expect(try await receiver.posts(2).map(\.path) == ["/hook/redirect", "/hook/ok"])
     }
 
+    /// Nobody listens: a network failure, retried, named by the address and port and the system's
+    /// word for it, as `hooks list` shows it.
+    @Test func aRefusedConnectionIsNamedPlainly() async throws {
+        let port = try ReservedPort()
+        let answer = await Self.deliver(webhook("h", "http://127.0.0.1:\(port)/hook/ok"), event("v", 1))
+        guard case .retry(nil, let failure) = answer else {
+            Issue.record("expected a retry, got \(answer)")
+            return
+        }
+        #expect(failure.code == .network)
+        #expect(failure.message == "cannot reach 127.0.0.1:\(port): connection refused", "\(failure.message)")
+    }
+
     @Test(arguments: ["127.0.0.1", "localhost", "[::1]", "169.254.169.254", "10.1.2.3", "[fd00::1]"])
     func privateAddressesAreRefusedUnlessAllowed(host: String) async throws {
         let receiver = try await Receiver()
