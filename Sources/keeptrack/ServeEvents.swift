@@ -202,7 +202,8 @@ extension Serve {
                 do throws(DeliveryFailure) {
                     _ = try await HookAddresses.checked(hook.target.host, allowPrivate: false)
                 } catch {
-                    // Not a name that does not resolve here: it may resolve where serve runs.
+                    // Only a refused address is said: a name that does not resolve here may
+                    // resolve where serve runs.
                     if error.code == .addressRefused {
                         printError(
                             "warning: \(name): \(error.message); serve delivers to it only with "
