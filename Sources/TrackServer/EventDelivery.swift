@@ -65,7 +65,9 @@ public struct HookSettings: Codable, Hashable, Sendable {
             var set: Set<EventKind> = []
             for k in kinds {
                 guard let kind = EventKind(rawValue: k) else {
-                    return .failure(HookSettingsProblem(field: "kinds", message: "'\(k)' is not an event kind"))
+                    return .failure(
+                        HookSettingsProblem(
+                            field: "kinds", message: "'\(k)' is not an event kind (\(EventKind.namesSentence))"))
                 }
                 set.insert(kind)
             }
@@ -181,5 +183,13 @@ public enum HookTest {
         let answer = await kind.deliver(QueuedEvent.test(id: id, device: "keeptrack-test", body: body))
         await kind.close()
         return answer
+    }
+}
+
+extension EventKind {
+    /// The kinds a hook or a query names, for an error about one that is none of them:
+    /// `one of geofenceEnter, geofenceExit, ...`.
+    static var namesSentence: String {
+        "one of " + allCases.map(\.rawValue).joined(separator: ", ")
     }
 }

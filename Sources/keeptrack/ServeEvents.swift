@@ -301,9 +301,17 @@ extension Serve {
             @ParentCommand var serve: Serve
 
             func run() async throws {
-                let n = try await serve.withDeviceTokens(creating: false) { store in
-                    try await store.retryDeadDeliveries(hook: name, now: WallClock().now.secondsSince1970)
+                let (n, location) = try await serve.withDeviceTokens(creating: false) { store in
+                    // As POST /v1/hooks/{name}/retry: an unknown hook is an error, not "0 queued".
+                    guard try await store.storedHooks().contains(where: { $0.name == name }) else {
+                        return (Int?.none, store.location)
+                    }
+                    return (
+                        try await store.retryDeadDeliveries(hook: name, now: WallClock().now.secondsSince1970),
+                        store.location
+                    )
                 }
+                guard let n else { throw CommandFailure("no hook '\(name)' in \(location)") }
                 print("\(n) queued again")
             }
         }

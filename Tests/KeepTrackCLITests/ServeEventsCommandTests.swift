@@ -82,9 +82,22 @@ struct ServeEventsCommandTests {
         receiver.stop()
         #expect(receiver.readLine() == nil)
 
+        #expect(try keeptrack(["serve", "hooks", "retry", "ops"] + db).stdout == "0 queued again\n")
+        // A kind misspelt: refused, naming the kinds there are; nothing stored.
+        let misspelt = try keeptrack(
+            ["serve", "hooks", "add", "typo", "--url", url, "--secret-file", secretFile, "--kind", "geofenceEntry"] + db
+        )
+        #expect(misspelt.status == 1, "\(misspelt.stderr)")
+        #expect(
+            misspelt.stderr.contains(
+                "--kind: 'geofenceEntry' is not an event kind (one of geofenceEnter, geofenceExit,"),
+            "\(misspelt.stderr)")
+
         #expect(try keeptrack(["serve", "hooks", "remove", "ops"] + db).stdout == "removed ops\n")
         #expect(try keeptrack(["serve", "hooks", "list"] + db).stdout == "")
-        let gone = try keeptrack(["serve", "hooks", "test", "ops"] + db)
-        #expect(gone.status == 1 && gone.stderr.contains("no hook 'ops'"), "\(gone.stderr)")
+        for verb in ["test", "retry"] {
+            let gone = try keeptrack(["serve", "hooks", verb, "ops"] + db)
+            #expect(gone.status == 1 && gone.stderr.contains("no hook 'ops'"), "\(verb): \(gone.stderr)")
+        }
     }
 }

@@ -174,7 +174,8 @@ struct EventRoutes: Sendable {
             var kinds: Set<EventKind> = []
             for name in k.split(separator: ",") {
                 guard let kind = EventKind(rawValue: String(name)) else {
-                    throw HTTPError(.badRequest, message: "kind: '\(name)' is not an event kind")
+                    throw HTTPError(
+                        .badRequest, message: "kind: '\(name)' is not an event kind (\(EventKind.namesSentence))")
                 }
                 kinds.insert(kind)
             }
