@@ -242,20 +242,7 @@ extension PostgresTrackStore: EventStore {
             try await connection.withTransaction(logger: self.logger) { c in
                 let generation = try await self.nextGeofenceGeneration(c)
                 try await c.query("DELETE FROM geofences", logger: self.logger)
-                for chunk in stride(from: 0, to: geofences.count, by: 1000) {
-                    let part = geofences[chunk..<min(chunk + 1000, geofences.count)]
-                    var binds = PostgresBindings()
-                    binds.append(PostgresArray.texts(part.map(\.name)))
-                    binds.append(
-                        PostgresArray.texts(part.map { String(decoding: GeofenceDocument.feature($0), as: UTF8.self) }))
-                    binds.append(generation)
-                    try await c.query(
-                        PostgresQuery(
-                            unsafeSQL: """
-                                INSERT INTO geofences (name, feature, revision)
-                                SELECT n, convert_to(f, 'UTF8'), $3 FROM unnest($1::text[], $2::text[]) AS t(n, f)
-                                """, binds: binds), logger: self.logger)
-                }
+                _ = try await self.upsertGeofences(c, geofences, generation: generation)
             }
         }
     }
@@ -265,28 +252,34 @@ extension PostgresTrackStore: EventStore {
         return try await withLiveConnection { connection in
             try await connection.withTransaction(logger: self.logger) { c in
                 let generation = try await self.nextGeofenceGeneration(c)
-                var added = 0
-                for chunk in stride(from: 0, to: geofences.count, by: 1000) {
-                    let part = geofences[chunk..<min(chunk + 1000, geofences.count)]
-                    var binds = PostgresBindings()
-                    binds.append(PostgresArray.texts(part.map(\.name)))
-                    binds.append(
-                        PostgresArray.texts(part.map { String(decoding: GeofenceDocument.feature($0), as: UTF8.self) }))
-                    binds.append(generation)
-                    // `xmax = 0`: a row inserted, not one updated.
-                    for try await inserted in try await c.query(
-                        PostgresQuery(
-                            unsafeSQL: """
-                                INSERT INTO geofences (name, feature, revision)
-                                SELECT n, convert_to(f, 'UTF8'), $3 FROM unnest($1::text[], $2::text[]) AS t(n, f)
-                                ON CONFLICT (name) DO UPDATE SET feature = excluded.feature, revision = excluded.revision
-                                RETURNING (xmax = 0)
-                                """, binds: binds), logger: self.logger
-                    ).decode(Bool.self) where inserted { added += 1 }
-                }
-                return added
+                return try await self.upsertGeofences(c, geofences, generation: generation)
             }
         }
+    }
+
+    /// In the caller's transaction: adds `geofences` at revision `generation`, or replaces those of
+    /// their names, 1,000 a statement; returns how many were new.
+    func upsertGeofences(_ c: PostgresConnection, _ geofences: [Geofence], generation: Int64) async throws -> Int {
+        var added = 0
+        for chunk in stride(from: 0, to: geofences.count, by: 1000) {
+            let part = geofences[chunk..<min(chunk + 1000, geofences.count)]
+            var binds = PostgresBindings()
+            binds.append(PostgresArray.texts(part.map(\.name)))
+            binds.append(
+                PostgresArray.texts(part.map { String(decoding: GeofenceDocument.feature($0), as: UTF8.self) }))
+            binds.append(generation)
+            // `xmax = 0`: a row inserted, not one updated.
+            for try await inserted in try await c.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO geofences (name, feature, revision)
+                        SELECT n, convert_to(f, 'UTF8'), $3 FROM unnest($1::text[], $2::text[]) AS t(n, f)
+                        ON CONFLICT (name) DO UPDATE SET feature = excluded.feature, revision = excluded.revision
+                        RETURNING (xmax = 0)
+                        """, binds: binds), logger: logger
+            ).decode(Bool.self) where inserted { added += 1 }
+        }
+        return added
     }
 
     public func removeGeofence(_ name: String) async throws -> Bool {

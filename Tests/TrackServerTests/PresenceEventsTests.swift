@@ -34,6 +34,14 @@ struct PresenceEventsTests {
             horizontalAccuracy: 5, speed: speed)
     }
 
+    /// A device's own region entry (`home`): a `regionEnter` event for the hooks that want it.
+    static func enter(_ device: String, time: Double) -> TrailRecord {
+        var r = location(device, 1, time: time)
+        r.kind = .enter
+        r.region = "home"
+        return r
+    }
+
     /// The PostgreSQL store's catch-ups (events are decided there) done; nothing on SQLite.
     static func settled(_ store: any TrackStore) async {
         if let pg = store as? PostgresTrackStore { await pg.storedStopsSettled() }
@@ -245,10 +253,7 @@ struct PresenceEventsTests {
         do {
             _ = try await store.putHook(StoredHook(name: "h", kinds: [.regionEnter], devices: nil, settings: "{}"))
             for (device, time) in [("d1", 100.0), ("d2", 200)] {
-                var r = Self.location(device, 1, time: time)
-                r.kind = .enter
-                r.region = "home"
-                _ = try await store.insert([r], format: "json", received: time)
+                _ = try await store.insert([Self.enter(device, time: time)], format: "json", received: time)
                 await Self.settled(store)
             }
             #expect(try await store.deliveryCounts()["h"] == DeliveryCounts(pending: 2, dead: 0, lastError: nil))
@@ -287,14 +292,8 @@ struct PresenceEventsTests {
         let store = try await openTrackStore(db.path)
         do {
             _ = try await store.putHook(StoredHook(name: "h", kinds: [.regionEnter], devices: nil, settings: "{}"))
-            func enter(_ device: String, time: Double) -> TrailRecord {
-                var r = Self.location(device, 1, time: time)
-                r.kind = .enter
-                r.region = "home"
-                return r
-            }
             for (device, time) in [("d1", 100.0), ("d2", 200), ("d3", 10_000)] {
-                _ = try await store.insert([enter(device, time: time)], format: "json", received: time)
+                _ = try await store.insert([Self.enter(device, time: time)], format: "json", received: time)
                 await Self.settled(store)
             }
             // Queued at the store's clock (PostgreSQL's: the wall clock): claimed at a time after it.
