@@ -51,6 +51,28 @@ struct MQTTDeliveryTests {
         await subscriber.close()
     }
 
+    /// A topic template with `{kind}`: each event under its kind, and a test event (`hooks test`)
+    /// under `test`, never under a kind a subscriber acts on.
+    @Test func aTopicsKindIsTheEventsAndATestsIsTest() async throws {
+        let broker = try await offThePool { try Broker() }
+        defer { broker.stop() }
+        let inbox = Inbox()
+        let subscriber = try await Self.subscriber(broker, inbox)
+        let hook = Hook(
+            name: "fleet", type: .mqtt, url: "mqtt://127.0.0.1:\(broker.port)", secret: "",
+            topic: "keeptrack/{device}/{kind}")
+        let kind = MQTTDelivery(hook: hook, allowPrivate: true, timeout: 120, instance: "test")
+        let real = event("van-1", 1, kind: .geofenceExit)
+        let test = QueuedEvent.test(id: "test-1", device: "keeptrack-test", body: Array(#"{"kind":"test"}"#.utf8))
+        #expect(await kind.deliver(QueuedEvent(real)) == .delivered)
+        #expect(await kind.deliver(test) == .delivered)
+        let got = try await withTimeout(120, "the messages") { await inbox.next(2) }
+        #expect(got.map(\.topic) == ["keeptrack/van-1/geofenceExit", "keeptrack/keeptrack-test/test"])
+        #expect(got.map(\.payload) == [real.json, test.body])
+        await kind.close()
+        await subscriber.close()
+    }
+
     @Test func aBrokerThatIsGoneIsARetry() async throws {
         let broker = try await offThePool { try Broker() }
         let port = broker.port
