@@ -61,7 +61,7 @@ struct ShareLinkTests {
             // No other device, no other route, no write, whatever else the request carries.
             for (method, path, body) in [
                 (HTTPMethod.GET, "/v1/devices/car/trail", nil), (.GET, "/v1/devices/car/stats", nil),
-                (.GET, "/v1/devices", nil), (.GET, "/v1/shares", nil), (.GET, "/v1/positions?bbox=0,0,1,1", nil),
+                (.GET, "/v1/devices", nil), (.GET, "/v1/positions?bbox=0,0,1,1", nil),
                 (.POST, "/v1/locations", #"{"device":"van","records":[]}"#),
                 (.POST, "/v1/shares", #"{"device":"van","expires":"1h"}"#), (.DELETE, "/v1/shares/x", nil),
                 (.GET, "/api/0/list", nil),
@@ -115,6 +115,27 @@ struct ShareLinkTests {
                     .GET, "/v1/devices/van/trail?format=json&from=0&to=9999999999&share=\(token)", token: nil
                 ).body)
             #expect((wide["records"] as? [Any])?.count == times.count)
+            // Asked backwards, it is a 400 naming what was sent, as on every route that takes a range; the
+            // window clipping a sound range to nothing is an empty answer.
+            for path in ["trail", "stops", "trips", "stats"] {
+                let backwards = try await raw.send(
+                    .GET, "/v1/devices/van/\(path)?from=2000&to=1000&share=\(token)", token: nil)
+                #expect(backwards.status == 400 && backwards.body.contains("from: 2000 is after to: 1000"), "\(path)")
+                let outside = try await raw.send(
+                    .GET, "/v1/devices/van/\(path)?from=1000&to=2000&share=\(token)", token: nil)
+                #expect(outside.status == 200, "\(path): \(outside.body)")
+            }
+            // The share reads itself, and nothing else, at /v1/shares: its page learns its device and
+            // window there (an admin's token beside it changes nothing).
+            let itself = try Self.object(try await raw.send(.GET, "/v1/shares?share=\(token)").body)
+            let shares = try #require(itself["shares"] as? [[String: Any]])
+            #expect(
+                shares.count == 1 && shares.first?["id"] as? String == id && shares.first?["device"] as? String == "van"
+            )
+            #expect(
+                shares.first?["from"] as? String == ISOTime.string(from)
+                    && shares.first?["to"] as? String == ISOTime.string(to))
+            #expect(!(shares.first?.keys.contains("token") ?? true))
             let removed = try await raw.send(.DELETE, "/v1/shares/\(id)")
             #expect(removed.status == 200 && removed.body.contains("\"state\":\"revoked\""))
             let gone = try await raw.send(.GET, "/v1/devices/van/trail?share=\(token)", token: nil)
@@ -225,12 +246,17 @@ struct ShareLinkTests {
                 (#"{"device":"van","expires":"1h","from":"99999999999999"}"#, "1970 to 9999"),
                 (#"{"device":"van","expires":"1h","from":"2000","to":"1000"}"#, "to:"),
                 (#"{"device":"van"}"#, "expires:"), (#"[1]"#, "JSON object"), ("not json", "not JSON"),
+                (#"{"device":"van","expires":-5}"#, "neither a duration"),
+                (#"{"device":"van","expires":true}"#, "expires:"),
             ] {
                 let (status, answer) = try await Self.share(raw, body)
                 let message = ((answer["error"] as? [String: Any])?["message"] as? String) ?? "\(answer)"
                 #expect(status == 400 && message.contains(words), "\(body): \(status) \(message)")
             }
             #expect(try await Self.share(raw, #"{"device":"nobody","expires":"1h"}"#).status == 404)
+            // A number is seconds, as the command line's `--expires 90` is.
+            let (seconds, inSeconds) = try await Self.share(raw, #"{"device":"van","expires":7200}"#)
+            #expect(seconds == 201 && inSeconds["expires"] as? String == ISOTime.string(Self.t0 + 7200), "\(inSeconds)")
             let forged = String(repeating: "A", count: 22)
             #expect(try await raw.send(.GET, "/v1/devices/van/trail?share=\(forged)", token: nil).status == 401)
             #expect(try await raw.send(.GET, "/v1/devices/van/trail?share=..%2F..%2F", token: nil).status == 401)

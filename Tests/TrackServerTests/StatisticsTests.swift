@@ -109,6 +109,16 @@ struct StatisticsTests {
                 try Self.expectSums(cut, report, lastTime: last, "seed \(seed) cut")
                 let totals = try #require(cut["totals"] as? [String: Any])
                 #expect(ISOTime.parse(totals["start"] as? String ?? "") == from)
+                // Off the quarter hours, the range is the quarter hours inside it: the same answer.
+                let inside = try await Self.get(
+                    raw, "/v1/devices/\(device)/stats?from=\(Int(from) - 600)&to=\(Int(to) + 600)&by=day")
+                #expect(NSDictionary(dictionary: inside).isEqual(to: cut), "seed \(seed) off the quarter hours")
+                // Within one quarter hour: no period, and totals of nothing there.
+                let within = try await Self.get(
+                    raw, "/v1/devices/\(device)/stats?from=\(Int(from) + 60)&to=\(Int(from) + 120)&by=day")
+                let none = try #require(within["totals"] as? [String: Any])
+                #expect((within["periods"] as? [Any])?.isEmpty == true && none["distance"] as? Double == 0)
+                #expect(none["start"] as? String == none["end"] as? String, "\(none)")
             }
         } catch {
             Issue.record(error)
@@ -154,7 +164,8 @@ struct StatisticsTests {
             for (query, status, words) in [
                 ("by=year", 400, "by: 'year'"), ("tz=Mars/Olympus", 400, "tz: 'Mars/Olympus'"),
                 ("from=99999999999999", 400, "from:"), ("from=../../etc", 400, "from:"),
-                ("from=0&to=253402300000", 400, "3700 periods"), ("from=2000000000&to=1000000000", 400, "before"),
+                ("from=0&to=253402300000", 400, "3700 periods"),
+                ("from=2000000000&to=1000000000", 400, "from: 2000000000 is after to: 1000000000"),
                 ("tz=" + String(repeating: "A", count: 100), 400, "tz:"),
             ] {
                 let (s, body) = try await raw.send(.GET, "/v1/devices/d/stats?\(query)")

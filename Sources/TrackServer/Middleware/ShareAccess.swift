@@ -23,10 +23,10 @@ final class ShareAccess: Sendable {
     }
 
     /// Whether a share may read `path` with `method`: `GET` or `HEAD` of a device's trail, stops, trips
-    /// and statistics, the latest positions and the live stream.
+    /// and statistics, the latest positions, the live stream, and the share itself (`/v1/shares`).
     static func readable(_ method: HTTPRequest.Method, path: String) -> Bool {
         guard method == .get || method == .head else { return false }
-        if path == "/v1/devices/latest" || path == "/v1/stream" { return true }
+        if path == "/v1/devices/latest" || path == "/v1/stream" || path == "/v1/shares" { return true }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         return parts.count == 5 && parts[0].isEmpty && parts[1] == "v1" && parts[2] == "devices" && !parts[3].isEmpty
             && ["trail", "stops", "trips", "stats"].contains(parts[4])

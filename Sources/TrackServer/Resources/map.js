@@ -37,7 +37,9 @@
   function say(text) { statusBox.textContent = text; }
   if (typeof L === "undefined") { say("Leaflet is missing on the server."); return; }
   L.Icon.Default.imagePath = "/map/leaflet/images/";
-  const map = L.map("map", { preferCanvas: true, worldCopyJump: true }).setView([20, 0], 2);
+  // A zoom bound of its own: without tiles (--tiles none) Leaflet has none, and fitting a single point
+  // would zoom to infinity (NaN coordinates).
+  const map = L.map("map", { preferCanvas: true, worldCopyJump: true, maxZoom: 19 }).setView([20, 0], 2);
   state.map = map;
   if (settings.tiles) {
     const tiles = L.tileLayer(settings.tiles, { maxZoom: 19, attribution: settings.attribution });
@@ -477,7 +479,7 @@
     const b = L.latLngBounds([]);
     if (state.trailLayer && state.trailLayer.getLatLngs().length > 0) { b.extend(state.trailLayer.getBounds()); }
     state.dayLayers.forEach(function (l) { if (l.getBounds) { b.extend(l.getBounds()); } });
-    if (b.isValid()) { map.fitBounds(b.pad(0.1)); }
+    if (b.isValid()) { map.fitBounds(b.pad(0.1), { maxZoom: 18 }); }
   }
   document.getElementById("fit").addEventListener("click", fitTrail);
   follow.addEventListener("change", function () {
@@ -982,13 +984,13 @@
     }, function () {});
     if (state.socket) { state.socket.onclose = null; state.socket.close(); }
     loading += 1;  // a trail still loading is dropped
-    clearTrail();
     daySection.hidden = true;
     monthNav.hidden = true;
     controls.hidden = true;
     state.markers.forEach(function (m) { m.remove(); });
     state.markers.clear();
     say("");
+    clearTrail();
   }
   async function checkShare() {
     const res = await get("/v1/devices/latest");
@@ -1007,6 +1009,13 @@
     showDevice(body.devices[0]);
     return body.devices[0].id;
   }
+  // The share itself (GET /v1/shares answers a share link with itself alone): its device and window.
+  async function shareItself() {
+    const res = await get("/v1/shares");
+    if (!res.ok) { return null; }
+    const body = await res.json().catch(function () { return null; });
+    return (body && body.shares && body.shares[0]) || null;
+  }
   async function startShare() {
     document.body.dataset.share = "true";
     list.hidden = true;
@@ -1014,15 +1023,33 @@
     document.getElementById("day-export").hidden = false;
     const id = await checkShare();
     if (state.share.state !== "active") { return; }
-    const device = (settings.share && settings.share.device) || wanted || id;
+    const grant = await shareItself();
+    state.share.grant = grant;
+    const device = (grant && grant.device) || wanted || id;
+    const from = grant && grant.from ? Date.parse(grant.from) : null;
+    const to = grant && grant.to ? Date.parse(grant.to) : null;
+    const now = Date.now();
+    // A window that has ended or not begun: no live stream, and its own day rather than today.
+    const ended = to !== null && to <= now, ahead = from !== null && from > now;
+    let text = device ? "A shared view of " + device : "A shared view";
+    if (from !== null || to !== null) {
+      text += (from !== null ? " from " + fmtTime(grant.from) : "") + (to !== null ? " to " + fmtTime(grant.to) : "");
+    }
+    text += ", read-only." + (ended ? " Its time is over: the page shows what it held." : "")
+      + (ahead ? " Its time has not begun: open it again then." : "");
     shareNote.hidden = false;
     shareNote.dataset.state = "active";
-    shareNote.textContent = device ? "A shared view of " + device + ", read-only." : "A shared view, read-only.";
+    shareNote.textContent = text;
     if (device) {
-      if (!state.devices.has(device)) { state.devices.set(device, { id: device }); }
-      select(device);
+      const known = state.devices.get(device);
+      if (!known) { state.devices.set(device, { id: device }); }
+      // The device's last record in the window names the day; without one, the window's end (or start).
+      const lastKnown = known && known.time;
+      const windowDay = lastKnown || dayStart(params.get("date")) ? null
+        : ended ? dayKey(new Date(to - 1)) : ahead ? dayKey(new Date(from)) : null;
+      select(device, windowDay);
     }
-    connect();
+    if (!ended && !ahead) { connect(); }
   }
   state.select = select;
   state.showDay = showDay;

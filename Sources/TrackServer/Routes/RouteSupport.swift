@@ -49,6 +49,20 @@ enum QueryTime {
         if let t = ISOTime.parse(text) ?? Double(text), !finite || t.isFinite { return t }
         throw HTTPError(.badRequest, message: "\(key): '\(text)' is neither ISO 8601 UTC nor Unix seconds")
     }
+
+    /// The `from` and `to` parameters as asked (`nil` when absent or empty), before a share's window
+    /// clips them: every route refuses a `from` after its `to` alike.
+    ///
+    /// - Throws: 400 naming the parameter and its text, or both when `from` is after `to`.
+    static func range(_ parameter: (String) -> String?, finite: Bool = true) throws -> (from: Double?, to: Double?) {
+        let from = try parse("from", parameter("from"), finite: finite)
+        let to = try parse("to", parameter("to"), finite: finite)
+        if let from, let to, from > to {
+            throw HTTPError(
+                .badRequest, message: "from: \(parameter("from") ?? "") is after to: \(parameter("to") ?? "")")
+        }
+        return (from, to)
+    }
 }
 
 /// Answers as the routes write them.

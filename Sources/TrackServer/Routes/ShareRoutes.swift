@@ -10,7 +10,8 @@ import TrackStore
 ///
 /// - `POST /v1/shares` `{"device","expires","from"?,"to"?}` (the admin, or a device token for its own
 ///   device): a new share, 201 with its token and its path `/s/TOKEN`, the only time they are seen.
-/// - `GET /v1/shares`: the shares (a device token: its own device's).
+/// - `GET /v1/shares`: the shares (a device token: its own device's; a share link: itself, which tells
+///   its page the device and the window to open on).
 /// - `DELETE /v1/shares/{shareId}`: revokes one at once.
 /// - `GET /s/{token}`: the map page (``MapShell``) for a share that is active; its script reads the
 ///   token from its address and sends `share=TOKEN` with each request (``ShareAccess``). Unknown: 404;
@@ -56,10 +57,17 @@ struct ShareRoutes: Sendable {
             throw HTTPError(.badRequest, message: "device: a string is required")
         }
         try context.authorize(device: device)
-        guard let expiresText = object["expires"] as? String else {
-            throw HTTPError(.badRequest, message: "expires: a duration (2h) or an ISO 8601 time is required")
-        }
         let now = clock.now.secondsSince1970
+        // A number is seconds, as the command line's `--expires 90` is.
+        let expiresText: String
+        if let value = object["expires"], !(value is Bool), let seconds = value as? Double {
+            expiresText = "\(seconds)"
+        } else if let text = object["expires"] as? String {
+            expiresText = text
+        } else {
+            throw HTTPError(
+                .badRequest, message: "expires: a duration (\"2h\", or seconds) or an ISO 8601 time is required")
+        }
         let expires: Double
         if let t = ISOTime.parse(expiresText) {
             expires = t
@@ -96,8 +104,9 @@ struct ShareRoutes: Sendable {
 
     func list(_ context: ServerContext) async throws -> Response {
         let now = clock.now.secondsSince1970
-        let shares = try await store.shares(device: context.identity.onlyDevice)
         if case .anonymous = context.identity { throw AccessMiddleware.unauthorized() }
+        var shares = try await store.shares(device: context.identity.onlyDevice)
+        if case .share(let grant) = context.identity { shares = shares.filter { $0.id == grant.id } }
         return Answer.json("{\"shares\":[" + shares.map { Self.json($0, now: now) }.joined(separator: ",") + "]}\n")
     }
 

@@ -31,8 +31,7 @@ struct StatsRoutes: Sendable {
         let device = try context.pathDevice()
         try context.authorize(device: device)
         let q = request.uri.queryParameters
-        var from = try QueryTime.parse("from", q["from"].map(String.init))
-        var to = try QueryTime.parse("to", q["to"].map(String.init))
+        var (from, to) = try QueryTime.range { q[$0[...]].map(String.init) }
         for (key, t) in [("from", from), ("to", to)] {
             if let t, !(Self.earliest...Self.latest).contains(t) {
                 throw HTTPError(.badRequest, message: "\(key): \(t) is outside the years 1970 to 9999")
@@ -53,23 +52,25 @@ struct StatsRoutes: Sendable {
             if window.from.isFinite { from = max(from ?? window.from, window.from) }
             if window.to.isFinite { to = min(to ?? window.to, window.to) }
         }
-        let lo = from ?? Statistics.periodStart(containing: summary.first, by: by, zone: zone)
-        let hi = to ?? Statistics.periodEnd(containing: summary.last, by: by, zone: zone)
-        guard lo <= hi || from == nil || to == nil else {
-            throw HTTPError(.badRequest, message: "to: \(ISOTime.string(hi)) is before from: \(ISOTime.string(lo))")
-        }
+        // The range in whole quarter hours, the aggregates' grain: `from` taken up, `to` down. Empty when
+        // the share's window leaves none of what was asked, or one end alone falls beyond the other.
+        let quarter = Statistics.bucketSeconds
+        let start = from ?? Statistics.periodStart(containing: summary.first, by: by, zone: zone)
+        let end = to ?? Statistics.periodEnd(containing: summary.last, by: by, zone: zone)
+        let lo = (start / quarter).rounded(.up) * quarter
+        let hi = max(lo, (end / quarter).rounded(.down) * quarter)
         guard Statistics.leastPeriodCount(from: lo, to: hi, by: by) <= Double(Statistics.maximumPeriods) else {
             throw HTTPError(
                 .badRequest,
                 message: "from-to: more than \(Statistics.maximumPeriods) periods of a \(by.rawValue); ask for less")
         }
-        let periods = Statistics.periods(from: lo, to: max(lo, hi), by: by, zone: zone)
+        let periods = Statistics.periods(from: lo, to: hi, by: by, zone: zone)
         guard periods.count <= Statistics.maximumPeriods else {
             throw HTTPError(
                 .badRequest,
                 message: "from-to: more than \(Statistics.maximumPeriods) periods of a \(by.rawValue); ask for less")
         }
-        var report = Statistics.Report(periods: [], totals: Statistics.Figures(start: lo, end: max(lo, hi)))
+        var report = Statistics.Report(periods: [], totals: Statistics.Figures(start: lo, end: hi))
         if let first = periods.first, let last = periods.last {
             let source = try await store.statisticsSource(device: device, from: first.start, to: last.end)
             let names = try await places.names(device: device, of: source.visits.map(\.coordinate))

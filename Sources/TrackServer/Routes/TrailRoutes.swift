@@ -62,8 +62,8 @@ struct TrailRoutes: Sendable {
         let device = try context.pathDevice()
         try context.authorize(device: device)
         let q = request.uri.queryParameters
-        var from = try QueryTime.parse("from", q["from"].map(String.init), finite: false) ?? -.infinity
-        var to = try QueryTime.parse("to", q["to"].map(String.init), finite: false) ?? .infinity
+        let asked = try QueryTime.range({ q[$0[...]].map(String.init) }, finite: false)
+        var (from, to) = (asked.from ?? -.infinity, asked.to ?? .infinity)
         if let window = context.identity.window { (from, to) = (max(from, window.from), min(to, window.to)) }
         let format = q["format"].map(String.init) ?? "geojson"
         guard ["geojson", "gpx", "json"].contains(format) else {
