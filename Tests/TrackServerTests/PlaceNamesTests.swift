@@ -1,4 +1,5 @@
 import EndpointEvents
+import Formats
 import Foundation
 import Geo
 import KeepTrackTesting
@@ -163,6 +164,52 @@ struct PlaceNamesTests {
             #expect(try Self.places(try await raw.send(.GET, "/v1/devices/p/stops").body) == ["city", "city"])
             #expect(try await raw.send(.DELETE, "/v1/geofences/city").status == 204)
             #expect(try Self.places(try await raw.send(.GET, "/v1/devices/r/stops").body) == [nil, nil])
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+    }
+
+    /// A trip's ends are named as the visits it leaves and reaches, not by its own first and last
+    /// points (which lie off the visits' centres): a geofence that holds a visit's centre and not the
+    /// trip's end names both alike.
+    @Test(arguments: StoreKind.allCases) func aTripsEndsAreNamedAsItsVisits(kind: StoreKind) async throws {
+        let points = StoredStopsTests.trail(seed: 5, device: "p", segments: 40)
+        var accumulator = StopsAccumulator()
+        for p in points where p.kind == .location {
+            accumulator.add(
+                time: p.time, latitude: p.latitude, longitude: p.longitude, accuracy: p.horizontalAccuracy,
+                speed: p.speed)
+        }
+        let expected = accumulator.finish(at: points.last!.time)
+        // The trip that starts farthest from its visit's centre.
+        var farthest: (trip: Trip, visit: Visit, apart: Double)?
+        for trip in expected.trips {
+            guard let visit = expected.stops.first(where: { $0.departure == trip.start }) else { continue }
+            let apart = Geodesy.distance(visit.coordinate, trip.startCoordinate)
+            if apart > farthest?.apart ?? -1 { farthest = (trip, visit, apart) }
+        }
+        let (trip, visit, apart) = try #require(farthest)
+        // The test means something only when the trip's start is off the visit's centre.
+        try #require(apart > 4, "the trip starts \(apart) m from its visit's centre")
+        let endpoint = try await Endpoint.start(store: kind)
+        let raw = Raw(endpoint: endpoint)
+        do {
+            let put = try await raw.send(
+                .PUT, "/v1/geofences/door", body: Self.circle("door", visit.coordinate, radius: apart / 2))
+            #expect(put.status == 201, "\(put.body)")
+            _ = try await endpoint.server.store.insert(points, format: "osmand", received: points[0].time)
+            await endpoint.server.store.storedStopsSettled()
+            let stops = try StopsEndpointTests.json(try await raw.send(.GET, "/v1/devices/p/stops").body)
+            let start = ISOTime.string(trip.start)
+            let stopList: [[String: Any]] = stops["stops"] as? [[String: Any]] ?? []
+            let named: [String: Any]? = stopList.first { ($0["end"] as? String) == start }
+            #expect(named?["place"] as? String == "door", "\(stops)")
+            let trips = try StopsEndpointTests.json(try await raw.send(.GET, "/v1/devices/p/trips").body)
+            let tripList: [[String: Any]] = trips["trips"] as? [[String: Any]] ?? []
+            let answered: [String: Any]? = tripList.first { ($0["start"] as? String) == start }
+            #expect(answered?["startPlace"] as? String == "door", "\(String(describing: answered))")
         } catch {
             Issue.record(error)
         }

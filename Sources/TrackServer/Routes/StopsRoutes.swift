@@ -1,4 +1,5 @@
 import Formats
+import Geo
 import Hummingbird
 import LocationService
 import NIOCore
@@ -31,8 +32,8 @@ struct StopsRoutes: Sendable {
         let device = try context.pathDevice()
         try context.authorize(device: device)
         let q = request.uri.queryParameters
-        var from = try QueryTime.parse("from", q["from"].map(String.init)) ?? -.infinity
-        var to = try QueryTime.parse("to", q["to"].map(String.init)) ?? .infinity
+        let asked = try QueryTime.range { q[$0[...]].map(String.init) }
+        var (from, to) = (asked.from ?? -.infinity, asked.to ?? .infinity)
         if let window = context.identity.window { (from, to) = (max(from, window.from), min(to, window.to)) }
         let format = q["format"].map(String.init) ?? "json"
         guard format == "json" || (trips && format == "gpx") else {
@@ -53,7 +54,17 @@ struct StopsRoutes: Sendable {
             }
             bytes = try await offLoop { [tracks] in TrailExport.gpx(device: device, trips: tracks) }
         } else if trips {
-            let ends = report.trips.flatMap { [$0.startCoordinate, $0.endCoordinate] }
+            // A trip's ends are named as the visits it leaves and reaches (its start is the one's
+            // departure, its end the other's arrival), so that /stops and /trips name a place alike;
+            // an end without its visit in the answer (before the first, or clipped) by its own point.
+            var left: [Double: Coordinate] = [:], reached: [Double: Coordinate] = [:]
+            for v in report.stops {
+                reached[v.arrival] = v.coordinate
+                if let d = v.departure { left[d] = v.coordinate }
+            }
+            let ends = report.trips.flatMap {
+                [left[$0.start] ?? $0.startCoordinate, reached[$0.end] ?? $0.endCoordinate]
+            }
             let names = try await places.names(device: device, of: ends)
             bytes = StopsJSON.trips(device: device, report.trips, places: names)
         } else {
