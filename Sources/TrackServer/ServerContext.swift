@@ -30,7 +30,7 @@ struct ServerContext: RequestContext {
         case .device(let own) where own == device: return
         case .device(let own):
             throw HTTPError(
-                .forbidden, message: "this token is device '\(own)''s: it may not write or read '\(device)'")
+                .forbidden, message: "this token belongs to device '\(own)': it may not write or read '\(device)'")
         case .share(let grant) where grant.device == device: return
         case .share(let grant):
             throw HTTPError(.forbidden, message: "this share link shows device '\(grant.device)' only")

@@ -35,6 +35,8 @@ public struct ErrorAnswer: Error, Hashable, Sendable, HTTPResponseError {
             case 404: self = Code(rawValue: "not-found")
             case 405: self = Code(rawValue: "method-not-allowed")
             case 408: self = Code(rawValue: "request-timeout")
+            case 409: self = Code(rawValue: "conflict")
+            case 410: self = Code(rawValue: "gone")
             case 413: self = Code(rawValue: "content-too-large")
             case 415: self = Code(rawValue: "unsupported-media-type")
             case 416: self = Code(rawValue: "range-not-satisfiable")

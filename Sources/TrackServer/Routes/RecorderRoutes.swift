@@ -206,7 +206,8 @@ struct RecorderRoutes: Sendable {
         var id: String?
         if let own = context.identity.onlyDevice {
             guard candidates.contains(own) else {
-                throw HTTPError(.forbidden, message: "this token is device '\(own)''s: it may not read another device")
+                throw HTTPError(
+                    .forbidden, message: "this token belongs to device '\(own)': it may not read another device")
             }
             id = own
         } else {
