@@ -96,9 +96,14 @@ public struct NMEAError: Error, Hashable, Sendable {
 }
 
 extension NMEAError: CustomStringConvertible {
-    /// `walk.nmea:12: byte 345: bad-checksum: stated 4D, computed 4F: $GPGGA,...*4D`
+    /// `walk.nmea:12: byte 345: bad-checksum: stated 4D, computed 4F: $GPGGA,...*4D`; a file's own
+    /// failure without the line it has none of, nor a code: `walk.nmea: cannot open: No such file or
+    /// directory`, `day.nmea.gz: byte 300000: gzip data ends early (truncated file?)`.
     public var description: String {
-        var s = "\(file ?? "<input>"):\(line): byte \(byteOffset): \(code): \(message)"
+        var s = file ?? "<input>"
+        if line > 0 { s += ":\(line)" }
+        if line > 0 || byteOffset > 0 { s += ": byte \(byteOffset)" }
+        s += code == .io ? ": \(message)" : ": \(code): \(message)"
         if !text.isEmpty { s += ": \(text)" }
         return s
     }

@@ -62,7 +62,10 @@ struct GatedSource<Upstream: FixSource>: FixSource {
         /// ``Stop`` when the app was terminated.
         mutating func admit(_ element: SourceElement) throws -> SourceElement? {
             let app = core.app
-            if let e = element.event { core.log(source: e) }
+            if let e = element.event {
+                core.log(source: e)
+                if e.kind == .error { core.state.withLock { $0.sourceError = e } }
+            }
             if !core.launched {
                 guard element.fix != nil else { return nil }
                 core.launch()

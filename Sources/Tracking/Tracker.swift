@@ -191,6 +191,11 @@ public final class Tracker: Service, Sendable {
 
     /// Whether the source ended by itself (end of a log) rather than by a stop.
     public var inputFinished: Bool { core.inputFinished }
+
+    /// The source's last `error` event, `nil` when it reported none: a log that cannot be opened or
+    /// breaks off (a replay that read it ends there), or a live source's failure, which it retries.
+    /// Reported whether or not a fix had arrived before it.
+    public var sourceError: SourceEvent? { core.state.withLock { $0.sourceError } }
 }
 
 /// The calls a tracker gates its ``LocationManager`` with, whatever the manager's source.
@@ -271,6 +276,8 @@ final class TrackerCore: Sendable {
         var launched = false
         var inputFinished = false
         var failure: (any Error)?
+        /// The source's last `error` event (not a disconnection it recovers from).
+        var sourceError: SourceEvent?
     }
 
     let configuration: Tracker.Configuration

@@ -141,7 +141,11 @@ struct Track: AsyncParsableCommand {
     }
 
     func track<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil) async throws {
-        if wantsEvents { return try await trackerRun.run(source, releaser: releaser, clock: WallClock()) }
+        // A live source retries its failures itself: they end nothing.
+        if wantsEvents {
+            try await trackerRun.run(source, releaser: releaser, clock: WallClock())
+            return
+        }
         var output = SourceLines(includeAll: all, lineBuffered: true)
         output.releasesStartupPages = true
         try await output.pump(source)
@@ -245,8 +249,13 @@ struct Replay: AsyncParsableCommand {
                 location: location, lifecycle: lifecycle, upload: upload, dataDirectory: data.layout,
                 onLogTime: true, lineBuffered: speed != nil, quiet: quiet,
                 inputProgress: quiet ? nil : { @Sendable in progress().line(elapsed: $0) })
-            try await run.run(source, clock: logClock)
+            let failure = try await run.run(source, clock: logClock)
             if !quiet { printError(summary(nil)) }
+            // What the log held up to its error was tracked (and uploaded); the run still failed.
+            if let failure {
+                printError("error: \(failure.message)")
+                throw ExitCode(1)
+            }
             return
         }
         var output = SourceLines(includeAll: all, lineBuffered: speed != nil)

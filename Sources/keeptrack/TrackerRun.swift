@@ -64,10 +64,13 @@ struct TrackerRun {
         return try TrackServer.embedded(store: try await TrackDatabase(dataDirectory: dataDirectory).open())
     }
 
+    /// Runs the tracker over `source` until it ends or is stopped; returns the source's last error
+    /// event (``Tracker/sourceError``), which ends a replay and which a live source retries.
+    @discardableResult
     func run<S: FixSource>(
         _ source: S, releaser: (any WatchReleasing)? = nil,
         clock: any EpochClock
-    ) async throws {
+    ) async throws -> SourceEvent? {
         let embedded = upload.embedded ? try await Self.embeddedEndpoint(dataDirectory) : nil
         let tracker: Tracker
         do {
@@ -109,6 +112,7 @@ struct TrackerRun {
             printError("keeptrack: the app was terminated (see the \"terminated\" event)")
             throw ExitCode(1)
         }
+        return tracker.sourceError
     }
 }
 

@@ -24,6 +24,26 @@ struct SourceCommandTests {
         #expect(r.stdout.contains("missing.nmea"))
     }
 
+    /// Through the tracker too (a location option, or an upload), a log that cannot be read or breaks
+    /// off fails the run, after what came before it was tracked and uploaded.
+    @Test func replayThroughTheTrackerFailsOnAMissingOrCutLog() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let missing = try keeptrack(["replay", "--distance-filter", "5", "--data-dir", dir, "missing.nmea"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("error: missing.nmea: cannot open: No such file or directory"))
+        let gz = try Data(contentsOf: URL(filePath: "fixtures/day-24h.nmea.gz"))
+        let cut = dir + "/cut.nmea.gz"
+        try gz.prefix(300_000).write(to: URL(filePath: cut))
+        let embedded = try keeptrack(["replay", "--upload", "embedded", "--data-dir", dir, cut])
+        #expect(embedded.status == 1)
+        #expect(embedded.stderr.contains("error: \(cut): byte 300000: gzip data ends early"), "\(embedded.stderr)")
+        // What the log held before its cut was tracked and stored all the same.
+        let stored = try #require(embedded.stderr.split(separator: "\n").first { $0.hasPrefix("embedded endpoint: ") })
+        let points = Int(stored.split(separator: " ")[2].filter(\.isNumber)) ?? 0
+        #expect(points > 10_000, "\(stored)")
+    }
+
     @Test func replayRejectsLoopingStandardInput() throws {
         let r = try keeptrack(["replay", "-", "--loop"])
         #expect(r.status == 64)
