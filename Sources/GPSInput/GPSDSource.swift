@@ -182,9 +182,13 @@ struct GPSDWorker {
             case .connect:
                 memset(data, 0, MemoryLayout<gps_data_t>.size)
                 let rc = gps_open(options.host, options.port, data)
+                // libgps returns -1 and leaves its own code (NL_NOHOST, NL_NOCONNECT...) in errno.
+                let code = errno
                 action =
                     rc == 0
-                    ? machine.connectionOpened() : machine.connectionFailed(reason: String(cString: gps_errstr(rc)))
+                    ? machine.connectionOpened()
+                    : machine.connectionFailed(
+                        reason: code < 0 ? String(cString: gps_errstr(code)) : String(cString: strerror(code)))
             case .waitToReconnect(let seconds):
                 link.pause(seconds)
                 action = machine.backoffElapsed()

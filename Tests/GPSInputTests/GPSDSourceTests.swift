@@ -85,6 +85,8 @@ struct GPSDSourceTests {
         let error = try #require(seen.events.first)
         #expect(error.kind == .error)
         #expect(error.message.contains("cannot connect to gpsd at 127.0.0.1:\(port)"))
+        // libgps's reason for a refused port, from errno (its return value is always -1).
+        #expect(error.message.contains("(can't connect to host/port pair)"), "\(error.message)")
         #expect(error.message.contains("is gpsd running?"))
         #expect(seen.events.contains { $0.kind == .connected })
     }
