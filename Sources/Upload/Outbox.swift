@@ -76,6 +76,12 @@ public final class Outbox: Sendable {
     /// The page size of a new outbox, in bytes: what one commit of a location writes.
     static let pageSize = 1024
 
+    /// The device id an outbox made without one is given: `keeptrack-` and `n` as 8 hex digits.
+    static func generatedDevice(_ n: UInt32) -> String {
+        let hex = String(n, radix: 16)
+        return "keeptrack-" + String(repeating: "0", count: 8 - hex.count) + hex
+    }
+
     /// How many records wait to be uploaded, without a query (``Stats/pending`` counts them).
     public var waiting: Int { pendingCount.withLock { $0 } }
 
@@ -120,7 +126,7 @@ public final class Outbox: Sendable {
                     }
                     return stored
                 }
-                let id = configuration.device ?? "keeptrack-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+                let id = configuration.device ?? Self.generatedDevice(UInt32.random(in: 0...UInt32.max))
                 try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('device', ?)", arguments: [id])
                 return id
             }

@@ -92,7 +92,10 @@ enum TrackerStatus {
             func n(_ name: String, _ result: String) -> String {
                 grouped(Int(value(name, target.merging(["result": result]) { a, _ in a }) ?? 0))
             }
-            let last = value("keeptrack_last_upload_timestamp_seconds", target).map { Int(WallClock.seconds() - $0) }
+            // The gauge is 0 until a first success.
+            let last = value("keeptrack_last_upload_timestamp_seconds", target).flatMap {
+                $0 > 0 ? Int(WallClock.seconds() - $0) : nil
+            }
             return start + "\(n("keeptrack_upload_records_total", "ok")) records in "
                 + "\(n("keeptrack_upload_requests_total", "ok")) requests, "
                 + "\(n("keeptrack_upload_requests_total", "retried")) retried, "

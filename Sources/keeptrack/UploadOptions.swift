@@ -38,8 +38,8 @@ struct UploadOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "This device's id. The default is the one the outbox was created with "
-                + "(keeptrack- and 8 hex digits).", valueName: "id"))
+            "This device's id, kept by the outbox for the runs after. The default is the outbox's "
+                + "(the last given, else keeptrack- and 8 hex digits).", valueName: "id"))
     var deviceID: [String] = []
 
     @Option(

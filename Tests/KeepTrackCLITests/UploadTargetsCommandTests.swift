@@ -156,7 +156,9 @@ struct UploadTargetsCommandTests {
             keeptrack_upload_records_total{result="dead_letter"} 0
             keeptrack_upload_requests_total{result="ok"} 3
             keeptrack_upload_requests_total{result="retried"} 0
+            keeptrack_last_upload_timestamp_seconds 0
             """
+        // The last success's gauge is 0 until there is one: never, not 56 years ago.
         #expect(
             TrackerStatus.uploadLines(single) == [
                 "uploads: 28 records in 3 requests, 0 retried, 0 dead letters; last success never"

@@ -30,6 +30,16 @@ struct OutboxTests {
         #expect(try third.stats().pending == 3)
     }
 
+    @Test func aGeneratedDeviceIdHasEightHexDigits() throws {
+        #expect(Outbox.generatedDevice(0xc463747) == "keeptrack-0c463747")
+        #expect(Outbox.generatedDevice(0) == "keeptrack-00000000")
+        #expect(Outbox.generatedDevice(.max) == "keeptrack-ffffffff")
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let made = try Outbox(path: dir + "/outbox.sqlite").device
+        #expect(made.hasPrefix("keeptrack-") && made.count == 18 && UInt32(made.dropFirst(10), radix: 16) != nil)
+    }
+
     @Test func regionTransitionsJumpTheBacklogAndOrderIsKept() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
