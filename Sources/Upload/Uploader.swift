@@ -657,6 +657,10 @@ public final class Uploader: Sendable {
             return .failure("cancelled: the background time ran out")
         } catch let error as HTTPClientError where error == .cancelled {
             return .failure("cancelled: the background time ran out")
+        } catch let error as IOError {
+            // A system error by its name (`connection refused`), as hooks say it (`WebhookDelivery.reason`),
+            // not NIO's wording (`connection reset (error set): Connection refused) (errno: 111)`).
+            return .failure("cannot reach \(Self.hostOf(url)): \(Self.reason(error))")
         } catch {
             return .failure("cannot reach \(Self.hostOf(url)): \(error)")
         }
