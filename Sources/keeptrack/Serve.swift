@@ -63,6 +63,7 @@ struct Serve: AsyncParsableCommand {
                   keeptrack serve devices revoke van1
                   keeptrack serve devices secret anna/phone < secret.txt  # OwnTracks encryption
                   keeptrack serve devices overspeed van1 90  # van1's own limit, km/h
+                  keeptrack serve devices list --db postgres://kt@db/keeptrack  # serve's store
                 """,
             subcommands: [Add.self, List.self, Revoke.self, Secret.self, Overspeed.self])
 

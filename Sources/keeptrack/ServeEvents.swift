@@ -84,6 +84,7 @@ extension Serve {
                   keeptrack serve geofences add places.geojson   # adds, or replaces by name
                   keeptrack serve geofences list                 # NAME<TAB>devices, one a line
                   keeptrack serve geofences remove depot
+                  keeptrack serve geofences list --db /srv/keeptrack/endpoint.sqlite
                 """,
             subcommands: [Add.self, List.self, Remove.self])
 
@@ -155,6 +156,7 @@ extension Serve {
                   keeptrack serve hooks test ops      # a test event, delivered now
                   keeptrack serve hooks retry ops     # its dead letters queued again
                   keeptrack serve hooks remove ops
+                  keeptrack serve hooks list --db postgres://kt@db/keeptrack  # serve's store
                 """,
             subcommands: [Add.self, List.self, Remove.self, Test.self, Retry.self])
 

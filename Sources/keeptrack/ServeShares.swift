@@ -21,6 +21,7 @@ extension Serve {
                   keeptrack serve share add van1 --expires 7d --from 2026-05-01T00:00:00Z
                   keeptrack serve share list    # ID, device, expiry, state
                   keeptrack serve share remove ID
+                  keeptrack serve share list --db postgres://kt@db/keeptrack  # serve's store
                 """,
             subcommands: [Add.self, List.self, Remove.self])
 
