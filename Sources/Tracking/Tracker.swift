@@ -122,7 +122,8 @@ public final class Tracker: Service, Sendable {
     /// endpoint the uploader sends to before them, and a control socket after.
     public var services: [ServiceGroupConfiguration.ServiceConfiguration] {
         var out: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let uploadService { out.append(.init(service: uploadService)) }
+        // It returns first at a log's end, once everything is sent: the tracker's return stops the group.
+        if let uploadService { out.append(.init(service: uploadService, successTerminationBehavior: .ignore)) }
         out.append(.init(service: self, successTerminationBehavior: .gracefullyShutdownGroup))
         return out
     }
@@ -144,10 +145,17 @@ public final class Tracker: Service, Sendable {
 
     /// Reads the source until it ends, the app is terminated, or a graceful shutdown (or
     /// cancellation) stops it; the outbox keeps every record for the uploader.
+    ///
+    /// At the input's end (a log's), it returns once the uploader has sent what the outbox holds
+    /// (``UploadService/inputEnded()``): the group stops after that, so that a signal meanwhile stops
+    /// the upload as it would during the input, within the shutdown timeout.
     public func run() async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             if configuration.deadlineTimer { group.addTask { await self.core.runDeadlines() } }
-            try await cancelWhenGracefulShutdown { [body] in try await body() }
+            try await cancelWhenGracefulShutdown { [body, core, uploadService] in
+                try await body()
+                if core.inputFinished { await uploadService?.inputEnded() }
+            }
             group.cancelAll()
         }
     }

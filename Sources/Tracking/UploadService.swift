@@ -7,9 +7,10 @@ import Synchronization
 import SystemIO
 import Upload
 
-/// The uploader as a service: sends the outbox while the tracker runs; on a graceful shutdown,
-/// once the tracker has stopped, uploads what is left — everything at the end of a replay, for at
-/// most ``Tracker/UploadSettings/shutdownTimeout`` on a stop — and keeps the rest for the next run.
+/// The uploader as a service: sends the outbox while the tracker runs; at the end of its input (a
+/// replay's log), everything, however long the endpoints take, before the tracker lets the group
+/// stop; on a graceful shutdown (a signal, also during that last upload), what is left for at most
+/// ``Tracker/UploadSettings/shutdownTimeout``, and keeps the rest for the next run.
 ///
 /// Without a tracker (``sending(_:logger:clock:)``), ``send()`` sends what waits in an outbox to
 /// every target once, with the same uploaders, and says what each target got.
@@ -28,6 +29,12 @@ public final class UploadService: Service, Sendable {
     public let orphans: [Outbox.TargetStatus]
     /// Held while this service lives: one sender per outbox (``sendingLockPath(outbox:)``).
     let sendingLock: FileLock
+    /// Fired by the tracker at its input's end (``inputEnded()``).
+    let inputEnd = Signal()
+    /// Fired when the upload after the input's end is over (sent, or given up for now).
+    let uploadedAtEnd = Signal()
+    /// Whether ``run()`` has started.
+    let running = Atomic<Bool>(false)
 
     init(
         outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger,
@@ -204,6 +211,17 @@ public final class UploadService: Service, Sendable {
         return made
     }
 
+    /// Says the tracker's input has ended (a log's end): returns once what the outbox holds has been
+    /// sent (or given up for now: it stays for the next run), or when the caller is cancelled (a
+    /// graceful shutdown, which bounds the rest by the shutdown timeout).
+    public func inputEnded() async {
+        inputEnd.fire()
+        // Not run (a tracker run alone, its outbox read afterwards), or not yet: nothing to wait for
+        // (run() finds the input ended and sends everything then).
+        guard running.load(ordering: .sequentiallyConsistent) else { return }
+        await uploadedAtEnd.wait()
+    }
+
     public func run() async throws {
         let uploaders = try await startedUploaders()
         // Each target is a lane of its own: one that is down or refusing holds no other back.
@@ -213,11 +231,29 @@ public final class UploadService: Service, Sendable {
                 for uploader in lanes { group.addTask { await uploader.run(drain: drain) } }
             }
         }
-        // Until the group stops (the tracker, stopped before, appends nothing more).
-        await cancelWhenGracefulShutdown { await all(drain: false) }
-        if tracker?.inputFinished ?? false {
+        running.store(true, ordering: .sequentiallyConsistent)
+        // Until the group stops or the input ends: then everything, unless the group stops meanwhile.
+        let end = await cancelWhenGracefulShutdown { [inputEnd] () async -> End in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await all(drain: false) }
+                group.addTask { await inputEnd.wait() }
+                await group.next()
+                group.cancelAll()
+            }
+            guard !Task.isCancelled else { return .stopped }
             await all(drain: true)
-        } else {
+            return Task.isCancelled ? .stoppedAtTheEnd : .uploaded
+        }
+        uploadedAtEnd.fire()
+        switch end {
+        case .uploaded:
+            // The tracker returns now and stops the group (this service's early return is ignored).
+            break
+        case .stopped where tracker?.inputFinished ?? false:
+            // The input ended before this service ran (a short log): everything, as at an end.
+            await all(drain: true)
+        case .stopped, .stoppedAtTheEnd:
+            // A stop: what is left, for the shutdown timeout at most (its request in flight cancelled then).
             let within = settings.shutdownTimeout
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await all(drain: true) }
@@ -228,5 +264,11 @@ public final class UploadService: Service, Sendable {
             }
         }
         for uploader in uploaders { await uploader.shutdown() }
+    }
+
+    /// How the upload ended: everything sent at the input's end, or stopped by a graceful shutdown
+    /// (during the input, or during that last upload).
+    enum End: Sendable {
+        case uploaded, stopped, stoppedAtTheEnd
     }
 }

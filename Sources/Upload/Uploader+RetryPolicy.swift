@@ -155,7 +155,8 @@ extension Uploader {
         }
 
         /// The attempt failed in a way worth repeating: a network error, a timeout, 408, 429, 5xx
-        /// (with the server's `Retry-After`, in seconds, if it sent one).
+        /// (with the server's `Retry-After`, in seconds, if it sent one: honoured up to the longest
+        /// backoff, so that a server's `Retry-After: 3600` makes no run wait an hour).
         mutating func failed(retryAfter: Double?, now: EpochInstant) -> Action {
             guard case .sending = state else { preconditionFailure("a failure without a batch: \(state)") }
             failures += 1
@@ -163,7 +164,7 @@ extension Uploader {
                 state = .stopped
                 return .stop(.gaveUp(attempts: failures))
             }
-            let wait = retryAfter ?? backoff.delay(failures: failures, using: &random)
+            let wait = retryAfter.map { min($0, backoff.maximum) } ?? backoff.delay(failures: failures, using: &random)
             state = .backingOff
             return .backOff(until: now.advanced(by: .seconds(wait)), wait: wait, cause: .transient)
         }

@@ -264,7 +264,12 @@ public final class Uploader: Sendable {
                     oldestAppended: oldest.map(EpochInstant.init(secondsSince1970:)),
                     now: clock.now)
             case .send(let more):
-                switch await sendInBackgroundTask(batch, more: more) {
+                // Stopped (a graceful shutdown's first phase, or its time up): no new request.
+                if Task.isCancelled {
+                    action = policy.shutdown()
+                    continue
+                }
+                switch await sendInBackgroundTask(batch, more: more, cancellable: drain) {
                 case .done: action = policy.acknowledged()
                 case .settings(let why, let check):
                     reason = why
@@ -287,6 +292,10 @@ public final class Uploader: Sendable {
                 await outbox.waitForAppends(records, after: mark, until: deadline, on: clock)
                 action = policy.woke()
             case .backOff(let deadline, let wait, let cause):
+                if Task.isCancelled {
+                    action = policy.shutdown()
+                    continue
+                }
                 state.withLock {
                     $0.retries += 1
                     $0.lastRetryWait = wait
@@ -349,7 +358,10 @@ public final class Uploader: Sendable {
     }
 
     /// Sends `batch` inside a background task whose expiration cancels the request.
-    func sendInBackgroundTask(_ batch: [TrailRecord], more: Bool) async -> Attempt {
+    ///
+    /// With `cancellable`, the caller's cancellation cancels the request in flight (a drain whose
+    /// time is up); without, the request ends as it would, and the caller stops after it.
+    func sendInBackgroundTask(_ batch: [TrailRecord], more: Bool, cancellable: Bool = false) async -> Attempt {
         let request = Task { await self.send(batch, more: more) }
         var taskID = AppLifecycle.TaskIdentifier.invalid
         if let app = application {
@@ -367,7 +379,16 @@ public final class Uploader: Sendable {
                 return .notAllowed
             }
         }
-        let result = await request.value
+        let result: Attempt
+        if cancellable {
+            result = await withTaskCancellationHandler {
+                await request.value
+            } onCancel: {
+                request.cancel()
+            }
+        } else {
+            result = await request.value
+        }
         application?.endBackgroundTask(taskID)
         return result
     }
@@ -542,6 +563,8 @@ public final class Uploader: Sendable {
         switch await post(configuration.url, request) {
         case .failure(let reason):
             return .failed(.retry(after: nil, reason: reason))
+        case .untrusted(let reason):
+            return .failed(.settings(reason: reason, check: [.caFile, .url]))
         case .answer(let status, let retryAfter, let body):
             if (200..<300).contains(status) {
                 if let problem = format.problemWithAcknowledgement(body) {
@@ -628,7 +651,10 @@ public final class Uploader: Sendable {
 
     enum Response {
         case answer(status: Int, retryAfter: Double?, body: [UInt8])
+        /// No answer, for a reason that may pass (a network error, a timeout).
         case failure(String)
+        /// No answer: the TLS handshake failed (a certificate not trusted here), a setting to fix.
+        case untrusted(String)
     }
 
     func post(_ url: String, _ r: UploadRequest) async -> Response {
@@ -657,12 +683,8 @@ public final class Uploader: Sendable {
             return .failure("cancelled: the background time ran out")
         } catch let error as HTTPClientError where error == .cancelled {
             return .failure("cancelled: the background time ran out")
-        } catch let error as IOError {
-            // A system error by its name (`connection refused`), as hooks say it (`WebhookDelivery.reason`),
-            // not NIO's wording (`connection reset (error set): Connection refused) (errno: 111)`).
-            return .failure("cannot reach \(Self.hostOf(url)): \(Self.reason(error))")
         } catch {
-            return .failure("cannot reach \(Self.hostOf(url)): \(error)")
+            return Self.failure(error, host: Self.hostOf(url), timeout: configuration.timeout)
         }
     }
 

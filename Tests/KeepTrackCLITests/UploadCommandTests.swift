@@ -259,6 +259,59 @@ struct GracefulShutdownTests {
     }
 }
 
+extension GracefulShutdownTests {
+    /// At a replay's end the outbox goes out however long the endpoint takes: here an endpoint that
+    /// answers every batch 503 with `Retry-After: 3600`, under `--max-backoff 1h`. SIGTERM then stops
+    /// that upload as during the input, within the shutdown timeout: the process exits by itself (the
+    /// group, shutting down already, used to ignore it and wait the hour) and keeps every record.
+    @Test func sigtermAtTheEndOfAReplayStopsItsUpload() throws {
+        let dir = try TemporaryDirectory("keeptrack-end-term").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let busy = try Tool(
+            executable: URL(fileURLWithPath: "/usr/bin/python3"),
+            [
+                "-c",
+                """
+                import http.server
+                class H(http.server.BaseHTTPRequestHandler):
+                    def do_POST(self):
+                        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                        self.send_response(503)
+                        self.send_header("Retry-After", "3600")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        print("request", flush=True)
+                    def log_message(self, *args):
+                        pass
+                s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+                print(s.server_address[1], flush=True)
+                s.serve_forever()
+                """,
+            ])
+        busy.guardAgainstHang(seconds: 180)
+        defer { busy.terminate() }
+        let port = try #require(busy.readLine())
+        let replay = try Tool(
+            executable: productsDirectory.appendingPathComponent("keeptrack"),
+            [
+                "replay", "--upload", "http://127.0.0.1:\(port)/v1/locations", "--max-backoff", "1h",
+                "--shutdown-timeout", "1s", "--data-dir", dir, "fixtures/walk-15min.nmea",
+            ])
+        replay.guardAgainstHang(seconds: 120)
+        // Every fix tracked (the last one's location printed), and the endpoint asked at least once.
+        var seen: [String] = []
+        #expect(replay.readLine(containing: "\"time\":\"2024-05-14T09:45:00", seen: &seen) != nil)
+        #expect(busy.readLine() == "request")
+        kill(replay.process.processIdentifier, SIGTERM)
+        replay.drain()
+        replay.process.waitUntilExit()
+        #expect(replay.process.terminationReason == .exit, "killed by its hang guard: it ignored SIGTERM")
+        #expect(replay.process.terminationStatus == 0, "\(replay.errors())")
+        let status = try keeptrack(["outbox", "status", "--data-dir", dir])
+        #expect(status.stdout.contains("895 pending"), "\(status.stdout)")
+    }
+}
+
 @Suite("Ctrl-C", .offThePool)
 struct InterruptTests {
     /// A paced replay stops at SIGINT (a graceful shutdown), rather than running to the end.

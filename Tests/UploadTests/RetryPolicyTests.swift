@@ -131,6 +131,10 @@ import Testing
             events: [.read(count: 1, oldest: 0, at: 100), .failed(retryAfter: 7, at: 100)],
             actions: [.read(limit: 10), .send(more: false), .backOff(until: at(107), wait: 7, cause: .transient)]),
         Case(
+            name: "a Retry-After past the longest backoff waits the longest backoff", drain: false,
+            events: [.read(count: 1, oldest: 0, at: 100), .failed(retryAfter: 3600, at: 100)],
+            actions: [.read(limit: 10), .send(more: false), .backOff(until: at(160), wait: 60, cause: .transient)]),
+        Case(
             name: "a drain gives up after 3 failures in a row", drain: true,
             events: [
                 .read(count: 1, oldest: 0, at: 100), .failed(retryAfter: nil, at: 100), .woke,

@@ -64,7 +64,8 @@ struct UploaderClockTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let clock = ManualClock(now: .init(secondsSince1970: Self.t0))
         var c = Uploader.Configuration(url: endpoint.url())
-        (c.token, c.maxWait, c.initialBackoff, c.maxBackoff) = ("secret", 0, 1, 1)
+        // The longest backoff above the server's wait: it is honoured whole (past it, it is cut to it).
+        (c.token, c.maxWait, c.initialBackoff, c.maxBackoff) = ("secret", 0, 1, 300)
         let u = try Uploader(outbox: outbox, configuration: c, clock: clock)
         let wait = try await withTimeout(60, "a Retry-After and a drain") {
             async let drained: Void = u.run(drain: true)
@@ -73,7 +74,7 @@ struct UploaderClockTests {
             await drained
             return wait
         }
-        // The server's two minutes, not the one-second backoff.
+        // The server's two minutes, not the first backoff's second.
         #expect(wait == 120)
         #expect(u.stats.lastRetryWait == 120)
         #expect(try await endpoint.server.store.count() == 10)
