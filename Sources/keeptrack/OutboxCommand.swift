@@ -27,7 +27,9 @@ struct OutboxCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "One line: the device, records pending, dead letters, evicted, the last sequence number.")
+            abstract:
+                "The device, records pending, dead letters, evicted, the last sequence number; then a line a "
+                + "target when there are several (or one the last run left).")
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
