@@ -344,6 +344,15 @@ public struct NMEADecoder {
     /// - Throws: the cut-off sentence, in strict mode.
     public mutating func finish(_ emit: (Fix) -> Void) throws(NMEAError) {
         var pending: NMEAError?
+        // A sentence whole up to its checksum when the input ends without a line end (a file written
+        // without a last newline) is a sentence: it ends there, as with one.
+        if phase == .afterChecksum {
+            let end: [UInt8] = [0x0A]
+            end.withUnsafeBytes { raw in
+                do throws(NMEAError) { try decode(raw, emit) } catch { pending = error }
+            }
+            stats.bytes -= 1
+        }
         switch phase {
         case .body, .star1, .star2, .afterChecksum:
             pending = makeError(.truncatedSentence, "input ends inside a sentence", base: nil, from: 0, to: 0)

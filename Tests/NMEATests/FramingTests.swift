@@ -106,6 +106,18 @@ struct FramingTests {
         #expect(r.fixes.count == 1)
     }
 
+    /// A file whose last sentence is whole up to its checksum but has no line end (written without a
+    /// last newline, or cut right there) keeps that sentence; one cut before its checksum's end does not.
+    @Test func aWholeLastSentenceWithoutALineEndIsDecoded() throws {
+        let last = nmea("GPGGA,120001,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", ending: "")
+        let r = decode(good + last)
+        #expect(r.errors.isEmpty, "\(r.errors)")
+        #expect(r.fixes.map { $0.lines?.lowerBound } == [1, 2])
+        #expect(r.statistics.lines == 2 && r.statistics.bytes == Int64((good + last).utf8.count))
+        let cut = decode(good + last.dropLast())
+        #expect(cut.errors.map(\.code) == [.truncatedSentence] && cut.fixes.count == 1)
+    }
+
     @Test func strictModeThrowsTheFirstBadSentenceWithItsPosition() throws {
         let bad = "$GPGGA,120001,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*00\r\n"
         var decoder = NMEADecoder(options: .init(strict: true, sourceName: "test.nmea"))
