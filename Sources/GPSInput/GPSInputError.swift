@@ -70,7 +70,8 @@ public struct GPSInputError: Error, Hashable, Sendable, CustomStringConvertible 
     public var errno: Int32?
     /// How an open device or connection was lost.
     public var loss: Loss?
-    /// gpsd's library's reason for ``Code/cannotConnect``.
+    /// gpsd's library's reason for ``Code/cannotConnect``; for ``Code/noSentences`` at a fixed rate, the
+    /// rate and how much was read.
     public var reason: String?
     /// The longest wait between two attempts to reach gpsd (seconds).
     public var retrySeconds: Double?
@@ -129,6 +130,8 @@ public struct GPSInputError: Error, Hashable, Sendable, CustomStringConvertible 
         case .notSerialDevice:
             return "\(device) is not a serial device (tcsetattr: \(cause))"
         case .noSentences:
+            // A fixed rate says its own (``reason``); auto detection, every rate it tried.
+            if let reason { return "no NMEA sentences from \(device) \(reason)" }
             let rates = SerialSource.autoRates.map(String.init).joined(separator: ", ")
             return "no NMEA sentences from \(device) at any of \(rates) baud"
         case .deviceLost:

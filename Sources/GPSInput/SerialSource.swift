@@ -130,7 +130,7 @@ struct SerialWorker {
             everOpened = true
             lastProblem = nil
             link.yield(.connected, "reading \(options.path) at \(rate) baud")
-            let loss = readLoop(fd, buffer: buffer)
+            let loss = readLoop(fd, buffer: buffer, rate: rate)
             guard let loss, !link.isStopped else { break }
             report(.disconnected, GPSInputError(.deviceLost, path: options.path, loss: loss))
             if case .auto = options.baud { knownRate = nil }
@@ -229,8 +229,12 @@ struct SerialWorker {
 
     /// Reads and decodes until the device goes away or the consumer stops; returns how the device
     /// was lost, `nil` when stopped.
-    func readLoop(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer) -> GPSInputError.Loss? {
+    func readLoop(_ fd: Int32, buffer: UnsafeMutableRawBufferPointer, rate: Int) -> GPSInputError.Loss? {
         var decoder = NMEADecoder(options: options.decoder)
+        // A fixed rate that is not the receiver's reads noise: said once, when this much came
+        // without one sentence (a few seconds of a receiver's output), rather than nothing forever.
+        var heard = false
+        let enough: Int64 = 4096
         var sinceData = true
         var lastData = monotonicSeconds()
         while !link.isStopped {
@@ -260,6 +264,17 @@ struct SerialWorker {
                 try? decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { link.yield($0) }
                 sinceData = true
                 lastData = monotonicSeconds()
+                if !heard, case .fixed = options.baud {
+                    let statistics = decoder.statistics
+                    if statistics.sentences > 0 {
+                        heard = true
+                    } else if statistics.bytes >= enough {
+                        heard = true
+                        let reason =
+                            "at \(rate) baud in \(statistics.bytes) bytes: the wrong baud rate? (auto detection finds it)"
+                        link.yield(.error, GPSInputError(.noSentences, path: options.path, reason: reason))
+                    }
+                }
             } else if n == 0 {
                 decoder.flush { link.yield($0) }
                 return .endOfFile

@@ -62,6 +62,25 @@ struct SerialSourceTests {
         }
     }
 
+    /// A fixed rate that is not the receiver's reads noise: it is said once, with the rate, rather
+    /// than nothing forever.
+    @Test func aWrongFixedRateIsSaid() async throws {
+        try await onOwnThreads {
+            let (fake, link) = try await receiver([
+                fixturePath("walk-15min.nmea"), "--rate", "10", "--baud", "9600", "--loop",
+            ])
+            defer { fake.terminate() }
+            let source = SerialSource(options: .init(path: link, baud: .fixed(4800)))
+            let seen = try await collect(source, what: "a wrong rate said") { $0.events.count >= 2 }
+            #expect(seen.events.first?.kind == .connected)
+            let said = try #require(seen.events.dropFirst().first)
+            #expect(said.kind == .error && (said.error as? GPSInputError)?.code == .noSentences)
+            #expect(said.message.hasPrefix("no NMEA sentences from \(link) at 4800 baud in "), "\(said.message)")
+            #expect(said.message.hasSuffix("the wrong baud rate? (auto detection finds it)"))
+            #expect(seen.fixes.allSatisfy { !$0.hasPosition })
+        }
+    }
+
     @Test func reportsAnUnplugAndResumesWhenTheDeviceReturns() async throws {
         // The pty is written at the receiver's pace: read it off the cooperative pool.
         try await onOwnThreads {
