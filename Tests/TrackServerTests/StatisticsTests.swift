@@ -174,6 +174,9 @@ struct StatisticsTests {
             #expect(try await raw.send(.GET, "/v1/devices/none/stats").status == 404)
             #expect(try await raw.send(.GET, "/v1/devices/d/stats", token: other).status == 403)
             #expect(try await raw.send(.HEAD, "/v1/devices/d/stats").status == 200)
+            // A date alone is its midnight UTC.
+            let (dated, daysBody) = try await raw.send(.GET, "/v1/devices/d/stats?from=2015-01-01&to=2015-01-03")
+            #expect(dated == 200 && daysBody.contains(#""start":"2015-01-01T00:00:00.000Z""#), "\(daysBody)")
             // Ten years of days is the most.
             let (s, body) = try await raw.send(
                 .GET, "/v1/devices/d/stats?from=2015-01-01T00:00:00Z&to=2025-01-01T00:00:00Z")

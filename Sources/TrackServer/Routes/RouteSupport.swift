@@ -46,8 +46,18 @@ enum QueryTime {
     /// - Throws: 400 naming the parameter and its text.
     static func parse(_ key: String, _ text: String?, finite: Bool = true) throws -> Double? {
         guard let text, !text.isEmpty else { return nil }
-        if let t = ISOTime.parse(text) ?? Double(text), !finite || t.isFinite { return t }
-        throw HTTPError(.badRequest, message: "\(key): '\(text)' is neither ISO 8601 UTC nor Unix seconds")
+        if let t = ISOTime.parse(text) ?? date(text) ?? Double(text), !finite || t.isFinite { return t }
+        throw HTTPError(
+            .badRequest,
+            message: "\(key): '\(text.prefix(64))' is neither ISO 8601 UTC (a time, or a date for its midnight) "
+                + "nor Unix seconds")
+    }
+
+    /// A date alone (`2025-03-14`), ISO 8601's too: its midnight UTC.
+    static func date(_ text: String) -> Double? {
+        guard text.utf8.count == 10, text.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (48...57).contains($0) })
+        else { return nil }
+        return ISOTime.parse(text + "T00:00:00Z")
     }
 
     /// The `from` and `to` parameters as asked (`nil` when absent or empty), before a share's window
