@@ -76,6 +76,12 @@ public final class Outbox: Sendable {
     /// The page size of a new outbox, in bytes: what one commit of a location writes.
     static let pageSize = 1024
 
+    /// What to do about a write that failed, when there is something to do: a full disk.
+    static func hint(_ error: any Error) -> String {
+        guard let e = error as? DatabaseError, e.resultCode == .SQLITE_FULL else { return "" }
+        return " (its disk is full: free space there; what the outbox holds is kept)"
+    }
+
     /// The device id an outbox made without one is given: `keeptrack-` and `n` as 8 hex digits.
     static func generatedDevice(_ n: UInt32) -> String {
         let hex = String(n, radix: 16)
@@ -199,7 +205,8 @@ public final class Outbox: Sendable {
             appended(records.count)
             return (stored, eviction)
         } catch {
-            throw UploadError(.storage, "cannot append to the outbox \(path)", path: path, underlying: error)
+            throw UploadError(
+                .storage, "cannot append to the outbox \(path)" + Self.hint(error), path: path, underlying: error)
         }
     }
 
@@ -314,7 +321,8 @@ public final class Outbox: Sendable {
             }
             pendingCount.withLock { $0 -= deleted }
         } catch {
-            throw UploadError(.storage, "cannot acknowledge in the outbox \(path)", path: path, underlying: error)
+            throw UploadError(
+                .storage, "cannot acknowledge in the outbox \(path)" + Self.hint(error), path: path, underlying: error)
         }
     }
 

@@ -40,6 +40,12 @@ struct OutboxTests {
         #expect(made.hasPrefix("keeptrack-") && made.count == 18 && UInt32(made.dropFirst(10), radix: 16) != nil)
     }
 
+    /// A write that failed on a full disk says what to do; another failure says nothing more.
+    @Test func aFullDiskIsSaidWithWhatToDo() {
+        #expect(Outbox.hint(DatabaseError(resultCode: .SQLITE_FULL)).contains("its disk is full: free space there"))
+        #expect(Outbox.hint(DatabaseError(resultCode: .SQLITE_IOERR)) == "")
+    }
+
     @Test func regionTransitionsJumpTheBacklogAndOrderIsKept() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
