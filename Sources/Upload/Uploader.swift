@@ -293,6 +293,8 @@ public final class Uploader: Sendable {
                 action = policy.woke()
             case .backOff(let deadline, let wait, let cause):
                 if Task.isCancelled {
+                    // Stopped after a failure: its reason is what the summary says, not "not sent".
+                    if !reason.isEmpty { record(error: reason) }
                     action = policy.shutdown()
                     continue
                 }

@@ -307,6 +307,8 @@ extension GracefulShutdownTests {
         replay.process.waitUntilExit()
         #expect(replay.process.terminationReason == .exit, "killed by its hang guard: it ignored SIGTERM")
         #expect(replay.process.terminationStatus == 0, "\(replay.errors())")
+        // The summary says why the records stay: the endpoint's last answer.
+        #expect(replay.errors().contains("895 left in the outbox (the endpoint answered 503"), "\(replay.errors())")
         let status = try keeptrack(["outbox", "status", "--data-dir", dir])
         #expect(status.stdout.contains("895 pending"), "\(status.stdout)")
     }
