@@ -32,7 +32,9 @@ public struct OptionArguments: Sendable, Hashable {
         case .flag(let on):
             arguments = on ? ["--\(key)"] : []
         case .option(let value):
-            arguments = ["--\(key)", value]
+            // A value that starts with "-" (a negative number) would read as an option of its own
+            // ("Missing value for --distance-filter"): joined, it reaches the option's own check.
+            arguments = value.hasPrefix("-") ? ["--\(key)=\(value)"] : ["--\(key)", value]
         case .list(let values):
             items = values.map { Item(arguments: ["--\(setting.key)", $0.value], line: $0.line) }
             arguments = items.flatMap(\.arguments)

@@ -12,8 +12,6 @@ struct KeepTrack: AsyncParsableCommand {
     /// The configuration file of `track` read in, and `--gpsd` without a value given the default address.
     static func main() async {
         Telemetry.bootstrap()
-        // Logs go to standard error: standard output carries the data (JSON Lines).
-        LoggingOptions.bootstrap(Array(CommandLine.arguments.dropFirst()))
         var arguments = Array(CommandLine.arguments.dropFirst())
         // `track` reads its configuration file first; the command line wins (the last value does).
         if arguments.first == "track" {
@@ -44,6 +42,9 @@ struct KeepTrack: AsyncParsableCommand {
             Glibc.exit(64)
         }
         arguments = TrackConfig.reader.insertingFallbacks(into: arguments)
+        // Logs go to standard error: standard output carries the data (JSON Lines). Set up once the
+        // configuration files' settings are in the arguments (their log-level and log-format too).
+        LoggingOptions.bootstrap(arguments)
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -23,13 +23,21 @@ struct LoggingOptions: ParsableArguments {
         case json
     }
 
-    /// Reads the two options from raw arguments, before parsing (logging starts first).
+    /// Reads the two options from the arguments, a configuration file's included, before parsing
+    /// (logging starts first): `--log-level info` or `--log-level=info`, the last one winning.
     static func scan(_ arguments: [String]) -> (Logger.Level, LogFormat) {
         var level = Logger.Level.warning
         var format = LogFormat.text
-        for (i, a) in arguments.enumerated() where i + 1 < arguments.count {
-            if a == "--log-level", let l = Logger.Level(rawValue: arguments[i + 1]) { level = l }
-            if a == "--log-format", let f = LogFormat(rawValue: arguments[i + 1]) { format = f }
+        for (i, a) in arguments.enumerated() {
+            let (name, value): (Substring, String?) =
+                if let equals = a.firstIndex(of: "=") {
+                    (a[..<equals], String(a[a.index(after: equals)...]))
+                } else {
+                    (a[...], i + 1 < arguments.count ? arguments[i + 1] : nil)
+                }
+            guard let value else { continue }
+            if name == "--log-level", let l = Logger.Level(rawValue: value) { level = l }
+            if name == "--log-format", let f = LogFormat(rawValue: value) { format = f }
         }
         return (level, format)
     }

@@ -37,12 +37,43 @@ struct ConfigCommandTests {
             "serial: /dev/ttyACM0\nvisits: true\nvisit-radius: 0\n",
             ":3: visit-radius: --visit-radius must be more than 0."
         ),
+        // A negative number is the option's value, not an option ("Missing value for ...").
+        ("serial: /dev/ttyACM0\ndistance-filter: -5\n", ":2: distance-filter: --distance-filter must be 0 or more"),
     ])
     func checkNamesTheKeyAndTheLine(text: String, message: String) throws {
         let path = try file(text)
         let r = try keeptrack(["config", "check", path])
         #expect(r.status == 1)
         #expect(r.stderr.contains(path + message), "\(r.stderr)")
+    }
+
+    /// The file's log-level and log-format set the logs up, as the options would: the packaged
+    /// /etc/keeptrack/config.yaml asks for info and json (they were read before the file was).
+    @Test func theFilesLogSettingsAreTheLogs() throws {
+        let dir = try TemporaryDirectory("keeptrack-log-config").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = try file(
+            """
+            serial: \(dir)/nothing-there
+            log-level: info
+            log-format: json
+            data-dir: \(dir)
+            control: \(dir)/control.sock
+            """)
+        let track = try Tool(
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c", "exec \"$0\" track --config \"$1\" 2>&1 >/dev/null",
+                productsDirectory.appendingPathComponent("keeptrack").path, path,
+            ])
+        track.guardAgainstHang(seconds: 60)
+        defer { track.terminate() }
+        let first = try #require(track.readLine())
+        let object = try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any]
+        #expect(object?["level"] as? String == "info" && object?["message"] as? String == "tracker started", "\(first)")
+        // `--log-level=warning` (the "=" form) on the command line wins over the file's.
+        #expect(LoggingOptions.scan(["track", "--log-level", "info", "--log-level=warning"]).0 == .warning)
+        #expect(LoggingOptions.scan(["track", "--log-format=json"]).1 == .json)
     }
 
     @Test func aGoodFileChecksOut() throws {
