@@ -212,7 +212,7 @@ public final class TrackServer: Sendable {
         return port
     }
 
-    /// Runs until ``shutdown()`` (or, with `signals`, SIGINT/SIGTERM) and a graceful stop. `onReady`
+    /// Runs until ``shutdown()`` (or, with `signals`, SIGINT, SIGTERM or SIGHUP) and a graceful stop. `onReady`
     /// gets the port once the server listens.
     public func run(signals: Bool = false, onReady: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let bodyTimeout = TimeAmount(configuration.bodyTimeout)
@@ -281,7 +281,8 @@ public final class TrackServer: Sendable {
         services.insert(ConnectionSweeper(gate: gate), at: 0)  // stopped after the server
         let group = ServiceGroup(
             configuration: .init(
-                services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [], logger: logger))
+                services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint, .sighup] : [], logger: logger
+            ))
         let stopNow = serviceGroup.withLock { s -> Bool in
             s.group = group
             return s.stopRequested

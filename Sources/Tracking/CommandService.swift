@@ -14,7 +14,7 @@ public struct CommandService: Service {
     }
 }
 
-/// Runs `body` in a service group that shuts down gracefully on SIGTERM and SIGINT.
+/// Runs `body` in a service group that shuts down gracefully on SIGTERM, SIGINT and SIGHUP.
 public func runAsService(_ body: @escaping @Sendable () async throws -> Void) async throws {
     var logger = Logger(label: "keeptrack.lifecycle")
     logger.logLevel = .error
@@ -23,6 +23,6 @@ public func runAsService(_ body: @escaping @Sendable () async throws -> Void) as
             services: [
                 .init(service: CommandService(body: body), successTerminationBehavior: .gracefullyShutdownGroup)
             ],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger))
     try await group.run()
 }

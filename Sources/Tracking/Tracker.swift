@@ -128,7 +128,8 @@ public final class Tracker: Service, Sendable {
         return out
     }
 
-    /// Runs ``services`` in one service group that shuts down gracefully on SIGTERM and SIGINT:
+    /// Runs ``services`` in one service group that shuts down gracefully on SIGTERM, SIGINT and SIGHUP
+    /// (a closed terminal; there is nothing to reload):
     /// `before` first (an endpoint the uploader sends to: stopped last), a control socket at
     /// `control` after (stopped first), until the input ends or a signal stops it.
     ///
@@ -138,7 +139,7 @@ public final class Tracker: Service, Sendable {
         if let control { services.append(.init(service: try ControlSocket(path: control, tracker: self))) }
         let group = ServiceGroup(
             configuration: .init(
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint, .sighup],
                 logger: logger))
         try await group.run()
     }

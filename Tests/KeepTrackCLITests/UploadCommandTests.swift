@@ -210,8 +210,9 @@ struct CrashTestTests {
 @Suite("keeptrack track: graceful shutdown", .offThePool)
 struct GracefulShutdownTests {
     /// SIGTERM stops the receiver, uploads what the outbox holds (nothing was uploaded before:
-    /// batches wait an hour), stops the endpoint and removes the control socket.
-    @Test func sigtermUploadsTheOutboxBeforeExiting() throws {
+    /// batches wait an hour), stops the endpoint and removes the control socket. SIGHUP (a closed
+    /// terminal) does the same: it used to kill the tracker with what it had printed and not committed.
+    @Test(arguments: [SIGTERM, SIGHUP]) func sigtermUploadsTheOutboxBeforeExiting(signal: Int32) throws {
         let dir = try TemporaryDirectory("keeptrack-term").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let receiver = try Tool(
@@ -247,7 +248,7 @@ struct GracefulShutdownTests {
         let prometheus = try keeptrack(["status", "--prometheus", "--control", dir + "/control.sock"])
         #expect(prometheus.stdout.contains("# TYPE keeptrack_fixes_total counter"))
         #expect(prometheus.stdout.contains("keeptrack_lifecycle_state{state=\"active\"} 1"))
-        kill(track.process.processIdentifier, SIGTERM)
+        kill(track.process.processIdentifier, signal)
         while let line = track.readLine() { seen.append(line) }
         let locations = seen.filter { $0.hasPrefix("{\"event\":\"location\"") }.count
         #expect(locations >= 3)
