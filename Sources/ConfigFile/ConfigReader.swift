@@ -267,6 +267,12 @@ extension ConfigReader {
                 }
                 record.values.append(.init(field: field, values: values))
             }
+            // Without its primary field (a target without its url), a record stands for nothing:
+            // said, not dropped.
+            if let primary = fields.first(where: { $0.value.primary })?.key, !seen.contains(primary) {
+                throw ConfigFileError(
+                    .badValue, "\(key): an entry without '\(primary)' (each needs one)", path: name, line: itemLine)
+            }
             records.append(record)
         }
         return records

@@ -71,5 +71,12 @@ struct UploadTargetsConfigTests {
         let refused = try keeptrack(["config", "check", bad])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains(":3: targets: unknown key 'passwd'"), "\(refused.stderr)")
+        // An entry without its url stood for nothing and was dropped: the tracker ran without an upload.
+        let noURL = dir.path + "/no-url.yaml"
+        try "serial: /dev/ttyACM0\ntargets:\n  - url: http://a.example/\n  - format: json\n".write(
+            toFile: noURL, atomically: true, encoding: .utf8)
+        let missing = try keeptrack(["config", "check", noURL])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains(":4: targets: an entry without 'url' (each needs one)"), "\(missing.stderr)")
     }
 }
