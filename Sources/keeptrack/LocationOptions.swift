@@ -144,6 +144,10 @@ struct LocationOptions: ParsableArguments {
 
     func validate() throws {
         if let problem = settings.problem { throw ValidationError(problem.sentence) }
+        // Said before anything starts (and by `config check`), not when the tracker reads it.
+        if let regions, access(regions, R_OK) != 0 {
+            throw ValidationError("--regions: cannot read \(regions): \(String(cString: strerror(errno)))")
+        }
         if let heartbeat, !(heartbeat > 0 && heartbeat.isFinite) {
             throw ValidationError("--heartbeat must be more than 0s.")
         }

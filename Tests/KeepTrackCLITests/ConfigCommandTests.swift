@@ -37,6 +37,11 @@ struct ConfigCommandTests {
             "serial: /dev/ttyACM0\nvisits: true\nvisit-radius: 0\n",
             ":3: visit-radius: --visit-radius must be more than 0."
         ),
+        // A regions file that is not there is said by the check, not first by the service's start.
+        (
+            "serial: /dev/ttyACM0\nregions: /nonexistent/places.geojson\n",
+            ":2: regions: --regions: cannot read /nonexistent/places.geojson: No such file or directory"
+        ),
         // A negative number is the option's value, not an option ("Missing value for ...").
         ("serial: /dev/ttyACM0\ndistance-filter: -5\n", ":2: distance-filter: --distance-filter must be 0 or more"),
     ])

@@ -54,7 +54,8 @@ struct DurationOptionTests {
     @Test func everyDurationOptionTakesUnits() throws {
         let t = try Track.parse([
             "--gpsd", "localhost:2947", "--upload", "embedded", "--batch-wait", "2m", "--max-backoff", "1h",
-            "--outbox-max-age", "12h", "--shutdown-timeout", "90", "--regions", "r.geojson", "--dwell", "5m",
+            "--outbox-max-age", "12h", "--shutdown-timeout", "90", "--regions", "fixtures/walk-15min.regions.geojson",
+            "--dwell", "5m",
             "--sample-interval", "2m", "--budget", "1h", "--warning-lead", "10s", "--grace", "1m",
             "--wake-window", "30s", "--total-cap", "2h",
         ])
