@@ -5,6 +5,10 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `GET /metrics` (Prometheus text) on an address of its own, as a service beside a tracker:
 /// `keeptrack track --metrics-listen 127.0.0.1:9477`. Every other path is a 404. It knows nothing
 /// of the tracker: the text comes from `render` (the process's registry, `Telemetry.prometheusText`).
@@ -88,6 +92,14 @@ public final class MetricsEndpoint: Service {
                 logger.notice("metrics endpoint listening", metadata: ["url": "http://\(url)/metrics"])
             },
             logger: logger)
-        try await app.run()
+        do {
+            try await app.run()
+        } catch let error as IOError {
+            // Said with the address, by the system's name for it, not NIO's `bind(descriptor:ptr:bytes:)`.
+            throw TrackServerError(
+                .cannotListen,
+                "the metrics endpoint cannot listen on \(address): \(String(cString: strerror(error.errnoCode)).lowercased())",
+                value: "\(address)")
+        }
     }
 }

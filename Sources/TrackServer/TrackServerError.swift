@@ -16,6 +16,8 @@ public struct TrackServerError: Error, Hashable, Sendable, CustomStringConvertib
         public static let corsOriginWithoutScheme = Code(rawValue: "cors-origin-without-scheme")
         /// An origin of ``TrackServer/Configuration/corsOrigins`` has a path, a trailing slash, a space or a comma.
         public static let corsOriginWithPath = Code(rawValue: "cors-origin-with-path")
+        /// An address cannot be listened on (``TrackServerError/value``: the address; the message says why).
+        public static let cannotListen = Code(rawValue: "cannot-listen")
     }
 
     public var code: Code

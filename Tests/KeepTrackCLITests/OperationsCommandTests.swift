@@ -267,6 +267,21 @@ struct MetricsListenTests {
         #expect(r.stderr.contains("--metrics-listen takes HOST:PORT or [IPv6]:PORT, got '9477'."))
         #expect(try Track.parse(["--gpsd", "h", "--metrics-listen", "[::1]:9477"]).metricsListen == "[::1]:9477")
     }
+
+    /// An address another process listens on is said with the address and the system's reason, not
+    /// NIO's `bind(descriptor:ptr:bytes:): Address already in use) (errno: 98)`; the tracker stops.
+    @Test func aBusyAddressIsNamed() throws {
+        let dir = try TemporaryDirectory("keeptrack-metrics-busy").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let taken = try ReservedPort()
+        let r = try keeptrack([
+            "track", "--serial", dir + "/nothing-there", "--metrics-listen", "127.0.0.1:\(taken.number)",
+            "--data-dir", dir, "--control", dir + "/control.sock",
+        ])
+        #expect(r.status == 1)
+        let said = "the metrics endpoint cannot listen on 127.0.0.1:\(taken.number): address already in use"
+        #expect(r.stderr.contains(said), "\(r.stderr)")
+    }
 }
 
 @Suite("Valid output: GPX read back by gpsbabel, GeoJSON checked by a validator", .offThePool)
