@@ -3,14 +3,23 @@ import Formats
 import SystemIO
 import Tracking
 #if canImport(Glibc)
+    import Glibc
 #endif
 
 /// Sends `command` to the tracker's control socket and returns its answer.
+///
+/// - Throws: a failure (exit 1, not a usage error) that says what to do: start a tracker, or, when the
+///   socket is there but not this user's to use, run as the tracker's user.
 func controlRequest(_ command: String, at path: String) throws -> String {
     do {
         return try LineClient.request(command, at: path)
     } catch {
-        throw ValidationError(
+        if error.errno == EACCES || error.errno == EPERM {
+            throw CommandFailure(
+                "the tracker's socket \(path) is not this user's to use (\(error)): run this as the user the "
+                    + "tracker runs as (sudo -u keeptrack ...)")
+        }
+        throw CommandFailure(
             "no tracker answers at \(path) (\(error)). "
                 + "Start one with `keeptrack track ...`, or name its socket with --control.")
     }

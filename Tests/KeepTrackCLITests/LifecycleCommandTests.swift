@@ -229,8 +229,10 @@ struct LifecycleTrackTests {
 
     @Test func ctlWithoutATrackerSaysSo() throws {
         let r = try keeptrack(["ctl", "status", "--control", "/tmp/keeptrack-nobody/control.sock"])
-        #expect(r.status == 64)
+        // A failure, not a usage error: status 1, without the usage text.
+        #expect(r.status == 1)
         #expect(r.stderr.contains("no tracker answers at /tmp/keeptrack-nobody/control.sock"))
+        #expect(!r.stderr.contains("Usage:"), "\(r.stderr)")
         let bad = try keeptrack(["ctl", "sleep"])
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("Unknown command 'sleep': use status, foreground or background."))
