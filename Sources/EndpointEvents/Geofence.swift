@@ -48,8 +48,9 @@ public enum GeofenceDocument {
         public var vertices = 1_000_000
         /// The most devices one geofence lists. The default is 1,000.
         public var devicesPerGeofence = 1_000
-        /// The largest circle's radius, in metres. The default is 1,000 km.
-        public var radius = 1_000_000.0
+        /// The largest circle's radius, in metres. The default is 100 km, the most a region has
+        /// (``Region/maximumExtent``).
+        public var radius = 100_000.0
 
         public init() {}
     }

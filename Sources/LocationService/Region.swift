@@ -17,14 +17,26 @@ public struct Region: Hashable, Sendable {
     /// Report a dwell after staying inside this many seconds. The default is `nil` (no dwell).
     public var loiteringDelay: Double?
 
+    /// The largest extent of a region, in metres: a circle's diameter (a radius of 100 km at most),
+    /// a polygon's bounds north to south and east to west. CoreLocation bounds its regions too
+    /// (`maximumRegionMonitoringDistance`): a monitor indexes a region in every grid cell its bounds
+    /// touch, so one the size of a country would cost gigabytes (a radius of 21,000 km asked for
+    /// 35 GB), and its distances are a local projection's, exact for tens of kilometres.
+    public static let maximumExtent = 200_000.0
+
     /// A circular region.
     ///
     /// - Throws: ``LocationError`` (`invalidRegion`) for an empty id, a radius that is not positive
-    ///   and finite, or a centre off the globe.
+    ///   and finite or is more than half ``maximumExtent``, or a centre off the globe.
     public init(id: String, center: Coordinate, radius: Double) throws(LocationError) {
         guard !id.isEmpty else { throw LocationError(.invalidRegion, "the id is empty", region: id) }
         guard radius > 0, radius.isFinite else {
             let reason = "the radius must be a positive number of metres, got \(radius)"
+            throw LocationError(.invalidRegion, reason, region: id)
+        }
+        guard radius <= Self.maximumExtent / 2 else {
+            let reason =
+                "the radius must be at most \(Int(Self.maximumExtent / 2_000)) km, got \(Int(radius / 1000)) km"
             throw LocationError(.invalidRegion, reason, region: id)
         }
         guard center.isValid else {
@@ -38,14 +50,26 @@ public struct Region: Hashable, Sendable {
     /// A polygonal region.
     ///
     /// - Throws: ``LocationError`` (`invalidRegion`) for an empty id, fewer than 3 vertices, an
-    ///   invalid vertex, or a ring that crosses itself.
+    ///   invalid vertex, a ring that crosses itself, or bounds wider than ``maximumExtent``.
     public init(id: String, ring: [Coordinate]) throws(LocationError) {
         guard !id.isEmpty else { throw LocationError(.invalidRegion, "the id is empty", region: id) }
+        let polygon: Polygon
         do throws(GeoError) {
-            self.shape = .polygon(try Polygon(ring))
+            polygon = try Polygon(ring)
         } catch {
             throw LocationError(.invalidRegion, region: id, underlying: error)
         }
+        let b = polygon.bounds
+        let degree = Geodesy.meanRadius * .pi / 180
+        let northSouth = (b.north - b.south) * degree
+        let eastWest = (b.east - b.west) * degree * cos((b.north + b.south) / 2 * .pi / 180)
+        guard max(northSouth, eastWest) <= Self.maximumExtent else {
+            let reason =
+                "the polygon spans \(Int(max(northSouth, eastWest) / 1000)) km, more than "
+                + "\(Int(Self.maximumExtent / 1000)) km"
+            throw LocationError(.invalidRegion, reason, region: id)
+        }
+        self.shape = .polygon(polygon)
         self.id = id
     }
 
