@@ -67,7 +67,8 @@ struct Track: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Control socket for `keeptrack ctl`. Default: $XDG_RUNTIME_DIR/keeptrack/control.sock "
+            "Control socket for `keeptrack ctl`; runs the tracker, so location events are printed, not "
+                + "fixes. Default: $XDG_RUNTIME_DIR/keeptrack/control.sock "
                 + "(/tmp/keeptrack-UID/control.sock without XDG_RUNTIME_DIR).", valueName: "path"))
     var control: String?
 
@@ -164,10 +165,11 @@ struct Replay: AsyncParsableCommand {
             a terminal.
 
             With any location option (--distance-filter, --desired-accuracy, --significant-changes, \
-            --regions, --dwell, --pause-when-stationary) it prints location events instead, on the \
-            log's own time: {"event":"location",...}, {"event":"enter"|"exit"|"dwell","region":...}, \
-            {"event":"state",...}, {"event":"updates-paused"|"updates-resumed",...}, {"event":"error",...} \
-            (docs/protocols.md).
+            --regions, --visits, --heartbeat... : those listed under "Location service" below) it \
+            prints location events instead, on the log's own time: {"event":"location",...}, \
+            {"event":"enter"|"exit"|"dwell","region":...}, {"event":"state",...}, \
+            {"event":"significant-change",...}, {"event":"visit"|"trip",...}, {"event":"heartbeat",...}, \
+            {"event":"updates-paused"|"updates-resumed",...}, {"event":"error",...} (docs/protocols.md).
 
             Examples:
               keeptrack replay fixtures/walk-15min.nmea
