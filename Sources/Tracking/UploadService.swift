@@ -35,6 +35,9 @@ public final class UploadService: Service, Sendable {
     let uploadedAtEnd = Signal()
     /// Whether ``run()`` has started.
     let running = Atomic<Bool>(false)
+    /// Whether the tracker waits in ``inputEnded()`` for the upload at its input's end: a graceful
+    /// shutdown then is a signal's (bounded), not the input's end itself.
+    let trackerWaits = Atomic<Bool>(false)
 
     init(
         outbox: Outbox, settings: Tracker.UploadSettings, application: Application?, logger: Logger,
@@ -219,6 +222,7 @@ public final class UploadService: Service, Sendable {
         // Not run (a tracker run alone, its outbox read afterwards), or not yet: nothing to wait for
         // (run() finds the input ended and sends everything then).
         guard running.load(ordering: .sequentiallyConsistent) else { return }
+        trackerWaits.store(true, ordering: .sequentiallyConsistent)
         await uploadedAtEnd.wait()
     }
 
@@ -249,8 +253,9 @@ public final class UploadService: Service, Sendable {
         case .uploaded:
             // The tracker returns now and stops the group (this service's early return is ignored).
             break
-        case .stopped where tracker?.inputFinished ?? false:
-            // The input ended before this service ran (a short log): everything, as at an end.
+        case .stopped where tracker?.inputFinished ?? false && !trackerWaits.load(ordering: .sequentiallyConsistent):
+            // The input ended before this service ran (a short log), and the group stops for that:
+            // everything, as at an end.
             await all(drain: true)
         case .stopped, .stoppedAtTheEnd:
             // A stop: what is left, for the shutdown timeout at most (its request in flight cancelled then).

@@ -277,7 +277,8 @@ public final class Uploader: Sendable {
                     action = policy.settingsProblem(now: clock.now)
                 case .notAllowed: action = policy.notAllowed()
                 case .retry(let after, let why):
-                    reason = why
+                    // A request this run's own stop cancelled says nothing of the endpoint.
+                    if !(Task.isCancelled && why == Self.cancelledReason) { reason = why }
                     action = policy.failed(retryAfter: after, now: clock.now)
                 case .tooLarge: action = policy.tooLarge()
                 }
@@ -651,6 +652,10 @@ public final class Uploader: Sendable {
         return .done
     }
 
+    /// Why a request was cancelled: the app's background time ran out (its task's expiration), or
+    /// a stop whose time was up (then not said: the last answer is).
+    static let cancelledReason = "cancelled: the background time ran out"
+
     enum Response {
         case answer(status: Int, retryAfter: Double?, body: [UInt8])
         /// No answer, for a reason that may pass (a network error, a timeout).
@@ -682,9 +687,9 @@ public final class Uploader: Sendable {
             let retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
             return .answer(status: Int(response.status.code), retryAfter: retryAfter, body: Array(buffer: body))
         } catch is CancellationError {
-            return .failure("cancelled: the background time ran out")
+            return .failure(Self.cancelledReason)
         } catch let error as HTTPClientError where error == .cancelled {
-            return .failure("cancelled: the background time ran out")
+            return .failure(Self.cancelledReason)
         } catch {
             return Self.failure(error, host: Self.hostOf(url), timeout: configuration.timeout)
         }

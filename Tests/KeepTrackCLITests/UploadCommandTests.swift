@@ -265,51 +265,60 @@ extension GracefulShutdownTests {
     /// answers every batch 503 with `Retry-After: 3600`, under `--max-backoff 1h`. SIGTERM then stops
     /// that upload as during the input, within the shutdown timeout: the process exits by itself (the
     /// group, shutting down already, used to ignore it and wait the hour) and keeps every record.
-    @Test func sigtermAtTheEndOfAReplayStopsItsUpload() throws {
+    /// Also when the endpoint never answers: the request in flight when the signal comes is let
+    /// finish (its 30 s timeout), then the rest is bounded; the records stay, and the summary says
+    /// why. (The stop once took the input's end for its cause and uploaded without a bound: 189 s.)
+    @Test(arguments: ["busy", "silent"]) func sigtermAtTheEndOfAReplayStopsItsUpload(endpoint mode: String) throws {
         let dir = try TemporaryDirectory("keeptrack-end-term").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let busy = try Tool(
+        let endpoint = try Tool(
             executable: URL(fileURLWithPath: "/usr/bin/python3"),
             [
                 "-c",
                 """
-                import http.server
+                import http.server, sys, threading
                 class H(http.server.BaseHTTPRequestHandler):
                     def do_POST(self):
                         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                        print("request", flush=True)
+                        if sys.argv[1] == "silent":
+                            threading.Event().wait()
                         self.send_response(503)
                         self.send_header("Retry-After", "3600")
                         self.send_header("Content-Length", "0")
                         self.end_headers()
-                        print("request", flush=True)
                     def log_message(self, *args):
                         pass
                 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+                s.daemon_threads = True
                 print(s.server_address[1], flush=True)
                 s.serve_forever()
                 """,
+                mode,
             ])
-        busy.guardAgainstHang(seconds: 180)
-        defer { busy.terminate() }
-        let port = try #require(busy.readLine())
+        endpoint.guardAgainstHang(seconds: 180)
+        defer { endpoint.terminate() }
+        let port = try #require(endpoint.readLine())
         let replay = try Tool(
             executable: productsDirectory.appendingPathComponent("keeptrack"),
             [
                 "replay", "--upload", "http://127.0.0.1:\(port)/v1/locations", "--max-backoff", "1h",
                 "--shutdown-timeout", "1s", "--data-dir", dir, "fixtures/walk-15min.nmea",
             ])
-        replay.guardAgainstHang(seconds: 120)
+        // Past a request's 30 s timeout and the shutdown timeout; short of the unbounded upload.
+        replay.guardAgainstHang(seconds: 50)
         // Every fix tracked (the last one's location printed), and the endpoint asked at least once.
         var seen: [String] = []
         #expect(replay.readLine(containing: "\"time\":\"2024-05-14T09:45:00", seen: &seen) != nil)
-        #expect(busy.readLine() == "request")
+        #expect(endpoint.readLine() == "request")
         kill(replay.process.processIdentifier, SIGTERM)
         replay.drain()
         replay.process.waitUntilExit()
         #expect(replay.process.terminationReason == .exit, "killed by its hang guard: it ignored SIGTERM")
         #expect(replay.process.terminationStatus == 0, "\(replay.errors())")
-        // The summary says why the records stay: the endpoint's last answer.
-        #expect(replay.errors().contains("895 left in the outbox (the endpoint answered 503"), "\(replay.errors())")
+        // The summary says why the records stay: the endpoint's last answer, or its silence.
+        let why = mode == "busy" ? "the endpoint answered 503" : "127.0.0.1:\(port) did not answer within 30 s"
+        #expect(replay.errors().contains("895 left in the outbox (\(why)"), "\(replay.errors())")
         let status = try keeptrack(["outbox", "status", "--data-dir", dir])
         #expect(status.stdout.contains("895 pending"), "\(status.stdout)")
     }
