@@ -4,10 +4,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import SystemIO
 
 /// `GET /metrics` (Prometheus text) on an address of its own, as a service beside a tracker:
 /// `keeptrack track --metrics-listen 127.0.0.1:9477`. Every other path is a 404. It knows nothing
@@ -98,7 +95,7 @@ public final class MetricsEndpoint: Service {
             // Said with the address, by the system's name for it, not NIO's `bind(descriptor:ptr:bytes:)`.
             throw TrackServerError(
                 .cannotListen,
-                "the metrics endpoint cannot listen on \(address): \(String(cString: strerror(error.errnoCode)).lowercased())",
+                "the metrics endpoint cannot listen on \(address): \(errnoText(error.errnoCode).lowercased())",
                 value: "\(address)")
         }
     }
