@@ -95,6 +95,15 @@ extension ConfigReader {
         parse: ([String]) -> String?
     ) throws(ConfigFileError) -> [OptionArguments] {
         let entries = try optionArguments(path: path)
+        try Self.check(entries, path: path, parses: &parses, parse: parse)
+        return entries
+    }
+
+    /// ``check(path:parses:parse:)`` of settings already read.
+    static func check(
+        _ entries: [OptionArguments], path: String, parses: inout Int,
+        parse: ([String]) -> String?
+    ) throws(ConfigFileError) {
         let single = entries.filter(\.items.isEmpty)
         let lists = entries.filter { !$0.items.isEmpty }
         typealias Part = (key: String, line: Int, arguments: [String])
@@ -129,7 +138,7 @@ extension ConfigReader {
         }
         if lists.isEmpty {
             try check(base)
-            return entries
+            return
         }
         for list in lists {
             var start = 0
@@ -145,7 +154,6 @@ extension ConfigReader {
                 start += Self.sliceSize
             }
         }
-        return entries
     }
 
     /// A command line with its configuration file read in: `option FILE` (the command's option
@@ -153,8 +161,9 @@ extension ConfigReader {
     /// the file's arguments go right after the subcommand at `index`, so the command line, parsed
     /// later, wins.
     ///
-    /// Repeatable options listed in `replacedByCommandLine` (a command's list of targets) are the
-    /// command line's alone when it gives them: the file's values are left out rather than added to.
+    /// A single-value option the command line gives is the command line's alone: the file's value
+    /// is left out. So are the repeatable options listed in `replacedByCommandLine` (a command's
+    /// list of targets): the file's values are left out rather than added to.
     ///
     /// With `keeping`, only those keys are read in (a command that shares some of another's options
     /// reads its file for them).
@@ -165,6 +174,21 @@ extension ConfigReader {
         replacedByCommandLine: Set<String> = [], keeping: Set<String>? = nil,
         exists: (String) -> Bool
     ) throws(ConfigFileError) -> [String] {
+        try readingIn(
+            arguments, at: index, option: option, defaultPath: defaultPath,
+            replacedByCommandLine: replacedByCommandLine, keeping: keeping, exists: exists
+        )?.arguments ?? arguments
+    }
+
+    /// The file ``insertingFile(into:at:option:defaultPath:replacedByCommandLine:keeping:exists:)``
+    /// reads into a command line, with what it read; `nil` when there is none (no `option` and no
+    /// default file). Keeps what a refused command line needs to find its culprit in the file
+    /// (``ConfigReadIn/locate(parse:)``).
+    public func readingIn(
+        _ arguments: [String], at index: Int, option: String, defaultPath: String,
+        replacedByCommandLine: Set<String> = [], keeping: Set<String>? = nil,
+        exists: (String) -> Bool
+    ) throws(ConfigFileError) -> ConfigReadIn? {
         var arguments = arguments
         var path = defaultPath
         var explicit = false
@@ -173,18 +197,24 @@ extension ConfigReader {
             explicit = true
             arguments.removeSubrange(i...(i + 1))
         }
-        guard explicit || exists(path) else { return arguments }
-        let given = Set(arguments.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2)) })
-        let replaced = replacedByCommandLine.intersection(given)
+        guard explicit || exists(path) else { return nil }
+        let given = Set(arguments.filter { $0.hasPrefix("--") }.map { String($0.dropFirst(2).prefix { $0 != "=" }) })
+        // The command line's single values win: the file's are not read in (so a bad one there does
+        // not refuse a command line that replaces it).
+        let replaced = replacedByCommandLine.intersection(given).union(
+            given.filter { key in
+                switch schema[key] {
+                case .option?, .optionalValue?: true
+                default: false
+                }
+            })
         // A key is left out when the command line gives its option (a list of records: its first option).
-        arguments.insert(
-            contentsOf: try optionArguments(path: path).filter { entry in
-                keeping.map { $0.contains(entry.key) } ?? true
-                    && !replaced.contains(entry.key)
-                    && !(entry.arguments.first.map { replaced.contains(String($0.dropFirst(2))) } ?? false)
-            }.flatMap(\.arguments),
-            at: index)
-        return arguments
+        let entries = try optionArguments(path: path).filter { entry in
+            keeping.map { $0.contains(entry.key) } ?? true
+                && !replaced.contains(entry.key)
+                && !(entry.arguments.first.map { replaced.contains(String($0.dropFirst(2))) } ?? false)
+        }
+        return ConfigReadIn(path: path, commandLine: arguments, index: index, entries: entries)
     }
 
     /// A command line with the fallback of every option whose value may be omitted
@@ -208,5 +238,43 @@ extension ConfigReader {
     public static func defaultPath(of command: String, environment: [String: String]) -> String {
         if let xdg = environment["XDG_CONFIG_HOME"], !xdg.isEmpty { return xdg + "/\(command)/config.yaml" }
         return (environment["HOME"] ?? ".") + "/.config/\(command)/config.yaml"
+    }
+}
+
+/// A configuration file read into a command line (``ConfigReader/readingIn(_:at:option:defaultPath:replacedByCommandLine:keeping:exists:)``).
+public struct ConfigReadIn: Sendable {
+    /// The file.
+    public let path: String
+    /// The command line without the file (and without the option that named it).
+    public let commandLine: [String]
+    /// Where the file's arguments go: right after the subcommand, so the command line wins.
+    public let index: Int
+    /// The file's settings that were read in.
+    public let entries: [OptionArguments]
+
+    /// The command line with the file's arguments in.
+    public var arguments: [String] { inserting(entries.flatMap(\.arguments)) }
+
+    func inserting(_ fileArguments: [String]) -> [String] {
+        var out = commandLine
+        out.insert(contentsOf: fileArguments, at: min(index, out.count))
+        return out
+    }
+
+    /// The setting of the file that explains why the command line with the file in is refused,
+    /// as ``ConfigReader/check(path:parses:parse:)`` finds it (the setting without which it is
+    /// accepted), with the file's path and the setting's line; `nil` when no one setting of the
+    /// file explains it (the problem is the command line's own, or several settings' together).
+    ///
+    /// - Parameter parse: parses a whole command line and returns its error message, or nil when
+    ///   it is accepted.
+    public func locate(parse: ([String]) -> String?) -> ConfigFileError? {
+        var parses = 0
+        do {
+            try ConfigReader.check(entries, path: path, parses: &parses) { parse(inserting($0)) }
+            return nil
+        } catch {
+            return error.line == nil ? nil : error
+        }
     }
 }

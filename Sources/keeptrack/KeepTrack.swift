@@ -1,5 +1,6 @@
 import ArgumentParser
 import BuildInfo
+import ConfigFile
 import Logging
 import Tracking
 
@@ -13,14 +14,20 @@ struct KeepTrack: AsyncParsableCommand {
     static func main() async {
         Telemetry.bootstrap()
         var arguments = Array(CommandLine.arguments.dropFirst())
+        // The file read in, if any, to name its setting when the command line is refused.
+        var readIn: (file: ConfigReadIn, hint: String)?
         // `track` reads its configuration file first; the command line wins (the last value does).
         if arguments.first == "track" {
             do {
-                arguments = try TrackConfig.reader.insertingFile(
-                    into: arguments, at: 1, option: "--config",
+                if let file = try TrackConfig.reader.readingIn(
+                    arguments, at: 1, option: "--config",
                     defaultPath: TrackConfig.defaultPath,
                     replacedByCommandLine: TrackConfig.perTarget,
                     exists: { access($0, F_OK) == 0 })
+                {
+                    arguments = file.arguments
+                    readIn = (file, " (keeptrack config check \(file.path))")
+                }
             } catch {
                 printError("keeptrack: \(error) (keeptrack config check \(error.path))")
                 Glibc.exit(64)
@@ -29,14 +36,20 @@ struct KeepTrack: AsyncParsableCommand {
         // `outbox send` reads the targets (and the data directory) of `track`'s file.
         if arguments.starts(with: ["outbox", "send"]) {
             do {
-                arguments = try OutboxCommand.Send.insertingFile(into: arguments)
+                if let file = try OutboxCommand.Send.readingIn(arguments) {
+                    arguments = file.arguments
+                    readIn = (file, " (keeptrack config check \(file.path))")
+                }
             } catch {
                 printError("keeptrack: \(error) (keeptrack config check \(error.path))")
                 Glibc.exit(64)
             }
         }
         do {
-            arguments = try ServeConfig.insertingFile(into: arguments)
+            if let file = try ServeConfig.readingIn(arguments) {
+                arguments = file.arguments
+                readIn = (file, "")
+            }
         } catch {
             printError("keeptrack: \(error)")
             Glibc.exit(64)
@@ -45,8 +58,27 @@ struct KeepTrack: AsyncParsableCommand {
         // Logs go to standard error: standard output carries the data (JSON Lines). Set up once the
         // configuration files' settings are in the arguments (their log-level and log-format too).
         LoggingOptions.bootstrap(arguments)
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot(arguments)
+            command = try parseAsRoot(arguments)
+        } catch {
+            // A value of the file refused: its file, line and key, not only the option's name.
+            if let (file, hint) = readIn,
+                let located = file.locate(parse: { arguments in
+                    do {
+                        _ = try parseAsRoot(TrackConfig.reader.insertingFallbacks(into: arguments))
+                        return nil
+                    } catch {
+                        return message(for: error)
+                    }
+                })
+            {
+                printError("keeptrack: \(located)\(hint)")
+                Glibc.exit(64)
+            }
+            exit(withError: error)
+        }
+        do {
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

@@ -58,9 +58,9 @@ extension OutboxCommand {
 
         /// The command line with `track`'s configuration file read in (its keys of ``configKeys``);
         /// the command line wins, and its --upload replaces the file's targets.
-        static func insertingFile(into arguments: [String]) throws(ConfigFileError) -> [String] {
-            try TrackConfig.reader.insertingFile(
-                into: arguments, at: 2, option: "--config", defaultPath: TrackConfig.defaultPath,
+        static func readingIn(_ arguments: [String]) throws(ConfigFileError) -> ConfigReadIn? {
+            try TrackConfig.reader.readingIn(
+                arguments, at: 2, option: "--config", defaultPath: TrackConfig.defaultPath,
                 replacedByCommandLine: TrackConfig.perTarget, keeping: configKeys,
                 exists: { access($0, F_OK) == 0 })
         }

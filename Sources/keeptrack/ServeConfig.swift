@@ -36,13 +36,19 @@ enum ServeConfig {
         return String(trackFile.dropLast("config.yaml".count)) + "serve.yaml"
     }
 
-    /// `serve`'s arguments with its file read in (not for `serve devices`, whose store is `--db`'s).
+    /// `serve`'s arguments with its file read in (``readingIn(_:)``).
     static func insertingFile(into arguments: [String]) throws(ConfigFileError) -> [String] {
+        try readingIn(arguments)?.arguments ?? arguments
+    }
+
+    /// `serve`'s file as read into its arguments (not for `serve devices` or `serve share`, whose
+    /// store is `--db`'s); `nil` for another command, or when there is no file.
+    static func readingIn(_ arguments: [String]) throws(ConfigFileError) -> ConfigReadIn? {
         guard arguments.first == "serve", !["devices", "share"].contains(arguments.dropFirst().first ?? "") else {
-            return arguments
+            return nil
         }
-        return try reader.insertingFile(
-            into: arguments, at: 1, option: "--config", defaultPath: defaultPath,
+        return try reader.readingIn(
+            arguments, at: 1, option: "--config", defaultPath: defaultPath,
             exists: { access($0, F_OK) == 0 })
     }
 }

@@ -1,4 +1,5 @@
 import ConfigFile
+import Foundation
 import Geo
 import Testing
 
@@ -48,6 +49,30 @@ struct ConfigReaderTests {
                 ["--distance-filter", "5"],
             ])
         #expect(arguments[2].items.map(\.line) == [3, 3])
+    }
+
+    /// A single value the command line gives replaces the file's, which is not read in; a list
+    /// adds to the file's. A refused command line is put on the setting of the file that explains it.
+    @Test func theCommandLinesValuesReplaceTheFilesAndARefusalIsPutOnItsSetting() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("c-\(UUID()).yaml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "distance-filter: ten\nheader: [\"A: 1\"]\nall: true\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
+        let file = try #require(
+            try reader.readingIn(
+                ["track", "--config", path, "--distance-filter=5", "--header", "B: 2"], at: 1, option: "--config",
+                defaultPath: "/nonexistent", exists: { _ in false }))
+        #expect(
+            file.arguments == ["track", "--header", "A: 1", "--all", "--distance-filter=5", "--header", "B: 2"])
+        // Without the command line's value, the file's refused one is named by its line.
+        let alone = try #require(
+            try reader.readingIn(["track"], at: 1, option: "--config", defaultPath: path, exists: { _ in true }))
+        let refusesTen: ([String]) -> String? = { $0.contains("ten") ? "not a number: ten" : nil }
+        let located = try #require(alone.locate(parse: refusesTen))
+        #expect(located.line == 1 && "\(located)" == "\(path):1: distance-filter: not a number: ten")
+        // A problem no setting of the file explains is the command line's own: not located.
+        #expect(alone.locate(parse: { $0.contains("--all") ? nil : "refused" }) == nil)
+        #expect(alone.locate(parse: { _ in "always refused" }) == nil)
     }
 
     @Test func readsEveryKindOfValue() throws {

@@ -119,6 +119,33 @@ struct ConfigCommandTests {
         #expect(b.stderr.contains("\(broken):2: unknown key 'baud_rate'"))
     }
 
+    /// A bad value in the file is said at the command's start with the file, line and key, as
+    /// `config check` says it, not as if it were an option of the command line; a value the
+    /// command line replaces is not read at all.
+    @Test func aBadValueInTheFileIsSaidWithItsLineAtTheStart() throws {
+        let path = try file("distance-filter: 5\n\nheartbeat: abc\n")
+        let r = try keeptrack(["track", "--config", path, "--gpsd", "127.0.0.1:1"])
+        #expect(r.status == 64)
+        #expect(
+            r.stderr.hasPrefix("keeptrack: \(path):3: heartbeat: The value 'abc' is invalid for '--heartbeat")
+                && r.stderr.contains("(keeptrack config check \(path))"), "\(r.stderr)")
+        let replaced = try keeptrack(["track", "--config", path, "--gpsd", "127.0.0.1:1", "--heartbeat", "5x"])
+        #expect(replaced.status == 64)
+        #expect(replaced.stderr.contains("'5x'") && !replaced.stderr.contains("'abc'"), "\(replaced.stderr)")
+        // A problem of the command line's own is said as before, with its usage.
+        let own = try keeptrack(["track", "--config", path, "--gpsd", "127.0.0.1:1", "--baud", "12"])
+        #expect(own.status == 64)
+        #expect(!own.stderr.contains("\(path):") && own.stderr.contains("Usage: keeptrack track"), "\(own.stderr)")
+        // `outbox send` reads the file's upload keys, `serve` its own file: the same.
+        let upload = try file("upload: http://127.0.0.1:1/v1/locations\nbatch-wait: 5x\n")
+        let send = try keeptrack(["outbox", "send", "--config", upload, "--data-dir", "/nonexistent"])
+        #expect(send.stderr.hasPrefix("keeptrack: \(upload):2: batch-wait: "), "\(send.stderr)")
+        let serveFile = try file("host: 127.0.0.1\nport: abc\n")
+        let serve = try keeptrack(["serve", "--config", serveFile])
+        #expect(serve.status == 64)
+        #expect(serve.stderr.hasPrefix("keeptrack: \(serveFile):2: port: The value 'abc'"), "\(serve.stderr)")
+    }
+
     /// A 358-byte "billion laughs" whose aliases are used as keys: refused before anything
     /// expands (it ran for minutes).
     @Test func refusesAnAliasBombUsedAsKeysAndSaysWhy() throws {
