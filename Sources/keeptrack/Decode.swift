@@ -80,15 +80,17 @@ struct Decode: ParsableCommand {
         let result = try job.run(
             warn: { warning in
                 switch warning {
-                case .badSentence(let error): printError("warning: \(error)")
+                case .badSentence(let error): printError("warning: \(error)", level: .warning)
                 case .moreFollow:
-                    printError("warning: more bad sentences follow; see the summary (--max-warnings N shows more)")
+                    printError(
+                        "warning: more bad sentences follow; see the summary (--max-warnings N shows more)",
+                        level: .warning)
                 }
             }, progress: progress)
         if !quiet { printError(result.summary(label: "\(file == "-" ? "<stdin>" : file):")) }
         if let failure = result.failure {
             let stopped = failure.code == NMEAError.Code.io ? "" : "stopped at the first bad sentence (--strict): "
-            printError("error: \(stopped)\(failure)")
+            printError("error: \(stopped)\(failure)", level: .error)
             throw ExitCode(1)
         }
     }

@@ -25,7 +25,15 @@ struct JSONLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        let level = event.level, message = event.message, explicit = event.metadata
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let out = Self.line(level: event.level, label: label, message: event.message.description, metadata: all)
+        _ = out.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// One record as its line: `{"time":"...","level":"...","label":"...","message":"...","metadata":{...}}`.
+    static func line(
+        level: Logger.Level, label: String, message: String, metadata: Logger.Metadata = [:]
+    ) -> [UInt8] {
         var out: [UInt8] = []
         ByteWriting.appendStatic("{\"time\":\"", to: &out)
         ISOTime.append(WallClock.seconds(), to: &out)
@@ -34,11 +42,10 @@ struct JSONLogHandler: LogHandler {
         ByteWriting.appendStatic("\",\"label\":", to: &out)
         ByteWriting.appendJSONString(label, to: &out)
         ByteWriting.appendStatic(",\"message\":", to: &out)
-        ByteWriting.appendJSONString(message.description, to: &out)
-        let all = metadata.merging(explicit ?? [:]) { $1 }
-        if !all.isEmpty {
+        ByteWriting.appendJSONString(message, to: &out)
+        if !metadata.isEmpty {
             ByteWriting.appendStatic(",\"metadata\":{", to: &out)
-            for (i, (k, v)) in all.sorted(by: { $0.key < $1.key }).enumerated() {
+            for (i, (k, v)) in metadata.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 ByteWriting.appendJSONString(k, to: &out)
                 out.append(UInt8(ascii: ":"))
@@ -47,7 +54,7 @@ struct JSONLogHandler: LogHandler {
             out.append(UInt8(ascii: "}"))
         }
         ByteWriting.appendStatic("}\n", to: &out)
-        _ = out.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        return out
     }
 }
 
@@ -55,6 +62,7 @@ extension JSONLogHandler {
     /// Bootstraps swift-log for the process: every logger writes to standard error (standard
     /// output carries the data), as text or as one JSON object per line, from `level` up.
     static func bootstrapStandardError(level: Logger.Level, json: Bool) {
+        standardErrorIsJSON.store(json, ordering: .relaxed)
         LoggingSystem.bootstrap { label in
             if json { return JSONLogHandler(label: label, logLevel: level) }
             var handler = StreamLogHandler.standardError(label: label)

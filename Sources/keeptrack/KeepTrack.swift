@@ -73,10 +73,10 @@ struct KeepTrack: AsyncParsableCommand {
                     }
                 })
             {
-                printError("keeptrack: \(located)\(hint)")
+                printError("keeptrack: \(located)\(hint)", level: .error)
                 Glibc.exit(64)
             }
-            exit(withError: error)
+            exitSaying(error)
         }
         do {
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -85,8 +85,20 @@ struct KeepTrack: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            exitSaying(error)
+        }
+    }
+
+    /// Exits as ArgumentParser's `exit(withError:)` does; with JSON logs (`--log-format json`), a
+    /// failure's message is a log record of its own, so every line on standard error is JSON.
+    static func exitSaying(_ error: any Error) -> Never {
+        let code = exitCode(for: error)
+        guard standardErrorIsJSON.load(ordering: .relaxed), code != .success else {
             exit(withError: error)
         }
+        let message = fullMessage(for: error)
+        if !message.isEmpty { printError(message, level: .error) }
+        Glibc.exit(code.rawValue)
     }
 
     static let configuration = CommandConfiguration(

@@ -101,7 +101,7 @@ extension OutboxCommand {
             for r in reports { print(r.line(.sent)) }
             let refusing = reports.filter { $0.pending > 0 }
             guard refusing.isEmpty else {
-                for r in refusing { printError("keeptrack outbox send: " + r.refusal) }
+                for r in refusing { printError("keeptrack outbox send: " + r.refusal, level: .error) }
                 throw ExitCode(1)
             }
         }

@@ -330,7 +330,7 @@ struct Serve: AsyncParsableCommand {
         if TrackServer.isExposed(host: host, token: token) {
             printError(
                 "warning: serving on \(host) without --token: anyone who can reach it can read every stored "
-                    + "trail and store records; pass --token or --host 127.0.0.1")
+                    + "trail and store records; pass --token or --host 127.0.0.1", level: .warning)
         }
         if db == nil { makeDirectories(data.directory) }
         let database = self.database

@@ -255,7 +255,7 @@ struct Replay: AsyncParsableCommand {
             if !quiet { printError(summary(nil)) }
             // What the log held up to its error was tracked (and uploaded); the run still failed.
             if let failure {
-                printError("error: \(failure.message)")
+                printError("error: \(failure.message)", level: .error)
                 throw ExitCode(1)
             }
             return

@@ -1,3 +1,6 @@
+import Logging
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -5,8 +8,19 @@
 // The command line's own output on standard error: messages, and the progress line it draws
 // when standard error is a terminal. Libraries hand their lines to closures; only this target writes.
 
+/// Whether standard error carries JSON logs (`--log-format json`): then every line there is one
+/// JSON object, the command's own messages too (``printError(_:level:)``).
+let standardErrorIsJSON = Atomic<Bool>(false)
+
 /// Writes a line to standard error, in one write (lines from several threads do not interleave).
-func printError(_ message: String) {
+/// With JSON logs, the line is a record of its own at `level` (a summary is a notice, a failure an
+/// error), so a log collector reads every line.
+func printError(_ message: String, level: Logger.Level = .notice) {
+    if standardErrorIsJSON.load(ordering: .relaxed) {
+        let line = JSONLogHandler.line(level: level, label: "keeptrack", message: message)
+        _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        return
+    }
     var line = message
     line += "\n"
     line.withUTF8 { p in _ = write(2, p.baseAddress, p.count) }

@@ -109,7 +109,7 @@ struct TrackerRun {
         try await upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)
         await embedded?.store.close()
         if tracker.application.state == .terminated {
-            printError("keeptrack: the app was terminated (see the \"terminated\" event)")
+            printError("keeptrack: the app was terminated (see the \"terminated\" event)", level: .error)
             throw ExitCode(1)
         }
         return tracker.sourceError

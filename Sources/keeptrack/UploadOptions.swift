@@ -392,7 +392,7 @@ extension UploadOptions {
                 "keeptrack: \(grouped(orphan.pending)) records in the outbox were not delivered to "
                     + "\(orphan.target.name), which this run does not upload to: they leave the outbox once this run's "
                     + "targets have them (give --upload \(orphan.target.url) again to deliver them; "
-                    + "keeptrack outbox forget-target \(orphan.target.name) to stop tracking it)")
+                    + "keeptrack outbox forget-target \(orphan.target.name) to stop tracking it)", level: .warning)
         }
     }
 }

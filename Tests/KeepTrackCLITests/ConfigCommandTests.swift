@@ -230,6 +230,35 @@ struct ConfigCommandTests {
 
 @Suite("Logs", .offThePool)
 struct LoggingTests {
+    /// With JSON logs every line on standard error is a JSON object: the command's summary (a
+    /// notice), its failure and a usage error (errors) too, for a collector that reads every line.
+    @Test func withJSONLogsEveryLineOnStandardErrorIsJSON() throws {
+        func records(_ stderr: String) throws -> [[String: Any]] {
+            try stderr.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)")
+            }
+        }
+        let ok = try keeptrack(["replay", "--distance-filter", "5", "--log-format", "json", "fixtures/walk-15min.nmea"])
+        #expect(ok.status == 0)
+        let summary = try records(ok.stderr)
+        #expect(
+            summary.contains {
+                $0["level"] as? String == "notice" && ($0["message"] as? String)?.contains("895 fixes") == true
+            }, "\(ok.stderr)")
+        let missing = try keeptrack(["replay", "--distance-filter", "5", "--log-format", "json", "nope.nmea"])
+        #expect(missing.status == 1)
+        #expect(
+            try records(missing.stderr).contains {
+                $0["level"] as? String == "error" && ($0["message"] as? String)?.contains("cannot open") == true
+            })
+        let usage = try keeptrack(["replay", "--log-format", "json", "--distance-filter", "ten", "x.nmea"])
+        #expect(usage.status == 64)
+        let refused = try records(usage.stderr)
+        #expect(refused.count == 1 && (refused.first?["message"] as? String)?.contains("'ten'") == true)
+        // Text logs are as before.
+        #expect(try keeptrack(["replay", "--distance-filter", "ten", "x.nmea"]).stderr.hasPrefix("Error: "))
+    }
+
     @Test func jsonLogsKeepCoordinatesOutAboveDebug() throws {
         let r = try keeptrack([
             "replay", "--significant-changes", "--log-level", "info", "--log-format", "json", "--quiet",
