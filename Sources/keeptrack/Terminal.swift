@@ -1,3 +1,4 @@
+import Formats
 import Logging
 import Synchronization
 
@@ -24,6 +25,11 @@ func printError(_ message: String, level: Logger.Level = .notice) {
     var line = message
     line += "\n"
     line.withUTF8 { p in _ = write(2, p.baseAddress, p.count) }
+}
+
+/// `n` and its noun, grouped by thousands: "1 request", "2 requests", "1,500 records".
+func counted(_ n: Int, _ noun: String, _ plural: String? = nil) -> String {
+    "\(grouped(n)) \(n == 1 ? noun : plural ?? noun + "s")"
 }
 
 /// Redraws a one-line status on standard error: carriage return, erase the line, the text.

@@ -89,17 +89,17 @@ enum TrackerStatus {
             all.first { $0.name == name && $0.labels == labels }?.value
         }
         func line(_ start: String, _ target: [String: String]) -> String {
-            func n(_ name: String, _ result: String) -> String {
-                grouped(Int(value(name, target.merging(["result": result]) { a, _ in a }) ?? 0))
+            func n(_ name: String, _ result: String) -> Int {
+                Int(value(name, target.merging(["result": result]) { a, _ in a }) ?? 0)
             }
             // The gauge is 0 until a first success.
             let last = value("keeptrack_last_upload_timestamp_seconds", target).flatMap {
                 $0 > 0 ? Int(WallClock.seconds() - $0) : nil
             }
-            return start + "\(n("keeptrack_upload_records_total", "ok")) records in "
-                + "\(n("keeptrack_upload_requests_total", "ok")) requests, "
-                + "\(n("keeptrack_upload_requests_total", "retried")) retried, "
-                + "\(n("keeptrack_upload_records_total", "dead_letter")) dead letters; last success "
+            return start + "\(counted(n("keeptrack_upload_records_total", "ok"), "record")) in "
+                + "\(counted(n("keeptrack_upload_requests_total", "ok"), "request")), "
+                + "\(grouped(n("keeptrack_upload_requests_total", "retried"))) retried, "
+                + "\(counted(n("keeptrack_upload_records_total", "dead_letter"), "dead letter")); last success "
                 + (last.map { "\($0) s ago" } ?? "never")
         }
         let targets = Set(all.compactMap { $0.labels["target"] }).sorted()

@@ -369,10 +369,10 @@ extension UploadService.TargetReport {
         let s = stats
         let start = style == .onlyTarget ? "upload: " : "upload to \(name): "
         var line =
-            start + "\(grouped(s.uploaded)) records acknowledged by \(host) in "
-            + "\(grouped(s.requests)) requests, \(grouped(s.retries)) retries"
+            start + "\(counted(s.uploaded, "record")) acknowledged by \(host) in "
+            + "\(counted(s.requests, "request")), \(counted(s.retries, "retry", "retries"))"
         if style == .sent {
-            line += ", \(grouped(s.deadLettered)) dead letters"
+            line += ", \(counted(s.deadLettered, "dead letter"))"
         } else if s.deadLettered > 0 {
             line += ", \(grouped(s.deadLettered)) rejected (dead letters)"
         }
