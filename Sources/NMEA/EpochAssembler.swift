@@ -98,8 +98,14 @@ struct EpochAssembler {
                     fractionDigits = t.digits
                 }
             } else {
+                if flushedSinceLastEmit, lastEmittedTime == t.nanoseconds {
+                    // A straggler of the epoch flushed: dropped, with the untimed sentences (GSA,
+                    // GSV) that came before it, which belong to it too. Opening a new epoch here
+                    // would deliver a second fix of the same time.
+                    open = false
+                    return false
+                }
                 if !open {
-                    if flushedSinceLastEmit, lastEmittedTime == t.nanoseconds { return false }
                     start(line: line)
                 } else if positionRank > 0 {
                     // The open epoch has no time but position sentences (receivers without a fix
@@ -145,7 +151,6 @@ struct EpochAssembler {
         gstAlt = nil
         inView = (-1, -1, -1, -1, -1, -1, -1, -1, -1, -1)
         systems = []
-        flushedSinceLastEmit = false
     }
 
     /// Sets the position if `rank` beats the position already held.
@@ -199,6 +204,7 @@ struct EpochAssembler {
             lastTimeOfDay = time
         }
         lastEmittedTime = time
+        flushedSinceLastEmit = false
 
         var fix = Fix()
         fix.time = GNSSTime(day: day, nanosecondOfDay: time, fractionDigits: fractionDigits)

@@ -105,6 +105,23 @@ struct EpochTests {
         #expect(fixes.count == 1)
         #expect(decoder.statistics.lateSentences == 1)
     }
+
+    /// A straggler that an untimed sentence (GSA) comes before is still a straggler: the epoch
+    /// flushed after a pause is one fix, not two of the same time; the next epoch is one more.
+    @Test func stragglersAfterAFlushGiveNoSecondFixOfTheSameTime() {
+        var decoder = NMEADecoder()
+        var fixes: [Fix] = []
+        func feed(_ text: String) { Array(text.utf8).withUnsafeBytes { try? decoder.decode($0) { fixes.append($0) } } }
+        feed(rmc1)
+        decoder.flush { fixes.append($0) }
+        feed(nmea("GPGSA,A,3,04,05,,09,12,,,24,,,,,2.5,1.3,2.1") + gga1 + nmea("GPGSV,1,1,04,04,40,083,46"))
+        #expect(fixes.count == 1)
+        feed(gga2)
+        try? decoder.finish { fixes.append($0) }
+        #expect(fixes.map { $0.time?.iso8601 } == ["2023-12-31T23:59:58.00Z", "2023-12-31T23:59:59.00Z"])
+        #expect(fixes[1].pdop == nil)  // the straggler's GSA is not lent to the next epoch
+        #expect(decoder.statistics.lateSentences == 1)
+    }
 }
 
 @Suite("Epoch assembly: receivers without a fix")
