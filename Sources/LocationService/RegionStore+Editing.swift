@@ -19,7 +19,8 @@ extension RegionStore {
     /// Definitions go straight from the bytes to the store's file: no monitor, no index (a million
     /// regions in a few seconds).
     ///
-    /// - Throws: ``LocationError`` naming the file and every invalid region; nothing is imported then.
+    /// - Throws: ``LocationError`` naming the file and every invalid region (an id that an earlier
+    ///   feature of the file has is one); nothing is imported then.
     public func importGeoJSON(file: String) throws(LocationError) -> ImportResult {
         let bytes: [UInt8]
         do throws(LocationError) {
@@ -29,9 +30,11 @@ extension RegionStore {
         }
         var incoming: [Region] = []
         var failures: [LocationError] = []
+        var ids = RegionIDs()
         do throws(FormatsError) {
             try RegionDefinition.parseGeoJSON(bytes) { d in
                 do throws(LocationError) {
+                    try ids.add(d.id)
                     incoming.append(try Region(d))
                 } catch {
                     failures.append(error)
@@ -122,5 +125,26 @@ extension RegionStore {
         ByteWriting.appendJSONString(state.rawValue, to: &out)
         ByteWriting.appendStatic("}\n", to: &out)
         return out
+    }
+}
+
+/// The ids of one regions file, by feature: an id is unique within a file (the endpoint's
+/// geofence documents say the same), though a file's region replaces a stored one of its id.
+public struct RegionIDs: Sendable {
+    private var first: [String: Int] = [:]
+    private var feature = 0
+
+    public init() {}
+
+    /// Takes the next feature's id.
+    ///
+    /// - Throws: ``LocationError/Code/invalidRegion`` when an earlier feature has the id.
+    public mutating func add(_ id: String) throws(LocationError) {
+        feature += 1
+        if let earlier = first[id] {
+            throw LocationError(
+                .invalidRegion, "feature \(feature) has the id of feature \(earlier) (an id is one region)", region: id)
+        }
+        first[id] = feature
     }
 }

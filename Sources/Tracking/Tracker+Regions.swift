@@ -19,8 +19,10 @@ extension Tracker.Configuration {
         regions = RegionMonitor()
         defer { regions = monitor }
         var failures: [LocationError] = []
+        var ids = RegionIDs()
         try RegionDefinition.parseGeoJSON(bytes) { d in
             do throws(LocationError) {
+                try ids.add(d.id)
                 var region = try Region(d)
                 region.loiteringDelay = d.dwell ?? dwell
                 monitor.add(region)

@@ -44,6 +44,22 @@ struct RegionStoreEditingTests {
         #expect(try store.loadRegions().map(\.id) == ["a"])
     }
 
+    /// An id is one region within a file (an import still replaces a stored region of its id).
+    @Test func anIdTwiceInOneFileImportsNothingAndNamesBothFeatures() throws {
+        _ = try store.importGeoJSON(file: geoJSON([("a", 100)]))
+        let twice = try geoJSON([("b", 10), ("a", 20), ("b", 30)])
+        do throws(LocationError) {
+            _ = try store.importGeoJSON(file: twice)
+            Issue.record("imported an id twice")
+        } catch {
+            #expect(
+                error.description.hasSuffix(
+                    ": region b: feature 3 has the id of feature 1 (an id is one region) (nothing imported)"),
+                "\(error)")
+        }
+        #expect(try store.loadRegions().map(\.id) == ["a"])
+    }
+
     @Test func removingAnUnknownIdRemovesNothing() throws {
         _ = try store.importGeoJSON(file: geoJSON([("a", 100), ("b", 200)]))
         do throws(LocationError) {

@@ -41,4 +41,23 @@ import Tracking
             ])
         #expect(c.regions.regions.map(\.id).sorted() == ["city", "county"])
     }
+
+    /// An id twice in one file: the first feature is monitored, the second is a failure naming both.
+    @Test func anIdTwiceInOneFileMonitorsTheFirstAndNamesTheSecond() throws {
+        let geoJSON = """
+            {"type":"FeatureCollection","features":[
+            {"type":"Feature","id":"home","properties":{"radius":50},"geometry":{"type":"Point","coordinates":[2.35,48.85]}},
+            {"type":"Feature","id":"home","properties":{"radius":80},"geometry":{"type":"Point","coordinates":[2.36,48.86]}}
+            ]}
+            """
+        var c = Tracker.Configuration()
+        try c.addRegions(geoJSON: Array(geoJSON.utf8))
+        #expect(
+            c.regionFailures.map(\.description) == [
+                "region home: feature 2 has the id of feature 1 (an id is one region)"
+            ])
+        let kept = try #require(c.regions.regions.first)
+        guard case .circle(_, let radius) = kept.shape else { Issue.record("home is not a circle"); return }
+        #expect(c.regions.regions.count == 1 && radius == 50)
+    }
 }
