@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Geo
 import LocationService
 import Tracking
@@ -86,7 +87,12 @@ struct Regions: ParsableCommand {
         func run() throws {
             if let control {
                 let reply = try controlRequest("state " + id, at: control)
-                if reply.contains("\"error\"") { throw ValidationError(reply) }
+                // The tracker's refusal, `{"error":"no monitored region with id X"}`, in words.
+                if let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any],
+                    let refusal = object["error"] as? String
+                {
+                    throw ValidationError(refusal)
+                }
                 print(reply, terminator: reply.hasSuffix("\n") ? "" : "\n")
                 return
             }

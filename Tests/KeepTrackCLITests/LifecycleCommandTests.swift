@@ -205,6 +205,10 @@ struct LifecycleTrackTests {
         #expect(status.status == 0)
         #expect(status.stdout.contains("\"state\":\"suspended\""))
         #expect(status.stdout.contains("\"backgroundTimeRemaining\":0.000"))
+        // A region the tracker does not monitor: said in words, as for the stored set.
+        let nowhere = try keeptrack(["regions", "state", "nowhere", "--control", control])
+        #expect(nowhere.status == 64)
+        #expect(nowhere.stderr.hasPrefix("Error: no monitored region with id nowhere\n"), "\(nowhere.stderr)")
 
         // Low-rate sampling: the watch is taken for one fix, then released again.
         #expect(track.readLine(containing: "\"kind\":\"acquired\"", seen: &seen) != nil)
