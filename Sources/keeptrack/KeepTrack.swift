@@ -84,9 +84,36 @@ struct KeepTrack: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+        } catch let error as ValidationError {
+            // A refusal of what the user named, found while running: the usage of the command
+            // that refused it, not the root's `keeptrack <subcommand>` (ArgumentParser's `main()`
+            // knows only the root once parsing is over).
+            let path = commandPath(arguments)
+            let usage = usageString(for: type(of: command)).trimmingCharacters(in: .whitespacesAndNewlines)
+            printError(
+                "Error: \(error.message)\nUsage: \(usage)\n  See 'keeptrack \(path) --help' for more information.",
+                level: .error)
+            Glibc.exit(ExitCode.validationFailure.rawValue)
         } catch {
             exitSaying(error)
         }
+    }
+
+    /// The subcommands `arguments` name, from the root: `regions import` for
+    /// `regions import places.geojson`.
+    static func commandPath(_ arguments: [String]) -> String {
+        var type: any ParsableCommand.Type = KeepTrack.self
+        var names: [String] = []
+        for argument in arguments {
+            guard
+                let sub = type.configuration.subcommands.first(where: {
+                    ($0.configuration.commandName ?? $0._commandName) == argument
+                })
+            else { break }
+            names.append(argument)
+            type = sub
+        }
+        return names.joined(separator: " ")
     }
 
     /// Exits as ArgumentParser's `exit(withError:)` does; with JSON logs (`--log-format json`), a

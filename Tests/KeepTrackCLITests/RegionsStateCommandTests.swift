@@ -23,6 +23,11 @@ struct RegionsStateCommandTests {
         let missing = try keeptrack(["regions", "state", "nowhere", "--data-dir", dir])
         #expect(missing.status == 64)
         #expect(missing.stderr.contains("no monitored region with id nowhere"))
+        // The usage is the refusing command's, not the root's `keeptrack <subcommand>`.
+        #expect(
+            missing.stderr.contains(
+                "\nUsage: keeptrack regions state <id>") && missing.stderr.contains("'keeptrack regions state --help'"),
+            "\(missing.stderr)")
     }
 
     @Test func importKeepsTheFileOrderAndReplacesByID() throws {
