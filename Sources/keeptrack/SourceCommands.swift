@@ -228,13 +228,21 @@ struct Replay: AsyncParsableCommand {
             return try await replayTrackFile(format: format)
         }
         let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
+        let file = self.file
         try await replay(source, logClock: source.logClock, progress: { source.progress }) { seconds in
             let p = source.progress
+            // Standard input is read as NMEA only: another track file there is all skipped bytes.
+            let hint =
+                file == "-" && p.fixes == 0 && p.statistics.skippedBytes > 0
+                ? " (standard input is read as NMEA only; give a GPX, GeoJSON, CSV or other track file by its path)"
+                : ""
             guard let seconds else {
                 return "\(source.name): \(grouped(p.fixes)) fixes, \(grouped(p.statistics.rejected)) bad sentences"
+                    + hint
             }
             return "\(source.name): \(grouped(p.fixes)) fixes in \(formatFixed(seconds, 3)) s, "
                 + "\(grouped(p.statistics.rejected)) bad sentences, \(grouped(p.statistics.skippedBytes)) skipped bytes"
+                + hint
         }
     }
 

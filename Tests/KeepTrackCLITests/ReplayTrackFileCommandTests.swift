@@ -88,6 +88,16 @@ struct ReplayTrackFileCommandTests {
         #expect(events(file.stdout) == expected)
     }
 
+    /// Standard input is NMEA only: a GPX there is said to be given by its path, not "0 fixes" alone.
+    @Test func aTrackFileOnStandardInputIsSaidToNeedItsPath() throws {
+        let gpx = try Data(contentsOf: packageRoot.appendingPathComponent("fixtures/tracks/walk-2min.gpx"))
+        let r = try keeptrack(["replay", "-"], stdin: gpx)
+        #expect(r.stderr.contains("log <stdin>: 0 fixes in "), "\(r.stderr)")
+        #expect(r.stderr.contains("(standard input is read as NMEA only; give a GPX"), "\(r.stderr)")
+        let nmea = try Data(contentsOf: packageRoot.appendingPathComponent("fixtures/walk-15min.nmea"))
+        #expect(!(try keeptrack(["replay", "-"], stdin: nmea)).stderr.contains("NMEA only"))
+    }
+
     @Test func aBillionLaughsGPXIsRefusedNamingFileLineAndByte() throws {
         let r = try keeptrack(["replay", "fixtures/tracks/billion-laughs.gpx"])
         #expect(r.status == 1)
