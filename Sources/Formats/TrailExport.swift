@@ -1,9 +1,10 @@
 /// A stored trail as a file: GeoJSON (a LineString of the locations plus a Point per region
-/// transition) or GPX (one track segment, transitions as waypoints).
+/// transition and visit) or GPX (one track segment, transitions and visits as waypoints).
 public enum TrailExport {
     /// A GeoJSON FeatureCollection (RFC 7946): the track as a LineString with the device and time
     /// span (a Point when it has one location, a null geometry when none), each region transition
-    /// as a Point feature with `event`, `region` and `time`. A location marked an outlier
+    /// as a Point feature with `event`, `region` and `time`, each visit once with `time` (its
+    /// arrival) and `departure` (`null` while the device is there). A location marked an outlier
     /// (``TrailRecord/outlier``, in a trail asked for with them) is no part of the line: a Point
     /// feature with `"event":"outlier"`, its `reason` and `time`.
     public static func geoJSON(device: String, records: [TrailRecord]) -> [UInt8] {
@@ -44,15 +45,28 @@ public enum TrailExport {
             }
             ByteWriting.appendStatic("]}}", to: &out)
         }
-        // Trips are the track between visits (exported on their own as GPX), not points.
-        for r in records where r.kind != .location && r.kind != .trip {
+        for r in marks(records) {
             ByteWriting.appendStatic(",{\"type\":\"Feature\",\"properties\":{\"event\":\"", to: &out)
             out.append(contentsOf: r.kind.rawValue.utf8)
-            ByteWriting.appendStatic("\",\"region\":", to: &out)
-            ByteWriting.appendJSONString(r.region ?? "", to: &out)
-            ByteWriting.appendStatic(",\"time\":\"", to: &out)
-            ISOTime.append(r.time, to: &out)
-            ByteWriting.appendStatic("\"},\"geometry\":{\"type\":\"Point\",\"coordinates\":", to: &out)
+            if r.kind == .visit {
+                ByteWriting.appendStatic("\",\"time\":\"", to: &out)
+                ISOTime.append(r.time, to: &out)
+                ByteWriting.appendStatic("\",\"departure\":", to: &out)
+                if let departure = r.span?.end {
+                    out.append(UInt8(ascii: "\""))
+                    ISOTime.append(departure, to: &out)
+                    out.append(UInt8(ascii: "\""))
+                } else {
+                    ByteWriting.appendStatic("null", to: &out)
+                }
+            } else {
+                ByteWriting.appendStatic("\",\"region\":", to: &out)
+                ByteWriting.appendJSONString(r.region ?? "", to: &out)
+                ByteWriting.appendStatic(",\"time\":\"", to: &out)
+                ISOTime.append(r.time, to: &out)
+                out.append(UInt8(ascii: "\""))
+            }
+            ByteWriting.appendStatic("},\"geometry\":{\"type\":\"Point\",\"coordinates\":", to: &out)
             position(r, &out)
             ByteWriting.appendStatic("}}", to: &out)
         }
@@ -71,6 +85,26 @@ public enum TrailExport {
         return out
     }
 
+    /// The records drawn as points beside the track: region transitions and visits, by time; a
+    /// visit once, though a device records it twice (at arrival, then at departure with both
+    /// times): its latest record. Trips are the track between visits (exported on their own as
+    /// GPX), not points.
+    static func marks(_ records: [TrailRecord]) -> [TrailRecord] {
+        var out: [TrailRecord] = []
+        var visitAt: [Double: Int] = [:]
+        for r in records where r.kind != .location && r.kind != .trip {
+            if r.kind == .visit {
+                if let i = visitAt[r.time] {
+                    if r.span?.end != nil || out[i].span?.end == nil { out[i] = r }
+                    continue
+                }
+                visitAt[r.time] = out.count
+            }
+            out.append(r)
+        }
+        return out
+    }
+
     static func position(_ r: TrailRecord, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "["))
         ByteWriting.appendFixed(r.longitude, decimals: 9, to: &out)
@@ -83,8 +117,9 @@ public enum TrailExport {
         out.append(UInt8(ascii: "]"))
     }
 
-    /// GPX 1.1: transitions as waypoints, the locations as one track segment (a location marked an
-    /// outlier as a waypoint named `outlier REASON`).
+    /// GPX 1.1: transitions and visits as waypoints (a visit once, at its arrival, its departure
+    /// in `desc`), the locations as one track segment (a location marked an outlier as a waypoint
+    /// named `outlier REASON`).
     public static func gpx(device: String, records: [TrailRecord]) -> [UInt8] {
         var out: [UInt8] = []
         ByteWriting.appendStatic(
@@ -93,9 +128,8 @@ public enum TrailExport {
             <gpx version="1.1" creator="keeptrack" xmlns="http://www.topografix.com/GPX/1/1">
 
             """, to: &out)
-        for r in records where (r.kind != .location && r.kind != .trip) || r.outlier != nil {
-            point("wpt", r, indent: "  ", &out)
-        }
+        for r in marks(records) { point("wpt", r, indent: "  ", &out) }
+        for r in records where r.kind == .location && r.outlier != nil { point("wpt", r, indent: "  ", &out) }
         ByteWriting.appendStatic("  <trk><name>", to: &out)
         ByteWriting.appendXMLEscaped(device, to: &out)
         ByteWriting.appendStatic("</name><trkseg>\n", to: &out)
@@ -135,6 +169,17 @@ public enum TrailExport {
                 ByteWriting.appendXMLEscaped(region, to: &out)
             }
             ByteWriting.appendStatic("</name>", to: &out)
+            if r.kind == .visit {
+                // GPX has no end time: the departure is said in the description.
+                ByteWriting.appendStatic("<desc>", to: &out)
+                if let departure = r.span?.end {
+                    ByteWriting.appendStatic("until ", to: &out)
+                    ISOTime.append(departure, to: &out)
+                } else {
+                    ByteWriting.appendStatic("still there", to: &out)
+                }
+                ByteWriting.appendStatic("</desc>", to: &out)
+            }
         }
         ByteWriting.appendStatic("</", to: &out)
         ByteWriting.appendStatic(tag, to: &out)

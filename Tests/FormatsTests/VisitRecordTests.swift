@@ -1,3 +1,4 @@
+import Foundation
 import Formats
 import Geo
 import Testing
@@ -159,12 +160,31 @@ struct VisitRecordTests {
         let gpx = String(
             decoding: TrailExport.gpx(device: "van-1", records: [sample, Self.departure, Self.trip]),
             as: UTF8.self)
-        #expect(gpx.contains("<name>visit</name></wpt>"))
+        #expect(gpx.contains("<name>visit</name><desc>until 2024-05-14T10:10:00.000Z</desc></wpt>"))
         #expect(!gpx.contains("trip"))
         let geo = String(
             decoding: TrailExport.geoJSON(device: "van-1", records: [sample, Self.departure, Self.trip]),
             as: UTF8.self)
         #expect(geo.contains(#""event":"visit""#) && !geo.contains(#""event":"trip""#))
+    }
+
+    /// A visit is recorded twice (at arrival, and at departure with both times): exported once, as
+    /// its latest record says it; one still open says so.
+    @Test func exportsGiveAVisitRecordedTwiceOnce() throws {
+        let records = [Self.arrival, sample, Self.departure, Self.trip]
+        let gpx = String(decoding: TrailExport.gpx(device: "van-1", records: records), as: UTF8.self)
+        #expect(gpx.components(separatedBy: "<name>visit</name>").count == 2, "\(gpx)")
+        #expect(gpx.contains("<desc>until 2024-05-14T10:10:00.000Z</desc>"))
+        let open = String(decoding: TrailExport.gpx(device: "van-1", records: [Self.arrival]), as: UTF8.self)
+        #expect(open.contains("<name>visit</name><desc>still there</desc>"))
+        let geo = TrailExport.geoJSON(device: "van-1", records: records)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(geo)) as? [String: Any])
+        let visits = (object["features"] as? [[String: Any]] ?? []).compactMap { $0["properties"] as? [String: Any] }
+            .filter { $0["event"] as? String == "visit" }
+        #expect(visits.count == 1)
+        #expect(visits.first?["time"] as? String == "2024-05-14T09:30:00.000Z")
+        #expect(visits.first?["departure"] as? String == "2024-05-14T10:10:00.000Z")
+        #expect(visits.first?["region"] == nil)
     }
 
     /// The picture marks visits (times, duration, a disc of their radius) and colours each trip's
