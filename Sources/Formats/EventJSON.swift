@@ -30,7 +30,11 @@ public enum EventJSON {
             ByteWriting.appendStatic("null", to: &out)
         }
         ByteWriting.appendStatic(",\"speed\":", to: &out)
-        ByteWriting.appendFixed(l.speed, decimals: 3, nullText: "null", to: &out)
+        if l.speed >= 0 {
+            ByteWriting.appendFixed(l.speed, decimals: 3, nullText: "null", to: &out)
+        } else {
+            ByteWriting.appendStatic("null", to: &out)
+        }
         ByteWriting.appendStatic(",\"course\":", to: &out)
         if l.course >= 0 {
             ByteWriting.appendFixed(l.course, decimals: 2, to: &out)

@@ -41,12 +41,10 @@ struct PointFields {
             vertical = finite(vdop).flatMap { $0 >= 0 ? $0 * Fix.uere : nil }
             source = .dopEstimate
         }
-        var c = finite(course)
-        if let v = c {
-            c =
-                v >= 0 && v < 360
-                ? v : (v.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
-        }
+        // A negative course is unknown (iOS, Overland and OwnTracks write −1), as a negative speed
+        // is; a course of 360° or more is taken round.
+        var c = finite(course).flatMap { $0 >= 0 ? $0 : nil }
+        if let v = c, v >= 360 { c = v.truncatingRemainder(dividingBy: 360) }
         return .success(
             Fix(
                 time: time, coordinate: Coordinate(latitude: latitude, longitude: longitude),

@@ -15,6 +15,15 @@ struct EventJSONTests {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// CoreLocation's −1 for an unknown speed, course or altitude is `null`, as docs/protocols.md says.
+    @Test func aLocationsUnknownValuesAreNull() {
+        let unknown = Location(coordinate: place, horizontalAccuracy: 10, timestamp: 1_715_679_000)
+        #expect(
+            line { EventJSON.appendLocation("location", unknown, to: &$0) }
+                == #"{"event":"location","time":"2024-05-14T09:30:00.000Z","lat":48.137154000,"lon":11.576124000,"#
+                + #""hAcc":10.00,"alt":null,"speed":null,"course":null}"# + "\n")
+    }
+
     @Test func aVisitAtArrivalHasANullDeparture() {
         let text = line {
             EventJSON.appendVisit(

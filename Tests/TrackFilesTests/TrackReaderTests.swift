@@ -94,6 +94,23 @@ struct TrackReaderTests {
         #expect(rec.fixes[i].horizontalAccuracy == 5 && takeout.fixes[i].horizontalAccuracy == 5)
     }
 
+    /// A negative speed or course is unknown (iOS, Overland and OwnTracks write −1), not 359°; a
+    /// course past 360° is taken round.
+    @Test func aNegativeSpeedOrCourseIsUnknown() throws {
+        var reader = try #require(TrackFileFormat.csv.makeReader())
+        var fixes: [Fix] = []
+        let text =
+            "time,lat,lon,speed,course\n2024-05-14T09:30:00Z,48.1,11.5,-1,-1\n2024-05-14T09:30:01Z,48.1,11.5,1.5,370\n"
+        let fed: Result<Void, TrackFileError> = Array(text.utf8).withUnsafeBytes { b in
+            Result { () throws(TrackFileError) in try reader.feed(b) { fixes.append($0) } }
+        }
+        try fed.get()
+        try reader.finish { fixes.append($0) }
+        #expect(fixes.count == 2)
+        #expect(fixes[0].speed == nil && fixes[0].course == nil)
+        #expect(fixes[1].speed == 1.5 && fixes[1].course == 10)
+    }
+
     static let chunkSizes = [1, 2, 3, 7, 64, 4096]
 
     @Test(arguments: formats.map(\.0) + ["truncated.gpx", "mismatched.gpx", "bad-cell.csv", "truncated.takeout.json"])
