@@ -24,12 +24,13 @@ extension PostgresTrackStore: FleetStore {
         refreshLatestSQL(where: "TRUE"),
     ]
 
-    /// Sets the latest position of the devices `condition` selects from their points.
+    /// Sets the latest position of the devices `condition` selects from their points: the newest
+    /// valid one not at 0,0 (``positionSQL``).
     static func refreshLatestSQL(where condition: String) -> String {
         """
         UPDATE devices d SET (latest_time, latest_lat, latest_lon, latest_alt, latest_h_acc, latest_speed, latest_course) =
             (SELECT time, ST_Y(position::geometry), ST_X(position::geometry), alt, h_acc, speed, course FROM positions p
-             WHERE p.device = d.id AND p.valid ORDER BY time DESC, seq DESC NULLS LAST, key DESC LIMIT 1)
+             WHERE p.device = d.id AND p.valid AND \(positionSQL) ORDER BY time DESC, seq DESC NULLS LAST, key DESC LIMIT 1)
         WHERE \(condition)
         """
     }

@@ -64,6 +64,7 @@ extension PostgresTrackStore {
         ("v16-notify-after-commit", notifyAfterCommitMigration),
         ("v17-stop-marks", stopMarksMigration),
         ("v18-stored-ranges", storedRangesMigration),
+        ("v19-latest-not-null-island", notNullIslandMigration),
     ]
 
     /// The devices' summaries kept by the database itself, after each statement that adds points
@@ -71,10 +72,31 @@ extension PostgresTrackStore {
     /// `ON CONFLICT DO NOTHING` skipped are not in it), in the statement's own transaction. A `COPY`
     /// is then one round trip and still one transaction; an AFTER STATEMENT trigger keeps `COPY`'s
     /// multi-insert (a BEFORE ROW trigger would turn it off). The latest position is chosen as
-    /// ``refreshLatestSQL(where:)`` chooses it: the newest valid time, then sequence, then key.
+    /// ``refreshLatestSQL(where:)`` chooses it (since ``notNullIslandMigration``): the newest valid
+    /// time, then sequence, then key.
     static let devicesTriggerMigration = [
+        devicesTriggerFunction(create: "CREATE", latest: "valid"),
         """
-        CREATE FUNCTION keeptrack_devices_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE TRIGGER positions_devices AFTER INSERT ON positions REFERENCING NEW TABLE AS added
+            FOR EACH STATEMENT EXECUTE FUNCTION keeptrack_devices_after_insert()
+        """,
+    ]
+
+    /// A point at 0,0 (a phone's "null island": no position) is never a device's latest position:
+    /// the trigger and the refresh leave such points out, and devices whose latest is one get it
+    /// again from their points.
+    static let notNullIslandMigration = [
+        devicesTriggerFunction(create: "CREATE OR REPLACE", latest: "valid AND \(positionSQL)"),
+        refreshLatestSQL(where: "d.latest_lat = 0 AND d.latest_lon = 0"),
+    ]
+
+    /// What makes a stored point a position a device's latest may be: not at 0,0.
+    static let positionSQL = "(ST_X(position::geometry) <> 0 OR ST_Y(position::geometry) <> 0)"
+
+    /// The devices trigger's function; `latest` chooses the added rows that may be the latest.
+    static func devicesTriggerFunction(create: String, latest: String) -> String {
+        """
+        \(create) FUNCTION keeptrack_devices_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO devices AS d (id, points, first, last, last_received, latest_time, latest_lat, latest_lon,
                                       latest_alt, latest_h_acc, latest_speed, latest_course)
@@ -83,18 +105,14 @@ extension PostgresTrackStore {
             FROM (SELECT device, count(*) AS n, min(time) AS first, max(time) AS last, max(received) AS received
                   FROM added GROUP BY device) g
             LEFT JOIN (SELECT DISTINCT ON (device) device, time, position, alt, h_acc, speed, course FROM added
-                       WHERE valid ORDER BY device, time DESC, seq DESC NULLS LAST, key DESC) f USING (device)
+                       WHERE \(latest) ORDER BY device, time DESC, seq DESC NULLS LAST, key DESC) f USING (device)
             ORDER BY g.device
             \(devicesConflictSQL);
             RETURN NULL;
         END
         $$
-        """,
         """
-        CREATE TRIGGER positions_devices AFTER INSERT ON positions REFERENCING NEW TABLE AS added
-            FOR EACH STATEMENT EXECUTE FUNCTION keeptrack_devices_after_insert()
-        """,
-    ]
+    }
 
     /// Creates PostGIS when it is missing (which needs a superuser, or a database owner where it is
     /// trusted), then applies the migrations not yet applied, in one transaction under an advisory

@@ -304,7 +304,7 @@ struct EndpointLimitsTests {
                         "v6-device-secrets",
                         "v7-visits-and-trips", "v8-stored-stops", "v9-events", "v10-outliers", "v11-statistics",
                         "v12-shares", "v13-place-names", "v14-homeassistant-cursors", "v15-events-presence",
-                        "v16-device-overspeed",
+                        "v16-device-overspeed", "v17-latest-not-null-island",
                     ], points: 3, seconds: 0), "\(said)")
         #expect(said.last == .some(nil), "the end is reported when the upgrade is done")
         reports.withLock { $0 = [] }

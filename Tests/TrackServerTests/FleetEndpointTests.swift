@@ -152,7 +152,8 @@ struct FleetEndpointTests {
         await endpoint.stop()
     }
 
-    /// The latest position per device is the newest valid one, whatever order batches arrive in.
+    /// The latest position per device is the newest valid one, whatever order batches arrive in,
+    /// and never a 0,0.
     @Test(arguments: StoreKind.allCases) func latestIsEachDevicesNewestValidPosition(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
         let raw = Raw(endpoint: endpoint)
@@ -167,13 +168,15 @@ struct FleetEndpointTests {
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("b", lat: 47.5, lon: 10.25)).status == 200)
         // Invalid: stored, not the latest.
         #expect(try await raw.send(.GET, "/?id=a&lat=40&lon=10&timestamp=1715684400&valid=false").status == 200)
+        // A phone's 0,0 ("null island", no position): stored and marked, never the latest.
+        #expect(try await raw.send(.GET, "/?id=a&lat=0&lon=0&timestamp=1715684500").status == 200)
         let latest = try await endpoint.server.store.latest()
         #expect(latest.map(\.device) == ["a", "b"])
         #expect(latest[0].latitude == 48.2 && latest[0].time == ISOTime.parse("2024-05-14T10:00:00Z"))
-        #expect(latest[0].points == 3)
+        #expect(latest[0].points == 4)
         let body = try await raw.send(.GET, "/v1/devices/latest").body
         #expect(
-            body.contains(#"{"id":"a","time":"2024-05-14T10:00:00.000Z","lat":48.2000000,"lon":11.5000000,"points":3"#))
+            body.contains(#"{"id":"a","time":"2024-05-14T10:00:00.000Z","lat":48.2000000,"lon":11.5000000,"points":4"#))
         #expect(body.contains(#"{"id":"b","time":"2024-05-14T09:30:00.000Z","lat":47.5000000,"lon":10.2500000"#))
         let map = try await raw.send(.GET, "/map/svg").body
         #expect(map.contains("Latest positions (2 devices)"))

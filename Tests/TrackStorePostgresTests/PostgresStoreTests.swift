@@ -87,7 +87,7 @@ struct PostgresStoreTests {
         }
         #expect(
             migrations
-                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\nv13-homeassistant-cursors\nv14-events-presence\nv15-device-overspeed\nv16-notify-after-commit\nv17-stop-marks\nv18-stored-ranges\n"
+                == "v1-positions\nv2-fleet\nv3-devices-trigger\nv4-device-secrets\nv5-visits-and-trips\nv6-stream-notify\nv7-stored-stops\nv8-events\nv9-outliers\nv10-statistics\nv11-shares\nv12-place-names\nv13-homeassistant-cursors\nv14-events-presence\nv15-device-overspeed\nv16-notify-after-commit\nv17-stop-marks\nv18-stored-ranges\nv19-latest-not-null-island\n"
         )
         #expect(indexes.contains("UNIQUE INDEX positions_key ON public.positions USING btree (key)"))
         #expect(indexes.contains("positions_device_time ON public.positions USING btree (device, \"time\")"))

@@ -46,19 +46,31 @@ extension SQLiteTrackStore: FleetStore {
         }
     }
 
-    /// Sets the devices table's latest position of `device` from its points (after a deletion).
+    /// A point at 0,0 (a phone's "null island": no position) is never a device's latest position:
+    /// the devices whose latest is one get it again from their points.
+    static func registerLatestMigrations(_ m: inout DatabaseMigrator) {
+        m.registerMigration("v17-latest-not-null-island") { db in
+            for id in try String.fetchAll(db, sql: "SELECT id FROM devices WHERE latestLat = 0 AND latestLon = 0") {
+                try refreshLatest(db, device: id)
+            }
+        }
+    }
+
+    /// Sets the devices table's latest position of `device` from its points (after a deletion): the
+    /// newest valid one not at 0,0.
     static func refreshLatest(_ db: Database, device: String) throws {
         try db.execute(
             sql: """
                 UPDATE devices SET (latestTime, latestLat, latestLon, latestAlt, latestHAcc, latestSpeed, latestCourse) =
                     (SELECT time, lat, lon, alt, hAcc, speed, course FROM points
-                     WHERE device = ?1 AND valid = 1 ORDER BY time DESC, seq DESC, key DESC LIMIT 1)
+                     WHERE device = ?1 AND valid = 1 AND (lat <> 0 OR lon <> 0) ORDER BY time DESC, seq DESC, key DESC LIMIT 1)
                 WHERE id = ?1
                 """, arguments: [device])
     }
 
-    /// Records `r` as the latest position of its device when it is valid and no older than the
-    /// one kept (called by `insert` once per device and batch, after the device's row is written).
+    /// Records `r` as the latest position of its device when it is no older than the one kept
+    /// (called by `insert` once per device and batch, after the device's row is written, with its
+    /// newest valid record not at 0,0).
     static func noteLatest(_ db: Database, _ r: TrailRecord) throws {
         try db.cachedStatement(
             sql: """

@@ -126,6 +126,7 @@ public final class SQLiteTrackStore: TrackStore {
         Self.registerPlaceNameMigrations(&m)
         Self.registerHomeAssistantMigrations(&m)
         Self.registerPresenceMigrations(&m)
+        Self.registerLatestMigrations(&m)
         try Self.migrate(m, pool, path: path, progress: progress)
     }
 
@@ -201,7 +202,10 @@ public final class SQLiteTrackStore: TrackStore {
                 accepted += 1
                 new[r.device, default: []].append(KeyedRecord(key: key, record: r))
                 if feed != nil { stored.append(Self.asStored(r, format: format)) }
-                if r.valid, latest[r.device].map({ $0.time <= r.time }) ?? true { latest[r.device] = r }
+                // 0,0 is no position (a phone's "null island"): never a device's latest.
+                if r.valid, r.latitude != 0 || r.longitude != 0, latest[r.device].map({ $0.time <= r.time }) ?? true {
+                    latest[r.device] = r
+                }
                 if r.valid, r.kind == .location {
                     earliestLocation[r.device] = min(earliestLocation[r.device] ?? r.time, r.time)
                 }
