@@ -56,6 +56,9 @@ public struct TrackFileError: Error, Sendable, CustomStringConvertible {
 
     /// `walk.gpx:12: byte 345: malformed: gpx: expected '>' after '/'`
     public var description: String {
+        // A file that cannot be opened or read: its reader's own words already name the file and
+        // the byte (`day.gpx.gz: byte 1484: gzip data ends early (truncated file?)`).
+        if code == .io, let underlying { return "\(underlying)" }
         var s = file ?? "<input>"
         if line > 0 { s += ":\(line)" }
         if byteOffset >= 0 { s += ": byte \(byteOffset)" }

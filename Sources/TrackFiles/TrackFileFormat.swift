@@ -70,9 +70,10 @@ public enum TrackFileFormat: String, Hashable, Sendable, CaseIterable, CustomStr
         return false
     }
 
-    /// The format of the file at `path` (gzip decompressed first), from its first bytes.
+    /// The format of the file at `path` (gzip decompressed first), from its first bytes (those
+    /// before a read error, when one comes within them).
     ///
-    /// - Throws: ``TrackFileError`` with code ``TrackFileError/Code/io`` when it cannot be read.
+    /// - Throws: ``TrackFileError`` with code ``TrackFileError/Code/io`` when nothing can be read.
     public static func sniff(path: String) throws(TrackFileError) -> TrackFileFormat {
         let reader: NMEAFileReader
         do {
@@ -89,7 +90,13 @@ public enum TrackFileFormat: String, Hashable, Sendable, CaseIterable, CustomStr
             do {
                 n = try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
             } catch {
-                throw TrackFileError(.io, "cannot read", file: path, byteOffset: error.byteOffset, underlying: error)
+                // A file cut short (a gzip that ends early) is still told by what came before: its
+                // reader then delivers that, and says the same error where it comes.
+                guard filled > 0 else {
+                    throw TrackFileError(
+                        .io, "cannot read", file: path, byteOffset: error.byteOffset, underlying: error)
+                }
+                break
             }
             if n == 0 {
                 ended = true

@@ -14,6 +14,8 @@ public struct SourceLines {
     /// written: a live `track` then keeps its working set resident, not its start-up. The default
     /// is `false`.
     public var releasesStartupPages = false
+    /// The message of the last error event ``pump(_:clock:tick:)`` wrote, for the caller to say.
+    public private(set) var lastError: String?
 
     public init(includeAll: Bool = false, lineBuffered: Bool = true) {
         self.includeAll = includeAll
@@ -38,7 +40,7 @@ public struct SourceLines {
     /// clock by default) with the seconds since the start (a progress line), and once more with
     /// `nil` at the end.
     ///
-    /// - Returns: whether the source reported an error event.
+    /// - Returns: whether the source reported an error event (``lastError`` says the last).
     @discardableResult
     public mutating func pump<S: FixSource>(
         _ source: S, clock: any EpochClock = WallClock(), tick: ((Double?) -> Void)? = nil
@@ -51,7 +53,10 @@ public struct SourceLines {
             var settled = !releasesStartupPages
             for await element in source {
                 if Task.isCancelled { break }
-                if case .event(let e) = element, e.kind == .error { failed = true }
+                if case .event(let e) = element, e.kind == .error {
+                    failed = true
+                    lastError = e.message
+                }
                 try write(element)
                 if !settled, element.fix?.hasPosition == true {
                     settled = true

@@ -275,7 +275,11 @@ struct Replay: AsyncParsableCommand {
             tick: progressWanted() && !quiet
                 ? { elapsed in printErrorInline(elapsed.map { progress().line(elapsed: $0) } ?? "") } : nil)
         if !quiet { printError(summary(monotonicSeconds() - started)) }
-        if failed { throw ExitCode(1) }
+        // The reason on standard error too, as through the tracker (standard output may be a file).
+        if failed {
+            printError("error: \(output.lastError ?? "the source failed")", level: .error)
+            throw ExitCode(1)
+        }
     }
 }
 

@@ -98,6 +98,24 @@ struct ReplayTrackFileCommandTests {
         #expect(!(try keeptrack(["replay", "-"], stdin: nmea)).stderr.contains("NMEA only"))
     }
 
+    /// A small gzipped GPX cut short is still a GPX (told by what it holds before the cut): its
+    /// points before the cut are delivered, and the cut is said on standard error with status 1.
+    @Test func aCutGzippedTrackFileKeepsItsPointsAndSaysTheCut() throws {
+        let dir = try TemporaryDirectory("kt-cut").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let whole = try Data(contentsOf: packageRoot.appendingPathComponent("fixtures/tracks/walk-2min.gpx.gz"))
+        let cut = dir + "/cut.gpx.gz"
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: cut))
+        let r = try keeptrack(["replay", cut])
+        #expect(r.status == 1)
+        let fixes = r.stdout.split(separator: "\n").filter { $0.hasPrefix("{\"time\":") }.count
+        #expect(fixes > 10 && fixes < 120, "\(r.stderr)")
+        #expect(r.stderr.contains("gpx \(cut) 1.1: \(fixes) fixes"), "\(r.stderr)")
+        #expect(
+            r.stderr.hasSuffix("error: \(cut): byte \(whole.count / 2): gzip data ends early (truncated file?)\n"),
+            "\(r.stderr)")
+    }
+
     @Test func aBillionLaughsGPXIsRefusedNamingFileLineAndByte() throws {
         let r = try keeptrack(["replay", "fixtures/tracks/billion-laughs.gpx"])
         #expect(r.status == 1)
