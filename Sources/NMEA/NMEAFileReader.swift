@@ -187,9 +187,10 @@ public final class NMEAFileReader {
 extension NMEADecoder {
     /// Decodes a whole file (`-` for standard input, gzip accepted) in 256 KiB chunks.
     ///
-    /// An I/O error (a read failure, a truncated or corrupt gzip file, junk after the gzip data)
-    /// loses nothing read before it: every epoch decoded from the bytes before the error,
-    /// the one in progress included, is emitted first, then the error is thrown.
+    /// An I/O error (a read failure, a truncated or corrupt gzip file, junk after the gzip data),
+    /// or in strict mode a rejected sentence, loses nothing read before it: every epoch decoded
+    /// from the bytes before the error, the one in progress included, is emitted first, then the
+    /// error is thrown.
     ///
     /// - Parameters:
     ///   - path: the log to read.
@@ -212,7 +213,14 @@ extension NMEADecoder {
                 throw error
             }
             if n == 0 { break }
-            try decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), emit)
+            do {
+                try decode(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), emit)
+            } catch {
+                // Strict mode stops at a rejected sentence: the epoch in progress before it was
+                // decoded (often complete, the bad sentence being the next one's first) and is not lost.
+                finishAfterInputError(emit)
+                throw error
+            }
             progress?(reader)
         }
         try finish(emit)

@@ -72,8 +72,13 @@ struct DecodeCommandTests {
         #expect(
             r.stderr.contains(
                 "error: stopped at the first bad sentence (--strict): fixtures/corrupted.nmea:161: byte 9619"))
-        // Fixes before the bad sentence were printed.
-        #expect(r.stdout.split(separator: "\n").count == 19)
+        // Fixes before the bad sentence were printed, the epoch it came after included (its
+        // lines 153-160 are complete: the bad sentence is the next epoch's first).
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 20)
+        #expect(
+            lines.last?.hasPrefix(#"{"time":"2024-05-14T09:30:19.00Z""#) == true
+                && lines.last?.contains("[153,160]") == true, "\(lines.last ?? "")")
     }
 
     @Test func aTruncatedGzipLogPrintsEveryFixReadBeforeTheEndThenTheErrorWithFileAndByte() throws {
