@@ -223,6 +223,8 @@ public struct Decisions: Sendable {
 
     /// The events one source element causes at time `now`.
     public mutating func handle(_ element: SourceElement, now: Double) -> [LocationEvent] {
+        // Only this element's: a source event after a refused fix must not count the fix again.
+        lastRejections.removeAll(keepingCapacity: true)
         switch element {
         case .event(let e):
             switch e.kind {
@@ -233,7 +235,6 @@ public struct Decisions: Sendable {
             }
         case .fix(let fix):
             var out: [LocationEvent] = []
-            lastRejections.removeAll(keepingCapacity: true)
             if firstSeen == nil { firstSeen = now }
             guard let location = Location(fix, source: source), location.horizontalAccuracy >= 0 else {
                 lastRejections.append(fix.hasPosition ? .noAccuracy : .noPosition)

@@ -99,9 +99,13 @@ public final class Tracker: Service, Sendable {
             source: GatedSource(upstream: source, core: core),
             configuration: configuration.locationManager, regions: regions,
             updatingLocation: configuration.updatesLocationAtStart,
-            rejected: { [metrics = core.metrics, core] in
-                metrics.filtered($0)
+            rejected: { [metrics = core.metrics, core] reason in
+                metrics.filtered(reason)
                 core.heartbeatFixRejected()
+                switch reason {
+                case .outOfOrder, .stale: core.state.withLock { $0.outOfOrder += 1 }
+                default: break
+                }
             }, clock: clock)
         core.gate(manager)
         core.regionSaving.withLock { $0 = RegionStateSaving(version: regions.insideVersion) }
@@ -205,6 +209,12 @@ public final class Tracker: Service, Sendable {
     /// breaks off (a replay that read it ends there), or a live source's failure, which it retries.
     /// Reported whether or not a fix had arrived before it.
     public var sourceError: SourceEvent? { core.state.withLock { $0.sourceError } }
+
+    /// The fixes standard updates did not deliver for their time: no newer than the last location
+    /// (``LocationService/RejectReason/outOfOrder``) or older than the clock allows (stale). A
+    /// location is never older than the one before it, as in CoreLocation, and a replay's clock
+    /// never goes back, so an input out of time order loses them.
+    public var fixesOutOfOrder: Int { core.state.withLock { $0.outOfOrder } }
 }
 
 /// The calls a tracker gates its ``LocationManager`` with, whatever the manager's source.
@@ -287,6 +297,8 @@ final class TrackerCore: Sendable {
         var failure: (any Error)?
         /// The source's last `error` event (not a disconnection it recovers from).
         var sourceError: SourceEvent?
+        /// Fixes standard updates refused for being no newer than the last location, or stale.
+        var outOfOrder = 0
     }
 
     let configuration: Tracker.Configuration

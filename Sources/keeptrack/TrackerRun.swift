@@ -106,6 +106,14 @@ struct TrackerRun {
             throw error.commandError
         }
         let interrupted = !tracker.inputFinished
+        if tracker.fixesOutOfOrder > 0 && onLogTime {
+            // A file not in time order (a GPX's waypoints before its track, a CSV newest first).
+            printError(
+                "warning: \(counted(tracker.fixesOutOfOrder, "fix", "fixes")) older than one before "
+                    + "\(tracker.fixesOutOfOrder == 1 ? "it was" : "them were") not delivered (a location is never "
+                    + "older than the last): the input is not in time order; sort it by time to track all of it",
+                level: .warning)
+        }
         try await upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)
         await embedded?.store.close()
         if tracker.application.state == .terminated {

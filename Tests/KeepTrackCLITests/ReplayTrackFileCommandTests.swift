@@ -116,6 +116,24 @@ struct ReplayTrackFileCommandTests {
             "\(r.stderr)")
     }
 
+    /// A file newest first: a location is never older than the last, so only the first is
+    /// delivered, and the replay says how many were not and why, not silently.
+    @Test func aFileOutOfTimeOrderSaysWhatItDidNotDeliver() throws {
+        let dir = try TemporaryDirectory("kt-reversed").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let lines = try String(
+            contentsOf: packageRoot.appendingPathComponent("fixtures/tracks/walk-2min.csv"), encoding: .utf8
+        ).split(whereSeparator: \.isNewline)  // CRLF: "\r\n" is one Character
+        let reversed = dir + "/newest-first.csv"
+        try ([lines[0]] + lines.dropFirst().reversed()).joined(separator: "\n").write(
+            toFile: reversed, atomically: true, encoding: .utf8)
+        let r = try keeptrack(["replay", "--distance-filter", "0", reversed])
+        #expect(r.stdout.split(separator: "\n").filter { $0.hasPrefix(#"{"event":"location""#) }.count == 1)
+        #expect(r.stderr.contains("warning: 119 fixes older than one before them were not delivered"), "\(r.stderr)")
+        let inOrder = try keeptrack(["replay", "--distance-filter", "0", "fixtures/tracks/walk-2min.csv"])
+        #expect(!inOrder.stderr.contains("not in time order"), "\(inOrder.stderr)")
+    }
+
     @Test func aBillionLaughsGPXIsRefusedNamingFileLineAndByte() throws {
         let r = try keeptrack(["replay", "fixtures/tracks/billion-laughs.gpx"])
         #expect(r.status == 1)

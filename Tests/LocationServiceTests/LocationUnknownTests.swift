@@ -38,6 +38,9 @@ struct LocationUnknownTests {
                     + "(is the system clock right?)"
             ])
         #expect(decisions.lastRejections == [.stale(age: 12)])
+        // A source event after it refuses no fix: the stale one is not counted again.
+        _ = decisions.handle(.event(SourceEvent(.endOfInput, source: "log", message: "end of log")), now: start + 60)
+        #expect(decisions.lastRejections.isEmpty)
         // A fresh fix is delivered; the next stale run is said again, 30 s after it.
         events = decisions.handle(fix(start + 60), now: start + 60)
         #expect(locations(events) == 1)
