@@ -112,10 +112,14 @@ public struct CSVReader: TrackReader {
         return out
     }
 
-    /// Whether a header line names a latitude and a longitude column (the sniffer's test).
+    /// Whether a line is a CSV header (the sniffer's test): two columns or more, one of them a
+    /// latitude, a longitude or a time. One that names no latitude or no longitude is still a
+    /// header, which the reader then refuses saying so, rather than a log of nothing.
     static func isHeader(_ line: UnsafeRawBufferPointer) -> Bool {
-        let roles = columns(of: line, separator: separator(of: line)).map(role)
-        return roles.contains(.latitude) && roles.contains(.longitude)
+        let cells = columns(of: line, separator: separator(of: line))
+        guard cells.count >= 2 else { return false }
+        let roles = cells.map(role)
+        return roles.contains(.latitude) || roles.contains(.longitude) || roles.contains(.time)
     }
 
     mutating func fail(_ code: TrackFileError.Code, _ message: String, line: Int? = nil) -> TrackFileError {

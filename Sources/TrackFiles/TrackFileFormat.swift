@@ -24,8 +24,8 @@ public enum TrackFileFormat: String, Hashable, Sendable, CaseIterable, CustomStr
     /// The format of a file that starts with `head`.
     ///
     /// XML is GPX, JSON with `latitudeE7` or `timestampMs` keys is Takeout and other JSON GeoJSON;
-    /// a first line of `time TAB topic TAB` is a `.rec` file, a first line naming latitude and
-    /// longitude columns a CSV header; anything else is NMEA, whose decoder skips what is not a
+    /// a first line of `time TAB topic TAB` is a `.rec` file, a first line of two columns or more
+    /// naming a latitude, a longitude or a time column a CSV header; anything else is NMEA, whose decoder skips what is not a
     /// sentence and counts it (as `replay` always did).
     ///
     /// - Parameters:

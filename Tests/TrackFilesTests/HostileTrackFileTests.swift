@@ -196,6 +196,9 @@ struct SniffingTests {
         ("\u{FEFF}lat;lng;fixTime\n", TrackFileFormat.csv), ("  \n<?xml version='1.0'?><gpx/>", .gpx),
         ("[]", .geojson), ("$GPGGA,lat,lon\n", .nmea), ("latitude,longitude,time", .csv), ("hello\n", .nmea),
         ("", .nmea),
+        // A header naming no latitude (the reader then says so), but not a banner line.
+        ("time,y,x\n2024-05-14T09:30:00Z,48.1,11.5\n", .csv), ("u-blox AG, www.u-blox.com\n", .nmea),
+        ("time\n", .nmea),
     ])
     func sniffingInMemory(_ text: String, _ format: TrackFileFormat) {
         let bytes = Array(text.utf8)
