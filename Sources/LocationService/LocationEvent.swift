@@ -5,8 +5,11 @@ import Geo
 
 /// Why a fix was not delivered.
 public enum RejectReason: Hashable, Sendable, CustomStringConvertible {
-    /// No 2D/3D position (or no date to time it).
+    /// No 2D/3D position.
     case noPosition
+    /// A position at a time of day without a date (an NMEA log without RMC or ZDA): no time to
+    /// judge it by.
+    case noDate
     /// No horizontal accuracy to judge it by.
     case noAccuracy
     /// Worse than the desired accuracy (it may still be delivered by the fallback).
@@ -18,11 +21,12 @@ public enum RejectReason: Hashable, Sendable, CustomStringConvertible {
     /// Not older than the last accepted location.
     case outOfOrder
 
-    /// A label for counting: `no-position`, `no-accuracy`, `inaccurate`, `stale`,
+    /// A label for counting: `no-position`, `no-date`, `no-accuracy`, `inaccurate`, `stale`,
     /// `implied-speed`, `out-of-order`.
     public var category: String {
         switch self {
         case .noPosition: "no-position"
+        case .noDate: "no-date"
         case .noAccuracy: "no-accuracy"
         case .inaccurate: "inaccurate"
         case .stale: "stale"
@@ -34,6 +38,7 @@ public enum RejectReason: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .noPosition: "no position"
+        case .noDate: "no date"
         case .noAccuracy: "no accuracy"
         case .inaccurate(let a, let l): "accuracy \(Int(a.rounded())) m worse than \(Int(l)) m"
         case .stale(let age): "stale by \(Int(age.rounded())) s"

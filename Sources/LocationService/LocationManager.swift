@@ -237,7 +237,8 @@ public struct Decisions: Sendable {
             var out: [LocationEvent] = []
             if firstSeen == nil { firstSeen = now }
             guard let location = Location(fix, source: source), location.horizontalAccuracy >= 0 else {
-                lastRejections.append(fix.hasPosition ? .noAccuracy : .noPosition)
+                lastRejections.append(
+                    !fix.hasPosition ? .noPosition : fix.time?.secondsSince1970 == nil ? .noDate : .noAccuracy)
                 return locationUnknown(now: now)
             }
             var plausible = true

@@ -104,6 +104,7 @@ public final class Tracker: Service, Sendable {
                 core.heartbeatFixRejected()
                 switch reason {
                 case .outOfOrder, .stale: core.state.withLock { $0.outOfOrder += 1 }
+                case .noDate: core.state.withLock { $0.undated += 1 }
                 default: break
                 }
             }, clock: clock)
@@ -215,6 +216,10 @@ public final class Tracker: Service, Sendable {
     /// location is never older than the one before it, as in CoreLocation, and a replay's clock
     /// never goes back, so an input out of time order loses them.
     public var fixesOutOfOrder: Int { core.state.withLock { $0.outOfOrder } }
+
+    /// The fixes with a position at a time of day but no date (an NMEA log without RMC or ZDA),
+    /// which no location can be made of (``LocationService/RejectReason/noDate``).
+    public var fixesWithoutDate: Int { core.state.withLock { $0.undated } }
 }
 
 /// The calls a tracker gates its ``LocationManager`` with, whatever the manager's source.
@@ -299,6 +304,8 @@ final class TrackerCore: Sendable {
         var sourceError: SourceEvent?
         /// Fixes standard updates refused for being no newer than the last location, or stale.
         var outOfOrder = 0
+        /// Fixes with a position but no date (a log of times of day only).
+        var undated = 0
     }
 
     let configuration: Tracker.Configuration

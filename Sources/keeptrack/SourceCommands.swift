@@ -190,6 +190,13 @@ struct Replay: AsyncParsableCommand {
     @Flag(help: "Start again at the end (times continue forward).")
     var loop = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Date (YYYY-MM-DD, UTC) for an NMEA log's fixes before it gives one: a log of times of day "
+                + "only (no RMC or ZDA) has no location without it.",
+            valueName: "date"))
+    var date: String?
+
     @Flag(help: "Also print epochs without a position (mode \"none\").")
     var all = false
 
@@ -212,6 +219,9 @@ struct Replay: AsyncParsableCommand {
     func validate() throws {
         if let speed, !(speed > 0 && speed.isFinite) { throw ValidationError("--speed must be a positive number.") }
         if loop && file == "-" { throw ValidationError("--loop needs a file: standard input cannot be read twice.") }
+        if let date, LogDecoding.parseDate(date) == nil {
+            throw ValidationError("--date must be a date like 2024-03-09, got '\(date)'.")
+        }
     }
 
     func run() async throws {
@@ -227,7 +237,9 @@ struct Replay: AsyncParsableCommand {
         if file != "-", let format = try? TrackFileFormat.sniff(path: file), format != .nmea {
             return try await replayTrackFile(format: format)
         }
-        let source = NMEALogSource(options: .init(path: file, speed: speed, loop: loop))
+        var options = NMEALogSource.Options(path: file, speed: speed, loop: loop)
+        options.decoder.referenceDay = date.flatMap(LogDecoding.parseDate)
+        let source = NMEALogSource(options: options)
         let file = self.file
         try await replay(source, logClock: source.logClock, progress: { source.progress }) { seconds in
             let p = source.progress

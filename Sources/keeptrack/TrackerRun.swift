@@ -114,6 +114,13 @@ struct TrackerRun {
                     + "older than the last): the input is not in time order; sort it by time to track all of it",
                 level: .warning)
         }
+        if tracker.fixesWithoutDate > 0 && onLogTime {
+            printError(
+                "warning: \(counted(tracker.fixesWithoutDate, "fix", "fixes")) had a time of day but no date "
+                    + "(the log has no RMC or ZDA sentence before \(tracker.fixesWithoutDate == 1 ? "it" : "them")): "
+                    + "give the log's date with --date YYYY-MM-DD",
+                level: .warning)
+        }
         try await upload.report(tracker, embedded: embedded, dataDirectory: dataDirectory, quiet: quiet && !interrupted)
         await embedded?.store.close()
         if tracker.application.state == .terminated {

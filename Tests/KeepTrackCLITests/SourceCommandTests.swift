@@ -44,6 +44,22 @@ struct SourceCommandTests {
         #expect(points > 10_000, "\(stored)")
     }
 
+    /// A log of times of day only gives no location: said, with the way out (`--date`), which
+    /// gives each fix its location.
+    @Test func replayOfALogWithoutDatesSaysSoAndTakesADate() throws {
+        let r = try keeptrack(["replay", "--distance-filter", "0", "fixtures/nodate.nmea"])
+        #expect(r.status == 0)
+        #expect(!r.stdout.contains(#"{"event":"location""#))
+        #expect(
+            r.stderr.contains("warning: 116 fixes had a time of day but no date")
+                && r.stderr.contains("--date YYYY-MM-DD"), "\(r.stderr)")
+        let dated = try keeptrack(["replay", "--distance-filter", "0", "--date", "2024-05-14", "fixtures/nodate.nmea"])
+        let locations = dated.stdout.split(separator: "\n").filter { $0.hasPrefix(#"{"event":"location""#) }
+        #expect(locations.count == 116)
+        #expect(locations.first?.contains(#""time":"2024-05-14T"#) == true)
+        #expect(!dated.stderr.contains("no date"))
+    }
+
     @Test func replayRejectsLoopingStandardInput() throws {
         let r = try keeptrack(["replay", "-", "--loop"])
         #expect(r.status == 64)
