@@ -78,6 +78,15 @@ struct Serve: AsyncParsableCommand {
                     try await store.addCredential(device: id, clock: WallClock())
                 }
                 print(token)
+                // OwnTracks' USER/DEVICE arrive lowercased (as the Recorder files them): this token
+                // could not post them.
+                if id.contains("/"), id != id.lowercased() {
+                    printError(
+                        "warning: OwnTracks posts arrive as \(id.lowercased()) (the endpoint lowercases USER/DEVICE, "
+                            + "as the Recorder does): this token is refused for them; for OwnTracks, add "
+                            + "\(id.lowercased()) instead (keeptrack serve devices revoke \(id))",
+                        level: .warning)
+                }
             }
         }
 
