@@ -151,6 +151,19 @@ struct HostileRequestTests {
             endpoint, .POST, "/v1/locations", bytes: bomb, headers: [("Content-Encoding", "gzip")])
         #expect(inflated.status == 413)
         #expect(try await endpoint.server.store.count() == 0)
+        // Another content coding is named and refused (415), not read as the body; x-gzip is gzip.
+        for coding in ["br", "deflate"] {
+            let other = try await send(
+                endpoint, .POST, "/v1/locations", bytes: Array(body("").utf8), headers: [("Content-Encoding", coding)])
+            #expect(other.status == 415, "\(coding)")
+            #expect(other.body.contains("Content-Encoding \(coding) is not accepted"), "\(other.body)")
+        }
+        #expect(try await endpoint.server.store.count() == 0)
+        let xgzip = try await send(
+            endpoint, .POST, "/v1/locations", bytes: Gzip.compress(Array(body("").utf8)),
+            headers: [("Content-Encoding", "x-gzip")])
+        #expect(xgzip.status == 200, "\(xgzip.body)")
+        #expect(try await endpoint.server.store.count() == 1)
         try await expectAlive(raw)
         await raw.close()
         await endpoint.stop()

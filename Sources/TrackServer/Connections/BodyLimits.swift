@@ -152,8 +152,19 @@ struct BodyReader: Sendable {
     /// The body, inflated when gzip.
     ///
     /// - Throws: 413 over the limit (the connection closed after the answer), 408 past the timeout,
-    ///   503 over the budget, 400 for a gzip body that does not inflate.
+    ///   503 over the budget, 400 for a gzip body that does not inflate, 415 for a content coding
+    ///   other than gzip (`x-gzip`) or none.
     func read(_ request: Request, _ context: ServerContext) async throws -> [UInt8] {
+        // gzip (or its old name x-gzip, RFC 9110 8.4.1.3) or none: another coding would be read as
+        // if it were the body itself.
+        let coding = request.headers[.contentEncoding].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let gzip = coding == "gzip" || coding == "x-gzip"
+        if let coding, !gzip, !coding.isEmpty, coding != "identity" {
+            context.closeAfterAnswer()
+            throw HTTPError(
+                .unsupportedMediaType, headers: [.acceptEncoding: "gzip"],
+                message: "Content-Encoding \(coding.prefix(40)) is not accepted: send the body as it is, or gzip")
+        }
         let declared = request.headers[.contentLength].flatMap { Int($0) }
         if let declared, declared > limit {
             context.closeAfterAnswer()
@@ -172,7 +183,7 @@ struct BodyReader: Sendable {
             throw HTTPError(.requestTimeout, message: "the body did not arrive within \(timeout)")
         }
         let bytes = Array(buffer: buffer)
-        if request.headers[.contentEncoding]?.lowercased() == "gzip" {
+        if gzip {
             gzipRequests.increment()
             // What it says it inflates to (ISIZE, the trailer's last 4 bytes), within the limit:
             // inflating stops at the limit whatever it says.
