@@ -33,6 +33,9 @@ public protocol EventStore: AnyObject {
 
     /// Adds each of `geofences` (names unique), or replaces the one of its name (its devices start
     /// again from unknown), all in one transaction: all or none; the number that were new.
+    ///
+    /// - Throws: `EventsError` (``EndpointEvents/EventsError/Code/tooLarge``) when the store would
+    ///   then hold more geofences than a document may have (100,000): nothing is stored.
     func putGeofences(_ geofences: [Geofence]) async throws -> Int
 
     /// Removes the geofence named `name`; `false` when there was none.

@@ -88,8 +88,15 @@ public final class StoredEvents: Sendable {
             document += f
         }
         document += Array("]}".utf8)
+        // Each was checked when it was stored; the totals are a document's bounds, which ``putGeofences``
+        // keeps for the count: reading them back is never refused for the set's size, so a set
+        // grown past them by several documents still evaluates (ingest does not fail on it).
+        var limits = GeofenceDocument.Limits()
+        limits.bytes = .max
+        limits.geofences = .max
+        limits.vertices = .max
         do {
-            return try GeofenceDocument.parse(document)
+            return try GeofenceDocument.parse(document, limits: limits)
         } catch {
             throw TrackStoreError(.corrupt, "the stored geofences do not read back: \(error.message)")
         }
@@ -151,5 +158,16 @@ extension StopEvent {
             start.details = .stay(DeviceEvent.Stay(start: trip.end, end: nil, radius: nil, fixes: nil))
             return [DeviceEvent.tripEnd(device: device, trip: trip, decided: decided), start]
         }
+    }
+}
+
+extension StoredEvents {
+    /// The refusal of a put that would leave the store holding more geofences than a document may
+    /// have (``GeofenceDocument/Limits/geofences``).
+    public static func tooManyGeofences(_ count: Int) -> EventsError {
+        EventsError(
+            .tooLarge,
+            "the endpoint would hold \(count) geofences, more than \(GeofenceDocument.Limits().geofences): "
+                + "remove some first (nothing was stored)")
     }
 }

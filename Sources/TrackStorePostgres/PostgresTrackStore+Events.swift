@@ -250,10 +250,27 @@ extension PostgresTrackStore: EventStore {
     public func putGeofences(_ geofences: [Geofence]) async throws -> Int {
         guard !geofences.isEmpty else { return 0 }
         return try await withLiveConnection { connection in
-            try await connection.withTransaction(logger: self.logger) { c in
-                let generation = try await self.nextGeofenceGeneration(c)
-                return try await self.upsertGeofences(c, geofences, generation: generation)
+            do {
+                return try await self.putGeofences(geofences, on: connection)
+            } catch let error as PostgresTransactionError {
+                // The refusal as thrown, not wrapped in the transaction's error.
+                if let refusal = error.closureError as? EventsError { throw refusal }
+                throw error
             }
+        }
+    }
+
+    func putGeofences(_ geofences: [Geofence], on connection: PostgresConnection) async throws -> Int {
+        try await connection.withTransaction(logger: self.logger) { c in
+            let generation = try await self.nextGeofenceGeneration(c)
+            let added = try await self.upsertGeofences(c, geofences, generation: generation)
+            // The whole set within a document's bound, or nothing stored (the transaction rolls back).
+            var total: Int64 = 0
+            for try await n in try await c.query("SELECT count(*)::int8 FROM geofences", logger: self.logger)
+                .decode(Int64.self)
+            { total = n }
+            if total > GeofenceDocument.Limits().geofences { throw StoredEvents.tooManyGeofences(Int(total)) }
+            return added
         }
     }
 

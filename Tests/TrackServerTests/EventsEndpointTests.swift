@@ -154,6 +154,42 @@ struct EventsEndpointTests {
         await endpoint.stop()
     }
 
+    /// The store never holds more geofences than a document may (100,000): a put past it is refused
+    /// whole, over HTTP a 413, and ingest goes on (reading the set back would refuse it).
+    @Test(arguments: StoreKind.allCases) func theStoreHoldsAtMostAHundredThousandGeofences(kind: StoreKind)
+        async throws
+    {
+        let endpoint = try await Endpoint.start(store: kind)
+        do {
+            let store = endpoint.server.store
+            let limit = GeofenceDocument.Limits().geofences
+            func circle(_ i: Int) throws -> Geofence {
+                Geofence(
+                    region: try Region(
+                        id: "g\(i)",
+                        center: Coordinate(latitude: 40 + Double(i % 1000) * 1e-2, longitude: Double(i / 1000) * 1e-2),
+                        radius: 50))
+            }
+            #expect(try await store.putGeofences((0..<limit).map(circle)) == limit)
+            await #expect(throws: EventsError.self) { _ = try await store.putGeofences([try circle(limit)]) }
+            #expect(try await store.putGeofence(try circle(7)) == false)  // a replacement is no more
+            let raw = Raw(endpoint: endpoint)
+            let put = try await raw.send(
+                .PUT, "/v1/geofences/g\(limit)",
+                body: String(decoding: GeofenceDocument.feature(try circle(limit)), as: UTF8.self))
+            #expect(put.status == 413, "\(put.body)")
+            #expect(put.body.contains("would hold 100001 geofences, more than 100000"), "\(put.body)")
+            #expect(try await store.geofences().count == limit)
+            let location =
+                #"{"device":"a","records":[{"seq":1,"kind":"location","time":"2024-05-14T09:30:00Z","lat":48.1,"lon":11.5}]}"#
+            #expect(try await raw.send(.POST, "/v1/locations", body: location).status == 200)
+            await raw.close()
+        } catch {
+            Issue.record(error)
+        }
+        await endpoint.stop()
+    }
+
     /// Bad geofence documents and hooks: a clear 4xx naming what is wrong, nothing stored half.
     @Test(arguments: StoreKind.allCases) func badGeofencesAndHooksAreRefusedWhole(kind: StoreKind) async throws {
         let receiver = try await WebhookReceiver()

@@ -63,7 +63,12 @@ struct EventRoutes: Sendable {
             guard g.name == name else {
                 throw HTTPError(.badRequest, message: "the feature's id '\(g.name)' is not the path's '\(name)'")
             }
-            let created = try await store.putGeofence(g)
+            let created: Bool
+            do {
+                created = try await store.putGeofence(g)
+            } catch let error as EventsError where error.code == .tooLarge {
+                throw HTTPError(.contentTooLarge, message: error.description)
+            }
             return Response(
                 status: created ? .created : .ok, headers: [.contentType: "application/geo+json"],
                 body: .init(byteBuffer: ByteBuffer(bytes: GeofenceDocument.feature(g))))

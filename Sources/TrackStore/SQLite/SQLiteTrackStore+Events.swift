@@ -164,6 +164,9 @@ extension SQLiteTrackStore: EventStore {
                 if try Bool.fetchOne(exists, arguments: [g.name]) == nil { added += 1 }
                 try put.execute(arguments: [g.name, Data(GeofenceDocument.feature(g)), generation])
             }
+            // The whole set within a document's bound, or nothing stored (the transaction rolls back).
+            let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM geofences") ?? 0
+            if total > GeofenceDocument.Limits().geofences { throw StoredEvents.tooManyGeofences(total) }
             return added
         }
     }
