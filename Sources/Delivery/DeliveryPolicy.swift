@@ -5,9 +5,9 @@ import Geo
 /// far, when it was queued and the time, and performs the outcome.
 ///
 /// - A 2xx (a PUBACK) is delivered.
-/// - Any other answer, a timeout or a network failure is tried again after the receiver's
-///   `Retry-After` (at most ``Backoff/maximum``) or the ``backoff`` of the failures in a row (the
-///   uploader's wait: full jitter over a doubling ceiling).
+/// - Any other answer, a timeout or a network failure is tried again after the ``backoff`` of the
+///   failures in a row (the uploader's wait: jitter over a doubling ceiling), or the receiver's
+///   `Retry-After` when that is longer (at most ``Backoff/maximum``).
 /// - After ``maximumAttempts`` failed attempts, or once the entry is older than ``maximumAge``,
 ///   it is a dead letter (`hooks retry` queues dead letters again).
 public struct DeliveryPolicy: Hashable, Sendable {
@@ -46,7 +46,11 @@ public struct DeliveryPolicy: Hashable, Sendable {
             if now - queued >= maximumAge {
                 return .dead(reason: "\(failure.message) (still failing after \(Int(maximumAge)) s)")
             }
-            let wait = after.map { min($0, backoff.maximum) } ?? backoff.delay(failures: failures, using: &random)
+            // Retry-After is the least wait the receiver asks for (RFC 9110 10.2.3), never less than
+            // the backoff's: a receiver answering `Retry-After: 0` to every attempt would otherwise
+            // use up the attempts in a moment.
+            let delay = backoff.delay(failures: failures, using: &random)
+            let wait = min(max(after ?? 0, delay), backoff.maximum)
             return .retry(at: now + wait, reason: failure.message)
         }
     }

@@ -185,7 +185,9 @@ extension Serve {
                     guard let data = FileManager.default.contents(atPath: secretFile) else {
                         throw CommandFailure("cannot read \(secretFile)")
                     }
-                    secret = String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+                    // Its first line, whatever ends it: a Windows line end's CR would sign with it.
+                    secret = String(
+                        String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? "")
                 }
                 let settings = HookSettings(
                     type: type, url: url, kinds: kind.isEmpty ? nil : kind, devices: device.isEmpty ? nil : device,

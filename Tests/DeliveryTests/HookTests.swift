@@ -131,9 +131,25 @@ struct HookTests {
         }
         // The first retry waits between half the first ceiling (5 s) and it.
         #expect(at >= 12.5 && at <= 15)
-        #expect(
-            policy.outcome(of: .retry(after: 7, failure), attempts: 1, queued: 0, now: 10, random: &random)
-                == .retry(at: 17, reason: "answered 500"))
+        // Retry-After is the least wait: 7 s, or the backoff's (5-10 s at the second failure) when longer.
+        guard
+            case .retry(let later, _) = policy.outcome(
+                of: .retry(after: 7, failure), attempts: 1, queued: 0, now: 10, random: &random)
+        else {
+            Issue.record("no retry")
+            return
+        }
+        #expect(later >= 17 && later <= 20)
+        // `Retry-After: 0` is no reason to try again at once.
+        let patient = DeliveryPolicy(maximumAttempts: 15, maximumAge: 1e9)
+        guard
+            case .retry(let zero, _) = patient.outcome(
+                of: .retry(after: 0, failure), attempts: 5, queued: 0, now: 10, random: &random)
+        else {
+            Issue.record("no retry")
+            return
+        }
+        #expect(zero >= 10 + 80, "the sixth failure waits half its 160 s ceiling at least")
         #expect(
             policy.outcome(of: .retry(after: nil, failure), attempts: 2, queued: 0, now: 10, random: &random)
                 == .dead(reason: "answered 500 (3 attempts)"))

@@ -49,7 +49,8 @@ struct ServeEventsCommandTests {
         let dir = try TemporaryDirectory("kt-hooks").path
         let db = ["--db", dir + "/endpoint.sqlite"]
         let secretFile = dir + "/ops.secret"
-        try Data("\(Self.secret)\n".utf8).write(to: URL(fileURLWithPath: secretFile))
+        // Written with a Windows line end: the CR is no part of the secret.
+        try Data("\(Self.secret)\r\n".utf8).write(to: URL(fileURLWithPath: secretFile))
         let receiver = try Tool("tools/webhook-receiver.py", [Self.secret])
         defer { receiver.terminate() }
         receiver.guardAgainstHang(seconds: 120)

@@ -110,6 +110,10 @@ struct EventsEndpointTests {
             // Stops and trips are events too.
             let stops = try await Self.events(raw, "kind=stopStart,stopEnd,tripEnd")
             #expect(!stops.isEmpty)
+            // A `from` after `to` is a 400, as on the trail's and the stops' routes.
+            let backwards = try await raw.send(.GET, "/v1/events?from=2024-05-15&to=2024-05-14")
+            #expect(backwards.status == 400)
+            #expect(backwards.body.contains("from: 2024-05-15 is after to: 2024-05-14"), "\(backwards.body)")
             // A device token sees its own device's events only; geofences and hooks are the admin's.
             let token = try await endpoint.server.store.addCredential(device: "van-2", now: 0)
             #expect(try await Self.events(raw, "kind=geofenceEnter", token: token).isEmpty)

@@ -186,8 +186,10 @@ struct EventRoutes: Sendable {
             }
             query.kinds = kinds
         }
-        query.from = try QueryTime.parse("from", q["from"].map(String.init)) ?? -.infinity
-        query.to = try QueryTime.parse("to", q["to"].map(String.init)) ?? .infinity
+        // A `from` after `to` is a 400, as on every route that takes them.
+        let range = try QueryTime.range { q[$0[...]].map(String.init) }
+        query.from = range.from ?? -.infinity
+        query.to = range.to ?? .infinity
         var limit = paging.defaultSize
         if let text = q["limit"], !text.isEmpty {
             guard let n = Int(text), (1...paging.maxSize).contains(n) else {
