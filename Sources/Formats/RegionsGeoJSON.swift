@@ -202,9 +202,9 @@ public struct RegionDefinition: Hashable, Sendable {
                     switch k {
                     case "id": propertyID = try s.idValue()
                     case "radius": radius = try s.optionalNumber()
-                    case "dwell": dwell = try s.optionalNumber()
-                    case "notifyOnEntry": notifyOnEntry = try s.optionalBool()
-                    case "notifyOnExit": notifyOnExit = try s.optionalBool()
+                    case "dwell": dwell = try numberOrNull(&s, "dwell", "a number of seconds")
+                    case "notifyOnEntry": notifyOnEntry = try boolOrNull(&s, "notifyOnEntry")
+                    case "notifyOnExit": notifyOnExit = try boolOrNull(&s, "notifyOnExit")
                     case "devices": devices = try readDevices(&s)
                     default: try s.skipValue()
                     }
@@ -212,6 +212,25 @@ public struct RegionDefinition: Hashable, Sendable {
             default:
                 try s.skipValue()
             }
+        }
+
+        /// A property that is a number or `null` (not set): another value (`"5m"`) is refused, not
+        /// taken as unset.
+        func numberOrNull(_ s: inout JSONScanner, _ key: String, _ what: String) throws(FormatsError) -> Double? {
+            if s.takeNull() { return nil }
+            guard let p = s.peek, p == UInt8(ascii: "-") || (48...57).contains(p) else {
+                throw FormatsError(.invalid, "\(name): properties.\(key) must be \(what)", byteOffset: s.i)
+            }
+            return try s.optionalNumber()
+        }
+
+        /// A property that is `true`, `false` or `null` (not set): another value (`"no"`) is refused.
+        func boolOrNull(_ s: inout JSONScanner, _ key: String) throws(FormatsError) -> Bool? {
+            if s.takeNull() { return nil }
+            guard s.peek == UInt8(ascii: "t") || s.peek == UInt8(ascii: "f") else {
+                throw FormatsError(.invalid, "\(name): properties.\(key) must be true or false", byteOffset: s.i)
+            }
+            return try s.optionalBool()
         }
 
         /// `properties.devices`: `null` (every device) or an array of strings, at most

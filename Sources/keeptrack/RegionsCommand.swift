@@ -60,7 +60,7 @@ struct Regions: ParsableCommand {
                 throw error.commandError(argument: file)
             }
             print(
-                "imported \(result.imported) regions (\(result.added) new); \(result.total) monitored in \(store.directory)"
+                "imported \(counted(result.imported, "region")) (\(result.added) new); \(result.total) monitored in \(store.directory)"
             )
         }
     }

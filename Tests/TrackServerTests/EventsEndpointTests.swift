@@ -217,6 +217,17 @@ struct EventsEndpointTests {
             #expect(crossed.body.contains("bow"), "\(crossed.body)")
             #expect(crossed.body.contains("\"error\""), "\(crossed.body)")
             #expect(try await raw.send(.PUT, "/v1/geofences", body: document(good, nan)).status == 400)
+            // A property of the wrong type is refused, not taken as unset ("5m" is no dwell).
+            for (property, said) in [
+                (#""dwell":"5m""#, "properties.dwell must be a number of seconds"),
+                (#""notifyOnEntry":"no""#, "properties.notifyOnEntry must be true or false"),
+            ] {
+                let typed =
+                    #"{"type":"Feature","id":"typed","geometry":{"type":"Point","coordinates":[11.5,48.1]},"#
+                    + #""properties":{"radius":100,\#(property)}}"#
+                let answer = try await raw.send(.PUT, "/v1/geofences", body: document(good, typed))
+                #expect(answer.status == 400 && answer.body.contains(said), "\(answer.body)")
+            }
             // A polygon's document up to its first vertex, and the vertices after it.
             let opening =
                 #"{"type":"FeatureCollection","features":[{"type":"Feature","id":"huge","#
@@ -260,6 +271,12 @@ struct EventsEndpointTests {
             let short = #"{"type":"webhook","url":"https://example.com/h","secret":"short"}"#
             let weak = try await raw.send(.PUT, "/v1/hooks/weak", body: short)
             #expect(weak.status == 400 && weak.body.contains("secret"), "\(weak.body)")
+            // A misspelt key would have left the hook taking every kind.
+            let misspelt =
+                #"{"type":"webhook","url":"https://example.com/h","secret":"\#(WebhookReceiver.secret)","kind":["tripEnd"]}"#
+            let typo = try await raw.send(.PUT, "/v1/hooks/typo", body: misspelt)
+            #expect(
+                typo.status == 400 && typo.body.contains("unknown key 'kind' (did you mean 'kinds'?)"), "\(typo.body)")
             #expect(try await endpoint.server.store.storedHooks().isEmpty)
         } catch {
             Issue.record(error)

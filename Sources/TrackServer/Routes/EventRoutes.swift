@@ -108,6 +108,7 @@ struct EventRoutes: Sendable {
             try context.requireAdmin()
             let name = try Self.name(context)
             let bytes = try await body.read(request, context)
+            try Self.refuseUnknownKeys(bytes)
             let settings: HookSettings
             do {
                 settings = try JSONDecoder().decode(HookSettings.self, from: Data(bytes))
@@ -233,6 +234,22 @@ struct EventRoutes: Sendable {
             return try GeofenceDocument.parse(bytes)
         } catch {
             throw HTTPError(error.code == .tooLarge ? .contentTooLarge : .badRequest, message: error.description)
+        }
+    }
+
+    /// The keys a hook's settings have.
+    static let hookKeys: Set<String> = ["type", "url", "kinds", "devices", "secret", "topic"]
+
+    /// 400 for a key a hook does not have: a misspelt `kind` would otherwise leave the hook taking
+    /// every kind.
+    static func refuseUnknownKeys(_ bytes: [UInt8]) throws {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return }
+        for key in object.keys.sorted() where !hookKeys.contains(key) {
+            let guess = hookKeys.contains(key + "s") ? " (did you mean '\(key)s'?)" : ""
+            throw HTTPError(
+                .badRequest,
+                message: "unknown key '\(key.prefix(40))'\(guess): a hook has "
+                    + hookKeys.sorted().joined(separator: ", "))
         }
     }
 
