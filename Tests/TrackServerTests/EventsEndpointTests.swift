@@ -253,6 +253,11 @@ struct EventsEndpointTests {
             #expect(tooLarge.status == 413, "\(tooLarge.body.prefix(200))")
             #expect(tooLarge.body.contains("10000 vertices"), "\(tooLarge.body.prefix(200))")
             #expect(try await endpoint.server.store.geofences().isEmpty)
+            // A bare Feature to the collection would have replaced every geofence by it.
+            let bare = try await raw.send(.PUT, "/v1/geofences", body: good)
+            #expect(bare.status == 400 && bare.body.contains("PUT /v1/geofences/depot"), "\(bare.body)")
+            #expect(try await raw.send(.PUT, "/v1/geofences", body: document(good)).status == 200)
+            #expect(try await raw.send(.PUT, "/v1/geofences", body: document()).status == 200)
             // One at a time: the feature's id is the path's name.
             #expect(try await raw.send(.PUT, "/v1/geofences/depot", body: good).status == 201)
             #expect(try await raw.send(.PUT, "/v1/geofences/depot", body: good).status == 200)

@@ -38,7 +38,18 @@ struct EventRoutes: Sendable {
         }
         routes.put("/v1/geofences") { request, context in
             try context.requireAdmin()
-            let geofences = try Self.parse(try await body.read(request, context))
+            let bytes = try await body.read(request, context)
+            let geofences = try Self.parse(bytes)
+            // A bare Feature here would replace every geofence by that one: meant for its own route.
+            if geofences.count == 1,
+                let root = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+                root["type"] as? String == "Feature"
+            {
+                throw HTTPError(
+                    .badRequest,
+                    message: "PUT /v1/geofences replaces every geofence and takes a FeatureCollection; "
+                        + "to add or replace one, PUT /v1/geofences/\(geofences[0].name.prefix(64))")
+            }
             try await store.replaceGeofences(geofences)
             return Answer.json("{\"geofences\":\(geofences.count)}\n")
         }
