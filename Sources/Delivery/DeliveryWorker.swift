@@ -61,8 +61,10 @@ public final class DeliveryWorker: Service, Sendable {
         public var lease = 60.0
         /// Seconds a lane sleeps at most before it looks at the queue again. The default is 5.
         public var pollInterval = 5.0
-        /// Seconds between two readings of the hooks (changes made by other instances). The default is 30.
-        public var hookRefresh = 30.0
+        /// Seconds between two readings of the hooks (changes made by other instances, or by
+        /// `keeptrack serve hooks` on the same database). The default is 5: a hook's new URL is in use
+        /// before a `hooks retry` typed after it is delivered (its lane looks at the queue as often).
+        public var hookRefresh = 5.0
         /// Seconds a lane waits after the queue failed. The default is 5.
         public var queueRetry = 5.0
         /// What becomes of an attempt.
