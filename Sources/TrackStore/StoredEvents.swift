@@ -171,3 +171,15 @@ extension StoredEvents {
                 + "remove some first (nothing was stored)")
     }
 }
+
+extension StoredEvents {
+    /// Seconds within which a device's stop event (`stopStart`, `stopEnd`, `tripEnd`) is the same
+    /// stop as one of the same kind already told: half the stop detector's shortest stay (180 s),
+    /// as two stops of a device begin, and end, a stay and a trip apart. Points that arrive out of
+    /// order move a stop's arrival (and its id) as the detector runs again over them: the stop is
+    /// told once, as first found, not again a few seconds earlier.
+    public static let sameStopWithin = 90.0
+
+    /// The kinds told once per stop whatever the detector decides again (``sameStopWithin``).
+    public static let stopKinds: Set<EventKind> = [.stopStart, .stopEnd, .tripEnd]
+}

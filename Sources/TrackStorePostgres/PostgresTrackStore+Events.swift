@@ -202,6 +202,11 @@ extension PostgresTrackStore: EventStore {
                             \(PostgresArray.doubles(found.map(\.time)))::float8[],
                             \(PostgresArray.texts(found.map { String(decoding: $0.json, as: UTF8.self) }))::text[])
                     WITH ORDINALITY AS u(id, device, kind, time, body, n)
+                -- A stop already told, found again a few seconds off (StoredEvents.sameStopWithin).
+                WHERE u.kind <> ALL (\(PostgresArray.texts(StoredEvents.stopKinds.map(\.rawValue).sorted()))::text[])
+                   OR NOT EXISTS (
+                       SELECT 1 FROM events x WHERE x.device = u.device AND x.kind = u.kind AND x.id <> u.id
+                         AND x.time > u.time - \(StoredEvents.sameStopWithin) AND x.time < u.time + \(StoredEvents.sameStopWithin))
                 ORDER BY n
                 ON CONFLICT (id) DO NOTHING RETURNING id, device, kind, seq
             ), q AS (

@@ -6,6 +6,7 @@ import Testing
 import TrackServer
 import TrackServerTesting
 import TrackStore
+import TrackStorePostgres
 
 /// Issue 27, item 4: `GET /v1/devices/{id}/stops` and `/trips`, computed from stored points by the
 /// device's own detector, on both stores.
@@ -75,6 +76,88 @@ struct StopsEndpointTests {
 
     /// Stops and trips as the detector finds them on the same points, for a device that sent our
     /// batch and for one whose points came as OsmAnd; `from`/`to` limit the points used.
+    /// A phone's day: home, work, lunch, work, home, a fix every 2 minutes at rest and every 10 to
+    /// 15 s on the way (as a phone paces itself).
+    static let phoneDay: [(time: Double, lat: Double, lon: Double)] = {
+        var out: [(Double, Double, Double)] = []
+        var rng = SeededRandom(seed: 7)
+        let day = 1_796_083_200.0  // 2026-12-01T00:00:00Z
+        let home = (48.1372, 11.5755), work = (48.1372, 11.6425), lunch = (48.1444, 11.6425)
+        func at(_ h: Int, _ m: Int) -> Double { day + Double(h * 3600 + m * 60) }
+        func stay(_ p: (Double, Double), _ a: Double, _ b: Double, step: Double = 120) {
+            var t = a
+            while t < b {
+                let dlat = (Double.random(in: 0..<1, using: &rng) - 0.5) * 6e-5
+                let dlon = (Double.random(in: 0..<1, using: &rng) - 0.5) * 8e-5
+                out.append((t, p.0 + dlat, p.1 + dlon))
+                t += step
+            }
+        }
+        func move(_ p: (Double, Double), _ q: (Double, Double), _ a: Double, _ b: Double, step: Double = 10) {
+            let n = Int((b - a) / step)
+            for i in 0..<n {
+                let f = Double(i) / Double(n)
+                out.append((a + Double(i) * step, p.0 + (q.0 - p.0) * f, p.1 + (q.1 - p.1) * f))
+            }
+        }
+        stay(home, at(6, 0), at(7, 30))
+        move(home, work, at(7, 30), at(7, 50))
+        stay(work, at(7, 50), at(11, 0))
+        move(work, lunch, at(11, 0), at(11, 12), step: 15)
+        stay(lunch, at(11, 12), at(11, 45), step: 60)
+        move(lunch, work, at(11, 45), at(11, 57), step: 15)
+        stay(work, at(11, 57), at(16, 0))
+        move(work, home, at(16, 0), at(16, 20))
+        stay(home, at(16, 20), at(22, 0))
+        return out
+    }()
+
+    /// Points that arrive out of order a few at a time (OsmAnd's queue of eight sent newest first,
+    /// one request each) move a stop's arrival as the detector runs again over them: its events
+    /// are still told once each, as for the same points in order.
+    @Test(arguments: StoreKind.allCases) func stopEventsAreToldOnceWhenPointsArriveOutOfOrder(kind: StoreKind)
+        async throws
+    {
+        let endpoint = try await Endpoint.start(store: kind)
+        let raw = Raw(endpoint: endpoint)
+        do {
+            let store = endpoint.server.store
+            func record(_ device: String, _ i: Int) -> TrailRecord {
+                let p = Self.phoneDay[i]
+                return TrailRecord(
+                    device: device, sequence: Int64(i + 1), time: p.time, latitude: p.lat, longitude: p.lon,
+                    horizontalAccuracy: 8)
+            }
+            _ = try await store.insert(
+                Self.phoneDay.indices.map { record("in-order", $0) }, format: "osmand",
+                received: Self.phoneDay.last!.time)
+            for start in stride(from: 0, to: Self.phoneDay.count, by: 8) {
+                for i in (start..<min(start + 8, Self.phoneDay.count)).reversed() {
+                    _ = try await store.insert(
+                        [record("newest-first", i)], format: "osmand", received: Self.phoneDay[i].time)
+                    if let pg = store as? PostgresTrackStore { await pg.storedStopsSettled() }
+                }
+            }
+            if let pg = store as? PostgresTrackStore { await pg.storedStopsSettled() }
+            func kinds(_ device: String) async throws -> [String] {
+                let answer = try await raw.send(
+                    .GET, "/v1/events?device=\(device)&kind=stopStart,stopEnd,tripEnd&limit=1000")
+                let events = try Self.json(answer.body)["events"] as? [[String: Any]] ?? []
+                return events.compactMap { $0["kind"] as? String }
+            }
+            let inOrder = try await kinds("in-order")
+            #expect(inOrder.filter { $0 == "stopStart" }.count == 4, "\(inOrder)")
+            // The same events (a trip's end and the next stop's start share a time: their order is
+            // their ids').
+            let newestFirst = try await kinds("newest-first")
+            #expect(newestFirst.sorted() == inOrder.sorted(), "\(inOrder) against \(newestFirst)")
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+    }
+
     @Test(arguments: StoreKind.allCases) func stopsAndTripsAreTheDetectorsOnTheStoredPoints(kind: StoreKind)
         async throws
     {

@@ -74,6 +74,8 @@ extension SQLiteTrackStore: EventStore {
                 """)
         let insertEvent = try db.cachedStatement(
             sql: "INSERT OR IGNORE INTO events (id, device, kind, time, body) VALUES (?, ?, ?, ?, ?)")
+        let sameStop = try db.cachedStatement(
+            sql: "SELECT 1 FROM events WHERE device = ? AND time > ? AND time < ? AND kind = ? AND id <> ? LIMIT 1")
         let queue = try db.cachedStatement(
             sql: """
                 INSERT OR IGNORE INTO deliveries (hook, event, device, seq, queued, due)
@@ -95,6 +97,13 @@ extension SQLiteTrackStore: EventStore {
                 geofences: set, rules: engine.rules(for: device))
             if saved != result.state { try writeState.execute(arguments: [device, Data(result.state)]) }
             for e in result.events {
+                // A stop already told, found again a few seconds off (``StoredEvents/sameStopWithin``).
+                if StoredEvents.stopKinds.contains(e.kind) {
+                    let within = StoredEvents.sameStopWithin
+                    let told = try Bool.fetchOne(
+                        sameStop, arguments: [device, e.time - within, e.time + within, e.kind.rawValue, e.id])
+                    if told != nil { continue }
+                }
                 try insertEvent.execute(arguments: [e.id, device, e.kind.rawValue, e.time, Data(e.json)])
                 guard db.changesCount > 0 else { continue }
                 try queue.execute(arguments: [
