@@ -59,6 +59,10 @@ public final class SQLiteTrackStore: TrackStore {
         self.path = path
         self.logger = logger
         var config = Configuration()
+        // Another process writing the file (a `keeptrack serve geofences add` of 91,000 geofences
+        // beside a running serve) is waited for, not answered SQLITE_BUSY at once: uploads meanwhile
+        // were 500s ("database is locked").
+        config.busyMode = .timeout(10)
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             // Reads through a memory map (up to 1 GiB of the file): a page costs no system call, which
