@@ -32,7 +32,7 @@ struct EventRoutes: Sendable {
 
     var routes: RouteCollection<ServerContext> {
         let routes = RouteCollection(context: ServerContext.self)
-        routes.get("/v1/geofences") { _, context in
+        Self.getAndHead(routes, "/v1/geofences") { _, context in
             try context.requireAdmin()
             return Answer.ok(GeofenceDocument.geoJSON(try await store.geofences()), contentType: "application/geo+json")
         }
@@ -53,7 +53,7 @@ struct EventRoutes: Sendable {
             try await store.replaceGeofences(geofences)
             return Answer.json("{\"geofences\":\(geofences.count)}\n")
         }
-        routes.get("/v1/geofences/{name}") { _, context in
+        Self.getAndHead(routes, "/v1/geofences/{name}") { _, context in
             try context.requireAdmin()
             let name = try Self.name(context)
             guard let g = try await store.geofences().first(where: { $0.name == name }) else {
@@ -92,8 +92,8 @@ struct EventRoutes: Sendable {
             }
             return Response(status: .noContent)
         }
-        routes.get("/v1/events") { request, context in try await events(request, context) }
-        routes.get("/v1/hooks") { _, context in
+        Self.getAndHead(routes, "/v1/events") { request, context in try await events(request, context) }
+        Self.getAndHead(routes, "/v1/hooks") { _, context in
             try context.requireAdmin()
             let counts = try await store.deliveryCounts()
             var out = Array("{\"hooks\":[".utf8)
@@ -104,7 +104,7 @@ struct EventRoutes: Sendable {
             out += Array("]}\n".utf8)
             return Answer.ok(out, contentType: "application/json")
         }
-        routes.get("/v1/hooks/{name}") { _, context in
+        Self.getAndHead(routes, "/v1/hooks/{name}") { _, context in
             try context.requireAdmin()
             let name = try Self.name(context)
             guard let stored = try await store.storedHooks().first(where: { $0.name == name }) else {
@@ -246,6 +246,15 @@ struct EventRoutes: Sendable {
         } catch {
             throw HTTPError(error.code == .tooLarge ? .contentTooLarge : .badRequest, message: error.description)
         }
+    }
+
+    /// `GET path` and its `HEAD` (the GET's status and headers, no body), as every route that reads.
+    static func getAndHead(
+        _ routes: RouteCollection<ServerContext>, _ path: RouterPath,
+        _ handler: @escaping @Sendable (Request, ServerContext) async throws -> Response
+    ) {
+        routes.get(path, use: handler)
+        routes.head(path) { request, context in try await Answer.head(handler(request, context)) }
     }
 
     /// The keys a hook's settings have.

@@ -33,6 +33,7 @@ struct ShareRoutes: Sendable {
         let routes = RouteCollection(context: ServerContext.self)
         routes.post("/v1/shares") { request, context in try await add(request, context) }
         routes.get("/v1/shares") { _, context in try await list(context) }
+        routes.head("/v1/shares") { _, context in try await Answer.head(list(context)) }
         routes.delete("/v1/shares/{shareId}") { _, context in try await remove(context) }
         routes.get("/s/{token}") { request, context in try await page(request, context) }
         routes.head("/s/{token}") { request, context in try await Answer.head(page(request, context)) }
