@@ -12,8 +12,8 @@
 /// 2. **Budget.** Entering the background starts the countdown ``backgroundTimeRemaining`` at the
 ///    policy's budget. Open tasks keep the app running until it reaches zero;
 ///    ``BackgroundPolicy/warningLead`` before that, each open task's expiration handler runs once
-///    (``Event/expiring(_:name:time:)``), and when the handlers ended every task the app is suspended
-///    at zero.
+///    (``Event/expiring(_:name:time:)``), and when the handlers ended every task the app is idle and
+///    suspended the grace after (rule 1: at zero with the defaults' equal lead and grace).
 /// 3. **Termination.** A task still open when the countdown reaches zero gets the app terminated,
 ///    with a reason naming the task.
 /// 4. **No extension.** Beginning a task never adds time. It is refused (``TaskIdentifier/invalid``)
@@ -393,8 +393,10 @@ public struct AppLifecycle: Sendable {
                 return [move(to: .suspended, t, .backgroundTimeExpired(budget: policy.budget))]
             }
             if let idle = idleSuspension, idle <= t {
+                // The time ran out only if it did: tasks the expiration handlers ended before zero
+                // leave the app idle, suspended after the grace like any other end of its work.
                 let reason: Reason =
-                    expired || budgetEnd <= t
+                    budgetEnd <= t
                     ? .backgroundTimeExpired(budget: policy.budget) : .noBackgroundWork(grace: policy.grace)
                 lastFetch = t
                 return [move(to: .suspended, t, reason)]

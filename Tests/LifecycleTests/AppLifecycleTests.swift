@@ -105,6 +105,19 @@ struct KeepAliveRuleTests {
         #expect(reasons(events) == [.backgroundTimeExpired(budget: 180)])
     }
 
+    /// A lead longer than the grace: the handlers end the task with time left, and the idle app is
+    /// suspended the grace after, said as no background work (the time did not run out).
+    @Test func rule2_tasksEndedByTheirHandlersBeforeZeroLeaveTheAppIdle() {
+        var app = backgrounded(BackgroundPolicy(budget: 60, warningLead: 20, grace: 2))
+        let task = app.begin(name: "upload", at: 100)
+        #expect(app.advance(to: 140) == [.expiring(task, name: "upload", time: 140)])
+        app.end(task, at: 140)
+        let events = app.advance(to: 1000)
+        #expect(transitions(events).map(\.0) == [.suspended])
+        #expect(transitions(events).map(\.1) == [142])
+        #expect(reasons(events) == [.noBackgroundWork(grace: 2)])
+    }
+
     @Test func rule2_eachHandlerRunsOnce() {
         var app = backgrounded()
         _ = app.begin(name: "upload", at: 100)
