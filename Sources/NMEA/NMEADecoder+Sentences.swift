@@ -94,6 +94,14 @@ extension NMEADecoder {
         guard bodyLength >= 5, isAddressCharacter(body[0]), isAddressCharacter(body[1]),
             bodyLength == 5 || body[5] == 0x2C
         else {
+            // A longer address of address characters, checksummed: a vendor's own sentence that is
+            // not `$P...` (Unicore's `$GYOACC`, `$SNRSTAT`), counted as unknown, not an error.
+            var n = 0
+            while n < bodyLength && body[n] != 0x2C && isAddressCharacter(body[n]) { n += 1 }
+            if n > 5 && (n == bodyLength || body[n] == 0x2C) {
+                stats.unknownSentences += 1
+                return true
+            }
             return rejectSentence(
                 .invalidAddress, "expected a 5-letter address like GPGGA", sentence, fullLength,
                 field: 0)

@@ -147,12 +147,15 @@ struct SentenceTests {
     }
 
     @Test func countsProprietaryAndUnknownSentencesWithoutRejectingThem() {
+        // Vendors' own sentences with longer addresses (Unicore's $GYOACC, $SNRSTAT) are unknown
+        // sentences too, not bad ones.
         let text =
             nmea("PGRME,15.0,M,45.0,M,25.0,M") + nmea("GPXYZ,1,2,3")
             + "!AIVDM,1,1,,A,13aGmP0P00PD;88MD5MTDww@2<0L,0*23\r\n"
+            + nmea("GYOACC,090624,000654.00,0.003522") + nmea("SNRSTAT,1,1,0,0")
         let r = decode(text, options: .init(strict: true))
         #expect(r.statistics.proprietarySentences == 1)
-        #expect(r.statistics.unknownSentences == 2)
+        #expect(r.statistics.unknownSentences == 4)
         #expect(r.statistics.rejected == 0)
         #expect(r.errors.isEmpty)
     }
