@@ -350,7 +350,9 @@ extension NMEADecoder {
             let pdop = try f.decimal(dopIndex)
             let hdop = try f.decimal(dopIndex + 1)
             let vdop = try f.decimal(dopIndex + 2)
-            let system = f.count == 19 ? try f.uint(18) : nil
+            // Field 18 is NMEA 4.1's system ID, a digit; some receivers put a fourth DOP there
+            // (`...,5.1,1.3,4.9,3.3`): not a system, and no reason to lose the sentence's DOPs.
+            let system = f.count == 19 ? try? f.uint(18) : nil
             guard assembler.begin(time: nil, line: line, emit: emit) else { return true }
             assembler.gsaSeen = true
             if let fixType {

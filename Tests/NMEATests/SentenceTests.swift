@@ -146,6 +146,17 @@ struct SentenceTests {
         #expect(r.statistics.decodedSentences == 1)
     }
 
+    /// A GSA with a fourth DOP where NMEA 4.1 puts its system ID (a BeiDou receiver of the corpus):
+    /// its DOPs are read, the sentence is not refused.
+    @Test func aGSAWithAFourthDOPInTheSystemIDFieldKeepsItsDOPs() {
+        let text =
+            nmea("GPGSA,A,3,25,32,,,,,,,,,,,5.1,1.3,4.9,3.3")
+            + nmea("GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+        let r = decode(text, options: .init(strict: true))
+        #expect(r.errors.isEmpty)
+        #expect(r.fixes.first?.pdop == 5.1 && r.fixes.first?.hdop == 1.3 && r.fixes.first?.vdop == 4.9)
+    }
+
     @Test func countsProprietaryAndUnknownSentencesWithoutRejectingThem() {
         // Vendors' own sentences with longer addresses (Unicore's $GYOACC, $SNRSTAT) are unknown
         // sentences too, not bad ones.
