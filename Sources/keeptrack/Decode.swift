@@ -1,4 +1,5 @@
 import ArgumentParser
+import TrackFiles
 import Tracking
 #if canImport(Glibc)
     import Glibc
@@ -66,6 +67,21 @@ struct Decode: ParsableCommand {
         if file == "-" && isatty(0) != 0 {
             throw ValidationError(
                 "No FILE given and standard input is a terminal. Try: keeptrack decode fixtures/walk-15min.nmea")
+        }
+        // Another track file would be read as NMEA: a warning for every line, and no fix.
+        if file != "-", let format = try? TrackFileFormat.sniff(path: file), format != .nmea {
+            let kind =
+                switch format {
+                case .gpx: "a GPX"
+                case .geojson: "a GeoJSON"
+                case .takeout: "a Google Takeout"
+                case .csv: "a CSV"
+                case .owntracksRec: "an OwnTracks .rec"
+                case .nmea: "an NMEA"
+                }
+            throw ValidationError(
+                "\(file) is \(kind) file, not an NMEA log: decode reads NMEA; keeptrack replay \(file) reads it "
+                    + "(fixes as JSON Lines)")
         }
         var job = LogDecoding(
             path: file, format: format,

@@ -66,6 +66,18 @@ struct DecodeCommandTests {
         #expect(r.stdout.split(separator: "\n").count == 893)
     }
 
+    /// Another track file is named as what it is, with the command that reads it, not decoded as
+    /// NMEA into a warning a line.
+    @Test func aTrackFileIsSentToReplay() throws {
+        let r = try keeptrack(["decode", "fixtures/tracks/walk-2min.gpx"])
+        #expect(r.status == 64)
+        #expect(
+            r.stderr.hasPrefix(
+                "Error: fixtures/tracks/walk-2min.gpx is a GPX file, not an NMEA log: decode reads NMEA; "
+                    + "keeptrack replay fixtures/tracks/walk-2min.gpx reads it"), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
     @Test func strictStopsAtTheFirstBadSentenceWithStatusOne() throws {
         let r = try keeptrack(["decode", "--strict", "fixtures/corrupted.nmea"])
         #expect(r.status == 1)
