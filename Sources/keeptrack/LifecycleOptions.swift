@@ -5,7 +5,10 @@ import Lifecycle
 /// The background-time policy: a named one, with optional overrides (any override makes it
 /// `custom`).
 struct PolicyOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("ios6 (600 s), ios7 (180 s) or ios13 (30 s). The default is ios7.", valueName: "name"))
+    @Option(
+        help: ArgumentHelp(
+            "ios6 (600 s), ios7 (180 s) or ios13 (30 s). The default is ios7 (for simulate: all three).",
+            valueName: "name"))
     var policy: String?
 
     @Option(
