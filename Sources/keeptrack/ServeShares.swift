@@ -63,8 +63,12 @@ extension Serve {
                 let made: (share: Share, token: String)
                 do {
                     made = try await serve.withDeviceTokens(creating: false) { store in
-                        guard try await store.device(device) != nil else {
-                            throw CommandFailure("no device '\(device)' in \(store.location): it has sent nothing yet")
+                        // Known by its points, or by a token of its own (set up, nothing sent yet).
+                        let known = try await store.device(device) != nil
+                        let hasToken = try await store.credentials().contains { $0.device == device }
+                        guard known || hasToken else {
+                            throw CommandFailure(
+                                "no device '\(device)' in \(store.location): it has sent nothing yet and has no token")
                         }
                         return try await store.addShare(device: device, expires: until, from: from, to: to, now: now)
                     }

@@ -254,6 +254,9 @@ struct ShareLinkTests {
                 #expect(status == 400 && message.contains(words), "\(body): \(status) \(message)")
             }
             #expect(try await Self.share(raw, #"{"device":"nobody","expires":"1h"}"#).status == 404)
+            // A device with a token that has sent nothing yet (a phone just set up) can be shared.
+            _ = try await endpoint.server.store.addCredential(device: "new-phone", now: Self.t0)
+            #expect(try await Self.share(raw, #"{"device":"new-phone","expires":"1h"}"#).status == 201)
             // A number is seconds, as the command line's `--expires 90` is.
             let (seconds, inSeconds) = try await Self.share(raw, #"{"device":"van","expires":7200}"#)
             #expect(seconds == 201 && inSeconds["expires"] as? String == ISOTime.string(Self.t0 + 7200), "\(inSeconds)")

@@ -86,7 +86,10 @@ struct ShareRoutes: Sendable {
             return try QueryTime.parse(key, text)
         }
         let from = try time("from"), to = try time("to")
-        guard try await store.device(device) != nil else {
+        // A device known by its points, or by a token of its own (a phone set up, not sent yet).
+        let known = try await store.device(device) != nil
+        let hasToken = try await store.credentials().contains { $0.device == device }
+        guard known || hasToken else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
         }
         let made: (share: Share, token: String)
