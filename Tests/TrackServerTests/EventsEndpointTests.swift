@@ -194,6 +194,30 @@ struct EventsEndpointTests {
         await endpoint.stop()
     }
 
+    /// Replacing a hook keeps its queue, and the answer says so, as GET does (it said none).
+    @Test func aReplacedHooksAnswerHasItsQueue() async throws {
+        let endpoint = try await Endpoint.start(store: .sqlite) { c in c.events.allowPrivateHooks = true }
+        let raw = Raw(endpoint: endpoint)
+        do {
+            // A receiver that is not there: the entry waits.
+            let hook = #"{"type":"webhook","url":"http://127.0.0.1:9/h","secret":"\#(WebhookReceiver.secret)"}"#
+            #expect(try await raw.send(.PUT, "/v1/hooks/h", body: hook).status == 201)
+            var enter = TrailRecord(device: "van", sequence: 1, time: 1_715_679_000, latitude: 48.1, longitude: 11.5)
+            (enter.kind, enter.region) = (.enter, "home")
+            _ = try await endpoint.server.store.insert([enter], format: "json", received: 1_715_679_000)
+            let replaced = try await raw.send(.PUT, "/v1/hooks/h", body: hook)
+            #expect(replaced.status == 200)
+            let got = try await raw.send(.GET, "/v1/hooks/h")
+            #expect(Self.json(replaced.body)["pending"] as? Int == 1, "\(replaced.body)")
+            #expect(
+                Self.json(replaced.body)["pending"] as? Int == Self.json(got.body)["pending"] as? Int, "\(got.body)")
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+    }
+
     /// Bad geofence documents and hooks: a clear 4xx naming what is wrong, nothing stored half.
     @Test(arguments: StoreKind.allCases) func badGeofencesAndHooksAreRefusedWhole(kind: StoreKind) async throws {
         let receiver = try await WebhookReceiver()

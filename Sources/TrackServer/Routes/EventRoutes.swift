@@ -137,7 +137,9 @@ struct EventRoutes: Sendable {
             let created = try await store.putHook(HookSettings.stored(hook))
             hooksChanged()
             var out: [UInt8] = []
-            Self.appendHook(HookSettings.stored(hook), nil, to: &out)
+            // A replaced hook keeps its queue: its counts, as GET gives them.
+            let counts = created ? nil : try await store.deliveryCounts()[name]
+            Self.appendHook(HookSettings.stored(hook), counts, to: &out)
             out.append(UInt8(ascii: "\n"))
             return Response(
                 status: created ? .created : .ok, headers: [.contentType: "application/json"],
