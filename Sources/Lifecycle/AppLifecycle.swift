@@ -164,8 +164,6 @@ public struct AppLifecycle: Sendable {
     var runUntil = -Double.infinity
     /// When the app became idle in the background, or `nil` while something keeps it running.
     var idleSince: Double?
-    /// Whether expiration handlers ran in this stretch.
-    var expired = false
     /// When a suspended app with the fetch mode was last woken (or suspended).
     var lastFetch = 0.0
     /// The countdown's end a task begun during this wake gets (rule 8); `nil` outside wakes.
@@ -231,7 +229,6 @@ public struct AppLifecycle: Sendable {
         budgetEnd = audioKeepsAlive ? .infinity : min(now + policy.budget, capEnd)
         wakeGrant = nil
         for i in tasks.indices { tasks[i].warned = false }
-        expired = false
         idleSince = isIdle ? now : nil
         return events
     }
@@ -307,7 +304,6 @@ public struct AppLifecycle: Sendable {
         lastRefresh = now
         if !audioKeepsAlive { budgetEnd = now + policy.budget }
         wakeGrant = nil
-        expired = false
         for i in tasks.indices { tasks[i].warned = false }
         return [.refreshed(time: now, until: budgetEnd)]
     }
@@ -321,7 +317,6 @@ public struct AppLifecycle: Sendable {
             runUntil = now + policy.wakeWindow
             budgetEnd = audioKeepsAlive ? .infinity : runUntil
             wakeGrant = max(runUntil, min(now + policy.budget, capEnd))
-            expired = false
             lastFetch = now
             idleSince = isIdle ? now : nil
             return [event]
@@ -379,7 +374,6 @@ public struct AppLifecycle: Sendable {
             if budgetEnd - policy.warningLead <= t {
                 for i in tasks.indices where !tasks[i].warned {
                     tasks[i].warned = true
-                    expired = true
                     events.append(.expiring(tasks[i].id, name: tasks[i].name, time: t))
                 }
                 if !events.isEmpty { return events }
