@@ -212,13 +212,13 @@ public final class Tracker: Service, Sendable {
     public var sourceError: SourceEvent? { core.state.withLock { $0.sourceError } }
 
     /// The fixes standard updates did not deliver for their time: no newer than the last location
-    /// (``LocationService/RejectReason/outOfOrder``) or older than the clock allows (stale). A
-    /// location is never older than the one before it, as in CoreLocation, and a replay's clock
-    /// never goes back, so an input out of time order loses them.
+    /// (`RejectReason.outOfOrder`) or older than the clock allows (stale). A location is never
+    /// older than the one before it, as in CoreLocation, and a replay's clock never goes back, so
+    /// an input out of time order loses them.
     public var fixesOutOfOrder: Int { core.state.withLock { $0.outOfOrder } }
 
     /// The fixes with a position at a time of day but no date (an NMEA log without RMC or ZDA),
-    /// which no location can be made of (``LocationService/RejectReason/noDate``).
+    /// which no location can be made of (`RejectReason.noDate`).
     public var fixesWithoutDate: Int { core.state.withLock { $0.undated } }
 }
 
