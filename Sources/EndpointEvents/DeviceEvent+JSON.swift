@@ -20,10 +20,10 @@ extension DeviceEvent {
         ByteWriting.appendStatic(",\"kind\":\"", to: &out)
         out.append(contentsOf: kind.rawValue.utf8)
         ByteWriting.appendStatic("\",\"time\":", to: &out)
-        Self.appendTime(time, to: &out)
+        ISOTime.appendQuoted(time, to: &out)
         if let decidedAt {
             ByteWriting.appendStatic(",\"decidedAt\":", to: &out)
-            Self.appendTime(decidedAt, to: &out)
+            ISOTime.appendQuoted(decidedAt, to: &out)
         }
         if let latitude, let longitude {
             ByteWriting.appendStatic(",\"lat\":", to: &out)
@@ -42,9 +42,9 @@ extension DeviceEvent {
             ByteWriting.appendJSONString(name, to: &out)
         case .stay(let s):
             ByteWriting.appendStatic(",\"start\":", to: &out)
-            Self.appendTime(s.start, to: &out)
+            ISOTime.appendQuoted(s.start, to: &out)
             ByteWriting.appendStatic(",\"end\":", to: &out)
-            Self.appendTime(s.end, to: &out)
+            ISOTime.appendQuoted(s.end, to: &out)
             ByteWriting.appendStatic(",\"duration\":", to: &out)
             Self.appendNumber(s.end.map { $0 - s.start }, decimals: 3, to: &out)
             ByteWriting.appendStatic(",\"radius\":", to: &out)
@@ -55,9 +55,9 @@ extension DeviceEvent {
             }
         case .trip(let t):
             ByteWriting.appendStatic(",\"start\":", to: &out)
-            Self.appendTime(t.start, to: &out)
+            ISOTime.appendQuoted(t.start, to: &out)
             ByteWriting.appendStatic(",\"end\":", to: &out)
-            Self.appendTime(t.end, to: &out)
+            ISOTime.appendQuoted(t.end, to: &out)
             ByteWriting.appendStatic(",\"duration\":", to: &out)
             Self.appendNumber(t.end - t.start, decimals: 3, to: &out)
             ByteWriting.appendStatic(",\"distance\":", to: &out)
@@ -76,7 +76,7 @@ extension DeviceEvent {
             ByteWriting.appendFixed(t.to.longitude, decimals: 7, to: &out)
         case .offline(let lastSeen):
             ByteWriting.appendStatic(",\"lastSeen\":", to: &out)
-            Self.appendTime(lastSeen, to: &out)
+            ISOTime.appendQuoted(lastSeen, to: &out)
         case .overspeed(let speed, let limit):
             ByteWriting.appendStatic(",\"speed\":", to: &out)
             Self.appendNumber(speed, decimals: 3, to: &out)
@@ -89,13 +89,6 @@ extension DeviceEvent {
             Self.appendNumber(threshold, decimals: 1, to: &out)
         }
         out.append(UInt8(ascii: "}"))
-    }
-
-    static func appendTime(_ t: Double?, to out: inout [UInt8]) {
-        guard let t else { return ByteWriting.appendStatic("null", to: &out) }
-        out.append(UInt8(ascii: "\""))
-        ISOTime.append(t, to: &out)
-        out.append(UInt8(ascii: "\""))
     }
 
     static func appendNumber(_ v: Double?, decimals: Int, to out: inout [UInt8]) {

@@ -114,13 +114,7 @@ public enum EventJSON {
         ByteWriting.appendStatic("\",\"arrival\":\"", to: &out)
         ISOTime.append(arrival, to: &out)
         ByteWriting.appendStatic("\",\"departure\":", to: &out)
-        if let departure {
-            out.append(UInt8(ascii: "\""))
-            ISOTime.append(departure, to: &out)
-            out.append(UInt8(ascii: "\""))
-        } else {
-            ByteWriting.appendStatic("null", to: &out)
-        }
+        ISOTime.appendQuoted(departure, to: &out)
         ByteWriting.appendStatic(",\"lat\":", to: &out)
         ByteWriting.appendFixed(coordinate.latitude, decimals: 9, to: &out)
         ByteWriting.appendStatic(",\"lon\":", to: &out)

@@ -212,13 +212,7 @@ public enum HomeAssistantDiscovery {
         ByteWriting.appendStatic("{\"arrival\":\"", to: &out)
         ISOTime.append(r.time, to: &out)
         ByteWriting.appendStatic("\",\"departure\":", to: &out)
-        if let end = r.span?.end {
-            out.append(UInt8(ascii: "\""))
-            ISOTime.append(end, to: &out)
-            out.append(UInt8(ascii: "\""))
-        } else {
-            ByteWriting.appendStatic("null", to: &out)
-        }
+        ISOTime.appendQuoted(r.span?.end, to: &out)
         ByteWriting.appendStatic(",\"latitude\":", to: &out)
         ByteWriting.appendFixed(r.latitude, decimals: 7, to: &out)
         ByteWriting.appendStatic(",\"longitude\":", to: &out)

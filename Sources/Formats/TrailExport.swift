@@ -52,13 +52,7 @@ public enum TrailExport {
                 ByteWriting.appendStatic("\",\"time\":\"", to: &out)
                 ISOTime.append(r.time, to: &out)
                 ByteWriting.appendStatic("\",\"departure\":", to: &out)
-                if let departure = r.span?.end {
-                    out.append(UInt8(ascii: "\""))
-                    ISOTime.append(departure, to: &out)
-                    out.append(UInt8(ascii: "\""))
-                } else {
-                    ByteWriting.appendStatic("null", to: &out)
-                }
+                ISOTime.appendQuoted(r.span?.end, to: &out)
             } else {
                 ByteWriting.appendStatic("\",\"region\":", to: &out)
                 ByteWriting.appendJSONString(r.region ?? "", to: &out)

@@ -94,13 +94,7 @@ extension JSONBatch {
         switch r.kind {
         case .visit:
             ByteWriting.appendStatic(",\"departure\":", to: &out)
-            if let end = r.span?.end {
-                out.append(UInt8(ascii: "\""))
-                ISOTime.append(end, to: &out)
-                out.append(UInt8(ascii: "\""))
-            } else {
-                ByteWriting.appendStatic("null", to: &out)
-            }
+            ISOTime.appendQuoted(r.span?.end, to: &out)
         case .trip:
             let span = r.span ?? TrailRecord.Span()
             // Duration and speed from the values as written (times to the millisecond, the distance to

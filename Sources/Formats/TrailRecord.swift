@@ -239,6 +239,15 @@ public enum ISOTime {
     /// 9999-12-31T23:59:59.999Z, in seconds since 1970.
     public static let representable: ClosedRange<Double> = -62_135_596_800...253_402_300_799.999
 
+    /// Appends the time as a JSON string with milliseconds, or `null` for none (a visit still open,
+    /// a departure not known yet).
+    public static func appendQuoted(_ seconds: Double?, to out: inout [UInt8]) {
+        guard let seconds else { return ByteWriting.appendStatic("null", to: &out) }
+        out.append(UInt8(ascii: "\""))
+        append(seconds, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
     /// Appends the time with milliseconds. A time outside ``representable`` (or not finite) has no
     /// ISO 8601 form: it is written as its number of seconds (`1e+20`), never trapped on.
     public static func append(_ seconds: Double, to out: inout [UInt8]) {

@@ -147,7 +147,7 @@ public enum StopsJSON {
         ByteWriting.appendStatic("\"start\":\"", to: &out)
         ISOTime.append(v.arrival, to: &out)
         ByteWriting.appendStatic("\",\"end\":", to: &out)
-        time(v.departure, &out)
+        ISOTime.appendQuoted(v.departure, to: &out)
         ByteWriting.appendStatic(",\"duration\":", to: &out)
         number(v.duration, 3, &out)
         ByteWriting.appendStatic(",\"lat\":", to: &out)
@@ -189,13 +189,6 @@ public enum StopsJSON {
         ByteWriting.appendStatic(",\"endLon\":", to: &out)
         ByteWriting.appendFixed(t.endCoordinate.longitude, decimals: 7, to: &out)
         out.append(UInt8(ascii: "}"))
-    }
-
-    static func time(_ t: Double?, _ out: inout [UInt8]) {
-        guard let t else { return ByteWriting.appendStatic("null", to: &out) }
-        out.append(UInt8(ascii: "\""))
-        ISOTime.append(t, to: &out)
-        out.append(UInt8(ascii: "\""))
     }
 
     static func number(_ v: Double?, _ decimals: Int, _ out: inout [UInt8]) {
