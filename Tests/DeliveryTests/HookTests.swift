@@ -117,38 +117,28 @@ struct HookTests {
                 == "sha256=d0c6ee8e2cd73b8179aa131117bcee783d18ccf08c9a69d566aa3069f2b318cf")
     }
 
-    @Test func anAttemptBecomesDeliveredRetriedOrDead() {
+    @Test func anAttemptBecomesDeliveredRetriedOrDead() throws {
         let policy = DeliveryPolicy(maximumAttempts: 3, maximumAge: 1000)
         var random = SeededRandomForTests()
         let failure = DeliveryFailure(.status, "answered 500", status: 500)
         #expect(policy.outcome(of: .delivered, attempts: 5, queued: 0, now: 10, random: &random) == .delivered)
-        guard
-            case .retry(let at, _) = policy.outcome(
-                of: .retry(after: nil, failure), attempts: 0, queued: 0, now: 10, random: &random)
-        else {
-            Issue.record("no retry")
-            return
+        /// When the outcome of `after` at `attempts` failures retries (`nil`: it does not).
+        func retryTime(_ p: DeliveryPolicy, after: Double?, attempts: Int) -> Double? {
+            guard
+                case .retry(let at, _) = p.outcome(
+                    of: .retry(after: after, failure), attempts: attempts, queued: 0, now: 10, random: &random)
+            else { return nil }
+            return at
         }
         // The first retry waits between half the first ceiling (5 s) and it.
+        let at = try #require(retryTime(policy, after: nil, attempts: 0))
         #expect(at >= 12.5 && at <= 15)
         // Retry-After is the least wait: 7 s, or the backoff's (5-10 s at the second failure) when longer.
-        guard
-            case .retry(let later, _) = policy.outcome(
-                of: .retry(after: 7, failure), attempts: 1, queued: 0, now: 10, random: &random)
-        else {
-            Issue.record("no retry")
-            return
-        }
+        let later = try #require(retryTime(policy, after: 7, attempts: 1))
         #expect(later >= 17 && later <= 20)
         // `Retry-After: 0` is no reason to try again at once.
-        let patient = DeliveryPolicy(maximumAttempts: 15, maximumAge: 1e9)
-        guard
-            case .retry(let zero, _) = patient.outcome(
-                of: .retry(after: 0, failure), attempts: 5, queued: 0, now: 10, random: &random)
-        else {
-            Issue.record("no retry")
-            return
-        }
+        let zero = try #require(
+            retryTime(DeliveryPolicy(maximumAttempts: 15, maximumAge: 1e9), after: 0, attempts: 5))
         #expect(zero >= 10 + 80, "the sixth failure waits half its 160 s ceiling at least")
         #expect(
             policy.outcome(of: .retry(after: nil, failure), attempts: 2, queued: 0, now: 10, random: &random)
