@@ -113,8 +113,9 @@ struct StopsEndpointTests {
     }()
 
     /// Points that arrive out of order a few at a time (OsmAnd's queue of eight sent newest first,
-    /// one request each) move a stop's arrival as the detector runs again over them: its events
-    /// are still told once each, as for the same points in order.
+    /// one request each, over HTTP as Traccar Client sends them) move a stop's arrival as the
+    /// detector runs again over them: its events are still told once each, as for the same points
+    /// in order.
     @Test(arguments: StoreKind.allCases) func stopEventsAreToldOnceWhenPointsArriveOutOfOrder(kind: StoreKind)
         async throws
     {
@@ -133,8 +134,11 @@ struct StopsEndpointTests {
                 received: Self.phoneDay.last!.time)
             for start in stride(from: 0, to: Self.phoneDay.count, by: 8) {
                 for i in (start..<min(start + 8, Self.phoneDay.count)).reversed() {
-                    _ = try await store.insert(
-                        [record("newest-first", i)], format: "osmand", received: Self.phoneDay[i].time)
+                    // As Traccar Client sends it: one OsmAnd request a fix.
+                    let p = Self.phoneDay[i]
+                    let osmand = "/?id=newest-first&timestamp=\(Int(p.time))&lat=\(p.lat)&lon=\(p.lon)&accuracy=8"
+                    let answer = try await raw.send(.GET, osmand)
+                    try #require(answer.status == 200, "\(answer.body)")
                     if let pg = store as? PostgresTrackStore { await pg.storedStopsSettled() }
                 }
             }
