@@ -77,6 +77,15 @@ public enum OsmAnd {
     ///
     /// - Throws: ``FormatsError`` naming the parameter.
     public static func decode(_ query: String, now: Double) throws(FormatsError) -> TrailRecord {
+        try TrailRecord.checked(read(query, now: now), now: now)
+    }
+
+    /// The record OsmAnd parameters hold, as sent: ``decode(_:now:)`` before its values are checked
+    /// (``TrailRecord/problem(now:)``), so that the endpoint can authorize the record's device before
+    /// it judges what the device sent.
+    ///
+    /// - Throws: ``FormatsError`` naming the parameter that can't be read.
+    public static func read(_ query: String, now: Double) throws(FormatsError) -> TrailRecord {
         var fields: [String: String] = [:]
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -137,7 +146,6 @@ public enum OsmAnd {
         {
             r.attributes[key] = value
         }
-        if let problem = r.problem(now: now) { throw problem }
         return r
     }
 
@@ -157,6 +165,14 @@ public enum OsmAnd {
     ///
     /// - Throws: ``FormatsError`` naming the member.
     public static func decodeJSON(_ bytes: [UInt8], now: Double) throws(FormatsError) -> TrailRecord {
+        try TrailRecord.checked(readJSON(bytes, now: now), now: now)
+    }
+
+    /// The record a Traccar Client body holds, as sent: ``decodeJSON(_:now:)`` before its values are
+    /// checked (see ``read(_:now:)``).
+    ///
+    /// - Throws: ``FormatsError`` naming the member that can't be read.
+    public static func readJSON(_ bytes: [UInt8], now: Double) throws(FormatsError) -> TrailRecord {
         var values: [String: JSONScanner.Value] = [:]
         var s = JSONScanner(bytes)
         func object(_ s: inout JSONScanner, _ prefix: String, depth: Int) throws(JSONScanner.Failure) {
@@ -225,7 +241,6 @@ public enum OsmAnd {
         for (key, v) in values where !read.contains(key) {
             TrailRecord.keepAttribute(key.hasPrefix("location.") ? String(key.dropFirst(9)) : key, v, in: &r.attributes)
         }
-        if let problem = r.problem(now: now) { throw problem }
         return r
     }
 }

@@ -79,6 +79,22 @@ public enum Overland {
     /// - Throws: ``FormatsError`` naming the location and field (`locations[3].properties.timestamp:
     ///   missing`); ``FormatsError/Code/tooLarge`` past ``maxLocations``.
     public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(FormatsError) -> [TrailRecord] {
+        let records = try read(bytes, device: device)
+        for (i, r) in records.enumerated() {
+            if var problem = r.problem(now: now) {
+                problem.message = "locations[\(i)]: " + problem.message
+                throw problem
+            }
+        }
+        return records
+    }
+
+    /// The records of an Overland body, as sent: ``decode(_:device:now:)`` before their values are
+    /// checked (``TrailRecord/problem(now:)``), so that the endpoint can authorize their devices and
+    /// keep the good records of a batch that holds a bad one.
+    ///
+    /// - Throws: ``FormatsError`` naming the location and field that can't be read.
+    public static func read(_ bytes: [UInt8], device: String) throws(FormatsError) -> [TrailRecord] {
         var s = JSONScanner(bytes)
         var records: [TrailRecord] = []
         var sawLocations = false
@@ -93,7 +109,7 @@ public enum Overland {
                 guard records.count < maxLocations else {
                     throw FormatsError(.tooLarge, "locations: more than \(maxLocations) in one batch")
                 }
-                records.append(try feature(&s, index: records.count, device: device, now: now))
+                records.append(try feature(&s, index: records.count, device: device))
             }
         }
         guard s.atEnd else { throw s.fail("text after the object") }
@@ -102,7 +118,7 @@ public enum Overland {
     }
 
     /// One feature of `locations`.
-    static func feature(_ s: inout JSONScanner, index: Int, device: String, now: Double) throws(FormatsError)
+    static func feature(_ s: inout JSONScanner, index: Int, device: String) throws(FormatsError)
         -> TrailRecord
     {
         let at = "locations[\(index)]"
@@ -167,10 +183,6 @@ public enum Overland {
             verticalAccuracy: valid("vertical_accuracy"), speed: valid("speed"),
             course: valid("course"))
         r.attributes = attributes
-        if var problem = r.problem(now: now) {
-            problem.message = "\(at): " + problem.message
-            throw problem
-        }
         return r
     }
 

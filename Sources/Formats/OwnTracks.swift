@@ -188,10 +188,28 @@ public enum OwnTracks {
         try decode(bytes, device: deviceID(user: user, device: device), now: now)
     }
 
+    /// The record an OwnTracks body from `user`'s `device` holds, as sent (``read(_:device:now:)``).
+    ///
+    /// - Throws: ``FormatsError`` naming the field that can't be read.
+    public static func read(_ bytes: [UInt8], user: String?, device: String?, now: Double)
+        throws(FormatsError) -> TrailRecord?
+    {
+        try read(bytes, device: deviceID(user: user, device: device), now: now)
+    }
+
     /// A record from an OwnTracks body, stored as `device` (taken as it is), received at `now`.
     ///
     /// - Throws: ``FormatsError`` naming the field.
     public static func decode(_ bytes: [UInt8], device: String, now: Double) throws(FormatsError) -> TrailRecord? {
+        try read(bytes, device: device, now: now).map { r throws(FormatsError) in try TrailRecord.checked(r, now: now) }
+    }
+
+    /// The record an OwnTracks body holds, as sent: ``decode(_:device:now:)`` before its values are
+    /// checked (``TrailRecord/problem(now:)``), so that the endpoint can authorize the device before
+    /// it judges what the device sent.
+    ///
+    /// - Throws: ``FormatsError`` naming the field that can't be read.
+    public static func read(_ bytes: [UInt8], device: String, now: Double) throws(FormatsError) -> TrailRecord? {
         // Apps post empty bodies now and then (the Recorder ignores them).
         guard bytes.contains(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else { return nil }
         let w = try Wire(bytes)
@@ -227,7 +245,6 @@ public enum OwnTracks {
             speed: w.vel.flatMap { $0 < 0 ? nil : $0 / 3.6 }, course: w.cog.flatMap { $0 < 0 ? nil : $0 })
         r.valid = valid
         r.attributes = w.attributes
-        if let problem = r.problem(now: now) { throw problem }
         return r
     }
 }

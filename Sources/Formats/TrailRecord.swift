@@ -103,6 +103,14 @@ public struct TrailRecord: Hashable, Sendable {
         return FormatsError(.invalidRecord, message, field: field)
     }
 
+    /// `record`, when it has no ``problem(now:)``.
+    ///
+    /// - Throws: its problem.
+    static func checked(_ record: TrailRecord, now: Double) throws(FormatsError) -> TrailRecord {
+        if let problem = record.problem(now: now) { throw problem }
+        return record
+    }
+
     /// The key and the sentence of ``problem(now:)``.
     func problemFound(now: Double) -> (field: String, message: String)? {
         if let p = Self.identifierProblem(device) { return ("device", "device id \(p)") }

@@ -8,6 +8,8 @@ final class ServerMetrics: Sendable {
     let requests: [String: Counter]
     let accepted: [String: Counter]
     let duplicates: Counter
+    /// Records acknowledged but not stored, by format (``Ingest/sift(_:format:)``).
+    let refused: [String: Counter]
     let rejected: Counter
     let gzipRequests: Counter
     let stored: Gauge
@@ -44,6 +46,18 @@ final class ServerMetrics: Sendable {
             descriptor: Self.serve(
                 "records_duplicate", "total",
                 "Records received again and not stored twice."))
+        refused = Dictionary(
+            uniqueKeysWithValues: ["osmand", "owntracks", "overland"].map {
+                (
+                    $0,
+                    r.makeCounter(
+                        descriptor: Self.serve(
+                            "records_refused", "total",
+                            "Records acknowledged but not stored: values no store keeps (a time more than "
+                                + "a day ahead), by format."),
+                        labels: [("format", $0)])
+                )
+            })
         rejected = r.makeCounter(descriptor: Self.serve("requests_rejected", "total", "Requests answered 400."))
         gzipRequests = r.makeCounter(descriptor: Self.serve("gzip_requests", "total", "Requests with a gzip body."))
         stored = r.makeGauge(descriptor: Self.serve("records_stored", "", "Records in the store."))
@@ -101,6 +115,8 @@ final class ServerMetrics: Sendable {
     }
 
     func rejected(_ n: Int) { rejected.increment(by: Int64(n)) }
+
+    func refused(_ n: Int, format: String) { refused[format]?.increment(by: Int64(n)) }
 
     /// The registry as Prometheus text, the gauges set to `stored`, `connections` and
     /// `bodyBytesInFlight` first.

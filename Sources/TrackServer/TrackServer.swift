@@ -128,7 +128,7 @@ public final class TrackServer: Sendable {
 
     var credentials: Credentials { Credentials(token: configuration.token, store: store) }
 
-    var ingest: Ingest { Ingest(store: store, metrics: metrics, clock: clock) }
+    var ingest: Ingest { Ingest(store: store, metrics: metrics, clock: clock, logger: logger) }
 
     var bodyReader: BodyReader {
         BodyReader(
@@ -312,7 +312,8 @@ public final class TrackServer: Sendable {
     public func ingestOwnTracks(_ bytes: [UInt8], user: String?, device: String?) async throws
         -> (accepted: Int, duplicates: Int)
     {
-        try await ingest.ownTracks(bytes, user: user, device: device)
+        let result = try await ingest.ownTracks(bytes, user: user, device: device)
+        return (result.accepted, result.duplicates)
     }
 }
 

@@ -182,14 +182,16 @@ struct OpenAPITests {
 
             .init(method: .GET, route: "/", target: "/?id=van1&lat=48.1&lon=11.5&timestamp=1715679100", status: 200),
             .init(method: .GET, route: "/", status: 200, token: nil, headers: [("Accept", "text/html")]),
-            .init(method: .GET, route: "/", target: "/?id=van1&lat=95&lon=11.5", status: 400),
+            .init(method: .GET, route: "/", target: "/?id=van1&lat=north&lon=11.5", status: 400),
             .init(method: .GET, route: "/", target: "/?id=stranger&lat=48&lon=11", status: 400, token: nil),
             .init(method: .GET, route: "/", target: "/?id=van1&lat=48&lon=11&token=wrong", status: 401, token: nil),
             .init(method: .GET, route: "/", target: "/?id=bus&lat=48&lon=11", status: 403, token: van),
             .init(
                 method: .POST, route: "/", status: 200, body: "id=van1&lat=48.1&lon=11.5&timestamp=1715679200",
                 headers: [form]),
-            .init(method: .POST, route: "/", status: 400, body: "id=van1&lat=95&lon=11.5", headers: [form]),
+            .init(method: .POST, route: "/", status: 400, body: "id=van1&lat=north&lon=11.5", headers: [form]),
+            // Read but impossible: acknowledged, not stored (X-KeepTrack-Not-Stored).
+            .init(method: .POST, route: "/", status: 200, body: "id=van1&lat=95&lon=11.5", headers: [form]),
             .init(method: .POST, route: "/", status: 401, token: "wrong", body: "id=van1&lat=1&lon=1", headers: [form]),
             .init(method: .POST, route: "/", status: 403, token: van, body: "id=bus&lat=1&lon=1", headers: [form]),
             .init(

@@ -151,4 +151,64 @@ struct PeerEndpointTests {
         #expect(try await endpoint.server.store.device("anna/phone")?.points == 1)
         await endpoint.stop()
     }
+
+    /// A phone with a wrong clock: its impossible record is acknowledged, so the app's queue moves
+    /// on (a refused message is sent again at its head), and not stored; the answer's header and
+    /// the metrics say so. Authorization comes first, and a device id no store keeps is refused.
+    @Test(arguments: StoreKind.allCases) func aRecordWithImpossibleValuesIsAcknowledgedAndNotStored(kind: StoreKind)
+        async throws
+    {
+        let endpoint = try await Endpoint.start(store: kind)
+        let raw = Raw(endpoint: endpoint)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        func post(_ path: String, _ body: String, _ headers: [(String, String)] = [], token: String = "secret")
+            async throws -> (status: Int, body: String, notStored: String?)
+        {
+            var request = HTTPClientRequest(url: endpoint.url(path))
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            for (k, v) in headers { request.headers.add(name: k, value: v) }
+            request.body = .bytes(Array(body.utf8))
+            let response = try await client.execute(request, timeout: .seconds(60))
+            let text = try await response.body.collect(upTo: 1 << 20)
+            let notStored = response.headers.first(name: "X-KeepTrack-Not-Stored")
+            return (Int(response.status.code), String(buffer: text), notStored)
+        }
+        let form = [("Content-Type", "application/x-www-form-urlencoded")]
+        // Traccar Client with its clock in 2286 (milliseconds), then right again.
+        let osmAnd = try await post("/", "id=van&lat=60&lon=30&timestamp=10000000000000", form)
+        #expect(osmAnd.status == 200 && osmAnd.body.isEmpty)
+        #expect(osmAnd.notStored?.hasPrefix("1 record not stored: time 2286-11-20T17:46:40") == true, "\(osmAnd)")
+        #expect(try await post("/", "id=van&lat=60&lon=30&timestamp=1715679000", form).notStored == nil)
+        // OwnTracks: a latitude of 91.
+        let ownTracks = try await post(
+            "/owntracks", #"{"_type":"location","tst":1715679000,"lat":91,"lon":11.5}"#, [("X-Limit-D", "phone")])
+        #expect(ownTracks.status == 200 && ownTracks.body == "[]")
+        #expect(ownTracks.notStored == "1 record not stored: lat 91.0 is out of range [-90, 90]")
+        // Overland: the good locations of a batch are kept.
+        func feature(_ time: String, _ lon: Double) -> String {
+            #"{"type":"Feature","geometry":{"type":"Point","coordinates":[\#(lon),48.1]},"properties":{"timestamp":"\#(time)","device_id":"ov"}}"#
+        }
+        let batch =
+            #"{"locations":[\#(feature("2024-05-14T09:00:00Z", 11.5)),\#(feature("1970-01-01T00:00:00Z", 11.6)),\#(feature("2024-05-14T09:01:00Z", 11.7))]}"#
+        let overland = try await post("/api/v1/overland/batches", batch, [("Content-Type", "application/json")])
+        #expect(overland.status == 200 && overland.body == #"{"result":"ok"}"#)
+        #expect(overland.notStored?.hasPrefix("1 record not stored: locations[1]: time 1970-01-01T00:00:00") == true)
+        let store = endpoint.server.store
+        #expect(try await store.device("van")?.points == 1)
+        #expect(try await store.device("owntracks/phone") == nil)
+        #expect(try await store.device("ov")?.points == 2)
+        let metrics = await endpoint.server.metricsText()
+        for format in ["osmand", "owntracks", "overland"] {
+            #expect(metrics.contains("keeptrack_serve_records_refused_total{format=\"\(format)\"} 1\n"), "\(format)")
+        }
+        // Another device's token is refused before the values are judged; so is an id with a NUL.
+        let other = try await store.addCredential(device: "other", now: 1_715_679_000)
+        #expect(try await post("/", "id=van&lat=60&lon=30&timestamp=10000000000000", form, token: other).status == 403)
+        let nul = try await post("/", "id=van%00&lat=60&lon=30&timestamp=10000000000000", form)
+        #expect(nul.status == 400 && nul.notStored == nil)
+        try await client.shutdown()
+        await raw.close()
+        await endpoint.stop()
+    }
 }

@@ -18,7 +18,10 @@ import TrackStore
 /// - `POST /api/v1/overland/batches`: Overland's batch (``Overland``, Dawarich's path); answers
 ///   `{"result":"ok"}`.
 ///
-/// A body that does not decode is a 400 naming the problem, counted in `requests_rejected`.
+/// A body that does not decode is a 400 naming the problem, counted in `requests_rejected`. A peer's
+/// record (OsmAnd, OwnTracks, Overland) that decodes but holds values no store keeps, a time more than
+/// a day ahead, is acknowledged and not stored (``Ingest/sift(_:format:)``); our own batch is refused,
+/// since our uploader sets such a record aside itself.
 struct IngestRoutes: Sendable {
     let ingest: Ingest
     let body: BodyReader
@@ -68,7 +71,8 @@ struct IngestRoutes: Sendable {
         if json {
             let bytes = try await body.read(request, context)
             do {
-                record = try OsmAnd.decodeJSON(bytes, now: ingest.now)
+                record = try OsmAnd.readJSON(bytes, now: ingest.now)
+                try Ingest.checkDevices([record])
             } catch {
                 ingest.metrics.rejected(1)
                 throw ErrorAnswer(error)
@@ -80,7 +84,8 @@ struct IngestRoutes: Sendable {
                 if !form.isEmpty { query += (query.isEmpty ? "" : "&") + form }
             }
             do {
-                record = try OsmAnd.decode(query, now: ingest.now)
+                record = try OsmAnd.read(query, now: ingest.now)
+                try Ingest.checkDevices([record])
             } catch {
                 ingest.metrics.rejected(1)
                 throw ErrorAnswer(error)
@@ -94,8 +99,10 @@ struct IngestRoutes: Sendable {
         } else {
             try context.authorize(device: record.device)
         }
-        _ = try await ingest.store([record], format: "osmand")
-        return try Self.answer("", contentType: "text/plain", context: context)
+        let sifted = try ingest.sift([record], format: "osmand")
+        _ = try await ingest.store(sifted.kept, format: "osmand")
+        return try Self.answer(
+            "", contentType: "text/plain", refused: sifted.refused.map(\.problem.message), context: context)
     }
 
     /// Whether an OsmAnd request without a credential may store for `device`: the device has a token
@@ -133,9 +140,10 @@ struct IngestRoutes: Sendable {
         let bytes = try await body.read(request, context)
         let id = OwnTracks.deviceID(user: user, device: device)
         let opened: (plain: [UInt8], secret: OwnTracksSecret?)
+        let refused: [String]
         do {
             opened = try await ingest.openOwnTracks(bytes, device: id)
-            _ = try await ingest.ownTracks(opened.plain, user: user, device: device)
+            refused = try await ingest.ownTracks(opened.plain, user: user, device: device).refused
         } catch let error as OwnTracksCryptoError {
             // Refused: 403 when it does not authenticate, 400 when the envelope can't be read, 413
             // when its data is too long.
@@ -153,12 +161,13 @@ struct IngestRoutes: Sendable {
             throw ErrorAnswer(error, status: error.code == .unsupported ? .unsupportedMediaType : .badRequest)
         }
         guard let secret = opened.secret else {
-            return try Self.answer("[]", contentType: "application/json", context: context)
+            return try Self.answer("[]", contentType: "application/json", refused: refused, context: context)
         }
         // Answered `[]` encrypted under the same secret, as a Recorder that holds the key answers.
         let answer = OwnTracksCrypto.encrypt(Array("[]".utf8), with: secret)
         return try Self.answer(
-            String(decoding: answer, as: UTF8.self), contentType: "application/json", context: context)
+            String(decoding: answer, as: UTF8.self), contentType: "application/json", refused: refused,
+            context: context)
     }
 
     /// `POST /api/v1/overland/batches`: each location filed under its `device_id`, or the device of
@@ -169,20 +178,33 @@ struct IngestRoutes: Sendable {
         let now = ingest.now
         let records: [TrailRecord]
         do {
-            records = try Overland.decode(bytes, device: context.identity.onlyDevice ?? "overland", now: now)
+            records = try Overland.read(bytes, device: context.identity.onlyDevice ?? "overland")
+            try Ingest.checkDevices(records)
         } catch {
             ingest.metrics.rejected(1)
             throw ErrorAnswer(error, status: error.code == .tooLarge ? .contentTooLarge : .badRequest)
         }
         for device in Set(records.map(\.device)) { try context.authorize(device: device) }
-        _ = try await ingest.store(records, format: "overland", received: now)
-        return try Self.answer(Overland.acknowledgement, contentType: "application/json", context: context)
+        let sifted = try ingest.sift(records, format: "overland")
+        _ = try await ingest.store(sifted.kept, format: "overland", received: now)
+        return try Self.answer(
+            Overland.acknowledgement, contentType: "application/json",
+            refused: sifted.refused.map { "locations[\($0.index)]: \($0.problem.message)" }, context: context)
     }
 
     /// The answer to an ingest, or, when the faults say drop, half of it and a closed connection (the
-    /// records are stored; the client can't know).
-    static func answer(_ text: String, contentType: String, context: ServerContext) throws -> Response {
+    /// records are stored; the client can't know). Records acknowledged but not stored
+    /// (``Ingest/sift(_:format:)``) are said in ``notStored``: their count and the first one's problem.
+    static func answer(
+        _ text: String, contentType: String, refused: [String] = [], context: ServerContext
+    ) throws -> Response {
         var headers: HTTPFields = [.contentType: contentType, .acceptEncoding: "gzip"]
+        if let first = refused.first {
+            let said = "\(refused.count) record\(refused.count == 1 ? "" : "s") not stored: \(first)"
+            // A field value is visible ASCII and spaces (RFC 9110, 5.5); a quoted region id may not be.
+            headers[Self.notStored] = String(
+                said.unicodeScalars.prefix(512).map { (0x20...0x7E).contains($0.value) ? Character($0) : "?" })
+        }
         if context.drop {
             let full = ByteBuffer(string: text.isEmpty ? "ok" : text)
             headers[.contentLength] = String(full.readableBytes + 64)
@@ -195,6 +217,10 @@ struct IngestRoutes: Sendable {
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
+
+    /// `X-KeepTrack-Not-Stored`: on a 2xx, how many of the records were acknowledged but not stored,
+    /// and why the first was not.
+    static let notStored = HTTPField.Name("X-KeepTrack-Not-Stored")!
 
     /// Ends an answer the faults drop halfway.
     struct DroppedConnection: Error {}
