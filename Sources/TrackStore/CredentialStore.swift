@@ -12,8 +12,13 @@ public protocol CredentialStore: AnyObject {
     func addCredential(device: String, now: Double) async throws -> String
     /// Every device with a token, by id.
     func credentials() async throws -> [DeviceCredential]
-    /// Removes the token of `device`; `false` when it had none. Its stored points stay.
-    func revokeCredential(device: String) async throws -> Bool
+    /// Removes the token of `device` and, in the same transaction, revokes at `time` its share links
+    /// still active (``ShareStore``): a device taken out of service (a lost phone, a leaked token)
+    /// shows nothing more to anyone but the admin. Its stored points stay.
+    ///
+    /// - Returns: how many share links were revoked, or `nil` when the device had no token (then
+    ///   nothing is changed).
+    func revokeCredential(device: String, at time: Double) async throws -> Int?
     /// The device whose token `token` is, or `nil`.
     func credentialDevice(token: String) async throws -> String?
     /// Whether `device` has a token (an OsmAnd sender is then known, as a device registered in Traccar).

@@ -32,14 +32,21 @@ extension PostgresTrackStore: CredentialStore {
         return out
     }
 
-    public func revokeCredential(device: String) async throws -> Bool {
-        guard !device.utf8.contains(0) else { return false }
-        var removed = false
-        for try await _ in try await liveQuery(
-            "DELETE FROM credentials WHERE device = \(device) RETURNING 1",
-            logger: logger)
-        { removed = true }
-        return removed
+    public func revokeCredential(device: String, at time: Double) async throws -> Int? {
+        guard !device.utf8.contains(0) else { return nil }
+        // One statement, one transaction: the shares are revoked only when the token was removed.
+        var out: (removed: Int, shares: Int) = (0, 0)
+        for try await row in try await liveQuery(
+            """
+            WITH gone AS (DELETE FROM credentials WHERE device = \(device) RETURNING device),
+            revoked AS (
+                UPDATE shares SET revoked = \(time)
+                WHERE device IN (SELECT device FROM gone) AND revoked IS NULL AND expires > \(time)
+                RETURNING 1)
+            SELECT (SELECT count(*) FROM gone)::int8, (SELECT count(*) FROM revoked)::int8
+            """, logger: logger
+        ).decode((Int, Int).self) { out = row }
+        return out.removed > 0 ? out.shares : nil
     }
 
     public func credentialDevice(token: String) async throws -> String? {

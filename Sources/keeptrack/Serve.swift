@@ -103,16 +103,17 @@ struct Serve: AsyncParsableCommand {
 
         struct Revoke: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Remove a device's token (its stored points stay).")
+                abstract: "Remove a device's token and revoke its share links (its stored points stay).")
             @Argument(help: "The device id.") var id: String
             @ParentCommand var serve: Serve
 
             func run() async throws {
-                let (revoked, location) = try await serve.withDeviceTokens(creating: false) { store in
-                    (try await store.revokeCredential(device: id), store.location)
+                let now = WallClock().now.secondsSince1970
+                let (shares, location) = try await serve.withDeviceTokens(creating: false) { store in
+                    (try await store.revokeCredential(device: id, at: now), store.location)
                 }
-                guard revoked else { throw CommandFailure("device '\(id)' has no token in \(location)") }
-                print("revoked \(id)")
+                guard let shares else { throw CommandFailure("device '\(id)' has no token in \(location)") }
+                print("revoked \(id)" + (shares == 0 ? "" : " and \(counted(shares, "share link")) of it"))
             }
         }
     }

@@ -28,6 +28,11 @@ struct ServeDevicesCommandTests {
         #expect(try keeptrack(["serve", "devices", "revoke", "van1", "--db", db]).stdout == "revoked van1\n")
         let gone = try keeptrack(["serve", "devices", "revoke", "van1", "--db", db])
         #expect(gone.status != 0 && gone.stderr.contains("device 'van1' has no token"))
+        // A device revoked shares nothing more: its link is revoked with it, and said.
+        #expect(try keeptrack(["serve", "share", "add", "van2", "--expires", "2h", "--db", db]).status == 0)
+        let shared = try keeptrack(["serve", "devices", "revoke", "van2", "--db", db])
+        #expect(shared.stdout == "revoked van2 and 1 share link of it\n", "\(shared.stderr)")
+        #expect(try keeptrack(["serve", "share", "list", "--db", db]).stdout.contains("\trevoked"))
         // The verbs are subcommands: argument-parser names the one it does not know.
         let wrong = try keeptrack(["serve", "devices", "rename", "--db", db])
         #expect(wrong.status == 64 && wrong.stderr.contains("'rename'"), "\(wrong.stderr)")

@@ -48,7 +48,7 @@ struct FleetEndpointTests {
         #expect(try await raw.send(.PUT, "/v1/faults", body: "{}", token: van).status == 403)
         #expect(try await raw.send(.GET, "/v1/devices", token: "guess").status == 401)
         // Revoked: the token is no longer anyone's.
-        #expect(try await store.revokeCredential(device: "van1"))
+        #expect(try await store.revokeCredential(device: "van1", at: 1_715_679_050) == 0)
         #expect(try await raw.send(.POST, "/v1/locations", body: batch("van1", seq: 2), token: van).status == 401)
         // What is stored is the digest, never the token (SQLite: not in any of its files).
         let again = try await store.addCredential(device: "van1", now: 1_715_679_100)

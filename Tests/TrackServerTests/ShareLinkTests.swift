@@ -169,6 +169,43 @@ struct ShareLinkTests {
         await endpoint.stop()
     }
 
+    /// Revoking a device's token revokes its share links still active, whoever made them (a lost
+    /// phone's, a leaked token's): 410 at once. Its expired links stay expired; another device's
+    /// work.
+    @Test(arguments: StoreKind.allCases) func revokingADeviceRevokesItsShareLinks(kind: StoreKind) async throws {
+        let clock = ManualClock(now: EpochInstant(secondsSince1970: Self.t0))
+        let (endpoint, raw) = try await Self.start(kind, clock: clock)
+        do {
+            let store = endpoint.server.store
+            let van = try await store.addCredential(device: "van", now: Self.t0)
+            let short = try #require(try await Self.share(raw, #"{"device":"van","expires":"1m"}"#).json["token"])
+            clock.advance(by: .seconds(120))
+            var tokens: [String] = []
+            for (body, token) in [
+                (#"{"device":"van","expires":"1h"}"#, van), (#"{"device":"van","expires":"2h"}"#, "secret"),
+                (#"{"device":"car","expires":"1h"}"#, "secret"),
+            ] {
+                tokens.append(try #require(try await Self.share(raw, body, token: token).json["token"] as? String))
+            }
+            let at = Self.t0 + 120
+            #expect(try await store.revokeCredential(device: "van", at: at) == 2)
+            #expect(try await store.revokeCredential(device: "van", at: at) == nil)
+            for token in tokens.prefix(2) {
+                let gone = try await raw.send(.GET, "/v1/devices/van/trail?share=\(token)", token: nil)
+                #expect(gone.status == 410 && gone.body.contains("revoked"), "\(gone.body)")
+            }
+            #expect(try await raw.send(.GET, "/s/\(tokens[2])", token: nil).status == 200)
+            let states = try Self.object(try await raw.send(.GET, "/v1/shares").body)["shares"] as? [[String: Any]]
+            #expect(
+                states?.map { "\($0["device"] ?? "")=\($0["state"] ?? "")" }.sorted()
+                    == ["car=active", "van=expired", "van=revoked", "van=revoked"], "\(short)")
+        } catch {
+            Issue.record(error)
+        }
+        await raw.close()
+        await endpoint.stop()
+    }
+
     /// A share's live stream shows its device only, and is closed when the share expires; a forged
     /// token's stream is refused.
     ///

@@ -559,7 +559,9 @@ final class RestartingStore: TrackStore, @unchecked Sendable {
         try await base.addCredential(device: device, now: now)
     }
     func credentials() async throws -> [DeviceCredential] { try await base.credentials() }
-    func revokeCredential(device: String) async throws -> Bool { try await base.revokeCredential(device: device) }
+    func revokeCredential(device: String, at time: Double) async throws -> Int? {
+        try await base.revokeCredential(device: device, at: time)
+    }
     func credentialDevice(token: String) async throws -> String? { try await base.credentialDevice(token: token) }
     func hasCredential(device: String) async throws -> Bool { try await base.hasCredential(device: device) }
     func hasCredentials() async throws -> Bool { try await base.hasCredentials() }

@@ -49,11 +49,14 @@ extension SQLiteTrackStore: CredentialStore {
         }
     }
 
-    /// Removes the token of `device`; `false` when it had none. Its stored points stay.
-    public func revokeCredential(device: String) async throws -> Bool {
+    public func revokeCredential(device: String, at time: Double) async throws -> Int? {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM credentials WHERE device = ?", arguments: [device])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return nil }
+            try db.execute(
+                sql: "UPDATE shares SET revoked = ? WHERE device = ? AND revoked IS NULL AND expires > ?",
+                arguments: [time, device, time])
+            return db.changesCount
         }
     }
 
