@@ -119,6 +119,7 @@ struct Export: AsyncParsableCommand {
         } catch {
             switch error.code {
             case .noDatabase:
+                guard db == nil else { throw CommandFailure(error.description) }
                 throw ValidationError("\(error): run `keeptrack replay --upload embedded ...` or name one with --db.")
             case .severalDevices: throw ValidationError("\(error); choose one with --device.")
             default: throw CommandFailure(error.description)

@@ -329,7 +329,7 @@ struct Serve: AsyncParsableCommand {
         if db == nil { makeDirectories(data.directory) }
         let database = self.database
         guard creating || database.exists else {
-            throw CommandFailure("no endpoint database at \(database): name one with --db")
+            throw CommandFailure("no endpoint database at \(database)" + (db == nil ? ": name one with --db" : ""))
         }
         var logger = Logger(label: "keeptrack.store")
         logger.logLevel = .warning

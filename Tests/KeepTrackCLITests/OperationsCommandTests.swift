@@ -359,6 +359,9 @@ struct ValidOutputTests {
             // The trail the replay wrote for the embedded endpoint, too.
             #expect(try geojsonProblems("\(dir)/trails/\(device).geojson") == nil)
         }
+        // A --db that is not there is said as such: no advice to name one.
+        let missing = try keeptrack(["export", "--db", dir + "/none.sqlite"])
+        #expect(missing.status == 1 && missing.stderr == "Error: no endpoint database at \(dir)/none.sqlite\n")
         let decoded = try keeptrack(["decode", "--format", "geojson", "fixtures/walk-15min.nmea"])
         try decoded.stdout.write(toFile: dir + "/decoded.geojson", atomically: true, encoding: .utf8)
         #expect(try geojsonProblems(dir + "/decoded.geojson") == nil)

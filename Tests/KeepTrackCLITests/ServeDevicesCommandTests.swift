@@ -39,7 +39,7 @@ struct ServeDevicesCommandTests {
         let noID = try keeptrack(["serve", "devices", "add", "--db", db])
         #expect(noID.status == 64 && noID.stderr.contains("Missing expected argument '<id>'"), "\(noID.stderr)")
         let missing = try keeptrack(["serve", "devices", "list", "--db", dir + "/none.sqlite"])
-        #expect(missing.status != 0 && missing.stderr.contains("no endpoint database at"))
+        #expect(missing.status != 0 && missing.stderr.contains("no endpoint database at \(dir)/none.sqlite\n"))
     }
 
     /// A device's own overspeed limit: set in km/h, listed, removed with `--global`; a limit that
