@@ -80,6 +80,30 @@ public struct HookSettings: Codable, Hashable, Sendable {
         return .success(hook)
     }
 
+    /// ``hook(name:)`` for settings an admin gives now (`hooks add`, `PUT /v1/hooks/{name}`), with
+    /// what a hook read back from a store is not held to: a topic is for an MQTT hook only, and its
+    /// braces name `{device}` or `{kind}` (a `{devices}` typo would publish to that literal topic).
+    public func newHook(name: String) -> Result<Hook, HookSettingsProblem> {
+        let hook = self.hook(name: name)
+        guard case .success(let h) = hook, let topic else { return hook }
+        guard h.type == .mqtt else {
+            return .failure(HookSettingsProblem(field: "topic", message: "only an mqtt hook publishes to a topic"))
+        }
+        var rest = Substring(topic)
+        while let open = rest.firstIndex(of: "{") {
+            let close = rest[open...].firstIndex(of: "}") ?? rest.endIndex
+            let placeholder = rest[open..<(close == rest.endIndex ? close : rest.index(after: close))]
+            guard placeholder == "{device}" || placeholder == "{kind}" else {
+                return .failure(
+                    HookSettingsProblem(
+                        field: "topic",
+                        message: "'\(placeholder.prefix(40))' is not a placeholder: {device} and {kind} are replaced"))
+            }
+            rest = rest[placeholder.endIndex...]
+        }
+        return hook
+    }
+
     public init(
         type: String, url: String, kinds: [String]? = nil, devices: [String]? = nil, secret: String? = nil,
         topic: String? = nil

@@ -193,8 +193,9 @@ extension Serve {
                     type: type, url: url, kinds: kind.isEmpty ? nil : kind, devices: device.isEmpty ? nil : device,
                     secret: secret, topic: topic)
                 let hook: Hook
-                switch settings.hook(name: name) {
+                switch settings.newHook(name: name) {
                 case .success(let h): hook = h
+                case .failure(let p) where p.field == "name": throw CommandFailure("hook '\(name)': \(p.message)")
                 case .failure(let p): throw CommandFailure("--\(Self.option(p.field)): \(p.message)")
                 }
                 let created = try await serve.withDeviceTokens(creating: true) { store in

@@ -94,6 +94,10 @@ struct ServeEventsCommandTests {
                 "--kind: 'geofenceEntry' is not an event kind (one of geofenceEnter, geofenceExit,"),
             "\(misspelt.stderr)")
 
+        // A blank name is said as the hook's, not as an option's.
+        let blank = try keeptrack(["serve", "hooks", "add", "", "--url", url, "--secret-file", secretFile] + db)
+        #expect(blank.stderr == "Error: hook '': the name must have 1 to 128 bytes, has 0\n", "\(blank.stderr)")
+
         #expect(try keeptrack(["serve", "hooks", "remove", "ops"] + db).stdout == "removed ops\n")
         #expect(try keeptrack(["serve", "hooks", "list"] + db).stdout == "")
         for verb in ["test", "retry"] {

@@ -306,6 +306,20 @@ struct EventsEndpointTests {
             let typo = try await raw.send(.PUT, "/v1/hooks/typo", body: misspelt)
             #expect(
                 typo.status == 400 && typo.body.contains("unknown key 'kind' (did you mean 'kinds'?)"), "\(typo.body)")
+            // A topic for a webhook, and a placeholder that is none: each would be ignored or literal.
+            for (body, said) in [
+                (
+                    #"{"type":"webhook","url":"https://example.com/h","secret":"\#(WebhookReceiver.secret)","topic":"t"}"#,
+                    "only an mqtt hook publishes to a topic"
+                ),
+                (
+                    #"{"type":"mqtt","url":"mqtt://example.com","topic":"kt/{devices}/event"}"#,
+                    "'{devices}' is not a placeholder: {device} and {kind} are replaced"
+                ),
+            ] {
+                let r = try await raw.send(.PUT, "/v1/hooks/topic", body: body)
+                #expect(r.status == 400 && r.body.contains(said), "\(r.body)")
+            }
             #expect(try await endpoint.server.store.storedHooks().isEmpty)
         } catch {
             Issue.record(error)

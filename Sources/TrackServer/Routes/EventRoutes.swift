@@ -129,7 +129,7 @@ struct EventRoutes: Sendable {
                     message: "a hook is {\"type\":...,\"url\":...,\"secret\":...} (kinds, devices, topic optional)")
             }
             let hook: Hook
-            switch settings.hook(name: name) {
+            switch settings.newHook(name: name) {
             case .success(let h): hook = h
             case .failure(let p): throw HTTPError(.badRequest, message: "\(p.field): \(p.message)")
             }
