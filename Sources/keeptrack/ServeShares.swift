@@ -29,7 +29,9 @@ extension Serve {
             static let configuration = CommandConfiguration(
                 abstract: "Make a share link of a device and print its path /s/TOKEN: the only time it is shown.")
             @Argument(help: "The device id.") var device: String
+            // Unconditional: `--expires -5m` is its value (refused by run()), not a missing one.
             @Option(
+                parsing: .unconditional,
                 help: ArgumentHelp(
                     "How long the link works (90, 5m, 2h, 30d; at most 366d), or until an ISO 8601 time.",
                     valueName: "duration|time"))

@@ -30,6 +30,9 @@ struct ServeDevicesCommandTests {
         #expect(gone.status != 0 && gone.stderr.contains("device 'van1' has no token"))
         // A device revoked shares nothing more: its link is revoked with it, and said.
         #expect(try keeptrack(["serve", "share", "add", "van2", "--expires", "2h", "--db", db]).status == 0)
+        // A negative duration is its value, refused as such (not "Missing value").
+        let negative = try keeptrack(["serve", "share", "add", "van2", "--expires", "-5m", "--db", db])
+        #expect(negative.status == 64 && negative.stderr.hasPrefix("Error: --expires: '-5m' is neither"))
         let shared = try keeptrack(["serve", "devices", "revoke", "van2", "--db", db])
         #expect(shared.stdout == "revoked van2 and 1 share link of it\n", "\(shared.stderr)")
         #expect(try keeptrack(["serve", "share", "list", "--db", db]).stdout.contains("\trevoked"))
