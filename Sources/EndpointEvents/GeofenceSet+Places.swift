@@ -12,11 +12,11 @@ extension GeofenceSet {
     /// A point on a boundary is inside.
     public func names(containing point: Coordinate, device: String) -> [String] {
         var found: [(area: Double, name: String)] = []
+        let location = Probe.Location(latitude: point.latitude, longitude: point.longitude)
         forEachCandidate(at: point) { slot in
             let i = Int(slot)
             let geofence = slots[i].geofence
-            guard geofence.applies(to: device),
-                probes[i].mayBeInside(latitude: point.latitude, longitude: point.longitude, margin: 0),
+            guard geofence.applies(to: device), probes[i].mayBeInside(location, margin: 0),
                 geofence.region.signedDistance(to: point) <= 0
             else { return }
             found.append((Self.area(of: geofence.region), geofence.name))

@@ -53,16 +53,32 @@ public struct GeofenceSet: Sendable {
             }
         }
 
-        /// Whether a location at (`lat`, `lon`) may be inside by `margin` metres: `false` only when
-        /// it certainly is not.
+        /// A location as the cheap test takes it: its metres per degree of longitude computed once,
+        /// not once for each geofence its cell lists.
+        struct Location {
+            var latitude: Double
+            var longitude: Double
+            /// Metres per degree of longitude at `latitude`, in the planar projection.
+            var metresPerDegreeLongitude: Double
+
+            init(latitude: Double, longitude: Double) {
+                (self.latitude, self.longitude) = (latitude, longitude)
+                metresPerDegreeLongitude = Probe.metresPerDegree * cos(latitude * .pi / 180)
+            }
+        }
+
+        static let metresPerDegree = Geodesy.meanRadius * .pi / 180
+
+        /// Whether `location` may be inside by `margin` metres: `false` only when it certainly is
+        /// not.
         @inline(__always)
-        func mayBeInside(latitude lat: Double, longitude lon: Double, margin: Double) -> Bool {
+        func mayBeInside(_ location: Location, margin: Double) -> Bool {
+            let (lat, lon) = (location.latitude, location.longitude)
             if radius >= 0 {
-                let k = Geodesy.meanRadius * .pi / 180
                 var dLon = lon - longitude
                 if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
-                let dx = dLon * k * cos(lat * .pi / 180)
-                let dy = (lat - latitude) * k
+                let dx = dLon * location.metresPerDegreeLongitude
+                let dy = (lat - latitude) * Self.metresPerDegree
                 let reach = max(0, radius - margin) * 1.01 + 1
                 return dx * dx + dy * dy <= reach * reach
             }

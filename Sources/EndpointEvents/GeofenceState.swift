@@ -94,10 +94,11 @@ public struct GeofenceState: Hashable, Sendable {
         let known = generation
         // Those settled outside that the cell lists: only evidence of inside changes them, and only
         // a location that may be inside one (the cheap test) gets its exact distance.
+        let location = GeofenceSet.Probe.Location(latitude: latitude, longitude: longitude)
         set.probes.withUnsafeBufferPointer { probes in
             set.forEachCandidate(at: point) { slot in
                 let probe = probes[Int(slot)]
-                guard probe.mayBeInside(latitude: latitude, longitude: longitude, margin: margin) else { return }
+                guard probe.mayBeInside(location, margin: margin) else { return }
                 let s = set.slots[Int(slot)]
                 guard s.revision <= known || !changed, probe.everyDevice || s.geofence.applies(to: device),
                     !watches.contains(where: { $0.slot == slot && $0.name == s.geofence.name })
