@@ -24,7 +24,7 @@ import LocationService
 /// start in the period, plus the one under way at its start: trips never overlap each other); visits
 /// and their places from the stored visits of the range, which a statistics query reads (a few a day).
 /// Distinct places are the visits' names when they have one (an area of the user's, a reverse
-/// geocoder's), else their cells of 0.001° (``PlaceCell``).
+/// geocoder's); visits without one within 50 m of one another are one place (``placeKeys(_:names:)``).
 ///
 /// **Kept true.** The buckets are a function of the stored trips and visits: a store marks the time
 /// span of each trip or visit it inserts or deletes (a trigger) and rebuilds the buckets of the span
@@ -196,7 +196,7 @@ public enum Statistics {
     /// - Complexity: O(b + v × p') for b buckets, v visits and the p' periods each overlaps.
     public static func report(_ source: Source, periods: [(start: Double, end: Double)], names: [String?]) -> Report {
         precondition(names.count == source.visits.count, "a name (or nil) per visit")
-        let keys = source.visits.indices.map { names[$0] ?? PlaceCell(source.visits[$0].coordinate).key }
+        let keys = placeKeys(source.visits.map(\.coordinate), names: names)
         let buckets = source.buckets
         /// The first bucket at or after index `k`.
         func position(_ k: Int64) -> Int {
@@ -234,6 +234,42 @@ public enum Statistics {
         let totals =
             periods.isEmpty ? Figures(start: 0, end: 0) : figures(periods.first!.start, periods.last!.end)
         return Report(periods: rows, totals: totals)
+    }
+
+    /// Visits without a name this close to one another, in metres, are one place (the visit
+    /// detector's smallest radius: two stays closer than that are one spot).
+    public static let placeRadius = 50.0
+
+    /// The place of each visit at `coordinates`, to count distinct ones: its name when it has one;
+    /// else the unnamed visits within ``placeRadius`` of one another, through chains of them, are
+    /// one place (keyed by its first visit). Fixed cells would split two visits 2 m apart that
+    /// straddle a cell's edge.
+    ///
+    /// - Complexity: O(v log v) for v visits, and the pairs within ``placeRadius`` north-south.
+    static func placeKeys(_ coordinates: [Coordinate], names: [String?]) -> [String] {
+        var parent = Array(coordinates.indices)
+        func root(_ i: Int) -> Int {
+            var i = i
+            while parent[i] != i {
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            }
+            return i
+        }
+        // By latitude: a pair farther apart north-south than the radius is never compared.
+        let unnamed = coordinates.indices.filter { names[$0] == nil }.sorted {
+            coordinates[$0].latitude < coordinates[$1].latitude
+        }
+        let degrees = placeRadius / (Geodesy.meanRadius * .pi / 180)
+        for (n, i) in unnamed.enumerated() {
+            for j in unnamed[(n + 1)...] {
+                guard coordinates[j].latitude - coordinates[i].latitude <= degrees else { break }
+                guard Geodesy.distance(coordinates[i], coordinates[j]) <= placeRadius else { continue }
+                let (a, b) = (root(i), root(j))
+                if a != b { parent[max(a, b)] = min(a, b) }
+            }
+        }
+        return coordinates.indices.map { names[$0] ?? "\u{0}\(root($0))" }
     }
 
     /// The ranges of bucket indices `spans` cover, overlapping and touching ones merged, in order.

@@ -27,13 +27,28 @@ struct StatisticsTests {
             distance += d > 0 ? t.distance * overlap / d : t.distance
             maxSpeed = max(maxSpeed, t.maximumSpeed)
         }
-        for v in report.stops {
+        // Places: the visits within 50 m of one another, through chains of them, by every pair.
+        var place = Array(report.stops.indices)
+        var merged = true
+        while merged {
+            merged = false
+            for i in report.stops.indices {
+                for j in report.stops.indices where place[j] != place[i] {
+                    if Geodesy.distance(report.stops[i].coordinate, report.stops[j].coordinate) <= 50 {
+                        let low = min(place[i], place[j])
+                        place = place.map { $0 == place[i] || $0 == place[j] ? low : $0 }
+                        merged = true
+                    }
+                }
+            }
+        }
+        for (k, v) in report.stops.enumerated() {
             let until = v.departure ?? max(v.arrival, lastTime)
             let overlap = max(0, min(until, end) - max(v.arrival, start))
             guard (v.arrival < end && until > start) || (v.arrival >= start && v.arrival < end) else { continue }
             visits += 1
             stopped += overlap
-            places.insert(PlaceCell(v.coordinate).key)
+            places.insert("\(place[k])")
         }
         return [
             "distance": distance, "movingDuration": moving, "stoppedDuration": stopped, "trips": Double(trips),
@@ -188,5 +203,24 @@ struct StatisticsTests {
         }
         await raw.close()
         await endpoint.stop()
+    }
+
+    /// Two visits 2 m apart on either side of a 0.001° cell's edge are one place (they were two); a
+    /// third 200 m away is another; a named visit is its name's place.
+    @Test func visitsCloserThanAStaysRadiusAreOnePlace() {
+        let edge = 48.1375  // 48137.5 thousandths: the two round to different cells.
+        let coordinates = [
+            Coordinate(latitude: edge - 0.000009, longitude: 11.575),
+            Coordinate(latitude: edge + 0.000009, longitude: 11.575),
+            Coordinate(latitude: edge + 0.0018, longitude: 11.575),
+            Coordinate(latitude: edge, longitude: 11.575),
+        ]
+        #expect(PlaceCell(coordinates[0]) != PlaceCell(coordinates[1]))
+        let visits = coordinates.enumerated().map { i, c in
+            Statistics.VisitSpan(arrival: Double(i) * 3600, end: Double(i) * 3600 + 600, coordinate: c)
+        }
+        let report = Statistics.report(
+            Statistics.Source(visits: visits), periods: [(0, 86_400)], names: [nil, nil, nil, "cafe"])
+        #expect(report.totals.visits == 4 && report.totals.places == 3)
     }
 }
