@@ -275,6 +275,19 @@ def live_means_live(browser, url, now):
           f"a device sending 2024's records now is listed {state} (snapshot)")
     walker = page.eval_on_selector('#devices li[data-device-id="walker"]', "e => [e.dataset.live, e.textContent]")
     check(walker[0] == "true" and "live" in walker[1], f"the walker, sending now, is listed {walker}")
+    # A record of another year is dated without its time of day; the item keeps to one line.
+    check(state[2].startswith("replayer") and "sending old records · " in state[2] and "2024" in state[2]
+          and "09:3" not in state[2], f"the replayer's last record is shown as {state[2]!r}")
+    long_id = "a-device-whose-id-is-far-too-long-for-the-side-panel-0123456789"
+    post(url, {"device": long_id, "records": [dict(old, seq=1)]})
+    page.wait_for_selector(f'#devices li[data-device-id="{long_id}"]', timeout=20000)
+    shape = page.eval_on_selector(f'#devices li[data-device-id="{long_id}"]',
+                                  "e => { const n = e.querySelector('.name'); const s = e.querySelector('.state');"
+                                  " return [n.title, n.scrollWidth > n.clientWidth,"
+                                  " Math.abs(n.getBoundingClientRect().top - s.getBoundingClientRect().top) < 8,"
+                                  " s.getClientRects().length]; }")
+    check(shape[0] == long_id and shape[1] and shape[2] and shape[3] == 1,
+          f"a long id is not cut to one line beside its state: {shape}")
     # From the stream: an old record arrives; the device stays not live, its time the record's.
     post(url, {"device": "replayer", "records": [dict(old, seq=2, time="2024-05-14T09:31:00.000Z", lat=48.151)]})
     page.wait_for_function("() => { const d = window.keeptrack.devices.get('replayer');"

@@ -74,6 +74,17 @@
     const d = new Date(iso);
     return isNaN(d) ? "" : d.toLocaleString();
   }
+  // A short time for the device list: the time today, the date and time this year, the date before.
+  function shortWhen(iso) {
+    const d = new Date(iso || "");
+    if (isNaN(d)) { return ""; }
+    const now = new Date();
+    const hm = pad(d.getHours()) + ":" + pad(d.getMinutes());
+    if (dayKey(d) === dayKey(now)) { return hm; }
+    const options = { day: "numeric", month: "short" };
+    if (d.getFullYear() !== now.getFullYear()) { return d.toLocaleDateString(undefined, Object.assign(options, { year: "numeric" })); }
+    return d.toLocaleDateString(undefined, options) + " " + hm;
+  }
   function dayKey(d) { return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()); }
   function dayStart(key) {
     const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(key || "");
@@ -121,6 +132,7 @@
       const name = document.createElement("span");
       name.className = "name";
       name.textContent = id;
+      name.title = id;
       const st = document.createElement("span");
       st.className = "state";
       li.append(name, st);
@@ -138,7 +150,7 @@
     li.dataset.live = String(st === "live");
     li.dataset.state = st;
     li.querySelector(".state").textContent = (st === "live" ? "live · " + clock(Date.parse(d.time), true)
-      : st === "late" ? "sending old records · " + fmtTime(d.time) : "offline · " + fmtTime(d.time));
+      : st === "late" ? "sending old records · " + shortWhen(d.time) : "offline · " + shortWhen(d.time));
     li.title = "last record " + fmtTime(d.time) + (d.lastReceived ? ", received " + fmtTime(d.lastReceived) : "");
     if (typeof d.lat === "number" && typeof d.lon === "number" && !noPosition(d)) {
       let m = state.markers.get(d.id);
