@@ -24,10 +24,15 @@ public enum JSONBatch {
 
     /// One record as a JSON object.
     public static func append(_ r: TrailRecord, to out: inout [UInt8]) {
-        ByteWriting.appendStatic("{\"id\":", to: &out)
-        ByteWriting.appendJSONString(r.id, to: &out)
-        ByteWriting.appendStatic(",\"seq\":", to: &out)
-        ByteWriting.appendInt(r.sequence, to: &out)
+        if r.sequence > 0 {
+            ByteWriting.appendStatic("{\"id\":", to: &out)
+            ByteWriting.appendJSONString(r.id, to: &out)
+            ByteWriting.appendStatic(",\"seq\":", to: &out)
+            ByteWriting.appendInt(r.sequence, to: &out)
+        } else {
+            // A peer's record has no sequence of its own (its key is its time and place).
+            ByteWriting.appendStatic("{\"id\":null,\"seq\":null", to: &out)
+        }
         ByteWriting.appendStatic(",\"kind\":\"", to: &out)
         out.append(contentsOf: r.kind.rawValue.utf8)
         out.append(UInt8(ascii: "\""))
@@ -138,13 +143,23 @@ public enum JSONBatch {
             let v = try s.value()
             switch key {
             case "id":
-                guard case .string(let text) = v else {
-                    throw FormatsError(.invalid, "records[\(index)].id: expected a string")
+                switch v {
+                case .string(let text): id = text
+                case .null: break
+                default: throw FormatsError(.invalid, "records[\(index)].id: expected a string")
                 }
-                id = text
             case "seq":
+                if case .null = v {
+                    seq = 0
+                    break
+                }
                 guard let d = try number(v, key), d == d.rounded(), abs(d) < 9e15 else {
                     throw FormatsError(.invalid, "records[\(index)].seq: expected an integer")
+                }
+                guard d >= 1 else {
+                    throw FormatsError(
+                        .invalidRecord, "records[\(index)]: seq must be 1 or more (or null: none), got \(Int64(d))",
+                        field: "seq")
                 }
                 seq = Int64(d)
             case "kind":

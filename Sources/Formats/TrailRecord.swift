@@ -114,7 +114,7 @@ public struct TrailRecord: Hashable, Sendable {
     /// The key and the sentence of ``problem(now:)``.
     func problemFound(now: Double) -> (field: String, message: String)? {
         if let p = Self.identifierProblem(device) { return ("device", "device id \(p)") }
-        if sequence < 1 { return ("seq", "seq must be 1 or more, got \(sequence)") }
+        if sequence < 0 { return ("seq", "seq must be 1 or more (or null: none), got \(sequence)") }
         if !(latitude >= -90 && latitude <= 90) { return ("lat", "lat \(latitude) is out of range [-90, 90]") }
         if !(longitude >= -180 && longitude <= 180) { return ("lon", "lon \(longitude) is out of range [-180, 180]") }
         if !(time >= 315_964_800 && time <= now + 86_400) {

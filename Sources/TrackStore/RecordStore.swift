@@ -71,13 +71,14 @@ extension RecordStore {
         return all
     }
 
-    /// The record's key: our JSON batch's stable id, or for formats without one (OsmAnd,
-    /// OwnTracks, Overland) everything that tells records apart: the format, the device (OwnTracks'
-    /// is `user/device`), the kind, the time to the millisecond, the region and the position to
-    /// 1e-7°. Two senders, or two points of one sender at the same time in different places, never
-    /// share a key; the same request sent twice always does.
+    /// The record's key: our JSON batch's stable id, or for records without one (OsmAnd,
+    /// OwnTracks, Overland, and a batch's record whose `seq` is null: a peer's read back from a
+    /// trail) everything that tells records apart: the format, the device (OwnTracks' is
+    /// `user/device`), the kind, the time to the millisecond, the region and the position to 1e-7°.
+    /// Two senders, or two points of one sender at the same time in different places, never share a
+    /// key; the same request sent twice always does.
     public static func key(_ r: TrailRecord, format: String) -> String {
-        if format == "json" { return "id:\(r.device):\(r.sequence)" }
+        if format == "json" && r.sequence > 0 { return "id:\(r.device):\(r.sequence)" }
         let ms = Int64((r.time * 1000).rounded())
         let lat = Int64((r.latitude * 1e7).rounded()), lon = Int64((r.longitude * 1e7).rounded())
         return "at:\(format):\(r.device):\(r.kind.rawValue):\(ms):\(r.region ?? ""):\(lat):\(lon)"

@@ -226,7 +226,7 @@ struct CopyRows {
             guard r.latitude.isFinite, r.longitude.isFinite else { return nil }
             Self.text(keys[i], &out)
             Self.text(r.device, &out)
-            if sequences { Self.integer(r.sequence, &out) } else { Self.null(&out) }
+            if sequences && r.sequence > 0 { Self.integer(r.sequence, &out) } else { Self.null(&out) }
             Self.text(r.kind.rawValue, &out)
             if let region = r.region { Self.text(region, &out) } else { Self.null(&out) }
             guard Self.writeTimestamp(r.time, &out) else { return nil }

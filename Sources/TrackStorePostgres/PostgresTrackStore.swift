@@ -353,7 +353,7 @@ public final class PostgresTrackStore: TrackStore {
         var binds = PostgresBindings(capacity: 18)
         binds.append(PostgresArray.texts(keys))
         binds.append(PostgresArray.texts(records.map(\.device)))
-        binds.append(PostgresArray.integers(records.map { format == "json" ? $0.sequence : nil }))
+        binds.append(PostgresArray.integers(records.map { format == "json" && $0.sequence > 0 ? $0.sequence : nil }))
         binds.append(PostgresArray.texts(records.map(\.kind.rawValue)))
         binds.append(PostgresArray.texts(records.map(\.region)))
         binds.append(PostgresArray.doubles(records.map(\.time)))

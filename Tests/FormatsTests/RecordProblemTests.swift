@@ -14,7 +14,7 @@ import Testing
         switch field {
         case "lat": r.latitude = 91
         case "lon": r.longitude = -181
-        case "seq": r.sequence = 0
+        case "seq": r.sequence = -1
         case "time": r.time = 0
         case "device": r.device = ""
         case "speed": r.speed = 1e300

@@ -211,4 +211,38 @@ struct PeerEndpointTests {
         await raw.close()
         await endpoint.stop()
     }
+
+    /// A peer's records have no sequence of their own: their trail says `"id":null,"seq":null` (it
+    /// said `van:0` for every one), and that trail posted as our batch to another endpoint is stored
+    /// whole, once however often it is posted.
+    @Test(arguments: StoreKind.allCases) func aPeersTrailHasNoIDsAndCanBePostedBack(kind: StoreKind) async throws {
+        let endpoint = try await Endpoint.start(store: kind)
+        let other = try await Endpoint.start(store: kind)
+        let raw = Raw(endpoint: endpoint), copy = Raw(endpoint: other)
+        for i in 0..<3 {
+            let query = "/?id=van&lat=48.1\(i)&lon=11.5&timestamp=\(1_715_679_000 + 600 * i)"
+            #expect(try await raw.send(.GET, query).status == 200)
+        }
+        let trail = try await raw.send(.GET, "/v1/devices/van/trail?format=json")
+        #expect(trail.status == 200)
+        #expect(
+            trail.body.components(separatedBy: #"{"id":null,"seq":null,"kind":"location""#).count == 4, "\(trail.body)")
+        for _ in 0..<2 {
+            let posted = try await copy.send(.POST, "/v1/locations", body: trail.body)
+            #expect(posted.status == 200, "\(posted.body)")
+        }
+        #expect(try await other.server.store.device("van")?.points == 3)
+        let again = try await copy.send(.GET, "/v1/devices/van/trail?format=json")
+        #expect(again.body == trail.body)
+        // A seq of 0 is refused by name: null says "none".
+        let zero =
+            #"{"device":"d","records":[{"seq":0,"kind":"location","time":"2024-05-14T09:30:00Z","lat":1,"lon":1}]}"#
+        let refused = try await copy.send(.POST, "/v1/locations", body: zero)
+        #expect(
+            refused.status == 400 && refused.body.contains("records[0]: seq must be 1 or more (or null: none), got 0"))
+        await raw.close()
+        await copy.close()
+        await endpoint.stop()
+        await other.stop()
+    }
 }

@@ -197,7 +197,7 @@ public final class SQLiteTrackStore: TrackStore {
                 }
                 let key = Self.key(r, format: format)
                 try statement.execute(arguments: [
-                    key, r.device, format == "json" ? r.sequence : nil, r.kind.rawValue,
+                    key, r.device, format == "json" && r.sequence > 0 ? r.sequence : nil, r.kind.rawValue,
                     r.region, r.time, r.latitude, r.longitude, r.altitude, r.horizontalAccuracy, r.verticalAccuracy,
                     r.speed, r.course, format, received, r.valid, TrailRecord.attributesJSON(r.attributes),
                     TrailRecord.spanJSON(r),
