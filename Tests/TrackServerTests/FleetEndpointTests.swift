@@ -263,7 +263,10 @@ struct FleetEndpointTests {
             ("near=48,11", "radius: required with near"),
             ("near=48,11&radius=0", "radius: '0' is not a distance in metres from 1 to 1000000"),
             ("near=48,11&radius=2000000", "radius: '2000000' is not a distance"),
-            ("bbox=11,48,12,49&from=yesterday", "from: 'yesterday' is neither ISO 8601 UTC (a time, or a date"),
+            (
+                "bbox=11,48,12,49&from=yesterday",
+                "from: 'yesterday' is neither ISO 8601 (a time in UTC or with an offset"
+            ),
             ("bbox=11,48,12,49&from=2025-02-30", "from: '2025-02-30' is neither"),
             ("bbox=11,48,12,49&from=2000&to=1000", "from: 2000 is after to: 1000"),
             ("bbox=11,48,12,49&limit=0", "limit: '0' is not a number from 1 to 100000"),

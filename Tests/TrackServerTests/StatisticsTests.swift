@@ -192,6 +192,19 @@ struct StatisticsTests {
             // A date alone is its midnight UTC.
             let (dated, daysBody) = try await raw.send(.GET, "/v1/devices/d/stats?from=2015-01-01&to=2015-01-03")
             #expect(dated == 200 && daysBody.contains(#""start":"2015-01-01T00:00:00.000Z""#), "\(daysBody)")
+            // With tz, a date alone is tz's midnight: three of New York's days across its clock change
+            // (they were four stubs of UTC's bounds); a time with an offset, its `+` sent bare or encoded.
+            for query in [
+                "tz=America/New_York&from=2025-03-08&to=2025-03-11",
+                "tz=America/New_York&from=2025-03-08T00:00:00-05:00&to=2025-03-11T00:00:00-04:00",
+                "tz=America/New_York&from=2025-03-08T06:00:00+01:00&to=2025-03-11T05:00:00%2B01:00",
+            ] {
+                let answer = try await Self.get(raw, "/v1/devices/d/stats?\(query)")
+                let starts = (answer["periods"] as? [[String: Any]])?.compactMap { $0["start"] as? String }
+                #expect(
+                    starts == ["2025-03-08T05:00:00.000Z", "2025-03-09T05:00:00.000Z", "2025-03-10T04:00:00.000Z"],
+                    "\(query): \(starts ?? [])")
+            }
             // Ten years of days is the most.
             let (s, body) = try await raw.send(
                 .GET, "/v1/devices/d/stats?from=2015-01-01T00:00:00Z&to=2025-01-01T00:00:00Z")

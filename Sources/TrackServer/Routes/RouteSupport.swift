@@ -1,4 +1,5 @@
 import Formats
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -39,34 +40,62 @@ struct Paging: Sendable {
     }
 }
 
-/// A time parameter: ISO 8601 UTC or Unix seconds.
+/// A time parameter: ISO 8601 (UTC, or with an offset), a date alone, or Unix seconds.
 enum QueryTime {
     /// The time of parameter `key` (`nil` when absent or empty); with `finite`, infinities are refused.
+    /// A date alone is its midnight in `zone` (a route's `tz`), UTC without one.
     ///
     /// - Throws: 400 naming the parameter and its text.
-    static func parse(_ key: String, _ text: String?, finite: Bool = true) throws -> Double? {
-        guard let text, !text.isEmpty else { return nil }
-        if let t = ISOTime.parse(text) ?? date(text) ?? Double(text), !finite || t.isFinite { return t }
+    static func parse(_ key: String, _ text: String?, finite: Bool = true, zone: TimeZone? = nil) throws -> Double? {
+        guard var text, !text.isEmpty else { return nil }
+        // An offset's `+` not percent-encoded (%2B) arrives as a space: after the seconds, it is one.
+        if let space = text.lastIndex(of: " "), text.distance(from: text.startIndex, to: space) >= 19 {
+            text.replaceSubrange(space...space, with: "+")
+        }
+        if let t = ISOTime.parse(text) ?? offsetTime(text) ?? date(text, zone: zone) ?? Double(text),
+            !finite || t.isFinite
+        {
+            return t
+        }
         throw HTTPError(
             .badRequest,
-            message: "\(key): '\(text.prefix(64))' is neither ISO 8601 UTC (a time, or a date for its midnight) "
-                + "nor Unix seconds")
+            message: "\(key): '\(text.prefix(64))' is neither ISO 8601 (a time in UTC or with an offset, or a date "
+                + "for its midnight\(zone == nil ? " UTC" : " in tz")) nor Unix seconds")
     }
 
-    /// A date alone (`2025-03-14`), ISO 8601's too: its midnight UTC.
-    static func date(_ text: String) -> Double? {
-        guard text.utf8.count == 10, text.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (48...57).contains($0) })
+    /// A time with its offset (`2024-06-11T12:00:00+02:00`); not one without (that would be read as
+    /// UTC, which the text does not say).
+    static func offsetTime(_ text: String) -> Double? {
+        guard text.utf8.count > 19, text.contains("T"),
+            text.utf8.dropFirst(19).contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") })
         else { return nil }
-        return ISOTime.parse(text + "T00:00:00Z")
+        return ISOTime.parse(text, anyOffset: true)
+    }
+
+    /// A date alone (`2025-03-14`), ISO 8601's too: its midnight in `zone`, UTC without one.
+    static func date(_ text: String, zone: TimeZone? = nil) -> Double? {
+        guard text.utf8.count == 10, text.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || (48...57).contains($0) }),
+            let midnight = ISOTime.parse(text + "T00:00:00Z")
+        else { return nil }
+        guard let zone else { return midnight }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let parts = text.split(separator: "-").compactMap { Int($0) }
+        guard parts.count == 3,
+            let local = calendar.date(from: DateComponents(year: parts[0], month: parts[1], day: parts[2]))
+        else { return midnight }
+        return local.timeIntervalSince1970
     }
 
     /// The `from` and `to` parameters as asked (`nil` when absent or empty), before a share's window
     /// clips them: every route refuses a `from` after its `to` alike.
     ///
     /// - Throws: 400 naming the parameter and its text, or both when `from` is after `to`.
-    static func range(_ parameter: (String) -> String?, finite: Bool = true) throws -> (from: Double?, to: Double?) {
-        let from = try parse("from", parameter("from"), finite: finite)
-        let to = try parse("to", parameter("to"), finite: finite)
+    static func range(_ parameter: (String) -> String?, finite: Bool = true, zone: TimeZone? = nil) throws -> (
+        from: Double?, to: Double?
+    ) {
+        let from = try parse("from", parameter("from"), finite: finite, zone: zone)
+        let to = try parse("to", parameter("to"), finite: finite, zone: zone)
         if let from, let to, from > to {
             throw HTTPError(
                 .badRequest, message: "from: \(parameter("from") ?? "") is after to: \(parameter("to") ?? "")")

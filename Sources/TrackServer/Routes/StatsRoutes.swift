@@ -31,7 +31,12 @@ struct StatsRoutes: Sendable {
         let device = try context.pathDevice()
         try context.authorize(device: device)
         let q = request.uri.queryParameters
-        var (from, to) = try QueryTime.range { q[$0[...]].map(String.init) }
+        let tzText = q["tz"].map(String.init) ?? "UTC"
+        guard tzText.utf8.count <= 64, let zone = TimeZone(identifier: tzText) else {
+            throw HTTPError(.badRequest, message: "tz: '\(tzText.prefix(64))' is not an IANA time zone")
+        }
+        // A date alone is its midnight in tz: `from=2025-03-08&to=2025-03-11` is three of tz's days.
+        var (from, to) = try QueryTime.range({ q[$0[...]].map(String.init) }, zone: zone)
         for (key, t) in [("from", from), ("to", to)] {
             if let t, !(Self.earliest...Self.latest).contains(t) {
                 throw HTTPError(.badRequest, message: "\(key): \(t) is outside the years 1970 to 9999")
@@ -40,10 +45,6 @@ struct StatsRoutes: Sendable {
         let byText = q["by"].map(String.init) ?? "day"
         guard let by = Statistics.Period(rawValue: byText) else {
             throw HTTPError(.badRequest, message: "by: '\(byText)' is not day, week or month")
-        }
-        let tzText = q["tz"].map(String.init) ?? "UTC"
-        guard tzText.utf8.count <= 64, let zone = TimeZone(identifier: tzText) else {
-            throw HTTPError(.badRequest, message: "tz: '\(tzText.prefix(64))' is not an IANA time zone")
         }
         guard let summary = try await store.device(device) else {
             throw HTTPError(.notFound, message: "no device '\(device)'")
