@@ -93,13 +93,17 @@ struct GatedSource<Upstream: FixSource>: FixSource {
             return element
         }
 
-        /// What follows the last element's events: a suspended sample releases the watch again,
-        /// and the timer looks again when a deadline moved closer.
+        /// What follows the last element's events: a suspended sample releases the watch again (and
+        /// the timer, which waits for no deadline while the watch is held, looks again for the next
+        /// sample's), and the timer looks again when a deadline moved closer.
         mutating func settleLast() {
             let app = core.app
             if let t = sampledAt {
                 sampledAt = nil
-                if app.state == .suspended { core.effects.sampled(at: t) }
+                if app.state == .suspended {
+                    core.effects.sampled(at: t)
+                    core.timer.fire()
+                }
             }
             let next = app.nextDeadline
             if let next, next < (deadline ?? .infinity) { core.timer.fire() }
