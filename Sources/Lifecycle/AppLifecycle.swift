@@ -100,6 +100,8 @@ public struct AppLifecycle: Sendable {
         case backgroundTimeExpired(budget: Double)
         /// Rule 3: these tasks were still open at zero.
         case tasksNotEnded([String])
+        /// Rule 8: the window a wake ran the app for ended, and no task was begun during it.
+        case wakeWindowEnded(window: Double)
         /// Rule 8.
         case woken(WakeReason)
         /// The owner ended the process.
@@ -120,6 +122,7 @@ public struct AppLifecycle: Sendable {
                     + names.map { "'\($0)'" }.joined(separator: ", ")
                     + " not ended before the background time ran out"
             case .woken(let w): "woken by a \(w)"
+            case .wakeWindowEnded(let w): "the wake window ended (\(seconds(w))) with no background task begun"
             case .exited: "exited"
             }
         }
@@ -389,9 +392,13 @@ public struct AppLifecycle: Sendable {
             if let idle = idleSuspension, idle <= t {
                 // The time ran out only if it did: tasks the expiration handlers ended before zero
                 // leave the app idle, suspended after the grace like any other end of its work.
+                // A wake's budget is its window until a task takes the grant (rule 8): at its end,
+                // it was the window that ran out, not the policy's budget.
                 let reason: Reason =
-                    budgetEnd <= t
-                    ? .backgroundTimeExpired(budget: policy.budget) : .noBackgroundWork(grace: policy.grace)
+                    budgetEnd > t
+                    ? .noBackgroundWork(grace: policy.grace)
+                    : wakeGrant != nil
+                        ? .wakeWindowEnded(window: policy.wakeWindow) : .backgroundTimeExpired(budget: policy.budget)
                 lastFetch = t
                 return [move(to: .suspended, t, reason)]
             }

@@ -255,7 +255,11 @@ struct KeepAliveRuleTests {
         let woken = app.wake(reason, at: 1000)
         #expect(transitions(woken).map(\.0) == [.background])
         #expect(reasons(woken) == [.woken(reason)])
-        #expect(transitions(app.advance(to: 2000)).map(\.1) == [1010])
+        // Suspended again at the window's end, said as such (it said the 180 s budget had run out).
+        let ended = app.advance(to: 2000)
+        #expect(transitions(ended).map(\.1) == [1010])
+        #expect(reasons(ended) == [.wakeWindowEnded(window: 10)])
+        #expect(reasons(ended).map(\.description) == ["the wake window ended (10 s) with no background task begun"])
     }
 
     @Test func rule8_aWakeLaunchesAnAppThatIsNotRunning() {
