@@ -60,6 +60,11 @@ public struct UploadOptionValues: Sendable {
         case requiresURL([Field])
         /// ``UploadOptionValues/deviceID`` is no usable device id: why (`TrailRecord.identifierProblem(_:)`).
         case invalidDeviceID(String)
+        /// An http(s):// ``UploadOptionValues/url`` that can't be used: the URL and why (no host, a
+        /// port out of range).
+        case invalidHTTPURL(String, String)
+        /// A password in the URL and a ``UploadOptionValues/token``: two credentials, one request.
+        case passwordAndToken(String)
     }
 
     /// What is wrong with the values, or nil; the first problem found.
@@ -69,6 +74,12 @@ public struct UploadOptionValues: Sendable {
             !MQTTEndpoint.isMQTT(url)
         {
             return .unsupportedURL(url)
+        }
+        if let url, url.hasPrefix("http://") || url.hasPrefix("https://") {
+            if let why = Uploader.Configuration.problem(httpURL: url) { return .invalidHTTPURL(url, why) }
+            if token != nil, Uploader.Configuration.basicAuthorization(url) != nil {
+                return .passwordAndToken(url)
+            }
         }
         if let url, MQTTEndpoint.isMQTT(url), !["json", "owntracks", "homeassistant"].contains(format) {
             return .formatNotPublishedOverMQTT(format)

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Formats
+import FoundationEssentials
 import Geo
 import Lifecycle
 import Logging
@@ -666,10 +667,14 @@ public final class Uploader: Sendable {
 
     func post(_ url: String, _ r: UploadRequest) async -> Response {
         guard case .http(let client) = transport else { preconditionFailure("an HTTP request over MQTT") }
-        var request = HTTPClientRequest(url: url)
+        // A user and password in the URL are HTTP Basic (as a browser and curl send them), not part
+        // of the address AsyncHTTPClient would request.
+        let basic = Configuration.basicAuthorization(url)
+        var request = HTTPClientRequest(url: basic == nil ? url : Configuration.withoutCredentials(url))
         request.method = .POST
         request.headers.add(name: "User-Agent", value: "keeptrack")
         for (name, value) in r.headers { request.headers.add(name: name, value: value) }
+        if let basic { request.headers.replaceOrAdd(name: "Authorization", value: basic) }
         if let token = configuration.token {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
         }
@@ -764,5 +769,31 @@ extension Uploader {
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         if let at = rest[..<slash].lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
         return String(url[..<scheme.upperBound]) + rest
+    }
+}
+
+extension Uploader.Configuration {
+    /// What is wrong with an http(s):// upload URL, or `nil`: it needs a host, and a port from 1 to
+    /// 65535 when it names one (a port past that would stop the run at its first request).
+    public static func problem(httpURL url: String) -> String? {
+        guard let c = URLComponents(string: url) else { return "not a URL" }
+        guard let host = c.host, !host.isEmpty else { return "the URL names no host" }
+        if let port = c.port, !(1...65_535).contains(port) { return "port \(port) is not 1 to 65535" }
+        return nil
+    }
+
+    /// `Basic base64(user:password)` for a URL with a user in it (`https://anna:secret@host/pub`),
+    /// or `nil`.
+    public static func basicAuthorization(_ url: String) -> String? {
+        guard let c = URLComponents(string: url), let user = c.user, !user.isEmpty else { return nil }
+        let pair = user + ":" + (c.password ?? "")
+        return "Basic " + Data(pair.utf8).base64EncodedString()
+    }
+
+    /// The URL without its user and password (to say it).
+    static func withoutCredentials(_ url: String) -> String {
+        guard var c = URLComponents(string: url) else { return url }
+        (c.user, c.password) = (nil, nil)
+        return c.string ?? url
     }
 }

@@ -17,7 +17,8 @@ import Upload
 struct UploadOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Upload every location and region transition to this endpoint: http(s)://..., mqtt(s)://[user@]host[/topic] "
+            "Upload every location and region transition to this endpoint: http(s)://[user:password@]... (HTTP Basic), "
+                + "mqtt(s)://[user@]host[/topic] "
                 + "(OwnTracks at QoS 1, or Home Assistant's discovery with --format homeassistant), or 'embedded' (a test "
                 + "endpoint in-process). Repeatable: each target is a lane "
                 + "of its own over one outbox; the i-th --format, --token, --user, --secret-file, --device-id, --ca-file "
@@ -199,7 +200,14 @@ struct UploadOptions: ParsableArguments {
         for i in 0..<count {
             let v = values(target: i)
             let prefix = upload.count > 1 ? "--upload \(Uploader.redacted(upload[i])): " : ""
-            if let problem = v.problem { throw ValidationError(prefix + problem.sentence) }
+            if let problem = v.problem {
+                // A URL's own problem names the URL already.
+                switch problem {
+                case .invalidHTTPURL, .passwordAndToken: throw ValidationError(problem.sentence)
+                default: break
+                }
+                throw ValidationError(prefix + problem.sentence)
+            }
             let secretFile = Self.value(self.secretFile, i)
             do {
                 try SecretFile.validate(secretFile, upload: v.url, format: v.format)
@@ -286,6 +294,9 @@ extension UploadOptionValues.Problem {
         case .negative(let field): "\(field.option) must be 0s or more."
         case .requiresURL: "--device-id, --token, --ca-file, --header and --user go with --upload URL."
         case .invalidDeviceID(let why): "--device-id \(why)."
+        case .invalidHTTPURL(let url, let why): "--upload \(Uploader.redacted(url)): \(why)."
+        case .passwordAndToken(let url):
+            "--upload \(Uploader.redacted(url)): a password in the URL and --token both authenticate: give one."
         }
     }
 }

@@ -120,6 +120,46 @@ struct PeersCommandTests {
         await store.close()
     }
 
+    /// A user and password in an http(s) URL are HTTP Basic, as an OwnTracks Recorder behind a web
+    /// server's password takes them (they were dropped: a 401, and "check the token"); a URL that
+    /// can't be used is refused before the run.
+    @Test func aPasswordInTheURLIsBasicAuthentication() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/endpoint.sqlite"
+        let added = try keeptrack(["serve", "devices", "add", "anna/phone", "--db", db])
+        let token = added.stdout.trimmingCharacters(in: .newlines)
+        let (server, url) = try serve(db)
+        let r = try keeptrack([
+            "replay", "--upload", url.replacingOccurrences(of: "http://", with: "http://anna:\(token)@") + "/owntracks",
+            "--format", "owntracks", "--user", "anna", "--device-id", "phone", "--data-dir", dir + "/a",
+            "fixtures/walk-15min.nmea",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let sent = try #require(acknowledged(r.stderr), "\(r.stderr)")
+        #expect(!r.stderr.contains(token), "the password is said: \(r.stderr)")
+        server.terminate()
+        server.drain()
+        let store = try SQLiteTrackStore(path: db)
+        #expect(try await store.device("anna/phone")?.points == sent)
+        await store.close()
+        for (upload, said) in [
+            (["--upload", "http://127.0.0.1:70000/v1/locations"], "port 70000 is not 1 to 65535"),
+            (["--upload", "http://a:b@127.0.0.1:9/x", "--token", "t"], "a password in the URL and --token both"),
+            (
+                ["--upload", "http://127.0.0.1:9/x", "--upload", "https:///x"],
+                "--upload https:///x: the URL names no host"
+            ),
+        ] {
+            let refused = try keeptrack(["replay"] + upload + ["--data-dir", dir + "/b", "fixtures/walk-15min.nmea"])
+            #expect(refused.status == 64 && refused.stderr.contains(said), "\(refused.stderr)")
+        }
+        try "upload: http://127.0.0.1:70000/v1/locations\n".write(
+            toFile: dir + "/c.yaml", atomically: true, encoding: .utf8)
+        let checked = try keeptrack(["config", "check", dir + "/c.yaml"])
+        #expect(checked.status != 0 && checked.stderr.contains("port 70000 is not 1 to 65535"), "\(checked.stderr)")
+    }
+
     /// `--format overland` into serve's Dawarich path, the key in the URL as Dawarich takes it; the
     /// same walk again from a new outbox (a token this time) is stored once.
     @Test func replayUploadsOverlandToServesDawarichPath() async throws {
