@@ -93,8 +93,10 @@ public struct JSONBatchFormat: UploadFormat {
     public var recordsPerRequest: Int? { nil }
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
+        // The target's device, whose ids the records take (`device:seq`): a target with a device id
+        // of its own gets records of the outbox's.
         UploadRequest(
-            body: JSONBatch.encode(device: device, records: records),
+            body: JSONBatch.encode(device: device, records: records.map { $0.filed(under: device) }),
             headers: [("Content-Type", "application/json")], compressible: true)
     }
 
@@ -135,7 +137,7 @@ public struct OsmAndFormat: UploadFormat {
     }
 
     public func request(for records: [TrailRecord], device: String, settings: UploadFormatSettings) -> UploadRequest? {
-        let position = records[0]
+        let position = records[0].filed(under: device)
         // Positions only: visits and trips are Traccar's own to compute.
         if position.kind.isVisitOrTrip || (!position.kind.isPosition && !settings.regionEvents) { return nil }
         let events = settings.regionEvents ? records.filter { $0.kind.isRegionEvent } : []
@@ -173,4 +175,14 @@ public struct OwnTracksFormat: UploadFormat {
     }
 
     public func problemWithAcknowledgement(_ body: [UInt8]) -> String? { nil }
+}
+
+extension TrailRecord {
+    /// The record as the target of `device` files it (a target's own device id).
+    func filed(under device: String) -> TrailRecord {
+        guard self.device != device else { return self }
+        var r = self
+        r.device = device
+        return r
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KeepTrackTesting
 import Testing
+import TrackStore
 
 @testable import keeptrack
 
@@ -45,6 +46,36 @@ struct UploadTargetsCommandTests {
         let after = try keeptrack(["outbox", "status", "--data-dir", dir])
         #expect(after.stdout.contains(": device ") && after.stdout.contains(", 0 pending"))
         closed.release()
+    }
+
+    /// Each target files the records under its own `--device-id`, whatever its format: two JSON
+    /// targets (the second's records kept the first's ids, `x1:1` in a batch of x2, and were each
+    /// refused into a dead letter) and an OsmAnd one (it sent the first's id), all to one serve.
+    @Test func eachTargetFilesTheRecordsUnderItsOwnDeviceID() async throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (server, url) = try serve(dir + "/fleet.sqlite")
+        defer { server.terminate() }
+        let r = try await offThePool {
+            try keeptrack([
+                "replay", "--upload", url + "/v1/locations", "--upload", url + "/v1/locations", "--upload", url + "/",
+                "--format", "json", "--format", "json", "--format", "osmand", "--target-name", "a", "--target-name",
+                "b",
+                "--target-name", "c", "--device-id", "x1", "--device-id", "x2", "--device-id", "o1",
+                "--token", "t0ken", "--max-backoff", "0.01", "--data-dir", dir, "fixtures/walk-15min.nmea",
+            ])
+        }
+        #expect(r.status == 0, "\(r.stderr)")
+        for target in ["a", "b", "c"] {
+            #expect(r.stderr.contains("upload to \(target): 895 records acknowledged"), "\(r.stderr)")
+        }
+        #expect(!r.stderr.contains("dead letter"), "\(r.stderr)")
+        server.terminate()
+        server.drain()
+        let store = try SQLiteTrackStore(path: dir + "/fleet.sqlite")
+        #expect(try await store.devices().map(\.id) == ["o1", "x1", "x2"])
+        for device in ["o1", "x1", "x2"] { #expect(try await store.device(device)?.points == 895, "\(device)") }
+        await store.close()
     }
 
     /// A target the run leaves out is named at the start, with what it lacked.
