@@ -51,14 +51,29 @@ extension TrackerCore {
         logger.info("tracker started", metadata: metadata)
     }
 
-    /// Logs a source's event: lost or failing at warning, the rest at info.
+    /// Logs a source's event: lost or failing at warning, the rest at info; a source connected
+    /// again after a problem at warning too, so that a log at its default level that said it was
+    /// lost also says it came back.
     func log(source e: SourceEvent) {
         let metadata: Logger.Metadata = [
             "source": "\(e.source)", "kind": "\(e.kind.rawValue)", "message": "\(e.message)",
         ]
         switch e.kind {
-        case .disconnected, .error: logger.warning("source problem", metadata: metadata)
+        case .disconnected, .error:
+            state.withLock { $0.sourceLost = true }
+            logger.warning("source problem", metadata: metadata)
+        case .connected where wasLost():
+            logger.warning("source back", metadata: metadata)
         case .connected, .released, .acquired, .endOfInput: logger.info("source changed", metadata: metadata)
+        }
+    }
+
+    /// Whether a source problem was logged since the source last connected; clears it.
+    func wasLost() -> Bool {
+        state.withLock { s in
+            let lost = s.sourceLost
+            s.sourceLost = false
+            return lost
         }
     }
 

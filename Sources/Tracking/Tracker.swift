@@ -302,6 +302,8 @@ final class TrackerCore: Sendable {
         var failure: (any Error)?
         /// The source's last `error` event (not a disconnection it recovers from).
         var sourceError: SourceEvent?
+        /// Whether a source problem was logged and the source has not connected since.
+        var sourceLost = false
         /// Fixes standard updates refused for being no newer than the last location, or stale.
         var outOfOrder = 0
         /// Fixes with a position but no date (a log of times of day only).

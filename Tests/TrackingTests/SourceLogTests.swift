@@ -1,0 +1,61 @@
+import Geo
+import Logging
+import Synchronization
+import Testing
+
+@testable import Tracking
+
+/// What the tracker's log says of its source at the log's default level (warning): a lost source,
+/// and its return, which was said at info only (a log that said "waiting for it to appear" never
+/// said it came back).
+@Suite struct SourceLogTests {
+    final class Captured: LogHandler, @unchecked Sendable {
+        let lines = Mutex<[(level: Logger.Level, message: String)]>([])
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { lines.withLock { $0.append((event.level, "\(event.message)")) } }
+    }
+
+    /// A fix, the receiver unplugged and back, another fix, and a connection with nothing lost.
+    struct Replugged: FixSource {
+        var name: String { "replugged" }
+        func makeAsyncIterator() -> Iterator { Iterator() }
+        struct Iterator: AsyncIteratorProtocol {
+            var n = 0
+            mutating func next() async -> SourceElement? {
+                n += 1
+                func fix(_ s: Int64) -> SourceElement {
+                    var f = Fix(
+                        time: GNSSTime(nanosecondsSince1970: (1_700_000_000 + s) * 1_000_000_000, fractionDigits: 0))
+                    f.coordinate = Coordinate(latitude: 48.1, longitude: 11.5)
+                    return .fix(f)
+                }
+                switch n {
+                case 1: return fix(0)
+                case 2: return .event(SourceEvent(.disconnected, source: "tty", message: "unplugged"))
+                case 3: return .event(SourceEvent(.connected, source: "tty", message: "back"))
+                case 4: return fix(1)
+                case 5: return .event(SourceEvent(.connected, source: "tty", message: "again"))
+                default: return nil
+                }
+            }
+        }
+    }
+
+    @Test func aSourceThatComesBackIsSaidAtTheLevelItsLossWas() async throws {
+        let logs = Captured()
+        let tracker = try Tracker(
+            source: Replugged(), configuration: .init(), sink: Collected(),
+            logger: Logger(label: "test", factory: { _ in logs }), clock: ManualClock())
+        try await tracker.run()
+        let said = logs.lines.withLock { $0 }.filter { $0.message.hasPrefix("source") }
+        #expect(
+            said.map { "\($0.level) \($0.message)" } == [
+                "warning source problem", "warning source back", "info source changed",
+            ])
+    }
+}
