@@ -142,8 +142,8 @@ struct Export: AsyncParsableCommand {
         let n = export.trips ?? 0
         let what =
             n == 0
-            ? "no trip of \(export.device): a trip runs from one stop to the next, and its "
-                + "\(grouped(export.points)) points have none (docs/visits.md)"
+            ? "no trip of \(export.device): a trip runs from one stop to the next, and none lies whole "
+                + "within its \(grouped(export.points)) points here (a range cuts the trips it ends in; docs/visits.md)"
             : "\(grouped(n)) trip\(n == 1 ? "" : "s") of \(export.device)"
         return output.map { "\($0): \(what)" } ?? what
     }

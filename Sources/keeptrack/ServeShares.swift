@@ -19,7 +19,7 @@ extension Serve {
                 Examples:
                   keeptrack serve share add van1 --expires 2h   # prints /s/TOKEN
                   keeptrack serve share add van1 --expires 7d --from 2026-05-01T00:00:00Z
-                  keeptrack serve share list    # ID, device, expiry, state
+                  keeptrack serve share list    # ID, device, expiry, state, window
                   keeptrack serve share remove ID
                   keeptrack serve share list --db postgres://kt@db/keeptrack  # serve's store
                 """,
@@ -87,7 +87,9 @@ extension Serve {
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "The share links, one a line: ID<TAB>device<TAB>expires<TAB>state (active, expired, revoked)."
+                abstract:
+                    "The share links, one a line: ID<TAB>device<TAB>expires<TAB>state (active, expired, revoked)"
+                    + "<TAB>from<TAB>to (its window, - for none)."
             )
             @ParentCommand var serve: Serve
 
@@ -95,7 +97,8 @@ extension Serve {
                 let shares = try await serve.withDeviceTokens(creating: false) { try await $0.shares(device: nil) }
                 let now = WallClock().now.secondsSince1970
                 for s in shares {
-                    print("\(s.id)\t\(s.device)\t\(ISOTime.string(s.expires))\t\(s.state(at: now).rawValue)")
+                    let window = [s.from, s.to].map { $0.map(ISOTime.string) ?? "-" }.joined(separator: "\t")
+                    print("\(s.id)\t\(s.device)\t\(ISOTime.string(s.expires))\t\(s.state(at: now).rawValue)\t\(window)")
                 }
             }
         }
@@ -111,8 +114,12 @@ extension Serve {
                 let (share, location) = try await serve.withDeviceTokens(creating: false) { store in
                     (try await store.revokeShare(id: id, at: now), store.location)
                 }
-                guard share != nil else { throw CommandFailure("no share '\(id)' in \(location)") }
-                print("removed \(id)")
+                guard let share else { throw CommandFailure("no share '\(id)' in \(location)") }
+                if let revoked = share.revoked, revoked < now {
+                    print("\(id) was revoked already, at \(ISOTime.string(revoked))")
+                } else {
+                    print("removed \(id)")
+                }
             }
         }
     }

@@ -35,7 +35,12 @@ struct ServeDevicesCommandTests {
         #expect(negative.status == 64 && negative.stderr.hasPrefix("Error: --expires: '-5m' is neither"))
         let shared = try keeptrack(["serve", "devices", "revoke", "van2", "--db", db])
         #expect(shared.stdout == "revoked van2 and 1 share link of it\n", "\(shared.stderr)")
-        #expect(try keeptrack(["serve", "share", "list", "--db", db]).stdout.contains("\trevoked"))
+        let listed = try keeptrack(["serve", "share", "list", "--db", db]).stdout
+        #expect(listed.hasSuffix("\tvan2\t" + listed.split(separator: "\t")[2] + "\trevoked\t-\t-\n"), "\(listed)")
+        // Removing it again says it was revoked already, and when.
+        let id = String(listed.split(separator: "\t")[0])
+        let removedAgain = try keeptrack(["serve", "share", "remove", id, "--db", db])
+        #expect(removedAgain.stdout.hasPrefix("\(id) was revoked already, at "), "\(removedAgain.stdout)")
         // The verbs are subcommands: argument-parser names the one it does not know.
         let wrong = try keeptrack(["serve", "devices", "rename", "--db", db])
         #expect(wrong.status == 64 && wrong.stderr.contains("'rename'"), "\(wrong.stderr)")

@@ -53,7 +53,8 @@ struct VisitsUploadCommandTests {
         #expect(gpx.status == 0, "\(gpx.stderr)")
         #expect(gpx.stderr.hasPrefix(dir + "/trips.gpx: no trip of keeptrack-"), "\(gpx.stderr)")
         #expect(
-            gpx.stderr.contains("a trip runs from one stop to the next, and its 895 points have none"),
+            gpx.stderr.contains(
+                "a trip runs from one stop to the next, and none lies whole within its 895 points here"),
             "\(gpx.stderr)")
         let file = try String(contentsOfFile: dir + "/trips.gpx", encoding: .utf8)
         #expect(file.hasPrefix("<?xml") && !file.contains("<trk>"))
