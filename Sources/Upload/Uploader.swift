@@ -139,6 +139,10 @@ public final class Uploader: Sendable {
     let transport: Transport
     let signal = Signal()
     let state = Mutex(Stats())
+    /// When the last failure's backoff (or the server's Retry-After) ends, until a request succeeds:
+    /// a run that starts before then (the drain after a live run, cancelled in its wait) waits for
+    /// it rather than asking again at once.
+    let notBefore = Mutex<EpochInstant?>(nil)
     let gzipAccepted = Atomic<Bool>(false)
     /// Batching waits, backoffs and the times of successes.
     let clock: any EpochClock
@@ -233,6 +237,9 @@ public final class Uploader: Sendable {
         var reason = ""
         // The outbox's appends before the last read: a filling batch counts the records it lacks from it.
         var mark = 0
+        if let wait = notBefore.withLock({ $0 }), wait > clock.now, !Task.isCancelled {
+            try? await clock.sleep(until: wait, tolerance: nil)
+        }
         while true {
             switch action {
             case .read(let limit):
@@ -271,7 +278,9 @@ public final class Uploader: Sendable {
                     continue
                 }
                 switch await sendInBackgroundTask(batch, more: more, cancellable: drain) {
-                case .done: action = policy.acknowledged()
+                case .done:
+                    notBefore.withLock { $0 = nil }
+                    action = policy.acknowledged()
                 case .settings(let why, let check):
                     reason = why
                     state.withLock { $0.settingsToCheck = check }
@@ -304,6 +313,7 @@ public final class Uploader: Sendable {
                     $0.retries += 1
                     $0.lastRetryWait = wait
                 }
+                notBefore.withLock { $0 = deadline }
                 metrics.requestsFailed.increment()
                 switch cause {
                 case .transient: record(error: "\(reason); retrying in \(Int(wait.rounded())) s")

@@ -43,6 +43,36 @@ func drain(_ u: Uploader) async throws {
 
 @Suite("Uploader against a real endpoint", .serialized)
 struct UploaderTests {
+    /// A server's Retry-After holds across runs: the drain after a live run (which stopped during
+    /// its wait) waits for it too (it asked again at once: 0.03 s after a Retry-After of 2).
+    @Test func theDrainAfterALiveRunWaitsForTheRetryAfterItWasGiven() async throws {
+        var faults = Faults()
+        (faults.failNext, faults.failStatus, faults.retryAfter) = (1, 429, 30)
+        let endpoint = try await Endpoint.start(faults: faults)
+        let (outbox, dir) = try filledOutbox(50)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The outbox dates its records by the wall clock: the uploader's starts there.
+        let start = WallClock().now
+        let clock = ManualClock(now: start)
+        var c = Uploader.Configuration(url: endpoint.url("/v1/locations"))
+        (c.token, c.maxWait, c.maxBackoff) = ("secret", 0, 60)
+        let u = try Uploader(outbox: outbox, configuration: c, clock: clock)
+        let live = Task { await u.run() }
+        try await withTimeout(30, "the live run's wait") { await clock.sleepers(atLeast: 1) }
+        #expect(clock.nextDeadline == start.advanced(by: .seconds(30)))
+        live.cancel()
+        await live.value
+        let drained = Task { await u.run(drain: true) }
+        try await withTimeout(30, "the drain's wait") { await clock.sleepers(atLeast: 1) }
+        #expect(clock.nextDeadline == start.advanced(by: .seconds(30)))
+        #expect(try await endpoint.server.store.count() == 0)
+        clock.advance(by: .seconds(30))
+        try await withTimeout(30, "the drain") { await drained.value }
+        #expect(try await endpoint.server.store.count() == 50)
+        await u.shutdown()
+        await endpoint.stop()
+    }
+
     @Test(arguments: StoreKind.allCases) func everyRecordArrivesOnceInOrder(kind: StoreKind) async throws {
         let endpoint = try await Endpoint.start(store: kind)
         let (outbox, dir) = try filledOutbox(250)
