@@ -157,8 +157,12 @@ extension Uploader {
         /// The attempt failed in a way worth repeating: a network error, a timeout, 408, 429, 5xx
         /// (with the server's `Retry-After`, in seconds, if it sent one: honoured up to the longest
         /// backoff, so that a server's `Retry-After: 3600` makes no run wait an hour).
-        mutating func failed(retryAfter: Double?, now: EpochInstant) -> Action {
+        ///
+        /// With `progressed`, the attempt also had records acknowledged (some of a batch's concurrent
+        /// requests): the failures before it were not in a row, and it counts as the first.
+        mutating func failed(retryAfter: Double?, now: EpochInstant, progressed: Bool = false) -> Action {
             guard case .sending = state else { preconditionFailure("a failure without a batch: \(state)") }
+            if progressed { failures = 0 }
             failures += 1
             if drain && failures >= drainAttempts {
                 state = .stopped

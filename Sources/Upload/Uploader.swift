@@ -290,6 +290,9 @@ public final class Uploader: Sendable {
                     // A request this run's own stop cancelled says nothing of the endpoint.
                     if !(Task.isCancelled && why == Self.cancelledReason) { reason = why }
                     action = policy.failed(retryAfter: after, now: clock.now)
+                case .progressed(let after, let why):
+                    if !(Task.isCancelled && why == Self.cancelledReason) { reason = why }
+                    action = policy.failed(retryAfter: after, now: clock.now, progressed: true)
                 case .tooLarge: action = policy.tooLarge()
                 }
             case .recovered(let failed):
@@ -365,6 +368,9 @@ public final class Uploader: Sendable {
         case done
         case notAllowed
         case retry(after: Double?, reason: String)
+        /// As ``retry(after:reason:)``, after some of the batch's requests were acknowledged: a
+        /// failure, not one in a row.
+        case progressed(after: Double?, reason: String)
         /// Not the records but the settings (URL, credentials, device): nothing is dead-lettered;
         /// a drain stops at once, a run retries at the longest backoff.
         case settings(reason: String, check: [UploadError.Setting])
@@ -474,6 +480,9 @@ public final class Uploader: Sendable {
         }
         if Task.isCancelled && failure == nil && outcomes.contains(where: { $0 == nil }) {
             return .retry(after: nil, reason: "cancelled: the background time ran out")
+        }
+        if case .retry(let after, let reason)? = failure, acknowledged > 0 {
+            return .progressed(after: after, reason: reason)
         }
         return failure ?? .done
     }

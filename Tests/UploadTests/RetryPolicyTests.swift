@@ -15,6 +15,8 @@ import Testing
         case suspended
         case acknowledged
         case failed(retryAfter: Double?, at: Double)
+        /// A failure of a batch some of whose requests were acknowledged.
+        case progressed(at: Double)
         case settings(at: Double)
         case notAllowed
         case tooLarge
@@ -44,6 +46,7 @@ import Testing
             case .suspended: out.append(p.suspended())
             case .acknowledged: out.append(p.acknowledged())
             case .failed(let after, let t): out.append(p.failed(retryAfter: after, now: at(t)))
+            case .progressed(let t): out.append(p.failed(retryAfter: nil, now: at(t), progressed: true))
             case .settings(let t): out.append(p.settingsProblem(now: at(t)))
             case .notAllowed: out.append(p.notAllowed())
             case .tooLarge: out.append(p.tooLarge())
@@ -144,6 +147,24 @@ import Testing
             actions: [
                 .read(limit: 10), .send(more: false), .backOff(until: at(100.5), wait: 0.5, cause: .transient),
                 .read(limit: 10), .send(more: false), .backOff(until: at(131), wait: 30, cause: .transient),
+                .read(limit: 10), .send(more: false), .stop(.gaveUp(attempts: 3)),
+            ]),
+        Case(
+            // A server that fails every other connection: OsmAnd's concurrent requests each time
+            // get some through, and the drain went on (it gave up after 5 such batches).
+            name: "a failure after which records were acknowledged is not one in a row", drain: true,
+            events: [
+                .read(count: 1, oldest: 0, at: 100), .failed(retryAfter: nil, at: 100), .woke,
+                .read(count: 1, oldest: 0, at: 101), .failed(retryAfter: nil, at: 101), .woke,
+                .read(count: 1, oldest: 0, at: 102), .progressed(at: 102), .woke,
+                .read(count: 1, oldest: 0, at: 103), .failed(retryAfter: nil, at: 103), .woke,
+                .read(count: 1, oldest: 0, at: 104), .failed(retryAfter: nil, at: 104),
+            ],
+            actions: [
+                .read(limit: 10), .send(more: false), .backOff(until: at(100.5), wait: 0.5, cause: .transient),
+                .read(limit: 10), .send(more: false), .backOff(until: at(102), wait: 1, cause: .transient),
+                .read(limit: 10), .send(more: false), .backOff(until: at(102.5), wait: 0.5, cause: .transient),
+                .read(limit: 10), .send(more: false), .backOff(until: at(104), wait: 1, cause: .transient),
                 .read(limit: 10), .send(more: false), .stop(.gaveUp(attempts: 3)),
             ]),
         Case(
