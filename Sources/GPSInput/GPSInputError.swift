@@ -137,8 +137,12 @@ public struct GPSInputError: Error, Hashable, Sendable, CustomStringConvertible 
         case .deviceLost:
             return "\(device): \(lossText); reopening when it reappears"
         case .cannotConnect:
+            // libgps's "can't get host entry": the name does not resolve, whatever gpsd does.
+            let question =
+                reason?.contains("host entry") == true
+                ? "is \(host ?? "the host") the right name?" : "is gpsd running?"
             return "cannot connect to gpsd at \(address) (\(reason ?? "")); "
-                + "is gpsd running? retrying every \(formatSeconds(retrySeconds ?? 0)) at most"
+                + "\(question) retrying every \(formatSeconds(retrySeconds ?? 0)) at most"
         case .watchRefused:
             return "gpsd refused the WATCH request"
         case .connectionLost:

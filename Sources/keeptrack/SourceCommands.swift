@@ -101,7 +101,8 @@ struct Track: AsyncParsableCommand {
             throw ValidationError("Choose one input: --gpsd [HOST[:PORT]] or --serial DEVICE.")
         }
         if let gpsd, GPSDSource.Options(address: gpsd) == nil {
-            throw ValidationError("--gpsd takes HOST, HOST:PORT or [IPv6]:PORT, got '\(gpsd)'.")
+            throw ValidationError(
+                "--gpsd takes HOST, HOST:PORT or [IPv6]:PORT, a port from 1 to 65535, got '\(gpsd)'.")
         }
         if SerialSource.Baud(baud) == nil {
             throw ValidationError(

@@ -91,6 +91,10 @@ struct GPSInputErrorTests {
         #expect(
             worker.message(.cannotConnect(reason: "connection refused")).hasPrefix(
                 "cannot connect to gpsd at 127.0.0.1:2999 (connection refused); is gpsd running?"))
+        // A name that does not resolve (libgps's words): not a question of gpsd running.
+        #expect(
+            worker.message(.cannotConnect(reason: "can't get host entry")).hasPrefix(
+                "cannot connect to gpsd at 127.0.0.1:2999 (can't get host entry); is 127.0.0.1 the right name?"))
         let lost = worker.error(.lost(.lineTooLong))
         #expect(lost?.code == .connectionLost && lost?.loss == .lineTooLong && lost?.limit == ReportLines.capacity)
         #expect(worker.error(.watching) == nil)
