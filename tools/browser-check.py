@@ -300,6 +300,14 @@ def live_means_live(browser, url, now):
     page.wait_for_selector('#devices li[data-device-id="replayer"][data-live="true"]', state="attached", timeout=20000)
     check(not page.errors, f"live-means-live page errors: {page.errors}")
     context.close()
+    # An address that names no device, or no day, is said, not silently replaced.
+    for path, words in [(f"/map?token={ADMIN}&device=nosuch", "No device 'nosuch' here"),
+                        (f"/map?token={ADMIN}&device=walker&date=2024-13-45", "date '2024-13-45' is no day")]:
+        context, page = open_page(browser, url, path)
+        page.wait_for_function("words => document.getElementById('status').textContent.includes(words)", arg=words,
+                               timeout=20000)
+        check(not page.errors, f"{path} page errors: {page.errors}")
+        context.close()
 
 
 def live_outliers(browser, url):

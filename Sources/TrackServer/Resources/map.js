@@ -200,7 +200,11 @@
           say(msg.devices.length + (msg.devices.length === 1 ? " device" : " devices") + ", live.");
         }
         fitAll();
-        if (wanted && !state.selected && (state.devices.has(wanted) || share)) { select(wanted); }
+        if (wanted && !state.selected && (state.devices.has(wanted) || share)) {
+          select(wanted);
+        } else if (wanted && !state.selected && !share) {
+          say("No device '" + wanted + "' here: choose one from the list.");
+        }
       } else if (msg.type === "record") {
         onRecord(msg.device, msg.record);
       } else if (msg.type === "event") {
@@ -369,6 +373,9 @@
     state.selected = id;
     // The address's date, for the device it names (a share link's, whichever), the first time.
     const asked = !wantedShown && (id === wanted || share) && dayStart(params.get("date"));
+    if (!wantedShown && (id === wanted || share) && params.get("date") && !asked) {
+      say("The address's date '" + params.get("date") + "' is no day (YYYY-MM-DD): showing the last day of " + id + ".");
+    }
     wantedShown = wantedShown || id === wanted || Boolean(share);
     list.querySelectorAll("li").forEach(function (li) {
       li.classList.toggle("selected", li.dataset.deviceId === id);
