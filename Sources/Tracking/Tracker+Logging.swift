@@ -60,7 +60,7 @@ extension TrackerCore {
         ]
         switch e.kind {
         case .disconnected, .error:
-            state.withLock { $0.sourceLost = true }
+            state.withLock { $0.sourceLost = e.message }
             logger.warning("source problem", metadata: metadata)
         case .connected where wasLost():
             logger.warning("source back", metadata: metadata)
@@ -71,8 +71,8 @@ extension TrackerCore {
     /// Whether a source problem was logged since the source last connected; clears it.
     func wasLost() -> Bool {
         state.withLock { s in
-            let lost = s.sourceLost
-            s.sourceLost = false
+            let lost = s.sourceLost != nil
+            s.sourceLost = nil
             return lost
         }
     }

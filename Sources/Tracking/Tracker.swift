@@ -192,8 +192,20 @@ public final class Tracker: Service, Sendable {
     }
 
     /// The state as one JSON object: `{"state":...,"policy":...,"modes":[...],
-    /// "backgroundTimeRemaining":...,"tasks":[...],"lastFixAge":...,"locationUpdates":...}`.
-    public func statusJSON() -> String { core.effects.statusJSON(now: application.now) }
+    /// "backgroundTimeRemaining":...,"tasks":[...],"lastFixAge":...,"locationUpdates":...,
+    /// "inputLost":...}`, the last of them the input's problem while it lasts (an unplugged
+    /// receiver, a dead gpsd), `null` otherwise.
+    public func statusJSON() -> String {
+        var out = Array(core.effects.statusJSON(now: application.now).utf8.dropLast())
+        ByteWriting.appendStatic(",\"inputLost\":", to: &out)
+        if let lost = core.state.withLock({ $0.sourceLost }) {
+            ByteWriting.appendJSONString(lost, to: &out)
+        } else {
+            ByteWriting.appendStatic("null", to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
 
     /// Sets the gauges (state, budget, outbox depth and age, last upload) to their values now;
     /// counters are always current.
@@ -302,8 +314,8 @@ final class TrackerCore: Sendable {
         var failure: (any Error)?
         /// The source's last `error` event (not a disconnection it recovers from).
         var sourceError: SourceEvent?
-        /// Whether a source problem was logged and the source has not connected since.
-        var sourceLost = false
+        /// The last source problem's message, until the source connects again (`nil`: none).
+        var sourceLost: String?
         /// Fixes standard updates refused for being no newer than the last location, or stale.
         var outOfOrder = 0
         /// Fixes with a position but no date (a log of times of day only).

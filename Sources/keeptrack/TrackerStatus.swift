@@ -30,6 +30,8 @@ enum TrackerStatus {
         let fix = value("lastFixAge") ?? "null"
         lines.append("last fix: " + (fix == "null" ? "none yet" : "\(fix) s ago"))
         lines.append("location updates: " + (value("locationUpdates") == "true" ? "on" : "off"))
+        // Said only while it lasts: the input lost (a receiver unplugged, gpsd gone).
+        if let lost = value("inputLost"), lost != "null" { lines.append("input lost: " + lost) }
         return lines.joined(separator: "\n")
     }
 

@@ -207,6 +207,17 @@ struct UploadTargetsCommandTests {
             ])
     }
 
+    /// `ctl status` adds a line while the input is lost (it said nothing of it, only a growing age
+    /// of the last fix), and none once it is back.
+    @Test func statusSaysWhileTheInputIsLost() {
+        let base =
+            #"{"state":"active","policy":"ios7","modes":[],"backgroundTimeRemaining":null,"tasks":[],"#
+            + #""lastFixAge":5.678,"locationUpdates":true,"inputLost":"#
+        let lost = TrackerStatus.describe(base + #""/dev/ttyACM0 is not there (receiver unplugged?)"}"#)
+        #expect(lost.hasSuffix("location updates: on\ninput lost: /dev/ttyACM0 is not there (receiver unplugged?)"))
+        #expect(!TrackerStatus.describe(base + "null}").contains("input lost"))
+    }
+
     /// The pairing rules: one value for all, one per --upload in order, anything else named.
     @Test(arguments: [
         (

@@ -22,12 +22,16 @@ import Testing
 
     /// A fix, the receiver unplugged and back, another fix, and a connection with nothing lost.
     struct Replugged: FixSource {
+        /// How many elements it gives: 5 ends connected again, 2 ends unplugged.
+        var count = 5
         var name: String { "replugged" }
-        func makeAsyncIterator() -> Iterator { Iterator() }
+        func makeAsyncIterator() -> Iterator { Iterator(count: count) }
         struct Iterator: AsyncIteratorProtocol {
+            let count: Int
             var n = 0
             mutating func next() async -> SourceElement? {
                 n += 1
+                guard n <= count else { return nil }
                 func fix(_ s: Int64) -> SourceElement {
                     var f = Fix(
                         time: GNSSTime(nanosecondsSince1970: (1_700_000_000 + s) * 1_000_000_000, fractionDigits: 0))
@@ -57,5 +61,14 @@ import Testing
             said.map { "\($0.level) \($0.message)" } == [
                 "warning source problem", "warning source back", "info source changed",
             ])
+    }
+
+    /// `ctl status` says the input is lost while it is, and not once it is back.
+    @Test(arguments: [(2, "\"inputLost\":\"unplugged\""), (5, "\"inputLost\":null")])
+    func theStatusSaysWhileTheInputIsLost(count: Int, said: String) async throws {
+        let tracker = try Tracker(
+            source: Replugged(count: count), configuration: .init(), sink: Collected(), clock: ManualClock())
+        try await tracker.run()
+        #expect(tracker.statusJSON().hasSuffix(said + "}"), "\(tracker.statusJSON())")
     }
 }
