@@ -16,6 +16,11 @@ public struct SourceLines {
     public var releasesStartupPages = false
     /// The message of the last error event ``pump(_:clock:tick:)`` wrote, for the caller to say.
     public private(set) var lastError: String?
+    /// Called with each problem of the source (lost, failing; `back` false) and with its first
+    /// connection after one (`back` true): a live `track` says them on standard error, as its
+    /// tracker does with location options.
+    public var onProblem: (@Sendable (_ event: SourceEvent, _ back: Bool) -> Void)?
+    var lost = false
 
     public init(includeAll: Bool = false, lineBuffered: Bool = true) {
         self.includeAll = includeAll
@@ -56,6 +61,18 @@ public struct SourceLines {
                 if case .event(let e) = element, e.kind == .error {
                     failed = true
                     lastError = e.message
+                }
+                // Said before it is written: a reader of the output finds it said already.
+                if case .event(let e) = element, let said = onProblem {
+                    switch e.kind {
+                    case .disconnected, .error:
+                        lost = true
+                        said(e, false)
+                    case .connected where lost:
+                        lost = false
+                        said(e, true)
+                    default: break
+                    }
                 }
                 try write(element)
                 if !settled, element.fix?.hasPosition == true {

@@ -150,6 +150,10 @@ struct Track: AsyncParsableCommand {
         }
         var output = SourceLines(includeAll: all, lineBuffered: true)
         output.releasesStartupPages = true
+        // Standard output may be a file: the input's problems and its return are said here too.
+        output.onProblem = { event, back in
+            printError(back ? "\(event.source): back: \(event.message)" : "warning: \(event.message)", level: .warning)
+        }
         try await output.pump(source)
     }
 }

@@ -234,6 +234,23 @@ struct LifecycleTrackTests {
         #expect(!seen.contains { $0.contains("\"event\":\"terminated\"") })
     }
 
+    /// Without location options `track` writes fixes on standard output, which may be a file: a
+    /// gpsd it cannot reach is said on standard error too (it was said only in the output).
+    @Test func fixModeSaysTheInputsProblemOnStandardError() throws {
+        let closed = try ReservedPort()
+        defer { closed.release() }
+        let track = try Tool(
+            executable: productsDirectory.appendingPathComponent("keeptrack"),
+            ["track", "--gpsd", "127.0.0.1:\(closed.number)"])
+        track.guardAgainstHang(seconds: 60)
+        defer { track.terminate() }
+        var seen: [String] = []
+        #expect(track.readLine(containing: "\"kind\":\"error\"", seen: &seen) != nil)
+        #expect(
+            track.errors().hasPrefix("warning: cannot connect to gpsd at 127.0.0.1:\(closed.number)"),
+            "\(track.errors())")
+    }
+
     @Test func ctlWithoutATrackerSaysSo() throws {
         let r = try keeptrack(["ctl", "status", "--control", "/tmp/keeptrack-nobody/control.sock"])
         // A failure, not a usage error: status 1, without the usage text.
