@@ -211,7 +211,10 @@ let package = Package(
         // libFuzzer target: swift build --sanitize=fuzzer --sanitize=address --product NMEAFuzz
         .executableTarget(name: "NMEAFuzz", dependencies: ["NMEA", "Geo"]),
         // Test support: package paths, fixtures, project tools, a real gpsd, a hang guard.
-        .target(name: "KeepTrackTesting", dependencies: ["SystemIO"], path: "Sources/KeepTrackTesting"),
+        .target(
+            name: "KeepTrackTesting",
+            dependencies: ["SystemIO", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/KeepTrackTesting"),
         // Test support: a real TrackServer on a free loopback port with its own database.
         // Its raw HTTP client (`Raw`) and the trails tests send (`walk`, `numbered`).
         .target(

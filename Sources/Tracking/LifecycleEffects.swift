@@ -97,8 +97,9 @@ final class LifecycleEffects: Sendable {
         }
     }
 
-    /// The answer to `keeptrack ctl status`, as one JSON object.
-    func statusJSON(now t: Double) -> String {
+    /// The answer to `keeptrack ctl status`, as one JSON object; `inputLost` the input's problem
+    /// while it lasts.
+    func statusJSON(now t: Double, inputLost: String?) -> String {
         let l = app.lifecycle
         let remaining = l.backgroundTimeRemaining(at: t)
         var out: [UInt8] = []
@@ -119,7 +120,9 @@ final class LifecycleEffects: Sendable {
         }
         text("],\"lastFixAge\":")
         if let last = shared.withLock({ $0.lastFix }) { number(max(0, t - last)) } else { text("null") }
-        text(",\"locationUpdates\":\(l.locationUpdatesActive)}")
+        text(",\"locationUpdates\":\(l.locationUpdatesActive),\"inputLost\":")
+        if let inputLost { ByteWriting.appendJSONString(inputLost, to: &out) } else { text("null") }
+        text("}")
         return String(decoding: out, as: UTF8.self)
     }
 }

@@ -196,15 +196,7 @@ public final class Tracker: Service, Sendable {
     /// "inputLost":...}`, the last of them the input's problem while it lasts (an unplugged
     /// receiver, a dead gpsd), `null` otherwise.
     public func statusJSON() -> String {
-        var out = Array(core.effects.statusJSON(now: application.now).utf8.dropLast())
-        ByteWriting.appendStatic(",\"inputLost\":", to: &out)
-        if let lost = core.state.withLock({ $0.sourceLost }) {
-            ByteWriting.appendJSONString(lost, to: &out)
-        } else {
-            ByteWriting.appendStatic("null", to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
+        core.effects.statusJSON(now: application.now, inputLost: core.state.withLock { $0.sourceLost })
     }
 
     /// Sets the gauges (state, budget, outbox depth and age, last upload) to their values now;

@@ -144,6 +144,10 @@ public final class Uploader: Sendable {
     /// it rather than asking again at once.
     let notBefore = Mutex<EpochInstant?>(nil)
     let gzipAccepted = Atomic<Bool>(false)
+    /// Where requests go and their HTTP Basic credentials: the URL's user and password, taken out of
+    /// it once (as a browser and curl send them; not part of the address AsyncHTTPClient requests).
+    let requestURL: String
+    let basicAuthorization: String?
     /// Batching waits, backoffs and the times of successes.
     let clock: any EpochClock
     /// The backoff's jitter.
@@ -171,6 +175,9 @@ public final class Uploader: Sendable {
         self.logger = logger
         self.clock = clock
         self.random = random
+        basicAuthorization = Configuration.basicAuthorization(configuration.url)
+        requestURL =
+            basicAuthorization == nil ? configuration.url : Configuration.withoutCredentials(configuration.url)
         metrics = UploadMetrics(target: configuration.labelMetrics ? configuration.target : nil)
         if MQTTEndpoint.isMQTT(configuration.url) {
             transport = .mqtt(
@@ -583,7 +590,7 @@ public final class Uploader: Sendable {
             request.body = Gzip.compress(request.body)
             request.headers.append(("Content-Encoding", "gzip"))
         }
-        switch await post(configuration.url, request) {
+        switch await post(request) {
         case .failure(let reason):
             return .failed(.retry(after: nil, reason: reason))
         case .untrusted(let reason):
@@ -684,16 +691,13 @@ public final class Uploader: Sendable {
         case untrusted(String)
     }
 
-    func post(_ url: String, _ r: UploadRequest) async -> Response {
+    func post(_ r: UploadRequest) async -> Response {
         guard case .http(let client) = transport else { preconditionFailure("an HTTP request over MQTT") }
-        // A user and password in the URL are HTTP Basic (as a browser and curl send them), not part
-        // of the address AsyncHTTPClient would request.
-        let basic = Configuration.basicAuthorization(url)
-        var request = HTTPClientRequest(url: basic == nil ? url : Configuration.withoutCredentials(url))
+        var request = HTTPClientRequest(url: requestURL)
         request.method = .POST
         request.headers.add(name: "User-Agent", value: "keeptrack")
         for (name, value) in r.headers { request.headers.add(name: name, value: value) }
-        if let basic { request.headers.replaceOrAdd(name: "Authorization", value: basic) }
+        if let basicAuthorization { request.headers.replaceOrAdd(name: "Authorization", value: basicAuthorization) }
         if let token = configuration.token {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
         }
@@ -715,7 +719,7 @@ public final class Uploader: Sendable {
         } catch let error as HTTPClientError where error == .cancelled {
             return .failure(Self.cancelledReason)
         } catch {
-            return Self.failure(error, host: Self.hostOf(url), timeout: configuration.timeout)
+            return Self.failure(error, host: Self.hostOf(requestURL), timeout: configuration.timeout)
         }
     }
 

@@ -1,4 +1,5 @@
 import Geo
+import KeepTrackTesting
 import Logging
 import Synchronization
 import Testing
@@ -9,17 +10,6 @@ import Testing
 /// and its return, which was said at info only (a log that said "waiting for it to appear" never
 /// said it came back).
 @Suite struct SourceLogTests {
-    final class Captured: LogHandler, @unchecked Sendable {
-        let lines = Mutex<[(level: Logger.Level, message: String)]>([])
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) { lines.withLock { $0.append((event.level, "\(event.message)")) } }
-    }
-
     /// A fix, the receiver unplugged and back, another fix, and a connection with nothing lost.
     struct Replugged: FixSource {
         /// How many elements it gives: 5 ends connected again, 2 ends unplugged.
@@ -51,7 +41,7 @@ import Testing
     }
 
     @Test func aSourceThatComesBackIsSaidAtTheLevelItsLossWas() async throws {
-        let logs = Captured()
+        let logs = CapturedLogs()
         let tracker = try Tracker(
             source: Replugged(), configuration: .init(), sink: Collected(),
             logger: Logger(label: "test", factory: { _ in logs }), clock: ManualClock())

@@ -7,23 +7,6 @@ import TrackServer
 import TrackServerTesting
 @testable import Upload
 
-/// A log handler that keeps what it is given (swift-log's bootstrap is per process: tests hand
-/// their logger this handler instead).
-final class CapturedLogs: LogHandler, @unchecked Sendable {
-    let lines = Mutex<[(level: Logger.Level, message: String, metadata: Logger.Metadata)]>([])
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        lines.withLock { $0.append((event.level, "\(event.message)", event.metadata ?? [:])) }
-    }
-}
-
 @Suite("Upload logs")
 struct UploadLogTests {
     @Test func failuresAreWarningsAndTheRecoveryIsInfoWithTheAttemptsItTook() async throws {
