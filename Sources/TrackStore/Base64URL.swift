@@ -20,6 +20,17 @@ public enum Base64URL {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `count` random bytes from the system's generator, encoded; the text never begins with `-`, so
+    /// it reads as an argument on a command line (`share remove ID`, `--token TOKEN`), never as an
+    /// option. The first byte is drawn again while it would encode as `-` (0xF8-0xFB): 1 draw in 64,
+    /// and the others stay equally likely.
+    public static func randomArgument(bytes count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        while let first = bytes.first, first >> 2 == 62 { bytes[0] = UInt8.random(in: 0...255, using: &generator) }
+        return encode(bytes)
+    }
+
     public static func decode(_ text: String) -> [UInt8]? {
         var values: [UInt32] = []
         for c in text.utf8 {

@@ -56,11 +56,9 @@ public enum DeviceTokens {
         Digests.hex(Digests.sha256(Array(token.utf8)))
     }
 
-    /// A new random token: 32 bytes from the system's generator, base64url (43 characters).
-    public static func newToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
-    }
+    /// A new random token: 32 bytes from the system's generator, base64url (43 characters), never
+    /// beginning with `-` (``Base64URL/randomArgument(bytes:)``: `--token TOKEN` takes it).
+    public static func newToken() -> String { Base64URL.randomArgument(bytes: 32) }
 
     /// What is wrong with `device` as an id to give a token to (``TrackStoreError/Code/invalidDeviceID``),
     /// or `nil`.

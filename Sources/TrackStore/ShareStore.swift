@@ -39,10 +39,11 @@ public struct Share: Hashable, Sendable {
 /// their SHA-256 digest as device tokens are.
 public enum ShareTokens {
     /// A new token.
-    public static func newToken() -> String { random(16) }
+    public static func newToken() -> String { Base64URL.randomArgument(bytes: 16) }
 
-    /// A new share id (64 bits: unique, not a secret).
-    public static func newID() -> String { random(8) }
+    /// A new share id (64 bits: unique, not a secret), never beginning with `-`: `share remove ID`
+    /// reads it as the id, not as an option.
+    public static func newID() -> String { Base64URL.randomArgument(bytes: 8) }
 
     /// Whether `text` could be a token: 22 base64url characters (a request with anything else is
     /// refused before a digest or a read).
@@ -52,11 +53,6 @@ public enum ShareTokens {
                 ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D
                     || $0 == 0x5F
             }
-    }
-
-    static func random(_ n: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode((0..<n).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 }
 

@@ -131,7 +131,8 @@ struct Serve: AsyncParsableCommand {
             valueName: "file|url"))
     var db: String?
 
-    @Option(help: ArgumentHelp("Devices must present this token.", valueName: "token"))
+    // Unconditional: a token beginning with `-` is its value, not a missing one.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Devices must present this token.", valueName: "token"))
     var token: String?
 
     @Option(help: ArgumentHelp("Largest request body in bytes (after gzip). The default is 8 MiB.", valueName: "bytes"))

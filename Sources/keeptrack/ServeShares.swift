@@ -106,7 +106,8 @@ extension Serve {
         struct Remove: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "Revoke a share link at once: it then answers 410.")
-            @Argument(help: "The share's id (from add or list).") var id: String
+            @Argument(help: "The share's id (from add or list); one beginning with - goes last, after --.")
+            var id: String
             @ParentCommand var serve: Serve
 
             func run() async throws {

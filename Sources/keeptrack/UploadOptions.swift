@@ -43,7 +43,9 @@ struct UploadOptions: ParsableArguments {
                 + "(the last given, else keeptrack- and 8 hex digits).", valueName: "id"))
     var deviceID: [String] = []
 
+    // Unconditional: a token beginning with `-` (1 in 64 made before this did) is its value.
     @Option(
+        parsing: .unconditionalSingleValue,
         help: ArgumentHelp(
             "Sent as Authorization: Bearer TOKEN ('' for none, with several targets).",
             valueName: "token"))

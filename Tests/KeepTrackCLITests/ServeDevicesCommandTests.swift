@@ -84,6 +84,17 @@ struct ServeDevicesCommandTests {
         #expect(r.stderr.contains("warning: serving on \(host) without --token") == warns, "\(r.stderr)")
     }
 
+    /// A token beginning with `-` (base64url has the character; 1 token in 64 made before new ones
+    /// avoided it) is the option's value, for serve and for an upload, not a missing one.
+    @Test func aTokenBeginningWithADashIsTheTokensValue() throws {
+        let serve = try keeptrack(
+            ["serve", "--host", "0.0.0.0", "--port", "0", "--token", "-Gq3n", "--db", "/nonexistent/dir/e.sqlite"])
+        #expect(serve.stderr.hasPrefix("Error: cannot open the database /nonexistent/dir/e.sqlite"), "\(serve.stderr)")
+        let replay = try keeptrack(
+            ["replay", "--upload", "http://127.0.0.1:1/x", "--token", "-Gq3n", "/nonexistent/walk.nmea"])
+        #expect(replay.stderr.contains("error: /nonexistent/walk.nmea: cannot open"), "\(replay.stderr)")
+    }
+
     @Test func refusesARetentionShorterThanAnHour() throws {
         let r = try keeptrack(["serve", "--retention", "90", "--port", "0"])
         #expect(r.status != 0 && r.stderr.contains("--retention must be at least 1h"))
