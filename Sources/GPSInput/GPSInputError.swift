@@ -128,7 +128,7 @@ public struct GPSInputError: Error, Hashable, Sendable, CustomStringConvertible 
         case .cannotOpen where underlying == nil:
             return "cannot open \(device): \(cause)"
         case .notSerialDevice:
-            return "\(device) is not a serial device (tcsetattr: \(cause))"
+            return "\(device) is not a serial device (\(cause))"
         case .noSentences:
             // A fixed rate says its own (``reason``); auto detection, every rate it tried.
             if let reason { return "no NMEA sentences from \(device) \(reason)" }

@@ -112,7 +112,11 @@ struct SerialWorker {
             }
             defer { close(fd) }
             if !configure(fd, baud: knownRate ?? firstRate) {
-                report(.error, GPSInputError(.notSerialDevice, path: options.path, errno: errno))
+                let e = errno
+                report(.error, GPSInputError(.notSerialDevice, path: options.path, errno: e))
+                // A path that is no terminal (a file, /dev/null) will not become one: the source
+                // ends, as a log that cannot be opened does. One that was a receiver is waited for.
+                if e == ENOTTY && !everOpened { break }
                 link.pause(options.retryInterval)
                 continue
             }

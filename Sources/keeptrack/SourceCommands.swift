@@ -143,9 +143,13 @@ struct Track: AsyncParsableCommand {
     }
 
     func track<S: FixSource>(_ source: S, releaser: (any WatchReleasing)? = nil) async throws {
-        // A live source retries its failures itself: they end nothing.
+        // A live source retries its failures itself: they end nothing, but for one it cannot wait
+        // out (a path that is no terminal), which ends its input.
         if wantsEvents {
-            try await trackerRun.run(source, releaser: releaser, clock: WallClock())
+            if let failure = try await trackerRun.run(source, releaser: releaser, clock: WallClock()) {
+                printError("error: \(failure.message)", level: .error)
+                throw ExitCode(1)
+            }
             return
         }
         var output = SourceLines(includeAll: all, lineBuffered: true)
@@ -154,7 +158,11 @@ struct Track: AsyncParsableCommand {
         output.onProblem = { event, back in
             printError(back ? "\(event.source): back: \(event.message)" : "warning: \(event.message)", level: .warning)
         }
-        try await output.pump(source)
+        let failed = try await output.pump(source)
+        if failed && !Task.isCancelled {
+            printError("error: \(output.lastError ?? "the source failed")", level: .error)
+            throw ExitCode(1)
+        }
     }
 }
 

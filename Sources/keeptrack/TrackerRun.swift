@@ -64,8 +64,9 @@ struct TrackerRun {
         return try TrackServer.embedded(store: try await TrackDatabase(dataDirectory: dataDirectory).open())
     }
 
-    /// Runs the tracker over `source` until it ends or is stopped; returns the source's last error
-    /// event (``Tracker/sourceError``), which ends a replay and which a live source retries.
+    /// Runs the tracker over `source` until it ends or is stopped; returns, when the input ended,
+    /// the source's last error event (``Tracker/sourceError``): what ends a replay, and a live
+    /// source's problem it cannot wait out (it retries the others). A stop returns `nil`.
     @discardableResult
     func run<S: FixSource>(
         _ source: S, releaser: (any WatchReleasing)? = nil,
@@ -127,7 +128,8 @@ struct TrackerRun {
             printError("keeptrack: the app was terminated (see the \"terminated\" event)", level: .error)
             throw ExitCode(1)
         }
-        return tracker.sourceError
+        // A run stopped (a signal) failed at nothing: only an input that ended reports its error.
+        return interrupted ? nil : tracker.sourceError
     }
 }
 

@@ -130,11 +130,15 @@ struct SerialSourceTests {
                 == "/nonexistent/ttyUSB9 is not there (receiver unplugged?); waiting for it to appear")
     }
 
-    @Test func saysWhenThePathIsNotATerminal() async throws {
-        let source = SerialSource(options: .init(path: fixturePath("walk-15min.nmea"), baud: .fixed(9600)))
-        let seen = try await collect(source, what: "an error") { !$0.events.isEmpty }
-        #expect(seen.events.first?.kind == .error)
-        #expect(seen.events.first?.message.contains("is not a serial device") == true)
+    /// A path that is no terminal (a log given as a device) will not become one: the source says so
+    /// once and ends, as a log that cannot be opened does (it retried for ever).
+    @Test func aPathThatIsNotATerminalIsSaidAndEndsTheSource() async throws {
+        let path = fixturePath("walk-15min.nmea")
+        let source = SerialSource(options: .init(path: path, baud: .fixed(9600)))
+        // Until the end: the collection stops at no element.
+        let seen = try await collect(source, what: "the source's end") { _ in false }
+        #expect(seen.events.map(\.kind) == [.error] && seen.fixes.isEmpty)
+        #expect(seen.events.first?.message == "\(path) is not a serial device (Inappropriate ioctl for device)")
     }
 
     @Test func explainsPermissionDeniedWithTheDialoutGroup() {

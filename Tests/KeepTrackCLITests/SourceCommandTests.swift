@@ -75,6 +75,15 @@ struct SourceCommandTests {
         #expect(bad.stderr.contains("--baud must be one of"))
     }
 
+    /// A path that is no terminal will not become one: `track --serial` says so and ends with
+    /// status 1, with or without location options (it retried for ever). A missing device is still
+    /// waited for (SerialSourceTests).
+    @Test(arguments: [[], ["--distance-filter", "5"]]) func trackOnAPathThatIsNoTerminalEnds(options: [String]) throws {
+        let r = try keeptrack(["track", "--serial", "/dev/null"] + options)
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stderr.hasSuffix("error: /dev/null is not a serial device (Inappropriate ioctl for device)\n"))
+    }
+
     @Test func trackWithGPSDAcceptsTheFlagWithoutAValue() throws {
         // Parsing only: --gpsd without a value means localhost:2947; --device then validates.
         let r = try keeptrack(["track", "--device", "/dev/ttyACM0"])
