@@ -111,7 +111,8 @@ public final class Uploader: Sendable {
         public var uploaded = 0
         /// Requests that succeeded.
         public var requests = 0
-        /// Attempts that failed and will be retried.
+        /// Attempts that failed (a batch's requests as one), whether tried again or the last of
+        /// the run (given up, wrong settings).
         public var retries = 0
         /// Records moved to the dead-letter table.
         public var deadLettered = 0

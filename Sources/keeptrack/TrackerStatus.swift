@@ -98,9 +98,11 @@ enum TrackerStatus {
             let last = value("keeptrack_last_upload_timestamp_seconds", target).flatMap {
                 $0 > 0 ? Int(WallClock.seconds() - $0) : nil
             }
+            // Every request made, those that failed with them (as the run's summary says them).
+            let failed = n("keeptrack_upload_requests_total", "retried")
             return start + "\(counted(n("keeptrack_upload_records_total", "ok"), "record")) in "
-                + "\(counted(n("keeptrack_upload_requests_total", "ok"), "request")), "
-                + "\(grouped(n("keeptrack_upload_requests_total", "retried"))) retried, "
+                + "\(counted(n("keeptrack_upload_requests_total", "ok") + failed, "request")), "
+                + "\(grouped(failed)) failed, "
                 + "\(counted(n("keeptrack_upload_records_total", "dead_letter"), "dead letter")); last success "
                 + (last.map { "\($0) s ago" } ?? "never")
         }

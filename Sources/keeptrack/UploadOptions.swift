@@ -376,14 +376,16 @@ extension UploadService.TargetReport {
     }
 
     /// What the lane did, one line without coordinates: `upload: 900 records acknowledged by
-    /// HOST:PORT in 2 requests, 0 retries; 0 left in the outbox`, and why records are left, with
-    /// the options to check when the settings are wrong.
+    /// HOST:PORT in 2 requests, 0 failed; 0 left in the outbox`, and why records are left, with
+    /// the options to check when the settings are wrong. The requests are every one made, those
+    /// that failed with them (a run that gave up after 5 failures made 5, not "0 requests, 5
+    /// retries").
     func line(_ style: Style) -> String {
         let s = stats
         let start = style == .onlyTarget ? "upload: " : "upload to \(name): "
         var line =
             start + "\(counted(s.uploaded, "record")) acknowledged by \(host) in "
-            + "\(counted(s.requests, "request")), \(counted(s.retries, "retry", "retries"))"
+            + "\(counted(s.requests + s.retries, "request")), \(grouped(s.retries)) failed"
         if style == .sent {
             line += ", \(counted(s.deadLettered, "dead letter"))"
         } else if s.deadLettered > 0 {

@@ -60,7 +60,7 @@ struct HomeAssistantTests {
         #expect(
             run.stderr.contains(
                 "upload to mqtt://127.0.0.1:\(ha.broker.port): \(printed.count + 2) records acknowledged by "
-                    + "127.0.0.1:\(ha.broker.port) in \(printed.count + 2) requests, 0 retries; 0 left for it in the outbox"
+                    + "127.0.0.1:\(ha.broker.port) in \(printed.count + 2) requests, 0 failed; 0 left for it in the outbox"
             ),
             "\(run.stderr)")
         let last = try #require(printed.last)

@@ -160,7 +160,7 @@ struct OutboxSendCommandTests {
         #expect(send.status == 0, "\(send.stderr)")
         #expect(
             send.stdout
-                == "upload to \(host)/v1/locations: 895 records acknowledged by \(host) in 2 requests, 0 retries, "
+                == "upload to \(host)/v1/locations: 895 records acknowledged by \(host) in 2 requests, 0 failed, "
                 + "0 dead letters; 0 left for it in the outbox\n", "\(send.stdout)")
         // Not a terminal: no progress line.
         #expect(!send.stderr.contains("\u{1B}[K"), "\(send.stderr)")
@@ -215,7 +215,7 @@ struct OutboxSendCommandTests {
         #expect(
             second.stdout.hasPrefix(
                 "upload to fleet: 795 records acknowledged by \(endpoint.host) in 8 "
-                    + "requests, 0 retries, 0 dead letters; 0 left for it in the outbox"), "\(second.stdout)")
+                    + "requests, 0 failed, 0 dead letters; 0 left for it in the outbox"), "\(second.stdout)")
         let got = try await offThePool { try endpoint.stop() }
         // 1 stored, 1 held and let go unstored, 8 from the second run; 895 ids, none twice.
         #expect(got.requests == 10 && got.ids == 895 && got.max == 1, "\(got)")
@@ -278,7 +278,7 @@ struct OutboxSendCommandTests {
         #expect(r.status == 1, "\(r.stderr)")
         #expect(
             r.stdout.hasPrefix(
-                "upload to fleet: 0 records acknowledged by \(host) in 0 requests, 5 retries, 0 dead letters; "
+                "upload to fleet: 0 records acknowledged by \(host) in 5 requests, 5 failed, 0 dead letters; "
                     + "895 left for it in the outbox (cannot reach \(host)"), "\(r.stdout)")
         #expect(
             r.stderr.contains(
@@ -341,7 +341,7 @@ struct OutboxSendCommandTests {
         let r = try await offThePool { try keeptrack(["outbox", "send", "--config", config]) }
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.hasPrefix("upload to fleet: 895 records acknowledged by "), "\(r.stdout)")
-        #expect(r.stdout.contains(" in 3 requests, 0 retries, 0 dead letters; 0 left for it in the outbox"))
+        #expect(r.stdout.contains(" in 3 requests, 0 failed, 0 dead letters; 0 left for it in the outbox"))
         let got = try await offThePool { try endpoint.stop() }
         #expect(got.requests == 3 && got.ids == 895 && got.max == 1, "\(got)")
     }

@@ -170,7 +170,7 @@ struct UploadTargetsCommandTests {
         #expect(!status.contains("\nuploads: "), "\(status)")
         // One or two dead letters: two if the first batch left with a single record.
         #expect((1...2).contains(figure(fleet, before: "dead letter")), "\(status)")
-        #expect(fleet?.contains(#/ requests?, /#) == true && fleet?.contains(" retried, ") == true, "\(status)")
+        #expect(fleet?.contains(#/ requests?, /#) == true && fleet?.contains(" failed, ") == true, "\(status)")
         #expect(fleet?.hasSuffix(" s ago") == true, "\(status)")
         #expect(figure(local, before: "dead letter") == 0, "\(status)")
         #expect(figure(local, before: "record") > 0, "\(status)")
@@ -192,7 +192,7 @@ struct UploadTargetsCommandTests {
         // The last success's gauge is 0 until there is one: never, not 56 years ago.
         #expect(
             TrackerStatus.uploadLines(single) == [
-                "uploads: 28 records in 3 requests, 0 retried, 0 dead letters; last success never"
+                "uploads: 28 records in 3 requests, 0 failed, 0 dead letters; last success never"
             ])
         let several = """
             keeptrack_upload_records_total{target="b \\"x\\"",result="ok"} 1500
@@ -202,8 +202,8 @@ struct UploadTargetsCommandTests {
             """
         #expect(
             TrackerStatus.uploadLines(several) == [
-                "uploads to a: 0 records in 0 requests, 4 retried, 2 dead letters; last success never",
-                "uploads to b \"x\": 1,500 records in 0 requests, 0 retried, 0 dead letters; last success never",
+                "uploads to a: 0 records in 4 requests, 4 failed, 2 dead letters; last success never",
+                "uploads to b \"x\": 1,500 records in 0 requests, 0 failed, 0 dead letters; last success never",
             ])
     }
 
