@@ -18,6 +18,9 @@ public protocol UploadFormat: Sendable {
     /// Whether a 2xx answer's body acknowledges the request's records (a captive portal answers
     /// 200 with an HTML page: nothing was stored). Returns why not, or `nil` when it does.
     func problemWithAcknowledgement(_ body: [UInt8]) -> String?
+    /// The same for an answer to a request of `count` records, for a format whose answer counts
+    /// them. The default: ``problemWithAcknowledgement(_:)``.
+    func problemWithAcknowledgement(_ body: [UInt8], of count: Int) -> String?
     /// Whether region transitions jump the location backlog (read in sequence order otherwise:
     /// a transition right after the location that decided it). The default is `true`.
     var transitionsFirst: Bool { get }
@@ -34,6 +37,9 @@ public protocol UploadFormat: Sendable {
 }
 
 extension UploadFormat {
+    public func problemWithAcknowledgement(_ body: [UInt8], of count: Int) -> String? {
+        problemWithAcknowledgement(body)
+    }
     public func deviceOnServer(_ device: String, settings: UploadFormatSettings) -> String { device }
     public var transitionsFirst: Bool { true }
     public var maxInFlight: Int { 1 }
@@ -102,6 +108,15 @@ public struct JSONBatchFormat: UploadFormat {
 
     public func problemWithAcknowledgement(_ body: [UInt8]) -> String? {
         JSONBatch.Reply.decode(body) == nil ? "an answer without an acknowledgement" : nil
+    }
+
+    /// An answer that counts fewer records stored or known (`accepted` + `duplicates`) than were
+    /// sent acknowledges none: the batch goes again (its records are stored once however often).
+    public func problemWithAcknowledgement(_ body: [UInt8], of count: Int) -> String? {
+        guard let reply = JSONBatch.Reply.decode(body) else { return "an answer without an acknowledgement" }
+        let counted = reply.accepted + reply.duplicates
+        guard counted < count else { return nil }
+        return "an acknowledgement of \(counted) of the \(count) records sent"
     }
 }
 

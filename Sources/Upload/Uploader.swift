@@ -598,7 +598,7 @@ public final class Uploader: Sendable {
             return .failed(.settings(reason: reason, check: [.caFile, .url]))
         case .answer(let status, let retryAfter, let body):
             if (200..<300).contains(status) {
-                if let problem = format.problemWithAcknowledgement(body) {
+                if let problem = format.problemWithAcknowledgement(body, of: records.count) {
                     return .failed(
                         .retry(
                             after: nil,
